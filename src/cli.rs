@@ -1,0 +1,62 @@
+//! The command line: what users read in `gen --help`.
+
+use clap::{Parser, Subcommand};
+use genapi::paging::LinkStyle;
+use std::path::PathBuf;
+
+/// Turns a folder of reference-data records into a prebuilt, read-only JSON API that any
+/// static host can serve, and serves it locally.
+#[derive(Debug, Parser)]
+#[command(name = "gen", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the records in the data folder and write the whole API tree.
+    ///
+    /// The new tree is written beside the output folder and swapped in at the end: a build
+    /// that fails or is killed leaves the previous tree as it was.
+    Build(BuildArgs),
+    /// Check the records in the data folder without writing anything.
+    ///
+    /// Reports every problem as `path: json-location: message`, then a count; exits with
+    /// status 1 when there are problems.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Folder holding the records: <segment>/<id>.json, plus gen.json settings.
+    #[arg(long, default_value = "data", value_name = "DIR")]
+    pub data: PathBuf,
+    /// Folder to write the tree to (replaced as a whole).
+    #[arg(long, default_value = "out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Scheme and host the tree will be served from, e.g. https://api.example.org
+    /// [default: base_url in gen.json, else http://127.0.0.1:8080]
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// How list pages link to the next and previous page: `query` (?offset=&limit=, as the
+    /// public API) or `path` (the page files, for hosts that ignore query strings).
+    #[arg(long, value_enum, default_value_t = LinkStyle::Query, value_name = "STYLE")]
+    pub links: LinkStyle,
+    /// Indent the JSON (compact by default).
+    #[arg(long)]
+    pub pretty: bool,
+    /// Also write a gzip-compressed `.gz` beside every document, for hosts that serve them.
+    #[arg(long)]
+    pub gzip: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Folder holding the records.
+    #[arg(long, default_value = "data", value_name = "DIR")]
+    pub data: PathBuf,
+}

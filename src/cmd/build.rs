@@ -1,0 +1,59 @@
+//! `gen build`: data/ → out/.
+
+use crate::cli::BuildArgs;
+use anyhow::{Context, Result};
+use genapi::write::Progress;
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+pub fn execute(args: BuildArgs) -> Result<()> {
+    let started = Instant::now();
+    let source_date_epoch = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(text) => Some(text.trim().parse::<i64>().with_context(|| {
+            format!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970: unset it or fix it")
+        })?),
+        Err(_) => None,
+    };
+    let options = genapi::BuildOptions {
+        base_url: args.base_url,
+        links: Some(args.links),
+        pretty: args.pretty,
+        gzip: args.gzip,
+        source_date_epoch,
+    };
+    let progress = Progress::default();
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let summary = std::thread::scope(|scope| {
+        if show_progress {
+            scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let total = progress.total.load(Ordering::Relaxed);
+                    if total > 0 && !done.load(Ordering::Relaxed) {
+                        eprint!("\rwriting {}/{} documents", progress.done.load(Ordering::Relaxed), total);
+                    }
+                }
+                eprint!("\r\x1b[K");
+            });
+        }
+        let result = genapi::build(&args.data, &args.out, &options, &progress);
+        done.store(true, Ordering::Relaxed);
+        result
+    })?;
+    if !args.quiet {
+        let report = &summary.report;
+        println!(
+            "built {} resources, {} records: {} files ({} written), {:.1} MB in {:.2} s → {}",
+            summary.resources,
+            summary.records,
+            report.files,
+            report.written,
+            report.bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64(),
+            args.out.display()
+        );
+    }
+    Ok(())
+}

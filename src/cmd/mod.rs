@@ -1,0 +1,4 @@
+//! One thin module per subcommand: arguments in, a library call, a line out.
+
+pub mod build;
+pub mod check;

@@ -1,0 +1,82 @@
+//! Site settings, kept in `data/gen.json`.
+
+use serde::{Deserialize, Serialize};
+
+/// File name of the site settings inside the data folder.
+pub const CONFIG_FILE: &str = "gen.json";
+
+/// Site settings: `data/gen.json`. Every key is optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SiteConfig {
+    /// Scheme and host the tree is served from, without a trailing slash; urls in the tree
+    /// are made absolute with it. `gen build --base-url` overrides it.
+    pub base_url: String,
+    /// Page sizes whose pages are precomputed as files (20 is always included).
+    pub page_sizes: Vec<u64>,
+    /// Segments that records may refer to but that the data does not hold: their urls are made
+    /// absolute but not checked.
+    pub external: Vec<String>,
+}
+
+impl Default for SiteConfig {
+    fn default() -> Self {
+        SiteConfig { base_url: DEFAULT_BASE_URL.to_string(), page_sizes: vec![20, 50, 100], external: Vec::new() }
+    }
+}
+
+/// The base URL that makes a default tree work with `gen serve`'s default address.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
+
+/// Checks a base URL: `http(s)://host[:port][/prefix]`, no trailing slash, query or fragment.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("base URL {url:?} must start with http:// or https://"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("base URL {url:?} has no host"));
+    }
+    if url.ends_with('/') {
+        return Err(format!("base URL {url:?} must not end with '/': write {:?}", url.trim_end_matches('/')));
+    }
+    if url.contains(['?', '#', ' ', '"', '\\']) || url.chars().any(char::is_control) {
+        return Err(format!("base URL {url:?} must not contain a query, a fragment, spaces or quotes"));
+    }
+    Ok(())
+}
+
+/// True when `segment` is a valid resource path segment: `[a-z0-9-]+`.
+pub fn is_valid_segment(segment: &str) -> bool {
+    !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// True when `name` is a valid record name: `[a-z0-9-]+` with at least one letter or hyphen,
+/// so that it never collides with an id path.
+pub fn is_valid_name(name: &str) -> bool {
+    is_valid_segment(name) && !name.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["cheri", "a", "-", "mr-mime", "porygon2", "10-percent"] {
+            assert!(is_valid_name(ok), "{ok}");
+        }
+        for bad in ["", "123", "0", "Cheri", "mr_mime", "é", "a b", "a/b", "."] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn base_urls() {
+        assert!(check_base_url("http://127.0.0.1:8080").is_ok());
+        assert!(check_base_url("https://example.org/data").is_ok());
+        for bad in ["example.org", "http://", "http://x/", "ftp://x", "http://x?y", "http://a b"] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+    }
+}

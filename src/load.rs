@@ -1,0 +1,498 @@
+//! Load: `data/` → an in-memory index of resources (ids, names, files), with every problem
+//! of the layout and of each record's own shape collected.
+//!
+//! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
+//! holds no record bodies, so memory is bounded by the number of records, not their size.
+
+use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::problem::Problem;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// File, inside a resource folder, that states the resource's list order.
+pub const ORDER_FILE: &str = "order.json";
+
+/// Deepest nesting accepted in a record (serde_json's own limit, so parsing never overflows
+/// the stack).
+pub const MAX_DEPTH: usize = 128;
+
+/// The whole data folder, indexed.
+#[derive(Debug)]
+pub struct Dataset {
+    /// The data folder.
+    pub dir: PathBuf,
+    /// Site settings from `gen.json` (defaults when absent).
+    pub config: SiteConfig,
+    /// Resources by segment, sorted.
+    pub resources: BTreeMap<String, Resource>,
+    /// A hash of every file read, for the meta document.
+    pub data_hash: String,
+}
+
+/// One resource: its records in list order.
+#[derive(Debug)]
+pub struct Resource {
+    pub segment: String,
+    /// Records in list order (by id, or as `order.json` states).
+    pub records: Vec<Record>,
+    /// Position in `records` of each id.
+    pub by_id: HashMap<i64, usize>,
+}
+
+/// One record: where it is and how it is reached.
+#[derive(Debug)]
+pub struct Record {
+    pub id: i64,
+    pub name: Option<String>,
+    pub file: PathBuf,
+    /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
+    pub subdocs: Vec<SubDoc>,
+}
+
+/// A document under a record, such as `creature/132/encounters`: any JSON value.
+#[derive(Debug)]
+pub struct SubDoc {
+    pub name: String,
+    pub file: PathBuf,
+}
+
+impl Resource {
+    /// The record with `id`, if any.
+    pub fn get(&self, id: i64) -> Option<&Record> {
+        self.by_id.get(&id).map(|&i| &self.records[i])
+    }
+}
+
+impl Dataset {
+    /// Number of records across all resources.
+    pub fn record_count(&self) -> usize {
+        self.resources.values().map(|r| r.records.len()).sum()
+    }
+}
+
+/// What a file in the data folder is, by its place.
+enum Entry {
+    Record { segment: String, id: i64, file: PathBuf },
+    Order { segment: String, file: PathBuf },
+    SubDoc { segment: String, id: i64, name: String, file: PathBuf },
+}
+
+/// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
+/// usable when there are no problems.
+pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut dataset = Dataset {
+        dir: dir.to_path_buf(),
+        config: SiteConfig::default(),
+        resources: BTreeMap::new(),
+        data_hash: String::new(),
+    };
+    if !dir.is_dir() {
+        let message = if dir.exists() {
+            "is not a folder: point --data at the folder that holds your records".to_string()
+        } else {
+            "no such folder: point --data at the folder that holds your records (see the README's data format)"
+                .to_string()
+        };
+        problems.push(Problem::new(dir, "-", message));
+        return (dataset, problems);
+    }
+
+    let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
+    let config_path = dir.join(CONFIG_FILE);
+    if config_path.exists() {
+        match read_json(&config_path) {
+            Ok((value, hash)) => {
+                file_hashes.push((CONFIG_FILE.to_string(), hash));
+                match serde_json::from_value::<SiteConfig>(value) {
+                    Ok(config) => dataset.config = config,
+                    Err(e) => problems.push(Problem::whole(&config_path, format!("invalid settings: {e}"))),
+                }
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    check_config(&config_path, &dataset.config, &mut problems);
+
+    let entries = walk(dir, &mut problems);
+
+    // Parse every record and sub-document in parallel; keep only what the index needs.
+    let parsed: Vec<(Entry, Result<(Value, blake3::Hash), Problem>)> = entries
+        .into_par_iter()
+        .map(|entry| {
+            let file = match &entry {
+                Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
+            };
+            let result = read_json(file);
+            (entry, result)
+        })
+        .collect();
+
+    let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
+    let mut subdocs: Vec<(String, i64, SubDoc)> = Vec::new();
+    for (entry, result) in parsed {
+        let (value, hash) = match result {
+            Ok(ok) => ok,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        match entry {
+            Entry::Record { segment, id, file } => {
+                file_hashes.push((relative(dir, &file), hash));
+                if let Some(name) = check_record(&file, id, &value, &mut problems) {
+                    records.entry(segment).or_default().push(Record { id, name, file, subdocs: Vec::new() });
+                }
+            }
+            Entry::Order { segment, file } => {
+                file_hashes.push((relative(dir, &file), hash));
+                orders.insert(segment, (file, value));
+            }
+            Entry::SubDoc { segment, id, name, file } => {
+                file_hashes.push((relative(dir, &file), hash));
+                subdocs.push((segment, id, SubDoc { name, file }));
+            }
+        }
+    }
+
+    for (segment, mut list) in records {
+        list.sort_by_key(|r| r.id);
+        check_unique_names(&list, &mut problems);
+        if let Some((file, order)) = orders.remove(&segment) {
+            list = apply_order(&file, order, list, &mut problems);
+        }
+        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id });
+    }
+    for (_, (file, _)) in orders {
+        problems.push(Problem::whole(&file, "an order file in a folder without records: remove it or add records"));
+    }
+    subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
+    for (segment, id, subdoc) in subdocs {
+        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
+            Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
+            None => problems.push(Problem::whole(
+                &subdoc.file,
+                format!(
+                    "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
+                ),
+            )),
+        }
+    }
+    for external in &dataset.config.external {
+        if dataset.resources.contains_key(external) {
+            problems.push(Problem::new(
+                &config_path,
+                "$.external",
+                format!("{external:?} is declared external but data/ holds it: remove it from \"external\""),
+            ));
+        }
+    }
+
+    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut hasher = blake3::Hasher::new();
+    for (path, hash) in &file_hashes {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(hash.as_bytes());
+    }
+    dataset.data_hash = hasher.finalize().to_hex().to_string();
+    problems.sort();
+    (dataset, problems)
+}
+
+fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
+    if let Err(message) = config::check_base_url(&config.base_url) {
+        problems.push(Problem::new(path, "$.base_url", message));
+    }
+    for (i, size) in config.page_sizes.iter().enumerate() {
+        if *size == 0 {
+            problems.push(Problem::new(path, format!("$.page_sizes[{i}]"), "a page size must be at least 1"));
+        }
+    }
+    for (i, segment) in config.external.iter().enumerate() {
+        if !config::is_valid_segment(segment) {
+            problems.push(Problem::new(
+                path,
+                format!("$.external[{i}]"),
+                format!("{segment:?} is not a valid segment: use lower-case letters, digits and '-'"),
+            ));
+        }
+    }
+}
+
+/// Walks the data folder and classifies every file by its place; anything else is a problem.
+fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let walker =
+        walkdir::WalkDir::new(dir).min_depth(1).max_depth(3).follow_links(true).sort_by_file_name().into_iter();
+    for item in walker {
+        let item = match item {
+            Ok(item) => item,
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_path_buf();
+                problems.push(Problem::new(&path, "-", format!("cannot read: {}", io_message(&e))));
+                continue;
+            }
+        };
+        let path = item.path().to_path_buf();
+        let file_name = item.file_name().to_string_lossy().to_string();
+        let is_dir = item.file_type().is_dir();
+        let parts: Vec<String> = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().to_string())
+            .collect();
+        match (parts.len(), is_dir) {
+            (1, true) if !config::is_valid_segment(&file_name) => problems.push(Problem::new(
+                &path,
+                "-",
+                "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in /api/v2/<segment>/)",
+            )),
+            (1, true) => {}
+            (1, false) if file_name == CONFIG_FILE => {}
+            (1, false) => problems.push(Problem::new(
+                &path,
+                "-",
+                format!("stray file: data/ holds only {CONFIG_FILE} and one folder per resource"),
+            )),
+            _ if !config::is_valid_segment(&parts[0]) => {} // reported above
+            (2, false) if file_name == ORDER_FILE => {
+                entries.push(Entry::Order { segment: parts[0].clone(), file: path });
+            }
+            (2, false) => match file_name.strip_suffix(".json").and_then(parse_id) {
+                Some(id) => entries.push(Entry::Record { segment: parts[0].clone(), id, file: path }),
+                None => problems.push(Problem::new(
+                    &path,
+                    "-",
+                    format!("stray file: a resource folder holds <id>.json records (e.g. 1.json, -1.json) and an optional {ORDER_FILE}"),
+                )),
+            },
+            (2, true) if parse_id(&file_name).is_some() => {}
+            (2, true) => problems.push(Problem::new(
+                &path,
+                "-",
+                "stray folder: a folder inside a resource holds a record's sub-documents and is named by the record's id",
+            )),
+            (3, false) => {
+                let id = parse_id(&parts[1]);
+                match (id, file_name.strip_suffix(".json").filter(|n| config::is_valid_name(n))) {
+                    (Some(id), Some(name)) => entries.push(Entry::SubDoc {
+                        segment: parts[0].clone(),
+                        id,
+                        name: name.to_string(),
+                        file: path,
+                    }),
+                    (Some(_), None) => problems.push(Problem::new(
+                        &path,
+                        "-",
+                        "stray file: a sub-document is <name>.json, the name made of lower-case letters, digits and '-'",
+                    )),
+                    (None, _) => {} // its folder is reported
+                }
+            }
+            (3, true) if parse_id(&parts[1]).is_some() => problems.push(Problem::new(
+                &path,
+                "-",
+                "stray folder: sub-documents are files, <segment>/<id>/<name>.json",
+            )),
+            _ => {}
+        }
+    }
+    entries
+}
+
+/// Parses a record id as written in a file name: the integer's canonical decimal form.
+pub fn parse_id(text: &str) -> Option<i64> {
+    let id: i64 = text.parse().ok()?;
+    (id.to_string() == text).then_some(id)
+}
+
+/// Reads and parses a JSON file, reporting invalid UTF-8 and invalid JSON with line and column.
+pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
+    let bytes = std::fs::read(path).map_err(|e| Problem::new(path, "-", format!("cannot read: {e}")))?;
+    let hash = blake3::hash(&bytes);
+    let value = parse_json(path, &bytes)?;
+    Ok((value, hash))
+}
+
+/// Parses JSON bytes, reporting problems with line and column.
+pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        let (line, column) = line_column(bytes, e.valid_up_to());
+        return Err(Problem::new(
+            path,
+            format!("line {line}, column {column}"),
+            "invalid UTF-8: save the file as UTF-8",
+        ));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Problem::whole(path, "empty file: a record is a JSON object with at least an \"id\""));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        let message = e.to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        let message = if message.contains("recursion limit") {
+            format!("nested deeper than {MAX_DEPTH} levels")
+        } else {
+            format!("invalid JSON: {message}")
+        };
+        Problem::new(path, format!("line {}, column {}", e.line(), e.column()), message)
+    })
+}
+
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    (line, column)
+}
+
+/// Checks a record's own shape (object, `id`, `name`) and returns its name.
+fn check_record(file: &Path, file_id: i64, value: &Value, problems: &mut Vec<Problem>) -> Option<Option<String>> {
+    let Some(object) = value.as_object() else {
+        problems.push(Problem::whole(file, format!("a record must be a JSON object, not {}", kind_of(value))));
+        return None;
+    };
+    let mut ok = true;
+    match object.get("id") {
+        None => {
+            problems.push(Problem::whole(file, format!("\"id\" is missing: add \"id\": {file_id} (the file name)")));
+            ok = false;
+        }
+        Some(id) => {
+            match id.as_i64().filter(|_| id.is_i64() || id.is_u64()) {
+                Some(id) if id == file_id => {}
+                Some(id) => {
+                    problems.push(Problem::new(
+                    file,
+                    "$.id",
+                    format!("id {id} does not match the file name: rename the file to {id}.json or set \"id\": {file_id}"),
+                ));
+                    ok = false;
+                }
+                None => {
+                    problems.push(Problem::new(
+                        file,
+                        "$.id",
+                        format!("\"id\" must be an integer, not {}: write \"id\": {file_id}", kind_of(id)),
+                    ));
+                    ok = false;
+                }
+            }
+        }
+    }
+    let name = match object.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) if config::is_valid_name(name) => Some(name.clone()),
+        Some(Value::String(name)) => {
+            let why = if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+                "an all-digit name would collide with an id path"
+            } else {
+                "use lower-case letters, digits and '-' (the name is a url path segment)"
+            };
+            problems.push(Problem::new(file, "$.name", format!("malformed name {name:?}: {why}")));
+            ok = false;
+            None
+        }
+        Some(other) => {
+            problems.push(Problem::new(file, "$.name", format!("\"name\" must be a string, not {}", kind_of(other))));
+            ok = false;
+            None
+        }
+    };
+    ok.then_some(name)
+}
+
+fn check_unique_names(records: &[Record], problems: &mut Vec<Problem>) {
+    let mut first: HashMap<&str, &Record> = HashMap::new();
+    for record in records {
+        if let Some(name) = &record.name {
+            if let Some(other) = first.insert(name, record) {
+                first.insert(name, other);
+                problems.push(Problem::new(
+                    &record.file,
+                    "$.name",
+                    format!(
+                        "duplicate name {name:?}: {} has it too; names are unique within a resource",
+                        other.file.display()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Orders `records` as the order file states; every id must appear exactly once.
+fn apply_order(file: &Path, order: Value, records: Vec<Record>, problems: &mut Vec<Problem>) -> Vec<Record> {
+    let Value::Array(items) = order else {
+        problems.push(Problem::whole(file, "an order file is a JSON array of every record id, in list order"));
+        return records;
+    };
+    let before = problems.len();
+    let mut slots: HashMap<i64, Option<Record>> = records.into_iter().map(|r| (r.id, Some(r))).collect();
+    let mut ordered = Vec::with_capacity(slots.len());
+    for (i, item) in items.iter().enumerate() {
+        let location = format!("$[{i}]");
+        match item.as_i64() {
+            None => {
+                problems.push(Problem::new(file, location, format!("expected a record id, found {}", kind_of(item))))
+            }
+            Some(id) => match slots.get_mut(&id) {
+                None => problems.push(Problem::new(file, location, format!("id {id} has no record in this folder"))),
+                Some(slot) => match slot.take() {
+                    Some(record) => ordered.push(record),
+                    None => problems.push(Problem::new(file, location, format!("id {id} is listed twice"))),
+                },
+            },
+        }
+    }
+    let mut missing: Vec<Record> = slots.into_values().flatten().collect();
+    missing.sort_by_key(|r| r.id);
+    if !missing.is_empty() {
+        let ids: Vec<String> = missing.iter().take(10).map(|r| r.id.to_string()).collect();
+        problems.push(Problem::whole(
+            file,
+            format!(
+                "{} record(s) missing from the order: {}{}; list every id once",
+                missing.len(),
+                ids.join(", "),
+                if missing.len() > 10 { ", ..." } else { "" }
+            ),
+        ));
+    }
+    ordered.extend(missing);
+    if problems.len() > before {
+        ordered.sort_by_key(|r| r.id);
+    }
+    ordered
+}
+
+/// A short description of a JSON value's kind, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn relative(dir: &Path, file: &Path) -> String {
+    file.strip_prefix(dir).unwrap_or(file).to_string_lossy().replace('\\', "/")
+}
+
+fn io_message(e: &walkdir::Error) -> String {
+    if e.loop_ancestor().is_some() {
+        return "symbolic link loop".to_string();
+    }
+    e.io_error().map(|e| e.to_string()).unwrap_or_else(|| e.to_string())
+}

@@ -1,0 +1,30 @@
+//! `gen`: parses the command line, runs the subcommand, prints fatal errors once.
+//!
+//! Exit status: 0 success, 1 problems found in the data, 2 any other error.
+
+mod cli;
+mod cmd;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Build(args) => cmd::build::execute(args),
+        cli::Command::Check(args) => cmd::check::execute(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(problems) = e.downcast_ref::<genapi::problem::Problems>() {
+                eprintln!("{problems}");
+                eprintln!("error: nothing was written; fix the problems above and run again");
+                ExitCode::from(1)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        }
+    }
+}

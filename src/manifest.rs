@@ -1,0 +1,75 @@
+//! The manifest: `out/manifest.json`, what a built tree holds. `gen serve` and the host
+//! configs read it; comparing two manifests shows what a deploy will change.
+
+use crate::paging::LinkStyle;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// File name of the manifest, at the top of the output folder (beside `api/`).
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// Version of the manifest's format.
+pub const FORMAT: u32 = 1;
+
+/// What a built tree holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Version of this format.
+    pub format: u32,
+    /// The program and version that built the tree.
+    pub generator: String,
+    /// Base URL every url of the tree starts with.
+    pub base_url: String,
+    /// How list pages link to each other.
+    pub links: LinkStyle,
+    /// Whether documents are indented.
+    pub pretty: bool,
+    /// Whether every document has a precompressed `.gz` sibling.
+    pub gzip: bool,
+    /// Page sizes whose pages are precomputed.
+    pub page_sizes: Vec<u64>,
+    /// Hash of the data the tree was built from.
+    pub data_hash: String,
+    /// Each resource's segment and entry count.
+    pub resources: BTreeMap<String, ResourceInfo>,
+    /// Every file of the tree (path relative to the output folder, `/`-separated) with the
+    /// BLAKE3 hash of its bytes. `.gz` siblings and the manifest itself are not listed.
+    pub files: BTreeMap<String, String>,
+}
+
+/// What the manifest says of one resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceInfo {
+    /// Number of records in its list.
+    pub count: u64,
+}
+
+impl Manifest {
+    /// Reads the manifest of the tree in `dir`.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(MANIFEST_FILE);
+        let bytes = std::fs::read(&path).with_context(|| {
+            format!("no tree in {}: {} is missing; run `gen build` first", dir.display(), path.display())
+        })?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+            format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
+        })?;
+        if manifest.format != FORMAT {
+            anyhow::bail!(
+                "{} has format {}, this gen reads format {FORMAT}: rebuild with this version's `gen build`",
+                path.display(),
+                manifest.format
+            );
+        }
+        Ok(manifest)
+    }
+
+    /// The manifest as written to disk: pretty, keys in a stable order, trailing newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a manifest always serialises");
+        bytes.push(b'\n');
+        bytes
+    }
+}

@@ -1,0 +1,324 @@
+//! Validate and render one document: every string that starts with `/api/v2/` is checked
+//! against the dataset's index and made absolute with the base URL; nothing else changes.
+
+use crate::load::{Dataset, parse_json};
+use crate::paging::{self, Page};
+use crate::plan::{Content, TreeOptions};
+use crate::problem::{Problem, Step, json_path};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Prefix of every reference url in the data.
+pub const API_PREFIX: &str = "/api/v2/";
+
+/// Renders documents of one dataset with one base URL and format.
+pub struct Renderer<'a> {
+    pub dataset: &'a Dataset,
+    pub base_url: &'a str,
+    pub pretty: bool,
+}
+
+/// What a reference url points at.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Target<'s> {
+    /// `/api/v2/<segment>/`
+    List { segment: &'s str },
+    /// `/api/v2/<segment>/<id>/`
+    Record { segment: &'s str, id: i64 },
+    /// `/api/v2/<segment>/<id>/<name>` (with or without a trailing slash)
+    SubDoc { segment: &'s str, id: i64, name: &'s str },
+}
+
+/// Parses a root-relative reference url. `Err` explains the expected form.
+pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
+    const FORM: &str = "expected /api/v2/<segment>/<id>/, e.g. /api/v2/berry-firmness/2/";
+    let rest = url.strip_prefix(API_PREFIX).ok_or_else(|| FORM.to_string())?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let segment = parts[0];
+    if !crate::config::is_valid_segment(segment) {
+        return Err(format!("malformed url {url:?}: {FORM}"));
+    }
+    let id = |text: &str| {
+        crate::load::parse_id(text)
+            .ok_or_else(|| format!("malformed url {url:?}: refer to a record by its integer id ({FORM})"))
+    };
+    match parts.as_slice() {
+        [_, ""] => Ok(Target::List { segment }),
+        [_, record, ""] => Ok(Target::Record { segment, id: id(record)? }),
+        [_, record, name] | [_, record, name, ""] if crate::config::is_valid_name(name) => {
+            Ok(Target::SubDoc { segment, id: id(record)?, name })
+        }
+        _ => Err(format!("malformed url {url:?}: {FORM}")),
+    }
+}
+
+impl Renderer<'_> {
+    /// Reads, checks and renders the document in `file`. Returns the bytes to publish, or
+    /// every problem found in it.
+    pub fn render_file(&self, file: &Path) -> Result<Vec<u8>, Vec<Problem>> {
+        let bytes = std::fs::read(file).map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
+        let mut value = parse_json(file, &bytes).map_err(|p| vec![p])?;
+        drop(bytes);
+        let mut problems = Vec::new();
+        let mut steps = Vec::new();
+        self.rewrite(file, &mut value, &mut steps, &mut problems);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok(self.serialize(&value))
+    }
+
+    /// Serialises a value compactly or pretty (two-space indent), keys sorted.
+    pub fn serialize(&self, value: &Value) -> Vec<u8> {
+        let result = if self.pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
+        result.expect("a JSON value always serialises")
+    }
+
+    fn rewrite<'v>(&self, file: &Path, value: &'v mut Value, steps: &mut Vec<Step<'v>>, problems: &mut Vec<Problem>) {
+        match value {
+            Value::Object(map) => {
+                let claimed_name = match map.get("name") {
+                    Some(Value::String(name)) => Some(name.clone()),
+                    _ => None,
+                };
+                for (key, child) in map.iter_mut() {
+                    steps.push(Step::Key(key));
+                    if let Value::String(text) = child {
+                        let name = if key == "url" { claimed_name.as_deref() } else { None };
+                        self.rewrite_string(file, key == "url", name, text, steps, problems);
+                    } else {
+                        self.rewrite(file, child, steps, problems);
+                    }
+                    steps.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter_mut().enumerate() {
+                    steps.push(Step::Index(i));
+                    if let Value::String(text) = child {
+                        self.rewrite_string(file, false, None, text, steps, problems);
+                    } else {
+                        self.rewrite(file, child, steps, problems);
+                    }
+                    steps.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Checks one string; when it is a reference, makes it absolute.
+    fn rewrite_string(
+        &self,
+        file: &Path,
+        is_url_key: bool,
+        claimed_name: Option<&str>,
+        text: &mut String,
+        steps: &[Step<'_>],
+        problems: &mut Vec<Problem>,
+    ) {
+        if !text.starts_with(API_PREFIX) {
+            if is_url_key && text.contains(API_PREFIX) {
+                problems.push(Problem::new(
+                    file,
+                    json_path(steps),
+                    format!("reference url {text:?} must be root-relative: write it from /api/v2/ on; the build adds the base URL"),
+                ));
+            }
+            return;
+        }
+        if let Err(message) = self.check_reference(text, claimed_name) {
+            problems.push(Problem::new(file, json_path(steps), message));
+            return;
+        }
+        text.insert_str(0, self.base_url);
+    }
+
+    fn check_reference(&self, url: &str, claimed_name: Option<&str>) -> Result<(), String> {
+        let target = parse_reference(url)?;
+        let segment = match target {
+            Target::List { segment } | Target::Record { segment, .. } | Target::SubDoc { segment, .. } => segment,
+        };
+        let config = &self.dataset.config;
+        let Some(resource) = self.dataset.resources.get(segment) else {
+            if config.external.iter().any(|e| e == segment) {
+                return Ok(());
+            }
+            return Err(format!(
+                "{url:?} points to segment {segment:?}, which data/ does not hold: add data/{segment}/ or declare it in \"external\" in gen.json"
+            ));
+        };
+        let (id, subdoc) = match target {
+            Target::List { .. } => return Ok(()),
+            Target::Record { id, .. } => (id, None),
+            Target::SubDoc { id, name, .. } => (id, Some(name)),
+        };
+        let Some(record) = resource.get(id) else {
+            return Err(format!(
+                "{url:?} points to {segment} {id}, which does not exist: add data/{segment}/{id}.json"
+            ));
+        };
+        if let Some(name) = subdoc {
+            if !record.subdocs.iter().any(|s| s.name == name) {
+                return Err(format!(
+                    "{url:?} points to a sub-document that does not exist: add data/{segment}/{id}/{name}.json"
+                ));
+            }
+            return Ok(());
+        }
+        match (claimed_name, record.name.as_deref()) {
+            (Some(claimed), Some(actual)) if claimed != actual => {
+                Err(format!("reference names {claimed:?} but {url} is named {actual:?}: write \"name\": {actual:?}"))
+            }
+            (Some(claimed), None) => {
+                Err(format!("reference names {claimed:?} but {url} has no name: remove \"name\" from the reference"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_forms() {
+        assert_eq!(parse_reference("/api/v2/berry/"), Ok(Target::List { segment: "berry" }));
+        assert_eq!(parse_reference("/api/v2/berry/1/"), Ok(Target::Record { segment: "berry", id: 1 }));
+        assert_eq!(parse_reference("/api/v2/move-ailment/-1/"), Ok(Target::Record { segment: "move-ailment", id: -1 }));
+        assert_eq!(
+            parse_reference("/api/v2/creature/132/encounters"),
+            Ok(Target::SubDoc { segment: "creature", id: 132, name: "encounters" })
+        );
+        for bad in [
+            "/api/v2/",
+            "/api/v2/berry",
+            "/api/v2/berry/1",
+            "/api/v2/berry/cheri/",
+            "/api/v2/Berry/1/",
+            "/api/v2/berry/01/",
+            "/api/v2/berry//",
+            "/api/v2/berry/1/a/b",
+            "/api/v2/../1/",
+        ] {
+            assert!(parse_reference(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+/// Renders every kind of document of the tree.
+pub struct TreeRenderer<'a> {
+    pub records: Renderer<'a>,
+    pub options: &'a TreeOptions,
+    /// Each resource's list entries, serialised once.
+    entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
+    meta: Vec<u8>,
+}
+
+impl<'a> TreeRenderer<'a> {
+    /// Prepares the renderer: list entries of every resource and the meta document.
+    pub fn new(dataset: &'a Dataset, options: &'a TreeOptions, meta: &BuildInfo) -> TreeRenderer<'a> {
+        let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
+        let entries = dataset
+            .resources
+            .iter()
+            .map(|(segment, resource)| {
+                let list = resource
+                    .records
+                    .iter()
+                    .map(|r| {
+                        let url = format!("{}/api/v2/{segment}/{}/", options.base_url, r.id);
+                        paging::render_entry(r.name.as_deref(), &url, options.pretty)
+                    })
+                    .collect();
+                (segment.as_str(), list)
+            })
+            .collect();
+        let meta = records.serialize(&serde_json::json!({
+            "built_at": meta.built_at,
+            "data_hash": dataset.data_hash,
+            "generator": meta.generator,
+            "links": options.links,
+            "page_sizes": options.page_sizes,
+            "resources": dataset.resources.len(),
+            "records": dataset.record_count(),
+        }));
+        TreeRenderer { records, options, entries, meta }
+    }
+
+    /// Renders one planned document.
+    pub fn render(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+        let dataset = self.records.dataset;
+        match *content {
+            Content::Root => {
+                let root: BTreeMap<&str, String> = dataset
+                    .resources
+                    .keys()
+                    .map(|s| (s.as_str(), format!("{}/api/v2/{s}/", self.options.base_url)))
+                    .collect();
+                Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
+            }
+            Content::Meta => Ok(self.meta.clone()),
+            Content::Record { segment, index } => {
+                self.records.render_file(&dataset.resources[segment].records[index].file)
+            }
+            Content::SubDoc { segment, index, subdoc } => {
+                self.records.render_file(&dataset.resources[segment].records[index].subdocs[subdoc].file)
+            }
+            Content::Page { segment, page } => {
+                let entries = &self.entries[segment];
+                let count = entries.len() as u64;
+                let list_url = format!("{}/api/v2/{segment}/", self.options.base_url);
+                let link = |p: Option<Page>| p.map(|p| paging::page_url(&list_url, p, self.options.links));
+                let mut out = Vec::new();
+                paging::render_page(
+                    &mut out,
+                    count,
+                    link(page.next(count)).as_deref(),
+                    link(page.previous()).as_deref(),
+                    &entries[page.range(count)],
+                    self.options.pretty,
+                );
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Facts about the build for the meta document.
+#[derive(Debug, Clone)]
+pub struct BuildInfo {
+    /// `gen <version>`.
+    pub generator: String,
+    /// RFC 3339 date from `SOURCE_DATE_EPOCH`, when set (so builds stay reproducible).
+    pub built_at: Option<String>,
+}
+
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC date.
+pub fn rfc3339(epoch: i64) -> String {
+    let days = epoch.div_euclid(86_400);
+    let secs = epoch.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+#[cfg(test)]
+mod date_tests {
+    #[test]
+    fn rfc3339() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(1_786_004_122), "2026-08-06T08:15:22Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}
