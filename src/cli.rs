@@ -25,6 +25,8 @@ pub enum Command {
     /// Reports every problem as `path: json-location: message`, then a count; exits with
     /// status 1 when there are problems.
     Check(CheckArgs),
+    /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -59,4 +61,17 @@ pub struct CheckArgs {
     /// Folder holding the records.
     #[arg(long, default_value = "data", value_name = "DIR")]
     pub data: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Folder holding the tree written by `gen build`.
+    #[arg(long, default_value = "out", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Address to listen on; port 0 picks a free port (the bound address is printed first).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    pub addr: String,
+    /// Do not log one line per request.
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -14,6 +14,7 @@ pub mod paging;
 pub mod plan;
 pub mod problem;
 pub mod render;
+pub mod serve;
 pub mod write;
 
 use anyhow::Result;

@@ -2,3 +2,4 @@
 
 pub mod build;
 pub mod check;
+pub mod serve;
