@@ -1,0 +1,166 @@
+//! Helpers shared by the integration tests: temporary folders, running the real binary,
+//! writing data folders, reading trees.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A temporary folder, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("gen-test-{}-{label}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        make_writable(&self.0);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn make_writable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if entry.file_type().is_dir() {
+            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+/// The `gen` binary under test.
+pub fn gen_bin() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gen"));
+    command.env_remove("SOURCE_DATE_EPOCH");
+    command
+}
+
+/// Runs `gen` with `args`; the result explains itself when a test fails.
+pub fn run(args: &[&str]) -> Run {
+    let output = gen_bin().args(args).output().expect("the gen binary runs");
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }
+}
+
+/// The outcome of one run of `gen`.
+pub struct Run {
+    pub args: Vec<String>,
+    pub output: Output,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).to_string()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).to_string()
+    }
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+    fn describe(&self) -> String {
+        format!("gen {}\n--- stdout\n{}--- stderr\n{}", self.args.join(" "), self.stdout(), self.stderr())
+    }
+    /// Asserts success and returns self.
+    pub fn ok(self) -> Run {
+        assert!(self.output.status.success(), "expected success:\n{}", self.describe());
+        self
+    }
+    /// Asserts the exit code and returns self.
+    pub fn fails_with(self, code: i32) -> Run {
+        assert_eq!(self.code(), Some(code), "expected exit code {code}:\n{}", self.describe());
+        self
+    }
+}
+
+/// Writes `files` (relative path → text) under `dir`.
+pub fn write_files(dir: &Path, files: &[(&str, String)]) {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// Every file under `dir`: relative path → bytes.
+pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let rel = entry.path().strip_prefix(dir).unwrap().to_string_lossy().to_string();
+            files.insert(rel, std::fs::read(entry.path()).unwrap());
+        }
+    }
+    files
+}
+
+/// Parses a JSON file of a tree.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A small synthetic data folder with the shapes real data has: a list longer than several
+/// pages, a nameless resource, ids 0 and -1, sparse ids, a custom order, a sub-document,
+/// references between resources.
+pub fn sample_data(dir: &Path) {
+    let mut files: Vec<(String, String)> = vec![(
+        "gen.json".into(),
+        r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item"]}"#.into(),
+    )];
+    for id in 1..=5 {
+        files.push((
+            format!("firmness/{id}.json"),
+            format!(r#"{{"id": {id}, "name": "firm-{id}", "names": [{{"name": "Fest {id} ü", "language": "de"}}]}}"#),
+        ));
+    }
+    // 137 berries: ids 1..=120 and 1001..=1017 (sparse), referencing a firmness and an item.
+    for id in (1..=120).chain(1001..=1017) {
+        let firmness = id % 5 + 1;
+        files.push((
+            format!("berry/{id}.json"),
+            format!(
+                r#"{{"id": {id}, "name": "berry-{id}", "size": {id}.5, "firmness": {{"name": "firm-{firmness}", "url": "/api/v2/firmness/{firmness}/"}}, "item": {{"name": "item-{id}", "url": "/api/v2/item/{id}/"}}, "effect": {{"url": "/api/v2/effect/{}/"}}}}"#,
+                id % 3 + 1
+            ),
+        ));
+    }
+    for id in 1..=3 {
+        files.push((format!("effect/{id}.json"), format!(r#"{{"id": {id}, "appeal": {id}}}"#)));
+    }
+    for id in [-1, 0, 1, 2] {
+        files.push((format!("ailment/{id}.json"), format!(r#"{{"id": {id}, "name": "ailment{}"}}"#, id + 1)));
+    }
+    // forms listed in an order that is not id order
+    for id in [1, 2, 3, 10001, 10002] {
+        files.push((format!("form/{id}.json"), format!(r#"{{"id": {id}, "name": "form-{id}"}}"#)));
+    }
+    files.push(("form/order.json".into(), "[1, 10001, 2, 10002, 3]".into()));
+    files.push((
+        "creature/7.json".into(),
+        r#"{"id": 7, "name": "squirt", "encounters": "/api/v2/creature/7/encounters"}"#.into(),
+    ));
+    files.push((
+        "creature/7/encounters.json".into(),
+        r#"[{"area": {"name": "ailment1", "url": "/api/v2/ailment/0/"}, "chance": 5}]"#.into(),
+    ));
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    write_files(dir, &files);
+}
