@@ -1,0 +1,390 @@
+//! `gen build`: the tree it writes, its paging, its determinism and its atomicity.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const BASE: &str = "http://127.0.0.1:8080";
+
+fn build(data: &Path, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// The ids of a sample resource in list order, as the sample data defines them.
+fn berry_ids() -> Vec<i64> {
+    (1..=120).chain(1001..=1017).collect()
+}
+
+#[test]
+fn writes_root_records_names_lists_and_meta() {
+    let tmp = TempDir::new("layout");
+    sample_data(&tmp.join("data"));
+    let out = tmp.join("out");
+    let run = build(&tmp.join("data"), &out, &[]).ok();
+    assert!(run.stdout().contains("built 6 resources, 155 records"), "{}", run.stdout());
+
+    let root = read_json(&out.join("api/v2/index.json"));
+    let expected: serde_json::Map<String, Value> = ["ailment", "berry", "creature", "effect", "firmness", "form"]
+        .iter()
+        .map(|s| (s.to_string(), Value::String(format!("{BASE}/api/v2/{s}/"))))
+        .collect();
+    assert_eq!(root, Value::Object(expected));
+
+    // a record by id and by name: same bytes, urls absolute, other values as written
+    let by_id = std::fs::read(out.join("api/v2/berry/7/index.json")).unwrap();
+    let by_name = std::fs::read(out.join("api/v2/berry/berry-7/index.json")).unwrap();
+    assert_eq!(by_id, by_name);
+    let text = String::from_utf8(by_id).unwrap();
+    assert!(text.contains(r#""size":7.5"#), "{text}");
+    let record: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(record["firmness"]["url"], format!("{BASE}/api/v2/firmness/3/"));
+    assert_eq!(record["item"]["url"], format!("{BASE}/api/v2/item/7/"));
+    // Unicode is kept as is
+    let firmness = std::fs::read_to_string(out.join("api/v2/firmness/1/index.json")).unwrap();
+    assert!(firmness.contains("Fest 1 ü"), "{firmness}");
+
+    // ids 0 and -1, nameless records
+    assert!(out.join("api/v2/ailment/-1/index.json").is_file());
+    assert!(out.join("api/v2/ailment/0/index.json").is_file());
+    assert!(out.join("api/v2/ailment/ailment0/index.json").is_file());
+    assert!(out.join("api/v2/effect/2/index.json").is_file());
+
+    // sub-documents by id and by name, urls rewritten everywhere
+    let creature = read_json(&out.join("api/v2/creature/7/index.json"));
+    assert_eq!(creature["encounters"], format!("{BASE}/api/v2/creature/7/encounters"));
+    for key in ["7", "squirt"] {
+        let sub = read_json(&out.join(format!("api/v2/creature/{key}/encounters/index.json")));
+        assert_eq!(sub[0]["area"]["url"], format!("{BASE}/api/v2/ailment/0/"));
+    }
+
+    // the list root is the first page
+    let list = read_json(&out.join("api/v2/berry/index.json"));
+    assert_eq!(list["count"], 137);
+    assert_eq!(list["next"], format!("{BASE}/api/v2/berry/?offset=20&limit=20"));
+    assert_eq!(list["previous"], Value::Null);
+    let results = list["results"].as_array().unwrap();
+    assert_eq!(results.len(), 20);
+    assert_eq!(results[0], serde_json::json!({"name": "berry-1", "url": format!("{BASE}/api/v2/berry/1/")}));
+    // nameless entries are {"url"} only
+    let effects = read_json(&out.join("api/v2/effect/index.json"));
+    assert_eq!(effects["results"][0], serde_json::json!({"url": format!("{BASE}/api/v2/effect/1/")}));
+    // stated order
+    let forms = read_json(&out.join("api/v2/form/index.json"));
+    let ids: Vec<&str> = forms["results"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["form-1", "form-10001", "form-2", "form-10002", "form-3"]);
+    // id order with negative ids first
+    let ailments = read_json(&out.join("api/v2/ailment/index.json"));
+    assert_eq!(ailments["results"][0]["url"], format!("{BASE}/api/v2/ailment/-1/"));
+
+    let meta = read_json(&out.join("api/v2/meta/index.json"));
+    assert_eq!(meta["generator"], format!("gen {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(meta["data_hash"].as_str().unwrap().len(), 64);
+    let manifest = read_json(&out.join("manifest.json"));
+    assert_eq!(manifest["resources"]["berry"]["count"], 137);
+    assert_eq!(manifest["base_url"], BASE);
+}
+
+/// Maps a link to the page file that answers it, as `gen serve` and host configs do.
+fn page_file(out: &Path, link: &str) -> std::path::PathBuf {
+    let rest = link.strip_prefix(BASE).unwrap().trim_start_matches('/');
+    if let Some((list, query)) = rest.split_once('?') {
+        let mut offset = 0u64;
+        let mut limit = 20u64;
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("offset", v)) => offset = v.parse().unwrap(),
+                Some(("limit", v)) => limit = v.parse().unwrap(),
+                _ => panic!("unexpected query {query}"),
+            }
+        }
+        out.join(format!("{list}_pages/{limit}/{offset}/index.json"))
+    } else {
+        out.join(rest).join("index.json")
+    }
+}
+
+fn full_list(out: &Path, segment: &str) -> Vec<Value> {
+    let all = read_json(&out.join(format!("api/v2/{segment}/_pages/all/index.json")));
+    assert_eq!(all["next"], Value::Null);
+    all["results"].as_array().unwrap().clone()
+}
+
+#[test]
+fn following_next_from_every_page_size_walks_the_whole_list() {
+    for links in ["query", "path"] {
+        let tmp = TempDir::new("walk");
+        sample_data(&tmp.join("data"));
+        let out = tmp.join("out");
+        build(&tmp.join("data"), &out, &["--links", links]).ok();
+        let berries = full_list(&out, "berry");
+        let expected: Vec<String> = berry_ids().iter().map(|id| format!("{BASE}/api/v2/berry/{id}/")).collect();
+        let urls: Vec<&str> = berries.iter().map(|e| e["url"].as_str().unwrap()).collect();
+        assert_eq!(urls, expected);
+        for segment in ["ailment", "berry", "creature", "effect", "firmness", "form"] {
+            let all = full_list(&out, segment);
+            for size in [20u64, 50, 100] {
+                let mut path = if size == 20 {
+                    out.join(format!("api/v2/{segment}/index.json"))
+                } else {
+                    out.join(format!("api/v2/{segment}/_pages/{size}/0/index.json"))
+                };
+                let mut walked = Vec::new();
+                let mut seen = BTreeSet::new();
+                loop {
+                    assert!(seen.insert(path.clone()), "{links}: loop at {}", path.display());
+                    let page = read_json(&path);
+                    assert_eq!(page["count"], all.len());
+                    walked.extend(page["results"].as_array().unwrap().iter().cloned());
+                    // previous always resolves to a file too
+                    if let Some(previous) = page["previous"].as_str() {
+                        if links == "path" {
+                            assert!(previous.contains("/_pages/"), "{previous}");
+                        }
+                        assert!(page_file(&out, previous).is_file(), "{links}: previous {previous}");
+                    }
+                    match page["next"].as_str() {
+                        Some(next) => path = page_file(&out, next),
+                        None => break,
+                    }
+                }
+                assert_eq!(walked, all, "{links} {segment} size {size}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pages_follow_the_paging_rules() {
+    let tmp = TempDir::new("rules");
+    sample_data(&tmp.join("data"));
+    let out = tmp.join("out");
+    build(&tmp.join("data"), &out, &[]).ok();
+    let all = full_list(&out, "berry");
+    let count = all.len() as u64;
+    for entry in walkdir::WalkDir::new(out.join("api/v2/berry/_pages")) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(out.join("api/v2/berry/_pages")).unwrap().to_string_lossy().to_string();
+        let parts: Vec<&str> = rel.split('/').collect();
+        if parts.len() != 3 {
+            continue;
+        }
+        let (limit, offset): (u64, u64) = (parts[0].parse().unwrap(), parts[1].parse().unwrap());
+        let page = read_json(entry.path());
+        let end = (offset + limit).min(count);
+        assert_eq!(page["results"].as_array().unwrap()[..], all[offset as usize..end as usize], "{rel}");
+        let next = (count > offset + limit).then(|| {
+            format!("{BASE}/api/v2/berry/?offset={}&limit={}", offset + limit, limit.min(count - offset - limit))
+        });
+        let previous = (offset > 0).then(|| {
+            format!("{BASE}/api/v2/berry/?offset={}&limit={}", offset.saturating_sub(limit), limit.min(offset))
+        });
+        assert_eq!(page["next"].as_str().map(str::to_string), next, "{rel}");
+        assert_eq!(page["previous"].as_str().map(str::to_string), previous, "{rel}");
+    }
+    // the last page of size 20 shrinks: 137 = 6 * 20 + 17
+    let page = read_json(&out.join("api/v2/berry/_pages/20/100/index.json"));
+    assert_eq!(page["next"], format!("{BASE}/api/v2/berry/?offset=120&limit=17"));
+}
+
+/// Collects every string that starts with the base URL.
+fn urls_in(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s.starts_with(BASE) => found.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| urls_in(v, found)),
+        Value::Object(map) => map.values().for_each(|v| urls_in(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_url_in_the_tree_resolves_to_a_file_of_the_tree() {
+    for links in ["query", "path"] {
+        let tmp = TempDir::new("urls");
+        sample_data(&tmp.join("data"));
+        let out = tmp.join("out");
+        build(&tmp.join("data"), &out, &["--links", links]).ok();
+        let mut checked = 0;
+        for (rel, bytes) in read_tree(&out.join("api")) {
+            let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{rel}: {e}"));
+            let mut urls = Vec::new();
+            urls_in(&value, &mut urls);
+            for url in urls {
+                if url.contains("/api/v2/item/") {
+                    continue; // declared external
+                }
+                let file = page_file(&out, &url);
+                assert!(file.is_file(), "{rel}: {url} does not resolve ({})", file.display());
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "only {checked} urls checked");
+    }
+}
+
+#[test]
+fn same_data_and_options_give_the_same_bytes() {
+    let tmp = TempDir::new("determinism");
+    sample_data(&tmp.join("data"));
+    build(&tmp.join("data"), &tmp.join("a"), &[]).ok();
+    build(&tmp.join("data"), &tmp.join("b"), &[]).ok();
+    let a = read_tree(&tmp.join("a"));
+    assert!(a.len() > 300);
+    assert_eq!(a, read_tree(&tmp.join("b")));
+    // other options give other bytes, but the same files
+    build(&tmp.join("data"), &tmp.join("c"), &["--pretty", "--base-url", "https://example.org"]).ok();
+    let c = read_tree(&tmp.join("c"));
+    assert_eq!(a.keys().collect::<Vec<_>>(), c.keys().collect::<Vec<_>>());
+    let record = std::fs::read_to_string(tmp.join("c/api/v2/berry/1/index.json")).unwrap();
+    assert!(record.starts_with("{\n  \""), "{record}");
+    assert!(record.contains("https://example.org/api/v2/firmness/2/"));
+    // pretty pages are the same JSON as compact ones, links aside
+    let compact = read_json(&tmp.join("a/api/v2/berry/_pages/50/50/index.json"));
+    let pretty = read_json(&tmp.join("c/api/v2/berry/_pages/50/50/index.json"));
+    assert_eq!(compact.to_string().replace(BASE, "https://example.org"), pretty.to_string());
+    // SOURCE_DATE_EPOCH sets the date, reproducibly
+    for out in ["d", "e"] {
+        let status = gen_bin()
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .args(["build", "--quiet", "--data"])
+            .arg(tmp.join("data"))
+            .arg("--out")
+            .arg(tmp.join(out))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let meta = read_json(&tmp.join("d/api/v2/meta/index.json"));
+    assert_eq!(meta["built_at"], "2023-11-14T22:13:20Z");
+    assert_eq!(read_tree(&tmp.join("d")), read_tree(&tmp.join("e")));
+}
+
+fn mtimes(dir: &Path) -> Vec<(String, std::time::SystemTime)> {
+    read_tree(dir)
+        .keys()
+        .map(|rel| (rel.clone(), std::fs::metadata(dir.join(rel)).unwrap().modified().unwrap()))
+        .collect()
+}
+
+#[test]
+fn rebuild_rewrites_only_changed_files() {
+    let tmp = TempDir::new("rebuild");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    build(&data, &out, &["--gzip"]).ok();
+    let before = mtimes(&out);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = build(&data, &out, &["--gzip"]).ok();
+    assert!(run.stdout().contains("(0 written)"), "{}", run.stdout());
+    assert_eq!(mtimes(&out), before);
+
+    // change one record: only its two paths (and .gz siblings), the meta and the manifest change
+    let old = read_tree(&out);
+    std::fs::write(data.join("berry/3.json"), r#"{"id": 3, "name": "berry-3", "size": 99}"#).unwrap();
+    build(&data, &out, &["--gzip"]).ok();
+    let new = read_tree(&out);
+    let changed: BTreeSet<&str> = new.iter().filter(|(k, v)| old.get(*k) != Some(v)).map(|(k, _)| k.as_str()).collect();
+    let expected: BTreeSet<&str> = [
+        "api/v2/berry/3/index.json",
+        "api/v2/berry/3/index.json.gz",
+        "api/v2/berry/berry-3/index.json",
+        "api/v2/berry/berry-3/index.json.gz",
+        "api/v2/meta/index.json",
+        "api/v2/meta/index.json.gz",
+        "manifest.json",
+    ]
+    .into();
+    assert_eq!(changed, expected);
+    let after = mtimes(&out);
+    for ((rel, a), (_, b)) in before.iter().zip(&after) {
+        assert_eq!(a == b, !expected.contains(rel.as_str()), "{rel}");
+    }
+    // .gz siblings decompress to their documents
+    let gz = std::fs::read(out.join("api/v2/berry/3/index.json.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    assert_eq!(text.as_bytes(), std::fs::read(out.join("api/v2/berry/3/index.json")).unwrap());
+}
+
+#[test]
+fn failed_build_leaves_the_previous_tree_untouched() {
+    let tmp = TempDir::new("atomic");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    build(&data, &out, &[]).ok();
+    let before = read_tree(&out);
+    // a dangling reference is only found while rendering, after writing has begun
+    std::fs::write(
+        data.join("berry/50.json"),
+        r#"{"id": 50, "name": "berry-50", "firmness": {"name": "firm-9", "url": "/api/v2/firmness/9/"}}"#,
+    )
+    .unwrap();
+    let run = build(&data, &out, &[]).fails_with(1);
+    assert!(run.stderr().contains("berry/50.json: $.firmness.url:"), "{}", run.stderr());
+    assert_eq!(read_tree(&out), before);
+    let siblings: Vec<String> =
+        std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+    assert_eq!(siblings.len(), 2, "stray files beside out/: {siblings:?}");
+}
+
+#[test]
+fn leftovers_of_a_killed_build_are_removed() {
+    let tmp = TempDir::new("leftovers");
+    sample_data(&tmp.join("data"));
+    let out = tmp.join("out");
+    build(&tmp.join("data"), &out, &[]).ok();
+    // what a killed build leaves: a staging folder of a process that no longer exists
+    let stale = tmp.join(".out.gen-staging-4000000");
+    std::fs::create_dir_all(stale.join("api/v2")).unwrap();
+    std::fs::write(stale.join("api/v2/index.json"), "{}").unwrap();
+    build(&tmp.join("data"), &out, &[]).ok();
+    assert!(!stale.exists());
+}
+
+#[test]
+fn refuses_to_replace_a_folder_gen_did_not_write() {
+    let tmp = TempDir::new("refuse");
+    sample_data(&tmp.join("data"));
+    let precious = tmp.join("precious");
+    std::fs::create_dir_all(&precious).unwrap();
+    std::fs::write(precious.join("thesis.txt"), "years of work").unwrap();
+    let run = build(&tmp.join("data"), &precious, &[]).fails_with(2);
+    assert!(run.stderr().contains("refusing to replace"), "{}", run.stderr());
+    assert_eq!(std::fs::read_to_string(precious.join("thesis.txt")).unwrap(), "years of work");
+}
+
+#[test]
+fn read_only_output_folder_keeps_the_old_tree() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempDir::new("readonly");
+    sample_data(&tmp.join("data"));
+    let site = tmp.join("site");
+    let out = site.join("out");
+    build(&tmp.join("data"), &out, &[]).ok();
+    let before = read_tree(&out);
+    std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o555)).unwrap();
+    if std::fs::write(site.join("probe"), "").is_ok() {
+        eprintln!("skipped: running as a user that ignores permissions (root)");
+        std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
+        return;
+    }
+    let run = build(&tmp.join("data"), &out, &[]).fails_with(2);
+    std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(run.stderr().contains("cannot"), "{}", run.stderr());
+    assert_eq!(read_tree(&out), before);
+}
+
+#[test]
+fn base_url_is_checked() {
+    let tmp = TempDir::new("base");
+    sample_data(&tmp.join("data"));
+    let run = build(&tmp.join("data"), &tmp.join("out"), &["--base-url", "https://example.org/"]).fails_with(2);
+    assert!(run.stderr().contains("must not end with '/'"), "{}", run.stderr());
+    assert!(!tmp.join("out").exists());
+}
