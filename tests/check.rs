@@ -1,0 +1,243 @@
+//! `gen check` and the validation step of `gen build`: every kind of bad data is reported
+//! with its file and JSON location, all problems at once, and a build over an existing tree
+//! leaves it untouched.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// A broken data folder: the sample data plus `files` written over it.
+fn broken(label: &str, files: &[(&str, &[u8])]) -> TempDir {
+    let tmp = TempDir::new(label);
+    let data = tmp.join("data");
+    sample_data(&data);
+    for (rel, bytes) in files {
+        let path = data.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    tmp
+}
+
+/// Asserts that `gen check` and `gen build` over an existing tree both fail with exit status
+/// 1, report `expected` (a `path: location: message` fragment), and leave the tree untouched.
+fn assert_reported(label: &str, files: &[(&str, &[u8])], expected: &[&str]) {
+    let tmp = broken(label, &[]);
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let before = read_tree(&out);
+    for (rel, bytes) in files {
+        let path = data.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let check = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
+    let build = run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).fails_with(1);
+    for run in [&check, &build] {
+        let stderr = run.stderr().replace(&format!("{}/", data.display()), "data/");
+        for fragment in expected {
+            assert!(stderr.contains(fragment), "{label}: expected {fragment:?} in:\n{stderr}");
+        }
+        assert!(stderr.contains(&format!("{} problem", expected.len())), "{label}: count in:\n{stderr}");
+    }
+    assert_eq!(read_tree(&out), before, "{label}: out/ changed");
+}
+
+#[test]
+fn invalid_json_with_line_and_column() {
+    assert_reported(
+        "invalid-json",
+        &[("berry/1.json", b"{\"id\": 1,\n  \"name\": \"berry-1\",,\n}")],
+        &["data/berry/1.json: line 2, column 21: invalid JSON"],
+    );
+}
+
+#[test]
+fn empty_file() {
+    assert_reported("empty", &[("berry/1.json", b"")], &["data/berry/1.json: $: empty file"]);
+}
+
+#[test]
+fn top_level_array() {
+    assert_reported(
+        "array",
+        &[("berry/1.json", b"[1, 2]")],
+        &["data/berry/1.json: $: a record must be a JSON object, not an array"],
+    );
+}
+
+#[test]
+fn invalid_utf8() {
+    assert_reported(
+        "utf8",
+        &[("berry/1.json", b"{\"id\": 1,\n \"name\": \"b\xff\"}")],
+        &["data/berry/1.json: line 2, column 12: invalid UTF-8"],
+    );
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    let deep = format!("{{\"id\": 1, \"x\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_reported("deep", &[("berry/1.json", deep.as_bytes())], &["data/berry/1.json: line 1, column "]);
+    let tmp = broken("deep2", &[("berry/1.json", deep.as_bytes())]);
+    let check = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
+    assert!(check.stderr().contains("nested deeper than 128 levels"), "{}", check.stderr());
+}
+
+#[test]
+fn id_missing_not_an_integer_or_not_the_file_name() {
+    assert_reported(
+        "ids",
+        &[
+            ("berry/1.json", b"{\"name\": \"berry-1\"}"),
+            ("berry/2.json", b"{\"id\": \"2\", \"name\": \"berry-2\"}"),
+            ("berry/3.json", b"{\"id\": 4, \"name\": \"berry-3\"}"),
+            ("berry/5.json", b"{\"id\": 5.0, \"name\": \"berry-5\"}"),
+        ],
+        &[
+            "data/berry/1.json: $: \"id\" is missing: add \"id\": 1",
+            "data/berry/2.json: $.id: \"id\" must be an integer, not a string",
+            "data/berry/3.json: $.id: id 4 does not match the file name",
+            "data/berry/5.json: $.id: \"id\" must be an integer, not a number",
+        ],
+    );
+}
+
+#[test]
+fn duplicate_and_malformed_names() {
+    assert_reported(
+        "names",
+        &[
+            ("berry/2.json", b"{\"id\": 2, \"name\": \"berry-1\"}"),
+            ("berry/3.json", b"{\"id\": 3, \"name\": \"Berry 3\"}"),
+            ("berry/4.json", b"{\"id\": 4, \"name\": \"404\"}"),
+            ("berry/5.json", b"{\"id\": 5, \"name\": 5}"),
+        ],
+        &[
+            "data/berry/2.json: $.name: duplicate name \"berry-1\": ",
+            "data/berry/3.json: $.name: malformed name \"Berry 3\"",
+            "data/berry/4.json: $.name: malformed name \"404\": an all-digit name would collide with an id path",
+            "data/berry/5.json: $.name: \"name\" must be a string, not an integer",
+        ],
+    );
+}
+
+#[test]
+fn bad_references() {
+    assert_reported(
+        "references",
+        &[
+            // dangling
+            ("berry/1.json", b"{\"id\": 1, \"firmness\": {\"name\": \"firm-9\", \"url\": \"/api/v2/firmness/9/\"}}"),
+            // unknown segment
+            ("berry/2.json", b"{\"id\": 2, \"x\": [{\"url\": \"/api/v2/nowhere/1/\"}]}"),
+            // name is not the target's
+            ("berry/3.json", b"{\"id\": 3, \"firmness\": {\"name\": \"soft\", \"url\": \"/api/v2/firmness/1/\"}}"),
+            // malformed urls
+            (
+                "berry/4.json",
+                b"{\"id\": 4, \"a\": {\"url\": \"/api/v2/firmness/firm-1/\"}, \"b\": \"/api/v2/firmness/1\"}",
+            ),
+            // absolute instead of root-relative
+            ("berry/6.json", b"{\"id\": 6, \"a\": {\"url\": \"https://pokeapi.co/api/v2/firmness/1/\"}}"),
+        ],
+        &[
+            "data/berry/1.json: $.firmness.url: \"/api/v2/firmness/9/\" points to firmness 9, which does not exist",
+            "data/berry/2.json: $.x[0].url: \"/api/v2/nowhere/1/\" points to segment \"nowhere\", which data/ does not hold",
+            "data/berry/3.json: $.firmness.url: reference names \"soft\" but /api/v2/firmness/1/ is named \"firm-1\"",
+            "data/berry/4.json: $.a.url: malformed url \"/api/v2/firmness/firm-1/\": refer to a record by its integer id",
+            "data/berry/4.json: $.b: malformed url \"/api/v2/firmness/1\"",
+            "data/berry/6.json: $.a.url: reference url \"https://pokeapi.co/api/v2/firmness/1/\" must be root-relative",
+        ],
+    );
+}
+
+#[test]
+fn stray_files_and_bad_folders() {
+    assert_reported(
+        "stray",
+        &[
+            ("notes.txt", b"hello"),
+            ("berry/cheri.json", b"{}"),
+            ("berry/1.json.bak", b"{}"),
+            ("Bad_Folder/1.json", b"{\"id\": 1}"),
+            ("berry/7/encounters.txt", b"[]"),
+        ],
+        &[
+            "data/notes.txt: -: stray file",
+            "data/berry/cheri.json: -: stray file",
+            "data/berry/1.json.bak: -: stray file",
+            "data/Bad_Folder: -: folder name is not a valid segment",
+            "data/berry/7/encounters.txt: -: stray file",
+        ],
+    );
+}
+
+#[test]
+fn bad_order_and_settings() {
+    assert_reported(
+        "order",
+        &[
+            ("form/order.json", b"[1, 10001, 2, 2, 99, \"x\"]"),
+            (
+                "gen.json",
+                b"{\"base_url\": \"http://127.0.0.1:8080/\", \"external\": [\"item\", \"Bad\"], \"colour\": 1}",
+            ),
+        ],
+        &[
+            "data/form/order.json: $[3]: id 2 is listed twice",
+            "data/form/order.json: $[4]: id 99 has no record in this folder",
+            "data/form/order.json: $[5]: expected a record id, found a string",
+            "data/form/order.json: $: 2 record(s) missing from the order: 3, 10002",
+            "data/gen.json: $: invalid settings: unknown field `colour`",
+        ],
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let tmp = broken(
+        "many",
+        &[
+            ("berry/1.json", b"{"),
+            ("berry/2.json", b"[]"),
+            ("berry/3.json", b"{\"id\": 3, \"a\": {\"url\": \"/api/v2/firmness/77/\"}}"),
+            ("berry/4.json", b"{\"id\": 4, \"a\": {\"url\": \"/api/v2/firmness/78/\"}}"),
+        ],
+    );
+    // problems of shape are all reported first; references are checked once shapes are sound
+    let run = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
+    assert!(run.stderr().contains("2 problems found"), "{}", run.stderr());
+    std::fs::write(tmp.join("data/berry/1.json"), "{\"id\": 1}").unwrap();
+    std::fs::write(tmp.join("data/berry/2.json"), "{\"id\": 2}").unwrap();
+    let run = common::run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
+    assert!(run.stderr().contains("firmness/77/"), "{}", run.stderr());
+    assert!(run.stderr().contains("firmness/78/"), "{}", run.stderr());
+    assert!(run.stderr().contains("2 problems found"), "{}", run.stderr());
+}
+
+#[test]
+fn missing_data_folder() {
+    let tmp = TempDir::new("missing");
+    let missing = tmp.join("nope");
+    let run = run(&["check", "--data", missing.to_str().unwrap()]).fails_with(1);
+    assert!(run.stderr().contains("nope: -: no such folder"), "{}", run.stderr());
+    let out = tmp.join("out");
+    run_build_fails(&missing, &out);
+    assert!(!out.exists());
+}
+
+fn run_build_fails(data: &Path, out: &Path) {
+    let run = run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).fails_with(1);
+    assert!(run.stderr().contains("nothing was written"), "{}", run.stderr());
+}
+
+#[test]
+fn clean_data_checks() {
+    let tmp = TempDir::new("clean");
+    sample_data(&tmp.join("data"));
+    let run = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).ok();
+    assert!(run.stdout().contains("6 resources, 155 records, no problems"), "{}", run.stdout());
+}
