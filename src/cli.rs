@@ -25,6 +25,9 @@ pub enum Command {
     /// Reports every problem as `path: json-location: message`, then a count; exits with
     /// status 1 when there are problems.
     Check(CheckArgs),
+    /// Import published data into a data folder.
+    #[command(subcommand)]
+    Import(ImportSource),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
     Serve(ServeArgs),
 }
@@ -74,4 +77,32 @@ pub struct ServeArgs {
     /// Do not log one line per request.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportSource {
+    /// Import the public API's published static tree (a checkout of the api-data repository).
+    ///
+    /// Reads SRC/api/v2/<segment>/index.json (the full list, in its order) and
+    /// SRC/api/v2/<segment>/<id>/index.json (records, and sub-documents under them), and writes
+    /// one data folder that `gen build` turns back into the same API.
+    #[command(name = "api-data")]
+    ApiData(ImportApiDataArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportApiDataArgs {
+    /// Folder holding api/v2/ in the published layout (e.g. a clone of PokeAPI/api-data, its data/ folder).
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Data folder to write (must be empty or absent unless --force).
+    #[arg(long, default_value = "data", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Keep the published segment names (pokemon, pokemon-form, ...) instead of the neutral
+    /// ones (creature, creature-form, ...), for clients that hard-code them.
+    #[arg(long)]
+    pub keep_segment_names: bool,
+    /// Replace the data folder even if it is not empty.
+    #[arg(long)]
+    pub force: bool,
 }

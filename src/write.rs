@@ -45,16 +45,12 @@ pub fn write_tree<'a>(
     mut manifest: Manifest,
     progress: &Progress,
 ) -> Result<WriteReport> {
-    let (parent, name) = split_out(out)?;
     check_replaceable(out)?;
-    remove_leftovers(&parent, &name);
     let previous = if out.exists() { Manifest::read(out).ok() } else { None };
     let previous_files = previous.as_ref().map(|m| &m.files);
     let reuse_gzip = previous.as_ref().is_some_and(|m| m.gzip);
-
-    let stage = parent.join(format!(".{name}.gen-staging-{}", std::process::id()));
-    fsutil::remove_dir_all(&stage)?;
-    fsutil::create_dir_all(&stage).context("cannot stage the new tree beside the output folder")?;
+    let staging = Staging::begin(out).context("cannot stage the new tree beside the output folder")?;
+    let stage = staging.dir.as_path();
     progress.total.store(outputs.len(), Ordering::Relaxed);
 
     let gzip = manifest.gzip;
@@ -107,14 +103,10 @@ pub fn write_tree<'a>(
                 }
             }
             Err(Failure::Problems(found)) => problems.extend(found),
-            Err(Failure::Error(e)) => {
-                let _ = fsutil::remove_dir_all(&stage);
-                return Err(e);
-            }
+            Err(Failure::Error(e)) => return Err(e),
         }
     }
     if !problems.is_empty() {
-        let _ = fsutil::remove_dir_all(&stage);
         problems.sort();
         return Err(Problems(problems).into());
     }
@@ -130,12 +122,7 @@ pub fn write_tree<'a>(
     report.files += 1;
     report.bytes += manifest_bytes.len() as u64;
 
-    if let Err(e) = swap_in(&stage, out) {
-        let _ = fsutil::remove_dir_all(&stage);
-        return Err(e);
-    }
-    // `stage` now holds the previous tree (or nothing).
-    fsutil::remove_dir_all(&stage)?;
+    staging.commit()?;
     Ok(report)
 }
 
@@ -149,6 +136,43 @@ pub fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     encoder.write_all(bytes).expect("writing to memory cannot fail");
     encoder.finish().expect("writing to memory cannot fail")
+}
+
+/// A folder beside `out` where a new version of it is written, then swapped in whole.
+/// Dropped without [`Staging::commit`], it is removed, leaving `out` as it was.
+pub struct Staging {
+    /// The folder to write into.
+    pub dir: PathBuf,
+    out: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Creates an empty staging folder beside `out`, after removing what killed runs left.
+    pub fn begin(out: &Path) -> Result<Staging> {
+        let (parent, name) = split_out(out)?;
+        remove_leftovers(&parent, &name);
+        let dir = parent.join(format!(".{name}.gen-staging-{}", std::process::id()));
+        fsutil::remove_dir_all(&dir)?;
+        fsutil::create_dir_all(&dir)?;
+        Ok(Staging { dir, out: out.to_path_buf(), committed: false })
+    }
+
+    /// Puts the staging folder in place of `out` atomically and removes the previous version.
+    pub fn commit(mut self) -> Result<()> {
+        swap_in(&self.dir, &self.out)?;
+        self.committed = true;
+        // `dir` now holds the previous version, if there was one.
+        fsutil::remove_dir_all(&self.dir)
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fsutil::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 fn split_out(out: &Path) -> Result<(PathBuf, String)> {

@@ -2,4 +2,5 @@
 
 pub mod build;
 pub mod check;
+pub mod import;
 pub mod serve;

@@ -1,0 +1,284 @@
+//! `gen import api-data`: the public API's published static tree (the `api-data` repository's
+//! `api/v2/` layout) → a data folder that `gen build` turns back into the same API.
+//!
+//! Each document is read, its urls renamed, and written on its own (in parallel), so memory
+//! stays bounded by the index of ids, not by the size of the data. The data folder is staged
+//! beside its destination and swapped in whole, like a build.
+
+use crate::config::{CONFIG_FILE, SiteConfig};
+use crate::load::{ORDER_FILE, parse_id, parse_json};
+use crate::problem::{Problem, Problems};
+use crate::render::API_PREFIX;
+use crate::write::Staging;
+use crate::{fsutil, load};
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Published segment names that carry the brand word, and their neutral names.
+pub const NEUTRAL_SEGMENTS: &[(&str, &str)] = &[
+    ("pokemon", "creature"),
+    ("pokemon-color", "creature-color"),
+    ("pokemon-form", "creature-form"),
+    ("pokemon-species", "creature-species"),
+    ("pokemon-habitat", "creature-habitat"),
+    ("pokemon-shape", "creature-shape"),
+    ("pokeathlon-stat", "athlon-stat"),
+];
+
+/// Published folders that are not resources: `meta` is deploy information (the build writes
+/// its own).
+const SKIPPED: &[&str] = &["meta"];
+
+/// Options of `gen import api-data`.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Keep the published segment names instead of the neutral ones.
+    pub keep_segment_names: bool,
+    /// Replace a destination folder that is not empty.
+    pub force: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default)]
+pub struct ImportSummary {
+    pub resources: usize,
+    pub records: usize,
+    pub subdocs: usize,
+    /// Segments referred to but not imported, declared external in `gen.json`.
+    pub external: Vec<String>,
+}
+
+/// The segment name to use for a published one.
+pub fn rename_segment(segment: &str, keep: bool) -> &str {
+    if keep {
+        return segment;
+    }
+    NEUTRAL_SEGMENTS.iter().find(|(from, _)| *from == segment).map_or(segment, |(_, to)| to)
+}
+
+/// One document to import: where it is and where it goes.
+struct Job {
+    source: PathBuf,
+    /// Path relative to the data folder.
+    target: String,
+    /// For records: the id the list gives it.
+    id: Option<i64>,
+}
+
+/// Imports the published tree at `src` into the data folder `out`.
+pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
+    let root = src.join("api/v2");
+    if !root.is_dir() {
+        bail!(
+            "{} is not an api-data checkout: {} is missing (expected the published layout api/v2/<segment>/index.json)",
+            src.display(),
+            root.display()
+        );
+    }
+    if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
+    }
+
+    let mut problems = Vec::new();
+    let mut jobs = Vec::new();
+    let mut orders: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let mut summary = ImportSummary::default();
+    for segment in list_dirs(&root).with_context(|| format!("cannot read {}", root.display()))? {
+        if SKIPPED.contains(&segment.as_str()) {
+            continue;
+        }
+        let folder = rename_segment(&segment, options.keep_segment_names).to_string();
+        let Some(ids) = read_list(&root, &segment, &mut problems) else { continue };
+        let listed: BTreeSet<i64> = ids.iter().copied().collect();
+        for id in &ids {
+            let record_dir = root.join(&segment).join(id.to_string());
+            let source = record_dir.join("index.json");
+            if !source.is_file() {
+                problems.push(Problem::new(
+                    &root.join(&segment).join("index.json"),
+                    "$.results",
+                    format!("the list names record {id}, but {} is missing", source.display()),
+                ));
+                continue;
+            }
+            jobs.push(Job { source, target: format!("{folder}/{id}.json"), id: Some(*id) });
+            for sub in list_dirs(&record_dir).unwrap_or_default() {
+                let source = record_dir.join(&sub).join("index.json");
+                if source.is_file() {
+                    jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), id: None });
+                    summary.subdocs += 1;
+                }
+            }
+        }
+        for stray in list_dirs(&root.join(&segment)).unwrap_or_default() {
+            if parse_id(&stray).is_none_or(|id| !listed.contains(&id)) {
+                problems.push(Problem::new(
+                    &root.join(&segment).join(&stray),
+                    "-",
+                    format!("not named by {segment}/index.json: the list and the record folders disagree"),
+                ));
+            }
+        }
+        summary.resources += 1;
+        summary.records += ids.len();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if sorted != ids {
+            orders.insert(folder, ids);
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Problems(problems).into());
+    }
+
+    let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
+    let referenced = Mutex::new(BTreeSet::new());
+    let mut problems: Vec<Problem> = jobs
+        .par_iter()
+        .filter_map(|job| import_document(job, &staging.dir, options.keep_segment_names, &referenced).err())
+        .collect();
+    problems.sort();
+    if !problems.is_empty() {
+        return Err(Problems(problems).into());
+    }
+    for (folder, ids) in &orders {
+        let bytes = serde_json::to_vec(ids).expect("ids serialise");
+        fsutil::write(&staging.dir.join(folder).join(ORDER_FILE), &bytes)?;
+    }
+    let imported: BTreeSet<String> = list_dirs(&staging.dir)?.into_iter().collect();
+    summary.external = referenced.into_inner().expect("no panics").difference(&imported).cloned().collect();
+    let config = SiteConfig { external: summary.external.clone(), ..SiteConfig::default() };
+    let mut config_bytes = serde_json::to_vec_pretty(&config).expect("settings serialise");
+    config_bytes.push(b'\n');
+    fsutil::write(&staging.dir.join(CONFIG_FILE), &config_bytes)?;
+    staging.commit()?;
+    Ok(summary)
+}
+
+/// Reads a published list and returns its ids in order.
+fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
+    let path = root.join(segment).join("index.json");
+    let (value, _) = match load::read_json(&path) {
+        Ok(ok) => ok,
+        Err(problem) => {
+            problems.push(problem);
+            return None;
+        }
+    };
+    let Some(results) = value.get("results").and_then(Value::as_array) else {
+        problems.push(Problem::whole(&path, "a published list is an object with a \"results\" array"));
+        return None;
+    };
+    let prefix = format!("{API_PREFIX}{segment}/");
+    let mut ids = Vec::with_capacity(results.len());
+    for (i, entry) in results.iter().enumerate() {
+        let id = entry
+            .get("url")
+            .and_then(Value::as_str)
+            .and_then(|url| url.strip_prefix(&prefix))
+            .and_then(|rest| rest.strip_suffix('/'))
+            .and_then(parse_id);
+        match id {
+            Some(id) => ids.push(id),
+            None => problems.push(Problem::new(
+                &path,
+                format!("$.results[{i}].url"),
+                format!("expected a url of the form {prefix}<id>/"),
+            )),
+        }
+    }
+    Some(ids)
+}
+
+/// Reads one published document, renames its urls, checks a record's id, and writes it.
+fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSet<String>>) -> Result<(), Problem> {
+    let bytes = std::fs::read(&job.source).map_err(|e| Problem::new(&job.source, "-", format!("cannot read: {e}")))?;
+    let mut value = parse_json(&job.source, &bytes)?;
+    if let Some(id) = job.id {
+        let found = value.get("id").and_then(Value::as_i64);
+        if found != Some(id) {
+            return Err(Problem::new(
+                &job.source,
+                "$.id",
+                format!("the record's id is {found:?} but its folder and the list say {id}"),
+            ));
+        }
+    }
+    let mut segments = BTreeSet::new();
+    rename_urls(&mut value, keep, &mut segments);
+    referenced.lock().expect("no panics").extend(segments);
+    let target = dir.join(&job.target);
+    let write = || -> Result<()> {
+        fsutil::create_dir_all(target.parent().expect("a target has a folder"))?;
+        let mut out = serde_json::to_vec_pretty(&value)?;
+        out.push(b'\n');
+        fsutil::write(&target, &out)
+    };
+    write().map_err(|e| Problem::new(&target, "-", format!("{e:#}")))
+}
+
+/// Renames the segment of every url (any string that starts with `/api/v2/`) and records
+/// which segments are referred to.
+fn rename_urls(value: &mut Value, keep: bool, segments: &mut BTreeSet<String>) {
+    match value {
+        Value::String(text) => {
+            if let Some(rest) = text.strip_prefix(API_PREFIX) {
+                let segment = rest.split('/').next().unwrap_or_default();
+                let renamed = rename_segment(segment, keep);
+                segments.insert(renamed.to_string());
+                if renamed != segment {
+                    *text = format!("{API_PREFIX}{renamed}{}", &rest[segment.len()..]);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| rename_urls(v, keep, segments)),
+        Value::Object(map) => map.values_mut().for_each(|v| rename_urls(v, keep, segments)),
+        _ => {}
+    }
+}
+
+/// Names of the sub-folders of `dir`, sorted.
+fn list_dirs(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            names.push(entry.file_name().to_string_lossy().to_string());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renames_urls_but_not_field_names_or_other_values() {
+        let mut value = serde_json::json!({
+            "pokemon": {"name": "pokemon-x", "url": "/api/v2/pokemon/1/"},
+            "form": "/api/v2/pokemon-form/3/",
+            "sub": "/api/v2/pokemon/132/encounters",
+            "other": "/api/v2/pokemonx/1/",
+            "text": "pokemon",
+        });
+        let mut segments = BTreeSet::new();
+        rename_urls(&mut value, false, &mut segments);
+        assert_eq!(value["pokemon"]["url"], "/api/v2/creature/1/");
+        assert_eq!(value["pokemon"]["name"], "pokemon-x");
+        assert_eq!(value["form"], "/api/v2/creature-form/3/");
+        assert_eq!(value["sub"], "/api/v2/creature/132/encounters");
+        assert_eq!(value["other"], "/api/v2/pokemonx/1/");
+        assert_eq!(value["text"], "pokemon");
+        assert_eq!(segments.into_iter().collect::<Vec<_>>(), ["creature", "creature-form", "pokemonx"]);
+        let mut kept = serde_json::json!({"u": "/api/v2/pokeathlon-stat/1/"});
+        rename_urls(&mut kept, true, &mut BTreeSet::new());
+        assert_eq!(kept["u"], "/api/v2/pokeathlon-stat/1/");
+    }
+}

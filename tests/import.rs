@@ -1,0 +1,269 @@
+//! `gen import api-data`: the round trip over the real published subset in
+//! `../shared/fixtures/api-data`, synthetic trees with sub-documents, and bad sources.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const BASE: &str = "http://127.0.0.1:8080";
+
+/// The published fixture, or `None` (with a message) when `../shared` is absent.
+fn fixture() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if path.join("api/v2").is_dir() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {} is absent (CI always has it)", path.display());
+        None
+    }
+}
+
+/// The neutral name of a published segment, as the import issue specifies it.
+fn neutral(segment: &str) -> String {
+    match segment {
+        "pokeathlon-stat" => "athlon-stat".to_string(),
+        s if s == "pokemon" || s.starts_with("pokemon-") => s.replacen("pokemon", "creature", 1),
+        s => s.to_string(),
+    }
+}
+
+/// A published document as our tree must serve it: every `/api/v2/` string made absolute with
+/// the segment renamed (unless kept); nothing else changed.
+fn expected(value: &Value, keep: bool) -> Value {
+    match value {
+        Value::String(s) => match s.strip_prefix("/api/v2/") {
+            Some(rest) => {
+                let (segment, tail) = rest.split_once('/').unwrap_or((rest, ""));
+                let segment = if keep { segment.to_string() } else { neutral(segment) };
+                Value::String(format!("{BASE}/api/v2/{segment}/{tail}"))
+            }
+            None => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(|v| expected(v, keep)).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), expected(v, keep))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn import(src: &Path, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["import", "api-data", src.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn build(data: &Path, out: &Path) -> Run {
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
+}
+
+fn round_trip(keep: bool) {
+    let Some(src) = fixture() else { return };
+    let tmp = TempDir::new("roundtrip");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    let flags: &[&str] = if keep { &["--keep-segment-names"] } else { &[] };
+    import(&src, &data, flags).ok();
+    build(&data, &out).ok();
+    let published = src.join("api/v2");
+    let mut records = 0;
+    let mut segments = 0;
+    for entry in std::fs::read_dir(&published).unwrap() {
+        let entry = entry.unwrap();
+        if !entry.file_type().unwrap().is_dir() {
+            continue;
+        }
+        segments += 1;
+        let segment = entry.file_name().to_string_lossy().to_string();
+        let ours = if keep { segment.clone() } else { neutral(&segment) };
+        assert!(keep || !ours.starts_with("pokemon"), "{ours}");
+        // the list, in the published order, with urls made absolute
+        let list = read_json(&published.join(&segment).join("index.json"));
+        let all = read_json(&out.join(format!("api/v2/{ours}/_pages/all/index.json")));
+        assert_eq!(all["results"], expected(&list["results"], keep), "{segment} list");
+        assert_eq!(all["count"], list["count"]);
+        // every record, by id and by name
+        for item in list["results"].as_array().unwrap() {
+            let url = item["url"].as_str().unwrap();
+            let id = url.trim_end_matches('/').rsplit('/').next().unwrap();
+            let record = read_json(&published.join(&segment).join(id).join("index.json"));
+            let want = expected(&record, keep);
+            assert_eq!(read_json(&out.join(format!("api/v2/{ours}/{id}/index.json"))), want, "{segment}/{id}");
+            if let Some(name) = record["name"].as_str() {
+                assert_eq!(
+                    std::fs::read(out.join(format!("api/v2/{ours}/{name}/index.json"))).unwrap(),
+                    std::fs::read(out.join(format!("api/v2/{ours}/{id}/index.json"))).unwrap(),
+                );
+            }
+            records += 1;
+        }
+        // list pages: every page file equals the published list sliced by the paging rules
+        let results = list["results"].as_array().unwrap();
+        let count = results.len() as u64;
+        let pages = out.join(format!("api/v2/{ours}/_pages"));
+        for page in walkdir::WalkDir::new(&pages).into_iter().map(Result::unwrap) {
+            let rel = page.path().strip_prefix(&pages).unwrap().to_string_lossy().to_string();
+            let parts: Vec<&str> = rel.split('/').collect();
+            let [limit, offset, "index.json"] = parts[..] else { continue };
+            let (limit, offset): (u64, u64) = (limit.parse().unwrap(), offset.parse().unwrap());
+            let body = read_json(page.path());
+            let slice = &results[offset.min(count) as usize..(offset + limit).min(count) as usize];
+            assert_eq!(body["results"], expected(&Value::Array(slice.to_vec()), keep), "{segment} {rel}");
+        }
+    }
+    assert_eq!(segments, 17);
+    assert_eq!(records, 2252);
+}
+
+#[test]
+fn round_trip_over_the_published_fixture() {
+    round_trip(false);
+}
+
+#[test]
+fn round_trip_keeping_the_published_segment_names() {
+    round_trip(true);
+}
+
+#[test]
+fn order_nameless_and_special_ids_are_kept() {
+    let Some(src) = fixture() else { return };
+    let tmp = TempDir::new("kept");
+    let data = tmp.join("data");
+    import(&src, &data, &[]).ok();
+    assert!(data.join("move-ailment/-1.json").is_file());
+    assert!(data.join("move-category/0.json").is_file());
+    assert!(data.join("creature-form/order.json").is_file(), "the form list is not in id order");
+    assert!(!data.join("berry/order.json").exists(), "lists in id order need no order file");
+    let effect = read_json(&data.join("super-contest-effect/1.json"));
+    assert!(effect.get("name").is_none());
+    let config = read_json(&data.join("gen.json"));
+    let external: Vec<&str> = config["external"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(external.contains(&"creature") && external.contains(&"move"), "{external:?}");
+    assert!(!external.iter().any(|s| s.starts_with("pokemon") || *s == "pokeathlon-stat"), "{external:?}");
+    // a dangling reference into an imported segment still fails the build
+    let mut berry = read_json(&data.join("berry/1.json"));
+    berry["firmness"]["url"] = Value::String("/api/v2/berry-firmness/99/".into());
+    std::fs::write(data.join("berry/1.json"), berry.to_string()).unwrap();
+    let run = build(&data, &tmp.join("out")).fails_with(1);
+    assert!(run.stderr().contains("berry/1.json: $.firmness.url:"), "{}", run.stderr());
+}
+
+/// A consistent synthetic tree with the shapes of the full published data: a record linking
+/// to its sub-document by a url without trailing slash, the sub-document a top-level array,
+/// the singleton `meta` document, and a root index.
+fn synthetic_tree(dir: &Path) {
+    let files = [
+        ("api/v2/index.json", r#"{"pokemon": "/api/v2/pokemon/", "location-area": "/api/v2/location-area/"}"#.to_string()),
+        ("api/v2/meta/index.json", r#"{"deploy_date": "1", "hash": "abc", "tag": null}"#.to_string()),
+        (
+            "api/v2/pokemon/index.json",
+            r#"{"count": 2, "next": null, "previous": null, "results": [{"name": "ditto", "url": "/api/v2/pokemon/132/"}, {"name": "bulb", "url": "/api/v2/pokemon/1/"}]}"#.to_string(),
+        ),
+        (
+            "api/v2/pokemon/132/index.json",
+            r#"{"id": 132, "name": "ditto", "location_area_encounters": "/api/v2/pokemon/132/encounters", "species": {"name": "ditto", "url": "/api/v2/pokemon-species/132/"}, "weight": 40, "note": "Métamorph"}"#.to_string(),
+        ),
+        (
+            "api/v2/pokemon/132/encounters/index.json",
+            r#"[{"location_area": {"name": "area-1", "url": "/api/v2/location-area/1/"}, "chance": 5}]"#.to_string(),
+        ),
+        (
+            "api/v2/pokemon/1/index.json",
+            r#"{"id": 1, "name": "bulb", "location_area_encounters": "/api/v2/pokemon/1/encounters", "weight": 69}"#.to_string(),
+        ),
+        ("api/v2/pokemon/1/encounters/index.json", "[]".to_string()),
+        (
+            "api/v2/location-area/index.json",
+            r#"{"count": 1, "next": null, "previous": null, "results": [{"name": "area-1", "url": "/api/v2/location-area/1/"}]}"#.to_string(),
+        ),
+        ("api/v2/location-area/1/index.json", r#"{"id": 1, "name": "area-1"}"#.to_string()),
+    ];
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (*p, t.clone())).collect();
+    write_files(dir, &files);
+}
+
+#[test]
+fn sub_documents_and_meta() {
+    let tmp = TempDir::new("subdocs");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let data = tmp.join("data");
+    let run = import(&src, &data, &[]).ok();
+    assert!(run.stdout().contains("imported 2 resources, 3 records, 2 sub-documents"), "{}", run.stdout());
+    assert!(!data.join("meta").exists(), "meta is deploy information, not a resource");
+    assert_eq!(read_json(&data.join("creature/order.json")), serde_json::json!([132, 1]));
+    let out = tmp.join("out");
+    build(&data, &out).ok();
+    let record = read_json(&out.join("api/v2/creature/132/index.json"));
+    let published = read_json(&src.join("api/v2/pokemon/132/index.json"));
+    assert_eq!(record, expected(&published, false));
+    let sub = expected(&read_json(&src.join("api/v2/pokemon/132/encounters/index.json")), false);
+    for key in ["132", "ditto"] {
+        assert_eq!(read_json(&out.join(format!("api/v2/creature/{key}/encounters/index.json"))), sub);
+    }
+    assert_eq!(read_json(&out.join("api/v2/creature/bulb/encounters/index.json")), serde_json::json!([]));
+    let config = read_json(&data.join("gen.json"));
+    assert_eq!(config["external"], serde_json::json!(["creature-species"]));
+}
+
+#[test]
+fn refuses_a_non_empty_folder_unless_forced() {
+    let tmp = TempDir::new("force");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let data = tmp.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("mine.txt"), "keep me").unwrap();
+    let run = import(&src, &data, &[]).fails_with(2);
+    assert!(run.stderr().contains("is not empty") && run.stderr().contains("--force"), "{}", run.stderr());
+    assert_eq!(std::fs::read_to_string(data.join("mine.txt")).unwrap(), "keep me");
+    import(&src, &data, &["--force"]).ok();
+    assert!(!data.join("mine.txt").exists());
+    assert!(data.join("creature/132.json").is_file());
+}
+
+#[test]
+fn bad_sources_report_every_problem_and_write_nothing() {
+    let tmp = TempDir::new("badsrc");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    // a list naming a record that is missing, invalid JSON in a record, an id that disagrees
+    std::fs::remove_dir_all(src.join("api/v2/pokemon/1")).unwrap();
+    write_files(
+        &src,
+        &[
+            ("api/v2/location-area/1/index.json", "{\"id\": 1,".to_string()),
+            (
+                "api/v2/location-area/index.json",
+                r#"{"results": [{"url": "/api/v2/location-area/1/"}, {"url": "/api/v2/location-area/2/"}]}"#
+                    .to_string(),
+            ),
+            ("api/v2/location-area/2/index.json", r#"{"id": 3}"#.to_string()),
+        ],
+    );
+    let data = tmp.join("data");
+    let run = import(&src, &data, &[]).fails_with(1);
+    let stderr = run.stderr();
+    assert!(stderr.contains("pokemon/index.json: $.results: the list names record 1"), "{stderr}");
+    assert!(!data.exists(), "a failed import leaves nothing");
+    // once the list is sound, every document problem is reported together
+    write_files(
+        &src,
+        &[(
+            "api/v2/pokemon/index.json",
+            r#"{"results": [{"name": "ditto", "url": "/api/v2/pokemon/132/"}]}"#.to_string(),
+        )],
+    );
+    let run = import(&src, &data, &[]).fails_with(1);
+    let stderr = run.stderr();
+    assert!(stderr.contains("location-area/1/index.json: line 1, column 9: invalid JSON"), "{stderr}");
+    assert!(stderr.contains("location-area/2/index.json: $.id: the record's id is Some(3)"), "{stderr}");
+    assert!(stderr.contains("2 problems"), "{stderr}");
+    assert!(!data.exists(), "a failed import leaves nothing");
+    let siblings: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(siblings.len(), 1, "{siblings:?}");
+
+    let run = import(&tmp.join("nowhere"), &data, &[]).fails_with(2);
+    assert!(run.stderr().contains("is not an api-data checkout"), "{}", run.stderr());
+}
