@@ -1,0 +1,94 @@
+//! The default dataset in data/: it checks, builds, holds every resource the API must serve,
+//! and every url in its tree resolves inside the tree.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+const RESOURCES: [&str; 17] = [
+    "ability",
+    "berry",
+    "berry-firmness",
+    "berry-flavor",
+    "creature-color",
+    "creature-form",
+    "encounter-method",
+    "evolution-trigger",
+    "item-attribute",
+    "language",
+    "move-ailment",
+    "move-category",
+    "nature",
+    "pal-park-area",
+    "region",
+    "stat",
+    "super-contest-effect",
+];
+
+fn data_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+#[test]
+fn default_data_checks_clean() {
+    run(&["check", "--data", data_dir().to_str().unwrap()]).ok();
+}
+
+fn strings(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::String(s) => found.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, found)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn default_tree_serves_every_resource_and_resolves_every_url() {
+    let tmp = TempDir::new("default");
+    let out = tmp.join("out");
+    run(&["build", "--data", data_dir().to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let root = read_json(&out.join("api/v2/index.json"));
+    for segment in RESOURCES {
+        assert_eq!(root[segment], format!("http://127.0.0.1:8080/api/v2/{segment}/"), "{segment}");
+        let list = read_json(&out.join(format!("api/v2/{segment}/index.json")));
+        assert!(list["count"].as_u64().unwrap() > 0, "{segment} is empty");
+    }
+    // the well-known small sets are complete
+    for (segment, count) in
+        [("berry", 64), ("berry-firmness", 5), ("berry-flavor", 5), ("nature", 25), ("creature-color", 10)]
+    {
+        let list = read_json(&out.join(format!("api/v2/{segment}/index.json")));
+        assert_eq!(list["count"], count, "{segment}");
+    }
+    let cheri = read_json(&out.join("api/v2/berry/cheri/index.json"));
+    assert_eq!(cheri["firmness"]["name"], "soft");
+    assert_eq!(cheri["growth_time"], 3);
+    // ids 0 and -1, the nameless resource, a stated order
+    assert!(out.join("api/v2/move-ailment/-1/index.json").is_file());
+    assert!(out.join("api/v2/move-category/0/index.json").is_file());
+    let effects = read_json(&out.join("api/v2/super-contest-effect/index.json"));
+    assert!(effects["results"][0].get("name").is_none());
+
+    let mut checked = 0;
+    for (rel, bytes) in read_tree(&out.join("api")) {
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut found = Vec::new();
+        strings(&value, &mut found);
+        for url in found.iter().filter_map(|s| s.strip_prefix("http://127.0.0.1:8080/")) {
+            let file = match url.split_once('?') {
+                Some((list, query)) => {
+                    let get =
+                        |key: &str| query.split('&').find_map(|p| p.strip_prefix(key)).map(|v| v.to_string()).unwrap();
+                    out.join(format!("{list}_pages/{}/{}/index.json", get("limit="), get("offset=")))
+                }
+                None => out.join(url).join("index.json"),
+            };
+            assert!(file.is_file(), "{rel}: {url} does not resolve");
+            checked += 1;
+        }
+    }
+    assert!(checked > 5000, "{checked}");
+}
