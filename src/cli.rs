@@ -28,6 +28,8 @@ pub enum Command {
     /// Import published data into a data folder.
     #[command(subcommand)]
     Import(ImportSource),
+    /// Print a ready configuration for a static host (nginx, caddy) serving a built tree.
+    Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
     Serve(ServeArgs),
 }
@@ -105,4 +107,17 @@ pub struct ImportApiDataArgs {
     /// Replace the data folder even if it is not empty.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConfigArgs {
+    /// The host to configure.
+    #[arg(value_enum)]
+    pub host: genapi::hosts::Host,
+    /// Folder holding the tree written by `gen build` (made absolute in the config).
+    #[arg(long, default_value = "out", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Address the host listens on.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    pub listen: String,
 }

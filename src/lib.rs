@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod fsutil;
+pub mod hosts;
 pub mod import;
 pub mod load;
 pub mod manifest;

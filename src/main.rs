@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         cli::Command::Build(args) => cmd::build::execute(args),
         cli::Command::Check(args) => cmd::check::execute(args),
         cli::Command::Import(cli::ImportSource::ApiData(args)) => cmd::import::execute(args),
+        cli::Command::Config(args) => cmd::config::execute(args),
         cli::Command::Serve(args) => cmd::serve::execute(args),
     };
     match result {

@@ -2,5 +2,6 @@
 
 pub mod build;
 pub mod check;
+pub mod config;
 pub mod import;
 pub mod serve;

@@ -1,0 +1,9 @@
+//! `gen config <host>`: print a host's configuration for a built tree.
+
+use crate::cli::ConfigArgs;
+use anyhow::Result;
+
+pub fn execute(args: ConfigArgs) -> Result<()> {
+    print!("{}", genapi::hosts::config(args.host, &args.dir, &args.listen)?);
+    Ok(())
+}
