@@ -107,6 +107,6 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             .collect(),
         files: Default::default(),
     };
-    let report = write::write_tree(out, &outputs, |o| renderer.render(&o.content), manifest, progress)?;
+    let report = write::write_tree(out, &outputs, |o| renderer.render(&o.content), Vec::new, manifest, progress)?;
     Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report })
 }

@@ -36,72 +36,38 @@ pub struct WriteReport {
 /// The rendered bytes of one planned document, or the problems found in its source.
 pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
-/// Writes `outputs` to `out`, rendering each with `render`, and swaps the new tree in.
+/// Writes `outputs` to `out`, rendering each with `render`, then the documents `finish`
+/// returns (computed from what rendering saw, e.g. schemas), and swaps the new tree in.
 /// `manifest.files` is filled here. On any problem or error, `out` is left untouched.
 pub fn write_tree<'a>(
     out: &Path,
     outputs: &[Output<'a>],
     render: impl Fn(&Output<'a>) -> Rendered + Sync,
+    finish: impl FnOnce() -> Vec<(String, Vec<u8>)>,
     mut manifest: Manifest,
     progress: &Progress,
 ) -> Result<WriteReport> {
     check_replaceable(out)?;
     let previous = if out.exists() { Manifest::read(out).ok() } else { None };
-    let previous_files = previous.as_ref().map(|m| &m.files);
-    let reuse_gzip = previous.as_ref().is_some_and(|m| m.gzip);
     let staging = Staging::begin(out).context("cannot stage the new tree beside the output folder")?;
-    let stage = staging.dir.as_path();
+    let writer = TreeWriter { out, stage: &staging.dir, previous: previous.as_ref(), gzip: manifest.gzip };
     progress.total.store(outputs.len(), Ordering::Relaxed);
 
-    let gzip = manifest.gzip;
-    let results: Vec<Result<Vec<(String, String, u64, bool)>, Failure>> = outputs
+    let results: Vec<Result<Vec<Placed>, Failure>> = outputs
         .par_iter()
         .map(|output| {
             let bytes = render(output).map_err(Failure::Problems)?;
-            let hash = blake3::hash(&bytes).to_hex().to_string();
-            let mut files = Vec::with_capacity(output.paths.len());
-            for path in &output.paths {
-                let unchanged = previous_files.and_then(|f| f.get(path)) == Some(&hash);
-                let target = stage.join(path);
-                if let Some(dir) = target.parent() {
-                    fsutil::create_dir_all(dir).map_err(Failure::Error)?;
-                }
-                let mut written = !(unchanged && std::fs::hard_link(out.join(path), &target).is_ok());
-                if written {
-                    fsutil::write(&target, &bytes).map_err(Failure::Error)?;
-                }
-                let mut size = bytes.len() as u64;
-                if gzip {
-                    let gz_path = format!("{path}.gz");
-                    let gz_target = stage.join(&gz_path);
-                    if written || !reuse_gzip || std::fs::hard_link(out.join(&gz_path), &gz_target).is_err() {
-                        let compressed = gzip_bytes(&bytes);
-                        fsutil::write(&gz_target, &compressed).map_err(Failure::Error)?;
-                        size += compressed.len() as u64;
-                        written = true;
-                    } else {
-                        size += std::fs::metadata(&gz_target).map(|m| m.len()).unwrap_or(0);
-                    }
-                }
-                files.push((path.clone(), hash.clone(), size, written));
-            }
+            let placed = writer.place_all(&output.paths, &bytes).map_err(Failure::Error)?;
             progress.done.fetch_add(1, Ordering::Relaxed);
-            Ok(files)
+            Ok(placed)
         })
         .collect();
 
     let mut problems = Vec::new();
-    let mut report = WriteReport::default();
+    let mut placed = Vec::new();
     for result in results {
         match result {
-            Ok(files) => {
-                for (path, hash, size, written) in files {
-                    report.files += if gzip { 2 } else { 1 };
-                    report.bytes += size;
-                    report.written += usize::from(written);
-                    manifest.files.insert(path, hash);
-                }
-            }
+            Ok(files) => placed.extend(files),
             Err(Failure::Problems(found)) => problems.extend(found),
             Err(Failure::Error(e)) => return Err(e),
         }
@@ -110,13 +76,21 @@ pub fn write_tree<'a>(
         problems.sort();
         return Err(Problems(problems).into());
     }
+    for (path, bytes) in finish() {
+        placed.extend(writer.place_all(&[path], &bytes)?);
+    }
+    let mut report = WriteReport::default();
+    for file in placed {
+        report.files += file.files;
+        report.bytes += file.bytes;
+        report.written += file.written;
+        manifest.files.insert(file.path, file.hash);
+    }
     let manifest_bytes = manifest.to_bytes();
-    if previous.as_ref().map(Manifest::to_bytes).as_deref() == Some(&manifest_bytes[..])
-        && std::fs::hard_link(out.join(MANIFEST_FILE), stage.join(MANIFEST_FILE)).is_ok()
-    {
-        // unchanged: linked
-    } else {
-        fsutil::write(&stage.join(MANIFEST_FILE), &manifest_bytes)?;
+    let manifest_path = staging.dir.join(MANIFEST_FILE);
+    let unchanged = previous.as_ref().map(Manifest::to_bytes).as_deref() == Some(&manifest_bytes[..]);
+    if !(unchanged && std::fs::hard_link(out.join(MANIFEST_FILE), &manifest_path).is_ok()) {
+        fsutil::write(&manifest_path, &manifest_bytes)?;
         report.written += 1;
     }
     report.files += 1;
@@ -124,6 +98,75 @@ pub fn write_tree<'a>(
 
     staging.commit()?;
     Ok(report)
+}
+
+/// Places documents in the staging folder: linked from the previous tree when unchanged,
+/// written otherwise.
+struct TreeWriter<'w> {
+    out: &'w Path,
+    stage: &'w Path,
+    previous: Option<&'w Manifest>,
+    gzip: bool,
+}
+
+/// One path placed in the staging folder.
+struct Placed {
+    path: String,
+    hash: String,
+    /// Files on disk for it (2 with its `.gz` sibling).
+    files: usize,
+    bytes: u64,
+    /// Files actually written (not linked from the previous tree).
+    written: usize,
+}
+
+impl TreeWriter<'_> {
+    /// Places `bytes` at every path in `paths`. The first path is written (or linked from the
+    /// previous tree when its bytes are unchanged); the others are hard links to it.
+    fn place_all(&self, paths: &[String], bytes: &[u8]) -> Result<Vec<Placed>> {
+        let hash = blake3::hash(bytes).to_hex().to_string();
+        let unchanged = |path: &str| self.previous.and_then(|m| m.files.get(path)) == Some(&hash);
+        let reuse_gzip = self.previous.is_some_and(|m| m.gzip);
+        let mut compressed: Option<Vec<u8>> = None;
+        let mut placed: Vec<Placed> = Vec::with_capacity(paths.len());
+        for path in paths {
+            let target = self.stage.join(path);
+            if let Some(dir) = target.parent() {
+                fsutil::create_dir_all(dir)?;
+            }
+            let mut written = 0;
+            let first = placed.first().map(|p| self.stage.join(&p.path));
+            let linked = |from: &Path, to: &Path| std::fs::hard_link(from, to).is_ok();
+            let done = (unchanged(path) && linked(&self.out.join(path), &target))
+                || first.as_deref().is_some_and(|first| linked(first, &target));
+            if !done {
+                fsutil::write(&target, bytes)?;
+                written += 1;
+            }
+            let mut size = bytes.len() as u64;
+            if self.gzip {
+                let gz = format!("{path}.gz");
+                let gz_target = self.stage.join(&gz);
+                let first_gz = first.as_ref().map(|f| f.with_extension("json.gz"));
+                let done = (written == 0 && reuse_gzip && unchanged(path) && linked(&self.out.join(&gz), &gz_target))
+                    || first_gz.as_deref().is_some_and(|f| linked(f, &gz_target));
+                if !done {
+                    let bytes = compressed.get_or_insert_with(|| gzip_bytes(bytes));
+                    fsutil::write(&gz_target, bytes)?;
+                    written += 1;
+                }
+                size += std::fs::metadata(&gz_target).with_context(|| format!("cannot read {gz}"))?.len();
+            }
+            placed.push(Placed {
+                path: path.clone(),
+                hash: hash.clone(),
+                files: 1 + usize::from(self.gzip),
+                bytes: size,
+                written,
+            });
+        }
+        Ok(placed)
+    }
 }
 
 enum Failure {
