@@ -12,10 +12,12 @@ pub mod hosts;
 pub mod import;
 pub mod load;
 pub mod manifest;
+pub mod openapi;
 pub mod paging;
 pub mod plan;
 pub mod problem;
 pub mod render;
+pub mod schema;
 pub mod serve;
 pub mod write;
 

@@ -1,0 +1,604 @@
+//! The OpenAPI 3.1 document of a tree (`api/v2/openapi.json`): every path the tree serves, with
+//! each resource's record schema inferred from its data ([`crate::schema`]), the paging
+//! parameters and responses, and the error bodies `gen serve` answers with.
+//!
+//! Pure: a description of the tree in, a JSON value out. Component and operation names are
+//! derived from segments (`berry-firmness` → `BerryFirmness`, `getBerryFirmness`); names that
+//! would collide with the shared components or with each other get a suffix, deterministically.
+
+use crate::schema;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+
+/// Where record schemas point for a reference: pass it to [`crate::schema::Inferred::to_schema`].
+pub const REFERENCE_REF: &str = "#/components/schemas/Reference";
+
+/// Path of the document in the tree, relative to the output folder.
+pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
+
+/// What the document describes.
+#[derive(Debug, Clone)]
+pub struct ApiDescription<'a> {
+    /// Scheme, host and optional path prefix the tree is served from, e.g. `http://127.0.0.1:8080`.
+    pub base_url: &'a str,
+    pub title: &'a str,
+    pub version: &'a str,
+    pub resources: Vec<ResourceDescription<'a>>,
+}
+
+/// One resource of the tree.
+#[derive(Debug, Clone)]
+pub struct ResourceDescription<'a> {
+    /// Path segment, e.g. `berry-firmness`.
+    pub segment: &'a str,
+    /// Number of records (entries of its list).
+    pub count: u64,
+    /// True when every record has a name: list entries are `{"name", "url"}` and records are
+    /// served by name too. False: entries are `{"url"}` (a name, where present, still optional).
+    pub named: bool,
+    /// The schema of its records, from `Inferred::to_schema(REFERENCE_REF)`.
+    pub record_schema: Value,
+    /// Sub-document name (e.g. `encounters`) → its schema, inferred over every record that has it.
+    pub subdocs: Vec<(&'a str, Value)>,
+}
+
+/// Component names used by the document itself; resources never take them.
+const SHARED_SCHEMAS: [&str; 9] =
+    ["BadParameter", "Error", "ListEntry", "Meta", "NamedListEntry", "NamedPage", "Page", "Reference", "Root"];
+
+/// The error bodies of `gen serve` (`src/serve/respond.rs`), in one place: `{"detail": ...}`
+/// for every error, as the public API answers, and for a malformed `limit` or `offset` also
+/// the parameter, the value sent and what is expected.
+fn error_schemas() -> [(&'static str, Value); 2] {
+    [
+        (
+            "Error",
+            json!({
+                "type": "object",
+                "description": "An error: what went wrong and what to do instead.",
+                "required": ["detail"],
+                "properties": { "detail": { "type": "string" } }
+            }),
+        ),
+        (
+            "BadParameter",
+            json!({
+                "type": "object",
+                "description": "A malformed `limit` or `offset`.",
+                "required": ["detail", "parameter", "value", "expected"],
+                "properties": {
+                    "detail": { "type": "string" },
+                    "parameter": { "type": "string", "enum": ["limit", "offset"] },
+                    "value": { "type": "string", "description": "The value as sent, percent-decoded." },
+                    "expected": { "type": "string" }
+                }
+            }),
+        ),
+    ]
+}
+
+/// The error responses, referring to [`error_schemas`].
+fn error_responses() -> Value {
+    json!({
+        "NotFound": {
+            "description": "No such document.",
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+        },
+        "BadParameter": {
+            "description": "`limit` or `offset` is not a whole number in digits (0 to 18446744073709551615).",
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/BadParameter" } } }
+        }
+    })
+}
+
+/// The OpenAPI 3.1 document of the tree described by `description`.
+pub fn openapi(description: &ApiDescription) -> Value {
+    let mut resources: Vec<&ResourceDescription> = description.resources.iter().collect();
+    resources.sort_by_key(|r| r.segment);
+
+    let mut names = Names::default();
+    let mut schemas = Map::new();
+    schemas.insert("Reference".into(), schema::reference_schema());
+    for (name, schema) in error_schemas() {
+        schemas.insert(name.into(), schema);
+    }
+    let entry = |named: bool| {
+        json!({
+            "type": "object",
+            "description": "A list entry: the record's url, and its name.",
+            "required": if named { json!(["name", "url"]) } else { json!(["url"]) },
+            "properties": { "name": { "type": "string" }, "url": { "type": "string", "format": "uri" } }
+        })
+    };
+    schemas.insert("NamedListEntry".into(), entry(true));
+    schemas.insert("ListEntry".into(), entry(false));
+    for (page, entry) in [("NamedPage", "NamedListEntry"), ("Page", "ListEntry")] {
+        schemas.insert(page.into(), page_schema(entry));
+    }
+    schemas.insert("Root".into(), root_schema(&resources));
+    schemas.insert("Meta".into(), meta_schema());
+
+    let mut paths = Map::new();
+    paths.insert("/api/v2/".into(), operation("getRoot", None, "Every resource's list url.", "Root", &[]));
+    paths.insert("/api/v2/meta/".into(), operation("getMeta", None, "What the tree holds.", "Meta", &[]));
+    for resource in &resources {
+        let segment = resource.segment;
+        let name = names.take(&pascal_case(segment), "Record");
+        let mut record_schema = resource.record_schema.clone();
+        describe(
+            &mut record_schema,
+            format!("A record of /api/v2/{segment}/, inferred from its {} records.", resource.count),
+        );
+        schemas.insert(name.clone(), record_schema);
+        let id = if resource.named { "IdOrName" } else { "Id" };
+        let page = if resource.named { "NamedPage" } else { "Page" };
+        paths.insert(
+            format!("/api/v2/{segment}/"),
+            operation(
+                &format!("list{name}"),
+                Some(segment),
+                &format!("A page of the {segment} list ({} entries).", resource.count),
+                page,
+                &["Limit", "Offset"],
+            ),
+        );
+        paths.insert(
+            format!("/api/v2/{segment}/{{id}}/"),
+            operation(&format!("get{name}"), Some(segment), &format!("A {segment} record."), &name, &[id]),
+        );
+        let mut subdocs: Vec<&(&str, Value)> = resource.subdocs.iter().collect();
+        subdocs.sort_by_key(|(sub, _)| *sub);
+        for (sub, sub_schema) in subdocs {
+            let sub_name = names.take(&format!("{name}{}", pascal_case(sub)), "Document");
+            let mut sub_schema = sub_schema.clone();
+            describe(&mut sub_schema, format!("The {sub} sub-document of a {segment} record."));
+            schemas.insert(sub_name.clone(), sub_schema);
+            paths.insert(
+                format!("/api/v2/{segment}/{{id}}/{sub}/"),
+                operation(
+                    &format!("get{sub_name}"),
+                    Some(segment),
+                    &format!("The {sub} of a {segment} record (records without one answer 404)."),
+                    &sub_name,
+                    &[id],
+                ),
+            );
+        }
+    }
+
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": description.title,
+            "version": description.version,
+            "description": info_description(),
+        },
+        "servers": [{ "url": description.base_url }],
+        "tags": resources.iter().map(|r| json!({ "name": r.segment })).collect::<Vec<_>>(),
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "parameters": parameters(),
+            "responses": error_responses(),
+        }
+    })
+}
+
+fn info_description() -> &'static str {
+    "A read-only JSON API, prebuilt as static files by gen. Every path is also served without its \
+     trailing slash (`/api/v2/berry` answers as `/api/v2/berry/`). Lists are paged with `limit` (absent, \
+     empty or 0 means 20) and `offset` (absent or empty means 0); `next` and `previous` link to the \
+     neighbouring pages and are null at either end, and the last page's limit shrinks to what is left. \
+     Records are served by id and, where they have one, by name. References between documents are \
+     `{\"name\", \"url\"}` (or `{\"url\"}`) with an absolute url. Record schemas are inferred from \
+     every record at build time: exact for the data, so every record validates against its schema; \
+     objects stay open to new fields."
+}
+
+/// Adds a description to a schema object that has none.
+fn describe(schema: &mut Value, text: String) {
+    if let Value::Object(map) = schema {
+        map.entry("description").or_insert(Value::String(text));
+    }
+}
+
+fn page_schema(entry: &str) -> Value {
+    let link = |what: &str| {
+        json!({
+            "type": ["string", "null"],
+            "format": "uri",
+            "description": format!("The url of the {what} page, or null when there is none.")
+        })
+    };
+    json!({
+        "type": "object",
+        "description": "A page of a list.",
+        "required": ["count", "next", "previous", "results"],
+        "properties": {
+            "count": { "type": "integer", "minimum": 0, "description": "Entries in the whole list." },
+            "next": link("next"),
+            "previous": link("previous"),
+            "results": { "type": "array", "items": { "$ref": format!("#/components/schemas/{entry}") } }
+        }
+    })
+}
+
+fn root_schema(resources: &[&ResourceDescription]) -> Value {
+    let properties: Map<String, Value> =
+        resources.iter().map(|r| (r.segment.to_string(), json!({ "type": "string", "format": "uri" }))).collect();
+    let required: Vec<&str> = resources.iter().map(|r| r.segment).collect();
+    json!({
+        "type": "object",
+        "description": "Each resource's segment and the url of its list.",
+        "required": required,
+        "properties": properties
+    })
+}
+
+/// The meta document, as `render::TreeRenderer` writes it.
+fn meta_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "What the tree holds and how it was built.",
+        "required": ["built_at", "data_hash", "generator", "links", "page_sizes", "records", "resources"],
+        "properties": {
+            "built_at": {
+                "type": ["string", "null"],
+                "format": "date-time",
+                "description": "Build date, when the build was given SOURCE_DATE_EPOCH; else null."
+            },
+            "data_hash": { "type": "string" },
+            "generator": { "type": "string" },
+            "links": { "type": "string", "enum": ["query", "path"] },
+            "page_sizes": { "type": "array", "items": { "type": "integer", "minimum": 1 } },
+            "records": { "type": "integer", "minimum": 0 },
+            "resources": { "type": "integer", "minimum": 0 }
+        }
+    })
+}
+
+fn parameters() -> Value {
+    let id_description = "The record's id";
+    json!({
+        "Limit": {
+            "name": "limit",
+            "in": "query",
+            "required": false,
+            "description": "Entries per page; absent, empty or 0 means 20.",
+            "schema": { "type": "integer", "minimum": 0, "default": 20 }
+        },
+        "Offset": {
+            "name": "offset",
+            "in": "query",
+            "required": false,
+            "description": "Index of the first entry; absent or empty means 0. Past the end, results are empty.",
+            "schema": { "type": "integer", "minimum": 0, "default": 0 }
+        },
+        "Id": {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": format!("{id_description}."),
+            "schema": { "type": "integer" }
+        },
+        "IdOrName": {
+            "name": "id",
+            "in": "path",
+            "required": true,
+            "description": format!("{id_description} or its name."),
+            "schema": {
+                "anyOf": [
+                    { "type": "integer" },
+                    { "type": "string", "pattern": "^[a-z0-9-]*[a-z-][a-z0-9-]*$" }
+                ]
+            }
+        }
+    })
+}
+
+/// A path item with one GET operation answering `schema` with 200, plus the error responses
+/// that apply: 400 with the paging parameters, 404 with an id.
+fn operation(id: &str, tag: Option<&str>, summary: &str, schema: &str, parameters: &[&str]) -> Value {
+    let mut responses = Map::new();
+    responses.insert(
+        "200".into(),
+        json!({
+            "description": "OK",
+            "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } }
+        }),
+    );
+    if parameters.contains(&"Limit") {
+        responses.insert("400".into(), json!({ "$ref": "#/components/responses/BadParameter" }));
+    }
+    if parameters.iter().any(|p| p.starts_with("Id")) {
+        responses.insert("404".into(), json!({ "$ref": "#/components/responses/NotFound" }));
+    }
+    let mut get = Map::new();
+    get.insert("operationId".into(), id.into());
+    get.insert("summary".into(), summary.into());
+    if let Some(tag) = tag {
+        get.insert("tags".into(), json!([tag]));
+    }
+    if !parameters.is_empty() {
+        let refs: Vec<Value> =
+            parameters.iter().map(|p| json!({ "$ref": format!("#/components/parameters/{p}") })).collect();
+        get.insert("parameters".into(), Value::Array(refs));
+    }
+    get.insert("responses".into(), Value::Object(responses));
+    json!({ "get": get })
+}
+
+/// `berry-firmness` → `BerryFirmness`, `move-2` → `Move2`.
+pub fn pascal_case(segment: &str) -> String {
+    segment
+        .split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// Component names handed out so far: each name is unique, and none is a shared component's.
+#[derive(Default)]
+struct Names {
+    taken: BTreeSet<String>,
+}
+
+impl Names {
+    /// `wanted`, or `wanted` + `suffix` when that is taken, or then `wanted` + `suffix` + 2, 3, ...
+    fn take(&mut self, wanted: &str, suffix: &str) -> String {
+        let free = |name: &str, taken: &BTreeSet<String>| !taken.contains(name) && !SHARED_SCHEMAS.contains(&name);
+        let mut name = wanted.to_string();
+        if !free(&name, &self.taken) {
+            name = format!("{wanted}{suffix}");
+            let mut n = 2;
+            while !free(&name, &self.taken) {
+                name = format!("{wanted}{suffix}{n}");
+                n += 1;
+            }
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Inferred;
+
+    fn record_schema(records: &[Value]) -> Value {
+        let mut inferred = Inferred::new();
+        for r in records {
+            inferred.observe(r);
+        }
+        inferred.to_schema(REFERENCE_REF)
+    }
+
+    fn sample() -> Value {
+        let berry = record_schema(&[json!({
+            "id": 1, "name": "cheri", "firmness": { "name": "soft", "url": "http://h/api/v2/berry-firmness/2/" }
+        })]);
+        let chain = record_schema(&[json!({ "id": 1, "chain": [] })]);
+        let creature = record_schema(&[json!({ "id": 132, "name": "ditto" })]);
+        let encounters = record_schema(&[json!([{ "location_area": { "name": "a", "url": "http://h/x/1/" } }])]);
+        openapi(&ApiDescription {
+            base_url: "http://127.0.0.1:8080",
+            title: "gen",
+            version: "0.1.0",
+            resources: vec![
+                ResourceDescription {
+                    segment: "evolution-chain",
+                    count: 1,
+                    named: false,
+                    record_schema: chain,
+                    subdocs: vec![],
+                },
+                ResourceDescription { segment: "berry", count: 64, named: true, record_schema: berry, subdocs: vec![] },
+                ResourceDescription {
+                    segment: "creature",
+                    count: 1,
+                    named: true,
+                    record_schema: creature,
+                    subdocs: vec![("encounters", encounters)],
+                },
+            ],
+        })
+    }
+
+    /// Resolves a local `$ref` (`#/a/b`) in `doc`.
+    fn resolve<'v>(doc: &'v Value, reference: &str) -> Option<&'v Value> {
+        doc.pointer(reference.strip_prefix('#')?)
+    }
+
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    match (key.as_str(), child) {
+                        ("$ref", Value::String(r)) => out.push(r.clone()),
+                        _ => refs(child, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| refs(i, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_served_form_has_a_path() {
+        let doc = sample();
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert_eq!(doc["servers"], json!([{ "url": "http://127.0.0.1:8080" }]));
+        let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            paths,
+            vec![
+                "/api/v2/",
+                "/api/v2/berry/",
+                "/api/v2/berry/{id}/",
+                "/api/v2/creature/",
+                "/api/v2/creature/{id}/",
+                "/api/v2/creature/{id}/encounters/",
+                "/api/v2/evolution-chain/",
+                "/api/v2/evolution-chain/{id}/",
+                "/api/v2/meta/",
+            ]
+        );
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            let get = &item["get"];
+            assert!(get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].is_string(), "{path}");
+            assert_eq!(item.as_object().unwrap().len(), 1, "{path}: GET only");
+        }
+    }
+
+    #[test]
+    fn parameters_and_error_responses() {
+        let doc = sample();
+        let get = |path: &str| doc["paths"][path]["get"].clone();
+        let params = |path: &str| -> Vec<Value> {
+            get(path)["parameters"]
+                .as_array()
+                .map(|ps| ps.iter().map(|p| resolve(&doc, p["$ref"].as_str().unwrap()).unwrap().clone()).collect())
+                .unwrap_or_default()
+        };
+        let list = params("/api/v2/berry/");
+        assert_eq!(list.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["limit", "offset"]);
+        for p in &list {
+            assert_eq!(p["in"], "query");
+            assert_eq!(p["schema"]["type"], "integer");
+            assert_eq!(p["schema"]["minimum"], 0);
+        }
+        assert!(get("/api/v2/berry/")["responses"]["400"].is_object());
+        assert!(get("/api/v2/berry/")["responses"]["404"].is_null());
+
+        let named = params("/api/v2/berry/{id}/");
+        assert_eq!(named.len(), 1, "one path parameter for id and name");
+        assert_eq!(
+            (&named[0]["name"], &named[0]["in"], &named[0]["required"]),
+            (&json!("id"), &json!("path"), &json!(true))
+        );
+        let branches: Vec<&Value> =
+            named[0]["schema"]["anyOf"].as_array().unwrap().iter().map(|b| &b["type"]).collect();
+        assert_eq!(branches, [&json!("integer"), &json!("string")]);
+        let nameless = params("/api/v2/evolution-chain/{id}/");
+        assert_eq!(nameless[0]["schema"], json!({ "type": "integer" }));
+        assert_eq!(params("/api/v2/creature/{id}/encounters/")[0]["name"], "id");
+
+        for path in ["/api/v2/berry/{id}/", "/api/v2/creature/{id}/encounters/"] {
+            let not_found = resolve(&doc, get(path)["responses"]["404"]["$ref"].as_str().unwrap()).unwrap();
+            assert_eq!(not_found["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error");
+        }
+    }
+
+    #[test]
+    fn name_pattern_accepts_names_and_not_ids() {
+        // The pattern is `[a-z0-9-]*[a-z-][a-z0-9-]*`: mirror it by hand with config's rule.
+        let doc = sample();
+        let pattern = doc["components"]["parameters"]["IdOrName"]["schema"]["anyOf"][1]["pattern"].as_str().unwrap();
+        assert_eq!(pattern, "^[a-z0-9-]*[a-z-][a-z0-9-]*$");
+        let matches = |s: &str| {
+            !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && s.bytes().any(|b| b.is_ascii_lowercase() || b == b'-')
+        };
+        for name in ["cheri", "-", "mr-mime", "porygon2", "10-percent", "123", "", "Cheri", "a_b"] {
+            assert_eq!(matches(name), crate::config::is_valid_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn paging_schema() {
+        let doc = sample();
+        let list_ref = doc["paths"]["/api/v2/evolution-chain/"]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"]["$ref"]
+            .as_str()
+            .unwrap();
+        let page = resolve(&doc, list_ref).unwrap();
+        assert_eq!(page["required"], json!(["count", "next", "previous", "results"]));
+        assert_eq!(page["properties"]["count"]["type"], "integer");
+        for link in ["next", "previous"] {
+            assert_eq!(page["properties"][link]["type"], json!(["string", "null"]));
+            assert_eq!(page["properties"][link]["format"], "uri");
+        }
+        let entry = resolve(&doc, page["properties"]["results"]["items"]["$ref"].as_str().unwrap()).unwrap();
+        assert_eq!(entry["required"], json!(["url"]));
+        let named_ref =
+            doc["paths"]["/api/v2/berry/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .unwrap();
+        let named = resolve(&doc, named_ref).unwrap();
+        let entry = resolve(&doc, named["properties"]["results"]["items"]["$ref"].as_str().unwrap()).unwrap();
+        assert_eq!(entry["required"], json!(["name", "url"]));
+    }
+
+    #[test]
+    fn components_and_refs_resolve() {
+        let doc = sample();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for name in ["Berry", "Creature", "CreatureEncounters", "EvolutionChain", "Reference", "Error", "Root", "Meta"]
+        {
+            assert!(schemas.contains_key(name), "{name}");
+        }
+        assert_eq!(schemas["Berry"]["properties"]["firmness"], json!({ "$ref": REFERENCE_REF }));
+        assert_eq!(schemas["CreatureEncounters"]["items"]["properties"]["location_area"]["$ref"], REFERENCE_REF);
+        assert_eq!(schemas["Root"]["required"], json!(["berry", "creature", "evolution-chain"]));
+        let mut all = Vec::new();
+        refs(&doc, &mut all);
+        assert!(all.len() > 10);
+        for r in all {
+            assert!(resolve(&doc, &r).is_some(), "{r} does not resolve");
+        }
+        let mut ids: Vec<&str> =
+            doc["paths"].as_object().unwrap().values().map(|i| i["get"]["operationId"].as_str().unwrap()).collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "operation ids are unique");
+    }
+
+    #[test]
+    fn names_never_collide() {
+        assert_eq!(pascal_case("berry-firmness"), "BerryFirmness");
+        assert_eq!(pascal_case("super-contest-effect"), "SuperContestEffect");
+        assert_eq!(pascal_case("move-2"), "Move2");
+        let resource = |segment: &'static str, subdocs: Vec<(&'static str, Value)>| ResourceDescription {
+            segment,
+            count: 1,
+            named: true,
+            record_schema: json!({ "type": "object" }),
+            subdocs,
+        };
+        let doc = openapi(&ApiDescription {
+            base_url: "http://h",
+            title: "t",
+            version: "1",
+            resources: vec![
+                resource("page", vec![]),
+                resource("reference", vec![]),
+                resource("a-1", vec![]),
+                resource("a1", vec![]),
+                resource("a", vec![("1", json!({}))]),
+            ],
+        });
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        // the shared components keep their meaning
+        assert_eq!(schemas["Page"]["required"], json!(["count", "next", "previous", "results"]));
+        assert_eq!(schemas["Reference"], schema::reference_schema());
+        // sorted: a, its sub-document 1 (A1), a-1 (A1 taken), a1 (A1 and A1Record taken)
+        for name in ["PageRecord", "ReferenceRecord", "A", "A1", "A1Record", "A1Record2"] {
+            assert!(schemas.contains_key(name), "{name} in {:?}", schemas.keys().collect::<Vec<_>>());
+        }
+        assert_eq!(doc["paths"]["/api/v2/page/{id}/"]["get"]["operationId"], "getPageRecord");
+    }
+
+    #[test]
+    fn deterministic() {
+        assert_eq!(serde_json::to_string(&sample()).unwrap(), serde_json::to_string(&sample()).unwrap());
+    }
+}
