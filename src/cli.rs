@@ -79,6 +79,12 @@ pub struct ServeArgs {
     /// Do not log one line per request.
     #[arg(long, short)]
     pub quiet: bool,
+    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`.
+    #[arg(long, default_value_t = 86400, value_name = "SECS")]
+    pub max_age: u64,
+    /// Close connections that send nothing for this long.
+    #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub idle_timeout: u64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,7 +2,14 @@
 
 use crate::cli::ServeArgs;
 use anyhow::Result;
+use std::time::Duration;
 
 pub fn execute(args: ServeArgs) -> Result<()> {
-    genapi::serve::run(genapi::serve::ServeOptions { dir: args.dir, addr: args.addr, quiet: args.quiet })
+    genapi::serve::run(genapi::serve::ServeOptions {
+        dir: args.dir,
+        addr: args.addr,
+        quiet: args.quiet,
+        max_age: args.max_age,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+    })
 }

@@ -1,7 +1,32 @@
-//! `gen serve`: answers API requests from an in-memory index of a built tree.
+//! `gen serve`: answers API requests from an in-memory index of a built tree, as the public
+//! API answers them.
+//!
+//! - [`tree`]: the tree in memory, every body prepared at load (bytes, gzip, ETag), each
+//!   file checked against the manifest's hash; pages not precomputed are rendered from the
+//!   list's entries, byte for byte as `gen build` writes them.
+//! - [`route`]: request target → what it asks for (pure, table-tested).
+//! - [`respond`]: request facts + tree → status, headers, body (pure).
+//! - [`server`]: tiny_http glue, workers, and recovery from tiny_http's failure modes.
+//! - [`listen`]: the listening socket and the options connections inherit from it.
+//!
+//! Defences, by construction: a request path is looked up in a map of the tree's documents,
+//! never joined onto the file system, and only paths made of `[A-Za-z0-9_-]` segments are
+//! looked up at all; loading reads only the paths the manifest lists, with the shape of tree
+//! paths, without following links, and only bytes whose hash the manifest records are served;
+//! a new build is swapped in whole or not at all.
+
+pub mod listen;
+pub mod respond;
+pub mod route;
+pub mod server;
+pub mod tree;
 
 use anyhow::Result;
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tree::Tree;
 
 /// Settings of the server.
 #[derive(Debug, Clone)]
@@ -9,9 +34,115 @@ pub struct ServeOptions {
     pub dir: PathBuf,
     pub addr: String,
     pub quiet: bool,
+    /// `Cache-Control: public, max-age=<max_age>` on documents.
+    pub max_age: u64,
+    /// Connections that send nothing for this long are closed.
+    pub idle_timeout: Duration,
 }
 
-/// Runs the server until interrupted.
+/// How often the manifest is checked for a new build.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Loads the tree, listens, prints the bound address as the first line of stdout, and serves
+/// until the process is interrupted (Ctrl-C ends it: nothing is buffered that would need
+/// flushing, and the kernel closes the sockets).
 pub fn run(options: ServeOptions) -> Result<()> {
-    anyhow::bail!("gen serve is not written yet ({})", options.dir.display())
+    let signature = manifest_signature(&options.dir);
+    let tree = load_at_start(&options.dir)?;
+    let listener = listen::bind(&options.addr, options.idle_timeout)?;
+    listen::raise_open_files_limit();
+    let addr = listener.local_addr()?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "http://{addr}")?;
+        stdout.flush()?;
+    }
+    if !options.quiet {
+        eprintln!(
+            "serving {} ({} resources, {} documents) at http://{addr}/api/v2/",
+            tree::show_dir(&options.dir),
+            tree.resources(),
+            tree.documents()
+        );
+    }
+    let shared = Arc::new(server::Shared {
+        tree: RwLock::new(Arc::new(tree)),
+        settings: respond::Settings { cache_control: format!("public, max-age={}", options.max_age) },
+        quiet: options.quiet,
+    });
+    {
+        let (dir, shared, quiet) = (options.dir.clone(), shared.clone(), options.quiet);
+        std::thread::Builder::new().name("gen-reload".into()).spawn(move || watch(&dir, &shared, signature, quiet))?;
+    }
+    let workers = std::thread::available_parallelism().map_or(4, |n| n.get() * 2).clamp(4, 64);
+    server::run(listener, shared, workers, options.idle_timeout)
+}
+
+/// Loads the tree at start. A build swapping the tree in while it is read makes a load fail
+/// its hash checks; that is retried for a few seconds before giving up.
+fn load_at_start(dir: &Path) -> Result<Tree> {
+    let mut attempts = 0;
+    loop {
+        let (bytes, manifest) = Tree::read_manifest(dir)?;
+        match Tree::load(dir, bytes, manifest, None) {
+            Ok(tree) => return Ok(tree),
+            Err(e) if attempts >= 8 => return Err(e),
+            Err(_) => attempts += 1,
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// What identifies one manifest file: a build that changes anything writes a new one and
+/// swaps the whole folder, so its inode changes; modification time and size are checked too.
+type Signature = Option<(u64, u64, i64, i64, u64)>;
+
+fn manifest_signature(dir: &Path) -> Signature {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir.join(crate::manifest::MANIFEST_FILE)).ok()?;
+    Some((meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()))
+}
+
+/// Polls the manifest and swaps in each new tree once it has loaded whole. A failed load (a
+/// build swapping the tree mid-read, a broken tree) is retried on the next poll; the previous
+/// tree is served meanwhile, and each failure is reported once.
+fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool) {
+    let mut reported: Option<Signature> = None;
+    loop {
+        std::thread::sleep(POLL);
+        let signature = manifest_signature(dir);
+        if signature == loaded {
+            continue;
+        }
+        let current = shared.tree();
+        let result = Tree::read_manifest(dir).and_then(|(bytes, manifest)| {
+            if bytes == current.manifest_bytes {
+                return Ok(None);
+            }
+            Tree::load(dir, bytes, manifest, Some(&current)).map(Some)
+        });
+        drop(current);
+        match result {
+            Ok(None) => loaded = signature,
+            Ok(Some(tree)) => {
+                if !quiet {
+                    eprintln!(
+                        "gen serve: loaded the new build of {} ({} resources, {} documents)",
+                        tree::show_dir(dir),
+                        tree.resources(),
+                        tree.documents()
+                    );
+                }
+                *shared.tree.write().expect("tree lock") = Arc::new(tree);
+                loaded = signature;
+                reported = None;
+            }
+            Err(e) => {
+                if reported != Some(signature) {
+                    eprintln!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
+                    reported = Some(signature);
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,381 @@
+//! What to answer: a request's facts and the tree → a [`Reply`], and the reply's bytes.
+//!
+//! Pure: no sockets here. Response heads are written by hand into one buffer so that the head
+//! and a small body leave in a single write; stored bodies are never serialised again.
+
+use super::route::{BadParam, Route, route};
+use super::tree::{Doc, Tree};
+use std::io::Write as _;
+use std::sync::Arc;
+
+/// Longest request target answered; longer ones get 414.
+pub const MAX_TARGET: usize = 8 * 1024;
+/// Most request header bytes (names and values) answered; more get 431.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Most request headers answered; more get 431.
+pub const MAX_HEADERS: usize = 100;
+
+/// The parts of a request that decide the answer.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// The request target as sent: path and query.
+    pub target: &'a str,
+    pub accept_encoding: Option<&'a str>,
+    pub if_none_match: Option<&'a str>,
+    /// `Access-Control-Request-Headers`, echoed by preflight answers.
+    pub request_headers: Option<&'a str>,
+    /// Number of headers and their total size (names and values).
+    pub header_count: usize,
+    pub header_bytes: usize,
+}
+
+/// The answer to a request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A document: 200, or 304 when the client's copy is current.
+    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool },
+    /// An error with a JSON body; `allow` adds the `Allow` header (405).
+    Error { status: u16, body: Vec<u8>, allow: bool },
+    /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
+    Options { allow_headers: Option<String> },
+}
+
+/// Methods answered.
+pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+
+/// Decides the answer to `request` from `tree`.
+pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
+    if request.target.len() > MAX_TARGET {
+        let detail = format!(
+            "the request target is {} bytes long; this server answers targets of at most {MAX_TARGET} bytes",
+            request.target.len()
+        );
+        return error(414, serde_json::json!({ "detail": detail }));
+    }
+    if request.header_count > MAX_HEADERS || request.header_bytes > MAX_HEADER_BYTES {
+        let detail = format!(
+            "the request has {} headers, {} bytes; this server answers at most {MAX_HEADERS} headers, \
+             {MAX_HEADER_BYTES} bytes in all",
+            request.header_count, request.header_bytes
+        );
+        return error(431, serde_json::json!({ "detail": detail }));
+    }
+    match request.method {
+        "GET" | "HEAD" => {}
+        "OPTIONS" => return Reply::Options { allow_headers: request.request_headers.and_then(echoable) },
+        other => {
+            let detail = format!("method {other:?} is not allowed: this API is read-only; use {ALLOW}");
+            let body = serde_json::to_vec(&serde_json::json!({ "detail": detail })).expect("a JSON value serialises");
+            return Reply::Error { status: 405, body, allow: true };
+        }
+    }
+    let found = match route(request.target) {
+        Route::List { segment, page } if tree.has_list(&segment) => match page {
+            Ok(page) => tree.page(&segment, page),
+            Err(bad) => return bad_param(&bad),
+        },
+        Route::List { segment, .. } => tree.doc(&format!("api/v2/{segment}")).cloned(),
+        Route::Doc(key) => tree.doc(&key).cloned(),
+        Route::NotFound => None,
+    };
+    match found {
+        Some(doc) => {
+            let gzip = doc.gzip.is_some() && accepts_gzip(request.accept_encoding);
+            let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
+            Reply::Doc { doc, gzip, not_modified }
+        }
+        None => not_found(tree, request.target),
+    }
+}
+
+fn error(status: u16, body: serde_json::Value) -> Reply {
+    Reply::Error { status, body: serde_json::to_vec(&body).expect("a JSON value serialises"), allow: false }
+}
+
+fn bad_param(bad: &BadParam) -> Reply {
+    let BadParam { name, value } = bad;
+    let (what, example, default) = match *name {
+        "limit" => ("a number of entries", "limit=20", "leave limit out, empty or 0 for 20"),
+        _ => ("a position in the list", "offset=40", "leave offset out or empty for 0"),
+    };
+    let mut detail =
+        format!("{name}={value:?} is not {what}: send a whole number in digits only, e.g. ?{example} ({default})");
+    if *name == "limit" && value.starts_with('-') {
+        detail.push_str(
+            ". The public API answers limit=-1 with every entry but the last; gen refuses it so that no entry \
+             is lost without notice. To get every entry, send a limit of at least the count, e.g. limit=100000",
+        );
+    }
+    error(
+        400,
+        serde_json::json!({
+            "detail": detail,
+            "parameter": name,
+            "value": value,
+            "expected": format!("digits only (0-9), at most {}", u64::MAX),
+        }),
+    )
+}
+
+fn not_found(tree: &Tree, target: &str) -> Reply {
+    let path = target.split('?').next().unwrap_or(target);
+    let shown: String = path.chars().take(200).collect();
+    let key = super::route::normalize(path);
+    let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
+    let detail = match parts.as_slice() {
+        [segment, ..] if !tree.has_list(segment) && tree.doc(&format!("api/v2/{segment}")).is_none() => {
+            let segments = tree.segments();
+            format!("there is no resource {segment:?}; this API holds {} (see /api/v2/)", segments.join(", "))
+        }
+        [segment, record] if tree.has_list(segment) => {
+            format!("{segment} has no record with id or name {record:?} (see /api/v2/{segment}/)")
+        }
+        _ => format!("{shown:?} is not a document of this API; documents are at /api/v2/<resource>/<id or name>/"),
+    };
+    error(404, serde_json::json!({ "detail": format!("Not found: {detail}") }))
+}
+
+/// True when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero quality).
+pub fn accepts_gzip(header: Option<&str>) -> bool {
+    let Some(header) = header else { return false };
+    let mut gzip = None;
+    let mut any = None;
+    for item in header.split(',') {
+        let mut parts = item.split(';');
+        let coding = parts.next().unwrap_or("").trim();
+        let mut quality_ok = true;
+        for param in parts {
+            let param = param.trim();
+            if let Some(q) = param.strip_prefix("q=").or_else(|| param.strip_prefix("Q=")) {
+                quality_ok = q.trim().parse::<f32>().is_ok_and(|q| q > 0.0);
+            }
+        }
+        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(quality_ok);
+        } else if coding == "*" {
+            any = Some(quality_ok);
+        }
+    }
+    gzip.or(any).unwrap_or(false)
+}
+
+/// True when an `If-None-Match` list names this document's ETag (either encoding) or is `*`.
+/// The comparison is weak, as RFC 9110 asks for `If-None-Match`.
+pub fn etag_matches(header: &str, doc: &Doc) -> bool {
+    header.split(',').map(str::trim).any(|tag| {
+        let tag = tag.strip_prefix("W/").unwrap_or(tag);
+        tag == "*" || tag == doc.etag || tag == doc.etag_gzip
+    })
+}
+
+/// The requested headers when they are a plain list of tokens, safe to echo.
+fn echoable(headers: &str) -> Option<String> {
+    let headers = headers.trim();
+    let plain = !headers.is_empty()
+        && headers.len() <= 1024
+        && headers.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_, \t".contains(&b));
+    plain.then(|| headers.to_string())
+}
+
+/// How the connection goes on after a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connection {
+    /// HTTP/1.1 default: nothing to say.
+    KeepAlive,
+    /// HTTP/1.0 client that asked for keep-alive: say so.
+    KeepAlive10,
+    /// The client asked to close, or speaks HTTP/1.0 without keep-alive.
+    Close,
+}
+
+/// Fixed settings of the responses.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `Cache-Control` of documents.
+    pub cache_control: String,
+}
+
+impl Reply {
+    /// Status code.
+    pub fn status(&self) -> u16 {
+        match self {
+            Reply::Doc { not_modified: true, .. } => 304,
+            Reply::Doc { .. } => 200,
+            Reply::Error { status, .. } => *status,
+            Reply::Options { .. } => 204,
+        }
+    }
+
+    /// The body a GET gets (empty for 304 and 204).
+    pub fn body(&self) -> &[u8] {
+        match self {
+            Reply::Doc { not_modified: true, .. } | Reply::Options { .. } => &[],
+            Reply::Doc { doc, gzip: true, .. } => doc.gzip.as_deref().unwrap_or(&doc.body),
+            Reply::Doc { doc, .. } => &doc.body,
+            Reply::Error { body, .. } => body,
+        }
+    }
+
+    /// Writes the status line and headers (through the blank line) into `out`.
+    pub fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &Settings) {
+        let status = self.status();
+        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+        match self {
+            Reply::Doc { doc, gzip, not_modified } => {
+                if !not_modified {
+                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
+                    let _ = write!(out, "Content-Length: {}\r\n", self.body().len());
+                    if *gzip {
+                        out.extend_from_slice(b"Content-Encoding: gzip\r\n");
+                    }
+                }
+                let etag = if *gzip { &doc.etag_gzip } else { &doc.etag };
+                let _ = write!(out, "ETag: {etag}\r\nCache-Control: {}\r\n", settings.cache_control);
+                out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+            }
+            Reply::Error { body, allow, .. } => {
+                out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
+                let _ = write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\n", body.len());
+                if *allow {
+                    let _ = write!(out, "Allow: {ALLOW}\r\n");
+                }
+            }
+            Reply::Options { allow_headers } => {
+                let _ = write!(out, "Allow: {ALLOW}\r\nAccess-Control-Allow-Methods: GET, HEAD\r\n");
+                if let Some(headers) = allow_headers {
+                    let _ = write!(out, "Access-Control-Allow-Headers: {headers}\r\n");
+                }
+                out.extend_from_slice(b"Access-Control-Max-Age: 86400\r\nVary: Access-Control-Request-Headers\r\n");
+            }
+        }
+        out.extend_from_slice(b"Access-Control-Allow-Origin: *\r\n");
+        let _ = write!(out, "Date: {date}\r\n");
+        match connection {
+            Connection::KeepAlive => {}
+            Connection::KeepAlive10 => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+            Connection::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        414 => "URI Too Long",
+        431 => "Request Header Fields Too Large",
+        _ => "Error",
+    }
+}
+
+/// An HTTP date (IMF-fixdate) of `secs` since the Unix epoch: `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub fn http_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let days = secs / 86_400;
+    let rest = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+    }
+
+    #[test]
+    fn gzip_negotiation() {
+        for (header, expected) in [
+            (None, false),
+            (Some(""), false),
+            (Some("gzip"), true),
+            (Some("GZIP"), true),
+            (Some("x-gzip"), true),
+            (Some("gzip, deflate, br"), true),
+            (Some("deflate, br"), false),
+            (Some("br;q=1.0, gzip;q=0.8, *;q=0.1"), true),
+            (Some("gzip;q=0"), false),
+            (Some("gzip;q=0.000"), false),
+            (Some("*"), true),
+            (Some("*;q=0"), false),
+            (Some("gzip;q=0, *"), false),
+            (Some("identity"), false),
+            (Some("gzip;q=abc"), false),
+        ] {
+            assert_eq!(accepts_gzip(header), expected, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn etags() {
+        let doc = Doc::computed(vec![b'x'; 1000]);
+        let tag = doc.etag.clone();
+        assert!(etag_matches(&tag, &doc));
+        assert!(etag_matches(&format!("W/{tag}"), &doc));
+        assert!(etag_matches(&format!("\"other\", {}", doc.etag_gzip), &doc));
+        assert!(etag_matches("*", &doc));
+        assert!(!etag_matches("\"other\"", &doc));
+        assert!(!etag_matches(tag.trim_matches('"'), &doc));
+    }
+
+    #[test]
+    fn preflight_headers_are_echoed_only_when_plain() {
+        assert_eq!(echoable("Content-Type, X-Requested-With").as_deref(), Some("Content-Type, X-Requested-With"));
+        assert_eq!(echoable("a\nb"), None);
+        assert_eq!(echoable("a\rSet-Cookie: x"), None);
+        assert_eq!(echoable(""), None);
+    }
+
+    #[test]
+    fn heads() {
+        let settings = Settings { cache_control: "public, max-age=60".into() };
+        let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
+        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
+        let mut out = Vec::new();
+        reply.write_head(&mut out, Connection::Close, "D", &settings);
+        let head = String::from_utf8(out).unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.contains(&format!("Content-Length: {}\r\n", doc.gzip.as_ref().unwrap().len())));
+        assert!(head.contains("Content-Encoding: gzip\r\n"));
+        assert!(head.contains(&format!("ETag: {}\r\n", doc.etag_gzip)));
+        assert!(head.contains("Cache-Control: public, max-age=60\r\n"));
+        assert!(head.contains("Connection: close\r\n"));
+        assert!(head.ends_with("Date: D\r\nConnection: close\r\n\r\n"));
+
+        let reply = Reply::Doc { doc, gzip: false, not_modified: true };
+        let mut out = Vec::new();
+        reply.write_head(&mut out, Connection::KeepAlive, "D", &settings);
+        let head = String::from_utf8(out).unwrap();
+        assert!(head.starts_with("HTTP/1.1 304 Not Modified\r\n"));
+        assert!(!head.contains("Content-Length"));
+        assert!(reply.body().is_empty());
+    }
+}

@@ -1,0 +1,385 @@
+//! The served tree, in memory: every document of a built tree keyed by its request path, each
+//! with its response bodies prepared once (the bytes, their gzip, their ETag), and each list's
+//! entries so that any page can be rendered without JSON serialisation.
+//!
+//! Loading trusts nothing on disk beyond the manifest: only paths the manifest lists and that
+//! have the shape of a tree path are read, symbolic links are never followed, and every file
+//! read must hash to what the manifest says. A tree swapped in by `gen build` while it is being
+//! read fails that check, and the load is retried; the server keeps answering from the tree it
+//! has until a load succeeds whole.
+
+use crate::manifest::{FORMAT, MANIFEST_FILE, Manifest};
+use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// One response body, prepared for every way it is sent.
+#[derive(Debug)]
+pub struct Doc {
+    pub body: Vec<u8>,
+    /// The body gzip-compressed, when that is smaller.
+    pub gzip: Option<Vec<u8>>,
+    /// Strong ETag of the body: its BLAKE3 hash, quoted.
+    pub etag: String,
+    /// ETag of the gzip-encoded representation (a different representation needs its own
+    /// strong validator): the same hash with `-gz`.
+    pub etag_gzip: String,
+}
+
+impl Doc {
+    /// Prepares a body whose BLAKE3 hash (hex) is `hash`.
+    pub fn new(body: Vec<u8>, hash: &str, level: flate2::Compression) -> Doc {
+        let gzip = (body.len() >= MIN_GZIP).then(|| gzip(&body, level)).filter(|gz| gz.len() < body.len());
+        Doc { body, gzip, etag: format!("\"{hash}\""), etag_gzip: format!("\"{hash}-gz\"") }
+    }
+
+    /// Prepares a body computed here (hashed here).
+    pub fn computed(body: Vec<u8>) -> Doc {
+        let hash = blake3::hash(&body).to_hex();
+        Doc::new(body, &hash, flate2::Compression::default())
+    }
+
+    fn bytes(&self) -> usize {
+        self.body.len() + self.gzip.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// Bodies shorter than this are not worth compressing.
+const MIN_GZIP: usize = 200;
+
+/// Computed pages kept in memory, at most this many bytes; past it the cache starts over.
+const PAGE_CACHE_BYTES: usize = 64 << 20;
+
+fn gzip(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
+    encoder.write_all(bytes).expect("writing to memory cannot fail");
+    encoder.finish().expect("writing to memory cannot fail")
+}
+
+/// One resource's list.
+#[derive(Debug)]
+pub struct List {
+    pub count: u64,
+    /// The list url, `<base_url>/api/v2/<segment>/`.
+    url: String,
+    /// Each entry serialised as it appears inside a page.
+    entries: Vec<Vec<u8>>,
+    /// The precomputed page files, by page.
+    pages: HashMap<Page, Arc<Doc>>,
+    /// The whole list (`_pages/all`).
+    all: Arc<Doc>,
+}
+
+/// A loaded tree.
+#[derive(Debug)]
+pub struct Tree {
+    /// Documents by key (`api/v2/berry/1`, see [`super::route::normalize`]).
+    docs: HashMap<String, Arc<Doc>>,
+    /// Lists by segment.
+    lists: HashMap<String, List>,
+    links: LinkStyle,
+    pretty: bool,
+    /// The manifest's bytes, to tell whether a new manifest describes another tree.
+    pub manifest_bytes: Vec<u8>,
+    /// Documents by the hash of their body, to reuse them in the next load.
+    by_hash: HashMap<String, Arc<Doc>>,
+    /// Pages computed on request, kept for the next request.
+    computed: Mutex<PageCache>,
+}
+
+#[derive(Debug, Default)]
+struct PageCache {
+    pages: HashMap<(String, Page), Arc<Doc>>,
+    bytes: usize,
+}
+
+impl Tree {
+    /// Reads the manifest of the tree in `dir`: its bytes and what they say.
+    pub fn read_manifest(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
+        let shown = show_dir(dir);
+        if !dir.is_dir() {
+            bail!(
+                "no tree in {shown}: {}; run `gen build` first, or point --dir at a built tree",
+                if dir.exists() { "it is not a folder" } else { "the folder does not exist" }
+            );
+        }
+        let path = dir.join(MANIFEST_FILE);
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display()))?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+            format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
+        })?;
+        if manifest.format != FORMAT {
+            bail!(
+                "{} has format {}, this gen reads format {FORMAT}: rebuild with this version's `gen build`",
+                path.display(),
+                manifest.format
+            );
+        }
+        Ok((bytes, manifest))
+    }
+
+    /// Loads the tree in `dir` whose manifest is `manifest` (read from `manifest_bytes`),
+    /// reusing the documents of `previous` whose hash is unchanged.
+    pub fn load(dir: &Path, manifest_bytes: Vec<u8>, manifest: Manifest, previous: Option<&Tree>) -> Result<Tree> {
+        let mut by_path: Vec<(&str, &str, String)> = Vec::with_capacity(manifest.files.len());
+        for (path, hash) in &manifest.files {
+            let key = key_of(path).with_context(|| {
+                format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
+            })?;
+            by_path.push((path, hash, key));
+        }
+        let present = regular_files(dir)?;
+        if let Some((path, _, _)) = by_path.iter().find(|(path, _, _)| !present.contains(*path)) {
+            bail!(
+                "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed)",
+                dir.join(path).display()
+            );
+        }
+
+        // One read per distinct body: a record's id and name paths share their bytes.
+        let mut first_path: HashMap<&str, &str> = HashMap::new();
+        for (path, hash, _) in &by_path {
+            first_path.entry(hash).or_insert(path);
+        }
+        let reused: HashMap<&str, Arc<Doc>> = first_path
+            .keys()
+            .filter_map(|hash| previous.and_then(|p| p.by_hash.get(*hash)).map(|doc| (*hash, doc.clone())))
+            .collect();
+        let to_read: Vec<(&str, &str)> =
+            first_path.iter().filter(|(hash, _)| !reused.contains_key(*hash)).map(|(h, p)| (*h, *p)).collect();
+        let read: Vec<(&str, Arc<Doc>)> = to_read
+            .par_iter()
+            .map(|&(hash, path)| {
+                let file = dir.join(path);
+                let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+                if blake3::hash(&body).to_hex().as_str() != hash {
+                    bail!(
+                        "{} does not match its hash in {MANIFEST_FILE} (a build replaced the tree while it was read, \
+                         or the file was edited: rebuild with `gen build`)",
+                        file.display()
+                    );
+                }
+                Ok((hash, Arc::new(Doc::new(body, hash, flate2::Compression::best()))))
+            })
+            .collect::<Result<_>>()?;
+        let by_hash: HashMap<String, Arc<Doc>> =
+            reused.into_iter().chain(read).map(|(hash, doc)| (hash.to_string(), doc)).collect();
+        let docs: HashMap<String, Arc<Doc>> =
+            by_path.into_iter().map(|(_, hash, key)| (key, by_hash[hash].clone())).collect();
+        if !docs.contains_key("api/v2") {
+            bail!("{MANIFEST_FILE} lists no api/v2/index.json: rebuild with `gen build`");
+        }
+
+        let mut lists = HashMap::new();
+        for (segment, info) in &manifest.resources {
+            let list = load_list(&docs, &manifest, segment, info.count)
+                .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
+            lists.insert(segment.clone(), list);
+        }
+        Ok(Tree {
+            docs,
+            lists,
+            links: manifest.links,
+            pretty: manifest.pretty,
+            manifest_bytes,
+            by_hash,
+            computed: Mutex::default(),
+        })
+    }
+
+    /// Number of paths served.
+    pub fn documents(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Number of lists.
+    pub fn resources(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// The document at `key`.
+    pub fn doc(&self, key: &str) -> Option<&Arc<Doc>> {
+        self.docs.get(key)
+    }
+
+    /// True when `segment` is a list of this tree.
+    pub fn has_list(&self, segment: &str) -> bool {
+        self.lists.contains_key(segment)
+    }
+
+    /// Every list segment, sorted, for messages.
+    pub fn segments(&self) -> Vec<&str> {
+        let mut segments: Vec<&str> = self.lists.keys().map(String::as_str).collect();
+        segments.sort_unstable();
+        segments
+    }
+
+    /// `page` of the list of `segment`: the precomputed file when there is one, else rendered
+    /// from the list's entries (byte for byte as the build would have written it) and kept.
+    pub fn page(&self, segment: &str, page: Page) -> Option<Arc<Doc>> {
+        let list = self.lists.get(segment)?;
+        if page.is_everything(list.count) {
+            return Some(list.all.clone());
+        }
+        if let Some(doc) = list.pages.get(&page) {
+            return Some(doc.clone());
+        }
+        let key = (segment.to_string(), page);
+        if let Some(doc) = self.computed.lock().expect("page cache lock").pages.get(&key) {
+            return Some(doc.clone());
+        }
+        let doc = Arc::new(Doc::computed(render(list, page, self.links, self.pretty)));
+        let mut cache = self.computed.lock().expect("page cache lock");
+        if cache.bytes + doc.bytes() > PAGE_CACHE_BYTES {
+            *cache = PageCache::default();
+        }
+        cache.bytes += doc.bytes();
+        cache.pages.insert(key, doc.clone());
+        Some(doc)
+    }
+}
+
+/// Renders a page of `list` as `gen build` does.
+fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
+    let count = list.count;
+    let link = |p: Option<Page>| p.map(|p| paging::page_url(&list.url, p, links));
+    let entries = &list.entries[page.range(count)];
+    let size: usize = entries.iter().map(|e| e.len() + 6).sum();
+    let mut out = Vec::with_capacity(size + 2 * list.url.len() + 128);
+    paging::render_page(
+        &mut out,
+        count,
+        link(page.next(count)).as_deref(),
+        link(page.previous()).as_deref(),
+        entries,
+        pretty,
+    );
+    out
+}
+
+/// The whole list of one resource, from its `_pages/all` document, and its page files.
+fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &str, count: u64) -> Result<List> {
+    #[derive(serde::Deserialize)]
+    struct AllPage {
+        count: u64,
+        results: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        name: Option<String>,
+        url: String,
+    }
+    let all_key = format!("api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}");
+    let all = docs.get(&all_key).with_context(|| format!("{all_key}/index.json is missing"))?.clone();
+    let parsed: AllPage =
+        serde_json::from_slice(&all.body).with_context(|| format!("{all_key}/index.json is not a list page"))?;
+    if parsed.count != count || parsed.results.len() as u64 != count {
+        bail!(
+            "{all_key}/index.json holds {} entries (count {}) but {MANIFEST_FILE} says {count}",
+            parsed.results.len(),
+            parsed.count
+        );
+    }
+    let entries: Vec<Vec<u8>> =
+        parsed.results.iter().map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.pretty)).collect();
+    let url = format!("{}/api/v2/{segment}/", manifest.base_url);
+
+    let prefix = format!("api/v2/{segment}/{PAGES_DIR}/");
+    let mut pages = HashMap::new();
+    for (key, doc) in docs {
+        let Some(rest) = key.strip_prefix(&prefix) else { continue };
+        let Some((limit, offset)) = rest.split_once('/') else { continue };
+        if let (Ok(limit), Ok(offset)) = (limit.parse(), offset.parse()) {
+            pages.insert(Page { offset, limit }, doc.clone());
+        }
+    }
+    let list = List { count, url, entries, pages, all };
+    // Pages computed here must be the bytes the build writes: check on the whole list.
+    let whole = render(&list, Page { offset: 0, limit: count.max(1) }, manifest.links, manifest.pretty);
+    if whole != list.all.body {
+        bail!(
+            "{all_key}/index.json is not laid out as this gen renders pages: rebuild with this version's `gen build`"
+        );
+    }
+    Ok(list)
+}
+
+/// The index key of a tree file: `api/v2/berry/1/index.json` → `api/v2/berry/1`; other files
+/// (`api/v2/openapi.json`) by their own path. `None` for anything that is not such a path, so
+/// that no manifest can make the server read outside the tree.
+pub fn key_of(path: &str) -> Option<String> {
+    if !path.ends_with(".json") {
+        return None;
+    }
+    let key = path.strip_suffix("/index.json").unwrap_or(path);
+    let well_formed = key.split('/').all(|part| {
+        let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+        !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
+    });
+    (well_formed && (key == "api/v2" || key.starts_with("api/v2/"))).then(|| key.to_string())
+}
+
+/// Every regular file under `dir/api`, relative to `dir`, found without following links.
+fn regular_files(dir: &Path) -> Result<HashSet<String>> {
+    let mut files = HashSet::new();
+    let api = dir.join("api");
+    for entry in walkdir::WalkDir::new(&api).follow_links(false) {
+        let entry = entry.with_context(|| format!("cannot read the tree in {}", show_dir(dir)))?;
+        if entry.file_type().is_file()
+            && let Ok(rel) = entry.path().strip_prefix(dir)
+            && let Some(rel) = rel.to_str()
+        {
+            files.insert(rel.replace(std::path::MAIN_SEPARATOR, "/"));
+        }
+    }
+    Ok(files)
+}
+
+/// A folder as messages show it: `out/`.
+pub fn show_dir(dir: &Path) -> String {
+    let shown = dir.display().to_string();
+    if shown.ends_with('/') { shown } else { format!("{shown}/") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_tree_paths() {
+        assert_eq!(key_of("api/v2/index.json").as_deref(), Some("api/v2"));
+        assert_eq!(key_of("api/v2/berry/-1/index.json").as_deref(), Some("api/v2/berry/-1"));
+        assert_eq!(key_of("api/v2/berry/_pages/20/40/index.json").as_deref(), Some("api/v2/berry/_pages/20/40"));
+        assert_eq!(key_of("api/v2/openapi.json").as_deref(), Some("api/v2/openapi.json"));
+        for bad in [
+            "manifest.json",
+            "api/v2/../../etc/passwd/index.json",
+            "api/v2/../../etc/passwd.json",
+            "api/v2/./index.json",
+            "api/v2/openapi.yaml",
+            "/etc/index.json",
+            "api/v2//index.json",
+            "api/v2/Berry/index.json",
+            "api/v2/berry/index.json.gz",
+            "api/v3/index.json",
+            "api/v2/a\\b/index.json",
+        ] {
+            assert_eq!(key_of(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn small_bodies_are_not_compressed_and_etags_differ_by_encoding() {
+        let doc = Doc::computed(b"{}".to_vec());
+        assert!(doc.gzip.is_none());
+        let big = Doc::computed(vec![b'a'; 10_000]);
+        assert!(big.gzip.as_ref().unwrap().len() < 1000);
+        assert_ne!(big.etag, big.etag_gzip);
+        assert_eq!(big.etag, format!("\"{}\"", blake3::hash(&big.body).to_hex()));
+    }
+}

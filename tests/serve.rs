@@ -1,0 +1,761 @@
+//! `gen serve`: the real binary serving a tree built from synthetic data, spoken to in raw
+//! HTTP/1.1. Expected pages are derived from the data and the paging rules (see
+//! `serve_support::expected_page`), not from the server's own output.
+
+mod common;
+mod serve_support;
+
+use serve_support::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn site() -> Site {
+    Site::new("serve", &[20, 50], &[])
+}
+
+#[test]
+fn prints_its_address_first_and_serves_the_root_with_and_without_slash() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    assert!(server.addr.starts_with("127.0.0.1:"), "{}", server.addr);
+    let mut expected = serde_json::Map::new();
+    for segment in ["berry", "item", "note"] {
+        expected.insert(segment.into(), format!("{BASE}/api/v2/{segment}/").into());
+    }
+    for target in ["/api/v2/", "/api/v2", "/API/V2/"] {
+        let response = server.get(target).expect(200);
+        assert_eq!(response.json(), serde_json::Value::Object(expected.clone()), "{target}");
+        assert_eq!(response.body, site.file("api/v2/index.json"), "{target}");
+    }
+    server.get("/api/v2/meta/").expect(200);
+    server.get("/api/v2/meta").expect(200);
+}
+
+#[test]
+fn lists_follow_the_paging_rules() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    // the worked example: count 5, limit 2, offset 2
+    let page = server.get("/api/v2/berry/?limit=2&offset=2").expect(200).json();
+    assert_eq!(page["count"], 5);
+    assert_eq!(page["next"], format!("{BASE}/api/v2/berry/?offset=4&limit=1"));
+    assert_eq!(page["previous"], format!("{BASE}/api/v2/berry/?offset=0&limit=2"));
+    assert_eq!(page["results"][0]["name"], "pecha");
+    assert_eq!(page["results"][1]["name"], "rawst");
+
+    // (query, offset, limit the rules give it)
+    let cases: Vec<(String, u64, u64)> = vec![
+        (String::new(), 0, 20),
+        ("?".into(), 0, 20),
+        ("?limit=".into(), 0, 20),
+        ("?limit=0".into(), 0, 20),
+        ("?offset=".into(), 0, 20),
+        ("?limit=&offset=".into(), 0, 20),
+        ("?offset=40".into(), 40, 20),
+        ("?offset=40&limit=0".into(), 40, 20),
+        ("?limit=50".into(), 0, 50),
+        ("?offset=2&limit=2".into(), 2, 2),
+        ("?limit=2&offset=2".into(), 2, 2),
+        ("?format=json&offset=3&foo=bar&limit=7".into(), 3, 7),
+        ("?limit=3&limit=9".into(), 0, 9),
+        ("?offset=125".into(), 125, 20),
+        ("?offset=129&limit=1".into(), 129, 1),
+        ("?offset=130".into(), 130, 20),
+        ("?offset=500&limit=10".into(), 500, 10),
+        ("?offset=18446744073709551615&limit=18446744073709551615".into(), u64::MAX, u64::MAX),
+        ("?limit=100000".into(), 0, 100_000),
+        ("?limit=130".into(), 0, 130),
+        ("?limit=129".into(), 0, 129),
+        ("?offset=1&limit=100000".into(), 1, 100_000),
+        ("?offset=007&limit=013".into(), 7, 13),
+    ];
+    for segment in ["item", "berry", "note"] {
+        let list = entries(segment, 0);
+        for (query, offset, limit) in &cases {
+            for slash in ["/", ""] {
+                let target = format!("/api/v2/{segment}{slash}{query}");
+                let response = server.get(&target).expect(200);
+                let expected = expected_page(segment, &list, *offset, *limit);
+                // compact JSON, keys in the API's order (which is alphabetical), no trailing newline
+                assert_eq!(response.text(), serde_json::to_string(&expected).unwrap(), "{target}");
+            }
+        }
+    }
+    // following next from the start walks the whole list once
+    let mut url = Some("/api/v2/item/?limit=50".to_string());
+    let mut names = Vec::new();
+    while let Some(target) = url {
+        let page = server.get(&target).expect(200).json();
+        names.extend(page["results"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()));
+        url = page["next"].as_str().map(|u| u.strip_prefix(BASE).unwrap().to_string());
+    }
+    assert_eq!(names, (1..=ITEMS).map(item_name).collect::<Vec<_>>());
+}
+
+#[test]
+fn records_by_id_or_name_any_case_with_or_without_slash() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for target in [
+        "/api/v2/item/5/",
+        "/api/v2/item/5",
+        "/api/v2/item/item-5/",
+        "/api/v2/item/ITEM-5",
+        "/api/v2/Item/Item-5/",
+        "/api/v2/item/5/?limit=abc",
+    ] {
+        let response = server.get(target).expect(200);
+        let record = response.json();
+        assert_eq!(record["id"], 5, "{target}");
+        assert_eq!(record["name"], "item-5");
+        assert_eq!(record["cost"], 50);
+        assert_eq!(response.body, site.file("api/v2/item/5/index.json"), "{target}");
+    }
+    let berry = server.get("/api/v2/berry/CHERI").expect(200).json();
+    assert_eq!(berry["item"]["url"], format!("{BASE}/api/v2/item/1/"));
+    for id in NOTE_ORDER {
+        for target in [format!("/api/v2/note/{id}/"), format!("/api/v2/note/{id}")] {
+            let note = server.get(&target).expect(200).json();
+            assert_eq!(note["id"], id);
+            assert_eq!(note["text"], format!("note {id}"));
+        }
+    }
+    // sub-document, by id and by name
+    for target in ["/api/v2/item/7/flavor/", "/api/v2/item/7/flavor", "/api/v2/item/item-7/FLAVOR/"] {
+        let flavor = server.get(target).expect(200).json();
+        assert_eq!(flavor["text"], "sweet", "{target}");
+        assert_eq!(flavor["item"]["url"], format!("{BASE}/api/v2/item/7/"));
+    }
+}
+
+#[test]
+fn page_files_are_served_too() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    // 130 items in pages of 50: the last one is 100..130, its limit shrunk to 30
+    for rel in ["item/_pages/20/40", "item/_pages/50/50", "item/_pages/30/100", "item/_pages/all", "note/_pages/all"] {
+        for slash in ["/", ""] {
+            let response = server.get(&format!("/api/v2/{rel}{slash}")).expect(200);
+            assert_eq!(response.body, site.file(&format!("api/v2/{rel}/index.json")), "{rel}");
+        }
+    }
+    let all = server.get("/api/v2/item/_pages/all/").json();
+    assert_eq!(all, expected_page("item", &entries("item", 0), 0, ITEMS as u64));
+}
+
+#[test]
+fn malformed_paging_parameters_get_400_naming_them() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let values = ["abc", "-1", "1e3", "10abc", "+5", "%2B5", "18446744073709551616", "1.5", "%20", "0x10", "-0"];
+    for name in ["limit", "offset"] {
+        for value in values {
+            let target = format!("/api/v2/item/?{name}={value}");
+            let response = server.get(&target).expect(400);
+            assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"));
+            assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"));
+            let body = response.json();
+            let sent = value.replace("%2B", "+").replace("%20", " ");
+            assert_eq!(body["parameter"], name, "{target}");
+            assert_eq!(body["value"], sent.as_str(), "{target}");
+            let detail = body["detail"].as_str().unwrap();
+            assert!(detail.contains(name) && detail.contains("digits"), "{detail}");
+            assert!(body["expected"].as_str().unwrap().contains("digits"), "{body}");
+        }
+    }
+    let body = server.get("/api/v2/item/?limit=-1").json();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("public API answers limit=-1 with every entry but the last"), "{detail}");
+    assert!(detail.contains("limit=100000"), "{detail}");
+    // the other parameter is named when only it is wrong
+    assert_eq!(server.get("/api/v2/item/?limit=5&offset=x").json()["parameter"], "offset");
+}
+
+#[test]
+fn unknown_paths_get_404_json() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for target in [
+        "/",
+        "/api/",
+        "/api/v1/item/",
+        "/api/v2/nothing/",
+        "/api/v2/nothing/?limit=abc",
+        "/api/v2/item/9999/",
+        "/api/v2/item/0/",
+        "/api/v2/item/nope/",
+        "/api/v2/item/5/nope/",
+        "/api/v2/note/3/",
+        "/api/v2/item/_pages/20/41/",
+        "/api/v2/item/5/index.json",
+        "/favicon.ico",
+    ] {
+        let response = server.get(target).expect(404);
+        assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"), "{target}");
+        assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"));
+        assert!(response.json()["detail"].as_str().unwrap().starts_with("Not found"), "{target}");
+    }
+    let detail = server.get("/api/v2/nothing/").json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("berry, item, note"), "{detail}");
+}
+
+#[test]
+fn methods_head_and_options() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for method in ["POST", "PUT", "DELETE", "PATCH", "TRACE", "CONNECT", "FOO"] {
+        let response = server.send(&format!("{method} /api/v2/item/ HTTP/1.1\r\nHost: x\r\n\r\n"), false).expect(405);
+        assert_eq!(response.header("Allow"), Some("GET, HEAD, OPTIONS"), "{method}");
+        assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"));
+        assert!(response.json()["detail"].as_str().unwrap().contains(method));
+    }
+    // OPTIONS: 204, CORS for GET and HEAD, the requested headers echoed
+    let request = "OPTIONS /api/v2/item/ HTTP/1.1\r\nHost: x\r\nOrigin: https://example.org\r\n\
+                   Access-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: X-Custom, Content-Type\r\n\r\n";
+    let response = server.send(request, false).expect(204);
+    assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"));
+    let methods = response.header("Access-Control-Allow-Methods").unwrap();
+    assert!(methods.contains("GET") && methods.contains("HEAD"), "{methods}");
+    assert_eq!(response.header("Access-Control-Allow-Headers"), Some("X-Custom, Content-Type"));
+    assert!(response.header("Content-Length").is_none());
+    assert!(response.body.is_empty());
+
+    // HEAD: the GET's headers, no body; the connection goes on with the next response
+    let mut conn = server.connect();
+    for target in ["/api/v2/item/2/", "/api/v2/item/?offset=3&limit=9", "/api/v2/nothing/"] {
+        let get = conn.get(target);
+        conn.send(format!("HEAD {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let head = conn.read_response(true).unwrap();
+        assert_eq!(head.status, get.status);
+        assert_eq!(head.header("Content-Length").unwrap(), get.body.len().to_string(), "{target}");
+        assert_eq!(head.header("ETag"), get.header("ETag"));
+        assert_eq!(head.header("Content-Type"), get.header("Content-Type"));
+        assert_eq!(conn.get("/api/v2/berry/1/").json()["name"], "cheri", "the HEAD sent no body");
+    }
+}
+
+#[test]
+fn nothing_outside_the_tree_is_reachable() {
+    let site = site();
+    let secret = site.tmp.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("index.json"), "SECRET").unwrap();
+    std::fs::write(site.tmp.join("secret.json"), "SECRET").unwrap();
+    // a link inside the tree pointing out of it, not listed in the manifest
+    std::os::unix::fs::symlink(&secret, site.out().join("api/v2/leak")).unwrap();
+    std::os::unix::fs::symlink(&secret, site.out().join("api/v2/item/leak")).unwrap();
+    let server = Server::start(&site.out(), &[]);
+    for target in [
+        "/api/v2/leak/",
+        "/api/v2/item/leak/",
+        "/api/v2/../secret.json",
+        "/api/v2/../../secret/",
+        "/api/v2/item/../../../secret/",
+        "/api/v2/%2e%2e/%2e%2e/secret/",
+        "/api/v2/%2E%2E/%2E%2E/secret.json",
+        "/api/v2/item%2f..%2f..%2f..%2fsecret",
+        "/api/v2/item/..%2f..%2f..%2fsecret/",
+        "/api/v2/..\\..\\secret.json",
+        "/api/v2/item/%5c..%5c..%5csecret",
+        "/api/v2/item/1%00/",
+        "//secret.json",
+        "/manifest.json",
+        "/api/v2/index.json",
+        "/etc/passwd",
+        "/api/v2/item/%252e%252e/",
+        "http://x/../secret.json",
+    ] {
+        let response = server.get(target);
+        assert!(response.status == 404 || response.status == 400, "{target}: {}", response.status);
+        assert!(!response.text().contains("SECRET"), "{target}");
+    }
+    // raw bytes tiny_http lets through to the router
+    let response = server.send("GET /api/v2/item/\0/ HTTP/1.1\r\nHost: x\r\n\r\n", false);
+    assert!(response.status == 404 || response.status == 400);
+    assert!(!response.text().contains("SECRET"));
+}
+
+#[test]
+fn a_listed_file_replaced_by_a_link_is_refused() {
+    let site = site();
+    let target = site.out().join("api/v2/berry/1/index.json");
+    let elsewhere = site.tmp.join("elsewhere.json");
+    std::fs::copy(&target, &elsewhere).unwrap();
+    std::fs::remove_file(&target).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &target).unwrap();
+    let run = common::run(&["serve", "--dir", site.out().to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
+    assert!(run.stderr().contains("not a regular file"), "{}", run.stderr());
+}
+
+#[test]
+fn etags_and_conditional_requests() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for target in ["/api/v2/item/5/", "/api/v2/item/?offset=3&limit=9", "/api/v2/item/"] {
+        let response = server.get(target).expect(200);
+        let etag = response.header("ETag").unwrap().to_string();
+        assert_eq!(etag, format!("\"{}\"", blake3::hash(&response.body).to_hex()), "{target}");
+        for if_none_match in [etag.clone(), format!("W/{etag}"), format!("\"nope\", {etag}"), "*".to_string()] {
+            let cached = server.get_with(target, &[&format!("If-None-Match: {if_none_match}")]).expect(304);
+            assert!(cached.body.is_empty());
+            assert_eq!(cached.header("ETag"), Some(etag.as_str()));
+            assert_eq!(cached.header("Access-Control-Allow-Origin"), Some("*"));
+            assert_eq!(cached.header("Cache-Control"), Some("public, max-age=86400"));
+        }
+        server.get_with(target, &["If-None-Match: \"other\""]).expect(200);
+    }
+    // the ETag names the body: two paths with the same bytes share it, other bytes differ
+    let by_id = server.get("/api/v2/item/5/");
+    assert_eq!(by_id.header("ETag"), server.get("/api/v2/item/item-5/").header("ETag"));
+    assert_ne!(by_id.header("ETag"), server.get("/api/v2/item/6/").header("ETag"));
+}
+
+#[test]
+fn gzip_when_the_client_accepts_it() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for target in ["/api/v2/item/2/", "/api/v2/item/?limit=100", "/api/v2/item/?offset=1&limit=77"] {
+        let plain = server.get(target).expect(200);
+        assert_eq!(plain.header("Vary"), Some("Accept-Encoding"));
+        assert!(plain.header("Content-Encoding").is_none());
+        for accept in ["gzip", "gzip, deflate, br", "br;q=1, gzip;q=0.5", "*"] {
+            let zipped = server.get_with(target, &[&format!("Accept-Encoding: {accept}")]).expect(200);
+            assert_eq!(zipped.header("Content-Encoding"), Some("gzip"), "{target} {accept}");
+            assert_eq!(zipped.header("Vary"), Some("Accept-Encoding"));
+            assert_eq!(zipped.header("Content-Length").unwrap(), zipped.body.len().to_string());
+            assert!(zipped.body.len() < plain.body.len());
+            let mut unzipped = Vec::new();
+            flate2::read::GzDecoder::new(&zipped.body[..]).read_to_end(&mut unzipped).unwrap();
+            assert_eq!(unzipped, plain.body, "{target}");
+            assert_ne!(zipped.header("ETag"), plain.header("ETag"), "each encoding has its own strong ETag");
+            // its ETag revalidates too
+            let etag = zipped.header("ETag").unwrap();
+            server.get_with(target, &["Accept-Encoding: gzip", &format!("If-None-Match: {etag}")]).expect(304);
+        }
+        for accept in ["identity", "gzip;q=0", "deflate", "*;q=0"] {
+            let response = server.get_with(target, &[&format!("Accept-Encoding: {accept}")]).expect(200);
+            assert!(response.header("Content-Encoding").is_none(), "{accept}");
+            assert_eq!(response.body, plain.body);
+        }
+        // HEAD announces the length of the gzip body
+        let head = server.send(&format!("HEAD {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"), true);
+        let zipped = server.get_with(target, &["Accept-Encoding: gzip"]);
+        assert_eq!(head.header("Content-Length").unwrap(), zipped.body.len().to_string());
+    }
+}
+
+#[test]
+fn headers_on_every_response_and_max_age() {
+    let site = site();
+    let server = Server::start(&site.out(), &["--max-age", "60"]);
+    let requests = [
+        ("GET /api/v2/item/1/ HTTP/1.1\r\n", 200),
+        ("GET /api/v2/item/?limit=x HTTP/1.1\r\n", 400),
+        ("GET /api/v2/nothing/ HTTP/1.1\r\n", 404),
+        ("DELETE /api/v2/item/1/ HTTP/1.1\r\n", 405),
+        ("OPTIONS /api/v2/item/1/ HTTP/1.1\r\n", 204),
+    ];
+    for (line, status) in requests {
+        let response = server.send(&format!("{line}Host: x\r\n\r\n"), false).expect(status);
+        assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"), "{line}");
+        assert!(response.header("Date").is_some_and(|d| d.ends_with(" GMT")), "{line}");
+        if status != 204 {
+            assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"), "{line}");
+        }
+    }
+    let response = server.get("/api/v2/item/1/");
+    assert_eq!(response.header("Cache-Control"), Some("public, max-age=60"));
+    assert!(server.get("/api/v2/nothing/").header("Cache-Control").is_some_and(|c| !c.contains("max-age")));
+}
+
+/// Builds the same data with many page sizes precomputed, and serves a build with only the
+/// default one: every page the server computes must be byte for byte the precomputed file.
+fn computed_pages_match_precomputed(build_args: &[&str]) {
+    let sizes = [1, 2, 3, 7, 11, 20, 33, 50, 64, 100, 129, 130, 131];
+    let precomputed = Site::new("serve-pages-all", &sizes, build_args);
+    let served = Site::new("serve-pages-few", &[20], build_args);
+    let server = Server::start(&served.out(), &[]);
+    let mut compared = 0;
+    for segment in ["item", "berry", "note"] {
+        let pages_dir = precomputed.out().join(format!("api/v2/{segment}/_pages"));
+        for limit_dir in std::fs::read_dir(&pages_dir).unwrap() {
+            let limit_dir = limit_dir.unwrap();
+            let limit = limit_dir.file_name().to_string_lossy().to_string();
+            if limit == "all" {
+                continue;
+            }
+            let mut conn = server.connect();
+            for offset_dir in std::fs::read_dir(limit_dir.path()).unwrap() {
+                let offset = offset_dir.unwrap().file_name().to_string_lossy().to_string();
+                let file = precomputed.file(&format!("api/v2/{segment}/_pages/{limit}/{offset}/index.json"));
+                let response = conn.get(&format!("/api/v2/{segment}/?offset={offset}&limit={limit}"));
+                assert_eq!(
+                    response.text(),
+                    String::from_utf8(file).unwrap(),
+                    "{segment} {offset} {limit} {build_args:?}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 300, "{compared}");
+}
+
+#[test]
+fn computed_pages_are_byte_identical_to_precomputed_ones() {
+    computed_pages_match_precomputed(&[]);
+}
+
+#[test]
+fn computed_pages_are_byte_identical_pretty_and_with_path_links() {
+    computed_pages_match_precomputed(&["--pretty"]);
+    computed_pages_match_precomputed(&["--links", "path"]);
+}
+
+#[test]
+fn a_rebuild_is_picked_up_without_restart_and_never_half_served() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    server.get("/api/v2/item/131/").expect(404);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (addr, stop) = (server.addr.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut conn = serve_support::Conn::new(TcpStream::connect(&addr).unwrap());
+            let mut seen = std::collections::BTreeSet::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let page = conn.get("/api/v2/item/?limit=1000").expect(200).json();
+                let count = page["count"].as_u64().unwrap();
+                assert_eq!(page["results"].as_array().unwrap().len() as u64, count);
+                assert!(count == 130 || count == 131, "{count}");
+                seen.insert(count);
+            }
+            seen
+        })
+    };
+    write_data(&site.data(), &[20, 50], 1);
+    site.build(&[]);
+    assert!(eventually(Duration::from_secs(5), || server.get("/api/v2/item/131/").status == 200));
+    assert_eq!(server.get("/api/v2/item/item-131").json()["cost"], 1310);
+    assert_eq!(server.get("/api/v2/item/").json()["count"], 131);
+    assert_eq!(server.get("/api/v2/item/?offset=130").json()["results"][0]["name"], "item-131");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = watcher.join().unwrap();
+    assert!(seen.contains(&131), "{seen:?}");
+}
+
+#[test]
+fn a_tree_that_does_not_match_its_manifest_is_not_served_until_it_does() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    // a new build elsewhere; its manifest arrives first, its files later
+    let next = Site { tmp: common::TempDir::new("serve-next") };
+    write_data(&next.data(), &[20, 50], 1);
+    next.build(&[]);
+    std::fs::copy(next.out().join("manifest.json"), site.out().join("manifest.json.tmp")).unwrap();
+    std::fs::rename(site.out().join("manifest.json.tmp"), site.out().join("manifest.json")).unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(server.get("/api/v2/item/").json()["count"], 130, "the old tree is still served");
+    server.get("/api/v2/item/131/").expect(404);
+    assert!(server.stderr().contains("does not match its hash") || server.stderr().contains("is missing"));
+    // the files arrive
+    for (rel, bytes) in common::read_tree(&next.out()) {
+        let path = site.out().join(&rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    assert!(eventually(Duration::from_secs(5), || server.get("/api/v2/item/131/").status == 200));
+    assert_eq!(server.get("/api/v2/item/").json()["count"], 131);
+}
+
+#[test]
+fn startup_errors_say_what_to_do() {
+    let tmp = common::TempDir::new("serve-errors");
+    let missing = tmp.join("missing");
+    let run = common::run(&["serve", "--dir", missing.to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
+    assert!(run.stderr().contains("no tree in") && run.stderr().contains("run `gen build` first"), "{}", run.stderr());
+    let empty = tmp.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = common::run(&["serve", "--dir", empty.to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
+    assert!(run.stderr().contains("no tree in") && run.stderr().contains("run `gen build` first"), "{}", run.stderr());
+
+    let site = site();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let run = common::run(&["serve", "--dir", site.out().to_str().unwrap(), "--addr", &addr]).fails_with(2);
+    assert!(run.stderr().contains("in use") && run.stderr().contains("--addr"), "{}", run.stderr());
+    let run = common::run(&["serve", "--dir", site.out().to_str().unwrap(), "--addr", "nonsense"]).fails_with(2);
+    assert!(run.stderr().contains("HOST:PORT"), "{}", run.stderr());
+}
+
+#[test]
+fn one_log_line_per_request_unless_quiet() {
+    let site = site();
+    let server = Server::start_with(&site.out(), &[], None);
+    server.get("/api/v2/item/?limit=3").expect(200);
+    server.get("/api/v2/nothing/").expect(404);
+    let logged = |needle: &str| {
+        eventually(Duration::from_secs(2), || {
+            server.stderr().lines().any(|l| {
+                let parts: Vec<&str> = l.split(' ').collect();
+                l.starts_with(needle)
+                    && parts.len() == 5
+                    && parts[3].trim_end_matches('B').parse::<u64>().is_ok()
+                    && parts[4].trim_end_matches("µs").parse::<u64>().is_ok()
+            })
+        })
+    };
+    assert!(logged("GET /api/v2/item/?limit=3 200 "), "{}", server.stderr());
+    assert!(logged("GET /api/v2/nothing/ 404 "), "{}", server.stderr());
+
+    let quiet = Server::start(&site.out(), &[]);
+    quiet.get("/api/v2/item/").expect(200);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!quiet.stderr().contains("GET"), "{}", quiet.stderr());
+}
+
+#[test]
+fn oversized_targets_and_headers_are_refused() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let long = format!("/api/v2/item/?x={}", "a".repeat(9000));
+    let response = server.get(&long).expect(414);
+    assert!(response.json()["detail"].as_str().unwrap().contains("8192"));
+    let many: Vec<String> = (0..120).map(|i| format!("X-H{i}: v")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    server.get_with("/api/v2/", &many).expect(431);
+    let big = format!("X-Big: {}", "b".repeat(20_000));
+    server.get_with("/api/v2/", &[&big]).expect(431);
+    server.get("/api/v2/").expect(200);
+}
+
+#[test]
+fn keep_alive_pipelining_and_http_1_0() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    // pipelined: three requests in one write, three responses in order
+    let mut conn = server.connect();
+    conn.send(b"GET /api/v2/berry/1/ HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v2/berry/2/ HTTP/1.1\r\nHost: x\r\n\r\nGET /api/v2/berry/3/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    for name in ["cheri", "chesto", "pecha"] {
+        assert_eq!(conn.read_response(false).unwrap().json()["name"], name);
+    }
+    // Connection: close is honoured
+    let mut conn = server.connect();
+    conn.send(b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("close"));
+    assert!(conn.closed_within(Duration::from_secs(2)));
+    // HTTP/1.0: closed unless keep-alive is asked for
+    let mut conn = server.connect();
+    conn.send(b"GET /api/v2/ HTTP/1.0\r\n\r\n");
+    conn.read_response(false).unwrap().expect(200);
+    assert!(conn.closed_within(Duration::from_secs(2)));
+    let mut conn = server.connect();
+    conn.send(b"GET /api/v2/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("keep-alive"));
+    conn.send(b"GET /api/v2/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    conn.read_response(false).unwrap().expect(200);
+}
+
+// ---- tiny_http's pitfalls -------------------------------------------------------------------
+
+#[test]
+fn keep_alive_requests_do_not_stall() {
+    // tiny_http sets no TCP_NODELAY and writes head and body apart: each keep-alive response
+    // larger than its 1 KiB buffer would wait ~40 ms for the client's delayed ACK.
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for (target, min_size) in
+        [("/api/v2/item/?limit=50", 2_000), ("/api/v2/item/2/", ITEM_2_TEXT), ("/api/v2/item/3/", ITEM_3_TEXT)]
+    {
+        let mut conn = server.connect();
+        conn.get(target).expect(200);
+        let started = Instant::now();
+        for _ in 0..50 {
+            let response = conn.get(target).expect(200);
+            assert!(response.body.len() >= min_size);
+        }
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_millis(1000), "50 keep-alive requests for {target} took {elapsed:?}");
+    }
+}
+
+#[test]
+fn large_responses_have_a_content_length_not_chunks() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for target in
+        ["/api/v2/item/2/", "/api/v2/item/3/", "/api/v2/item/?limit=100000", "/api/v2/item/?offset=1&limit=500"]
+    {
+        let response = server.get(target).expect(200);
+        assert!(response.header("Transfer-Encoding").is_none(), "{target}");
+        assert_eq!(response.header("Content-Length").unwrap(), response.body.len().to_string());
+    }
+    assert!(server.get("/api/v2/item/2/").body.len() > 32 * 1024);
+    assert!(server.get("/api/v2/item/3/").body.len() > 300 * 1024);
+}
+
+#[test]
+fn clients_that_reset_or_vanish_do_no_harm() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for i in 0..60 {
+        let mut stream = TcpStream::connect(&server.addr).unwrap();
+        match i % 4 {
+            // connect and vanish
+            0 => {}
+            // half a request, then gone
+            1 => stream.write_all(b"GET /api/v2/ite").unwrap(),
+            // a request, then close before reading: unread data makes the kernel send a reset
+            2 => {
+                stream.write_all(b"GET /api/v2/item/3/ HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // a request, then reset while it is answered
+            _ => {
+                stream.write_all(b"GET /api/v2/item/?limit=100000 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+                let mut some = [0u8; 10];
+                let _ = stream.read(&mut some);
+            }
+        }
+        drop(stream);
+    }
+    let started = Instant::now();
+    for _ in 0..20 {
+        server.get("/api/v2/item/1/").expect(200);
+    }
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+}
+
+#[test]
+fn hundreds_of_idle_connections_do_not_delay_others() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let mut idle = Vec::new();
+    for i in 0..400 {
+        let mut stream = TcpStream::connect(&server.addr).unwrap();
+        if i % 2 == 1 {
+            // a request that never ends
+            stream.write_all(b"GET /api/v2/item/ HTTP/1.1\r\nHost: x\r\n").unwrap();
+        }
+        idle.push(stream);
+    }
+    let mut slowest = Duration::ZERO;
+    for i in 0..100 {
+        let started = Instant::now();
+        server.get(&format!("/api/v2/item/{}/", i % 100 + 1)).expect(200);
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(slowest < Duration::from_millis(500), "slowest answer {slowest:?} beside 400 idle connections");
+    // and the idle ones still work
+    let mut conn = serve_support::Conn::new(idle.pop().unwrap());
+    conn.send(b"\r\n");
+    conn.read_response(false).unwrap().expect(200);
+}
+
+#[test]
+fn a_burst_of_256_simultaneous_connections_is_answered() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(256));
+    let threads: Vec<_> = (0..256)
+        .map(|i| {
+            let (addr, barrier) = (server.addr.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut conn = serve_support::Conn::new(TcpStream::connect(&addr).unwrap());
+                let response = conn.get(&format!("/api/v2/item/?offset={i}&limit=3"));
+                response.status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+}
+
+#[test]
+fn idle_connections_are_closed_and_accepting_goes_on() {
+    let site = site();
+    let server = Server::start(&site.out(), &["--idle-timeout", "1"]);
+    let mut conn = server.connect();
+    conn.get("/api/v2/").expect(200);
+    let started = Instant::now();
+    assert!(conn.closed_within(Duration::from_secs(5)), "an idle connection stays open");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // no new connection for longer than the idle timeout: tiny_http's accept thread ends
+    // (EAGAIN); the server must accept again
+    std::thread::sleep(Duration::from_millis(2500));
+    for _ in 0..3 {
+        server.get("/api/v2/").expect(200);
+    }
+    // a connection kept busy past the timeout stays open
+    let mut conn = server.connect();
+    for _ in 0..6 {
+        conn.get("/api/v2/berry/").expect(200);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert!(!server.stderr().contains("stopped accepting"), "{}", server.stderr());
+}
+
+#[test]
+fn running_out_of_file_descriptors_is_survived() {
+    let site = site();
+    let server = Server::start_with(&site.out(), &["--quiet"], Some(64));
+    server.get("/api/v2/").expect(200);
+    // each connection costs tiny_http two descriptors: these exhaust them
+    let mut hogs = Vec::new();
+    for _ in 0..80 {
+        hogs.push(TcpStream::connect(&server.addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop(hogs);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let Ok(stream) = TcpStream::connect(&server.addr) else { return false };
+            let mut conn = serve_support::Conn::new(stream);
+            conn.stream().set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            conn.send(b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\n\r\n");
+            conn.read_response(false).is_ok_and(|r| r.status == 200)
+        }),
+        "no answer after descriptors were freed:\n{}",
+        server.stderr()
+    );
+    assert!(server.stderr().contains("accepting again"), "{}", server.stderr());
+}
+
+#[test]
+fn bodies_with_absurd_lengths_do_not_abort_the_server() {
+    // tiny_http allocates a dropped request's unread body whole: 10 TB aborts the process.
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for length in ["10000000000000", "18446744073709551615", "20000000"] {
+        let mut conn = server.connect();
+        conn.send(format!("POST /api/v2/ HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n").as_bytes());
+        std::thread::sleep(Duration::from_millis(100));
+        server.get("/api/v2/").expect(200);
+    }
+    // a body of modest size is read and the request answered
+    let mut conn = server.connect();
+    conn.send(
+        format!("POST /api/v2/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{}", "x".repeat(5000)).as_bytes(),
+    );
+    conn.read_response(false).unwrap().expect(405);
+    conn.get("/api/v2/berry/").expect(200);
+    // chunked bodies too
+    let mut conn = server.connect();
+    conn.send(b"POST /api/v2/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    conn.read_response(false).unwrap().expect(405);
+    server.get("/api/v2/").expect(200);
+}
+
+#[test]
+fn ctrl_c_stops_the_server() {
+    let site = site();
+    let mut server = Server::start(&site.out(), &[]);
+    server.get("/api/v2/").expect(200);
+    let status = std::process::Command::new("kill").args(["-INT", &server.pid().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = server.wait_exit(Duration::from_secs(2)).expect("gen serve stops on SIGINT");
+    assert!(!exit.success());
+    assert!(TcpStream::connect(&server.addr).is_err(), "the port is released");
+}
