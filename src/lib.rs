@@ -48,6 +48,8 @@ pub struct BuildSummary {
     pub resources: usize,
     pub records: usize,
     pub report: write::WriteReport,
+    /// True when the output already held this build and nothing was done.
+    pub up_to_date: bool,
 }
 
 /// Loads and fully validates `data`, returning the dataset or every problem found.
@@ -70,17 +72,21 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
 }
 
 /// Builds the tree of `data` into `out`: load → validate → plan → write.
+///
+/// When `out` already holds the tree of the same data built with the same options, nothing is
+/// written at all (the data is read and hashed, not parsed).
 pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
+    if let Some(summary) = up_to_date(data, out, options) {
+        write::clean_leftovers(out);
+        return Ok(summary);
+    }
     let (dataset, problems) = load::load(data);
     if !problems.is_empty() {
         return Err(Problems(problems).into());
     }
     let base_url = options.base_url.clone().unwrap_or_else(|| dataset.config.base_url.clone());
     config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-    let mut page_sizes = dataset.config.page_sizes.clone();
-    page_sizes.push(paging::DEFAULT_LIMIT);
-    page_sizes.sort_unstable();
-    page_sizes.dedup();
+    let page_sizes = page_sizes(&dataset.config.page_sizes);
     let tree = plan::TreeOptions {
         base_url,
         links: options.links.unwrap_or(paging::LinkStyle::Query),
@@ -102,6 +108,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         gzip: options.gzip,
         page_sizes: tree.page_sizes.clone(),
         data_hash: dataset.data_hash.clone(),
+        built_at: info.built_at.clone(),
         resources: dataset
             .resources
             .iter()
@@ -110,5 +117,47 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         files: Default::default(),
     };
     let report = write::write_tree(out, &outputs, |o| renderer.render(&o.content), Vec::new, manifest, progress)?;
-    Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report })
+    Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date: false })
+}
+
+/// The summary of a build that has nothing to do, if `out` holds the tree `build` would write.
+fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSummary> {
+    let previous = Manifest::read(out).ok()?;
+    let data_hash = load::data_hash(data)?;
+    let config: config::SiteConfig = load::read_json(&data.join(config::CONFIG_FILE))
+        .ok()
+        .and_then(|(value, _)| serde_json::from_value(value).ok())
+        .unwrap_or_default();
+    let wanted = Manifest {
+        format: manifest::FORMAT,
+        generator: GENERATOR.to_string(),
+        base_url: options.base_url.clone().unwrap_or(config.base_url),
+        links: options.links.unwrap_or(paging::LinkStyle::Query),
+        pretty: options.pretty,
+        gzip: options.gzip,
+        page_sizes: page_sizes(&config.page_sizes),
+        data_hash,
+        built_at: options.source_date_epoch.map(render::rfc3339),
+        resources: Default::default(),
+        files: Default::default(),
+    };
+    if !previous.same_build(&wanted) {
+        return None;
+    }
+    let files = previous.files.len() * if previous.gzip { 2 } else { 1 } + 1;
+    Some(BuildSummary {
+        resources: previous.resources.len(),
+        records: previous.resources.values().map(|r| r.count as usize).sum(),
+        report: write::WriteReport { files, bytes: 0, written: 0 },
+        up_to_date: true,
+    })
+}
+
+/// The page sizes to precompute: the configured ones and the default limit, sorted.
+fn page_sizes(configured: &[u64]) -> Vec<u64> {
+    let mut sizes = configured.to_vec();
+    sizes.push(paging::DEFAULT_LIMIT);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
 }

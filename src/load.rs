@@ -119,42 +119,28 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
     let entries = walk(dir, &mut problems);
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
-    let parsed: Vec<(Entry, Result<(Value, blake3::Hash), Problem>)> = entries
-        .into_par_iter()
-        .map(|entry| {
-            let file = match &entry {
-                Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
-            };
-            let result = read_json(file);
-            (entry, result)
-        })
-        .collect();
+    let loaded: Vec<Loaded> = entries.into_par_iter().map(load_entry).collect();
 
     let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
     let mut subdocs: Vec<(String, i64, SubDoc)> = Vec::new();
-    for (entry, result) in parsed {
-        let (value, hash) = match result {
-            Ok(ok) => ok,
-            Err(problem) => {
-                problems.push(problem);
-                continue;
-            }
-        };
-        match entry {
-            Entry::Record { segment, id, file } => {
-                file_hashes.push((relative(dir, &file), hash));
-                if let Some(name) = check_record(&file, id, &value, &mut problems) {
-                    records.entry(segment).or_default().push(Record { id, name, file, subdocs: Vec::new() });
+    for item in loaded {
+        match item {
+            Loaded::Failed(problem) => problems.push(problem),
+            Loaded::Record { segment, record, hash, problems: found } => {
+                file_hashes.push((relative(dir, &record.file), hash));
+                if found.is_empty() {
+                    records.entry(segment).or_default().push(record);
                 }
+                problems.extend(found);
             }
-            Entry::Order { segment, file } => {
+            Loaded::Order { segment, file, value, hash } => {
                 file_hashes.push((relative(dir, &file), hash));
                 orders.insert(segment, (file, value));
             }
-            Entry::SubDoc { segment, id, name, file } => {
-                file_hashes.push((relative(dir, &file), hash));
-                subdocs.push((segment, id, SubDoc { name, file }));
+            Loaded::SubDoc { segment, id, subdoc, hash } => {
+                file_hashes.push((relative(dir, &subdoc.file), hash));
+                subdocs.push((segment, id, subdoc));
             }
         }
     }
@@ -193,14 +179,7 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
         }
     }
 
-    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut hasher = blake3::Hasher::new();
-    for (path, hash) in &file_hashes {
-        hasher.update(path.as_bytes());
-        hasher.update(b"\0");
-        hasher.update(hash.as_bytes());
-    }
-    dataset.data_hash = hasher.finalize().to_hex().to_string();
+    dataset.data_hash = combine_hashes(file_hashes);
     problems.sort();
     (dataset, problems)
 }
@@ -223,6 +202,45 @@ fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
             ));
         }
     }
+}
+
+/// Combines the hashes of a data folder's files (path relative to the folder, content hash)
+/// into one hash of the data.
+fn combine_hashes(mut file_hashes: Vec<(String, blake3::Hash)>) -> String {
+    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut hasher = blake3::Hasher::new();
+    for (path, hash) in &file_hashes {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(hash.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The hash of the data folder, as [`load`] computes it, without parsing anything: what a
+/// rebuild compares with the previous tree's to find that nothing changed. `None` when the
+/// folder has problems of layout or cannot be read (the full load reports them).
+pub fn data_hash(dir: &Path) -> Option<String> {
+    let mut problems = Vec::new();
+    let entries = walk(dir, &mut problems);
+    if !problems.is_empty() {
+        return None;
+    }
+    let config = dir.join(CONFIG_FILE);
+    let mut files: Vec<&Path> = entries
+        .iter()
+        .map(|entry| match entry {
+            Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file.as_path(),
+        })
+        .collect();
+    if config.exists() {
+        files.push(&config);
+    }
+    let hashes: Option<Vec<(String, blake3::Hash)>> = files
+        .par_iter()
+        .map(|file| std::fs::read(file).ok().map(|bytes| (relative(dir, file), blake3::hash(&bytes))))
+        .collect();
+    hashes.map(combine_hashes)
 }
 
 /// Walks the data folder and classifies every file by its place; anything else is a problem.
@@ -353,17 +371,138 @@ fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Checks a record's own shape (object, `id`, `name`) and returns its name.
-fn check_record(file: &Path, file_id: i64, value: &Value, problems: &mut Vec<Problem>) -> Option<Option<String>> {
-    let Some(object) = value.as_object() else {
-        problems.push(Problem::whole(file, format!("a record must be a JSON object, not {}", kind_of(value))));
-        return None;
+/// What loading one file of the data folder gave.
+enum Loaded {
+    Record { segment: String, record: Record, hash: blake3::Hash, problems: Vec<Problem> },
+    Order { segment: String, file: PathBuf, value: Value, hash: blake3::Hash },
+    SubDoc { segment: String, id: i64, subdoc: SubDoc, hash: blake3::Hash },
+    Failed(Problem),
+}
+
+fn load_entry(entry: Entry) -> Loaded {
+    let file = match &entry {
+        Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
     };
-    let mut ok = true;
-    match object.get("id") {
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(e) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+    };
+    let hash = blake3::hash(&bytes);
+    match entry {
+        Entry::Record { segment, id, file } => match parse_head(&file, &bytes) {
+            Err(problem) => Loaded::Failed(problem),
+            Ok(head) => {
+                let mut problems = Vec::new();
+                let name = check_record(&file, id, &head, &mut problems);
+                Loaded::Record { segment, record: Record { id, name, file, subdocs: Vec::new() }, hash, problems }
+            }
+        },
+        Entry::Order { segment, file } => match parse_json(&file, &bytes) {
+            Ok(value) => Loaded::Order { segment, file, value, hash },
+            Err(problem) => Loaded::Failed(problem),
+        },
+        Entry::SubDoc { segment, id, name, file } => {
+            let checked = check_syntax(&bytes).map_err(|_| parse_json(&file, &bytes).err());
+            match checked {
+                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name, file }, hash },
+                Err(problem) => Loaded::Failed(problem.unwrap_or_else(|| Problem::whole(&file, "invalid JSON"))),
+            }
+        }
+    }
+}
+
+/// The top of a record: its kind, `id` and `name`. Everything else is checked for syntax and
+/// skipped without being built in memory, which makes loading several times faster than
+/// parsing whole records.
+#[derive(Debug, Default)]
+struct Head {
+    /// The kind of the top-level value, when it is not an object.
+    not_object: Option<&'static str>,
+    id: Option<Value>,
+    name: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Head, D::Error> {
+        deserializer.deserialize_any(HeadVisitor)
+    }
+}
+
+struct HeadVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeadVisitor {
+    type Value = Head;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+        let mut head = Head::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "id" => head.id = Some(map.next_value()?),
+                "name" => head.name = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Head { not_object: Some("an array"), ..Head::default() })
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a boolean"), ..Head::default() })
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a string"), ..Head::default() })
+    }
+    fn visit_unit<E>(self) -> Result<Head, E> {
+        Ok(Head { not_object: Some("null"), ..Head::default() })
+    }
+}
+
+/// Parses the head of a record; on a syntax error, reports it as [`parse_json`] does.
+fn parse_head(path: &Path, bytes: &[u8]) -> Result<Head, Problem> {
+    let parsed = std::str::from_utf8(bytes).map_err(serde::de::Error::custom).and_then(serde_json::from_str::<Head>);
+    match parsed {
+        Ok(head) => Ok(head),
+        // The slow path gives the precise message (UTF-8, nesting, line and column).
+        Err(e) => Err(parse_json(path, bytes)
+            .err()
+            .unwrap_or_else(|| Problem::new(path, format!("line {}, column {}", e.line(), e.column()), e.to_string()))),
+    }
+}
+
+/// Checks that bytes are one JSON value, without building it.
+fn check_syntax(bytes: &[u8]) -> Result<(), serde_json::Error> {
+    let text = std::str::from_utf8(bytes).map_err(serde::de::Error::custom)?;
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map(|_| ())
+}
+
+/// Checks a record's own shape (object, `id`, `name`) and returns its name.
+fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mut Vec<Problem>) -> Option<String> {
+    if let Some(kind) = head.not_object {
+        problems.push(Problem::whole(file, format!("a record must be a JSON object, not {kind}")));
+        return None;
+    }
+    match &head.id {
         None => {
             problems.push(Problem::whole(file, format!("\"id\" is missing: add \"id\": {file_id} (the file name)")));
-            ok = false;
         }
         Some(id) => {
             match id.as_i64().filter(|_| id.is_i64() || id.is_u64()) {
@@ -374,7 +513,6 @@ fn check_record(file: &Path, file_id: i64, value: &Value, problems: &mut Vec<Pro
                     "$.id",
                     format!("id {id} does not match the file name: rename the file to {id}.json or set \"id\": {file_id}"),
                 ));
-                    ok = false;
                 }
                 None => {
                     problems.push(Problem::new(
@@ -382,12 +520,11 @@ fn check_record(file: &Path, file_id: i64, value: &Value, problems: &mut Vec<Pro
                         "$.id",
                         format!("\"id\" must be an integer, not {}: write \"id\": {file_id}", kind_of(id)),
                     ));
-                    ok = false;
                 }
             }
         }
     }
-    let name = match object.get("name") {
+    match &head.name {
         None | Some(Value::Null) => None,
         Some(Value::String(name)) if config::is_valid_name(name) => Some(name.clone()),
         Some(Value::String(name)) => {
@@ -397,16 +534,13 @@ fn check_record(file: &Path, file_id: i64, value: &Value, problems: &mut Vec<Pro
                 "use lower-case letters, digits and '-' (the name is a url path segment)"
             };
             problems.push(Problem::new(file, "$.name", format!("malformed name {name:?}: {why}")));
-            ok = false;
             None
         }
         Some(other) => {
             problems.push(Problem::new(file, "$.name", format!("\"name\" must be a string, not {}", kind_of(other))));
-            ok = false;
             None
         }
-    };
-    ok.then_some(name)
+    }
 }
 
 fn check_unique_names(records: &[Record], problems: &mut Vec<Problem>) {

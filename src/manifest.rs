@@ -32,6 +32,8 @@ pub struct Manifest {
     pub page_sizes: Vec<u64>,
     /// Hash of the data the tree was built from.
     pub data_hash: String,
+    /// Build date recorded in the meta document (from `SOURCE_DATE_EPOCH`), if any.
+    pub built_at: Option<String>,
     /// Each resource's segment and entry count.
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
@@ -64,6 +66,15 @@ impl Manifest {
             );
         }
         Ok(manifest)
+    }
+
+    /// True when a tree built with `other`'s settings from the same data would have the same
+    /// bytes as this one: same generator, data, and options.
+    pub fn same_build(&self, other: &Manifest) -> bool {
+        fn settings(m: &Manifest) -> impl PartialEq + '_ {
+            (m.format, &m.generator, &m.base_url, m.links, m.pretty, m.gzip, &m.page_sizes, &m.data_hash, &m.built_at)
+        }
+        settings(self) == settings(other)
     }
 
     /// The manifest as written to disk: pretty, keys in a stable order, trailing newline.

@@ -251,6 +251,13 @@ fn check_replaceable(out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Removes what killed runs left beside `out` (their staging folders).
+pub fn clean_leftovers(out: &Path) {
+    if let Ok((parent, name)) = split_out(out) {
+        remove_leftovers(&parent, &name);
+    }
+}
+
 /// Removes staging folders that killed builds left beside `out`, unless their process lives.
 fn remove_leftovers(parent: &Path, name: &str) {
     let prefix = format!(".{name}.gen-staging-");

@@ -42,7 +42,16 @@ pub fn execute(args: BuildArgs) -> Result<()> {
         done.store(true, Ordering::Relaxed);
         result
     })?;
-    if !args.quiet {
+    if !args.quiet && summary.up_to_date {
+        println!(
+            "{} is up to date: {} resources, {} records, {} files (0 written) in {:.2} s",
+            args.out.display(),
+            summary.resources,
+            summary.records,
+            summary.report.files,
+            started.elapsed().as_secs_f64()
+        );
+    } else if !args.quiet {
         let report = &summary.report;
         println!(
             "built {} resources, {} records: {} files ({} written), {:.1} MB in {:.2} s → {}",
