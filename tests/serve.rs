@@ -145,6 +145,25 @@ fn page_files_are_served_too() {
 }
 
 #[test]
+fn every_document_the_manifest_lists_is_served_as_written() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let manifest: serde_json::Value = serde_json::from_slice(&site.file("manifest.json")).unwrap();
+    let mut conn = server.connect();
+    let files = manifest["files"].as_object().unwrap();
+    for path in files.keys() {
+        let target = match path.strip_suffix("index.json") {
+            Some(dir) => format!("/{dir}"),
+            None => format!("/{path}"),
+        };
+        let response = conn.get(&target);
+        assert_eq!(response.status, 200, "{target}");
+        assert_eq!(response.body, site.file(path), "{target}");
+    }
+    assert!(files.len() > 300, "{}", files.len());
+}
+
+#[test]
 fn malformed_paging_parameters_get_400_naming_them() {
     let site = site();
     let server = Server::start(&site.out(), &[]);

@@ -42,6 +42,8 @@ pub struct ServeOptions {
 
 /// How often the manifest is checked for a new build.
 const POLL: Duration = Duration::from_millis(250);
+/// How often a tree that failed to load is tried again while its manifest stays the same.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// Loads the tree, listens, prints the bound address as the first line of stdout, and serves
 /// until the process is interrupted (Ctrl-C ends it: nothing is buffered that would need
@@ -108,10 +110,13 @@ fn manifest_signature(dir: &Path) -> Signature {
 /// tree is served meanwhile, and each failure is reported once.
 fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool) {
     let mut reported: Option<Signature> = None;
+    let mut failed_at = std::time::Instant::now();
     loop {
         std::thread::sleep(POLL);
         let signature = manifest_signature(dir);
-        if signature == loaded {
+        // A failed load is retried at once when the manifest changes, else once a second.
+        let retrying = reported == Some(signature) && failed_at.elapsed() < RETRY;
+        if signature == loaded || retrying {
             continue;
         }
         let current = shared.tree();
@@ -138,6 +143,7 @@ fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool
                 reported = None;
             }
             Err(e) => {
+                failed_at = std::time::Instant::now();
                 if reported != Some(signature) {
                     eprintln!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
                     reported = Some(signature);

@@ -304,6 +304,87 @@ pub fn http_date(secs: u64) -> String {
 mod tests {
     use super::*;
 
+    /// A tree built from a small data folder: berry (5 named records, one with a
+    /// sub-document) and note (nameless, ids -1 and 0).
+    fn sample_tree() -> Tree {
+        let dir = std::env::temp_dir().join(format!("gen-respond-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let data = dir.join("data");
+        std::fs::create_dir_all(data.join("berry/1")).unwrap();
+        std::fs::create_dir_all(data.join("note")).unwrap();
+        std::fs::write(data.join("gen.json"), r#"{"base_url": "http://x.test"}"#).unwrap();
+        for (id, name) in [(1, "cheri"), (2, "chesto"), (3, "pecha"), (4, "rawst"), (5, "aspear")] {
+            std::fs::write(data.join(format!("berry/{id}.json")), format!(r#"{{"id": {id}, "name": "{name}"}}"#))
+                .unwrap();
+        }
+        std::fs::write(data.join("berry/1/flavor.json"), r#"{"text": "spicy"}"#).unwrap();
+        for id in [-1, 0] {
+            std::fs::write(data.join(format!("note/{id}.json")), format!(r#"{{"id": {id}}}"#)).unwrap();
+        }
+        let out = dir.join("out");
+        crate::build(&data, &out, &crate::BuildOptions::default(), &Default::default()).unwrap();
+        let (bytes, manifest) = Tree::read_manifest(&out).unwrap();
+        let tree = Tree::load(&out, bytes, manifest, None).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        tree
+    }
+
+    fn get(target: &str) -> Request<'_> {
+        Request { method: "GET", target, ..Default::default() }
+    }
+
+    #[test]
+    fn decisions() {
+        let tree = sample_tree();
+        let page = |offset, limit| tree.page("berry", crate::paging::Page { offset, limit }).unwrap().body.clone();
+        let doc = |key: &str| tree.doc(key).unwrap().body.clone();
+        let long = "/api/v2/".repeat(2000);
+        // (request, status, body when it is a document)
+        let table: Vec<(Request, u16, Option<Vec<u8>>)> = vec![
+            (get("/api/v2/"), 200, Some(doc("api/v2"))),
+            (get("/api/v2"), 200, Some(doc("api/v2"))),
+            (get("/api/v2/meta/"), 200, Some(doc("api/v2/meta"))),
+            (get("/api/v2/berry/"), 200, Some(page(0, 20))),
+            (get("/api/v2/BERRY?offset=2&limit=2"), 200, Some(page(2, 2))),
+            (get("/api/v2/berry/?limit=abc"), 400, None),
+            (get("/api/v2/berry/1/"), 200, Some(doc("api/v2/berry/1"))),
+            (get("/api/v2/berry/Cheri"), 200, Some(doc("api/v2/berry/1"))),
+            (get("/api/v2/berry/cheri/flavor"), 200, Some(doc("api/v2/berry/1/flavor"))),
+            (get("/api/v2/note/-1/"), 200, Some(doc("api/v2/note/-1"))),
+            (get("/api/v2/note/0"), 200, Some(doc("api/v2/note/0"))),
+            (get("/api/v2/note/?limit=-1"), 400, None),
+            (get("/api/v2/nothing/"), 404, None),
+            (get("/api/v2/nothing/?limit=abc"), 404, None),
+            (get("/api/v2/berry/6/"), 404, None),
+            (get("/api/v2/../manifest.json"), 404, None),
+            (get("/"), 404, None),
+            (Request { method: "HEAD", target: "/api/v2/berry/1/", ..Default::default() }, 200, None),
+            (Request { method: "POST", target: "/api/v2/berry/1/", ..Default::default() }, 405, None),
+            (Request { method: "OPTIONS", target: "/anything", ..Default::default() }, 204, None),
+            (Request { method: "GET", target: &long, ..Default::default() }, 414, None),
+            (Request { header_count: 101, ..get("/api/v2/") }, 431, None),
+            (Request { header_bytes: 20_000, ..get("/api/v2/") }, 431, None),
+        ];
+        for (request, status, body) in &table {
+            let reply = decide(&tree, request);
+            assert_eq!(reply.status(), *status, "{request:?}");
+            if let Some(body) = body {
+                assert_eq!(reply.body(), &body[..], "{request:?}");
+            }
+        }
+        // the worked example, rendered (no precomputed file holds it)
+        let example: serde_json::Value = serde_json::from_slice(&page(2, 2)).unwrap();
+        assert_eq!(example["next"], "http://x.test/api/v2/berry/?offset=4&limit=1");
+        assert_eq!(example["previous"], "http://x.test/api/v2/berry/?offset=0&limit=2");
+        // gzip and 304 are chosen from the request's headers
+        let big = tree.page("berry", crate::paging::Page { offset: 0, limit: 5 }).unwrap();
+        let etag = big.etag.clone();
+        let reply = decide(&tree, &Request { if_none_match: Some(&etag), ..get("/api/v2/berry/") });
+        assert_eq!(reply.status(), 304);
+        let reply = decide(&tree, &Request { accept_encoding: Some("gzip"), ..get("/api/v2/berry/") });
+        assert!(matches!(reply, Reply::Doc { gzip: true, .. }));
+    }
+
     #[test]
     fn dates() {
         assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");

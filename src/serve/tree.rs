@@ -128,10 +128,13 @@ impl Tree {
     pub fn load(dir: &Path, manifest_bytes: Vec<u8>, manifest: Manifest, previous: Option<&Tree>) -> Result<Tree> {
         let mut by_path: Vec<(&str, &str, String)> = Vec::with_capacity(manifest.files.len());
         for (path, hash) in &manifest.files {
-            let key = key_of(path).with_context(|| {
-                format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
-            })?;
-            by_path.push((path, hash, key));
+            match key_of(path) {
+                Key::Serve(key) => by_path.push((path, hash, key)),
+                Key::Skip => {}
+                Key::Refuse => {
+                    bail!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
+                }
+            }
         }
         let present = regular_files(dir)?;
         if let Some((path, _, _)) = by_path.iter().find(|(path, _, _)| !present.contains(*path)) {
@@ -309,19 +312,32 @@ fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &st
     Ok(list)
 }
 
-/// The index key of a tree file: `api/v2/berry/1/index.json` → `api/v2/berry/1`; other files
-/// (`api/v2/openapi.json`) by their own path. `None` for anything that is not such a path, so
-/// that no manifest can make the server read outside the tree.
-pub fn key_of(path: &str) -> Option<String> {
-    if !path.ends_with(".json") {
-        return None;
-    }
-    let key = path.strip_suffix("/index.json").unwrap_or(path);
-    let well_formed = key.split('/').all(|part| {
+/// What the server does with a file the manifest lists.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Key {
+    /// Serves it under this key: `api/v2/berry/1/index.json` → `api/v2/berry/1`, other JSON
+    /// files (`api/v2/openapi.json`) by their own path.
+    Serve(String),
+    /// Leaves it out: not JSON, or not under `api/v2/`.
+    Skip,
+    /// Refuses the whole tree: a path no build writes (`..`, empty or odd segments), so that no
+    /// manifest can make the server read outside the tree.
+    Refuse,
+}
+
+/// Classifies a path listed in the manifest.
+pub fn key_of(path: &str) -> Key {
+    let well_formed = path.split('/').all(|part| {
         let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
         !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
     });
-    (well_formed && (key == "api/v2" || key.starts_with("api/v2/"))).then(|| key.to_string())
+    if !well_formed {
+        return Key::Refuse;
+    }
+    if !path.starts_with("api/v2/") || !path.ends_with(".json") {
+        return Key::Skip;
+    }
+    Key::Serve(path.strip_suffix("/index.json").unwrap_or(path).to_string())
 }
 
 /// Every regular file under `dir/api`, relative to `dir`, found without following links.
@@ -352,24 +368,25 @@ mod tests {
 
     #[test]
     fn keys_of_tree_paths() {
-        assert_eq!(key_of("api/v2/index.json").as_deref(), Some("api/v2"));
-        assert_eq!(key_of("api/v2/berry/-1/index.json").as_deref(), Some("api/v2/berry/-1"));
-        assert_eq!(key_of("api/v2/berry/_pages/20/40/index.json").as_deref(), Some("api/v2/berry/_pages/20/40"));
-        assert_eq!(key_of("api/v2/openapi.json").as_deref(), Some("api/v2/openapi.json"));
+        let serve = |key: &str| Key::Serve(key.to_string());
+        assert_eq!(key_of("api/v2/index.json"), serve("api/v2"));
+        assert_eq!(key_of("api/v2/berry/-1/index.json"), serve("api/v2/berry/-1"));
+        assert_eq!(key_of("api/v2/berry/_pages/20/40/index.json"), serve("api/v2/berry/_pages/20/40"));
+        assert_eq!(key_of("api/v2/openapi.json"), serve("api/v2/openapi.json"));
+        for skipped in ["api/v2/openapi.yaml", "robots.txt", "api/v3/index.json", "api/v2/berry/index.json.gz"] {
+            assert_eq!(key_of(skipped), Key::Skip, "{skipped}");
+        }
         for bad in [
-            "manifest.json",
             "api/v2/../../etc/passwd/index.json",
             "api/v2/../../etc/passwd.json",
             "api/v2/./index.json",
-            "api/v2/openapi.yaml",
             "/etc/index.json",
             "api/v2//index.json",
             "api/v2/Berry/index.json",
-            "api/v2/berry/index.json.gz",
-            "api/v3/index.json",
             "api/v2/a\\b/index.json",
+            "api/v2/a b/index.json",
         ] {
-            assert_eq!(key_of(bad), None, "{bad}");
+            assert_eq!(key_of(bad), Key::Refuse, "{bad}");
         }
     }
 
