@@ -43,8 +43,18 @@ pub struct ResourceDescription<'a> {
 }
 
 /// Component names used by the document itself; resources never take them.
-const SHARED_SCHEMAS: [&str; 9] =
-    ["BadParameter", "Error", "ListEntry", "Meta", "NamedListEntry", "NamedPage", "Page", "Reference", "Root"];
+const SHARED_SCHEMAS: [&str; 10] = [
+    "BadParameter",
+    "Error",
+    "ListEntry",
+    "Meta",
+    "NamedListEntry",
+    "NamedPage",
+    "OpenApiDocument",
+    "Page",
+    "Reference",
+    "Root",
+];
 
 /// The error bodies of `gen serve` (`src/serve/respond.rs`), in one place: `{"detail": ...}`
 /// for every error, as the public API answers, and for a malformed `limit` or `offset` also
@@ -117,10 +127,23 @@ pub fn openapi(description: &ApiDescription) -> Value {
     }
     schemas.insert("Root".into(), root_schema(&resources));
     schemas.insert("Meta".into(), meta_schema());
+    schemas.insert(
+        "OpenApiDocument".into(),
+        json!({
+            "type": "object",
+            "description": "This document.",
+            "required": ["openapi", "info", "paths"],
+            "properties": { "openapi": { "type": "string" } }
+        }),
+    );
 
     let mut paths = Map::new();
     paths.insert("/api/v2/".into(), operation("getRoot", None, "Every resource's list url.", "Root", &[]));
     paths.insert("/api/v2/meta/".into(), operation("getMeta", None, "What the tree holds.", "Meta", &[]));
+    paths.insert(
+        format!("/{OPENAPI_PATH}"),
+        operation("getOpenApiDocument", None, "This OpenAPI document.", "OpenApiDocument", &[]),
+    );
     for resource in &resources {
         let segment = resource.segment;
         let name = names.take(&pascal_case(segment), "Record");
@@ -448,6 +471,7 @@ mod tests {
                 "/api/v2/evolution-chain/",
                 "/api/v2/evolution-chain/{id}/",
                 "/api/v2/meta/",
+                "/api/v2/openapi.json",
             ]
         );
         for (path, item) in doc["paths"].as_object().unwrap() {
