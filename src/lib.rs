@@ -116,7 +116,14 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             .collect(),
         files: Default::default(),
     };
-    let report = write::write_tree(out, &outputs, |o| renderer.render(&o.content), Vec::new, manifest, progress)?;
+    let report = write::write_tree(
+        out,
+        &outputs,
+        |o| renderer.render(&o.content),
+        || vec![(openapi::OPENAPI_PATH.to_string(), renderer.openapi())],
+        manifest,
+        progress,
+    )?;
     Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date: false })
 }
 

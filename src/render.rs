@@ -2,12 +2,15 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::load::{Dataset, parse_json};
+use crate::openapi;
 use crate::paging::{self, Page};
 use crate::plan::{Content, TreeOptions};
 use crate::problem::{Problem, Step, json_path};
+use crate::schema::Inferred;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// Prefix of every reference url in the data.
 pub const API_PREFIX: &str = "/api/v2/";
@@ -57,6 +60,12 @@ impl Renderer<'_> {
     /// Reads, checks and renders the document in `file`. Returns the bytes to publish, or
     /// every problem found in it.
     pub fn render_file(&self, file: &Path) -> Result<Vec<u8>, Vec<Problem>> {
+        self.render_file_observed(file, |_| {})
+    }
+
+    /// Like [`Renderer::render_file`], and shows the rendered value to `observe` (for schema
+    /// inference) before it is serialised.
+    pub fn render_file_observed(&self, file: &Path, observe: impl FnOnce(&Value)) -> Result<Vec<u8>, Vec<Problem>> {
         let bytes = std::fs::read(file).map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
         let mut value = parse_json(file, &bytes).map_err(|p| vec![p])?;
         drop(bytes);
@@ -66,6 +75,7 @@ impl Renderer<'_> {
         if !problems.is_empty() {
             return Err(problems);
         }
+        observe(&value);
         Ok(self.serialize(&value))
     }
 
@@ -215,6 +225,9 @@ pub struct TreeRenderer<'a> {
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
     meta: Vec<u8>,
+    /// What rendering has seen of each resource's records, and of each kind of sub-document
+    /// (`(segment, Some(name))`), for the schemas.
+    seen: BTreeMap<(&'a str, Option<&'a str>), Mutex<Inferred>>,
 }
 
 impl<'a> TreeRenderer<'a> {
@@ -245,7 +258,16 @@ impl<'a> TreeRenderer<'a> {
             "resources": dataset.resources.len(),
             "records": dataset.record_count(),
         }));
-        TreeRenderer { records, options, entries, meta }
+        let mut seen = BTreeMap::new();
+        for (segment, resource) in &dataset.resources {
+            seen.insert((segment.as_str(), None), Mutex::default());
+            for record in &resource.records {
+                for sub in &record.subdocs {
+                    seen.entry((segment.as_str(), Some(sub.name.as_str()))).or_insert_with(Mutex::default);
+                }
+            }
+        }
+        TreeRenderer { records, options, entries, meta, seen }
     }
 
     /// Renders one planned document.
@@ -262,10 +284,12 @@ impl<'a> TreeRenderer<'a> {
             }
             Content::Meta => Ok(self.meta.clone()),
             Content::Record { segment, index } => {
-                self.records.render_file(&dataset.resources[segment].records[index].file)
+                let file = &dataset.resources[segment].records[index].file;
+                self.records.render_file_observed(file, |value| self.observe(segment, None, value))
             }
             Content::SubDoc { segment, index, subdoc } => {
-                self.records.render_file(&dataset.resources[segment].records[index].subdocs[subdoc].file)
+                let sub = &dataset.resources[segment].records[index].subdocs[subdoc];
+                self.records.render_file_observed(&sub.file, |value| self.observe(segment, Some(&sub.name), value))
             }
             Content::Page { segment, page } => {
                 let entries = &self.entries[segment];
@@ -284,6 +308,50 @@ impl<'a> TreeRenderer<'a> {
                 Ok(out)
             }
         }
+    }
+}
+
+impl TreeRenderer<'_> {
+    fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {
+        if let Some(seen) = self.seen.get(&(segment, subdoc)) {
+            seen.lock().expect("no panic while observing").observe(value);
+        }
+    }
+
+    /// The OpenAPI document of the tree, from everything rendering has seen: call it once every
+    /// record has been rendered.
+    pub fn openapi(&self) -> Vec<u8> {
+        let dataset = self.records.dataset;
+        let schema = |segment: &str, subdoc: Option<&str>| {
+            let seen = self.seen[&(segment, subdoc)].lock().expect("no panic while observing");
+            seen.to_schema(openapi::REFERENCE_REF)
+        };
+        let resources = dataset
+            .resources
+            .iter()
+            .map(|(segment, resource)| {
+                let subdocs = self
+                    .seen
+                    .keys()
+                    .filter_map(|&(s, sub)| sub.filter(|_| s == segment))
+                    .map(|sub| (sub, schema(segment, Some(sub))))
+                    .collect();
+                openapi::ResourceDescription {
+                    segment,
+                    count: resource.records.len() as u64,
+                    named: resource.records.iter().all(|r| r.name.is_some()),
+                    record_schema: schema(segment, None),
+                    subdocs,
+                }
+            })
+            .collect();
+        let description = openapi::ApiDescription {
+            base_url: &self.options.base_url,
+            title: "Reference data API",
+            version: env!("CARGO_PKG_VERSION"),
+            resources,
+        };
+        self.records.serialize(&openapi::openapi(&description))
     }
 }
 

@@ -210,6 +210,9 @@ fn every_url_in_the_tree_resolves_to_a_file_of_the_tree() {
         build(&tmp.join("data"), &out, &["--links", links]).ok();
         let mut checked = 0;
         for (rel, bytes) in read_tree(&out.join("api")) {
+            if rel == "v2/openapi.json" {
+                continue; // holds the base URL as a server and path templates, tested on its own
+            }
             let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{rel}: {e}"));
             let mut urls = Vec::new();
             urls_in(&value, &mut urls);
@@ -285,7 +288,10 @@ fn rebuild_rewrites_only_changed_files() {
 
     // change one record: only its two paths (and .gz siblings), the meta and the manifest change
     let old = read_tree(&out);
-    std::fs::write(data.join("berry/3.json"), r#"{"id": 3, "name": "berry-3", "size": 99}"#).unwrap();
+    // (same shape, so the inferred schemas and the OpenAPI document stay as they were)
+    let mut record = read_json(&data.join("berry/3.json"));
+    record["size"] = serde_json::json!(99.25);
+    std::fs::write(data.join("berry/3.json"), record.to_string()).unwrap();
     build(&data, &out, &["--gzip"]).ok();
     let new = read_tree(&out);
     let changed: BTreeSet<&str> = new.iter().filter(|(k, v)| old.get(*k) != Some(v)).map(|(k, _)| k.as_str()).collect();
