@@ -1,7 +1,7 @@
 # The README's quick start: `make build`, then `make test`.
 CARGO ?= cargo
 
-.PHONY: build serve check test fmt
+.PHONY: build serve check test bench fmt
 
 ## build: write the default tree from data/ into out/
 build:
@@ -18,6 +18,11 @@ check:
 ## test: every test (unit, integration against the real binary)
 test:
 	$(CARGO) test --release --quiet
+
+## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
+## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
+bench:
+	python3 bench/run.py
 
 fmt:
 	$(CARGO) fmt --all

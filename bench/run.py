@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""The benchmark suite behind `make bench`: build and serve speed, as ratios against
+baselines measured in the same run (this machine is shared and noisy).
+
+Build: `gen build` of a full-size tree against `cp -r` of its own output and against
+`ditto transform` (pokeapi-ditto, the tool the public API uses) on the same published-layout
+input; an unchanged rebuild; peak memory. Serve: `gen serve` against nginx (Debian, the config
+`gen config nginx` prints) on the same tree with wrk, keep-alive, 64 connections. Startup time
+and memory of `gen serve`.
+
+Every measurement is taken in ROUNDS interleaved rounds; the table shows min/median/max and
+ratios of medians. Installs what it needs when missing: wrk and nginx from Debian's packages,
+pokeapi-ditto from PyPI into target/bench/venv.
+
+Environment: API_DATA=<path holding api/v2/> benchmarks the real published tree instead of the
+synthetic one; ROUNDS (default 3); RECORDS and RECORD_KB size the synthetic tree (default
+15000 records of ~29 KB on average: the published tree's 656 MB and 15.5k documents);
+HUGE=1 adds the 1M-record memory run; DURATION (wrk seconds per run, default 10).
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "target" / "bench"
+GEN = ROOT / "target" / "release" / "gen"
+SYNTH = ROOT / "target" / "release" / "examples" / "synth"
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+DURATION = int(os.environ.get("DURATION", "10"))
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def timed(cmd, **kw):
+    """Runs cmd; returns (seconds, peak RSS in KB) from GNU time's view of the child."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(map(str, cmd))}")
+    return elapsed, usage.ru_maxrss
+
+
+def ensure_tools():
+    missing = [p for p, b in (("wrk", "wrk"), ("nginx", "/usr/sbin/nginx")) if not shutil.which(b)]
+    if missing:
+        log(f"installing {' '.join(missing)} from Debian's packages")
+        run(["apt-get", "update", "-qq"])
+        run(["apt-get", "install", "-y", "-qq", *missing], stdout=subprocess.DEVNULL)
+    venv = WORK / "venv"
+    if not (venv / "bin" / "ditto").exists():
+        log("installing pokeapi-ditto into target/bench/venv")
+        run([sys.executable, "-m", "venv", str(venv)])
+        run([str(venv / "bin" / "pip"), "install", "-q", "pokeapi-ditto==0.6.0"])
+    log("building gen (release)")
+    run(["cargo", "build", "--release", "--quiet", "--bin", "gen", "--example", "synth"], cwd=ROOT)
+    return venv / "bin" / "ditto"
+
+
+def source_tree():
+    if os.environ.get("API_DATA"):
+        return Path(os.environ["API_DATA"]).resolve(), "published api-data"
+    records = os.environ.get("RECORDS", "15000")
+    kb = os.environ.get("RECORD_KB", "29")
+    src = WORK / f"synth-{records}-{kb}"
+    if not (src / "api" / "v2" / "index.json").exists():
+        log(f"writing a synthetic published tree: {records} records of ~{kb} KB")
+        run([str(SYNTH), "--records", records, "--record-kb", kb, "--out", str(src)])
+    return src, f"synthetic, {records} records of ~{kb} KB"
+
+
+def du(path):
+    """Bytes of unique files (hard links counted once) and number of paths."""
+    seen, size, files = set(), 0, 0
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            st = os.lstat(os.path.join(dirpath, name))
+            files += 1
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                size += st.st_size
+    return size, files
+
+
+def rm(path):
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def stats(values):
+    return min(values), statistics.median(values), max(values)
+
+
+def bench_build(ditto, src):
+    data = WORK / "data"
+    rm(data)
+    log("importing into target/bench/data")
+    run([str(GEN), "import", "api-data", str(src), "--out", str(data)], stdout=subprocess.DEVNULL)
+    results = {k: [] for k in ("gen build", "cp -r (of gen's output)", "ditto transform", "gen build, unchanged", "gen build, one record changed")}
+    rss = []
+    out, copy, dout = WORK / "out", WORK / "out-copy", WORK / "ditto-out"
+    record = next((data / "creature").glob("*.json"), None) or next(data.glob("*/*.json"))
+    for round_ in range(ROUNDS):
+        log(f"build round {round_ + 1}/{ROUNDS}")
+        rm(out)
+        t, m = timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])
+        results["gen build"].append(t)
+        rss.append(m)
+        rm(copy)
+        results["cp -r (of gen's output)"].append(timed(["cp", "-r", str(out), str(copy)])[0])
+        rm(copy)
+        rm(dout)
+        results["ditto transform"].append(
+            timed([str(ditto), "transform", "--src-dir", str(src), "--dest-dir", str(dout), "--base-url", "http://127.0.0.1:8080"])[0]
+        )
+        rm(dout)
+        results["gen build, unchanged"].append(timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])[0])
+        original = record.read_bytes()
+        value = json.loads(original)
+        value["bench_round"] = round_
+        record.write_text(json.dumps(value))
+        results["gen build, one record changed"].append(timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])[0])
+        record.write_bytes(original)
+    size, files = du(out)
+    return results, {"peak RSS of gen build (MB)": [m / 1024 for m in rss]}, out, size, files
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gen(tree):
+    proc = subprocess.Popen(
+        [str(GEN), "serve", "--quiet", "--dir", str(tree), "--addr", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    start = time.perf_counter()
+    line = proc.stdout.readline()
+    startup = time.perf_counter() - start
+    if not line.startswith("http://"):
+        raise SystemExit("gen serve did not start")
+    rss_kb = int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text()).group(1))
+    return proc, line.strip(), startup, rss_kb
+
+
+def start_nginx(tree):
+    port = free_port()
+    prefix = WORK / "nginx"
+    rm(prefix)
+    (prefix / "logs").mkdir(parents=True)
+    server = subprocess.run(
+        [str(GEN), "config", "nginx", "--dir", str(tree), "--listen", f"127.0.0.1:{port}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    conf = f"""worker_processes 2;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    client_body_temp_path {prefix}/tmp;
+    proxy_temp_path {prefix}/tmp;
+    fastcgi_temp_path {prefix}/tmp;
+    uwsgi_temp_path {prefix}/tmp;
+    scgi_temp_path {prefix}/tmp;
+{server}
+}}
+"""
+    (prefix / "nginx.conf").write_text(conf)
+    proc = subprocess.Popen(
+        ["/usr/sbin/nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wrk(url):
+    out = subprocess.run(
+        ["wrk", "-t2", "-c64", f"-d{DURATION}s", "--latency", url], check=True, capture_output=True, text=True
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise SystemExit(f"{url}: {errors.group(1)} error responses")
+    return rps, float(p99.group(1)) * scale
+
+
+def targets(tree):
+    manifest = json.loads((tree / "manifest.json").read_text())
+    files = manifest["files"]
+    sizes = {p: (tree / p).stat().st_size for p in files if re.fullmatch(r"api/v2/[a-z0-9-]+/\d+/index\.json", p)}
+    ordered = sorted(sizes, key=sizes.get)
+    small, large = ordered[len(ordered) // 2], ordered[-1]
+    segment = max(manifest["resources"], key=lambda s: manifest["resources"][s]["count"])
+    return {
+        f"small record ({sizes[small] // 1024} KB)": "/" + small.removesuffix("index.json"),
+        f"large record ({sizes[large] // 1024} KB)": "/" + large.removesuffix("index.json"),
+        "precomputed page (limit=50, offset=100)": f"/api/v2/{segment}/?limit=50&offset=100",
+        "list root": f"/api/v2/{segment}/",
+        "computed page (limit=37, offset=101)": f"/api/v2/{segment}/?limit=37&offset=101",
+    }
+
+
+def bench_serve(tree):
+    results, latency, startup = {}, {}, {"startup (s)": [], "RSS after load (MB)": []}
+    paths = targets(tree)
+    for round_ in range(ROUNDS):
+        log(f"serve round {round_ + 1}/{ROUNDS}")
+        gen, gen_url, seconds, rss = start_gen(tree)
+        startup["startup (s)"].append(seconds)
+        startup["RSS after load (MB)"].append(rss / 1024)
+        nginx, nginx_url = start_nginx(tree)
+        try:
+            for label, path in paths.items():
+                for server, base in (("nginx", nginx_url), ("gen serve", gen_url)):
+                    if server == "nginx" and label.startswith("computed"):
+                        continue  # a static host holds only precomputed pages
+                    rps, p99 = wrk(base + path)
+                    results.setdefault((label, server), []).append(rps)
+                    latency.setdefault((label, server), []).append(p99)
+        finally:
+            gen.send_signal(signal.SIGINT)
+            nginx.terminate()
+            gen.wait()
+            nginx.wait()
+    return results, latency, startup, paths
+
+
+def huge():
+    src = WORK / "synth-1000000-1"
+    if not (src / "api" / "v2" / "index.json").exists():
+        log("writing a synthetic tree of 1M records of ~1 KB")
+        run([str(SYNTH), "--records", "1000000", "--record-kb", "1", "--out", str(src)])
+    data, out = WORK / "huge-data", WORK / "huge-out"
+    rm(data)
+    rm(out)
+    t_import, m_import = timed([str(GEN), "import", "api-data", str(src), "--out", str(data)])
+    t_build, m_build = timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])
+    rm(out)
+    return {"import 1M (s)": t_import, "import 1M peak RSS (MB)": m_import / 1024, "build 1M (s)": t_build, "build 1M peak RSS (MB)": m_build / 1024}
+
+
+def table(rows):
+    width = max(len(r[0]) for r in rows)
+    for label, *cols in rows:
+        print(f"{label:<{width}}  " + "  ".join(f"{c:>12}" for c in cols))
+
+
+def main():
+    WORK.mkdir(parents=True, exist_ok=True)
+    ditto = ensure_tools()
+    src, kind = source_tree()
+    size_src, files_src = du(src)
+    log(f"input: {kind}, {size_src / 1e6:.0f} MB in {files_src} files")
+    build, memory, tree, size, files = bench_build(ditto, src)
+    serve, latency, startup, paths = bench_serve(tree)
+    report = {"input": kind, "input MB": size_src / 1e6, "input files": files_src, "tree unique MB": size / 1e6, "tree files": files}
+
+    print(f"\ninput: {kind}: {size_src / 1e6:.0f} MB, {files_src} files; tree: {size / 1e6:.0f} MB unique, {files} files; {ROUNDS} rounds\n")
+    rows = [("build (seconds)", "min", "median", "max")]
+    for label, values in build.items():
+        rows.append((label, *(f"{v:.2f}" for v in stats(values))))
+    for label, values in memory.items():
+        rows.append((label, *(f"{v:.0f}" for v in stats(values))))
+    table(rows)
+    med = {k: statistics.median(v) for k, v in build.items()}
+    ratios = {
+        "gen build / cp -r": med["gen build"] / med["cp -r (of gen's output)"],
+        "ditto transform / gen build": med["ditto transform"] / med["gen build"],
+        "unchanged rebuild / gen build": med["gen build, unchanged"] / med["gen build"],
+    }
+    print()
+    table([("build ratios (of medians)", "value", "target")] + [
+        ("gen build / cp -r", f"{ratios['gen build / cp -r']:.2f}", "<= 1.5"),
+        ("ditto transform / gen build", f"{ratios['ditto transform / gen build']:.2f}", ">= 2.5"),
+        ("unchanged rebuild / gen build", f"{ratios['unchanged rebuild / gen build']:.3f}", "<= 0.10"),
+    ])
+    print()
+    rows = [("serve (requests/s, wrk -t2 -c64)", "min", "median", "max", "p99 ms (med)")]
+    for (label, server), values in serve.items():
+        rows.append((f"{label}: {server}", *(f"{v:.0f}" for v in stats(values)), f"{statistics.median(latency[(label, server)]):.2f}"))
+    table(rows)
+    print()
+    rows = [("serve ratios (of medians)", "gen / nginx", "target")]
+    for label in paths:
+        if (label, "nginx") in serve:
+            ratio = statistics.median(serve[(label, "gen serve")]) / statistics.median(serve[(label, "nginx")])
+            rows.append((label, f"{ratio:.2f}", ">= 0.8"))
+            report[f"serve ratio: {label}"] = ratio
+    pre = statistics.median(serve[("precomputed page (limit=50, offset=100)", "gen serve")])
+    comp = statistics.median(serve[("computed page (limit=37, offset=101)", "gen serve")])
+    rows.append(("precomputed / computed page (gen serve)", f"{pre / comp:.2f}", "<= 1.5"))
+    table(rows)
+    print()
+    rows = [("gen serve startup", "min", "median", "max", "target")]
+    rows.append(("seconds to first line", *(f"{v:.2f}" for v in stats(startup["startup (s)"])), "< 2"))
+    rows.append(("RSS after load (MB)", *(f"{v:.0f}" for v in stats(startup["RSS after load (MB)"])), f"<= {1.2 * size / 2**20:.0f}"))
+    table(rows)
+    if os.environ.get("HUGE"):
+        print()
+        for label, value in huge().items():
+            print(f"{label}: {value:.1f}")
+    report.update({"build": build, "memory": memory, "ratios": ratios, "startup": startup})
+    report["serve"] = {f"{label}: {server}": v for (label, server), v in serve.items()}
+    report["p99 ms"] = {f"{label}: {server}": v for (label, server), v in latency.items()}
+    (WORK / "results.json").write_text(json.dumps(report, indent=2))
+    print(f"\nraw figures: {WORK / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
