@@ -589,13 +589,14 @@ fn keep_alive_requests_do_not_stall() {
     {
         let mut conn = server.connect();
         conn.get(target).expect(200);
+        // 100 requests: over 4 s with the stall, well under 2 s without
         let started = Instant::now();
-        for _ in 0..50 {
+        for _ in 0..100 {
             let response = conn.get(target).expect(200);
             assert!(response.body.len() >= min_size);
         }
         let elapsed = started.elapsed();
-        assert!(elapsed < Duration::from_millis(1000), "50 keep-alive requests for {target} took {elapsed:?}");
+        assert!(elapsed < Duration::from_millis(2000), "100 keep-alive requests for {target} took {elapsed:?}");
     }
 }
 
@@ -665,7 +666,7 @@ fn hundreds_of_idle_connections_do_not_delay_others() {
         server.get(&format!("/api/v2/item/{}/", i % 100 + 1)).expect(200);
         slowest = slowest.max(started.elapsed());
     }
-    assert!(slowest < Duration::from_millis(500), "slowest answer {slowest:?} beside 400 idle connections");
+    assert!(slowest < Duration::from_millis(1000), "slowest answer {slowest:?} beside 400 idle connections");
     // and the idle ones still work
     let mut conn = serve_support::Conn::new(idle.pop().unwrap());
     conn.send(b"\r\n");
