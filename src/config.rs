@@ -17,13 +17,24 @@ pub struct SiteConfig {
     /// Segments that records may refer to but that the data does not hold: their urls are made
     /// absolute but not checked.
     pub external: Vec<String>,
+    /// Largest document accepted, in MiB: a guard against a runaway file (a 100 MB record is
+    /// almost certainly a mistake, and every document is held in memory while it is rendered).
+    pub max_document_mb: u64,
 }
 
 impl Default for SiteConfig {
     fn default() -> Self {
-        SiteConfig { base_url: DEFAULT_BASE_URL.to_string(), page_sizes: vec![20, 50, 100], external: Vec::new() }
+        SiteConfig {
+            base_url: DEFAULT_BASE_URL.to_string(),
+            page_sizes: vec![20, 50, 100],
+            external: Vec::new(),
+            max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
+        }
     }
 }
+
+/// Default of `max_document_mb`: far above any published record (the largest are a few MB).
+pub const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
 /// The base URL that makes a default tree work with `gen serve`'s default address.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";

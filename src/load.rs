@@ -119,7 +119,8 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
     let entries = walk(dir, &mut problems);
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
-    let loaded: Vec<Loaded> = entries.into_par_iter().map(load_entry).collect();
+    let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
+    let loaded: Vec<Loaded> = entries.into_par_iter().map(|entry| load_entry(entry, limit)).collect();
 
     let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
@@ -379,10 +380,22 @@ enum Loaded {
     Failed(Problem),
 }
 
-fn load_entry(entry: Entry) -> Loaded {
+fn load_entry(entry: Entry, limit: u64) -> Loaded {
     let file = match &entry {
         Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
     };
+    if let Ok(meta) = std::fs::metadata(file) {
+        if meta.len() > limit {
+            return Loaded::Failed(Problem::whole(
+                file,
+                format!(
+                    "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
+                    meta.len() as f64 / (1 << 20) as f64,
+                    limit >> 20
+                ),
+            ));
+        }
+    }
     let bytes = match std::fs::read(file) {
         Ok(bytes) => bytes,
         Err(e) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),

@@ -365,24 +365,48 @@ fn refuses_to_replace_a_folder_gen_did_not_write() {
     assert_eq!(std::fs::read_to_string(precious.join("thesis.txt")).unwrap(), "years of work");
 }
 
+/// Makes `dir` read-only for everyone, root included: the immutable attribute where the file
+/// system has it (root ignores permission bits), else the permission bits. Returns false when
+/// neither holds for the current user.
+fn make_read_only(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let immutable = std::process::Command::new("chattr").arg("+i").arg(dir).status().is_ok_and(|s| s.success());
+    if !immutable {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let probe = dir.join("probe");
+    if std::fs::write(&probe, "").is_ok() {
+        let _ = std::fs::remove_file(probe);
+        undo_read_only(dir);
+        return false;
+    }
+    true
+}
+
+fn undo_read_only(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::process::Command::new("chattr").arg("-i").arg(dir).status();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn read_only_output_folder_keeps_the_old_tree() {
-    use std::os::unix::fs::PermissionsExt;
     let tmp = TempDir::new("readonly");
     sample_data(&tmp.join("data"));
     let site = tmp.join("site");
     let out = site.join("out");
     build(&tmp.join("data"), &out, &[]).ok();
     let before = read_tree(&out);
-    std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o555)).unwrap();
-    if std::fs::write(site.join("probe"), "").is_ok() {
-        eprintln!("skipped: running as a user that ignores permissions (root)");
-        std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(tmp.join("data/berry/1.json"), r#"{"id": 1, "name": "berry-1"}"#).unwrap();
+    if !make_read_only(&site) {
+        eprintln!("skipped: cannot make a folder read-only here (no chattr, and root ignores permissions)");
         return;
     }
-    let run = build(&tmp.join("data"), &out, &[]).fails_with(2);
-    std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(run.stderr().contains("cannot"), "{}", run.stderr());
+    let run = build(&tmp.join("data"), &out, &[]);
+    undo_read_only(&site);
+    let run = run.fails_with(2);
+    assert!(run.stderr().contains("cannot stage the new tree beside the output folder"), "{}", run.stderr());
+    assert!(run.stderr().contains(&site.display().to_string()), "{}", run.stderr());
     assert_eq!(read_tree(&out), before);
 }
 

@@ -241,3 +241,33 @@ fn clean_data_checks() {
     let run = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).ok();
     assert!(run.stdout().contains("6 resources, 155 records, no problems"), "{}", run.stdout());
 }
+
+#[test]
+fn a_100_mb_record_is_refused_without_reading_it() {
+    let big = format!("{{\"id\": 1, \"blob\": \"{}\"}}", "x".repeat(100 << 20));
+    assert_reported(
+        "huge",
+        &[("berry/1.json", big.as_bytes())],
+        &["data/berry/1.json: $: 100.0 MB, larger than the 32 MB limit"],
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_named() {
+    let tmp = TempDir::new("unreadable");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let before = read_tree(&out);
+    // A link to nowhere cannot be read, whoever runs the test (root reads files whatever their mode).
+    std::os::unix::fs::symlink(tmp.join("nowhere.json"), data.join("berry/5000.json")).unwrap();
+    for args in [vec!["check"], vec!["build", "--out", out.to_str().unwrap()]] {
+        let mut args = args.clone();
+        args.extend(["--data", data.to_str().unwrap()]);
+        let run = run(&args).fails_with(1);
+        let stderr = run.stderr();
+        assert!(stderr.contains("berry/5000.json: -: cannot read"), "{stderr}");
+    }
+    assert_eq!(read_tree(&out), before);
+}
