@@ -1,7 +1,7 @@
 # The README's quick start: `make build`, then `make test`.
 CARGO ?= cargo
 
-.PHONY: build serve check test bench fmt
+.PHONY: build serve check test bench fuzz fmt
 
 ## build: write the default tree from data/ into out/
 build:
@@ -15,14 +15,20 @@ serve: build
 check:
 	$(CARGO) run --release --quiet -- check
 
-## test: every test (unit, integration against the real binary)
+## test: every test (unit, integration against the real binary, and the host configs against
+## real nginx and Caddy: installed from Debian's packages when missing, skipped without root/apt)
 test:
+	sh tests/tools/install-hosts.sh
 	$(CARGO) test --release --quiet
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
 ## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
 bench:
 	python3 bench/run.py
+
+## fuzz: the fuzz loops of tests/fuzz.rs, longer and with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
+fuzz:
+	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test fuzz -- --nocapture
 
 fmt:
 	$(CARGO) fmt --all
