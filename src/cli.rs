@@ -123,7 +123,11 @@ pub struct ConfigArgs {
     /// Folder holding the tree written by `gen build` (made absolute in the config).
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
-    /// Address the host listens on.
+    /// Address the host listens on: HOST:PORT, [IPv6]:PORT, or :PORT for every interface.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
     pub listen: String,
+    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
+    /// (the same default as `gen serve`).
+    #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
+    pub max_age: u64,
 }

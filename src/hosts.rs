@@ -1,6 +1,32 @@
-//! Configurations for static hosts (nginx, Caddy) that serve a built tree.
+//! Configurations for static hosts (nginx, Caddy) that serve a built tree as `gen serve` does,
+//! as far as a static host can.
+//!
+//! A configuration is written for one built tree: it reads the tree's manifest, so each
+//! resource's count and the page sizes are written into the rules (`limit` ≥ count at offset 0
+//! → the whole list is a per-resource regular expression), and it must be generated again
+//! after a build that changes them.
+//!
+//! What both configurations do, like `gen serve`:
+//! - `/x` and `/x/` answer the folder's `index.json`, without redirects; nothing else of the
+//!   folder is served (no `index.json` paths, `.gz` files, `manifest.json`);
+//! - `Content-Type: application/json; charset=utf-8`, `Access-Control-Allow-Origin: *`,
+//!   `Cache-Control: public, max-age=N` on documents and `no-store` on errors, an `ETag`
+//!   (the host's own), gzip from the `.gz` siblings of `gen build --gzip` (else on the fly);
+//! - `?limit=&offset=` in any order, read by the paging rules, mapped onto the page files,
+//!   including the whole list for offset 0 and any limit ≥ count;
+//! - 400, 404 and 405 with `gen serve`'s JSON bodies ([`bodies`]); OPTIONS preflights.
+//!
+//! What only `gen serve` does: pages the tree holds no file for (a static host answers them 404,
+//! saying so), paths in other letter cases, and a few readings of unusual requests (see
+//! `docs/deploy.md`, "What a static host cannot do").
 
-use anyhow::Result;
+pub mod bodies;
+mod caddy;
+mod nginx;
+
+use crate::manifest::Manifest;
+use crate::paging::DEFAULT_LIMIT;
+use anyhow::{Context, Result, bail};
 use std::path::Path;
 
 /// A static host `gen config` can configure.
@@ -10,7 +36,288 @@ pub enum Host {
     Caddy,
 }
 
-/// The configuration for `host` serving the tree in `dir` on `listen`.
+/// `Cache-Control: public, max-age=<secs>` on documents unless told otherwise: `gen serve`'s default.
+pub const DEFAULT_MAX_AGE: u64 = 86_400;
+
+/// The configuration for `host` serving the tree in `dir` on `listen`, with `gen serve`'s
+/// default `Cache-Control`.
 pub fn config(host: Host, dir: &Path, listen: &str) -> Result<String> {
-    anyhow::bail!("gen config {host:?} is not written yet ({}, {listen})", dir.display())
+    config_with(host, dir, listen, DEFAULT_MAX_AGE)
+}
+
+/// The configuration for `host` serving the tree in `dir` on `listen`; documents may be
+/// cached for `max_age` seconds.
+pub fn config_with(host: Host, dir: &Path, listen: &str, max_age: u64) -> Result<String> {
+    let site = Site::new(dir, listen, max_age)?;
+    Ok(match host {
+        Host::Nginx => nginx::config(&site),
+        Host::Caddy => caddy::config(&site),
+    })
+}
+
+/// What a configuration is written from: the tree's facts and where to serve it.
+#[derive(Debug, Clone)]
+pub(crate) struct Site {
+    /// The tree's folder, absolute.
+    pub root: String,
+    pub listen: Listen,
+    pub manifest: Manifest,
+    /// Each resource's segment and count, sorted by segment.
+    pub resources: Vec<(String, u64)>,
+    /// Other names at the top of the API that answer a document (`meta`, `openapi.json`).
+    pub singletons: Vec<String>,
+    /// Documents that are files of their own rather than a folder's `index.json`
+    /// (`api/v2/openapi.json`), served at their path.
+    pub files: Vec<String>,
+    /// Page sizes whose pages are files (20 included), ascending.
+    pub page_sizes: Vec<u64>,
+    pub max_age: u64,
+}
+
+impl Site {
+    fn new(dir: &Path, listen: &str, max_age: u64) -> Result<Site> {
+        let manifest = Manifest::read(dir)?;
+        let absolute = std::path::absolute(dir).with_context(|| format!("cannot make {} absolute", dir.display()))?;
+        let root = absolute
+            .to_str()
+            .filter(|s| !s.chars().any(|c| c.is_control() || "\"'\\${}`;#".contains(c)))
+            .with_context(|| {
+                format!(
+                    "the folder {} cannot be written into a host configuration (it holds a quote, backslash, \
+                     $, brace, backtick, ;, # or a control character): move the tree to a plainer path",
+                    absolute.display()
+                )
+            })?
+            .trim_end_matches('/')
+            .to_string();
+        let listen = Listen::parse(listen)?;
+        let resources: Vec<(String, u64)> =
+            manifest.resources.iter().map(|(segment, info)| (segment.clone(), info.count)).collect();
+        for (segment, _) in &resources {
+            if !crate::config::is_valid_segment(segment) {
+                bail!("the manifest names a resource {segment:?}, which is not a segment gen writes: rebuild the tree");
+            }
+        }
+        // As `gen serve` reads the manifest: `api/v2/<path>/index.json` is the document at
+        // `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its own path.
+        let plain = |path: &str| {
+            path.split('/').all(|part| {
+                !part.is_empty()
+                    && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+                    && !part.bytes().all(|b| b == b'.')
+            })
+        };
+        let files: Vec<String> = manifest
+            .files
+            .keys()
+            .filter(|path| path.starts_with("api/v2/") && path.ends_with(".json") && !path.ends_with("/index.json"))
+            .filter(|path| plain(path))
+            .cloned()
+            .collect();
+        let mut singletons: Vec<String> = manifest
+            .files
+            .keys()
+            .filter_map(|path| {
+                let rest = path.strip_prefix("api/v2/")?;
+                rest.strip_suffix("/index.json").or_else(|| files.contains(path).then_some(rest))
+            })
+            .filter(|segment| !segment.contains('/') && plain(segment))
+            .filter(|segment| !manifest.resources.contains_key(*segment))
+            .map(str::to_string)
+            .collect();
+        singletons.sort();
+        let mut page_sizes = manifest.page_sizes.clone();
+        page_sizes.push(DEFAULT_LIMIT);
+        page_sizes.sort_unstable();
+        page_sizes.dedup();
+        Ok(Site { root, listen, manifest, resources, singletons, files, page_sizes, max_age })
+    }
+
+    /// Resource segments as a regex alternation.
+    fn resource_alternation(&self) -> String {
+        self.resources.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join("|")
+    }
+
+    /// Resource and singleton segments as a regex alternation (dots escaped): every first
+    /// segment that names something.
+    fn segment_alternation(&self) -> String {
+        let mut all: Vec<String> = self.resources.iter().map(|(s, _)| s.clone()).collect();
+        all.extend(self.singletons.iter().map(|s| s.replace('.', r"\.")));
+        all.join("|")
+    }
+
+    /// The comment at the top of every configuration.
+    fn header(&self, host: &str, include: &str) -> String {
+        let m = &self.manifest;
+        let sizes: Vec<String> = self.page_sizes.iter().map(u64::to_string).collect();
+        format!(
+            "# `gen config {host}` for the tree in {root}\n\
+             # ({generator}: {n} resources, base URL {base}, links {links}, page sizes {sizes}, {gz}).\n\
+             # {include}\n\
+             # Resource counts and page sizes are written into the rules below: run `gen config {host}`\n\
+             # again after a build that adds or removes records, resources or page sizes.\n\
+             # A static host answers every document and every page the tree holds as `gen serve` does;\n\
+             # other pages (any offset and limit) and paths in other letter cases need `gen serve`.\n",
+            root = self.root,
+            generator = m.generator,
+            n = self.resources.len(),
+            base = m.base_url,
+            links = serde_json::to_value(m.links).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            sizes = sizes.join(", "),
+            gz = if m.gzip { "with .gz siblings" } else { "no .gz siblings: compressed on the fly" },
+        )
+    }
+}
+
+/// Where a host listens: `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listen {
+    /// Address or name to bind, without brackets; empty for every interface.
+    pub host: String,
+    pub port: u16,
+}
+
+impl Listen {
+    fn parse(text: &str) -> Result<Listen> {
+        let bad = || {
+            anyhow::anyhow!(
+                "--listen {text:?} is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 0.0.0.0:80, or :8080 for \
+                 every interface)"
+            )
+        };
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (host, port) = rest.split_once("]:").ok_or_else(bad)?;
+            if host.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(bad());
+            }
+            (host, port)
+        } else if let Some((host, port)) = text.rsplit_once(':') {
+            let plain = host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+            if !plain {
+                return Err(bad());
+            }
+            (host, port)
+        } else {
+            ("", text)
+        };
+        let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad)?;
+        Ok(Listen { host: host.to_string(), port })
+    }
+
+    /// True when the host is one address of every interface (or none is given).
+    fn is_any(&self) -> bool {
+        self.host.is_empty() || self.host == "0.0.0.0" || self.host == "::"
+    }
+}
+
+/// A regular expression (no anchors, no braces) matching the decimal numbers written without
+/// leading zeros (`0`, or `[1-9][0-9]*`) that are at least `n`, given the same way.
+pub fn at_least(n: &str) -> String {
+    assert!(n == "0" || (!n.starts_with('0') && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())), "{n}");
+    let digits = n.len();
+    let any = "[0-9]";
+    // longer numbers
+    let mut alternatives = vec![format!("[1-9]{}{any}*", any.repeat(digits))];
+    // as long: the same first i digits, then a greater one, then anything
+    for (i, d) in n.bytes().enumerate() {
+        let d = d - b'0';
+        if d < 9 {
+            let class = if d == 8 { "9".to_string() } else { format!("[{}-9]", d + 1) };
+            alternatives.push(format!("{}{class}{}", &n[..i], any.repeat(digits - i - 1)));
+        }
+    }
+    alternatives.push(n.to_string());
+    alternatives.join("|")
+}
+
+/// `2^64` in decimal: the least value `gen serve` refuses as too large.
+const U64_OVERFLOW: &str = "18446744073709551616";
+
+/// Regex of the digit strings (leading zeros removed) too large for `gen serve`.
+fn overflow() -> String {
+    at_least(U64_OVERFLOW)
+}
+
+/// Regex (unanchored) of the raw paths `gen serve` reads: `/`-separated segments of
+/// `[A-Za-z0-9._-]` or percent-escapes of them, one optional trailing slash. Such a path that
+/// also has a segment of dots only ([`DOT_SEGMENT`]) is refused too.
+const RAW_PATH: &str =
+    "(?:/(?:[A-Za-z0-9._-]|%(?:2[DdEe]|3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-Fa-f]|7[0-9Aa]))+)+/?";
+
+/// Regex (unanchored) of a segment made of dots only, raw (`/./`, `/../`, `/%2e%2e`), at the end
+/// of a path or before a `/`.
+const DOT_SEGMENT: &str = r"/(?:\.|%2[Ee])+(?:/|$)";
+
+/// Characters of a decoded, lower-case path segment, as a regex class body: the 404 messages
+/// that name a segment are worded for paths of these.
+const SEGMENT_CHARS: &str = "a-z0-9._-";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(re: &str, text: &str) -> bool {
+        // The expressions are simple alternations of literal digits, classes and `*`: check them
+        // with a tiny backtracking matcher rather than a regex crate.
+        fn m(pattern: &[u8], text: &[u8]) -> bool {
+            if pattern.is_empty() {
+                return text.is_empty();
+            }
+            let (atom, rest): (Box<dyn Fn(u8) -> bool>, &[u8]) = if pattern[0] == b'[' {
+                let end = pattern.iter().position(|&b| b == b']').unwrap();
+                let class = pattern[1..end].to_vec();
+                (Box::new(move |c| c >= class[0] && c <= class[2]), &pattern[end + 1..])
+            } else {
+                let p = pattern[0];
+                (Box::new(move |c| c == p), &pattern[1..])
+            };
+            if rest.first() == Some(&b'*') {
+                let rest = &rest[1..];
+                let mut i = 0;
+                loop {
+                    if m(rest, &text[i..]) {
+                        return true;
+                    }
+                    if i < text.len() && atom(text[i]) {
+                        i += 1;
+                    } else {
+                        return false;
+                    }
+                }
+            }
+            !text.is_empty() && atom(text[0]) && m(rest, &text[1..])
+        }
+        re.split('|').any(|alt| m(alt.as_bytes(), text.as_bytes()))
+    }
+
+    #[test]
+    fn at_least_matches_exactly_the_numbers_at_or_above() {
+        for n in [0u64, 1, 5, 9, 10, 19, 20, 64, 99, 100, 137, 199, 200, 909, 990, 1000, 1021, 2090] {
+            let re = at_least(&n.to_string());
+            assert!(!re.contains('{'), "{re}");
+            for k in 0..3000u64 {
+                assert_eq!(matches(&re, &k.to_string()), k >= n, "{n}: {k} against {re}");
+            }
+            assert!(matches(&re, "100000000000000000000000"));
+        }
+        let re = overflow();
+        assert!(!matches(&re, &u64::MAX.to_string()));
+        assert!(matches(&re, U64_OVERFLOW));
+        assert!(matches(&re, "18446744073709551617"));
+        assert!(matches(&re, "99999999999999999999"));
+        assert!(!matches(&re, "9999999999999999999"));
+    }
+
+    #[test]
+    fn listen_forms() {
+        let l = |h: &str, p| Listen { host: h.to_string(), port: p };
+        assert_eq!(Listen::parse("127.0.0.1:8080").unwrap(), l("127.0.0.1", 8080));
+        assert_eq!(Listen::parse("[::1]:80").unwrap(), l("::1", 80));
+        assert_eq!(Listen::parse(":8080").unwrap(), l("", 8080));
+        assert_eq!(Listen::parse("8080").unwrap(), l("", 8080));
+        assert_eq!(Listen::parse("localhost:8080").unwrap(), l("localhost", 8080));
+        for bad in ["", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:99999", "::1:80", "[x]:80", "a b:80", "h:p"] {
+            assert!(Listen::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -4,6 +4,6 @@ use crate::cli::ConfigArgs;
 use anyhow::Result;
 
 pub fn execute(args: ConfigArgs) -> Result<()> {
-    print!("{}", genapi::hosts::config(args.host, &args.dir, &args.listen)?);
+    print!("{}", genapi::hosts::config_with(args.host, &args.dir, &args.listen, args.max_age)?);
     Ok(())
 }

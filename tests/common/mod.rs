@@ -164,3 +164,95 @@ pub fn sample_data(dir: &Path) {
     let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
     write_files(dir, &files);
 }
+
+/// One HTTP/1.1 response as read off the socket.
+#[derive(Debug, Clone)]
+pub struct HttpReply {
+    pub status: u16,
+    /// Header names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked but not decompressed.
+    pub body: Vec<u8>,
+}
+
+impl HttpReply {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text, for messages.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).to_string()
+    }
+
+    /// The body parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: not JSON: {}", self.text()))
+    }
+}
+
+/// Sends one request exactly as given (the target is not normalised or encoded) with
+/// `Connection: close`, and reads the whole response.
+pub fn http_request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<HttpReply> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    let mut request = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("no end of head"))?;
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status: u16 = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| invalid(status_line))?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    if method == "HEAD" || status == 204 || status == 304 {
+        body.clear();
+    } else if chunked {
+        let mut plain = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or_else(|| invalid("bad chunk"))?;
+            let size = std::str::from_utf8(&rest[..line_end])
+                .ok()
+                .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok());
+            let size = size.ok_or_else(|| invalid("bad chunk size"))?;
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                break;
+            }
+            plain.extend_from_slice(rest.get(..size).ok_or_else(|| invalid("short chunk"))?);
+            rest = rest.get(size + 2..).ok_or_else(|| invalid("short chunk"))?;
+        }
+        body = plain;
+    } else if let Some(length) = headers.iter().find(|(n, _)| n == "content-length") {
+        let length: usize = length.1.parse().map_err(|_| invalid("bad content-length"))?;
+        body.truncate(length);
+    }
+    Ok(HttpReply { status, headers, body })
+}
+
+/// A loopback port that was free a moment ago (bound to port 0, read, released). Whoever
+/// starts a server on it must retry with another when it is taken meanwhile.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
+    listener.local_addr().unwrap().port()
+}

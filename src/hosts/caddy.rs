@@ -1,0 +1,300 @@
+//! The Caddy configuration: one Caddyfile site block.
+//!
+//! How it reads a request, in Caddy's terms: `map` reads `{query.limit}`/`{query.offset}` by
+//! the paging rules; one `route` checks the method and the raw path, sets `vars` for a list
+//! request, turns a malformed value into `error 400`, rewrites a list request to its page file,
+//! and maps a folder to its `index.json` with `try_files` (`file_server` with
+//! `disable_canonical_uris`, so neither slash form redirects); `handle_errors` words every
+//! error as `gen serve` does.
+
+use super::bodies::{self, Hole, MAX_SHOWN_PATH, SAFE_PATH, SAFE_VALUE, Template};
+use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
+use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
+use std::fmt::Write as _;
+
+/// The site block for `site`.
+pub fn config(site: &Site) -> String {
+    let mut out = site.header(
+        "caddy",
+        "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",
+    );
+    let bind = if site.listen.is_any() { String::new() } else { format!("\tbind {}\n", site.listen.host) };
+    let compression = if site.manifest.gzip {
+        "\t\t\t# The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n\
+         \t\t\tprecompressed gzip\n"
+    } else {
+        ""
+    };
+    let encode = if site.manifest.gzip {
+        ""
+    } else {
+        "\t\t# The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n\
+         \t\tencode gzip\n"
+    };
+    let _ = write!(
+        out,
+        r#"http://:{port} {{
+{bind}	root * "{root}"
+	header {{
+		Access-Control-Allow-Origin "*"
+		Content-Type "application/json; charset=utf-8"
+		Cache-Control "public, max-age={max_age}"
+	}}
+
+	# ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros are
+	# dropped; anything but digits, or more than 2^64 - 1, is malformed.
+	map {{query.limit}} {{gen_limit}} {{
+		~^0*$ {default}
+		~^0*(?:{overflow})$ bad
+		~^0*([0-9]+)$ ${{1}}
+		default bad
+	}}
+	# The path as sent, before percent-decoding, for 404 messages.
+	map {{http.request.uri}} {{gen_raw_path}} {{
+		~^([^?]*) ${{1}}
+	}}
+	map {{query.offset}} {{gen_offset}} {{
+		~^$ 0
+		~^0*(?:{overflow})$ bad
+		~^0*([0-9]+)$ ${{1}}
+		default bad
+	}}
+
+	@options method OPTIONS
+	@not_allowed not method GET HEAD OPTIONS
+	@asks_headers header Access-Control-Request-Headers *
+	# The raw path must be segments of [A-Za-z0-9._-] or escapes of them: no empty or dots-only
+	# segments, no encoded slashes (as `gen serve` reads paths).
+	@refused expression `!{{http.request.uri}}.matches("^{raw_path}(?:[?].*)?$") || {{http.request.uri}}.matches("^[^?]*{dot_segment}")`
+	@not_a_document {{
+		not file {{path}}/index.json
+{not_files}	}}
+	@bad_query expression `{{http.vars.gen_list}} != "" && ({{gen_limit}} == "bad" || {{gen_offset}} == "bad")`
+"#,
+        port = site.listen.port,
+        root = site.root,
+        max_age = site.max_age,
+        default = DEFAULT_LIMIT,
+        overflow = overflow(),
+        not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
+        raw_path = RAW_PATH,
+        dot_segment = DOT_SEGMENT.replace('\\', "\\\\").replace("(?:/|$)", "(?:/|[?]|$)"),
+    );
+    for (segment, count) in &site.resources {
+        let _ = write!(
+            out,
+            r#"	@list_{segment} path /api/v2/{segment} /api/v2/{segment}/
+	@all_{segment} {{
+		path /api/v2/{segment} /api/v2/{segment}/
+		expression `{{gen_offset}} == "0" && {{gen_limit}}.matches("^(?:{everything})$")`
+	}}
+"#,
+            everything = at_least(&count.to_string()),
+        );
+    }
+
+    let _ = write!(
+        out,
+        r#"
+	route {{
+		handle @options {{
+			header {{
+				Allow "{allow}"
+				Access-Control-Allow-Methods "GET, HEAD"
+				Access-Control-Max-Age 86400
+				Vary Access-Control-Request-Headers
+				-Content-Type
+				-Cache-Control
+			}}
+			header @asks_headers Access-Control-Allow-Headers {{http.request.header.Access-Control-Request-Headers}}
+			respond 204
+		}}
+		error @not_allowed 405
+		vars {{
+			gen_list ""
+			gen_count ""
+			gen_refused ""
+		}}
+		vars @refused gen_refused 1
+		error @refused 404
+
+		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
+"#,
+        allow = bodies::ALLOW,
+    );
+    for (segment, count) in &site.resources {
+        let _ = write!(
+            out,
+            r#"		vars @list_{segment} {{
+			gen_list {segment}
+			gen_count {count}
+		}}
+"#
+        );
+    }
+    out.push_str("\t\terror @bad_query 400\n");
+    for (segment, _) in &site.resources {
+        let _ = write!(
+            out,
+            "\t\trewrite @all_{segment} /api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}/\n\
+             \t\trewrite @list_{segment} /api/v2/{segment}/{PAGES_DIR}/{{gen_limit}}/{{gen_offset}}/\n"
+        );
+    }
+    let _ = write!(
+        out,
+        r#"
+{file_rewrites}
+		# Every document is a folder's index.json, answered at /x and /x/ alike (no redirect);
+		# nothing else is served.
+		error @not_a_document 404
+		try_files {{path}}/index.json
+{encode}		file_server {{
+			index index.json
+			disable_canonical_uris
+{compression}		}}
+	}}
+
+	# Errors, worded as `gen serve` words them.
+{errors}}}
+"#,
+        errors = errors(site),
+        file_rewrites = site
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("\t\t@file_{i} path /{f}/\n\t\trewrite @file_{i} /{f}\n"))
+            .collect::<String>(),
+    );
+    out
+}
+
+/// The `handle_errors` block.
+fn errors(site: &Site) -> String {
+    let code = |n: u16| format!("{{http.error.status_code}} == {n}");
+    let safe = SAFE_VALUE;
+    let value = |name: &'static str| {
+        move |h: Hole| match h {
+            Hole::Value => format!("{{query.{name}}}"),
+            other => panic!("no {other:?} in a 400"),
+        }
+    };
+    let mut out = String::from(
+        "\thandle_errors {\n\t\theader {\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
+         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n\
+         \t\t@e405 expression `{http.error.status_code} == 405`\n",
+    );
+    let mut answers: Vec<(String, String, String)> = Vec::new(); // (name, condition, body)
+    let mut add = |name: &str, condition: String, body: String| answers.push((name.to_string(), condition, body));
+    add(
+        "limit_negative",
+        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.matches("^-{safe}*$")"#, code(400)),
+        quote(&bodies::bad_param("limit", true, true), value("limit")),
+    );
+    add(
+        "limit",
+        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.matches("^{safe}+$")"#, code(400)),
+        quote(&bodies::bad_param("limit", true, false), value("limit")),
+    );
+    add(
+        "limit_negative_generic",
+        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.startsWith("-")"#, code(400)),
+        quote(&bodies::bad_param("limit", false, true), value("limit")),
+    );
+    add(
+        "limit_generic",
+        format!(r#"{} && {{gen_limit}} == "bad""#, code(400)),
+        quote(&bodies::bad_param("limit", false, false), value("limit")),
+    );
+    add(
+        "offset",
+        format!(r#"{} && {{gen_offset}} == "bad" && {{query.offset}}.matches("^{safe}+$")"#, code(400)),
+        quote(&bodies::bad_param("offset", true, false), value("offset")),
+    );
+    add("offset_generic", code(400), quote(&bodies::bad_param("offset", false, false), value("offset")));
+    add(
+        "page",
+        format!(r#"{} && {{http.vars.gen_list}} != """#, code(404)),
+        quote(&bodies::page_not_held(&site.page_sizes), |h| match h {
+            Hole::Segment => "{http.vars.gen_list}".to_string(),
+            Hole::Count => "{http.vars.gen_count}".to_string(),
+            Hole::Offset => "{gen_offset}".to_string(),
+            Hole::Limit => "{gen_limit}".to_string(),
+            other => panic!("no {other:?} in a page 404"),
+        }),
+    );
+    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "\t\t@e404_record {{\n\t\t\texpression `{} && {{http.vars.gen_refused}} == \"\"`\n\t\t\t\
+         path_regexp record ^/api/v2/({})/([{SEGMENT_CHARS}]+)/?$\n\t\t}}",
+        code(404),
+        site.resource_alternation()
+    );
+    let record = quote(&bodies::no_record(), |h| match h {
+        Hole::Segment => "{re.record.1}".to_string(),
+        Hole::Record => "{re.record.2}".to_string(),
+        other => panic!("no {other:?} in a record 404"),
+    });
+    let _ = writeln!(
+        out,
+        "\t\t@e404_resource {{\n\t\t\texpression `{} && {{http.vars.gen_refused}} == \"\"`\n\t\t\t\
+         path_regexp resource ^/api/v2/([{SEGMENT_CHARS}]+)(?:/[{SEGMENT_CHARS}]+)*/?$\n\t\t\t\
+         not path_regexp ^/api/v2/(?:{})(?:/|$)\n\t\t}}",
+        code(404),
+        site.segment_alternation()
+    );
+    let resource = quote(&bodies::no_resource(&segments), |h| match h {
+        Hole::Segment => "{re.resource.1}".to_string(),
+        other => panic!("no {other:?} in a resource 404"),
+    });
+    add(
+        "path",
+        format!(
+            r#"{} && size({{gen_raw_path}}) <= {MAX_SHOWN_PATH} && {{gen_raw_path}}.matches("^{}+$")"#,
+            code(404),
+            SAFE_PATH.replace('\\', "\\\\"),
+        ),
+        quote(&bodies::not_a_document(true), |h| match h {
+            Hole::Path => "{gen_raw_path}".to_string(),
+            other => panic!("no {other:?} in a path 404"),
+        }),
+    );
+    add("path_generic", code(404), quote(&bodies::not_a_document(false), |_| unreachable!()));
+    for (name, condition, _) in &answers {
+        let _ = writeln!(out, "\t\t@e_{name} expression `{condition}`");
+    }
+    let method = quote(&bodies::method_not_allowed(), |h| match h {
+        Hole::Method => "{http.request.method}".to_string(),
+        other => panic!("no {other:?} in a 405"),
+    });
+    let _ = writeln!(out, "\t\troute {{");
+    let _ = writeln!(out, "\t\t\theader @e405 Allow \"{}\"", bodies::ALLOW);
+    let _ = writeln!(out, "\t\t\trespond @e405 `{method}` 405");
+    let mut respond = |name: &str, body: &str, status: &str| {
+        let _ = writeln!(out, "\t\t\trespond @{name} `{body}` {status}");
+    };
+    for (name, _, body) in &answers[..6] {
+        respond(&format!("e_{name}"), body, "400");
+    }
+    respond("e_page", &answers[6].2, "404");
+    respond("e404_record", &record, "404");
+    respond("e404_resource", &resource, "404");
+    for (name, _, body) in &answers[7..] {
+        respond(&format!("e_{name}"), body, "404");
+    }
+    respond("", r#"\{"detail":"{http.error.status_text}"\}"#, "{http.error.status_code}");
+    let _ = writeln!(out, "\t\t}}\n\t}}");
+    out.replace("respond @ `", "respond `")
+}
+
+/// A body as a Caddyfile backtick token: literal braces escaped (`\{`, so that they are not read
+/// as placeholders), holes as placeholders.
+fn quote(template: &Template, hole: impl Fn(Hole) -> String) -> String {
+    template.render(
+        |text| {
+            assert!(!text.contains('`'), "a Caddyfile backtick token cannot hold a backtick: {text}");
+            text.replace('{', "\\{").replace('}', "\\}")
+        },
+        hole,
+    )
+}

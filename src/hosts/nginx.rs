@@ -1,0 +1,290 @@
+//! The nginx configuration: one `server { }` block, to include inside `http { }`.
+//!
+//! How it reads a request, in nginx's terms: server-level `set`/`if` (the rewrite module, run
+//! once per request before a location is chosen) read the method, the raw path and
+//! `$arg_limit`/`$arg_offset` as `gen serve` does; each resource's list is a regex location that
+//! rewrites to its page file; `location /` maps a folder to its `index.json` with `try_files`
+//! (both slash forms, no redirect); errors go to named locations that word them as `gen serve`
+//! does. Only `return`, `set` and `rewrite` are used inside `if`, the uses nginx documents as safe.
+
+use super::bodies::{self, Hole, MAX_SHOWN_PATH, SAFE_PATH, SAFE_VALUE, Template};
+use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
+use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
+use std::fmt::Write as _;
+
+/// The `server { }` block for `site`.
+pub fn config(site: &Site) -> String {
+    let mut out = site.header(
+        "nginx",
+        "Include this block inside `http { }` (e.g. /etc/nginx/conf.d/gen.conf), then `nginx -t && nginx -s reload`.",
+    );
+    let listen = match (&site.listen.host, site.listen.port) {
+        (host, port) if host.is_empty() => format!("{port}"),
+        (host, port) if host.contains(':') => format!("[{host}]:{port}"),
+        (host, port) => format!("{host}:{port}"),
+    };
+    let gzip = if site.manifest.gzip {
+        "    # The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n    \
+         gzip_static on;\n    gzip_vary on;\n"
+    } else {
+        "    # The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n    \
+         gzip on;\n    gzip_types application/json;\n    gzip_min_length 200;\n    gzip_vary on;\n"
+    };
+    let _ = write!(
+        out,
+        r#"server {{
+    listen {listen};
+    server_name _;
+    root "{root}";
+
+    # Every document is a folder's index.json, answered at /x and /x/ alike (no redirect).
+    index index.json;
+    types {{ }}
+    default_type application/json;
+    charset utf-8;
+    charset_types application/json;
+    etag on;
+{gzip}    add_header Access-Control-Allow-Origin "*" always;
+    add_header Cache-Control "public, max-age={max_age}";
+
+    error_page 400 @gen_400;
+    error_page 404 @gen_404;
+    error_page 405 @gen_405;
+    error_page 418 = @gen_options;
+
+    # Read the request as `gen serve` does. The raw path (before decoding) must be segments of
+    # [A-Za-z0-9._-] or escapes of them: no empty or dots-only segments, no encoded slashes.
+    set $gen_refused "";
+    set $gen_list "";
+    set $gen_count "";
+    set $gen_value "";
+    # (A named capture, as $1 copied by `set` comes out percent-escaped again.)
+    if ($request_uri ~ "^(?<gen_raw_path>[^?]*)") {{
+    }}
+    if ($request_method !~ "^(?:GET|HEAD|OPTIONS)$") {{
+        return 405;
+    }}
+    if ($request_method = OPTIONS) {{
+        return 418;
+    }}
+    if ($gen_raw_path !~ "^{raw_path}$") {{
+        set $gen_refused 1;
+        return 404;
+    }}
+    if ($gen_raw_path ~ "{dot_segment}") {{
+        set $gen_refused 1;
+        return 404;
+    }}
+    # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
+    # are dropped; anything but digits, or more than 2^64 - 1, is malformed (limit checked first).
+    set $gen_offset $arg_offset;
+    if ($gen_offset ~ "^0*([0-9]+)$") {{
+        set $gen_offset $1;
+    }}
+    if ($gen_offset = "") {{
+        set $gen_offset 0;
+    }}
+    set $gen_limit $arg_limit;
+    if ($gen_limit ~ "^0*([0-9]+)$") {{
+        set $gen_limit $1;
+    }}
+    if ($gen_limit ~ "^0?$") {{
+        set $gen_limit {default};
+    }}
+    set $gen_bad "";
+    if ($gen_offset !~ "^[0-9]+$") {{
+        set $gen_bad offset;
+    }}
+    if ($gen_offset ~ "^(?:{overflow})$") {{
+        set $gen_bad offset;
+    }}
+    if ($gen_limit !~ "^[0-9]+$") {{
+        set $gen_bad limit;
+    }}
+    if ($gen_limit ~ "^(?:{overflow})$") {{
+        set $gen_bad limit;
+    }}
+
+    location / {{
+        try_files $uri/index.json =404;
+    }}
+{files}"#,
+        root = site.root,
+        max_age = site.max_age,
+        raw_path = RAW_PATH,
+        dot_segment = DOT_SEGMENT,
+        default = DEFAULT_LIMIT,
+        overflow = overflow(),
+        files = file_locations(site),
+    );
+
+    out.push_str(
+        "\n    # Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.\n",
+    );
+    for (segment, count) in &site.resources {
+        let _ = write!(
+            out,
+            r#"    location ~ "^/api/v2/{segment}/?$" {{
+        if ($gen_bad) {{
+            return 400;
+        }}
+        set $gen_list {segment};
+        set $gen_count {count};
+        set $gen_page "$gen_limit/$gen_offset";
+        if ($gen_page ~ "^(?:{everything})/0$") {{
+            set $gen_page {ALL_PAGE};
+        }}
+        rewrite ^ "/api/v2/{segment}/{PAGES_DIR}/$gen_page/" last;
+    }}
+"#,
+            everything = at_least(&count.to_string()),
+        );
+    }
+
+    out.push_str("\n    # Errors, worded as `gen serve` words them.\n");
+    out.push_str(&errors(site));
+    out.push_str("}\n");
+    out
+}
+
+/// Documents that are files of their own (`openapi.json`), at their path with or without a slash.
+fn file_locations(site: &Site) -> String {
+    let mut out = String::new();
+    if !site.files.is_empty() {
+        out.push_str("    # Documents that are files of their own, at /x and /x/ alike.\n");
+    }
+    for file in &site.files {
+        let _ = write!(
+            out,
+            "    location = /{file} {{\n        try_files /{file} =404;\n    }}\n    \
+             location = /{file}/ {{\n        try_files /{file} =404;\n    }}\n"
+        );
+    }
+    out
+}
+
+/// The named locations that answer errors.
+fn errors(site: &Site) -> String {
+    let headers = "        add_header Access-Control-Allow-Origin \"*\" always;\n        \
+                   add_header Cache-Control \"no-store\" always;\n";
+    let value = |h: Hole| match h {
+        Hole::Value => "${gen_value}".to_string(),
+        other => panic!("no {other:?} in a 400"),
+    };
+    let safe = SAFE_VALUE;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"    location @gen_400 {{
+{headers}        set $gen_value $arg_offset;
+        if ($gen_bad = limit) {{
+            set $gen_value $arg_limit;
+        }}
+        set $gen_case "$gen_bad:$gen_value";
+        if ($gen_case ~ "^limit:-{safe}*$") {{
+            return 400 '{limit_negative}';
+        }}
+        if ($gen_case ~ "^limit:{safe}+$") {{
+            return 400 '{limit}';
+        }}
+        if ($gen_case ~ "^limit:-") {{
+            return 400 '{limit_negative_generic}';
+        }}
+        if ($gen_case ~ "^limit:") {{
+            return 400 '{limit_generic}';
+        }}
+        if ($gen_case ~ "^offset:{safe}+$") {{
+            return 400 '{offset}';
+        }}
+        if ($gen_case ~ "^offset:") {{
+            return 400 '{offset_generic}';
+        }}
+        return 400 '{{"detail":"Bad request."}}';
+    }}
+"#,
+        limit_negative = quote(&bodies::bad_param("limit", true, true), value),
+        limit = quote(&bodies::bad_param("limit", true, false), value),
+        limit_negative_generic = quote(&bodies::bad_param("limit", false, true), value),
+        limit_generic = quote(&bodies::bad_param("limit", false, false), value),
+        offset = quote(&bodies::bad_param("offset", true, false), value),
+        offset_generic = quote(&bodies::bad_param("offset", false, false), value),
+    );
+
+    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    let page = |h: Hole| match h {
+        Hole::Segment => "${gen_list}".to_string(),
+        Hole::Count => "${gen_count}".to_string(),
+        Hole::Offset => "${gen_offset}".to_string(),
+        Hole::Limit => "${gen_limit}".to_string(),
+        other => panic!("no {other:?} in a page 404"),
+    };
+    let captures = |h: Hole| match h {
+        Hole::Segment => "$1".to_string(),
+        Hole::Record => "$2".to_string(),
+        other => panic!("no {other:?} in a path 404"),
+    };
+    let path = |h: Hole| match h {
+        Hole::Path => "${gen_raw_path}".to_string(),
+        other => panic!("no {other:?} in a path 404"),
+    };
+    let _ = write!(
+        out,
+        r#"    location @gen_404 {{
+{headers}        if ($gen_list) {{
+            return 404 '{page}';
+        }}
+        set $gen_key "$gen_refused:$uri";
+        if ($gen_key ~ "^:/api/v2/({resources})/([{chars}]+)/?$") {{
+            return 404 '{no_record}';
+        }}
+        if ($gen_key ~ "^:/api/v2/(?!(?:{known})(?:/|$))([{chars}]+)(?:/[{chars}]+)*/?$") {{
+            return 404 '{no_resource}';
+        }}
+        if ($gen_raw_path ~ "^{safe_path}{{1,{max}}}$") {{
+            return 404 '{not_a_document}';
+        }}
+        return 404 '{not_a_document_generic}';
+    }}
+    location @gen_405 {{
+{headers}        add_header Allow "{allow}" always;
+        return 405 '{method}';
+    }}
+    location @gen_options {{
+        add_header Access-Control-Allow-Origin "*" always;
+        add_header Allow "{allow}" always;
+        add_header Access-Control-Allow-Methods "GET, HEAD" always;
+        add_header Access-Control-Allow-Headers $http_access_control_request_headers always;
+        add_header Access-Control-Max-Age 86400 always;
+        add_header Vary Access-Control-Request-Headers always;
+        return 204;
+    }}
+"#,
+        page = quote(&bodies::page_not_held(&site.page_sizes), page),
+        resources = site.resource_alternation(),
+        known = site.segment_alternation(),
+        chars = SEGMENT_CHARS,
+        no_record = quote(&bodies::no_record(), captures),
+        no_resource = quote(&bodies::no_resource(&segments), captures),
+        safe_path = SAFE_PATH,
+        max = MAX_SHOWN_PATH,
+        not_a_document = quote(&bodies::not_a_document(true), path),
+        not_a_document_generic = quote(&bodies::not_a_document(false), path),
+        allow = bodies::ALLOW,
+        method = quote(&bodies::method_not_allowed(), |h| match h {
+            Hole::Method => "${request_method}".to_string(),
+            other => panic!("no {other:?} in a 405"),
+        }),
+    );
+    out
+}
+
+/// A body as the inside of an nginx single-quoted string: `\` and `'` escaped, holes as variables.
+fn quote(template: &Template, hole: impl Fn(Hole) -> String) -> String {
+    template.render(
+        |text| {
+            assert!(!text.contains('$'), "nginx cannot write a literal $ in a string: {text}");
+            text.replace('\\', "\\\\").replace('\'', "\\'")
+        },
+        hole,
+    )
+}

@@ -1,0 +1,786 @@
+//! `gen config nginx|caddy` against the real hosts, Debian's nginx and Caddy:
+//! - parity: every request a static host supports gets the same status and the same body from
+//!   it as from `gen serve` (the root, every list followed by `next` to its end for each page
+//!   size, the whole-list request, every document of the tree by both slash forms, 404s, 400s,
+//!   405s), with the headers a host must send; the few requests only `gen serve` answers get a
+//!   JSON 404 from the hosts, as `docs/deploy.md` says;
+//! - object storage: a tree built with `--links path`, on a plain nginx (root and `index
+//!   index.json`, nothing else), is walked to the end of every list for every page size.
+//!
+//! Expectations come from `gen serve`'s answers and from the data folder, never from the
+//! output under test. The hosts run as the current user with their files in a temporary folder,
+//! on ports found free, and are stopped in `Drop`. Without nginx or caddy (and no way to
+//! install them: `tests/tools/install-hosts.sh` needs root and apt) the tests say so and skip.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// Finding the hosts
+
+/// The host binary `name`, installing the hosts once when one is missing; `None` (after saying
+/// why) when it cannot be had.
+fn host_binary(name: &str) -> Option<PathBuf> {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    if find_binary(name).is_none() {
+        INSTALLED.get_or_init(|| {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/install-hosts.sh");
+            match Command::new("sh").arg(&script).status() {
+                Ok(status) if status.success() => {}
+                other => eprintln!("{} did not run: {other:?}", script.display()),
+            }
+        });
+    }
+    let found = find_binary(name);
+    if found.is_none() {
+        eprintln!(
+            "skipped: {name} is not installed and tests/tools/install-hosts.sh could not install it \
+             (it needs root or passwordless sudo, and apt-get); CI installs it"
+        );
+    }
+    found
+}
+
+fn find_binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running servers
+
+/// A running server, stopped (and its files removed) on drop.
+struct Server {
+    name: String,
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGTERM lets nginx's master stop its workers; then make sure.
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn get(&self, target: &str) -> HttpReply {
+        self.request("GET", target, &[])
+    }
+
+    fn request(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> HttpReply {
+        http_request(self.addr, method, target, headers)
+            .unwrap_or_else(|e| panic!("{} {method} {target}: {e}\n--- log\n{}", self.name, self.log()))
+    }
+}
+
+/// Waits until the server at `addr` answers the root with the tree's bytes. `Err(log)` when the
+/// process ended first.
+fn wait_ready(child: &mut Child, addr: SocketAddr, out: &Path, log: &Path) -> Result<(), String> {
+    let root = std::fs::read(out.join("api/v2/index.json")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default()));
+        }
+        if let Ok(reply) = http_request(addr, "GET", "/api/v2/", &[])
+            && reply.status == 200
+            && reply.body == root
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    Err(format!("did not answer within 20 s:\n{}", std::fs::read_to_string(log).unwrap_or_default()))
+}
+
+/// Starts a host on a free port, retrying with another port when the chosen one was taken.
+/// `spawn(dir, port)` writes the host's files into `dir` and starts it, its output going to the
+/// returned log file.
+fn start_host(name: &str, out: &Path, spawn: impl Fn(&Path, u16) -> (Child, PathBuf)) -> Server {
+    let mut failures = Vec::new();
+    for _ in 0..5 {
+        let dir = TempDir::new(name);
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let (mut child, log) = spawn(dir.path(), port);
+        match wait_ready(&mut child, addr, out, &log) {
+            Ok(()) => return Server { name: name.to_string(), child, addr, log, _dir: dir },
+            Err(why) if why.contains("in use") => failures.push(why),
+            Err(why) => panic!("{name} did not start on port {port}: {why}"),
+        }
+    }
+    panic!("{name}: every port tried was taken:\n{}", failures.join("\n"))
+}
+
+/// `gen serve` on the tree in `out`, on a port it picks and prints, with `extra` options.
+fn start_serve(out: &Path, extra: &[&str]) -> Server {
+    use std::io::BufRead;
+    let dir = TempDir::new("serve");
+    let log = dir.join("serve.log");
+    let mut child = gen_bin()
+        .args(["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("gen serve starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().trim_start_matches("http://").parse().unwrap_or_else(|_| {
+        let _ = child.kill();
+        panic!("gen serve printed {line:?} instead of its address:\n{}", std::fs::read_to_string(&log).unwrap())
+    });
+    wait_ready(&mut child, addr, out, &log).unwrap_or_else(|why| panic!("gen serve: {why}"));
+    Server { name: "gen serve".into(), child, addr, log, _dir: dir }
+}
+
+/// nginx with `server_block(port)` as its only server, as the current user, all its files in a
+/// temporary folder.
+fn start_nginx(name: &str, out: &Path, server_block: impl Fn(u16) -> String) -> Option<Server> {
+    let nginx = host_binary("nginx")?;
+    Some(start_host(name, out, |dir, port| {
+        std::fs::write(dir.join("server.conf"), server_block(port)).unwrap();
+        let d = dir.display();
+        // Workers run as the current user: nginx started as root would switch them to nobody.
+        let user = if is_root() { "user root root;\n" } else { "" };
+        let conf = format!(
+            "{user}worker_processes 1;\nerror_log {d}/error.log notice;\npid {d}/nginx.pid;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n    \
+             fastcgi_temp_path {d}/fastcgi;\n    uwsgi_temp_path {d}/uwsgi;\n    scgi_temp_path {d}/scgi;\n    \
+             include {d}/server.conf;\n}}\n"
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let log = dir.join("error.log");
+        let child = Command::new(&nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .arg("-e")
+            .arg(&log)
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+            .spawn()
+            .expect("nginx starts");
+        (child, log)
+    }))
+}
+
+/// Caddy with `site_block(port)` as its only site, admin endpoint off, its state in a
+/// temporary folder.
+fn start_caddy(out: &Path, site_block: impl Fn(u16) -> String) -> Option<Server> {
+    let caddy = host_binary("caddy")?;
+    Some(start_host("caddy", out, |dir, port| {
+        let caddyfile = dir.join("Caddyfile");
+        std::fs::write(&caddyfile, format!("{{\n\tadmin off\n}}\n\n{}", site_block(port))).unwrap();
+        let log = dir.join("caddy.log");
+        let child = Command::new(&caddy)
+            .args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(&caddyfile)
+            .env("HOME", dir)
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("caddy starts");
+        (child, log)
+    }))
+}
+
+/// `gen config <host>` for the tree in `out`, listening on `port`, with `extra` options.
+fn gen_config(host: &str, out: &Path, port: u16, extra: &[&str]) -> String {
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["config", host, "--dir", out.to_str().unwrap(), "--listen", &listen];
+    args.extend_from_slice(extra);
+    run(&args).ok().stdout()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trees and what the data says they hold
+
+/// A data folder and the tree built from it.
+struct Tree {
+    _tmp: TempDir,
+    data: PathBuf,
+    out: PathBuf,
+}
+
+impl Tree {
+    fn manifest(&self) -> Value {
+        read_json(&self.out.join("manifest.json"))
+    }
+    fn base_url(&self) -> String {
+        self.manifest()["base_url"].as_str().unwrap().to_string()
+    }
+}
+
+fn sample_tree(label: &str, build_args: &[&str]) -> Tree {
+    let tmp = TempDir::new(label);
+    let data = tmp.join("data");
+    sample_data(&data);
+    build_tree(tmp, data, build_args)
+}
+
+fn build_tree(tmp: TempDir, data: PathBuf, build_args: &[&str]) -> Tree {
+    let out = tmp.join("out");
+    let mut args = vec!["build", "-q", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(build_args);
+    run(&args).ok();
+    Tree { _tmp: tmp, data, out }
+}
+
+/// The published fixture imported into a data folder, or `None` (with a message) when
+/// `../shared/fixtures/api-data` is absent.
+fn fixture_tree(label: &str, build_args: &[&str]) -> Option<Tree> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if !src.join("api/v2").is_dir() {
+        eprintln!("skipped: {} is absent (CI always has it)", src.display());
+        return None;
+    }
+    let tmp = TempDir::new(label);
+    let data = tmp.join("data");
+    run(&["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();
+    Some(build_tree(tmp, data, build_args))
+}
+
+/// Each resource's list entries as the data folder defines them: ids in order (`order.json`,
+/// else by id), with the record's name when it has one, urls absolute with `base`.
+fn expected_lists(data: &Path, base: &str) -> BTreeMap<String, Vec<Value>> {
+    let mut lists = BTreeMap::new();
+    for folder in std::fs::read_dir(data).unwrap().map(|e| e.unwrap()).filter(|e| e.file_type().unwrap().is_dir()) {
+        let segment = folder.file_name().to_string_lossy().to_string();
+        let mut ids: Vec<i64> = std::fs::read_dir(folder.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter_map(|name| name.strip_suffix(".json").and_then(|id| id.parse().ok()))
+            .collect();
+        ids.sort_unstable();
+        let order = folder.path().join("order.json");
+        if order.is_file() {
+            ids = serde_json::from_value(read_json(&order)).unwrap();
+        }
+        let entries = ids
+            .iter()
+            .map(|id| {
+                let record = read_json(&folder.path().join(format!("{id}.json")));
+                let url = Value::String(format!("{base}/api/v2/{segment}/{id}/"));
+                match record.get("name") {
+                    Some(name) => serde_json::json!({"name": name, "url": url}),
+                    None => serde_json::json!({"url": url}),
+                }
+            })
+            .collect();
+        lists.insert(segment, entries);
+    }
+    lists
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+
+#[test]
+fn config_is_written_for_the_address_and_tree_given() {
+    let tree = sample_tree("config", &[]);
+    let dir = tree.out.to_str().unwrap();
+    let config = |host: &str, listen: &str| run(&["config", host, "--dir", dir, "--listen", listen]).ok().stdout();
+    let nginx = config("nginx", "[::1]:8443");
+    assert!(nginx.contains("    listen [::1]:8443;\n"), "{nginx}");
+    assert!(nginx.contains(&format!("    root \"{dir}\";\n")), "{nginx}");
+    assert!(config("nginx", ":9000").contains("    listen 9000;\n"));
+    let caddy = config("caddy", "[::1]:8443");
+    assert!(caddy.contains("http://:8443 {\n\tbind ::1\n"), "{caddy}");
+    assert!(caddy.contains(&format!("\troot * \"{dir}\"\n")), "{caddy}");
+    assert!(!config("caddy", "0.0.0.0:80").contains("bind"));
+    // one list rule per resource of the tree, counted from the data
+    let lists = expected_lists(&tree.data, &tree.base_url());
+    for (segment, entries) in &lists {
+        assert!(nginx.contains(&format!("    location ~ \"^/api/v2/{segment}/?$\" {{\n")), "{segment}");
+        assert!(nginx.contains(&format!("        set $gen_count {};\n", entries.len())), "{segment}");
+        assert!(caddy.contains(&format!("\t@list_{segment} path /api/v2/{segment} /api/v2/{segment}/\n")));
+    }
+    // a relative --dir is made absolute
+    let relative = run_in(tree.out.parent().unwrap(), &["config", "nginx", "--dir", "out"]);
+    assert!(relative.contains(&format!("root \"{dir}\";")), "{relative}");
+}
+
+/// Runs `gen` in `cwd`, expecting success; its stdout.
+fn run_in(cwd: &Path, args: &[&str]) -> String {
+    let output = gen_bin().current_dir(cwd).args(args).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn config_errors_say_what_to_do() {
+    let tmp = TempDir::new("config-errors");
+    let missing = tmp.join("nothing-here");
+    let run1 = run(&["config", "nginx", "--dir", missing.to_str().unwrap()]).fails_with(2);
+    assert!(run1.stderr().contains("run `gen build` first"), "{}", run1.stderr());
+    assert!(run1.stderr().contains(missing.to_str().unwrap()), "{}", run1.stderr());
+
+    let tree = sample_tree("config-errors-tree", &[]);
+    for listen in ["127.0.0.1", "127.0.0.1:0", "host:port", "::1:80"] {
+        let r = run(&["config", "caddy", "--dir", tree.out.to_str().unwrap(), "--listen", listen]).fails_with(2);
+        assert!(r.stderr().contains("--listen") && r.stderr().contains("HOST:PORT"), "{listen}: {}", r.stderr());
+    }
+
+    // a folder name a configuration cannot quote
+    let odd = tmp.join("say \"hi\"");
+    std::fs::create_dir_all(&odd).unwrap();
+    let copy = odd.join("out");
+    let status = Command::new("cp").arg("-a").arg(&tree.out).arg(&copy).status().unwrap();
+    assert!(status.success());
+    let r = run(&["config", "nginx", "--dir", copy.to_str().unwrap()]).fails_with(2);
+    assert!(r.stderr().contains("move the tree to a plainer path"), "{}", r.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parity: the same answers from gen serve and the hosts
+
+/// Asks `gen serve` and every host the same requests and compares their answers.
+struct Parity<'a> {
+    serve: &'a Server,
+    hosts: Vec<&'a Server>,
+    base_url: String,
+    asked: HashSet<(String, String)>,
+}
+
+impl<'a> Parity<'a> {
+    fn new(serve: &'a Server, hosts: Vec<&'a Server>, base_url: String) -> Parity<'a> {
+        Parity { serve, hosts, base_url, asked: HashSet::new() }
+    }
+
+    /// A request every host supports: each answers with `gen serve`'s status and body, and the
+    /// headers a host must send. Returns `gen serve`'s answer.
+    fn same(&mut self, target: &str) -> HttpReply {
+        self.same_with("GET", target)
+    }
+
+    fn same_with(&mut self, method: &str, target: &str) -> HttpReply {
+        let expected = self.serve.request(method, target, &[]);
+        if !self.asked.insert((method.to_string(), target.to_string())) {
+            return expected;
+        }
+        for host in &self.hosts {
+            let got = host.request(method, target, &[]);
+            assert!(
+                (got.status, &got.body) == (expected.status, &expected.body),
+                "{} and gen serve differ on {method} {target}:\n--- {}: {} {}\n--- gen serve: {} {}\n--- {} headers {:?}",
+                host.name,
+                host.name,
+                got.status,
+                short(&got.text()),
+                expected.status,
+                short(&expected.text()),
+                host.name,
+                got.headers
+            );
+            check_headers(host, &got, &expected, target);
+        }
+        expected
+    }
+
+    /// A request only `gen serve` answers: each host answers a JSON 404, all hosts alike.
+    /// Returns `gen serve`'s answer.
+    fn serve_only(&mut self, target: &str) -> HttpReply {
+        let expected = self.serve.get(target);
+        assert_eq!(expected.status, 200, "gen serve answers {target}: {}", expected.text());
+        let mut bodies = BTreeSet::new();
+        for host in &self.hosts {
+            let got = host.get(target);
+            assert_eq!(got.status, 404, "{} on {target}: {}", host.name, got.text());
+            assert!(got.json()["detail"].as_str().is_some_and(|d| d.starts_with("Not found: ")), "{}", got.text());
+            check_headers(host, &got, &self.serve.get("/api/v2/no-such-resource/"), target);
+            bodies.insert(got.body);
+        }
+        assert!(bodies.len() <= 1, "the hosts word {target} differently");
+        expected
+    }
+
+    /// A request a static host may or may not support (other letter cases, percent-encoded
+    /// values): each host answers as `gen serve` does, or with a JSON 400 or 404.
+    fn same_or_refused(&mut self, target: &str) -> HttpReply {
+        let expected = self.serve.get(target);
+        for host in &self.hosts {
+            let got = host.get(target);
+            if (got.status, &got.body) != (expected.status, &expected.body) {
+                assert!([400, 404].contains(&got.status), "{} on {target}: {} {}", host.name, got.status, got.text());
+                assert!(got.json()["detail"].is_string(), "{}", got.text());
+            }
+            assert_eq!(got.header("access-control-allow-origin"), Some("*"));
+            assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"));
+        }
+        expected
+    }
+
+    /// The path and query of a url of the tree.
+    fn target(&self, url: &str) -> String {
+        url.strip_prefix(&self.base_url).unwrap_or_else(|| panic!("{url} is not under {}", self.base_url)).to_string()
+    }
+}
+
+/// `text`, cut for a failure message.
+fn short(text: &str) -> String {
+    if text.chars().count() <= 600 {
+        text.to_string()
+    } else {
+        format!("{}...", text.chars().take(600).collect::<String>())
+    }
+}
+
+/// The headers every answer of a host must carry, compared with `gen serve`'s where they
+/// must agree.
+fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: &str) {
+    let context = format!("{} on {target}: {:?}", host.name, got.headers);
+    assert!(!(300..400).contains(&got.status) || got.status == 304, "redirect: {context}");
+    assert_eq!(got.header("access-control-allow-origin"), Some("*"), "{context}");
+    if got.status != 204 && got.status != 304 {
+        assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
+        assert_eq!(got.header("cache-control"), serve.header("cache-control"), "{context}");
+    }
+    if got.status == 200 {
+        assert!(got.header("etag").is_some(), "no ETag: {context}");
+    }
+    if got.status == 405 || got.status == 204 {
+        assert_eq!(got.header("allow"), serve.header("allow"), "{context}");
+    }
+}
+
+/// The whole request set, against a running `gen serve` and hosts serving `tree`.
+fn check_parity(tree: &Tree, p: &mut Parity) {
+    let manifest = tree.manifest();
+    let lists = expected_lists(&tree.data, &tree.base_url());
+    let page_sizes: Vec<u64> = serde_json::from_value(manifest["page_sizes"].clone()).unwrap();
+
+    // the root, both slash forms
+    let root = p.same("/api/v2/").json();
+    p.same("/api/v2");
+    p.same_with("HEAD", "/api/v2/");
+    let root = root.as_object().unwrap();
+    assert_eq!(root.keys().collect::<Vec<_>>(), lists.keys().collect::<Vec<_>>());
+
+    for (segment, url) in root {
+        let entries = &lists[segment];
+        let count = entries.len();
+        let list = p.target(url.as_str().unwrap());
+        p.same(list.trim_end_matches('/'));
+
+        // the everything request, in several spellings
+        for query in [
+            "?limit=100000".to_string(),
+            format!("?limit={count}"),
+            format!("?offset=0&limit={}", count + 1),
+            format!("?limit=000{count}&offset=000"),
+            format!("?limit={}", u64::MAX),
+        ] {
+            let page = p.same(&format!("{list}{query}")).json();
+            assert_eq!(page["results"].as_array().unwrap(), entries, "{segment}{query}");
+            assert_eq!(page["next"], Value::Null);
+        }
+        p.same(&format!("{}?limit=100000", list.trim_end_matches('/')));
+
+        // from the list root, follow next to the end for each page size; every previous too
+        for &size in &page_sizes {
+            let mut target = if size == 20 { list.clone() } else { format!("{list}?limit={size}") };
+            let mut walked = Vec::new();
+            let mut seen = HashSet::new();
+            loop {
+                assert!(seen.insert(target.clone()), "{target} loops");
+                let page = p.same(&target).json();
+                assert_eq!(page["count"], count, "{target}");
+                walked.extend(page["results"].as_array().unwrap().iter().cloned());
+                if let Some(previous) = page["previous"].as_str() {
+                    p.same(&p.target(previous));
+                }
+                match page["next"].as_str() {
+                    Some(next) => target = p.target(next),
+                    None => break,
+                }
+            }
+            assert_eq!(&walked, entries, "{segment}: limit {size} walked");
+        }
+
+        // records by id and by name, both slash forms
+        for entry in entries {
+            let record = p.target(entry["url"].as_str().unwrap());
+            p.same(&record);
+            p.same(record.trim_end_matches('/'));
+            if let Some(name) = entry["name"].as_str() {
+                p.same(&format!("{list}{name}/"));
+                p.same(&format!("{list}{name}"));
+            }
+        }
+    }
+
+    // every document of the tree (sub-documents, meta, page files by path)
+    let files: Vec<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
+    for file in &files {
+        match file.strip_suffix("index.json") {
+            Some(folder) => p.same(&format!("/{folder}")),
+            // a document that is a file of its own (openapi.json), with or without a slash
+            None => {
+                p.same(&format!("/{file}/"));
+                p.same(&format!("/{file}"))
+            }
+        };
+    }
+
+    // 404s: paths the tree does not hold, including paths of its files that are not documents
+    let (first, _) = root.iter().next().unwrap();
+    let count = lists[first.as_str()].len();
+    for target in [
+        "/".to_string(),
+        "/api".to_string(),
+        "/api/v2/no-such-resource/".to_string(),
+        "/api/v2/no-such-resource/1/".to_string(),
+        "/api/v1/".to_string(),
+        "/manifest.json".to_string(),
+        "/api/v2/index.json".to_string(),
+        "/api/v2/index.json.gz".to_string(),
+        "/api/v2/meta/x/".to_string(),
+        format!("/api/v2/{first}/999999999/"),
+        format!("/api/v2/{first}/no-such-name/"),
+        format!("/api/v2/{first}/index.json"),
+        format!("/api/v2/{first}/_pages/"),
+        format!("/api/v2/{first}/_pages/20/"),
+        format!("/api/v2/{first}/_pages/{}/1/", count + 7),
+        format!("/api/v2/{first}/1/no-such-document/"),
+        format!("/api/v2/{first}//"),
+        format!("/api/v2/{first}/../../manifest.json"),
+        format!("/api/v2/{first}/%2e%2e/"),
+        format!("/api/v2/{first}%2F1/"),
+        "/api/v2/%2e%2e/%2e%2e/etc/passwd".to_string(),
+    ] {
+        let reply = p.same(&target);
+        assert_eq!(reply.status, 404, "gen serve on {target}: {}", reply.text());
+    }
+
+    // 400s: malformed limit and offset on every list
+    for segment in root.keys() {
+        for query in [
+            "?limit=abc",
+            "?limit=-1",
+            "?limit=1.5",
+            "?limit=1e3",
+            "?limit=10abc&offset=0",
+            "?offset=x",
+            "?offset=-20",
+            "?limit=y&offset=x",
+            "?offset=x&limit=y",
+            "?limit=18446744073709551616",
+            "?offset=99999999999999999999999",
+        ] {
+            let reply = p.same(&format!("/api/v2/{segment}/{query}"));
+            assert_eq!(reply.status, 400, "gen serve on {segment}{query}: {}", reply.text());
+        }
+    }
+
+    // other methods, and a CORS preflight
+    for method in ["POST", "PUT", "DELETE"] {
+        assert_eq!(p.same_with(method, "/api/v2/").status, 405);
+    }
+    assert_eq!(p.same_with("OPTIONS", &format!("/api/v2/{first}/")).status, 204);
+
+    // what only gen serve answers: pages the tree holds no file for, other letter cases
+    let files: HashSet<&str> = files.iter().map(String::as_str).collect();
+    for segment in root.keys() {
+        let count = lists[segment].len() as u64;
+        if count >= 2 {
+            let (offset, limit) = (1, count - 1);
+            assert!(!files.contains(format!("api/v2/{segment}/_pages/{limit}/{offset}/index.json").as_str()));
+            let page = p.serve_only(&format!("/api/v2/{segment}/?offset={offset}&limit={limit}")).json();
+            assert_eq!(page["results"].as_array().unwrap(), &lists[segment][1..]);
+        }
+        let upper = p.same_or_refused(&format!("/api/v2/{}/", segment.to_uppercase()));
+        assert_eq!(upper.body, p.serve.get(&format!("/api/v2/{segment}/")).body);
+        let record = p.target(lists[segment][0]["url"].as_str().unwrap()).to_uppercase();
+        assert_eq!(p.same_or_refused(&record).status, 200);
+        // percent-encoded digits: gen serve and Caddy decode them, nginx does not
+        assert_eq!(p.same_or_refused(&format!("/api/v2/{segment}/?limit=%32%30")).status, 200);
+    }
+}
+
+/// Compression and revalidation on each host, for the root, a list page, the whole list and a record.
+fn check_encodings(p: &Parity, targets: &[String]) {
+    for host in &p.hosts {
+        for target in targets {
+            let plain = host.get(target);
+            assert_eq!(plain.status, 200, "{} {target}", host.name);
+            assert_eq!(plain.header("content-encoding"), None);
+            let gz = host.request("GET", target, &[("Accept-Encoding", "gzip")]);
+            assert_eq!(gz.status, 200);
+            if gz.header("content-encoding") == Some("gzip") {
+                use std::io::Read;
+                let mut body = Vec::new();
+                flate2::read::GzDecoder::new(&gz.body[..]).read_to_end(&mut body).unwrap();
+                assert_eq!(body, plain.body, "{} {target}: the gzip body is another document", host.name);
+                assert!(gz.header("vary").is_some_and(|v| v.contains("Accept-Encoding")), "{:?}", gz.headers);
+            } else {
+                assert!(plain.body.len() < 600, "{} did not compress {target} ({} bytes)", host.name, plain.body.len());
+            }
+            let etag = plain.header("etag").unwrap();
+            let again = host.request("GET", target, &[("If-None-Match", etag)]);
+            assert_eq!(again.status, 304, "{} {target} If-None-Match {etag}", host.name);
+            assert!(again.body.is_empty());
+        }
+    }
+}
+
+/// Runs the parity checks for `tree` against gen serve, nginx and Caddy with the generated
+/// configs; `options` are given to `gen serve` and `gen config` alike.
+fn parity(tree: &Tree, options: &[&str]) {
+    let config = |host: &str, port| gen_config(host, &tree.out, port, options);
+    let Some(nginx) = start_nginx("nginx", &tree.out, |port| config("nginx", port)) else { return };
+    let Some(caddy) = start_caddy(&tree.out, |port| config("caddy", port)) else { return };
+    let serve = start_serve(&tree.out, options);
+    let mut p = Parity::new(&serve, vec![&nginx, &caddy], tree.base_url());
+    let started = Instant::now();
+    check_parity(tree, &mut p);
+    let root = serve.get("/api/v2/").json();
+    let (first, url) = root.as_object().unwrap().iter().next().unwrap();
+    let list = p.target(url.as_str().unwrap());
+    let record = p.target(expected_lists(&tree.data, &tree.base_url())[first][0]["url"].as_str().unwrap());
+    check_encodings(&p, &["/api/v2/".to_string(), list.clone(), format!("{list}?limit=100000"), record]);
+    eprintln!("{} requests answered alike by gen serve, nginx and caddy in {:.1?}", p.asked.len(), started.elapsed());
+}
+
+#[test]
+fn hosts_answer_as_gen_serve_does() {
+    // a Cache-Control other than the default, set alike on both
+    parity(&sample_tree("parity", &[]), &["--max-age", "120"]);
+}
+
+#[test]
+fn hosts_answer_as_gen_serve_does_with_path_links_pretty_gzip() {
+    parity(&sample_tree("parity-path", &["--links", "path", "--pretty", "--gzip"]), &[]);
+}
+
+#[test]
+fn hosts_answer_as_gen_serve_does_on_the_published_data() {
+    let Some(tree) = fixture_tree("parity-fixture", &["--gzip"]) else { return };
+    parity(&tree, &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object storage: a plain host, `--links path`
+
+/// Builds `data` with `--links path` and the host's own address as base URL, serves it with a
+/// plain nginx (a root and `index index.json`: no rewrites, query strings ignored, as object
+/// storage website hosting behaves), and follows `next` from every list root for every page
+/// size: each walk covers the whole list as the data defines it.
+fn walk_on_plain_host(tmp: TempDir, data: PathBuf) {
+    let out = tmp.join("out");
+    let server = start_nginx("plain-nginx", &out, |port| {
+        let base = format!("http://127.0.0.1:{port}");
+        let (data, out) = (data.to_str().unwrap(), out.to_str().unwrap());
+        run(&["build", "-q", "--data", data, "--out", out, "--links", "path", "--base-url", &base]).ok();
+        format!("server {{\n    listen 127.0.0.1:{port};\n    root \"{out}\";\n    index index.json;\n}}\n")
+    });
+    let Some(server) = server else { return };
+    let tree = Tree { _tmp: tmp, data, out };
+    let base = tree.base_url();
+    assert_eq!(base, format!("http://{}", server.addr));
+    let lists = expected_lists(&tree.data, &base);
+    let page_sizes: Vec<u64> = serde_json::from_value(tree.manifest()["page_sizes"].clone()).unwrap();
+    let get = |url: &str| {
+        assert!(!url.contains('?'), "{url}: a link with a query string does not work on object storage");
+        let path = url.strip_prefix(&base).unwrap_or_else(|| panic!("{url} is not on {base}"));
+        let reply = server.get(path);
+        assert_eq!(reply.status, 200, "{url}: {}", reply.text());
+        reply.json()
+    };
+    let root = get(&format!("{base}/api/v2/"));
+    let root = root.as_object().unwrap();
+    assert_eq!(root.keys().collect::<Vec<_>>(), lists.keys().collect::<Vec<_>>());
+    let mut pages = 0;
+    for (segment, list) in root {
+        let list = list.as_str().unwrap();
+        let entries = &lists[segment];
+        for &size in &page_sizes {
+            // the list root is the first page of limit 20; other limits start at their page file
+            let mut url = if size == 20 { list.to_string() } else { format!("{list}_pages/{size}/0/") };
+            let mut walked = Vec::new();
+            let mut seen = HashSet::new();
+            loop {
+                assert!(seen.insert(url.clone()), "{url} loops");
+                let page = get(&url);
+                pages += 1;
+                assert_eq!(page["count"], entries.len(), "{url}");
+                walked.extend(page["results"].as_array().unwrap().iter().cloned());
+                if let Some(previous) = page["previous"].as_str() {
+                    get(previous);
+                }
+                match page["next"].as_str() {
+                    Some(next) => url = next.to_string(),
+                    None => break,
+                }
+            }
+            assert_eq!(&walked, entries, "{segment}: limit {size} walked");
+        }
+        let all = get(&format!("{list}_pages/all/"));
+        assert_eq!(all["results"].as_array().unwrap(), entries, "{segment}: the whole list");
+        // the host really ignores query strings: why the tree links by path
+        let path = list.strip_prefix(&base).unwrap();
+        assert_eq!(server.get(&format!("{path}?offset=20&limit=20")).body, server.get(path).body);
+    }
+    eprintln!("walked {pages} pages of {} lists on a plain nginx", root.len());
+}
+
+#[test]
+fn path_links_walk_every_list_on_a_plain_host() {
+    let tmp = TempDir::new("walk");
+    let data = tmp.join("data");
+    sample_data(&data);
+    walk_on_plain_host(tmp, data);
+}
+
+#[test]
+fn path_links_walk_every_published_list_on_a_plain_host() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if !src.join("api/v2").is_dir() {
+        eprintln!("skipped: {} is absent (CI always has it)", src.display());
+        return;
+    }
+    let tmp = TempDir::new("walk-fixture");
+    let data = tmp.join("data");
+    run(&["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();
+    walk_on_plain_host(tmp, data);
+}
