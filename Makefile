@@ -1,7 +1,7 @@
 # The README's quick start: `make build`, then `make test`.
 CARGO ?= cargo
 
-.PHONY: build serve check test bench fuzz fmt
+.PHONY: build serve check test bench soak fuzz fmt
 
 ## build: write the default tree from data/ into out/
 build:
@@ -25,6 +25,10 @@ test:
 ## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
 bench:
 	python3 bench/run.py
+
+## soak: a bounded load run (wrk, 128 connections, SOAK_SECONDS=30) over a mix of requests: no errors, flat memory
+soak:
+	python3 bench/soak.py
 
 ## fuzz: the fuzz loops of tests/fuzz.rs, longer and with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
 fuzz:
