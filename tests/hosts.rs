@@ -267,9 +267,9 @@ fn build_tree(tmp: TempDir, data: PathBuf, build_args: &[&str]) -> Tree {
     Tree { _tmp: tmp, data, out }
 }
 
-/// The published fixture imported into a data folder, or `None` (with a message) when
-/// `../shared/fixtures/api-data` is absent.
-fn fixture_tree(label: &str, build_args: &[&str]) -> Option<Tree> {
+/// A temporary folder holding `data/`, the published fixture imported, or `None` (with a
+/// message) when `../shared/fixtures/api-data` is absent.
+fn fixture_data(label: &str) -> Option<(TempDir, PathBuf)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
     if !src.join("api/v2").is_dir() {
         eprintln!("skipped: {} is absent (CI always has it)", src.display());
@@ -278,7 +278,7 @@ fn fixture_tree(label: &str, build_args: &[&str]) -> Option<Tree> {
     let tmp = TempDir::new(label);
     let data = tmp.join("data");
     run(&["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();
-    Some(build_tree(tmp, data, build_args))
+    Some((tmp, data))
 }
 
 /// Each resource's list entries as the data folder defines them: ids in order (`order.json`,
@@ -695,8 +695,8 @@ fn hosts_answer_as_gen_serve_does_with_path_links_pretty_gzip() {
 
 #[test]
 fn hosts_answer_as_gen_serve_does_on_the_published_data() {
-    let Some(tree) = fixture_tree("parity-fixture", &["--gzip"]) else { return };
-    parity(&tree, &[]);
+    let Some((tmp, data)) = fixture_data("parity-fixture") else { return };
+    parity(&build_tree(tmp, data, &["--gzip"]), &[]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -774,13 +774,6 @@ fn path_links_walk_every_list_on_a_plain_host() {
 
 #[test]
 fn path_links_walk_every_published_list_on_a_plain_host() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
-    if !src.join("api/v2").is_dir() {
-        eprintln!("skipped: {} is absent (CI always has it)", src.display());
-        return;
-    }
-    let tmp = TempDir::new("walk-fixture");
-    let data = tmp.join("data");
-    run(&["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();
+    let Some((tmp, data)) = fixture_data("walk-fixture") else { return };
     walk_on_plain_host(tmp, data);
 }

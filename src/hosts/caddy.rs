@@ -168,9 +168,20 @@ pub fn config(site: &Site) -> String {
     out
 }
 
-/// The `handle_errors` block.
+/// One error answer of `handle_errors`: when its matcher holds, `body` with `status`.
+struct Answer {
+    name: &'static str,
+    /// The matcher's definition: what follows `@name ` (one line, or a `{ }` block).
+    matcher: String,
+    body: String,
+    status: u16,
+}
+
+/// The `handle_errors` block: each error answered as `gen serve` words it, the first answer
+/// whose matcher holds.
 fn errors(site: &Site) -> String {
-    let code = |n: u16| format!("{{http.error.status_code}} == {n}");
+    let is = |n: u16| format!("{{http.error.status_code}} == {n}");
+    let expression = |condition: String| format!("expression `{condition}`");
     let safe = SAFE_VALUE;
     let value = |name: &'static str| {
         move |h: Hole| match h {
@@ -178,113 +189,132 @@ fn errors(site: &Site) -> String {
             other => panic!("no {other:?} in a 400"),
         }
     };
+    let bad = |name: &'static str, test: &str| expression(format!(r#"{} && {{gen_{name}}} == "bad"{test}"#, is(400)));
+    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    let not_refused = format!(r#"{} && {{http.vars.gen_refused}} == """#, is(404));
+    let answers = [
+        Answer {
+            name: "e405",
+            matcher: expression(is(405)),
+            body: quote(&bodies::method_not_allowed(), |h| match h {
+                Hole::Method => "{http.request.method}".to_string(),
+                other => panic!("no {other:?} in a 405"),
+            }),
+            status: 405,
+        },
+        Answer {
+            name: "e400_limit_negative",
+            matcher: bad("limit", &format!(r#" && {{query.limit}}.matches("^-{safe}*$")"#)),
+            body: quote(&bodies::bad_param("limit", true, true), value("limit")),
+            status: 400,
+        },
+        Answer {
+            name: "e400_limit",
+            matcher: bad("limit", &format!(r#" && {{query.limit}}.matches("^{safe}+$")"#)),
+            body: quote(&bodies::bad_param("limit", true, false), value("limit")),
+            status: 400,
+        },
+        Answer {
+            name: "e400_limit_negative_unquoted",
+            matcher: bad("limit", r#" && {query.limit}.startsWith("-")"#),
+            body: quote(&bodies::bad_param("limit", false, true), value("limit")),
+            status: 400,
+        },
+        Answer {
+            name: "e400_limit_unquoted",
+            matcher: bad("limit", ""),
+            body: quote(&bodies::bad_param("limit", false, false), value("limit")),
+            status: 400,
+        },
+        Answer {
+            name: "e400_offset",
+            matcher: bad("offset", &format!(r#" && {{query.offset}}.matches("^{safe}+$")"#)),
+            body: quote(&bodies::bad_param("offset", true, false), value("offset")),
+            status: 400,
+        },
+        Answer {
+            name: "e400_offset_unquoted",
+            matcher: expression(is(400)),
+            body: quote(&bodies::bad_param("offset", false, false), value("offset")),
+            status: 400,
+        },
+        Answer {
+            name: "e404_page",
+            matcher: expression(format!(r#"{} && {{http.vars.gen_list}} != """#, is(404))),
+            body: quote(&bodies::page_not_held(&site.page_sizes), |h| match h {
+                Hole::Segment => "{http.vars.gen_list}".to_string(),
+                Hole::Count => "{http.vars.gen_count}".to_string(),
+                Hole::Offset => "{gen_offset}".to_string(),
+                Hole::Limit => "{gen_limit}".to_string(),
+                other => panic!("no {other:?} in a page 404"),
+            }),
+            status: 404,
+        },
+        Answer {
+            name: "e404_record",
+            matcher: format!(
+                "{{\n\t\t\t{}\n\t\t\tpath_regexp record ^/api/v2/({})/([{SEGMENT_CHARS}]+)/?$\n\t\t}}",
+                expression(not_refused.clone()),
+                site.resource_alternation()
+            ),
+            body: quote(&bodies::no_record(), |h| match h {
+                Hole::Segment => "{re.record.1}".to_string(),
+                Hole::Record => "{re.record.2}".to_string(),
+                other => panic!("no {other:?} in a record 404"),
+            }),
+            status: 404,
+        },
+        Answer {
+            name: "e404_resource",
+            matcher: format!(
+                "{{\n\t\t\t{}\n\t\t\tpath_regexp resource ^/api/v2/([{SEGMENT_CHARS}]+)(?:/[{SEGMENT_CHARS}]+)*/?$\n\t\t\t\
+                 not path_regexp ^/api/v2/(?:{})(?:/|$)\n\t\t}}",
+                expression(not_refused),
+                site.segment_alternation()
+            ),
+            body: quote(&bodies::no_resource(&segments), |h| match h {
+                Hole::Segment => "{re.resource.1}".to_string(),
+                other => panic!("no {other:?} in a resource 404"),
+            }),
+            status: 404,
+        },
+        Answer {
+            name: "e404_path",
+            matcher: expression(format!(
+                r#"{} && size({{gen_raw_path}}) <= {MAX_SHOWN_PATH} && {{gen_raw_path}}.matches("^{}+$")"#,
+                is(404),
+                SAFE_PATH.replace('\\', "\\\\"),
+            )),
+            body: quote(&bodies::not_a_document(true), |h| match h {
+                Hole::Path => "{gen_raw_path}".to_string(),
+                other => panic!("no {other:?} in a path 404"),
+            }),
+            status: 404,
+        },
+        Answer {
+            name: "e404_path_unquoted",
+            matcher: expression(is(404)),
+            body: quote(&bodies::not_a_document(false), |h| panic!("no {h:?} in a path 404")),
+            status: 404,
+        },
+    ];
+
     let mut out = String::from(
         "\thandle_errors {\n\t\theader {\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n\
-         \t\t@e405 expression `{http.error.status_code} == 405`\n",
+         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n",
     );
-    let mut answers: Vec<(String, String, String)> = Vec::new(); // (name, condition, body)
-    let mut add = |name: &str, condition: String, body: String| answers.push((name.to_string(), condition, body));
-    add(
-        "limit_negative",
-        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.matches("^-{safe}*$")"#, code(400)),
-        quote(&bodies::bad_param("limit", true, true), value("limit")),
-    );
-    add(
-        "limit",
-        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.matches("^{safe}+$")"#, code(400)),
-        quote(&bodies::bad_param("limit", true, false), value("limit")),
-    );
-    add(
-        "limit_negative_generic",
-        format!(r#"{} && {{gen_limit}} == "bad" && {{query.limit}}.startsWith("-")"#, code(400)),
-        quote(&bodies::bad_param("limit", false, true), value("limit")),
-    );
-    add(
-        "limit_generic",
-        format!(r#"{} && {{gen_limit}} == "bad""#, code(400)),
-        quote(&bodies::bad_param("limit", false, false), value("limit")),
-    );
-    add(
-        "offset",
-        format!(r#"{} && {{gen_offset}} == "bad" && {{query.offset}}.matches("^{safe}+$")"#, code(400)),
-        quote(&bodies::bad_param("offset", true, false), value("offset")),
-    );
-    add("offset_generic", code(400), quote(&bodies::bad_param("offset", false, false), value("offset")));
-    add(
-        "page",
-        format!(r#"{} && {{http.vars.gen_list}} != """#, code(404)),
-        quote(&bodies::page_not_held(&site.page_sizes), |h| match h {
-            Hole::Segment => "{http.vars.gen_list}".to_string(),
-            Hole::Count => "{http.vars.gen_count}".to_string(),
-            Hole::Offset => "{gen_offset}".to_string(),
-            Hole::Limit => "{gen_limit}".to_string(),
-            other => panic!("no {other:?} in a page 404"),
-        }),
-    );
-    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
-    let _ = writeln!(
-        out,
-        "\t\t@e404_record {{\n\t\t\texpression `{} && {{http.vars.gen_refused}} == \"\"`\n\t\t\t\
-         path_regexp record ^/api/v2/({})/([{SEGMENT_CHARS}]+)/?$\n\t\t}}",
-        code(404),
-        site.resource_alternation()
-    );
-    let record = quote(&bodies::no_record(), |h| match h {
-        Hole::Segment => "{re.record.1}".to_string(),
-        Hole::Record => "{re.record.2}".to_string(),
-        other => panic!("no {other:?} in a record 404"),
-    });
-    let _ = writeln!(
-        out,
-        "\t\t@e404_resource {{\n\t\t\texpression `{} && {{http.vars.gen_refused}} == \"\"`\n\t\t\t\
-         path_regexp resource ^/api/v2/([{SEGMENT_CHARS}]+)(?:/[{SEGMENT_CHARS}]+)*/?$\n\t\t\t\
-         not path_regexp ^/api/v2/(?:{})(?:/|$)\n\t\t}}",
-        code(404),
-        site.segment_alternation()
-    );
-    let resource = quote(&bodies::no_resource(&segments), |h| match h {
-        Hole::Segment => "{re.resource.1}".to_string(),
-        other => panic!("no {other:?} in a resource 404"),
-    });
-    add(
-        "path",
-        format!(
-            r#"{} && size({{gen_raw_path}}) <= {MAX_SHOWN_PATH} && {{gen_raw_path}}.matches("^{}+$")"#,
-            code(404),
-            SAFE_PATH.replace('\\', "\\\\"),
-        ),
-        quote(&bodies::not_a_document(true), |h| match h {
-            Hole::Path => "{gen_raw_path}".to_string(),
-            other => panic!("no {other:?} in a path 404"),
-        }),
-    );
-    add("path_generic", code(404), quote(&bodies::not_a_document(false), |_| unreachable!()));
-    for (name, condition, _) in &answers {
-        let _ = writeln!(out, "\t\t@e_{name} expression `{condition}`");
+    for answer in &answers {
+        let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);
     }
-    let method = quote(&bodies::method_not_allowed(), |h| match h {
-        Hole::Method => "{http.request.method}".to_string(),
-        other => panic!("no {other:?} in a 405"),
-    });
-    let _ = writeln!(out, "\t\troute {{");
-    let _ = writeln!(out, "\t\t\theader @e405 Allow \"{}\"", bodies::ALLOW);
-    let _ = writeln!(out, "\t\t\trespond @e405 `{method}` 405");
-    let mut respond = |name: &str, body: &str, status: &str| {
-        let _ = writeln!(out, "\t\t\trespond @{name} `{body}` {status}");
-    };
-    for (name, _, body) in &answers[..6] {
-        respond(&format!("e_{name}"), body, "400");
+    let _ = writeln!(out, "\t\troute {{\n\t\t\theader @e405 Allow \"{}\"", bodies::ALLOW);
+    for answer in &answers {
+        let _ = writeln!(out, "\t\t\trespond @{} `{}` {}", answer.name, answer.body, answer.status);
     }
-    respond("e_page", &answers[6].2, "404");
-    respond("e404_record", &record, "404");
-    respond("e404_resource", &resource, "404");
-    for (name, _, body) in &answers[7..] {
-        respond(&format!("e_{name}"), body, "404");
-    }
-    respond("", r#"\{"detail":"{http.error.status_text}"\}"#, "{http.error.status_code}");
-    let _ = writeln!(out, "\t\t}}\n\t}}");
-    out.replace("respond @ `", "respond `")
+    // anything else the server itself refuses
+    out.push_str(
+        "\t\t\trespond `\\{\"detail\":\"{http.error.status_text}\"\\}` {http.error.status_code}\n\t\t}\n\t}\n",
+    );
+    out
 }
 
 /// A body as a Caddyfile backtick token: literal braces escaped (`\{`, so that they are not read
