@@ -43,9 +43,7 @@ fn garbage_and_unsupported_protocols_are_refused_and_survived() {
     ];
     for (label, bytes) in cases {
         let outcome = outcome(&server, bytes);
-        let refused = outcome == "closed"
-            || outcome.starts_with("HTTP/1.1 4")
-            || outcome.starts_with("HTTP/1.1 505");
+        let refused = outcome == "closed" || outcome.starts_with("HTTP/1.1 4") || outcome.starts_with("HTTP/1.1 505");
         assert!(refused, "{label}: {outcome:?}");
         // and the server still answers a well-formed request at once
         server.get("/api/v2/item/1/").expect(200);
