@@ -7,8 +7,9 @@
 //! after a build that changes them.
 //!
 //! What both configurations do, like `gen serve`:
-//! - `/x` and `/x/` answer the folder's `index.json`, without redirects; nothing else of the
-//!   folder is served (no `index.json` paths, `.gz` files, `manifest.json`);
+//! - `/x` and `/x/` answer the folder's `index.json`, without redirects, and a document that is
+//!   a file of its own (`api/v2/openapi.json`) answers at its path; nothing else of the tree
+//!   is served (no `index.json` paths, `.gz` files, `manifest.json`);
 //! - `Content-Type: application/json; charset=utf-8`, `Access-Control-Allow-Origin: *`,
 //!   `Cache-Control: public, max-age=N` on documents and `no-store` on errors, an `ETag`
 //!   (the host's own), gzip from the `.gz` siblings of `gen build --gzip` (else on the fly);
