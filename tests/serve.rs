@@ -540,12 +540,39 @@ fn oversized_targets_and_headers_are_refused() {
     let server = Server::start(&site.out(), &[]);
     let long = format!("/api/v2/item/?x={}", "a".repeat(9000));
     let response = server.get(&long).expect(414);
+    assert!(response.json()["detail"].as_str().unwrap().contains("request line is too long"));
+    assert_eq!(response.header("Access-Control-Allow-Origin"), Some("*"));
+    // a target just over 8 KiB that fits the request line limit is refused by the router
+    let response = server.get(&format!("/api/v2/item/?x={}", "a".repeat(8190))).expect(414);
     assert!(response.json()["detail"].as_str().unwrap().contains("8192"));
     let many: Vec<String> = (0..120).map(|i| format!("X-H{i}: v")).collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     server.get_with("/api/v2/", &many).expect(431);
     let big = format!("X-Big: {}", "b".repeat(20_000));
     server.get_with("/api/v2/", &[&big]).expect(431);
+    server.get("/api/v2/").expect(200);
+}
+
+#[test]
+fn endless_heads_are_refused_before_they_end() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for (opening, status) in [("GET /api/v2/", 414), ("GET /api/v2/ HTTP/1.1\r\nX-Endless: ", 431)] {
+        let mut conn = server.connect();
+        conn.send(opening.as_bytes());
+        // a megabyte of a line that never ends: the answer comes long before it would
+        let chunk = vec![b'a'; 64 * 1024];
+        let mut sent = 0;
+        for _ in 0..16 {
+            if conn.stream().try_clone().unwrap().write_all(&chunk).is_err() {
+                break; // the server answered and closed while we were still sending
+            }
+            sent += chunk.len();
+        }
+        let response = conn.read_response(false).expect("an answer before the head ends");
+        assert_eq!(response.status, status, "{opening:?} after {sent} bytes");
+        assert!(conn.closed_within(Duration::from_secs(2)));
+    }
     server.get("/api/v2/").expect(200);
 }
 
@@ -694,6 +721,34 @@ fn a_burst_of_256_simultaneous_connections_is_answered() {
 }
 
 #[test]
+fn a_burst_of_keep_alive_connections_is_answered_while_all_stay_open() {
+    // tiny_http 0.12's pool queued a burst of connections behind a few idle threads, each of
+    // which then took a connection that never closes: the queued ones were never answered
+    // (vendor/tiny_http/PATCHES.md). Every connection here stays open until all have answers.
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    for round in 0..3 {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(64));
+        let threads: Vec<_> = (0..64)
+            .map(|i| {
+                let (addr, barrier) = (server.addr.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut conn = serve_support::Conn::new(TcpStream::connect(&addr).unwrap());
+                    conn.stream().set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    barrier.wait();
+                    let status = conn.read_response_to(&format!("/api/v2/item/{}/", i % 100 + 1)).map(|r| r.status);
+                    barrier.wait(); // keep every connection open until all are answered
+                    status
+                })
+            })
+            .collect();
+        let statuses: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let unanswered = statuses.iter().filter(|s| !matches!(s, Ok(200))).count();
+        assert_eq!(unanswered, 0, "round {round}: {unanswered} of 64 connections unanswered: {statuses:?}");
+    }
+}
+
+#[test]
 fn idle_connections_are_closed_and_accepting_goes_on() {
     let site = site();
     let server = Server::start(&site.out(), &["--idle-timeout", "1"]);
@@ -740,7 +795,6 @@ fn running_out_of_file_descriptors_is_survived() {
         "no answer after descriptors were freed:\n{}",
         server.stderr()
     );
-    assert!(server.stderr().contains("accepting again"), "{}", server.stderr());
 }
 
 #[test]

@@ -3,20 +3,22 @@
 //! tiny_http reads requests (one thread per connection, which it spawns without limit) and
 //! queues them; a fixed pool of workers takes them from the queue and writes each answer in
 //! one piece straight to the connection (`Request::into_writer`), with a head written here.
-//! Its failure modes and what is done about them:
-//! - Its accept thread ends on the first failed `accept` (tiny-http #283: `ECONNABORTED`,
-//!   `EMFILE`, and the `EAGAIN` of our idle timeout) and panics when it cannot duplicate a
-//!   socket or spawn a thread (out of descriptors or threads). Either way the supervisor here
-//!   notices (the error reaches `recv`; a panic hook sees the panic) and starts a new tiny_http
-//!   server on a duplicate of the same listening socket, with back-off while accepting keeps
-//!   failing. The old server's connections stay open and are served by a drain thread until
-//!   they have been idle past the idle timeout.
+//! tiny_http is vendored with fixes for the failure modes no code outside it can reach
+//! (`vendor/tiny_http/PATCHES.md`): its pool left connections unanswered, request heads were read
+//! whole, a huge claimed body aborted the process, and a failed `accept` ended the accept thread.
+//! What is left, and what is done about it here:
+//! - The accept thread still panics when it cannot duplicate a socket or spawn a thread (out of
+//!   descriptors or threads). A panic hook notices and starts a new tiny_http server on a
+//!   duplicate of the same listening socket, with back-off while that keeps failing. The old
+//!   server's connections stay open and are served by a drain thread until they have been idle
+//!   past the idle timeout.
 //! - A connection thread that panics (e.g. `peer_addr` of a client that already reset) loses
 //!   only that connection.
-//! - Dropping a request whose `Content-Length` is larger than 1 KiB makes tiny_http read the
-//!   rest of the body into a buffer of that length, allocated at once: a header claiming
-//!   terabytes aborts the process. Such requests are answered from a separate, bounded set of
-//!   threads when the length is modest, and otherwise abandoned unanswered (never dropped).
+//! - Dropping a request whose body tiny_http has not read makes it read the rest of the body
+//!   (through a bounded buffer), which blocks until the client sends it or the idle timeout
+//!   ends the connection. Such requests are answered from a separate, bounded set of threads,
+//!   so that workers never wait on a client; when all of those are busy, the request is
+//!   abandoned unanswered (never dropped).
 
 use super::respond::{self, Connection, Settings};
 use super::tree::Tree;
@@ -47,8 +49,6 @@ impl Shared {
 
 /// Bodies up to this size tiny_http reads itself; larger ones are read when the request is dropped.
 const BUFFERED_BODY: u64 = 1024;
-/// Largest body read (and thrown away) to answer a request that has one.
-const DRAINED_BODY: u64 = 16 << 20;
 /// Most requests with bodies being answered at once.
 const MAX_DRAINERS: usize = 32;
 /// Responses up to this size are written in one piece (head and body in one buffer).
@@ -64,8 +64,6 @@ struct Generation {
 }
 
 enum Event {
-    /// The accept thread of generation `id` ended with this error.
-    AcceptEnded { id: u64, error: std::io::Error },
     /// A tiny_http thread that may be the accept thread panicked.
     Panicked,
 }
@@ -77,34 +75,25 @@ pub fn run(listener: TcpListener, shared: Arc<Shared>, workers: usize, idle_time
     let current = Arc::new(RwLock::new(Arc::new(start(&listener, 0)?)));
     let current_id = Arc::new(AtomicU64::new(0));
     for n in 0..workers {
-        let (current, current_id, shared, events) =
-            (current.clone(), current_id.clone(), shared.clone(), events_tx.clone());
+        let (current, current_id, shared) = (current.clone(), current_id.clone(), shared.clone());
         std::thread::Builder::new()
             .name(format!("gen-worker-{n}"))
-            .spawn(move || worker(&current, &current_id, &shared, &events))
+            .spawn(move || worker(&current, &current_id, &shared))
             .map_err(|e| anyhow!("cannot start worker threads: {e}"))?;
     }
 
     let mut delay = Duration::ZERO;
     let mut next_id = 1;
     loop {
-        let event = events.recv().map_err(|_| anyhow!("every worker stopped"))?;
+        let Event::Panicked = events.recv().map_err(|_| anyhow!("the panic hook is gone"))?;
         let old = current.read().expect("generation lock").clone();
-        let why = match event {
-            Event::AcceptEnded { id, .. } if id != old.id => continue,
-            Event::AcceptEnded { error, .. } => error,
-            Event::Panicked => std::io::Error::other("its accept thread may have panicked"),
-        };
         // Accepting that fails again at once (out of descriptors) is retried with back-off.
         delay = if old.born.elapsed() < Duration::from_secs(1) {
             (delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1))
         } else {
             Duration::ZERO
         };
-        let idle = matches!(why.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
-        if !idle {
-            eprintln!("gen serve: tiny_http stopped accepting connections ({why}); accepting again");
-        }
+        eprintln!("gen serve: tiny_http's accept thread may have stopped; accepting again");
         let generation = loop {
             std::thread::sleep(delay);
             match start(&listener, next_id) {
@@ -136,18 +125,15 @@ fn start(listener: &TcpListener, id: u64) -> Result<Generation> {
     Ok(Generation { id, server, born: Instant::now() })
 }
 
-fn worker(current: &RwLock<Arc<Generation>>, current_id: &AtomicU64, shared: &Shared, events: &Sender<Event>) {
+fn worker(current: &RwLock<Arc<Generation>>, current_id: &AtomicU64, shared: &Shared) {
     let mut generation = current.read().expect("generation lock").clone();
     loop {
         if generation.id != current_id.load(Ordering::Acquire) {
             generation = current.read().expect("generation lock").clone();
         }
-        match generation.server.recv_timeout(POLL) {
-            Ok(Some(request)) => handle_guarded(request, shared),
-            Ok(None) => {}
-            Err(error) => {
-                let _ = events.send(Event::AcceptEnded { id: generation.id, error });
-            }
+        // Errors no longer reach `recv` (accept errors are handled inside tiny_http).
+        if let Ok(Some(request)) = generation.server.recv_timeout(POLL) {
+            handle_guarded(request, shared);
         }
     }
 }
@@ -217,7 +203,7 @@ fn handle(request: tiny_http::Request, shared: &Shared) {
         .filter(|_| !chunked);
     match length {
         Some(length) if length > BUFFERED_BODY || (length > 0 && expects) => {
-            if length <= DRAINED_BODY && take_drainer() {
+            if take_drainer() {
                 let (tree, settings, quiet) = (shared.tree(), shared.settings.clone(), shared.quiet);
                 let spawned = std::thread::Builder::new().name("gen-body".into()).spawn(move || {
                     answer(request, &tree, &settings, quiet);
@@ -230,11 +216,11 @@ fn handle(request: tiny_http::Request, shared: &Shared) {
                 return;
             }
             eprintln!(
-                "{} {} abandoned: a body of {length} bytes is not read (tiny_http would allocate it whole)",
+                "{} {} abandoned: a body of {length} bytes while {MAX_DRAINERS} others are being read",
                 request.method(),
                 printable(request.url())
             );
-            // Dropping the request would make tiny_http allocate `length` bytes at once.
+            // Dropping the request here would make this worker wait for the client's body.
             std::mem::forget(request);
         }
         _ => answer(request, &shared.tree(), &shared.settings, shared.quiet),

@@ -286,6 +286,13 @@ impl Conn {
         self.read_response(false).expect("a response")
     }
 
+    /// Sends a GET for `target` and reads its response, or the error that stopped it.
+    pub fn read_response_to(&mut self, target: &str) -> std::io::Result<Response> {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n");
+        self.stream().try_clone()?.write_all(request.as_bytes())?;
+        self.read_response(false)
+    }
+
     /// Reads one response: the head, then a body by Content-Length, chunks, or up to EOF.
     pub fn read_response(&mut self, head_only: bool) -> std::io::Result<Response> {
         let mut line = String::new();
