@@ -67,8 +67,15 @@ pub fn run(options: ServeOptions) -> Result<()> {
             tree.documents()
         );
     }
+    let tree = Arc::new(tree);
+    if tree.compress_now() {
+        tree.compress_all();
+    } else {
+        let tree = tree.clone();
+        std::thread::Builder::new().name("gen-compress".into()).spawn(move || tree.compress_all())?;
+    }
     let shared = Arc::new(server::Shared {
-        tree: RwLock::new(Arc::new(tree)),
+        tree: RwLock::new(tree),
         settings: respond::Settings { cache_control: format!("public, max-age={}", options.max_age) },
         quiet: options.quiet,
     });
@@ -138,9 +145,14 @@ fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool
                         tree.documents()
                     );
                 }
-                *shared.tree.write().expect("tree lock") = Arc::new(tree);
+                let tree = Arc::new(tree);
+                if tree.compress_now() {
+                    tree.compress_all();
+                }
+                *shared.tree.write().expect("tree lock") = tree.clone();
                 loaded = signature;
                 reported = None;
+                tree.compress_all(); // what is left: only documents new in this build
             }
             Err(e) => {
                 failed_at = std::time::Instant::now();

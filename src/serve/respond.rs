@@ -81,7 +81,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
     };
     match found {
         Some(doc) => {
-            let gzip = doc.gzip.is_some() && accepts_gzip(request.accept_encoding);
+            let gzip = doc.gzip().is_some() && accepts_gzip(request.accept_encoding);
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
             Reply::Doc { doc, gzip, not_modified }
         }
@@ -211,7 +211,7 @@ impl Reply {
     pub fn body(&self) -> &[u8] {
         match self {
             Reply::Doc { not_modified: true, .. } | Reply::Options { .. } => &[],
-            Reply::Doc { doc, gzip: true, .. } => doc.gzip.as_deref().unwrap_or(&doc.body),
+            Reply::Doc { doc, gzip: true, .. } => doc.gzip().unwrap_or(&doc.body),
             Reply::Doc { doc, .. } => &doc.body,
             Reply::Error { body, .. } => body,
         }
@@ -325,6 +325,7 @@ mod tests {
         crate::build(&data, &out, &crate::BuildOptions::default(), &Default::default()).unwrap();
         let (bytes, manifest) = Tree::read_manifest(&out).unwrap();
         let tree = Tree::load(&out, bytes, manifest, None).unwrap();
+        tree.compress_all();
         let _ = std::fs::remove_dir_all(&dir);
         tree
     }
@@ -444,7 +445,7 @@ mod tests {
         reply.write_head(&mut out, Connection::Close, "D", &settings);
         let head = String::from_utf8(out).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-        assert!(head.contains(&format!("Content-Length: {}\r\n", doc.gzip.as_ref().unwrap().len())));
+        assert!(head.contains(&format!("Content-Length: {}\r\n", doc.gzip().unwrap().len())));
         assert!(head.contains("Content-Encoding: gzip\r\n"));
         assert!(head.contains(&format!("ETag: {}\r\n", doc.etag_gzip)));
         assert!(head.contains("Cache-Control: public, max-age=60\r\n"));

@@ -14,14 +14,14 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One response body, prepared for every way it is sent.
 #[derive(Debug)]
 pub struct Doc {
     pub body: Vec<u8>,
-    /// The body gzip-compressed, when that is smaller.
-    pub gzip: Option<Vec<u8>>,
+    /// The body gzip-compressed (when that is smaller), once [`Doc::compress`] has run.
+    gzip: OnceLock<Option<Vec<u8>>>,
     /// Strong ETag of the body: its BLAKE3 hash, quoted.
     pub etag: String,
     /// ETag of the gzip-encoded representation (a different representation needs its own
@@ -30,20 +30,35 @@ pub struct Doc {
 }
 
 impl Doc {
-    /// Prepares a body whose BLAKE3 hash (hex) is `hash`.
-    pub fn new(body: Vec<u8>, hash: &str, level: flate2::Compression) -> Doc {
-        let gzip = (body.len() >= MIN_GZIP).then(|| gzip(&body, level)).filter(|gz| gz.len() < body.len());
-        Doc { body, gzip, etag: format!("\"{hash}\""), etag_gzip: format!("\"{hash}-gz\"") }
+    /// Prepares a body whose BLAKE3 hash (hex) is `hash`; it is compressed later, once
+    /// ([`Tree::compress_all`]), so that loading a large tree is not held up by compression.
+    pub fn new(body: Vec<u8>, hash: &str) -> Doc {
+        Doc { body, gzip: OnceLock::new(), etag: format!("\"{hash}\""), etag_gzip: format!("\"{hash}-gz\"") }
     }
 
-    /// Prepares a body computed here (hashed here).
+    /// Prepares a body computed here (hashed and compressed here).
     pub fn computed(body: Vec<u8>) -> Doc {
         let hash = blake3::hash(&body).to_hex();
-        Doc::new(body, &hash, flate2::Compression::default())
+        let doc = Doc::new(body, &hash);
+        doc.compress();
+        doc
+    }
+
+    /// The gzip-compressed body, when it is ready and smaller than the body. Never waits: until
+    /// the body is compressed, clients get it uncompressed.
+    pub fn gzip(&self) -> Option<&[u8]> {
+        self.gzip.get().and_then(|gz| gz.as_deref())
+    }
+
+    /// Compresses the body, once.
+    pub fn compress(&self) {
+        self.gzip.get_or_init(|| {
+            (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len())
+        });
     }
 
     fn bytes(&self) -> usize {
-        self.body.len() + self.gzip.as_ref().map_or(0, Vec::len)
+        self.body.len() + self.gzip().map_or(0, <[u8]>::len)
     }
 }
 
@@ -53,11 +68,14 @@ const MIN_GZIP: usize = 200;
 /// Computed pages kept in memory, at most this many bytes; past it the cache starts over.
 const PAGE_CACHE_BYTES: usize = 64 << 20;
 
-fn gzip(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write as _;
+    let level = flate2::Compression::default();
     let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
     encoder.write_all(bytes).expect("writing to memory cannot fail");
-    encoder.finish().expect("writing to memory cannot fail")
+    let mut compressed = encoder.finish().expect("writing to memory cannot fail");
+    compressed.shrink_to_fit(); // held for the life of the tree: no slack
+    compressed
 }
 
 /// One resource's list.
@@ -167,7 +185,7 @@ impl Tree {
                         file.display()
                     );
                 }
-                Ok((hash, Arc::new(Doc::new(body, hash, flate2::Compression::best()))))
+                Ok((hash, Arc::new(Doc::new(body, hash))))
             })
             .collect::<Result<_>>()?;
         let by_hash: HashMap<String, Arc<Doc>> =
@@ -193,6 +211,19 @@ impl Tree {
             by_hash,
             computed: Mutex::default(),
         })
+    }
+
+    /// Compresses every stored document not compressed yet, across all cores. Until a document
+    /// is compressed it is sent uncompressed, so a large tree is compressed in the background
+    /// once it is served ([`Tree::compress_now`] says when to do it at once).
+    pub fn compress_all(&self) {
+        self.by_hash.par_iter().for_each(|(_, doc)| doc.compress());
+    }
+
+    /// True when the bodies are small enough (under 64 MiB in all) to compress before serving:
+    /// well under a second, and every answer is compressed from the first request on.
+    pub fn compress_now(&self) -> bool {
+        self.by_hash.values().map(|doc| doc.body.len()).sum::<usize>() < 64 << 20
     }
 
     /// Number of paths served.
@@ -393,9 +424,12 @@ mod tests {
     #[test]
     fn small_bodies_are_not_compressed_and_etags_differ_by_encoding() {
         let doc = Doc::computed(b"{}".to_vec());
-        assert!(doc.gzip.is_none());
-        let big = Doc::computed(vec![b'a'; 10_000]);
-        assert!(big.gzip.as_ref().unwrap().len() < 1000);
+        assert!(doc.gzip().is_none());
+        let body = vec![b'a'; 10_000];
+        let big = Doc::new(body.clone(), &blake3::hash(&body).to_hex());
+        assert!(big.gzip().is_none(), "not compressed until asked");
+        big.compress();
+        assert!(big.gzip().unwrap().len() < 1000);
         assert_ne!(big.etag, big.etag_gzip);
         assert_eq!(big.etag, format!("\"{}\"", blake3::hash(&big.body).to_hex()));
     }
