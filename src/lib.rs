@@ -7,6 +7,7 @@
 //! beside the old one, swap it in atomically).
 
 pub mod config;
+pub mod date;
 pub mod fsutil;
 pub mod hosts;
 pub mod import;
@@ -95,7 +96,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     };
     let info = render::BuildInfo {
         generator: GENERATOR.to_string(),
-        built_at: options.source_date_epoch.map(render::rfc3339),
+        built_at: options.source_date_epoch.map(date::rfc3339),
     };
     let outputs = plan::plan(&dataset, &tree);
     let renderer = render::TreeRenderer::new(&dataset, &tree, &info);
@@ -144,7 +145,7 @@ fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSu
         gzip: options.gzip,
         page_sizes: page_sizes(&config.page_sizes),
         data_hash,
-        built_at: options.source_date_epoch.map(render::rfc3339),
+        built_at: options.source_date_epoch.map(date::rfc3339),
         resources: Default::default(),
         files: Default::default(),
     };

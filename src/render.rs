@@ -363,30 +363,3 @@ pub struct BuildInfo {
     /// RFC 3339 date from `SOURCE_DATE_EPOCH`, when set (so builds stay reproducible).
     pub built_at: Option<String>,
 }
-
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC date.
-pub fn rfc3339(epoch: i64) -> String {
-    let days = epoch.div_euclid(86_400);
-    let secs = epoch.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-#[cfg(test)]
-mod date_tests {
-    #[test]
-    fn rfc3339() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(1_786_004_122), "2026-08-06T08:15:22Z");
-        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
-}

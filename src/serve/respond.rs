@@ -274,32 +274,6 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// An HTTP date (IMF-fixdate) of `secs` since the Unix epoch: `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(secs: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let days = secs / 86_400;
-    let rest = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,13 +358,6 @@ mod tests {
         assert_eq!(reply.status(), 304);
         let reply = decide(&tree, &Request { accept_encoding: Some("gzip"), ..get("/api/v2/berry/") });
         assert!(matches!(reply, Reply::Doc { gzip: true, .. }));
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(http_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
     }
 
     #[test]

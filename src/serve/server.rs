@@ -295,7 +295,7 @@ fn with_date<R>(f: impl FnOnce(&str) -> R) -> R {
     DATE.with_borrow_mut(|(secs, text)| {
         if *secs != now {
             *secs = now;
-            *text = respond::http_date(now);
+            *text = crate::date::http_date(now);
         }
         f(text)
     })
