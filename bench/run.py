@@ -237,7 +237,7 @@ def targets(tree):
 
 
 def bench_serve(tree):
-    results, latency, startup = {}, {}, {"startup (s)": [], "RSS after load (MB)": []}
+    results, latency, startup = {}, {}, {"startup (s)": [], "RSS after load (MB)": [], "RSS after serving, all compressed (MB)": []}
     paths = targets(tree)
     for round_ in range(ROUNDS):
         log(f"serve round {round_ + 1}/{ROUNDS}")
@@ -253,6 +253,8 @@ def bench_serve(tree):
                     rps, p99 = wrk(base + path)
                     results.setdefault((label, server), []).append(rps)
                     latency.setdefault((label, server), []).append(p99)
+            status = Path(f"/proc/{gen.pid}/status").read_text()
+            startup["RSS after serving, all compressed (MB)"].append(int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024)
         finally:
             gen.terminate()  # SIGINT may be ignored when the bench itself runs in the background
             nginx.terminate()
@@ -336,6 +338,7 @@ def main():
     rows = [("gen serve startup", "min", "median", "max", "target")]
     rows.append(("seconds to first line", *(f"{v:.2f}" for v in stats(startup["startup (s)"])), "< 2"))
     rows.append(("RSS after load (MB)", *(f"{v:.0f}" for v in stats(startup["RSS after load (MB)"])), f"<= {1.2 * size / 2**20:.0f}"))
+    rows.append(("RSS after serving, all compressed (MB)", *(f"{v:.0f}" for v in stats(startup["RSS after serving, all compressed (MB)"])), f"<= {1.2 * size / 2**20:.0f}"))
     table(rows)
     if os.environ.get("HUGE"):
         print()
