@@ -2,6 +2,7 @@
 //! `../shared/fixtures/api-data`, synthetic trees with sub-documents, and bad sources.
 
 mod common;
+mod serve_support;
 
 use common::*;
 use serde_json::Value;
@@ -123,6 +124,52 @@ fn round_trip_over_the_published_fixture() {
 #[test]
 fn round_trip_keeping_the_published_segment_names() {
     round_trip(true);
+}
+
+#[test]
+fn served_pages_for_random_limits_and_offsets_are_the_published_list_sliced() {
+    let Some(src) = fixture() else { return };
+    let tmp = TempDir::new("served");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    import(&src, &data, &[]).ok();
+    build(&data, &out).ok();
+    let server = serve_support::Server::start(&out, &[]);
+    let published = src.join("api/v2");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut random = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n.max(1)
+    };
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&published).unwrap().map(Result::unwrap) {
+        if !entry.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let segment = entry.file_name().to_string_lossy().to_string();
+        let list = read_json(&entry.path().join("index.json"));
+        let results = list["results"].as_array().unwrap();
+        let count = results.len() as u64;
+        for _ in 0..12 {
+            // limits from 1 to past the end (0 means 20), offsets up to past the end
+            let limit = random(count + 30);
+            let offset = random(count + 10);
+            let response = server.get(&format!("/api/v2/{}/?limit={limit}&offset={offset}", neutral(&segment)));
+            let page = response.expect(200).json();
+            let limit = if limit == 0 { 20 } else { limit };
+            let slice = &results[offset.min(count) as usize..(offset + limit).min(count) as usize];
+            assert_eq!(page["results"], expected(&Value::Array(slice.to_vec()), false), "{segment} {limit} {offset}");
+            assert_eq!(page["count"], count);
+            let next = (count > offset + limit).then(|| {
+                let list_url = format!("{BASE}/api/v2/{}/", neutral(&segment));
+                format!("{list_url}?offset={}&limit={}", offset + limit, limit.min(count - offset - limit))
+            });
+            assert_eq!(page["next"].as_str().map(str::to_string), next, "{segment} {limit} {offset}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 17 * 12);
 }
 
 #[test]
