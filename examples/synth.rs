@@ -124,9 +124,12 @@ fn main() {
         reference("version-group", &format!("version-group-{id}"), id)
     };
 
-    // pokemon: ids 1.. and, like the published data, a block of alternate forms from 10001.
+    // pokemon: ids 1.. and, like the published data, a block of alternate forms from 10001
+    // (or the next power of ten above the regular ids, for large trees).
     let alternates = pokemon / 10;
-    let ids: Vec<usize> = (1..=pokemon - alternates).chain(10_001..10_001 + alternates).collect();
+    let regular = pokemon - alternates;
+    let first_alternate = 10usize.pow(regular.max(1).ilog10() + 1).max(10_000) + 1;
+    let ids: Vec<usize> = (1..=regular).chain(first_alternate..first_alternate + alternates).collect();
     let creature = |n: usize| reference("pokemon", &format!("creature-{n}"), ids[n - 1]);
 
     let mut entries = Vec::new();

@@ -176,6 +176,7 @@ fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<
     };
     let prefix = format!("{API_PREFIX}{segment}/");
     let mut ids = Vec::with_capacity(results.len());
+    let mut seen = std::collections::HashSet::new();
     for (i, entry) in results.iter().enumerate() {
         let id = entry
             .get("url")
@@ -184,6 +185,11 @@ fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<
             .and_then(|rest| rest.strip_suffix('/'))
             .and_then(parse_id);
         match id {
+            Some(id) if !seen.insert(id) => problems.push(Problem::new(
+                &path,
+                format!("$.results[{i}].url"),
+                format!("record {id} is listed twice: a list names each record once"),
+            )),
             Some(id) => ids.push(id),
             None => problems.push(Problem::new(
                 &path,

@@ -311,6 +311,21 @@ fn bad_sources_report_every_problem_and_write_nothing() {
     let siblings: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(siblings.len(), 1, "{siblings:?}");
 
+    // a list naming a record twice
+    write_files(
+        &src,
+        &[(
+            "api/v2/pokemon/index.json",
+            r#"{"results": [{"name": "ditto", "url": "/api/v2/pokemon/132/"}, {"name": "ditto", "url": "/api/v2/pokemon/132/"}]}"#.to_string(),
+        )],
+    );
+    let run = import(&src, &data, &[]).fails_with(1);
+    assert!(
+        run.stderr().contains("pokemon/index.json: $.results[1].url: record 132 is listed twice"),
+        "{}",
+        run.stderr()
+    );
+
     let run = import(&tmp.join("nowhere"), &data, &[]).fails_with(2);
     assert!(run.stderr().contains("is not an api-data checkout"), "{}", run.stderr());
 }
