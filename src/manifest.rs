@@ -38,6 +38,7 @@ pub struct Manifest {
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
     /// BLAKE3 hash of its bytes. `.gz` siblings and the manifest itself are not listed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
 }
 
@@ -82,5 +83,64 @@ impl Manifest {
         let mut bytes = serde_json::to_vec_pretty(self).expect("a manifest always serialises");
         bytes.push(b'\n');
         bytes
+    }
+
+    /// The bytes of this manifest (whose `files` is empty) with `files` listing the given paths
+    /// and hashes, sorted by path: the same bytes as [`Manifest::to_bytes`] with those files,
+    /// without building a map of them (a tree of millions of files would need gigabytes).
+    pub fn to_bytes_with(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
+        files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        #[derive(Serialize)]
+        struct WithFiles<'a> {
+            #[serde(flatten)]
+            manifest: &'a Manifest,
+            files: Files<'a>,
+        }
+        struct Files<'a>(&'a [(&'a str, blake3::Hash)]);
+        impl Serialize for Files<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (path, hash) in self.0 {
+                    map.serialize_entry(path, hash.to_hex().as_str())?;
+                }
+                map.end()
+            }
+        }
+        let mut bytes = serde_json::to_vec_pretty(&WithFiles { manifest: self, files: Files(files) })
+            .expect("a manifest always serialises");
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_written_from_a_list_are_the_bytes_of_the_map() {
+        let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
+        let mut manifest = Manifest {
+            format: FORMAT,
+            generator: "gen test".into(),
+            base_url: "http://x".into(),
+            links: LinkStyle::Query,
+            pretty: false,
+            gzip: false,
+            page_sizes: vec![20],
+            data_hash: "d".into(),
+            built_at: None,
+            resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
+            files: BTreeMap::new(),
+        };
+        let mut list = vec![("b/index.json", hashes[1]), ("a/index.json", hashes[0]), ("c.json", hashes[2])];
+        let streamed = manifest.to_bytes_with(&mut list);
+        for (path, hash) in &list {
+            manifest.files.insert(path.to_string(), hash.to_hex().to_string());
+        }
+        assert_eq!(String::from_utf8(streamed).unwrap(), String::from_utf8(manifest.to_bytes()).unwrap());
+        let read: Manifest = serde_json::from_slice(&manifest.to_bytes()).unwrap();
+        assert_eq!(read, manifest);
     }
 }

@@ -38,7 +38,8 @@ pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
 /// Writes `outputs` to `out`, rendering each with `render`, then the documents `finish`
 /// returns (computed from what rendering saw, e.g. schemas), and swaps the new tree in.
-/// `manifest.files` is filled here. On any problem or error, `out` is left untouched.
+/// The manifest is written with every file and its hash. On any problem or error, `out` is
+/// left untouched.
 pub fn write_tree<'a>(
     out: &Path,
     outputs: &[Output<'a>],
@@ -53,7 +54,7 @@ pub fn write_tree<'a>(
     let writer = TreeWriter { out, stage: &staging.dir, previous: previous.as_ref(), gzip: manifest.gzip };
     progress.total.store(outputs.len(), Ordering::Relaxed);
 
-    let results: Vec<Result<Vec<Placed>, Failure>> = outputs
+    let results: Vec<Result<Placed, Failure>> = outputs
         .par_iter()
         .map(|output| {
             let bytes = render(output).map_err(Failure::Problems)?;
@@ -64,10 +65,10 @@ pub fn write_tree<'a>(
         .collect();
 
     let mut problems = Vec::new();
-    let mut placed = Vec::new();
+    let mut placed = Vec::with_capacity(results.len());
     for result in results {
         match result {
-            Ok(files) => placed.extend(files),
+            Ok(output) => placed.push(output),
             Err(Failure::Problems(found)) => problems.extend(found),
             Err(Failure::Error(e)) => return Err(e),
         }
@@ -76,19 +77,25 @@ pub fn write_tree<'a>(
         problems.sort();
         return Err(Problems(problems).into());
     }
-    for (path, bytes) in finish() {
-        placed.extend(writer.place_all(&[path], &bytes)?);
+    let late: Vec<(String, Vec<u8>)> = finish();
+    let mut late_placed = Vec::with_capacity(late.len());
+    for (path, bytes) in &late {
+        late_placed.push(writer.place_all(std::slice::from_ref(path), bytes)?);
     }
     let mut report = WriteReport::default();
-    for file in placed {
-        report.files += file.files;
-        report.bytes += file.bytes;
-        report.written += file.written;
-        manifest.files.insert(file.path, file.hash);
+    let mut files: Vec<(&str, blake3::Hash)> = Vec::new();
+    let all_paths = outputs.iter().map(|o| &o.paths[..]).chain(late.iter().map(|(path, _)| std::slice::from_ref(path)));
+    for (paths, output) in all_paths.zip(placed.iter().chain(&late_placed)) {
+        report.files += output.files;
+        report.bytes += output.bytes;
+        report.written += output.written;
+        files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
     }
-    let manifest_bytes = manifest.to_bytes();
+    manifest.files.clear();
+    let manifest_bytes = manifest.to_bytes_with(&mut files);
+    drop(files);
     let manifest_path = staging.dir.join(MANIFEST_FILE);
-    let unchanged = previous.as_ref().map(Manifest::to_bytes).as_deref() == Some(&manifest_bytes[..]);
+    let unchanged = std::fs::read(out.join(MANIFEST_FILE)).is_ok_and(|previous| previous == manifest_bytes);
     if !(unchanged && std::fs::hard_link(out.join(MANIFEST_FILE), &manifest_path).is_ok()) {
         fsutil::write(&manifest_path, &manifest_bytes)?;
         report.written += 1;
@@ -109,11 +116,10 @@ struct TreeWriter<'w> {
     gzip: bool,
 }
 
-/// One path placed in the staging folder.
+/// One document placed in the staging folder, at all its paths.
 struct Placed {
-    path: String,
-    hash: String,
-    /// Files on disk for it (2 with its `.gz` sibling).
+    hash: blake3::Hash,
+    /// Files on disk for it (with `.gz` siblings).
     files: usize,
     bytes: u64,
     /// Files actually written (not linked from the previous tree).
@@ -123,31 +129,34 @@ struct Placed {
 impl TreeWriter<'_> {
     /// Places `bytes` at every path in `paths`. The first path is written (or linked from the
     /// previous tree when its bytes are unchanged); the others are hard links to it.
-    fn place_all(&self, paths: &[String], bytes: &[u8]) -> Result<Vec<Placed>> {
-        let hash = blake3::hash(bytes).to_hex().to_string();
-        let unchanged = |path: &str| self.previous.and_then(|m| m.files.get(path)) == Some(&hash);
+    fn place_all(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
+        let hash = blake3::hash(bytes);
+        let hex = hash.to_hex();
+        let unchanged = |path: &str| self.previous.and_then(|m| m.files.get(path)).map(String::as_str) == Some(&hex);
         let reuse_gzip = self.previous.is_some_and(|m| m.gzip);
         let mut compressed: Option<Vec<u8>> = None;
-        let mut placed: Vec<Placed> = Vec::with_capacity(paths.len());
-        for path in paths {
+        let mut placed = Placed { hash, files: 0, bytes: 0, written: 0 };
+        let linked = |from: &Path, to: &Path| std::fs::hard_link(from, to).is_ok();
+        let first = paths.first().map(|p| self.stage.join(p));
+        for (i, path) in paths.iter().enumerate() {
             let target = self.stage.join(path);
             if let Some(dir) = target.parent() {
                 fsutil::create_dir_all(dir)?;
             }
+            let first = first.as_deref().filter(|_| i > 0);
             let mut written = 0;
-            let first = placed.first().map(|p| self.stage.join(&p.path));
-            let linked = |from: &Path, to: &Path| std::fs::hard_link(from, to).is_ok();
             let done = (unchanged(path) && linked(&self.out.join(path), &target))
-                || first.as_deref().is_some_and(|first| linked(first, &target));
+                || first.is_some_and(|first| linked(first, &target));
             if !done {
                 fsutil::write(&target, bytes)?;
                 written += 1;
             }
-            let mut size = bytes.len() as u64;
+            placed.bytes += bytes.len() as u64;
+            placed.files += 1;
             if self.gzip {
                 let gz = format!("{path}.gz");
                 let gz_target = self.stage.join(&gz);
-                let first_gz = first.as_ref().map(|f| f.with_extension("json.gz"));
+                let first_gz = first.map(|f| f.with_extension("json.gz"));
                 let done = (written == 0 && reuse_gzip && unchanged(path) && linked(&self.out.join(&gz), &gz_target))
                     || first_gz.as_deref().is_some_and(|f| linked(f, &gz_target));
                 if !done {
@@ -155,15 +164,10 @@ impl TreeWriter<'_> {
                     fsutil::write(&gz_target, bytes)?;
                     written += 1;
                 }
-                size += std::fs::metadata(&gz_target).with_context(|| format!("cannot read {gz}"))?.len();
+                placed.bytes += std::fs::metadata(&gz_target).with_context(|| format!("cannot read {gz}"))?.len();
+                placed.files += 1;
             }
-            placed.push(Placed {
-                path: path.clone(),
-                hash: hash.clone(),
-                files: 1 + usize::from(self.gzip),
-                bytes: size,
-                written,
-            });
+            placed.written += written;
         }
         Ok(placed)
     }
