@@ -94,10 +94,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         pretty: options.pretty,
         page_sizes,
     };
-    let info = render::BuildInfo {
-        generator: GENERATOR.to_string(),
-        built_at: options.source_date_epoch.map(date::rfc3339),
-    };
+    let info =
+        render::BuildInfo { generator: GENERATOR.to_string(), built_at: options.source_date_epoch.map(date::rfc3339) };
     let outputs = plan::plan(&dataset, &tree);
     let renderer = render::TreeRenderer::new(&dataset, &tree, &info);
     let manifest = Manifest {
@@ -130,7 +128,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
 
 /// The summary of a build that has nothing to do, if `out` holds the tree `build` would write.
 fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSummary> {
-    let previous = Manifest::read(out).ok()?;
+    let previous = Manifest::read_head(out).ok()?;
     let data_hash = load::data_hash(data)?;
     let config: config::SiteConfig = load::read_json(&data.join(config::CONFIG_FILE))
         .ok()
@@ -152,11 +150,10 @@ fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSu
     if !previous.same_build(&wanted) {
         return None;
     }
-    let files = previous.files.len() * if previous.gzip { 2 } else { 1 } + 1;
     Some(BuildSummary {
         resources: previous.resources.len(),
         records: previous.resources.values().map(|r| r.count as usize).sum(),
-        report: write::WriteReport { files, bytes: 0, written: 0 },
+        report: write::WriteReport::default(),
         up_to_date: true,
     })
 }

@@ -44,11 +44,10 @@ pub fn execute(args: BuildArgs) -> Result<()> {
     })?;
     if !args.quiet && summary.up_to_date {
         println!(
-            "{} is up to date: {} resources, {} records, {} files (0 written) in {:.2} s",
+            "{} is up to date: {} resources, {} records (0 written) in {:.2} s",
             args.out.display(),
             summary.resources,
             summary.records,
-            summary.report.files,
             started.elapsed().as_secs_f64()
         );
     } else if !args.quiet {
