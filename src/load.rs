@@ -384,17 +384,17 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
     let file = match &entry {
         Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
     };
-    if let Ok(meta) = std::fs::metadata(file) {
-        if meta.len() > limit {
-            return Loaded::Failed(Problem::whole(
-                file,
-                format!(
-                    "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
-                    meta.len() as f64 / (1 << 20) as f64,
-                    limit >> 20
-                ),
-            ));
-        }
+    if let Ok(meta) = std::fs::metadata(file)
+        && meta.len() > limit
+    {
+        return Loaded::Failed(Problem::whole(
+            file,
+            format!(
+                "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
+                meta.len() as f64 / (1 << 20) as f64,
+                limit >> 20
+            ),
+        ));
     }
     let bytes = match std::fs::read(file) {
         Ok(bytes) => bytes,
@@ -559,18 +559,18 @@ fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mut Vec<Probl
 fn check_unique_names(records: &[Record], problems: &mut Vec<Problem>) {
     let mut first: HashMap<&str, &Record> = HashMap::new();
     for record in records {
-        if let Some(name) = &record.name {
-            if let Some(other) = first.insert(name, record) {
-                first.insert(name, other);
-                problems.push(Problem::new(
-                    &record.file,
-                    "$.name",
-                    format!(
-                        "duplicate name {name:?}: {} has it too; names are unique within a resource",
-                        other.file.display()
-                    ),
-                ));
-            }
+        if let Some(name) = &record.name
+            && let Some(other) = first.insert(name, record)
+        {
+            first.insert(name, other);
+            problems.push(Problem::new(
+                &record.file,
+                "$.name",
+                format!(
+                    "duplicate name {name:?}: {} has it too; names are unique within a resource",
+                    other.file.display()
+                ),
+            ));
         }
     }
 }

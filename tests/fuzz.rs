@@ -45,7 +45,7 @@ fn seed() -> u64 {
         if std::env::var("FUZZ_ITERATIONS").is_ok() {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
         } else {
-            0x5eed_0f_9e4 // fixed in `make test`, so a failure there replays exactly
+            0x5_eed0_f9e4 // fixed in `make test`, so a failure there replays exactly
         }
     });
     eprintln!("fuzz seed {seed} (replay with FUZZ_SEED={seed})");
@@ -154,7 +154,7 @@ fn random_target(rng: &mut Rng) -> String {
         target.push_str("/api/v2/");
     }
     for _ in 0..rng.below(12) {
-        target.push_str(*rng.pick(TOKENS));
+        target.push_str(rng.pick::<&str>(TOKENS));
     }
     target
 }
