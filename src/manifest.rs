@@ -124,6 +124,13 @@ impl Manifest {
     /// and hashes, sorted by path: the same bytes as [`Manifest::to_bytes`] with those files,
     /// without building a map of them (a tree of millions of files would need gigabytes).
     pub fn to_bytes_with(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_with(files, &mut bytes).expect("writing to memory cannot fail");
+        bytes
+    }
+
+    /// Writes what [`Manifest::to_bytes_with`] returns to `out`, without holding it in memory.
+    pub fn write_with(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
         #[derive(Serialize)]
         struct WithFiles<'a> {
@@ -142,10 +149,11 @@ impl Manifest {
                 map.end()
             }
         }
-        let mut bytes = serde_json::to_vec_pretty(&WithFiles { manifest: self, files: Files(files) })
-            .expect("a manifest always serialises");
-        bytes.push(b'\n');
-        bytes
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        serde_json::to_writer_pretty(&mut out, &WithFiles { manifest: self, files: Files(files) })?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }
 

@@ -91,17 +91,22 @@ pub fn write_tree<'a>(
         report.written += output.written;
         files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
     }
+    // The manifest of a large tree is large: it is streamed to its file, never held whole.
     manifest.files.clear();
-    let manifest_bytes = manifest.to_bytes_with(&mut files);
-    drop(files);
     let manifest_path = staging.dir.join(MANIFEST_FILE);
-    let unchanged = std::fs::read(out.join(MANIFEST_FILE)).is_ok_and(|previous| previous == manifest_bytes);
-    if !(unchanged && std::fs::hard_link(out.join(MANIFEST_FILE), &manifest_path).is_ok()) {
-        fsutil::write(&manifest_path, &manifest_bytes)?;
-        report.written += 1;
-    }
+    let file =
+        std::fs::File::create(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    let mut counting = CountingWriter { inner: file, bytes: 0 };
+    manifest
+        .write_with(&mut files, &mut counting)
+        .with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    drop(files);
     report.files += 1;
-    report.bytes += manifest_bytes.len() as u64;
+    report.bytes += counting.bytes;
+    // Always new: a build only gets here when the data or the options differ from the previous
+    // tree's (an up-to-date tree is left alone before anything is written), and the manifest
+    // records both.
+    report.written += 1;
 
     staging.commit()?;
     Ok(report)
@@ -170,6 +175,24 @@ impl TreeWriter<'_> {
             placed.written += written;
         }
         Ok(placed)
+    }
+}
+
+/// Writes through to a file, counting the bytes.
+struct CountingWriter {
+    inner: std::fs::File,
+    bytes: u64,
+}
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 

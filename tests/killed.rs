@@ -42,6 +42,10 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
     run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
     let before = read_tree(&out);
     std::fs::write(data.join("thing/1.json"), r#"{"id": 1, "name": "thing-1", "changed": true}"#).unwrap();
+    // the tree the changed data builds into, for comparison: a kill after the swap leaves it
+    let fresh = tmp.join("fresh");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
+    let after = read_tree(&fresh);
 
     let mut killed_while_staging = 0;
     for delay_ms in [5, 40, 120, 250, 450, 700] {
@@ -55,16 +59,19 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
             break; // the build was faster than the delay: later delays prove nothing more
         }
         killed_while_staging += usize::from(!staging_dirs(tmp.path()).is_empty());
-        assert_eq!(read_tree(&out), before, "out/ changed after a kill at {delay_ms} ms");
+        // Either the previous tree, whole, or (killed after the swap, while the old folder was
+        // being removed) the new one, whole: never a mix.
+        let now = read_tree(&out);
+        assert!(now == before || now == after, "out/ is neither tree after a kill at {delay_ms} ms");
+        if now == after {
+            break; // the swap is done: later kills would test nothing more
+        }
     }
     assert!(killed_while_staging > 0, "no kill landed while the new tree was being written");
 
     // the next build completes, removes what the killed ones left, and writes the new tree
     run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
     assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
-    let after = read_tree(&out);
     assert_ne!(after, before);
-    let fresh = tmp.join("fresh");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
-    assert_eq!(after, read_tree(&fresh), "the tree after kills differs from a clean build");
+    assert_eq!(read_tree(&out), after, "the tree after kills differs from a clean build");
 }
