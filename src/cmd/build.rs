@@ -53,11 +53,12 @@ pub fn execute(args: BuildArgs) -> Result<()> {
     } else if !args.quiet {
         let report = &summary.report;
         println!(
-            "built {} resources, {} records: {} files ({} written), {:.1} MB in {:.2} s → {}",
+            "built {} resources, {} records: {} files ({} written, {} hard links to identical files), {:.1} MB in {:.2} s → {}",
             summary.resources,
             summary.records,
             report.files,
             report.written,
+            report.files - report.written,
             report.bytes as f64 / 1e6,
             started.elapsed().as_secs_f64(),
             args.out.display()
