@@ -52,10 +52,23 @@ pub struct ResourceInfo {
 impl Manifest {
     /// Reads the manifest of the tree in `dir`.
     pub fn read(dir: &Path) -> Result<Manifest> {
+        Manifest::read_with_bytes(dir).map(|(_, manifest)| manifest)
+    }
+
+    /// Reads the manifest of the tree in `dir`: its bytes (to tell a new build from the one in
+    /// hand) and what they say. Errors say what to do: build, or point at a built tree.
+    pub fn read_with_bytes(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
+        let shown = dir.display().to_string();
+        let shown = if shown.ends_with('/') { shown } else { format!("{shown}/") };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "no tree in {shown}: {}; run `gen build` first, or point --dir at a built tree",
+                if dir.exists() { "it is not a folder" } else { "the folder does not exist" }
+            );
+        }
         let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path).with_context(|| {
-            format!("no tree in {}: {} is missing; run `gen build` first", dir.display(), path.display())
-        })?;
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display()))?;
         let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
             format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
         })?;
@@ -66,7 +79,7 @@ impl Manifest {
                 manifest.format
             );
         }
-        Ok(manifest)
+        Ok((bytes, manifest))
     }
 
     /// Reads the manifest of the tree in `dir` without its list of files (which is skipped, not

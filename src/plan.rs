@@ -96,12 +96,6 @@ pub fn page_files(segment: &str, count: u64, page_sizes: &[u64]) -> BTreeMap<Pag
     files
 }
 
-/// The page that answers `?offset=&limit=` on a list of `count` entries, as page files store
-/// it: pages holding the whole list share the `_pages/all` file.
-pub fn page_file_for(page: Page, count: u64) -> String {
-    if page.is_everything(count) { format!("{PAGES_DIR}/{ALL_PAGE}/") } else { paging::page_dir(page) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

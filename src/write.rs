@@ -165,7 +165,7 @@ impl TreeWriter<'_> {
                 let done = (written == 0 && reuse_gzip && unchanged(path) && linked(&self.out.join(&gz), &gz_target))
                     || first_gz.as_deref().is_some_and(|f| linked(f, &gz_target));
                 if !done {
-                    let bytes = compressed.get_or_insert_with(|| gzip_bytes(bytes));
+                    let bytes = compressed.get_or_insert_with(|| gzip_bytes(bytes, flate2::Compression::best()));
                     fsutil::write(&gz_target, bytes)?;
                     written += 1;
                 }
@@ -201,9 +201,9 @@ enum Failure {
     Error(anyhow::Error),
 }
 
-/// Compresses bytes with gzip, deterministically (no name, no timestamp).
-pub fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+/// Compresses bytes with gzip at `level`, deterministically (no name, no timestamp).
+pub fn gzip_bytes(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
     encoder.write_all(bytes).expect("writing to memory cannot fail");
     encoder.finish().expect("writing to memory cannot fail")
 }

@@ -8,7 +8,7 @@
 //! read fails that check, and the load is retried; the server keeps answering from the tree it
 //! has until a load succeeds whole.
 
-use crate::manifest::{FORMAT, MANIFEST_FILE, Manifest};
+use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
@@ -69,11 +69,7 @@ const MIN_GZIP: usize = 200;
 const PAGE_CACHE_BYTES: usize = 64 << 20;
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let level = flate2::Compression::default();
-    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
-    encoder.write_all(bytes).expect("writing to memory cannot fail");
-    let mut compressed = encoder.finish().expect("writing to memory cannot fail");
+    let mut compressed = crate::write::gzip_bytes(bytes, flate2::Compression::default());
     compressed.shrink_to_fit(); // held for the life of the tree: no slack
     compressed
 }
@@ -118,27 +114,7 @@ struct PageCache {
 impl Tree {
     /// Reads the manifest of the tree in `dir`: its bytes and what they say.
     pub fn read_manifest(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
-        let shown = show_dir(dir);
-        if !dir.is_dir() {
-            bail!(
-                "no tree in {shown}: {}; run `gen build` first, or point --dir at a built tree",
-                if dir.exists() { "it is not a folder" } else { "the folder does not exist" }
-            );
-        }
-        let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path)
-            .with_context(|| format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display()))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
-            format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
-        })?;
-        if manifest.format != FORMAT {
-            bail!(
-                "{} has format {}, this gen reads format {FORMAT}: rebuild with this version's `gen build`",
-                path.display(),
-                manifest.format
-            );
-        }
-        Ok((bytes, manifest))
+        Manifest::read_with_bytes(dir)
     }
 
     /// Loads the tree in `dir` whose manifest is `manifest` (read from `manifest_bytes`),
