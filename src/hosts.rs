@@ -15,13 +15,12 @@
 //!   (the host's own), gzip from the `.gz` siblings of `gen build --gzip` (else on the fly);
 //! - `?limit=&offset=` in any order, read by the paging rules, mapped onto the page files,
 //!   including the whole list for offset 0 and any limit ≥ count;
-//! - 400, 404 and 405 with `gen serve`'s JSON bodies ([`bodies`]); OPTIONS preflights.
+//! - 400, 404 and 405 with `gen serve`'s JSON bodies ([`crate::answers`]); OPTIONS preflights.
 //!
 //! What only `gen serve` does: pages the tree holds no file for (a static host answers them 404,
 //! saying so), paths in other letter cases, and a few readings of unusual requests (see
 //! `docs/deploy.md`, "What a static host cannot do").
 
-pub mod bodies;
 mod caddy;
 mod nginx;
 

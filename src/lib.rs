@@ -6,6 +6,7 @@
 //! absolute) → [`plan`] (every document and path of the tree, pure) → [`write`] (stage the tree
 //! beside the old one, swap it in atomically).
 
+pub mod answers;
 pub mod config;
 pub mod date;
 pub mod fsutil;

@@ -56,10 +56,11 @@ const SHARED_SCHEMAS: [&str; 10] = [
     "Root",
 ];
 
-/// The error bodies of `gen serve` (`src/serve/respond.rs`), in one place: `{"detail": ...}`
-/// for every error, as the public API answers, and for a malformed `limit` or `offset` also
-/// the parameter, the value sent and what is expected.
-fn error_schemas() -> [(&'static str, Value); 2] {
+/// The error bodies of [`crate::answers`] (its tests check every body against these):
+/// `{"detail": ...}` for every error, as the public API answers, and for a malformed `limit` or
+/// `offset` also the parameter, the value sent (when the server can quote it) and what is
+/// expected.
+pub(crate) fn error_schemas() -> [(&'static str, Value); 2] {
     [
         (
             "Error",
@@ -75,11 +76,15 @@ fn error_schemas() -> [(&'static str, Value); 2] {
             json!({
                 "type": "object",
                 "description": "A malformed `limit` or `offset`.",
-                "required": ["detail", "parameter", "value", "expected"],
+                "required": ["detail", "parameter", "expected"],
                 "properties": {
                     "detail": { "type": "string" },
                     "parameter": { "type": "string", "enum": ["limit", "offset"] },
-                    "value": { "type": "string", "description": "The value as sent, percent-decoded." },
+                    "value": {
+                        "type": "string",
+                        "description": "The value as sent, percent-decoded. gen serve always sends it; a static \
+                                        host leaves it out when the value holds characters it cannot quote."
+                    },
                     "expected": { "type": "string" }
                 }
             }),

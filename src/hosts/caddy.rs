@@ -7,8 +7,9 @@
 //! `disable_canonical_uris`, so neither slash form redirects); `handle_errors` words every
 //! error as `gen serve` does.
 
-use super::bodies::{self, Hole, MAX_SHOWN_PATH, SAFE_PATH, SAFE_VALUE, Template};
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
+use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
+use crate::answers::{ALLOW, MAX_SHOWN_PATH};
 use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
 use std::fmt::Write as _;
 
@@ -120,7 +121,7 @@ pub fn config(site: &Site) -> String {
 
 		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
 "#,
-        allow = bodies::ALLOW,
+        allow = ALLOW,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -196,7 +197,7 @@ fn errors(site: &Site) -> String {
         Answer {
             name: "e405",
             matcher: expression(is(405)),
-            body: quote(&bodies::method_not_allowed(), |h| match h {
+            body: quote(&template::method_not_allowed(), |h| match h {
                 Hole::Method => "{http.request.method}".to_string(),
                 other => panic!("no {other:?} in a 405"),
             }),
@@ -205,43 +206,43 @@ fn errors(site: &Site) -> String {
         Answer {
             name: "e400_limit_negative",
             matcher: bad("limit", &format!(r#" && {{query.limit}}.matches("^-{safe}*$")"#)),
-            body: quote(&bodies::bad_param("limit", true, true), value("limit")),
+            body: quote(&template::bad_param("limit", true, true), value("limit")),
             status: 400,
         },
         Answer {
             name: "e400_limit",
             matcher: bad("limit", &format!(r#" && {{query.limit}}.matches("^{safe}+$")"#)),
-            body: quote(&bodies::bad_param("limit", true, false), value("limit")),
+            body: quote(&template::bad_param("limit", true, false), value("limit")),
             status: 400,
         },
         Answer {
             name: "e400_limit_negative_unquoted",
             matcher: bad("limit", r#" && {query.limit}.startsWith("-")"#),
-            body: quote(&bodies::bad_param("limit", false, true), value("limit")),
+            body: quote(&template::bad_param("limit", false, true), value("limit")),
             status: 400,
         },
         Answer {
             name: "e400_limit_unquoted",
             matcher: bad("limit", ""),
-            body: quote(&bodies::bad_param("limit", false, false), value("limit")),
+            body: quote(&template::bad_param("limit", false, false), value("limit")),
             status: 400,
         },
         Answer {
             name: "e400_offset",
             matcher: bad("offset", &format!(r#" && {{query.offset}}.matches("^{safe}+$")"#)),
-            body: quote(&bodies::bad_param("offset", true, false), value("offset")),
+            body: quote(&template::bad_param("offset", true, false), value("offset")),
             status: 400,
         },
         Answer {
             name: "e400_offset_unquoted",
             matcher: expression(is(400)),
-            body: quote(&bodies::bad_param("offset", false, false), value("offset")),
+            body: quote(&template::bad_param("offset", false, false), value("offset")),
             status: 400,
         },
         Answer {
             name: "e404_page",
             matcher: expression(format!(r#"{} && {{http.vars.gen_list}} != """#, is(404))),
-            body: quote(&bodies::page_not_held(&site.page_sizes), |h| match h {
+            body: quote(&template::page_not_held(&site.page_sizes), |h| match h {
                 Hole::Segment => "{http.vars.gen_list}".to_string(),
                 Hole::Count => "{http.vars.gen_count}".to_string(),
                 Hole::Offset => "{gen_offset}".to_string(),
@@ -257,7 +258,7 @@ fn errors(site: &Site) -> String {
                 expression(not_refused.clone()),
                 site.resource_alternation()
             ),
-            body: quote(&bodies::no_record(), |h| match h {
+            body: quote(&template::no_record(), |h| match h {
                 Hole::Segment => "{re.record.1}".to_string(),
                 Hole::Record => "{re.record.2}".to_string(),
                 other => panic!("no {other:?} in a record 404"),
@@ -272,7 +273,7 @@ fn errors(site: &Site) -> String {
                 expression(not_refused),
                 site.segment_alternation()
             ),
-            body: quote(&bodies::no_resource(&segments), |h| match h {
+            body: quote(&template::no_resource(&segments), |h| match h {
                 Hole::Segment => "{re.resource.1}".to_string(),
                 other => panic!("no {other:?} in a resource 404"),
             }),
@@ -285,7 +286,7 @@ fn errors(site: &Site) -> String {
                 is(404),
                 SAFE_PATH.replace('\\', "\\\\"),
             )),
-            body: quote(&bodies::not_a_document(true), |h| match h {
+            body: quote(&template::not_a_document(true), |h| match h {
                 Hole::Path => "{gen_raw_path}".to_string(),
                 other => panic!("no {other:?} in a path 404"),
             }),
@@ -294,7 +295,7 @@ fn errors(site: &Site) -> String {
         Answer {
             name: "e404_path_unquoted",
             matcher: expression(is(404)),
-            body: quote(&bodies::not_a_document(false), |h| panic!("no {h:?} in a path 404")),
+            body: quote(&template::not_a_document(false), |h| panic!("no {h:?} in a path 404")),
             status: 404,
         },
     ];
@@ -306,7 +307,7 @@ fn errors(site: &Site) -> String {
     for answer in &answers {
         let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);
     }
-    let _ = writeln!(out, "\t\troute {{\n\t\t\theader @e405 Allow \"{}\"", bodies::ALLOW);
+    let _ = writeln!(out, "\t\troute {{\n\t\t\theader @e405 Allow \"{}\"", ALLOW);
     for answer in &answers {
         let _ = writeln!(out, "\t\t\trespond @{} `{}` {}", answer.name, answer.body, answer.status);
     }

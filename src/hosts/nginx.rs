@@ -7,8 +7,9 @@
 //! (both slash forms, no redirect); errors go to named locations that word them as `gen serve`
 //! does. Only `return`, `set` and `rewrite` are used inside `if`, the uses nginx documents as safe.
 
-use super::bodies::{self, Hole, MAX_SHOWN_PATH, SAFE_PATH, SAFE_VALUE, Template};
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
+use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
+use crate::answers::{ALLOW, MAX_SHOWN_PATH};
 use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
 use std::fmt::Write as _;
 
@@ -202,12 +203,12 @@ fn errors(site: &Site) -> String {
         return 400 '{{"detail":"Bad request."}}';
     }}
 "#,
-        limit_negative = quote(&bodies::bad_param("limit", true, true), value),
-        limit = quote(&bodies::bad_param("limit", true, false), value),
-        limit_negative_generic = quote(&bodies::bad_param("limit", false, true), value),
-        limit_generic = quote(&bodies::bad_param("limit", false, false), value),
-        offset = quote(&bodies::bad_param("offset", true, false), value),
-        offset_generic = quote(&bodies::bad_param("offset", false, false), value),
+        limit_negative = quote(&template::bad_param("limit", true, true), value),
+        limit = quote(&template::bad_param("limit", true, false), value),
+        limit_negative_generic = quote(&template::bad_param("limit", false, true), value),
+        limit_generic = quote(&template::bad_param("limit", false, false), value),
+        offset = quote(&template::bad_param("offset", true, false), value),
+        offset_generic = quote(&template::bad_param("offset", false, false), value),
     );
 
     let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
@@ -259,18 +260,18 @@ fn errors(site: &Site) -> String {
         return 204;
     }}
 "#,
-        page = quote(&bodies::page_not_held(&site.page_sizes), page),
+        page = quote(&template::page_not_held(&site.page_sizes), page),
         resources = site.resource_alternation(),
         known = site.segment_alternation(),
         chars = SEGMENT_CHARS,
-        no_record = quote(&bodies::no_record(), captures),
-        no_resource = quote(&bodies::no_resource(&segments), captures),
+        no_record = quote(&template::no_record(), captures),
+        no_resource = quote(&template::no_resource(&segments), captures),
         safe_path = SAFE_PATH,
         max = MAX_SHOWN_PATH,
-        not_a_document = quote(&bodies::not_a_document(true), path),
-        not_a_document_generic = quote(&bodies::not_a_document(false), path),
-        allow = bodies::ALLOW,
-        method = quote(&bodies::method_not_allowed(), |h| match h {
+        not_a_document = quote(&template::not_a_document(true), path),
+        not_a_document_generic = quote(&template::not_a_document(false), path),
+        allow = ALLOW,
+        method = quote(&template::method_not_allowed(), |h| match h {
             Hole::Method => "${request_method}".to_string(),
             other => panic!("no {other:?} in a 405"),
         }),

@@ -5,6 +5,7 @@
 
 use super::route::{BadParam, Route, route};
 use super::tree::{Doc, Tree};
+use crate::answers::{self, ALLOW};
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -41,33 +42,26 @@ pub enum Reply {
     Options { allow_headers: Option<String> },
 }
 
-/// Methods answered.
-pub const ALLOW: &str = "GET, HEAD, OPTIONS";
-
 /// Decides the answer to `request` from `tree`.
 pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
     if request.target.len() > MAX_TARGET {
-        let detail = format!(
-            "the request target is {} bytes long; this server answers targets of at most {MAX_TARGET} bytes",
-            request.target.len()
-        );
-        return error(414, serde_json::json!({ "detail": detail }));
+        return error(414, answers::target_too_long(request.target.len(), MAX_TARGET));
     }
     if request.header_count > MAX_HEADERS || request.header_bytes > MAX_HEADER_BYTES {
-        let detail = format!(
-            "the request has {} headers, {} bytes; this server answers at most {MAX_HEADERS} headers, \
-             {MAX_HEADER_BYTES} bytes in all",
-            request.header_count, request.header_bytes
+        return error(
+            431,
+            answers::headers_too_large(request.header_count, request.header_bytes, MAX_HEADERS, MAX_HEADER_BYTES),
         );
-        return error(431, serde_json::json!({ "detail": detail }));
     }
     match request.method {
         "GET" | "HEAD" => {}
         "OPTIONS" => return Reply::Options { allow_headers: request.request_headers.and_then(echoable) },
         other => {
-            let detail = format!("method {other:?} is not allowed: this API is read-only; use {ALLOW}");
-            let body = serde_json::to_vec(&serde_json::json!({ "detail": detail })).expect("a JSON value serialises");
-            return Reply::Error { status: 405, body, allow: true };
+            return Reply::Error {
+                status: 405,
+                body: answers::to_bytes(&answers::method_not_allowed(other)),
+                allow: true,
+            };
         }
     }
     let found = match route(request.target) {
@@ -90,50 +84,26 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 }
 
 fn error(status: u16, body: serde_json::Value) -> Reply {
-    Reply::Error { status, body: serde_json::to_vec(&body).expect("a JSON value serialises"), allow: false }
+    Reply::Error { status, body: answers::to_bytes(&body), allow: false }
 }
 
 fn bad_param(bad: &BadParam) -> Reply {
     let BadParam { name, value } = bad;
-    let (what, example, default) = match *name {
-        "limit" => ("a number of entries", "limit=20", "leave limit out, empty or 0 for 20"),
-        _ => ("a position in the list", "offset=40", "leave offset out or empty for 0"),
-    };
-    let mut detail =
-        format!("{name}={value:?} is not {what}: send a whole number in digits only, e.g. ?{example} ({default})");
-    if *name == "limit" && value.starts_with('-') {
-        detail.push_str(
-            ". The public API answers limit=-1 with every entry but the last; gen refuses it so that no entry \
-             is lost without notice. To get every entry, send a limit of at least the count, e.g. limit=100000",
-        );
-    }
-    error(
-        400,
-        serde_json::json!({
-            "detail": detail,
-            "parameter": name,
-            "value": value,
-            "expected": format!("digits only (0-9), at most {}", u64::MAX),
-        }),
-    )
+    error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }
 
 fn not_found(tree: &Tree, target: &str) -> Reply {
     let path = target.split('?').next().unwrap_or(target);
-    let shown: String = path.chars().take(200).collect();
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
-    let detail = match parts.as_slice() {
+    let body = match parts.as_slice() {
         [segment, ..] if !tree.has_list(segment) && tree.doc(&format!("api/v2/{segment}")).is_none() => {
-            let segments = tree.segments();
-            format!("there is no resource {segment:?}; this API holds {} (see /api/v2/)", segments.join(", "))
+            answers::no_resource(segment, &tree.segments())
         }
-        [segment, record] if tree.has_list(segment) => {
-            format!("{segment} has no record with id or name {record:?} (see /api/v2/{segment}/)")
-        }
-        _ => format!("{shown:?} is not a document of this API; documents are at /api/v2/<resource>/<id or name>/"),
+        [segment, record] if tree.has_list(segment) => answers::no_record(segment, record),
+        _ => answers::not_a_document(Some(path)),
     };
-    error(404, serde_json::json!({ "detail": format!("Not found: {detail}") }))
+    error(404, body)
 }
 
 /// True when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero quality).

@@ -1,0 +1,326 @@
+//! Every error answer of the API, worded once.
+//!
+//! `gen serve` calls these functions with the request's values; the host configurations call
+//! the same functions with placeholders ([`template`]) and write the result in their own
+//! syntax, so a body cannot drift between the two. The OpenAPI document's error schemas
+//! (`crate::openapi`) are tested against every body here.
+
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+/// Methods answered, as the `Allow` header says.
+pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+
+/// Longest request path quoted in full in a 404 (longer ones are cut).
+pub const MAX_SHOWN_PATH: usize = 200;
+
+/// 400 for a malformed `limit` or `offset`. `value` is the value as sent, or `None` when the
+/// answer cannot quote it (a static host that cannot escape it): then the body says the same
+/// without it, and leaves out `value`.
+pub fn bad_param(name: &str, value: Option<&str>, negative: bool) -> Value {
+    let (what, example, default) = match name {
+        "limit" => ("a number of entries", "limit=20", "leave limit out, empty or 0 for 20"),
+        _ => ("a position in the list", "offset=40", "leave offset out or empty for 0"),
+    };
+    let quoted = match value {
+        Some(value) => format!("{name}={value:?}"),
+        None => name.to_string(),
+    };
+    let mut detail = format!("{quoted} is not {what}: send a whole number in digits only, e.g. ?{example} ({default})");
+    if name == "limit" && negative {
+        detail.push_str(
+            ". The public API answers limit=-1 with every entry but the last; gen refuses it so that no entry \
+             is lost without notice. To get every entry, send a limit of at least the count, e.g. limit=100000",
+        );
+    }
+    let mut body = json!({
+        "detail": detail,
+        "parameter": name,
+        "expected": format!("digits only (0-9), at most {}", u64::MAX),
+    });
+    if let Some(value) = value {
+        body["value"] = json!(value);
+    }
+    body
+}
+
+fn not_found(detail: String) -> Value {
+    json!({ "detail": format!("Not found: {detail}") })
+}
+
+/// 404 for a path under `/api/v2/` whose first segment is no resource of `segments` (sorted).
+pub fn no_resource(segment: &str, segments: &[&str]) -> Value {
+    not_found(format!("there is no resource {segment:?}; this API holds {} (see /api/v2/)", segments.join(", ")))
+}
+
+/// 404 for `/api/v2/<segment>/<record>/` when the resource has no such record.
+pub fn no_record(segment: &str, record: &str) -> Value {
+    not_found(format!("{segment} has no record with id or name {record:?} (see /api/v2/{segment}/)"))
+}
+
+/// 404 for any other path: quoted (cut to [`MAX_SHOWN_PATH`] characters) when given.
+pub fn not_a_document(path: Option<&str>) -> Value {
+    let what = match path {
+        Some(path) => format!("{:?}", path.chars().take(MAX_SHOWN_PATH).collect::<String>()),
+        None => "the path".to_string(),
+    };
+    not_found(format!("{what} is not a document of this API; documents are at /api/v2/<resource>/<id or name>/"))
+}
+
+/// 405 for a method other than GET, HEAD and OPTIONS.
+pub fn method_not_allowed(method: &str) -> Value {
+    json!({ "detail": format!("method {method:?} is not allowed: this API is read-only; use {ALLOW}") })
+}
+
+/// 404 from a static host for a page of a list that the tree holds no file for: the one
+/// answer where a static host and `gen serve` differ (`gen serve` computes any page).
+pub fn page_not_held(segment: &str, count: &str, offset: &str, limit: &str, page_sizes: &[u64]) -> Value {
+    let mut sizes = String::new();
+    for (i, size) in page_sizes.iter().enumerate() {
+        let sep = match i {
+            0 => "",
+            i if i + 1 == page_sizes.len() => " or ",
+            _ => ", ",
+        };
+        let _ = write!(sizes, "{sep}{size}");
+    }
+    not_found(format!(
+        "?offset={offset}&limit={limit} is not a page of {segment} that this static host holds. It holds the \
+         pages that next and previous lead to from offset 0 with limit {sizes}, and the whole list (offset 0 \
+         and a limit of at least the count, {count}); gen serve answers any offset and limit"
+    ))
+}
+
+/// 414 for a request target longer than `max` bytes.
+pub fn target_too_long(length: usize, max: usize) -> Value {
+    json!({ "detail": format!(
+        "the request target is {length} bytes long; this server answers targets of at most {max} bytes"
+    ) })
+}
+
+/// 431 for a request with too many headers or header bytes.
+pub fn headers_too_large(count: usize, bytes: usize, max_count: usize, max_bytes: usize) -> Value {
+    json!({ "detail": format!(
+        "the request has {count} headers, {bytes} bytes; this server answers at most {max_count} headers, \
+         {max_bytes} bytes in all"
+    ) })
+}
+
+/// A body's bytes, as every answer sends them (compact JSON).
+pub fn to_bytes(body: &Value) -> Vec<u8> {
+    serde_json::to_vec(body).expect("a JSON value serialises")
+}
+
+/// The bodies as templates a static host fills in from the request.
+///
+/// A host config cannot JSON-escape a value, so each body is split into literal JSON text and
+/// [`Hole`]s, and a config inserts a hole only where the value needs no escaping (see
+/// [`SAFE_VALUE`], [`SAFE_PATH`]); otherwise it answers the variant without the value, which
+/// says the same without quoting the request. The host parity tests (`tests/hosts.rs`) compare
+/// every body with `gen serve`'s answer.
+pub mod template {
+    use super::*;
+
+    /// A part of the request a host inserts into a body.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Hole {
+        /// The malformed `limit` or `offset` value, as sent.
+        Value,
+        /// The request path's resource segment.
+        Segment,
+        /// The request path's record segment.
+        Record,
+        /// The request path as sent (raw, before percent-decoding).
+        Path,
+        /// The request method.
+        Method,
+        /// The list's entry count (for a page the tree does not hold).
+        Count,
+        /// The requested offset and limit, normalised (digits, no leading zeros).
+        Offset,
+        Limit,
+    }
+
+    /// Characters of a `limit`/`offset` value that every host passes through unchanged and
+    /// that need no escaping in JSON (nor in `gen serve`'s `{:?}` quoting): no `%` (nginx does
+    /// not decode), `+` and `;` (Go's query parser, in Caddy, reads them otherwise), `"`, `\`,
+    /// braces.
+    pub const SAFE_VALUE: &str = "[A-Za-z0-9._~:@!$'()*,/=?-]";
+
+    /// Characters of a raw request path that need no escaping in JSON (nor in `{:?}` quoting):
+    /// printable ASCII but `"` and `\`.
+    pub const SAFE_PATH: &str = r"[!#-\[\]-~]";
+
+    /// A body: literal JSON text and holes.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Template(pub Vec<Part>);
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Part {
+        Text(String),
+        Hole(Hole),
+    }
+
+    impl Template {
+        /// Writes the body in a host's syntax: `text` escapes literal text for the host's
+        /// string syntax, `hole` names the host's variable for a hole.
+        pub fn render(&self, text: impl Fn(&str) -> String, hole: impl Fn(Hole) -> String) -> String {
+            let mut out = String::new();
+            for part in &self.0 {
+                match part {
+                    Part::Text(t) => out.push_str(&text(t)),
+                    Part::Hole(h) => out.push_str(&hole(*h)),
+                }
+            }
+            out
+        }
+
+        /// The body with each hole replaced by a value (tests, documentation).
+        pub fn fill(&self, value: impl Fn(Hole) -> String) -> String {
+            self.render(str::to_string, value)
+        }
+    }
+
+    const HOLES: [Hole; 8] =
+        [Hole::Value, Hole::Segment, Hole::Record, Hole::Path, Hole::Method, Hole::Count, Hole::Offset, Hole::Limit];
+
+    /// A placeholder for `hole` that survives `{:?}` quoting and JSON serialisation unchanged.
+    fn marker(hole: Hole) -> String {
+        let i = HOLES.iter().position(|h| *h == hole).expect("every hole is listed");
+        format!("@@gen{i}@@")
+    }
+
+    /// Serialises `body` (built with [`marker`]s) as every answer is sent, and splits it at the
+    /// markers.
+    fn split(body: Value) -> Template {
+        let mut text = String::from_utf8(to_bytes(&body)).expect("JSON is UTF-8");
+        let mut parts = Vec::new();
+        loop {
+            let next = HOLES.iter().filter_map(|h| text.find(&marker(*h)).map(|at| (at, *h))).min_by_key(|(at, _)| *at);
+            let Some((at, hole)) = next else { break };
+            if at > 0 {
+                parts.push(Part::Text(text[..at].to_string()));
+            }
+            parts.push(Part::Hole(hole));
+            text = text[at + marker(hole).len()..].to_string();
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        Template(parts)
+    }
+
+    /// [`super::bad_param`]; `echo`: the value is quoted (a [`Hole::Value`]).
+    pub fn bad_param(name: &str, echo: bool, negative: bool) -> Template {
+        split(super::bad_param(name, echo.then(|| marker(Hole::Value)).as_deref(), negative))
+    }
+
+    /// [`super::no_resource`].
+    pub fn no_resource(segments: &[&str]) -> Template {
+        split(super::no_resource(&marker(Hole::Segment), segments))
+    }
+
+    /// [`super::no_record`].
+    pub fn no_record() -> Template {
+        split(super::no_record(&marker(Hole::Segment), &marker(Hole::Record)))
+    }
+
+    /// [`super::not_a_document`]; `echo`: the path is quoted (a [`Hole::Path`]).
+    pub fn not_a_document(echo: bool) -> Template {
+        split(super::not_a_document(echo.then(|| marker(Hole::Path)).as_deref()))
+    }
+
+    /// [`super::method_not_allowed`].
+    pub fn method_not_allowed() -> Template {
+        split(super::method_not_allowed(&marker(Hole::Method)))
+    }
+
+    /// [`super::page_not_held`].
+    pub fn page_not_held(page_sizes: &[u64]) -> Template {
+        let [segment, count, offset, limit] = [Hole::Segment, Hole::Count, Hole::Offset, Hole::Limit].map(marker);
+        split(super::page_not_held(&segment, &count, &offset, &limit, page_sizes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template::{Hole, Part};
+    use super::*;
+
+    /// Every body an answer can have, built with `value` for every request value.
+    fn every_body(value: &str) -> Vec<(&'static str, Value)> {
+        vec![
+            ("BadParameter", bad_param("limit", Some(value), true)),
+            ("BadParameter", bad_param("limit", None, false)),
+            ("BadParameter", bad_param("offset", Some(value), false)),
+            ("BadParameter", bad_param("offset", None, false)),
+            ("Error", no_resource(value, &["a", "b"])),
+            ("Error", no_record(value, value)),
+            ("Error", not_a_document(Some(value))),
+            ("Error", not_a_document(None)),
+            ("Error", method_not_allowed(value)),
+            ("Error", page_not_held(value, "1", "2", "3", &[20, 50])),
+            ("Error", target_too_long(9000, 8192)),
+            ("Error", headers_too_large(101, 5, 100, 16384)),
+        ]
+    }
+
+    #[test]
+    fn every_body_fits_its_openapi_schema() {
+        let schemas = crate::openapi::error_schemas();
+        for (name, body) in every_body("x\"1") {
+            let schema = &schemas.iter().find(|(n, _)| *n == name).expect("a schema of that name").1;
+            let object = body.as_object().expect("every body is an object");
+            for required in schema["required"].as_array().unwrap() {
+                assert!(object.contains_key(required.as_str().unwrap()), "{body} lacks {required} ({name})");
+            }
+            let properties = schema["properties"].as_object().unwrap();
+            for (key, value) in object {
+                let property = properties.get(key).unwrap_or_else(|| panic!("{body}: {key} is not in {name}"));
+                assert_eq!(property["type"], "string", "{key}");
+                assert!(value.is_string(), "{body}: {key}");
+                if let Some(allowed) = property["enum"].as_array() {
+                    assert!(allowed.contains(value), "{body}: {key}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_paths_are_cut() {
+        let body = not_a_document(Some(&"a".repeat(1000)));
+        assert!(body["detail"].as_str().unwrap().contains(&format!("\"{}\"", "a".repeat(MAX_SHOWN_PATH))));
+        assert!(!body["detail"].as_str().unwrap().contains(&"a".repeat(MAX_SHOWN_PATH + 1)));
+    }
+
+    #[test]
+    fn holes_are_split_out_in_order() {
+        let t = template::no_record();
+        assert_eq!(
+            t.fill(|h| format!("<{h:?}>")),
+            r#"{"detail":"Not found: <Segment> has no record with id or name \"<Record>\" (see /api/v2/<Segment>/)"}"#
+        );
+        assert!(t.0.contains(&Part::Hole(Hole::Record)));
+    }
+
+    #[test]
+    fn templates_filled_with_safe_values_are_the_bodies_serve_sends() {
+        let v = "x-1";
+        for (template, body) in [
+            (template::bad_param("limit", true, true), bad_param("limit", Some(v), true)),
+            (template::bad_param("limit", false, false), bad_param("limit", None, false)),
+            (template::bad_param("offset", true, false), bad_param("offset", Some(v), false)),
+            (template::no_resource(&["a", "b"]), no_resource(v, &["a", "b"])),
+            (template::no_record(), no_record(v, v)),
+            (template::not_a_document(true), not_a_document(Some(v))),
+            (template::not_a_document(false), not_a_document(None)),
+            (template::method_not_allowed(), method_not_allowed(v)),
+            (template::page_not_held(&[20, 50, 100]), page_not_held(v, v, v, v, &[20, 50, 100])),
+        ] {
+            assert_eq!(template.fill(|_| v.to_string()).into_bytes(), to_bytes(&body));
+        }
+        let body = template::bad_param("limit", false, false).fill(|_| unreachable!());
+        assert!(!body.contains("value"), "{body}");
+        assert!(template::page_not_held(&[20, 50, 100]).fill(|_| "1".into()).contains("limit 20, 50 or 100,"));
+    }
+}
