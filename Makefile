@@ -15,10 +15,12 @@ serve: build
 check:
 	$(CARGO) run --release --quiet -- check
 
-## test: every test (unit, integration against the real binary, and the host configs against
-## real nginx and Caddy: installed from Debian's packages when missing, skipped without root/apt)
+## test: every test (unit, integration against the real binary, the host configs against real
+## nginx and Caddy, the OpenAPI document against Python tools). Installs what the tests need
+## first: nginx and Caddy from Debian's packages, the Python tools into target/pyvenv.
 test:
 	sh tests/tools/install-hosts.sh
+	sh tests/tools/python-venv.sh >/dev/null
 	$(CARGO) test --release --quiet
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);

@@ -9,8 +9,8 @@
 //!
 //! Expectations come from `gen serve`'s answers and from the data folder, never from the
 //! output under test. The hosts run as the current user with their files in a temporary folder,
-//! on ports found free, and are stopped in `Drop`. Without nginx or caddy (and no way to
-//! install them: `tests/tools/install-hosts.sh` needs root and apt) the tests say so and skip.
+//! on ports found free, and are stopped in `Drop`. `make test` installs nginx and caddy
+//! (`tests/tools/install-hosts.sh`); without them the tests fail under `CI`, else skip saying so.
 
 mod common;
 
@@ -26,35 +26,9 @@ use std::time::{Duration, Instant};
 // ---------------------------------------------------------------------------------------------
 // Finding the hosts
 
-/// The host binary `name`, installing the hosts once when one is missing; `None` (after saying
-/// why) when it cannot be had.
+/// The host binary `name`, or `None` under the tests' skip policy ([`tool`]).
 fn host_binary(name: &str) -> Option<PathBuf> {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    if find_binary(name).is_none() {
-        INSTALLED.get_or_init(|| {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/install-hosts.sh");
-            match Command::new("sh").arg(&script).status() {
-                Ok(status) if status.success() => {}
-                other => eprintln!("{} did not run: {other:?}", script.display()),
-            }
-        });
-    }
-    let found = find_binary(name);
-    if found.is_none() {
-        eprintln!(
-            "skipped: {name} is not installed and tests/tools/install-hosts.sh could not install it \
-             (it needs root or passwordless sudo, and apt-get); CI installs it"
-        );
-    }
-    found
-}
-
-fn find_binary(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
+    tool(name)
 }
 
 fn is_root() -> bool {
@@ -270,11 +244,7 @@ fn build_tree(tmp: TempDir, data: PathBuf, build_args: &[&str]) -> Tree {
 /// A temporary folder holding `data/`, the published fixture imported, or `None` (with a
 /// message) when `../shared/fixtures/api-data` is absent.
 fn fixture_data(label: &str) -> Option<(TempDir, PathBuf)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
-    if !src.join("api/v2").is_dir() {
-        eprintln!("skipped: {} is absent (CI always has it)", src.display());
-        return None;
-    }
+    let src = fixture()?;
     let tmp = TempDir::new(label);
     let data = tmp.join("data");
     run(&["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();

@@ -10,17 +10,6 @@ use std::path::{Path, PathBuf};
 
 const BASE: &str = "http://127.0.0.1:8080";
 
-/// The published fixture, or `None` (with a message) when `../shared` is absent.
-fn fixture() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
-    if path.join("api/v2").is_dir() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent (CI always has it)", path.display());
-        None
-    }
-}
-
 /// The neutral name of a published segment, as the import issue specifies it.
 fn neutral(segment: &str) -> String {
     match segment {

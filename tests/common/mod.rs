@@ -256,3 +256,40 @@ pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
     listener.local_addr().unwrap().port()
 }
+
+/// The one skip policy of the tests: a missing tool or fixture fails the test when `CI` is set
+/// (CI always has them), and otherwise skips it with a message that says what to install.
+/// Returns `None` to the caller, which then returns.
+pub fn unavailable<T>(what: &str, how_to_get_it: &str) -> Option<T> {
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!("{what} is missing, and CI must run this test: {how_to_get_it}");
+    }
+    eprintln!("skipped: {what} is missing; {how_to_get_it} (under CI=true this fails)");
+    None
+}
+
+/// The published fixture `../shared/fixtures/api-data`, or `None` under [`unavailable`]'s policy.
+pub fn fixture() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if path.join("api/v2").is_dir() {
+        Some(path)
+    } else {
+        unavailable(
+            &format!("the published fixture {}", path.display()),
+            "check out the shared folder beside the project (../shared)",
+        )
+    }
+}
+
+/// The program `name` on PATH or in the usual system folders, or `None` under
+/// [`unavailable`]'s policy. Tests never install anything: `make test` does.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file());
+    found.or_else(|| {
+        unavailable(name, "run `make test`, which installs it from Debian's packages (tests/tools/install-hosts.sh)")
+    })
+}
