@@ -6,7 +6,7 @@ mod serve_support;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const BASE: &str = "http://127.0.0.1:8080";
 
