@@ -33,6 +33,46 @@ impl Default for SiteConfig {
     }
 }
 
+/// The keys `gen.json` takes.
+pub const KEYS: [&str; 4] = ["base_url", "page_sizes", "external", "max_document_mb"];
+
+/// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
+/// its JSON location and a message (with the key it likely meant).
+pub fn parse(value: serde_json::Value) -> Result<SiteConfig, Vec<(String, String)>> {
+    let serde_json::Value::Object(map) = value else {
+        let example = r#"{"base_url": "https://api.example.org"}"#;
+        return Err(vec![(
+            "$".to_string(),
+            format!("settings are a JSON object of keys ({}), e.g. {example}", KEYS.join(", ")),
+        )]);
+    };
+    let mut wrong = Vec::new();
+    let mut known = serde_json::Map::new();
+    for (key, value) in map {
+        if KEYS.contains(&key.as_str()) {
+            match serde_json::from_value::<SiteConfig>(serde_json::json!({ key.clone(): value })) {
+                Ok(_) => {
+                    known.insert(key, value);
+                }
+                Err(e) => wrong.push((crate::problem::json_path(&[crate::problem::Step::Key(&key)]), e.to_string())),
+            }
+        } else {
+            let hint = match crate::problem::closest(&key, KEYS) {
+                Some(meant) => format!("did you mean {meant:?}?"),
+                None => format!("the keys are {}", KEYS.join(", ")),
+            };
+            wrong.push((
+                crate::problem::json_path(&[crate::problem::Step::Key(&key)]),
+                format!("unknown setting {key:?}: {hint}"),
+            ));
+        }
+    }
+    if !wrong.is_empty() {
+        return Err(wrong);
+    }
+    serde_json::from_value(serde_json::Value::Object(known)).map_err(|e| vec![("$".to_string(), e.to_string())])
+}
+
 /// Default of `max_document_mb`: far above any published record (the largest are a few MB).
 pub const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 

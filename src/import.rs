@@ -133,7 +133,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
     }
     if !problems.is_empty() {
         problems.sort();
-        return Err(Problems(problems).into());
+        return Err(Problems::all(problems).into());
     }
 
     let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
@@ -144,7 +144,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         .collect();
     problems.sort();
     if !problems.is_empty() {
-        return Err(Problems(problems).into());
+        return Err(Problems::all(problems).into());
     }
     for (folder, ids) in &orders {
         let bytes = serde_json::to_vec(ids).expect("ids serialise");

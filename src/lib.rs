@@ -56,7 +56,9 @@ pub struct BuildSummary {
 
 /// Loads and fully validates `data`, returning the dataset or every problem found.
 pub fn check(data: &Path) -> Result<load::Dataset> {
+    load::require_folder(data)?;
     let (dataset, mut problems) = load::load(data);
+    let references_unchecked = !problems.is_empty();
     if problems.is_empty() {
         // References can only be checked once the whole index is known.
         let renderer = render::Renderer { dataset: &dataset, base_url: "", pretty: false };
@@ -70,7 +72,7 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
         problems = files.par_iter().filter_map(|f| renderer.render_file(f).err()).flatten().collect();
         problems.sort();
     }
-    if problems.is_empty() { Ok(dataset) } else { Err(Problems(problems).into()) }
+    if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
 }
 
 /// Builds the tree of `data` into `out`: load → validate → plan → write.
@@ -82,9 +84,10 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         write::clean_leftovers(out);
         return Ok(summary);
     }
+    load::require_folder(data)?;
     let (dataset, problems) = load::load(data);
     if !problems.is_empty() {
-        return Err(Problems(problems).into());
+        return Err(Problems::before_references(problems).into());
     }
     let base_url = options.base_url.clone().unwrap_or_else(|| dataset.config.base_url.clone());
     config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;

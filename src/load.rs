@@ -79,6 +79,21 @@ enum Entry {
     SubDoc { segment: String, id: i64, name: String, file: PathBuf },
 }
 
+/// Fails, saying what to do, unless `dir` is a folder: a missing data folder is a mistake in
+/// the command, not a problem in the data.
+pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() {
+        anyhow::bail!("{} is not a folder: point --data at the folder that holds your records", dir.display());
+    }
+    anyhow::bail!(
+        "{}: no such folder: point --data at the folder that holds your records (see the README's data format)",
+        dir.display()
+    )
+}
+
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
@@ -106,9 +121,11 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
         match read_json(&config_path) {
             Ok((value, hash)) => {
                 file_hashes.push((CONFIG_FILE.to_string(), hash));
-                match serde_json::from_value::<SiteConfig>(value) {
+                match config::parse(value) {
                     Ok(config) => dataset.config = config,
-                    Err(e) => problems.push(Problem::whole(&config_path, format!("invalid settings: {e}"))),
+                    Err(wrong) => {
+                        problems.extend(wrong.into_iter().map(|(at, message)| Problem::new(&config_path, at, message)))
+                    }
                 }
             }
             Err(p) => problems.push(p),
@@ -180,6 +197,14 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
         }
     }
 
+    if dataset.resources.is_empty() && problems.is_empty() {
+        problems.push(Problem::new(
+            dir,
+            "-",
+            "no records: add one folder per resource holding <id>.json records, e.g. berry/1.json \
+             (see the README's data format)",
+        ));
+    }
     dataset.data_hash = combine_hashes(file_hashes);
     problems.sort();
     (dataset, problems)
@@ -356,13 +381,33 @@ pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     serde_json::from_slice(bytes).map_err(|e| {
         let message = e.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
+        let (mut line, mut column) = (e.line(), e.column());
         let message = if message.contains("recursion limit") {
             format!("nested deeper than {MAX_DEPTH} levels")
+        } else if message.contains("trailing comma") {
+            // serde_json points at the bracket after the comma; point at the comma to remove.
+            if let Some(comma) = comma_before(bytes, line, column) {
+                (line, column) = line_column(bytes, comma);
+            }
+            "invalid JSON: trailing comma: remove it (JSON allows no comma after the last item)".to_string()
         } else {
             format!("invalid JSON: {message}")
         };
-        Problem::new(path, format!("line {}, column {}", e.line(), e.column()), message)
+        Problem::new(path, format!("line {line}, column {column}"), message)
     })
+}
+
+/// The offset of the `,` that precedes, across whitespace, the character at `line` and
+/// `column` (1-based, as serde_json counts them).
+fn comma_before(bytes: &[u8], line: usize, column: usize) -> Option<usize> {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(line - 2).map(|(i, _)| i + 1)?
+    };
+    let at = (line_start + column.saturating_sub(1)).min(bytes.len());
+    let comma = bytes[..at].iter().rposition(|b| !b.is_ascii_whitespace())?;
+    (bytes[comma] == b',').then_some(comma)
 }
 
 fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
@@ -527,6 +572,17 @@ fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mut Vec<Probl
                     format!("id {id} does not match the file name: rename the file to {id}.json or set \"id\": {file_id}"),
                 ));
                 }
+                None if is_integer_text(id) => {
+                    problems.push(Problem::new(
+                        file,
+                        "$.id",
+                        format!(
+                            "id {id} is out of range: ids are integers from {} to {}; write \"id\": {file_id}",
+                            i64::MIN,
+                            i64::MAX
+                        ),
+                    ));
+                }
                 None => {
                     problems.push(Problem::new(
                         file,
@@ -620,6 +676,14 @@ fn apply_order(file: &Path, order: Value, records: Vec<Record>, problems: &mut V
     ordered
 }
 
+/// True when `value` is a number written as an integer (digits, an optional `-`), whatever its size.
+fn is_integer_text(value: &Value) -> bool {
+    let Value::Number(n) = value else { return false };
+    let text = n.to_string();
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A short description of a JSON value's kind, for messages.
 pub fn kind_of(value: &Value) -> &'static str {
     match value {
@@ -642,4 +706,49 @@ fn io_message(e: &walkdir::Error) -> String {
         return "symbolic link loop".to_string();
     }
     e.io_error().map(|e| e.to_string()).unwrap_or_else(|| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> Problem {
+        parse_json(Path::new("x.json"), text.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn a_trailing_comma_is_reported_where_it_is() {
+        let p = problem("{\n  \"id\": 1,\n}\n");
+        assert_eq!(p.location, "line 2, column 10");
+        assert!(p.message.contains("trailing comma"), "{}", p.message);
+        let p = problem("[1, 2,   ]");
+        assert_eq!(p.location, "line 1, column 6");
+    }
+
+    #[test]
+    fn other_syntax_errors_keep_serde_json_positions() {
+        let p = problem("{\n  \"id\": 1\n  \"name\": \"x\"\n}");
+        assert_eq!(p.location, "line 3, column 3");
+        assert!(p.message.starts_with("invalid JSON: "), "{}", p.message);
+    }
+
+    #[test]
+    fn integers_of_any_size_are_told_from_other_numbers() {
+        for (text, integer) in
+            [("1", true), ("-5", true), ("99999999999999999999999", true), ("1.0", false), ("1e5", false)]
+        {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(is_integer_text(&value), integer, "{text}");
+        }
+        assert!(!is_integer_text(&Value::String("1".into())));
+    }
+
+    #[test]
+    fn ids_are_canonical_integers() {
+        assert_eq!(parse_id("-1"), Some(-1));
+        assert_eq!(parse_id("0"), Some(0));
+        for bad in ["01", "+1", "-0", "1.0", "", "9223372036854775808"] {
+            assert_eq!(parse_id(bad), None, "{bad}");
+        }
+    }
 }

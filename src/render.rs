@@ -57,6 +57,28 @@ pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
 }
 
 impl Renderer<'_> {
+    /// A malformed reference's message, made precise when the fix is plain: a missing final
+    /// `/`, or a record named where its id belongs.
+    fn hint(&self, url: &str, message: String) -> String {
+        let with_slash = format!("{url}/");
+        if parse_reference(&with_slash).is_ok() {
+            return format!("malformed url {url:?}: add the trailing /: {with_slash:?}");
+        }
+        let parts: Vec<&str> = url.strip_prefix(API_PREFIX).unwrap_or("").split('/').collect();
+        if let [segment, key, ""] = parts.as_slice()
+            && let Some(resource) = self.dataset.resources.get(*segment)
+        {
+            let names = resource.records.iter().filter_map(|r| r.name.as_deref().map(|name| (name, r.id)));
+            if let Some((_, id)) = names.clone().find(|(name, _)| name == key) {
+                return format!("{message}: {key:?} is {segment} {id}, so write \"{API_PREFIX}{segment}/{id}/\"");
+            }
+            if let Some(meant) = crate::problem::closest(key, names.map(|(name, _)| name)) {
+                return format!("{message}: did you mean {meant:?}? refer to it by its id");
+            }
+        }
+        message
+    }
+
     /// Reads, checks and renders the document in `file`. Returns the bytes to publish, or
     /// every problem found in it.
     pub fn render_file(&self, file: &Path) -> Result<Vec<u8>, Vec<Problem>> {
@@ -146,7 +168,7 @@ impl Renderer<'_> {
     }
 
     fn check_reference(&self, url: &str, claimed_name: Option<&str>) -> Result<(), String> {
-        let target = parse_reference(url)?;
+        let target = parse_reference(url).map_err(|message| self.hint(url, message))?;
         let segment = match target {
             Target::List { segment } | Target::Record { segment, .. } | Target::SubDoc { segment, .. } => segment,
         };
@@ -154,6 +176,12 @@ impl Renderer<'_> {
         let Some(resource) = self.dataset.resources.get(segment) else {
             if config.external.iter().any(|e| e == segment) {
                 return Ok(());
+            }
+            let known = self.dataset.resources.keys().chain(&config.external).map(String::as_str);
+            if let Some(meant) = crate::problem::closest(segment, known) {
+                return Err(format!(
+                    "{url:?} points to segment {segment:?}, which data/ does not hold: did you mean {meant:?}?"
+                ));
             }
             return Err(format!(
                 "{url:?} points to segment {segment:?}, which data/ does not hold: add data/{segment}/ or declare it in \"external\" in gen.json"

@@ -75,7 +75,7 @@ pub fn write_tree<'a>(
     }
     if !problems.is_empty() {
         problems.sort();
-        return Err(Problems(problems).into());
+        return Err(Problems::all(problems).into());
     }
     let late: Vec<(String, Vec<u8>)> = finish();
     let mut late_placed = Vec::with_capacity(late.len());

@@ -191,9 +191,69 @@ fn bad_order_and_settings() {
             "data/form/order.json: $[4]: id 99 has no record in this folder",
             "data/form/order.json: $[5]: expected a record id, found a string",
             "data/form/order.json: $: 2 record(s) missing from the order: 3, 10002",
-            "data/gen.json: $: invalid settings: unknown field `colour`",
+            "data/gen.json: $.colour: unknown setting \"colour\"",
         ],
     );
+}
+
+#[test]
+fn every_wrong_setting_is_reported_with_the_key_it_likely_meant() {
+    assert_reported(
+        "settings",
+        &[("gen.json", b"{\"base-url\": \"http://x.test\", \"pagesizes\": [10], \"colour\": 1}")],
+        &[
+            "data/gen.json: $[\"base-url\"]: unknown setting \"base-url\": did you mean \"base_url\"?",
+            "data/gen.json: $.pagesizes: unknown setting \"pagesizes\": did you mean \"page_sizes\"?",
+            "data/gen.json: $.colour: unknown setting \"colour\": the keys are base_url, page_sizes",
+        ],
+    );
+}
+
+#[test]
+fn references_say_how_to_fix_them() {
+    assert_reported(
+        "hints",
+        &[
+            ("berry/1.json", b"{\"id\": 1, \"a\": {\"url\": \"/api/v2/frimness/1/\"}}"),
+            ("berry/2.json", b"{\"id\": 2, \"a\": {\"url\": \"/api/v2/firmness/1\"}}"),
+            ("berry/3.json", b"{\"id\": 3, \"a\": {\"url\": \"/api/v2/firmness/firm-2/\"}}"),
+            ("berry/4.json", b"{\"id\": 4, \"a\": {\"url\": \"/api/v2/firmness/frim-2/\"}}"),
+        ],
+        &[
+            "data/berry/1.json: $.a.url: \"/api/v2/frimness/1/\" points to segment \"frimness\", which data/ does not hold: did you mean \"firmness\"?",
+            "data/berry/2.json: $.a.url: malformed url \"/api/v2/firmness/1\": add the trailing /: \"/api/v2/firmness/1/\"",
+            "data/berry/3.json: $.a.url: malformed url \"/api/v2/firmness/firm-2/\": refer to a record by its integer id (expected /api/v2/<segment>/<id>/, e.g. \
+             /api/v2/berry-firmness/2/): \"firm-2\" is firmness 2, so write \"/api/v2/firmness/2/\"",
+            "data/berry/4.json: $.a.url: malformed url \"/api/v2/firmness/frim-2/\": refer to a record by its integer id (expected /api/v2/<segment>/<id>/, e.g. \
+             /api/v2/berry-firmness/2/): did you mean \"firm-2\"? refer to it by its id",
+        ],
+    );
+}
+
+#[test]
+fn an_id_too_large_says_so() {
+    assert_reported(
+        "huge-id",
+        &[("berry/1.json", b"{\"id\": 99999999999999999999999}")],
+        &["data/berry/1.json: $.id: id 99999999999999999999999 is out of range: ids are integers from"],
+    );
+}
+
+#[test]
+fn a_trailing_comma_is_reported_at_the_comma() {
+    assert_reported(
+        "comma",
+        &[("berry/1.json", b"{\"id\": 1,\n  \"name\": \"berry-1\",\n}\n")],
+        &["data/berry/1.json: line 2, column 20: invalid JSON: trailing comma: remove it"],
+    );
+}
+
+#[test]
+fn an_empty_data_folder_is_a_problem() {
+    let tmp = TempDir::new("empty-data");
+    std::fs::create_dir_all(tmp.join("data")).unwrap();
+    let run = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
+    assert!(run.stderr().contains("data: -: no records: add one folder per resource"), "{}", run.stderr());
 }
 
 #[test]
@@ -210,6 +270,7 @@ fn every_problem_is_reported_at_once() {
     // problems of shape are all reported first; references are checked once shapes are sound
     let run = run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
     assert!(run.stderr().contains("2 problems found"), "{}", run.stderr());
+    assert!(run.stderr().contains("more may follow"), "{}", run.stderr());
     std::fs::write(tmp.join("data/berry/1.json"), "{\"id\": 1}").unwrap();
     std::fs::write(tmp.join("data/berry/2.json"), "{\"id\": 2}").unwrap();
     let run = common::run(&["check", "--data", tmp.join("data").to_str().unwrap()]).fails_with(1);
@@ -222,16 +283,14 @@ fn every_problem_is_reported_at_once() {
 fn missing_data_folder() {
     let tmp = TempDir::new("missing");
     let missing = tmp.join("nope");
-    let run = run(&["check", "--data", missing.to_str().unwrap()]).fails_with(1);
-    assert!(run.stderr().contains("nope: -: no such folder"), "{}", run.stderr());
+    // not a problem in the data but in the command: exit 2, as for every other error
+    let run = run(&["check", "--data", missing.to_str().unwrap()]).fails_with(2);
+    assert!(run.stderr().contains("nope: no such folder: point --data at"), "{}", run.stderr());
     let out = tmp.join("out");
-    run_build_fails(&missing, &out);
+    let build = common::run(&["build", "--data", missing.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let build = build.fails_with(2);
+    assert!(build.stderr().contains("nope: no such folder"), "{}", build.stderr());
     assert!(!out.exists());
-}
-
-fn run_build_fails(data: &Path, out: &Path) {
-    let run = run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).fails_with(1);
-    assert!(run.stderr().contains("nothing was written"), "{}", run.stderr());
 }
 
 #[test]

@@ -230,7 +230,7 @@ fn any_bytes_as_a_record_are_reported_not_panicked_on() {
                 });
                 // a mutation of one file can only break that file, or a reference to berry 7
                 // (its name changed or it is gone)
-                for problem in &problems.0 {
+                for problem in &problems.list {
                     let named = problem.path == target || problem.message.contains("berry");
                     if !named {
                         crash("record", &input, &format!("problem not about the mutated file: {problem}"));
