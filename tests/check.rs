@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use std::path::Path;
 
 /// A broken data folder: the sample data plus `files` written over it.
 fn broken(label: &str, files: &[(&str, &[u8])]) -> TempDir {
