@@ -829,7 +829,7 @@ fn ctrl_c_stops_the_server() {
     server.get("/api/v2/").expect(200);
     let status = std::process::Command::new("kill").args(["-INT", &server.pid().to_string()]).status().unwrap();
     assert!(status.success());
-    let exit = server.wait_exit(Duration::from_secs(2)).expect("gen serve stops on SIGINT");
+    let exit = server.wait_exit(Duration::from_secs(10)).expect("gen serve stops on SIGINT");
     assert!(!exit.success());
     assert!(TcpStream::connect(&server.addr).is_err(), "the port is released");
 }
