@@ -1,5 +1,6 @@
-//! The default dataset in data/: it checks, builds, holds every resource the API must serve,
-//! and every url in its tree resolves inside the tree.
+//! The default dataset in data/: it checks, builds, holds every resource the API must serve and
+//! the neighbours they refer to, and every url in its tree resolves inside the tree. (Its facts
+//! against the published data: tests/facts.rs.)
 
 mod common;
 
@@ -27,6 +28,21 @@ const RESOURCES: [&str; 17] = [
     "super-contest-effect",
 ];
 
+/// The neighbours the served resources refer to, each present with the records referred to.
+const NEIGHBOURS: [&str; 11] = [
+    "move-battle-style",
+    "move",
+    "item-pocket",
+    "item-category",
+    "creature-species",
+    "creature-habitat",
+    "evolution-chain",
+    "gender",
+    "move-target",
+    "athlon-stat",
+    "encounter-condition-value",
+];
+
 fn data_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
 }
@@ -51,15 +67,22 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
     let out = tmp.join("out");
     run(&["build", "--data", data_dir().to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
     let root = read_json(&out.join("api/v2/index.json"));
-    for segment in RESOURCES {
+    for segment in RESOURCES.iter().chain(&NEIGHBOURS) {
         assert_eq!(root[segment], format!("http://127.0.0.1:8080/api/v2/{segment}/"), "{segment}");
         let list = read_json(&out.join(format!("api/v2/{segment}/index.json")));
         assert!(list["count"].as_u64().unwrap() > 0, "{segment} is empty");
     }
     // the well-known small sets are complete
-    for (segment, count) in
-        [("berry", 64), ("berry-firmness", 5), ("berry-flavor", 5), ("nature", 25), ("creature-color", 10)]
-    {
+    for (segment, count) in [
+        ("berry", 68),
+        ("berry-firmness", 5),
+        ("berry-flavor", 5),
+        ("nature", 25),
+        ("creature-color", 10),
+        ("gender", 3),
+        ("creature-habitat", 9),
+        ("athlon-stat", 5),
+    ] {
         let list = read_json(&out.join(format!("api/v2/{segment}/index.json")));
         assert_eq!(list["count"], count, "{segment}");
     }
@@ -71,6 +94,14 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
     assert!(out.join("api/v2/move-category/0/index.json").is_file());
     let effects = read_json(&out.join("api/v2/super-contest-effect/index.json"));
     assert!(effects["results"][0].get("name").is_none());
+    // the fields that refer to the neighbours are there
+    let bold = read_json(&out.join("api/v2/nature/bold/index.json"));
+    assert!(!bold["athlon_stat_changes"].as_array().unwrap().is_empty());
+    let bulbasaur = read_json(&out.join("api/v2/creature-species/bulbasaur/index.json"));
+    for field in ["habitat", "evolution_chain"] {
+        assert!(bulbasaur[field]["url"].as_str().is_some(), "{field}");
+    }
+    assert!(bulbasaur["gender_rate"].is_i64());
 
     let mut checked = 0;
     for (rel, bytes) in read_tree(&out.join("api")) {
