@@ -300,7 +300,7 @@ fn schemathesis_on_sample_data_finds_no_response_that_breaks_the_document() {
     schemathesis(venv, tmp.path(), 100);
 }
 
-/// The default data: real records of 29 resources.
+/// The default data: real records of 36 resources.
 #[test]
 fn schemathesis_on_default_data_finds_no_response_that_breaks_the_document() {
     let Some(venv) = venv() else { return };
