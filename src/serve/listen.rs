@@ -72,38 +72,27 @@ fn set_inherited_options(listener: &TcpListener, idle_timeout: Duration) -> std:
 /// Raises the soft limit on open files to the hard limit (as Go programs do at start): each
 /// connection takes two descriptors in tiny_http, and the common soft limit of 1024 would end
 /// at ~500 connections. Returns the limit now in force, when known.
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
+#[cfg(unix)]
 pub fn raise_open_files_limit() -> Option<u64> {
-    use std::ffi::c_int;
-    #[repr(C)]
-    struct RLimit {
-        current: u64,
-        max: u64,
-    }
-    unsafe extern "C" {
-        fn getrlimit(resource: c_int, rlim: *mut RLimit) -> c_int;
-        fn setrlimit(resource: c_int, rlim: *const RLimit) -> c_int;
-    }
-    const RLIMIT_NOFILE: c_int = 7;
-    // Above this the kernel refuses (fs.nr_open's default); "unlimited" is capped to it.
-    const CAP: u64 = 1 << 20;
-    let mut limit = RLimit { current: 0, max: 0 };
+    // Above this Linux refuses (fs.nr_open's default); "unlimited" is capped to it.
+    const CAP: libc::rlim_t = 1 << 20;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is a valid, writable rlimit struct for the call.
-    if unsafe { getrlimit(RLIMIT_NOFILE, &mut limit) } != 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return None;
     }
-    let wanted = limit.max.min(CAP);
-    if wanted > limit.current {
-        let raised = RLimit { current: wanted, max: limit.max };
+    let wanted = limit.rlim_max.min(CAP);
+    if wanted > limit.rlim_cur {
+        let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
         // SAFETY: `raised` is a valid rlimit struct for the call.
-        if unsafe { setrlimit(RLIMIT_NOFILE, &raised) } == 0 {
-            return Some(wanted);
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(wanted as u64);
         }
     }
-    Some(limit.current)
+    Some(limit.rlim_cur as u64)
 }
 
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))))]
+#[cfg(not(unix))]
 pub fn raise_open_files_limit() -> Option<u64> {
     None
 }
