@@ -25,7 +25,6 @@ mod caddy;
 mod nginx;
 
 use crate::manifest::Manifest;
-use crate::paging::DEFAULT_LIMIT;
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 
@@ -100,13 +99,7 @@ impl Site {
         }
         // As `gen serve` reads the manifest: `api/v2/<path>/index.json` is the document at
         // `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its own path.
-        let plain = |path: &str| {
-            path.split('/').all(|part| {
-                !part.is_empty()
-                    && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
-                    && !part.bytes().all(|b| b == b'.')
-            })
-        };
+        let plain = crate::manifest::is_tree_path;
         let files: Vec<String> = manifest
             .files
             .keys()
@@ -126,10 +119,7 @@ impl Site {
             .map(str::to_string)
             .collect();
         singletons.sort();
-        let mut page_sizes = manifest.page_sizes.clone();
-        page_sizes.push(DEFAULT_LIMIT);
-        page_sizes.sort_unstable();
-        page_sizes.dedup();
+        let page_sizes = crate::paging::page_sizes(&manifest.page_sizes);
         Ok(Site { root, listen, manifest, resources, singletons, files, page_sizes, max_age })
     }
 

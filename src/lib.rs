@@ -91,7 +91,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     }
     let base_url = options.base_url.clone().unwrap_or_else(|| dataset.config.base_url.clone());
     config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-    let page_sizes = page_sizes(&dataset.config.page_sizes);
+    let page_sizes = paging::page_sizes(&dataset.config.page_sizes);
     let tree = plan::TreeOptions {
         base_url,
         links: options.links.unwrap_or(paging::LinkStyle::Query),
@@ -145,7 +145,7 @@ fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSu
         links: options.links.unwrap_or(paging::LinkStyle::Query),
         pretty: options.pretty,
         gzip: options.gzip,
-        page_sizes: page_sizes(&config.page_sizes),
+        page_sizes: paging::page_sizes(&config.page_sizes),
         data_hash,
         built_at: options.source_date_epoch.map(date::rfc3339),
         resources: Default::default(),
@@ -160,13 +160,4 @@ fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSu
         report: write::WriteReport::default(),
         up_to_date: true,
     })
-}
-
-/// The page sizes to precompute: the configured ones and the default limit, sorted.
-fn page_sizes(configured: &[u64]) -> Vec<u64> {
-    let mut sizes = configured.to_vec();
-    sizes.push(paging::DEFAULT_LIMIT);
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
 }

@@ -13,6 +13,16 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// Version of the manifest's format.
 pub const FORMAT: u32 = 1;
 
+/// True when `path` has the shape of a path a build writes: `/`-separated segments of
+/// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
+/// read only such paths of a manifest, so that no manifest can lead them outside the tree.
+pub fn is_tree_path(path: &str) -> bool {
+    path.split('/').all(|part| {
+        let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+        !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
+    })
+}
+
 /// What a built tree holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {

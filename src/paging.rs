@@ -104,6 +104,35 @@ pub fn page_dir(page: Page) -> String {
     format!("{PAGES_DIR}/{}/{}/", page.limit, page.offset)
 }
 
+/// The page sizes whose pages a tree holds as files: the configured ones and the default
+/// limit, ascending, each once.
+pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
+    let mut sizes = configured.to_vec();
+    sizes.push(DEFAULT_LIMIT);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// Renders `page` of a list whose every entry is in `entries` (serialised as
+/// [`render_entry`] does), linking pages from `list_url` in `style`: the one function behind
+/// the page files of `gen build` and the pages `gen serve` computes, so they cannot differ.
+pub fn render_list_page(
+    entries: &[impl AsRef<[u8]>],
+    list_url: &str,
+    page: Page,
+    style: LinkStyle,
+    pretty: bool,
+) -> Vec<u8> {
+    let count = entries.len() as u64;
+    let link = |p: Option<Page>| p.map(|p| page_url(list_url, p, style));
+    let shown = &entries[page.range(count)];
+    let size: usize = shown.iter().map(|e| e.as_ref().len() + 6).sum();
+    let mut out = Vec::with_capacity(size + 2 * list_url.len() + 128);
+    render_page(&mut out, count, link(page.next(count)).as_deref(), link(page.previous()).as_deref(), shown, pretty);
+    out
+}
+
 /// Renders a list page in the API's key order (`count`, `next`, `previous`, `results`).
 ///
 /// `entries` are the list entries already serialised (compact, or pretty at nesting depth 2

@@ -80,11 +80,7 @@ pub fn page_files(segment: &str, count: u64, page_sizes: &[u64]) -> BTreeMap<Pag
     let mut files: BTreeMap<Page, Vec<String>> = BTreeMap::new();
     files.entry(normalize(Page::requested(None, None))).or_default().push(format!("api/v2/{segment}/index.json"));
     files.entry(whole).or_default().push(format!("api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}/index.json"));
-    let mut sizes = page_sizes.to_vec();
-    sizes.push(paging::DEFAULT_LIMIT);
-    sizes.sort_unstable();
-    sizes.dedup();
-    for size in sizes {
+    for size in paging::page_sizes(page_sizes) {
         for page in paging::reachable_pages(count, size) {
             let path = format!("api/v2/{segment}/{}index.json", paging::page_dir(page));
             let paths = files.entry(normalize(page)).or_default();

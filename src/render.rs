@@ -3,7 +3,7 @@
 
 use crate::load::{Dataset, parse_json};
 use crate::openapi;
-use crate::paging::{self, Page};
+use crate::paging;
 use crate::plan::{Content, TreeOptions};
 use crate::problem::{Problem, Step, json_path};
 use crate::schema::Inferred;
@@ -320,20 +320,14 @@ impl<'a> TreeRenderer<'a> {
                 self.records.render_file_observed(&sub.file, |value| self.observe(segment, Some(&sub.name), value))
             }
             Content::Page { segment, page } => {
-                let entries = &self.entries[segment];
-                let count = entries.len() as u64;
                 let list_url = format!("{}/api/v2/{segment}/", self.options.base_url);
-                let link = |p: Option<Page>| p.map(|p| paging::page_url(&list_url, p, self.options.links));
-                let mut out = Vec::new();
-                paging::render_page(
-                    &mut out,
-                    count,
-                    link(page.next(count)).as_deref(),
-                    link(page.previous()).as_deref(),
-                    &entries[page.range(count)],
+                Ok(paging::render_list_page(
+                    &self.entries[segment],
+                    &list_url,
+                    page,
+                    self.options.links,
                     self.options.pretty,
-                );
-                Ok(out)
+                ))
             }
         }
     }

@@ -73,6 +73,7 @@ fn set_inherited_options(listener: &TcpListener, idle_timeout: Duration) -> std:
 /// connection takes two descriptors in tiny_http, and the common soft limit of 1024 would end
 /// at ~500 connections. Returns the limit now in force, when known.
 #[cfg(unix)]
+#[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not on every unix
 pub fn raise_open_files_limit() -> Option<u64> {
     // Above this Linux refuses (fs.nr_open's default); "unlimited" is capped to it.
     const CAP: libc::rlim_t = 1 << 20;

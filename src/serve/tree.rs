@@ -256,20 +256,7 @@ impl Tree {
 
 /// Renders a page of `list` as `gen build` does.
 fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
-    let count = list.count;
-    let link = |p: Option<Page>| p.map(|p| paging::page_url(&list.url, p, links));
-    let entries = &list.entries[page.range(count)];
-    let size: usize = entries.iter().map(|e| e.len() + 6).sum();
-    let mut out = Vec::with_capacity(size + 2 * list.url.len() + 128);
-    paging::render_page(
-        &mut out,
-        count,
-        link(page.next(count)).as_deref(),
-        link(page.previous()).as_deref(),
-        entries,
-        pretty,
-    );
-    out
+    paging::render_list_page(&list.entries, &list.url, page, links, pretty)
 }
 
 /// The whole list of one resource, from its `_pages/all` document, and its page files.
@@ -334,11 +321,7 @@ pub enum Key {
 
 /// Classifies a path listed in the manifest.
 pub fn key_of(path: &str) -> Key {
-    let well_formed = path.split('/').all(|part| {
-        let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
-        !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
-    });
-    if !well_formed {
+    if !crate::manifest::is_tree_path(path) {
         return Key::Refuse;
     }
     if !path.starts_with("api/v2/") || !path.ends_with(".json") {
