@@ -19,18 +19,42 @@ pub enum Command {
     ///
     /// The new tree is written beside the output folder and swapped in at the end: a build
     /// that fails or is killed leaves the previous tree as it was.
+    #[command(after_help = "Examples:
+  gen build                                    data/ -> out/, for gen serve's default address
+  gen build --base-url https://api.example.org for the address clients will use
+  gen build --links path --gzip                for object storage; .gz copies for nginx/Caddy
+  SOURCE_DATE_EPOCH=0 gen build                record a fixed build date in meta
+
+Exit status: 0 built (or already up to date), 1 problems in the data, 2 any other error.
+The data format: docs/data.md")]
     Build(BuildArgs),
     /// Check the records in the data folder without writing anything.
     ///
     /// Reports every problem as `path: json-location: message`, then a count; exits with
     /// status 1 when there are problems.
+    #[command(after_help = "Examples:
+  gen check                    check data/
+  gen check --data my-data     check another folder
+
+Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
     Check(CheckArgs),
     /// Import published data into a data folder.
     #[command(subcommand)]
     Import(ImportSource),
     /// Print a ready configuration for a static host (nginx, caddy) serving a built tree.
+    #[command(after_help = "Examples:
+  gen config nginx --listen 0.0.0.0:80 > /etc/nginx/conf.d/gen.conf && nginx -t && nginx -s reload
+  gen config caddy --listen :80 > /etc/caddy/Caddyfile
+
+Run it again after a build that adds or removes records or resources. Details: docs/deploy.md")]
     Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
+    #[command(after_help = "Examples:
+  gen serve                               out/ at http://127.0.0.1:8080/api/v2/
+  gen serve --addr 127.0.0.1:0 --quiet    any free port (printed first), no request log
+  gen serve --dir site --max-age 60
+
+A new `gen build` into the served folder is picked up without a restart.")]
     Serve(ServeArgs),
 }
 
@@ -94,6 +118,11 @@ pub enum ImportSource {
     /// Reads SRC/api/v2/<segment>/index.json (the full list, in its order) and
     /// SRC/api/v2/<segment>/<id>/index.json (records, and sub-documents under them), and writes
     /// one data folder that `gen build` turns back into the same API.
+    #[command(after_help = "Examples:
+  gen import api-data api-data/data --out data     a checkout of PokeAPI/api-data
+  gen import api-data api-data/data --keep-segment-names --out data
+
+Then `gen build --data data`. Details: the README's \"Self-host the public dataset\".")]
     #[command(name = "api-data")]
     ApiData(ImportApiDataArgs),
 }
