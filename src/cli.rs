@@ -85,6 +85,17 @@ pub struct ServeArgs {
     /// Close connections that send nothing for this long.
     #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout: u64,
+    /// Answer with the tree's own bytes. By default every url that starts with the tree's base
+    /// URL is made to start with the address served on, so that links work in the preview.
+    #[arg(long)]
+    pub keep_urls: bool,
+    /// Rebuild the tree from --data whenever anything in it changes, and serve each new build
+    /// at once; a build with problems prints them and keeps the last good tree served.
+    #[arg(long)]
+    pub watch: bool,
+    /// Folder holding the records, for --watch.
+    #[arg(long, default_value = "data", value_name = "DIR", requires = "watch")]
+    pub data: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
