@@ -31,6 +31,9 @@ pub enum Command {
     /// Print a ready configuration for a static host (nginx, caddy) serving a built tree.
     Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
+    ///
+    /// Urls lead to the address served on (--keep-urls: the tree's own bytes), browsers get an
+    /// HTML view with links, and --watch rebuilds the tree whenever the data changes.
     Serve(ServeArgs),
 }
 

@@ -117,7 +117,7 @@ fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
     // A tree to fall back on: served, with the problems shown.
     let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
     assert_eq!(size_of(&server, 1), Some(20));
-    assert!(server.stderr().contains("berry/1.json"), "{}", server.stderr());
+    assert!(eventually(LIMIT, || server.stderr().contains("berry/1.json")), "{}", server.stderr());
     assert!(server.get_with("/api/v2/", &[BROWSER]).text().contains("id=\"problems\""));
     std::fs::write(data.join("berry/1.json"), record(1, 25)).unwrap();
     assert!(eventually(LIMIT, || size_of(&server, 1) == Some(25)), "{}", server.stderr());
