@@ -318,7 +318,7 @@ fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str)
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n<title>{} · {status} · gen serve</title>\n\
-         <style>{STYLE}</style>\n</head>\n<body>\n<header>{crumbs}</header>\n",
+         <style>{STYLE}</style>\n</head>\n<body>\n<header>{crumbs}</header>\n<main>\n",
         escape(title)
     );
     if let Some(problems) = problems {
@@ -329,7 +329,7 @@ fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str)
             escape(&problems)
         );
     }
-    let _ = write!(out, "<main>\n{main}</main>\n</body>\n</html>\n");
+    let _ = write!(out, "{main}</main>\n</body>\n</html>\n");
     out.into_bytes()
 }
 
@@ -369,7 +369,7 @@ const STYLE: &str = r#"
 }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; }
-header, main, .problems { max-width: 72rem; margin: 0 auto; padding: 0.75rem 1.25rem; }
+header, main { max-width: 72rem; margin: 0 auto; padding: 0.75rem 1.25rem; }
 header { border-bottom: 1px solid var(--border); }
 a { color: var(--link); }
 h1 { font-size: 1.4rem; margin: 0.5rem 0; word-break: break-all; }
@@ -377,7 +377,7 @@ h2 { font-size: 1.1rem; }
 .crumbs { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .status, .note, .count { color: var(--muted); }
 .error { background: var(--bad-bg); color: var(--bad-fg); padding: 0.5rem 0.75rem; border-radius: 6px; }
-.problems { background: var(--bad-bg); color: var(--bad-fg); border-radius: 6px; margin-top: 0.75rem; }
+.problems { background: var(--bad-bg); color: var(--bad-fg); border-radius: 6px; padding: 0.25rem 1rem; }
 .problems pre { white-space: pre-wrap; }
 pre.json { background: var(--panel); border: 1px solid var(--border); border-radius: 6px; padding: 1rem;
   overflow-x: auto; font: 14px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
