@@ -7,9 +7,10 @@ CARGO ?= cargo
 build:
 	$(CARGO) run --release --quiet -- build
 
-## serve: preview out/ at http://127.0.0.1:8080/api/v2/
+## serve: preview out/ at http://$(ADDR)/ (default 127.0.0.1:8080), rebuilding it as data/ changes
+ADDR ?= 127.0.0.1:8080
 serve: build
-	$(CARGO) run --release --quiet -- serve
+	$(CARGO) run --release --quiet -- serve --watch --addr $(ADDR)
 
 ## check: validate data/ without writing anything
 check:

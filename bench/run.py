@@ -147,7 +147,7 @@ def free_port():
 
 def start_gen(tree):
     proc = subprocess.Popen(
-        [str(GEN), "serve", "--quiet", "--dir", str(tree), "--addr", "127.0.0.1:0"],
+        [str(GEN), "serve", "--quiet", "--keep-urls", "--dir", str(tree), "--addr", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

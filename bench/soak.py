@@ -68,7 +68,7 @@ end
 """
     )
     server = subprocess.Popen(
-        [str(GEN), "serve", "--quiet", "--dir", str(tree), "--addr", "127.0.0.1:0"],
+        [str(GEN), "serve", "--quiet", "--keep-urls", "--dir", str(tree), "--addr", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

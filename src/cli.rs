@@ -49,12 +49,17 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
 Run it again after a build that adds or removes records or resources. Details: docs/deploy.md")]
     Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
+    ///
+    /// Urls lead to the address served on (--keep-urls: the tree's own bytes), browsers get an
+    /// HTML view with links, and --watch rebuilds the tree whenever the data changes.
     #[command(after_help = "Examples:
   gen serve                               out/ at http://127.0.0.1:8080/api/v2/
   gen serve --addr 127.0.0.1:0 --quiet    any free port (printed first), no request log
   gen serve --dir site --max-age 60
+  gen serve --watch                       rebuild from data/ on every change, serve each new tree
+  gen serve --keep-urls                   the tree's own bytes, links to its base URL
 
-A new `gen build` into the served folder is picked up without a restart.")]
+A new `gen build` into the served folder is picked up without a restart. Details: docs/serve.md")]
     Serve(ServeArgs),
 }
 
@@ -109,6 +114,17 @@ pub struct ServeArgs {
     /// Close connections that send nothing for this long.
     #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout: u64,
+    /// Answer with the tree's own bytes. By default every url that starts with the tree's base
+    /// URL is made to start with the address served on, so that links work in the preview.
+    #[arg(long)]
+    pub keep_urls: bool,
+    /// Rebuild the tree from --data whenever anything in it changes, and serve each new build
+    /// at once; a build with problems prints them and keeps the last good tree served.
+    #[arg(long)]
+    pub watch: bool,
+    /// Folder holding the records, for --watch.
+    #[arg(long, default_value = "data", value_name = "DIR", requires = "watch")]
+    pub data: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -126,7 +126,7 @@ fn start_serve(out: &Path, extra: &[&str]) -> Server {
     let dir = TempDir::new("serve");
     let log = dir.join("serve.log");
     let mut child = gen_bin()
-        .args(["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet"])
+        .args(["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet", "--keep-urls"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())

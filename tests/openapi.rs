@@ -196,7 +196,7 @@ struct Server {
 impl Server {
     fn start(dir: &Path) -> Server {
         let mut child = gen_bin()
-            .args(["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet"])
+            .args(["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet", "--keep-urls"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

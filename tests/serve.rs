@@ -336,12 +336,12 @@ fn gzip_when_the_client_accepts_it() {
     let server = Server::start(&site.out(), &[]);
     for target in ["/api/v2/item/2/", "/api/v2/item/?limit=100", "/api/v2/item/?offset=1&limit=77"] {
         let plain = server.get(target).expect(200);
-        assert_eq!(plain.header("Vary"), Some("Accept-Encoding"));
+        assert_eq!(plain.header("Vary"), Some("Accept-Encoding, Accept"));
         assert!(plain.header("Content-Encoding").is_none());
         for accept in ["gzip", "gzip, deflate, br", "br;q=1, gzip;q=0.5", "*"] {
             let zipped = server.get_with(target, &[&format!("Accept-Encoding: {accept}")]).expect(200);
             assert_eq!(zipped.header("Content-Encoding"), Some("gzip"), "{target} {accept}");
-            assert_eq!(zipped.header("Vary"), Some("Accept-Encoding"));
+            assert_eq!(zipped.header("Vary"), Some("Accept-Encoding, Accept"));
             assert_eq!(zipped.header("Content-Length").unwrap(), zipped.body.len().to_string());
             assert!(zipped.body.len() < plain.body.len());
             let mut unzipped = Vec::new();
@@ -832,4 +832,93 @@ fn ctrl_c_stops_the_server() {
     let exit = server.wait_exit(Duration::from_secs(10)).expect("gen serve stops on SIGINT");
     assert!(!exit.success());
     assert!(TcpStream::connect(&server.addr).is_err(), "the port is released");
+}
+
+/// The base URL a tree built for production carries, in the link tests.
+const PRODUCTION: &str = "https://api.example.org";
+
+/// `body` with every url of the tree moved from `PRODUCTION` to `origin`: what the preview
+/// answers (the synthetic data holds that text nowhere else).
+fn moved(body: &[u8], origin: &str) -> Vec<u8> {
+    String::from_utf8(body.to_vec()).unwrap().replace(PRODUCTION, origin).into_bytes()
+}
+
+#[test]
+fn links_lead_to_the_address_served_on() {
+    let site = Site::new("links", &[20, 50], &["--base-url", PRODUCTION, "--gzip"]);
+    let server = Server::start_preview(&site.out(), &[]);
+    let origin = format!("http://{}", server.addr);
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .stderr()
+            .contains(&format!("urls in the answers start with {origin} (rebased onto this address)"))),
+        "serve says which base URL the answers carry:\n{}",
+        server.stderr()
+    );
+    let index = server.get("/api/v2/").expect(200);
+    for (segment, url) in index.json().as_object().unwrap() {
+        assert_eq!(url.as_str().unwrap(), format!("{origin}/api/v2/{segment}/"));
+    }
+    // Stored documents, a precomputed page, a computed page and the OpenAPI servers entry.
+    for (target, file) in [
+        ("/api/v2/", Some("api/v2/index.json")),
+        ("/api/v2/berry/1/", Some("api/v2/berry/1/index.json")),
+        ("/api/v2/item/7/flavor/", Some("api/v2/item/7/flavor/index.json")),
+        ("/api/v2/item/?offset=20&limit=20", Some("api/v2/item/_pages/20/20/index.json")),
+        ("/api/v2/openapi.json", Some("api/v2/openapi.json")),
+        ("/api/v2/item/?offset=3&limit=7", None),
+    ] {
+        let plain = server.get(target).expect(200);
+        let text = plain.text();
+        assert!(!text.contains(PRODUCTION), "{target} still links to {PRODUCTION}: {text:.300}");
+        if let Some(file) = file {
+            assert_eq!(plain.body, moved(&site.file(file), &origin), "{target}");
+        }
+        // Strong ETags name the bytes sent, in each encoding.
+        let etag = format!("\"{}\"", blake3::hash(&plain.body).to_hex());
+        assert_eq!(plain.header("ETag"), Some(etag.as_str()), "{target}");
+        let zipped = server.get_with(target, &["Accept-Encoding: gzip"]).expect(200);
+        if zipped.header("Content-Encoding") == Some("gzip") {
+            let mut unzipped = Vec::new();
+            flate2::read::GzDecoder::new(&zipped.body[..]).read_to_end(&mut unzipped).unwrap();
+            assert_eq!(unzipped, plain.body, "{target}: the gzip copy is of the rebased bytes");
+            assert_ne!(zipped.header("ETag"), plain.header("ETag"));
+        }
+        let revalidated = server.get_with(target, &[&format!("If-None-Match: {etag}")]);
+        assert_eq!(revalidated.status, 304, "{target}");
+    }
+    let openapi = server.get("/api/v2/openapi.json").expect(200).json();
+    assert_eq!(openapi["servers"][0]["url"], origin.as_str());
+    let page = server.get("/api/v2/item/?offset=3&limit=7").expect(200).json();
+    assert_eq!(page["next"], format!("{origin}/api/v2/item/?offset=10&limit=7"));
+    assert_eq!(page["results"][0]["url"], format!("{origin}/api/v2/item/4/"));
+    // Following a link reaches the record it names.
+    let berry = server.get("/api/v2/berry/2/").expect(200).json();
+    let item_url = berry["item"]["url"].as_str().unwrap();
+    let path = item_url.strip_prefix(&origin).expect("a link to this server");
+    assert_eq!(server.get(path).expect(200).json()["id"], 2);
+}
+
+#[test]
+fn keep_urls_answers_the_trees_own_bytes() {
+    let site = Site::new("keep-urls", &[20], &["--base-url", PRODUCTION]);
+    let server = Server::start_preview(&site.out(), &["--keep-urls"]);
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .stderr()
+            .contains(&format!("urls in the answers start with {PRODUCTION} (the tree's own (--keep-urls))"))),
+        "{}",
+        server.stderr()
+    );
+    for (target, file) in [
+        ("/api/v2/", "api/v2/index.json"),
+        ("/api/v2/berry/1/", "api/v2/berry/1/index.json"),
+        ("/api/v2/item/?offset=20&limit=20", "api/v2/item/_pages/20/20/index.json"),
+        ("/api/v2/openapi.json", "api/v2/openapi.json"),
+    ] {
+        let response = server.get(target).expect(200);
+        assert_eq!(response.body, site.file(file), "{target}");
+        let etag = format!("\"{}\"", blake3::hash(&response.body).to_hex());
+        assert_eq!(response.header("ETag"), Some(etag.as_str()));
+    }
 }

@@ -11,5 +11,7 @@ pub fn execute(args: ServeArgs) -> Result<()> {
         quiet: args.quiet,
         max_age: args.max_age,
         idle_timeout: Duration::from_secs(args.idle_timeout),
+        keep_urls: args.keep_urls,
+        watch: args.watch.then_some(args.data),
     })
 }

@@ -8,6 +8,12 @@
 //! - [`respond`]: request facts + tree → status, headers, body (pure).
 //! - [`server`]: tiny_http glue, workers, and recovery from tiny_http's failure modes.
 //! - [`listen`]: the listening socket and the options connections inherit from it.
+//! - [`html`]: the HTML view for browsers.
+//! - [`watch`]: `--watch`, rebuilding the tree when the data changes.
+//!
+//! By default every url of the tree is rebased at load from the tree's base URL onto the
+//! address the server listens on, so that links work wherever the preview runs
+//! (`--keep-urls` serves the tree's own bytes).
 //!
 //! Defences, by construction: a request path is looked up in a map of the tree's documents,
 //! never joined onto the file system, and only paths made of `[A-Za-z0-9_-]` segments are
@@ -15,11 +21,13 @@
 //! paths, without following links, and only bytes whose hash the manifest records are served;
 //! a new build is swapped in whole or not at all.
 
+pub mod html;
 pub mod listen;
 pub mod respond;
 pub mod route;
 pub mod server;
 pub mod tree;
+pub mod watch;
 
 use anyhow::Result;
 use std::io::Write as _;
@@ -38,6 +46,10 @@ pub struct ServeOptions {
     pub max_age: u64,
     /// Connections that send nothing for this long are closed.
     pub idle_timeout: Duration,
+    /// Serve the tree's own bytes instead of rebasing its urls onto the served address.
+    pub keep_urls: bool,
+    /// Rebuild the tree from this data folder whenever it changes.
+    pub watch: Option<PathBuf>,
 }
 
 /// How often the manifest is checked for a new build.
@@ -49,11 +61,17 @@ const RETRY: Duration = Duration::from_secs(1);
 /// until the process is interrupted (Ctrl-C ends it: nothing is buffered that would need
 /// flushing, and the kernel closes the sockets).
 pub fn run(options: ServeOptions) -> Result<()> {
-    let signature = manifest_signature(&options.dir);
-    let tree = load_at_start(&options.dir)?;
+    let problems = match &options.watch {
+        Some(data) => watch::build_at_start(data, &options.dir, options.quiet)?,
+        None => None,
+    };
     let listener = listen::bind(&options.addr, options.idle_timeout)?;
     listen::raise_open_files_limit();
     let addr = listener.local_addr()?;
+    let origin = origin_of(addr);
+    let rebase = (!options.keep_urls).then_some(origin.as_str());
+    let signature = manifest_signature(&options.dir);
+    let tree = load_at_start(&options.dir, rebase)?;
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "http://{addr}")?;
@@ -61,11 +79,13 @@ pub fn run(options: ServeOptions) -> Result<()> {
     }
     if !options.quiet {
         eprintln!(
-            "serving {} ({} resources, {} documents) at http://{addr}/api/v2/",
+            "serving {} ({} resources, {} documents) at {origin}/api/v2/",
             tree::show_dir(&options.dir),
             tree.resources(),
             tree.documents()
         );
+        let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
+        eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
     }
     let tree = Arc::new(tree);
     if tree.compress_now() {
@@ -74,26 +94,55 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let tree = tree.clone();
         std::thread::Builder::new().name("gen-compress".into()).spawn(move || tree.compress_all())?;
     }
+    let preview = Arc::new(html::Preview::new(origin.clone()));
+    preview.set_problems(problems);
     let shared = Arc::new(server::Shared {
         tree: RwLock::new(tree),
-        settings: respond::Settings { cache_control: format!("public, max-age={}", options.max_age) },
+        settings: respond::Settings {
+            cache_control: format!("public, max-age={}", options.max_age),
+            preview: preview.clone(),
+        },
         quiet: options.quiet,
     });
+    let rebase = rebase.map(str::to_string);
     {
+        let (dir, shared, quiet, rebase) = (options.dir.clone(), shared.clone(), options.quiet, rebase.clone());
+        std::thread::Builder::new()
+            .name("gen-reload".into())
+            .spawn(move || poll(&dir, &shared, signature, quiet, rebase.as_deref()))?;
+    }
+    if let Some(data) = options.watch.clone() {
         let (dir, shared, quiet) = (options.dir.clone(), shared.clone(), options.quiet);
-        std::thread::Builder::new().name("gen-reload".into()).spawn(move || watch(&dir, &shared, signature, quiet))?;
+        let reload = move || {
+            if let Err(e) = reload(&dir, &shared, quiet, rebase.as_deref()) {
+                eprintln!("gen serve: cannot load the new build yet (retried): {e:#}");
+            }
+        };
+        watch::start(data, options.dir.clone(), preview, quiet, reload)?;
     }
     let workers = std::thread::available_parallelism().map_or(4, |n| n.get() * 2).clamp(4, 64);
     server::run(listener, shared, workers, options.idle_timeout)
 }
 
+/// The origin links lead to: the bound address, with a loopback address in place of an
+/// unspecified one (`0.0.0.0`, `[::]`), which browsers cannot always reach.
+fn origin_of(addr: std::net::SocketAddr) -> String {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", std::net::SocketAddr::new(ip, addr.port()))
+}
+
 /// Loads the tree at start. A build swapping the tree in while it is read makes a load fail
 /// its hash checks; that is retried for a few seconds before giving up.
-fn load_at_start(dir: &Path) -> Result<Tree> {
+fn load_at_start(dir: &Path, rebase: Option<&str>) -> Result<Tree> {
     let mut attempts = 0;
     loop {
         let (bytes, manifest) = Tree::read_manifest(dir)?;
-        match Tree::load(dir, bytes, manifest, None) {
+        match Tree::load_rebased(dir, bytes, manifest, None, rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
@@ -112,10 +161,39 @@ fn manifest_signature(dir: &Path) -> Signature {
     Some((meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()))
 }
 
+/// Loads the tree in `dir` and swaps it in, unless it is the tree already served.
+/// `Ok(false)`: nothing new. One load at a time (the poll and `--watch` both call this).
+fn reload(dir: &Path, shared: &server::Shared, quiet: bool, rebase: Option<&str>) -> Result<bool> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let current = shared.tree();
+    let (bytes, manifest) = Tree::read_manifest(dir)?;
+    if bytes == current.manifest_bytes {
+        return Ok(false);
+    }
+    let tree = Tree::load_rebased(dir, bytes, manifest, Some(&current), rebase)?;
+    drop(current);
+    if !quiet {
+        eprintln!(
+            "gen serve: loaded the new build of {} ({} resources, {} documents)",
+            tree::show_dir(dir),
+            tree.resources(),
+            tree.documents()
+        );
+    }
+    let tree = Arc::new(tree);
+    if tree.compress_now() {
+        tree.compress_all();
+    }
+    *shared.tree.write().expect("tree lock") = tree.clone();
+    tree.compress_all(); // what is left: only documents new in this build
+    Ok(true)
+}
+
 /// Polls the manifest and swaps in each new tree once it has loaded whole. A failed load (a
 /// build swapping the tree mid-read, a broken tree) is retried on the next poll; the previous
 /// tree is served meanwhile, and each failure is reported once.
-fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool) {
+fn poll(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool, rebase: Option<&str>) {
     let mut reported: Option<Signature> = None;
     let mut failed_at = std::time::Instant::now();
     loop {
@@ -126,33 +204,10 @@ fn watch(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool
         if signature == loaded || retrying {
             continue;
         }
-        let current = shared.tree();
-        let result = Tree::read_manifest(dir).and_then(|(bytes, manifest)| {
-            if bytes == current.manifest_bytes {
-                return Ok(None);
-            }
-            Tree::load(dir, bytes, manifest, Some(&current)).map(Some)
-        });
-        drop(current);
-        match result {
-            Ok(None) => loaded = signature,
-            Ok(Some(tree)) => {
-                if !quiet {
-                    eprintln!(
-                        "gen serve: loaded the new build of {} ({} resources, {} documents)",
-                        tree::show_dir(dir),
-                        tree.resources(),
-                        tree.documents()
-                    );
-                }
-                let tree = Arc::new(tree);
-                if tree.compress_now() {
-                    tree.compress_all();
-                }
-                *shared.tree.write().expect("tree lock") = tree.clone();
+        match reload(dir, shared, quiet, rebase) {
+            Ok(_) => {
                 loaded = signature;
                 reported = None;
-                tree.compress_all(); // what is left: only documents new in this build
             }
             Err(e) => {
                 failed_at = std::time::Instant::now();

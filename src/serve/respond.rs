@@ -3,6 +3,7 @@
 //! Pure: no sockets here. Response heads are written by hand into one buffer so that the head
 //! and a small body leave in a single write; stored bodies are never serialised again.
 
+use super::html::{self, Preview};
 use super::route::{BadParam, Route, route};
 use super::tree::{Doc, Tree};
 use crate::answers::{self, ALLOW};
@@ -23,6 +24,8 @@ pub struct Request<'a> {
     /// The request target as sent: path and query.
     pub target: &'a str,
     pub accept_encoding: Option<&'a str>,
+    /// `Accept`: a browser's gets the HTML view.
+    pub accept: Option<&'a str>,
     pub if_none_match: Option<&'a str>,
     /// `Access-Control-Request-Headers`, echoed by preflight answers.
     pub request_headers: Option<&'a str>,
@@ -40,6 +43,8 @@ pub enum Reply {
     Error { status: u16, body: Vec<u8>, allow: bool },
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
     Options { allow_headers: Option<String> },
+    /// The HTML view of a document or an error, for a browser.
+    Html { status: u16, body: Vec<u8> },
 }
 
 /// Decides the answer to `request` from `tree`.
@@ -80,6 +85,33 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
             Reply::Doc { doc, gzip, not_modified }
         }
         None => not_found(tree, request.target),
+    }
+}
+
+/// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
+/// the HTML view of the same answer, and `/` a page linking every resource.
+pub fn decide_with(tree: &Tree, request: &Request<'_>, settings: &Settings) -> Reply {
+    let browsing = matches!(request.method, "GET" | "HEAD")
+        && request.target.len() <= MAX_TARGET
+        && html::wants_html(request.accept, request.target);
+    if !browsing {
+        return decide(tree, request);
+    }
+    let path = super::route::strip_origin(request.target);
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    if path == "/" || path.is_empty() {
+        return Reply::Html { status: 200, body: html::root(tree, &settings.preview) };
+    }
+    // The page shows the document itself, whatever copy the browser holds.
+    let plain = Request { if_none_match: None, accept_encoding: None, ..request.clone() };
+    match decide(tree, &plain) {
+        Reply::Doc { doc, .. } => {
+            Reply::Html { status: 200, body: html::document(tree, &settings.preview, request.target, 200, &doc.body) }
+        }
+        Reply::Error { status: status @ (400 | 404), body, .. } => {
+            Reply::Html { status, body: html::document(tree, &settings.preview, request.target, status, &body) }
+        }
+        other => other,
     }
 }
 
@@ -164,6 +196,8 @@ pub enum Connection {
 pub struct Settings {
     /// `Cache-Control` of documents.
     pub cache_control: String,
+    /// What the HTML view links to and shows beyond the tree.
+    pub preview: std::sync::Arc<Preview>,
 }
 
 impl Reply {
@@ -172,7 +206,7 @@ impl Reply {
         match self {
             Reply::Doc { not_modified: true, .. } => 304,
             Reply::Doc { .. } => 200,
-            Reply::Error { status, .. } => *status,
+            Reply::Error { status, .. } | Reply::Html { status, .. } => *status,
             Reply::Options { .. } => 204,
         }
     }
@@ -183,7 +217,7 @@ impl Reply {
             Reply::Doc { not_modified: true, .. } | Reply::Options { .. } => &[],
             Reply::Doc { doc, gzip: true, .. } => doc.gzip().unwrap_or(&doc.body),
             Reply::Doc { doc, .. } => &doc.body,
-            Reply::Error { body, .. } => body,
+            Reply::Error { body, .. } | Reply::Html { body, .. } => body,
         }
     }
 
@@ -202,7 +236,16 @@ impl Reply {
                 }
                 let etag = if *gzip { &doc.etag_gzip } else { &doc.etag };
                 let _ = write!(out, "ETag: {etag}\r\nCache-Control: {}\r\n", settings.cache_control);
-                out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+                // A browser asking for the same url gets the HTML view.
+                out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
+            }
+            Reply::Html { body, .. } => {
+                out.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
+                let _ = write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\nVary: Accept\r\n", body.len());
+                // The page holds no script and loads nothing: a defence behind the escaping.
+                out.extend_from_slice(
+                    b"Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; form-action 'self'\r\n",
+                );
             }
             Reply::Error { body, allow, .. } => {
                 out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
@@ -375,7 +418,7 @@ mod tests {
 
     #[test]
     fn heads() {
-        let settings = Settings { cache_control: "public, max-age=60".into() };
+        let settings = Settings { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();

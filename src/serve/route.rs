@@ -45,7 +45,7 @@ pub fn route(target: &str) -> Route {
 }
 
 /// Drops `http://host:port` from an absolute-form target (which HTTP/1.1 servers must accept).
-fn strip_origin(target: &str) -> &str {
+pub fn strip_origin(target: &str) -> &str {
     let lower = |n: usize| target.get(..n).map(str::to_ascii_lowercase);
     let scheme = if lower(7).as_deref() == Some("http://") {
         7

@@ -242,6 +242,8 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: 
         facts.header_bytes += header.field.as_str().as_str().len() + value.len();
         if header.field.equiv("Accept-Encoding") {
             facts.accept_encoding = Some(value);
+        } else if header.field.equiv("Accept") {
+            facts.accept = Some(value);
         } else if header.field.equiv("If-None-Match") {
             facts.if_none_match = Some(value);
         } else if header.field.equiv("Access-Control-Request-Headers") {
@@ -258,7 +260,7 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: 
         Some(value) if value.contains("keep-alive") => Connection::KeepAlive10,
         _ => Connection::Close,
     };
-    let reply = respond::decide(tree, &facts);
+    let reply = respond::decide_with(tree, &facts, settings);
     let head_only = facts.method == "HEAD";
     let log = (!quiet).then(|| format!("{} {}", facts.method, printable(facts.target)));
 

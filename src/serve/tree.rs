@@ -99,6 +99,10 @@ pub struct Tree {
     pretty: bool,
     /// The manifest's bytes, to tell whether a new manifest describes another tree.
     pub manifest_bytes: Vec<u8>,
+    /// The base URL the answers carry: the tree's own, or the one it was rebased on at load.
+    pub base_url: String,
+    /// The base URL the tree was built with.
+    built_base_url: String,
     /// Documents by the hash of their body, to reuse them in the next load.
     by_hash: HashMap<String, Arc<Doc>>,
     /// Pages computed on request, kept for the next request.
@@ -120,6 +124,23 @@ impl Tree {
     /// Loads the tree in `dir` whose manifest is `manifest` (read from `manifest_bytes`),
     /// reusing the documents of `previous` whose hash is unchanged.
     pub fn load(dir: &Path, manifest_bytes: Vec<u8>, manifest: Manifest, previous: Option<&Tree>) -> Result<Tree> {
+        Tree::load_rebased(dir, manifest_bytes, manifest, previous, None)
+    }
+
+    /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
+    /// `base_url` instead (see [`rebase`]), once per document, before anything is served.
+    /// `previous` must have been loaded with the same `base_url`.
+    pub fn load_rebased(
+        dir: &Path,
+        manifest_bytes: Vec<u8>,
+        manifest: Manifest,
+        previous: Option<&Tree>,
+        base_url: Option<&str>,
+    ) -> Result<Tree> {
+        let rebase_to = base_url.filter(|to| *to != manifest.base_url);
+        // A document is reused only when it was rebased the same way.
+        let served_base = rebase_to.unwrap_or(&manifest.base_url);
+        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == manifest.base_url);
         let mut by_path: Vec<(&str, &str, String)> = Vec::with_capacity(manifest.files.len());
         for (path, hash) in &manifest.files {
             match key_of(path) {
@@ -161,7 +182,11 @@ impl Tree {
                         file.display()
                     );
                 }
-                Ok((hash, Arc::new(Doc::new(body, hash))))
+                let doc = match rebase_to.and_then(|to| rebase(&body, &manifest.base_url, to)) {
+                    Some(rebased) => Doc::new(rebased.clone(), &blake3::hash(&rebased).to_hex()),
+                    None => Doc::new(body, hash),
+                };
+                Ok((hash, Arc::new(doc)))
             })
             .collect::<Result<_>>()?;
         let by_hash: HashMap<String, Arc<Doc>> =
@@ -174,7 +199,7 @@ impl Tree {
 
         let mut lists = HashMap::new();
         for (segment, info) in &manifest.resources {
-            let list = load_list(&docs, &manifest, segment, info.count)
+            let list = load_list(&docs, &manifest, rebase_to.unwrap_or(&manifest.base_url), segment, info.count)
                 .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
             lists.insert(segment.clone(), list);
         }
@@ -184,6 +209,8 @@ impl Tree {
             links: manifest.links,
             pretty: manifest.pretty,
             manifest_bytes,
+            base_url: rebase_to.unwrap_or(&manifest.base_url).to_string(),
+            built_base_url: manifest.base_url.clone(),
             by_hash,
             computed: Mutex::default(),
         })
@@ -210,6 +237,11 @@ impl Tree {
     /// Number of lists.
     pub fn resources(&self) -> usize {
         self.lists.len()
+    }
+
+    /// The number of entries in the list of `segment`.
+    pub fn count(&self, segment: &str) -> Option<u64> {
+        self.lists.get(segment).map(|list| list.count)
     }
 
     /// The document at `key`.
@@ -260,7 +292,13 @@ fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
 }
 
 /// The whole list of one resource, from its `_pages/all` document, and its page files.
-fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &str, count: u64) -> Result<List> {
+fn load_list(
+    docs: &HashMap<String, Arc<Doc>>,
+    manifest: &Manifest,
+    base_url: &str,
+    segment: &str,
+    count: u64,
+) -> Result<List> {
     #[derive(serde::Deserialize)]
     struct AllPage {
         count: u64,
@@ -284,7 +322,7 @@ fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &st
     }
     let entries: Vec<Vec<u8>> =
         parsed.results.iter().map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.pretty)).collect();
-    let url = format!("{}/api/v2/{segment}/", manifest.base_url);
+    let url = format!("{base_url}/api/v2/{segment}/");
 
     let prefix = format!("api/v2/{segment}/{PAGES_DIR}/");
     let mut pages = HashMap::new();
@@ -304,6 +342,33 @@ fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &st
         );
     }
     Ok(list)
+}
+
+/// `body` with each JSON string that starts with `from` followed by `/api/v2/` (a url of the
+/// tree), or that is exactly `from` (the OpenAPI document's server), starting with `to`
+/// instead; `None` when there is none. Strings are matched from their opening quote, so a
+/// base URL in the middle of a string is left alone; base URLs hold no character JSON escapes.
+pub fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
+    let from = from.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(quote) = body[i..].iter().position(|&b| b == b'"') {
+        let start = i + quote + 1;
+        i = start;
+        let Some(rest) = body[start..].strip_prefix(from) else { continue };
+        if !(rest.starts_with(b"/api/v2/") || rest.starts_with(b"\"")) {
+            continue;
+        }
+        let out = out.get_or_insert_with(|| Vec::with_capacity(body.len() + 1024));
+        out.extend_from_slice(&body[copied..start]);
+        out.extend_from_slice(to.as_bytes());
+        copied = start + from.len();
+        i = copied;
+    }
+    let mut out = out?;
+    out.extend_from_slice(&body[copied..]);
+    Some(out)
 }
 
 /// What the server does with a file the manifest lists.
@@ -378,6 +443,21 @@ mod tests {
         ] {
             assert_eq!(key_of(bad), Key::Refuse, "{bad}");
         }
+    }
+
+    #[test]
+    fn rebase_replaces_tree_urls_only() {
+        let from = "https://api.example.org";
+        let to = "http://127.0.0.1:9";
+        let body = br#"{"a":"https://api.example.org/api/v2/berry/1/","b":"see https://api.example.org/api/v2/x/","c":"https://api.example.org","d":"https://api.example.org/docs","e":"https://api.example.org.evil/api/v2/"}"#;
+        let rebased = String::from_utf8(rebase(body, from, to).unwrap()).unwrap();
+        assert_eq!(
+            rebased,
+            r#"{"a":"http://127.0.0.1:9/api/v2/berry/1/","b":"see https://api.example.org/api/v2/x/","c":"http://127.0.0.1:9","d":"https://api.example.org/docs","e":"https://api.example.org.evil/api/v2/"}"#
+        );
+        assert_eq!(rebase(br#"{"a":"x"}"#, from, to), None);
+        let pretty = b"{\n  \"url\": \"https://api.example.org/api/v2/\"\n}";
+        assert_eq!(rebase(pretty, from, to).unwrap(), b"{\n  \"url\": \"http://127.0.0.1:9/api/v2/\"\n}");
     }
 
     #[test]

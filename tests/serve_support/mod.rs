@@ -163,8 +163,21 @@ impl Server {
         Server::start_with(dir, &all, None)
     }
 
-    /// Starts `gen serve --dir <dir> --addr 127.0.0.1:0 <args>`, under `ulimit -n` when given.
+    /// Starts `gen serve --dir <dir> --addr 127.0.0.1:0 --keep-urls <args>` (answers are the
+    /// tree's bytes), under `ulimit -n` when given.
     pub fn start_with(dir: &Path, args: &[&str], open_files: Option<u32>) -> Server {
+        let mut all = vec!["--keep-urls"];
+        all.extend_from_slice(args);
+        Server::spawn(dir, &all, open_files)
+    }
+
+    /// Starts `gen serve --dir <dir> --addr 127.0.0.1:0 <args>` as a user would: urls rebased
+    /// onto the served address, messages on stderr.
+    pub fn start_preview(dir: &Path, args: &[&str]) -> Server {
+        Server::spawn(dir, args, None)
+    }
+
+    fn spawn(dir: &Path, args: &[&str], open_files: Option<u32>) -> Server {
         let mut serve_args = vec!["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0"];
         serve_args.extend_from_slice(args);
         let mut command = match open_files {

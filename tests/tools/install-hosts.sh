@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the static hosts the host tests run against (nginx and Caddy, from Debian's
-# packages) when they are missing. Used by `make test` and so by CI.
+# packages), and the headless browser of the HTML view tests (Chromium), when they are missing.
+# Used by `make test` and so by CI.
 #
 # Never fails the build: without root or apt the host tests skip with a message instead.
 # Services are not started: the tests run their own nginx and caddy as the current user.
@@ -9,6 +10,7 @@ set -u
 missing=""
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium fonts-liberation"
 [ -z "$missing" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,449 @@
+//! The HTML view for browsers, as Django REST framework's browsable API: a request whose
+//! `Accept` prefers `text/html` gets the JSON indented, with every url of the API a link,
+//! breadcrumbs, and for lists the count, previous/next buttons and a limit/offset form.
+//!
+//! One small template, no JavaScript, no external assets. Everything that comes from the data
+//! or the request is escaped ([`escape`]): a record's string is never markup. JSON clients never
+//! get here ([`wants_html`]), so their answers stay byte for byte what the tree holds.
+
+use super::route::{Route, normalize, route};
+use super::tree::Tree;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::sync::RwLock;
+
+/// What the HTML view shows beyond the tree.
+#[derive(Debug, Default)]
+pub struct Preview {
+    /// The origin the server answers on (`http://127.0.0.1:8080`): every link of the view
+    /// leads there.
+    pub origin: String,
+    /// The problems of the last `--watch` rebuild, as `gen check` prints them, while they last.
+    pub problems: RwLock<Option<String>>,
+}
+
+impl Preview {
+    /// A view of the server at `origin`.
+    pub fn new(origin: String) -> Preview {
+        Preview { origin, problems: RwLock::new(None) }
+    }
+
+    /// Sets (or with `None` clears) the problems shown at the top of every page.
+    pub fn set_problems(&self, problems: Option<String>) {
+        *self.problems.write().expect("problems lock") = problems;
+    }
+}
+
+/// True when a request should get the HTML view: its `Accept` names `text/html` with a higher
+/// quality than JSON gets (browsers; not curl's `*/*` nor `application/json`), and its query
+/// does not ask for `format=json`.
+pub fn wants_html(accept: Option<&str>, target: &str) -> bool {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    if query.split('&').any(|pair| pair.eq_ignore_ascii_case("format=json")) {
+        return false;
+    }
+    let Some(accept) = accept else { return false };
+    let (mut html, mut json, mut any) = (None, None, None);
+    for item in accept.split(',') {
+        let mut parts = item.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let quality = parts
+            .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match media.as_str() {
+            "text/html" | "application/xhtml+xml" => html = Some(html.map_or(quality, |h: f32| h.max(quality))),
+            "application/json" => json = Some(quality),
+            "application/*" => any = Some(any.map_or(quality, |a: f32| a.max(quality))),
+            "*/*" => any = Some(any.map_or(quality, |a: f32| a.max(quality))),
+            _ => {}
+        }
+    }
+    let json = json.or(any).unwrap_or(0.0);
+    html.is_some_and(|html| html > 0.0 && html > json)
+}
+
+/// The page at `/`: links to the index, every resource, `meta` and `openapi.json`.
+pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
+    let origin = &preview.origin;
+    let mut main = String::new();
+    let _ = write!(
+        main,
+        "<h1>API preview</h1>\n<p>Served by <code>gen serve</code>; every url in the answers starts with \
+         <code>{}</code>.</p>\n<ul class=\"index\">\n<li><a href=\"{o}/api/v2/\">/api/v2/</a> \
+         <span class=\"note\">the index of resources</span></li>\n",
+        escape(&tree.base_url),
+        o = escape(origin),
+    );
+    for segment in tree.segments() {
+        let count = tree.count(segment).unwrap_or(0);
+        let _ = writeln!(
+            main,
+            "<li><a href=\"{o}/api/v2/{s}/\">/api/v2/{s}/</a> <span class=\"note\">{count} entries</span></li>",
+            o = escape(origin),
+            s = escape(segment),
+        );
+    }
+    main.push_str(&extras(tree, origin));
+    main.push_str("</ul>\n");
+    layout(preview, "API preview", &crumbs(origin, &[]), 200, &main)
+}
+
+/// Links to the documents the index does not list, where the tree has them.
+fn extras(tree: &Tree, origin: &str) -> String {
+    let mut out = String::new();
+    if tree.doc("api/v2/meta").is_some() {
+        let _ = writeln!(
+            out,
+            "<li><a href=\"{}/api/v2/meta/\">/api/v2/meta/</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>",
+            escape(origin)
+        );
+    }
+    if tree.doc("api/v2/openapi.json").is_some() {
+        let _ = writeln!(
+            out,
+            "<li><a href=\"{}/api/v2/openapi.json\">/api/v2/openapi.json</a> <span class=\"note\">the OpenAPI description</span></li>",
+            escape(origin)
+        );
+    }
+    out
+}
+
+/// The page of a document or an error: `body` is the JSON answer for `target` with `status`.
+pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body: &[u8]) -> Vec<u8> {
+    let origin = &preview.origin;
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    let key = normalize(path);
+    let parts: Vec<&str> = key.as_deref().map(|k| k.split('/').collect()).unwrap_or_default();
+    let value: Option<Value> = serde_json::from_slice(body).ok();
+    let links = Links { tree_base: &tree.base_url, origin };
+    let mut main = String::new();
+    let title = match &key {
+        Some(key) => format!("/{key}/"),
+        None => path.chars().take(200).collect(),
+    };
+    let _ = writeln!(main, "<h1>{}</h1>", escape(&title));
+    let _ = write!(main, "<p class=\"status s{}\">GET {} · {status} {}", status / 100, escape(&title), reason(status));
+    if status < 400 {
+        let json_href = with_format_json(target);
+        let _ = write!(main, " · <a href=\"{}{}\">as JSON</a>", escape(origin), escape(&json_href));
+    }
+    main.push_str("</p>\n");
+    if status >= 400 {
+        let detail = value.as_ref().and_then(|v| v.get("detail")).and_then(Value::as_str).unwrap_or("");
+        let _ = writeln!(main, "<p class=\"error\">{}</p>", escape(detail));
+    }
+    if let Some(Value::Object(map)) = &value
+        && status == 200
+        && map.contains_key("count")
+        && map.contains_key("results")
+        && let [_, _, segment, ..] = parts.as_slice()
+    {
+        main.push_str(&list_controls(target, &parts, segment, map, &links));
+    }
+    main.push_str("<pre class=\"json\">");
+    match &value {
+        Some(value) => json(&mut main, value, 0, &links),
+        None => main.push_str(&escape(&String::from_utf8_lossy(body))),
+    }
+    main.push_str("</pre>\n");
+    if key.as_deref() == Some("api/v2") && status == 200 {
+        let more = extras(tree, origin);
+        if !more.is_empty() {
+            let _ = write!(main, "<h2>Also served</h2>\n<ul class=\"index\">\n{more}</ul>\n");
+        }
+    }
+    layout(preview, &title, &crumbs(origin, &parts), status, &main)
+}
+
+/// Count, previous/next buttons and the limit/offset form of a list page.
+fn list_controls(
+    target: &str,
+    parts: &[&str],
+    segment: &str,
+    map: &serde_json::Map<String, Value>,
+    links: &Links,
+) -> String {
+    let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
+    let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+    // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
+    let (offset, limit) = match route(target) {
+        Route::List { page: Ok(page), .. } => (page.offset, page.limit),
+        _ => match parts {
+            [_, _, _, "_pages", limit, offset] => (offset.parse().unwrap_or(0), limit.parse().unwrap_or(20)),
+            _ => (0, count.max(1)),
+        },
+    };
+    let mut out = String::new();
+    let range = if shown == 0 {
+        "no entries".to_string()
+    } else {
+        format!("entries {}–{}", offset.saturating_add(1), offset.saturating_add(shown))
+    };
+    let _ = write!(
+        out,
+        "<div class=\"list\">\n<p class=\"count\"><strong>{count}</strong> in all · {range}</p>\n<p class=\"pager\">"
+    );
+    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
+        match map.get(field).and_then(Value::as_str).and_then(|url| links.href(url)) {
+            Some(href) => {
+                let _ = write!(
+                    out,
+                    "<a class=\"button\" rel=\"{rel}\" id=\"{field}\" href=\"{}\">{label}</a> ",
+                    escape(&href)
+                );
+            }
+            None => {
+                let _ = write!(out, "<span class=\"button disabled\">{label}</span> ");
+            }
+        }
+    }
+    out.push_str("</p>\n");
+    let _ = write!(
+        out,
+        "<form class=\"page\" method=\"get\" action=\"{}/api/v2/{}/\">\
+         <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
+         <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
+         <button type=\"submit\">show</button></form>\n</div>\n",
+        escape(links.origin),
+        escape(segment),
+    );
+    out
+}
+
+/// The target with `format=json` added to its query.
+fn with_format_json(target: &str) -> String {
+    let target = target.split('#').next().unwrap_or(target);
+    let path_start = target.find("/api/").unwrap_or(0);
+    let target = &target[path_start..];
+    if target.contains('?') { format!("{target}&format=json") } else { format!("{target}?format=json") }
+}
+
+/// How urls of the tree become links: a string that starts with the tree's base URL and
+/// `/api/v2/` links to the same path on the server's origin.
+struct Links<'a> {
+    tree_base: &'a str,
+    origin: &'a str,
+}
+
+impl Links<'_> {
+    fn href(&self, text: &str) -> Option<String> {
+        let rest = text.strip_prefix(self.tree_base)?;
+        rest.starts_with("/api/v2/").then(|| format!("{}{rest}", self.origin))
+    }
+}
+
+/// Writes `value` indented by two spaces per level (as `gen build --pretty` does), escaped,
+/// with urls of the tree as links.
+fn json(out: &mut String, value: &Value, depth: usize, links: &Links) {
+    let pad = |out: &mut String, depth: usize| out.extend(std::iter::repeat_n("  ", depth));
+    match value {
+        Value::Null => out.push_str("<span class=\"l\">null</span>"),
+        Value::Bool(b) => {
+            let _ = write!(out, "<span class=\"l\">{b}</span>");
+        }
+        Value::Number(n) => {
+            let _ = write!(out, "<span class=\"n\">{}</span>", escape(&n.to_string()));
+        }
+        Value::String(s) => {
+            let quoted = escape(&serde_json::to_string(s).unwrap_or_default());
+            match links.href(s) {
+                Some(href) => {
+                    let _ = write!(out, "<span class=\"s\"><a href=\"{}\">{quoted}</a></span>", escape(&href));
+                }
+                None => {
+                    let _ = write!(out, "<span class=\"s\">{quoted}</span>");
+                }
+            }
+        }
+        Value::Array(items) if items.is_empty() => out.push_str("[]"),
+        Value::Object(map) if map.is_empty() => out.push_str("{}"),
+        Value::Array(items) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                pad(out, depth + 1);
+                json(out, item, depth + 1, links);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            pad(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push_str("{\n");
+            for (i, (key, item)) in map.iter().enumerate() {
+                pad(out, depth + 1);
+                let _ = write!(
+                    out,
+                    "<span class=\"k\">{}</span>: ",
+                    escape(&serde_json::to_string(key).unwrap_or_default())
+                );
+                json(out, item, depth + 1, links);
+                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+            }
+            pad(out, depth);
+            out.push('}');
+        }
+    }
+}
+
+/// Breadcrumbs `api / v2 / berry / 1`, each a link but the last.
+fn crumbs(origin: &str, parts: &[&str]) -> String {
+    let origin = escape(origin);
+    let mut out = String::from("<nav class=\"crumbs\" aria-label=\"breadcrumbs\">");
+    if parts.is_empty() {
+        out.push_str("<span>api</span>");
+    } else {
+        let _ = write!(out, "<a href=\"{origin}/\">api</a>");
+    }
+    let mut path = String::new();
+    for (i, part) in parts.iter().enumerate().skip(1) {
+        let _ = write!(path, "/{}", if i == 1 { "api/v2" } else { part });
+        let shown = escape(part);
+        if i + 1 == parts.len() {
+            let _ = write!(out, " / <span>{shown}</span>");
+        } else {
+            let _ = write!(out, " / <a href=\"{origin}{}/\">{shown}</a>", escape(&path));
+        }
+    }
+    out.push_str("</nav>");
+    out
+}
+
+/// The one template: head, style, breadcrumbs, the problems of the data if any, the content.
+fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str) -> Vec<u8> {
+    let problems = preview.problems.read().expect("problems lock").clone();
+    let mut out = String::with_capacity(main.len() + STYLE.len() + 1024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n<title>{} · {status} · gen serve</title>\n\
+         <style>{STYLE}</style>\n</head>\n<body>\n<header>{crumbs}</header>\n<main>\n",
+        escape(title)
+    );
+    if let Some(problems) = problems {
+        let _ = writeln!(
+            out,
+            "<section class=\"problems\" id=\"problems\"><h2>The data has problems: still serving the last good build</h2>\
+             <pre>{}</pre><p>Fix them and save: the preview rebuilds.</p></section>",
+            escape(&problems)
+        );
+    }
+    let _ = write!(out, "{main}</main>\n</body>\n</html>\n");
+    out.into_bytes()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "",
+    }
+}
+
+/// Escapes text for HTML content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+:root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --panel: #f6f8fa;
+  --border: #d1d9e0; --link: #0550ae; --key: #953800; --str: #0a3069; --num: #0550ae; --lit: #8250df;
+  --bad-bg: #ffebe9; --bad-fg: #82071e; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --panel: #161b22; --border: #3d444d;
+    --link: #79c0ff; --key: #ffa657; --str: #a5d6ff; --num: #79c0ff; --lit: #d2a8ff;
+    --bad-bg: #3c1618; --bad-fg: #ffa198; }
+}
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; }
+header, main { max-width: 72rem; margin: 0 auto; padding: 0.75rem 1.25rem; }
+header { border-bottom: 1px solid var(--border); }
+a { color: var(--link); }
+h1 { font-size: 1.4rem; margin: 0.5rem 0; word-break: break-all; }
+h2 { font-size: 1.1rem; }
+.crumbs { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+.status, .note, .count { color: var(--muted); }
+.error { background: var(--bad-bg); color: var(--bad-fg); padding: 0.5rem 0.75rem; border-radius: 6px; }
+.problems { background: var(--bad-bg); color: var(--bad-fg); border-radius: 6px; padding: 0.25rem 1rem; }
+.problems pre { white-space: pre-wrap; }
+pre.json { background: var(--panel); border: 1px solid var(--border); border-radius: 6px; padding: 1rem;
+  overflow-x: auto; font: 14px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+.k { color: var(--key); } .s { color: var(--str); } .n { color: var(--num); } .l { color: var(--lit); }
+.s a { color: inherit; }
+.pager, form.page { display: inline-block; margin: 0 1rem 0.5rem 0; }
+.button, button { display: inline-block; padding: 0.25rem 0.75rem; border: 1px solid var(--border);
+  border-radius: 6px; background: var(--panel); color: var(--link); text-decoration: none; font: inherit; }
+.button.disabled { color: var(--muted); }
+input { width: 6rem; font: inherit; padding: 0.15rem 0.3rem; background: var(--bg); color: var(--fg);
+  border: 1px solid var(--border); border-radius: 4px; }
+ul.index { padding-left: 1.25rem; } ul.index a { font-family: ui-monospace, Menlo, Consolas, monospace; }
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn who_gets_html() {
+        let chromium = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+        let firefox = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        assert!(wants_html(Some(chromium), "/api/v2/"));
+        assert!(wants_html(Some(firefox), "/api/v2/berry/?limit=5"));
+        assert!(!wants_html(Some(chromium), "/api/v2/berry/?limit=5&format=json"));
+        assert!(!wants_html(Some(chromium), "/api/v2/?format=json"));
+        for json in
+            [None, Some("*/*"), Some("application/json"), Some("application/json, text/html"), Some("text/html;q=0")]
+        {
+            assert!(!wants_html(json, "/api/v2/"), "{json:?}");
+        }
+        assert!(!wants_html(Some("text/html;q=0.5, application/json"), "/api/v2/"));
+        assert!(wants_html(Some("text/html, application/json;q=0.9"), "/api/v2/"));
+    }
+
+    #[test]
+    fn escaping_and_links() {
+        assert_eq!(
+            escape(r#"<script>alert("x")</script> & 'y'"#),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+        );
+        let links = Links { tree_base: "https://api.example.org", origin: "http://127.0.0.1:9" };
+        assert_eq!(
+            links.href("https://api.example.org/api/v2/berry/1/").as_deref(),
+            Some("http://127.0.0.1:9/api/v2/berry/1/")
+        );
+        assert_eq!(links.href("https://api.example.org/other"), None);
+        assert_eq!(links.href("see https://api.example.org/api/v2/"), None);
+        let value: Value = serde_json::from_str(
+            r#"{"a": "<script>x</script>", "b": [1.50, null], "u": "https://api.example.org/api/v2/x/"}"#,
+        )
+        .unwrap();
+        let mut out = String::new();
+        json(&mut out, &value, 0, &links);
+        assert!(out.contains("&quot;&lt;script&gt;x&lt;/script&gt;&quot;"), "{out}");
+        assert!(!out.contains("<script"), "{out}");
+        assert!(out.contains(">1.50<"), "{out}");
+        assert!(out.contains("<a href=\"http://127.0.0.1:9/api/v2/x/\">"), "{out}");
+    }
+
+    #[test]
+    fn crumbs_link_every_level_but_the_last() {
+        let out = crumbs("http://h", &["api", "v2", "berry", "1"]);
+        assert!(out.contains("<a href=\"http://h/\">api</a>"));
+        assert!(out.contains("<a href=\"http://h/api/v2/\">v2</a>"));
+        assert!(out.contains("<a href=\"http://h/api/v2/berry/\">berry</a>"));
+        assert!(out.ends_with(" / <span>1</span></nav>"));
+    }
+}

@@ -1,0 +1,305 @@
+//! The HTML view of `gen serve`, seen by a real headless Chromium (Debian's `chromium`,
+//! installed by `make test` when missing): the DOM it builds from the root, a list, a record
+//! and a 404, where links lead, what following them reaches, that data stays text, and
+//! screenshots in light and dark mode (into `target/browser/`). JSON clients are checked to
+//! get the tree's bytes untouched.
+
+mod common;
+mod serve_support;
+
+use common::TempDir;
+use serve_support::*;
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a browser sends with a navigation (Chromium's `Accept`).
+const BROWSER: &str =
+    "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8";
+
+/// Text in the data that must never become markup.
+const SCRIPT: &str = "<script>document.title='owned'</script>";
+const IMG: &str = "<img src=x onerror=alert(1)>";
+
+/// The synthetic data plus `label`, whose record holds markup in a plain string and in a
+/// sub-document (also under a `name` key there, which sub-documents do not check).
+fn site(label: &str) -> Site {
+    let site = Site { tmp: TempDir::new(label) };
+    write_data(&site.data(), &[20, 50], 0);
+    let record = serde_json::json!({ "id": 1, "name": "marked", "text": SCRIPT, "note": IMG });
+    let sub = serde_json::json!({ "name": SCRIPT, "inner": { "html": IMG, "item": { "name": "item-1", "url": "/api/v2/item/1/" } } });
+    common::write_files(
+        &site.data(),
+        &[("label/1.json", record.to_string()), ("label/1/detail.json", sub.to_string())],
+    );
+    site.build(&["--base-url", "https://api.example.org"]);
+    site
+}
+
+/// Chromium, or `None` (with a message) when it is missing and CI is not set.
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(output) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output()
+            && output.status.success()
+        {
+            return Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
+        }
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("chromium is missing: run tests/tools/install-hosts.sh (apt-get install chromium)");
+    }
+    eprintln!("skipping: chromium is not installed (make test installs it; or apt-get install chromium)");
+    None
+}
+
+/// A headless Chromium run with a new empty profile; returns its stdout.
+fn run_chromium(browser: &Path, args: &[&str]) -> String {
+    let profile = TempDir::new("chromium-profile");
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).ok();
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium {args:?} did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
+}
+
+/// The DOM Chromium builds for `url`.
+fn dom(browser: &Path, url: &str) -> String {
+    let dom = run_chromium(browser, &["--dump-dom", url]);
+    assert!(dom.contains("</html>"), "chromium dumped no DOM for {url}: {dom:.500}");
+    dom
+}
+
+/// Every `<a href>` of a DOM: (href with `&amp;` decoded, id attribute).
+fn links(dom: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for tag in dom.split("<a ").skip(1) {
+        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+        let attr = |name: &str| {
+            let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
+            let end = tag[start..].find('"')? + start;
+            Some(tag[start..end].replace("&amp;", "&"))
+        };
+        if let Some(href) = attr("href") {
+            out.push((href, attr("id")));
+        }
+    }
+    out
+}
+
+fn link_with_id(dom: &str, id: &str) -> Option<String> {
+    links(dom).into_iter().find(|(_, i)| i.as_deref() == Some(id)).map(|(href, _)| href)
+}
+
+/// The `/api/v2/...` hrefs of a page, as paths on the server.
+fn paths(origin: &str, dom: &str) -> Vec<String> {
+    links(dom).into_iter().filter_map(|(href, _)| href.strip_prefix(origin).map(str::to_string)).collect()
+}
+
+#[test]
+fn chromium_sees_links_pages_and_text() {
+    let Some(browser) = chromium() else { return };
+    let site = site("browser");
+    let server = Server::start_preview(&site.out(), &["--quiet"]);
+    let origin = format!("http://{}", server.addr);
+
+    // The root page links the index, every resource, meta and openapi.json, all on this server.
+    let root = dom(&browser, &format!("{origin}/"));
+    let hrefs: BTreeSet<String> = links(&root).into_iter().map(|(h, _)| h).collect();
+    for segment in ["berry", "item", "label", "note"] {
+        assert!(hrefs.contains(&format!("{origin}/api/v2/{segment}/")), "root lacks {segment}: {hrefs:?}");
+    }
+    for path in ["/api/v2/", "/api/v2/meta/", "/api/v2/openapi.json"] {
+        assert!(hrefs.contains(&format!("{origin}{path}")), "root lacks {path}: {hrefs:?}");
+    }
+
+    // A list: its count, its entries as links, previous and next leading to the right pages.
+    let list = dom(&browser, &format!("{origin}/api/v2/item/?offset=20&limit=20"));
+    assert!(list.contains("<strong>130</strong>"), "the count: {list:.2000}");
+    let entries = entries("item", 0);
+    let expected_paths = |offset: usize| -> Vec<String> {
+        entries[offset..offset + 20].iter().map(|(_, id)| format!("/api/v2/item/{id}/")).collect()
+    };
+    let shown: Vec<String> =
+        paths(&origin, &list).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
+    assert_eq!(shown, expected_paths(20), "entries 21-40 as links");
+    let next = link_with_id(&list, "next").expect("a next button");
+    let previous = link_with_id(&list, "previous").expect("a previous button");
+    assert_eq!(next, format!("{origin}/api/v2/item/?offset=40&limit=20"));
+    assert_eq!(previous, format!("{origin}/api/v2/item/?offset=0&limit=20"));
+    let next_page = dom(&browser, &next);
+    let shown: Vec<String> =
+        paths(&origin, &next_page).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
+    assert_eq!(shown, expected_paths(40), "next leads to entries 41-60");
+    let back = link_with_id(&next_page, "previous").unwrap();
+    let first = dom(&browser, &previous);
+    assert!(link_with_id(&first, "previous").is_none(), "the first page has no previous link");
+    assert_eq!(back, format!("{origin}/api/v2/item/?offset=20&limit=20"));
+    // The limit/offset box submits to the list.
+    assert!(list.contains(&format!("action=\"{origin}/api/v2/item/\"")), "{list:.3000}");
+    assert!(list.contains("name=\"limit\"") && list.contains("name=\"offset\""));
+
+    // A record: every url is a link to this server; breadcrumbs lead up.
+    let record = dom(&browser, &format!("{origin}/api/v2/berry/2/"));
+    let record_links = links(&record);
+    assert!(record_links.iter().all(|(href, _)| href.starts_with(&origin)), "{record_links:?}");
+    assert!(record_links.iter().any(|(href, _)| *href == format!("{origin}/api/v2/item/2/")), "{record_links:?}");
+    for crumb in ["/", "/api/v2/", "/api/v2/berry/"] {
+        assert!(record_links.iter().any(|(href, _)| *href == format!("{origin}{crumb}")), "crumb {crumb}");
+    }
+
+    // Markup in the data stays text, in a record and in a sub-document.
+    for path in ["/api/v2/label/1/", "/api/v2/label/marked/detail/"] {
+        let page = dom(&browser, &format!("{origin}{path}"));
+        assert!(!page.contains("<script") && !page.contains("<img"), "{path} made markup of data: {page}");
+        assert!(page.contains("&lt;script&gt;"), "{path} shows the text: {page}");
+        assert!(!page.contains("<title>owned"), "{path}");
+    }
+    let detail = dom(&browser, &format!("{origin}/api/v2/label/1/detail/"));
+    assert!(links(&detail).iter().any(|(href, _)| *href == format!("{origin}/api/v2/item/1/")));
+
+    // A 404: the same page with the message; the status stays 404.
+    let missing = dom(&browser, &format!("{origin}/api/v2/item/99999/"));
+    assert!(missing.contains("item has no record with id or name"), "{missing:.3000}");
+    let response = server.get_with("/api/v2/item/99999/", &[BROWSER]);
+    assert_eq!(response.status, 404);
+    assert_eq!(response.header("Content-Type"), Some("text/html; charset=utf-8"));
+    let bad = server.get_with("/api/v2/item/?limit=abc", &[BROWSER]);
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("limit=&quot;abc&quot; is not a number"), "{}", bad.text());
+
+    // Screenshots, light and dark, for people to look at.
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    for (name, path) in [
+        ("root", "/"),
+        ("list", "/api/v2/item/?offset=20&limit=5"),
+        ("record", "/api/v2/berry/2/"),
+        ("error", "/api/v2/item/99999/"),
+    ] {
+        let mut sizes = Vec::new();
+        for (mode, extra) in [("light", None), ("dark", Some("--force-dark-mode"))] {
+            let file = shots.join(format!("{name}-{mode}.png"));
+            let _ = std::fs::remove_file(&file);
+            let mut args = vec!["--window-size=1100,800".to_string(), format!("--screenshot={}", file.display())];
+            args.extend(extra.map(str::to_string));
+            args.push(format!("{origin}{path}"));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_chromium(&browser, &args);
+            let png = std::fs::read(&file).unwrap_or_else(|e| panic!("no screenshot {}: {e}", file.display()));
+            assert!(png.starts_with(b"\x89PNG") && png.len() > 5000, "{}", file.display());
+            sizes.push(png);
+        }
+        assert_ne!(sizes[0], sizes[1], "{name}: dark mode looks different from light mode");
+    }
+}
+
+#[test]
+fn following_links_from_the_root_reaches_every_resource() {
+    let site = site("crawl");
+    let server = Server::start_preview(&site.out(), &["--quiet"]);
+    let origin = format!("http://{}", server.addr);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut queue = VecDeque::from(["/".to_string()]);
+    while let Some(path) = queue.pop_front() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let response = server.get_with(&path, &[BROWSER]);
+        assert_eq!(response.status, 200, "{path} (linked from a page)");
+        if response.header("Content-Type") != Some("text/html; charset=utf-8") {
+            continue;
+        }
+        let page = response.text();
+        for (href, _) in links(&page) {
+            let target = href.strip_prefix(&origin).unwrap_or_else(|| panic!("{path} links elsewhere: {href}"));
+            if !seen.contains(target) && !target.contains("format=json") {
+                queue.push_back(target.to_string());
+            }
+        }
+        assert!(seen.len() < 2000, "the crawl does not end");
+    }
+    for segment in ["berry", "item", "label", "note"] {
+        assert!(seen.contains(&format!("/api/v2/{segment}/")), "{segment} unreachable");
+        for (_, id) in if segment == "label" { vec![(None, 1)] } else { entries(segment, 0) } {
+            assert!(seen.contains(&format!("/api/v2/{segment}/{id}/")), "/api/v2/{segment}/{id}/ unreachable");
+        }
+    }
+    for path in ["/api/v2/", "/api/v2/meta/", "/api/v2/openapi.json"] {
+        assert!(seen.contains(path), "{path} unreachable");
+    }
+}
+
+#[test]
+fn json_clients_get_the_trees_bytes() {
+    let site = site("json-clients");
+    let server = Server::start(&site.out(), &[]);
+    let json_accepts = [
+        None,
+        Some("Accept: */*"),
+        Some("Accept: application/json"),
+        Some("Accept: application/json, text/plain, */*"),
+        Some("Accept: text/html;q=0.5, application/json"),
+    ];
+    for (target, file) in [
+        ("/api/v2/", "api/v2/index.json"),
+        ("/api/v2/item/?offset=20&limit=20", "api/v2/item/_pages/20/20/index.json"),
+        ("/api/v2/label/1/", "api/v2/label/1/index.json"),
+    ] {
+        let expected = site.file(file);
+        for accept in json_accepts {
+            let headers: Vec<&str> = accept.into_iter().collect();
+            let response = server.get_with(target, &headers).expect(200);
+            assert_eq!(response.body, expected, "{target} {accept:?}");
+            assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"));
+        }
+        let sep = if target.contains('?') { '&' } else { '?' };
+        let response = server.get_with(&format!("{target}{sep}format=json"), &[BROWSER]).expect(200);
+        assert_eq!(response.body, expected, "{target} ?format=json in a browser");
+        let html = server.get_with(target, &[BROWSER]).expect(200);
+        assert_eq!(html.header("Content-Type"), Some("text/html; charset=utf-8"));
+        assert_eq!(html.header("Cache-Control"), Some("no-store"));
+        assert!(html.header("ETag").is_none());
+    }
+    // `/` stays a JSON 404 for JSON clients.
+    let response = server.get("/");
+    assert_eq!(response.status, 404);
+    assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"));
+    // The index page lists meta and openapi.json; the JSON index does not.
+    let page = server.get_with("/api/v2/", &[BROWSER]).expect(200).text();
+    assert!(page.contains("/api/v2/meta/\"") && page.contains("/api/v2/openapi.json\""));
+    let index = server.get("/api/v2/").expect(200).json();
+    assert!(index.get("meta").is_none() && index.get("openapi.json").is_none());
+}

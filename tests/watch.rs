@@ -1,0 +1,157 @@
+//! `gen serve --watch`: the real binary watching a data folder while it is edited as people
+//! and tools edit: in place, by rename (as editors save), in bursts (as a checkout does), and
+//! broken then fixed. Every step is checked on what the server answers, polled with a generous
+//! time limit (no timing assertion).
+
+mod common;
+mod serve_support;
+
+use common::{TempDir, run, write_files};
+use serve_support::*;
+use std::path::Path;
+use std::time::Duration;
+
+/// Long enough for any rebuild on a loaded machine; steps end as soon as they are served.
+const LIMIT: Duration = Duration::from_secs(90);
+
+const BROWSER: &str = "Accept: text/html,application/xhtml+xml,*/*;q=0.8";
+
+fn record(id: i64, size: i64) -> String {
+    format!(r#"{{"id": {id}, "name": "berry-{id}", "size": {size}}}"#)
+}
+
+fn size_of(server: &Server, id: i64) -> Option<i64> {
+    let response = server.get(&format!("/api/v2/berry/{id}/"));
+    (response.status == 200).then(|| response.json()["size"].as_i64()).flatten()
+}
+
+fn count(server: &Server) -> Option<u64> {
+    let response = server.get("/api/v2/berry/");
+    (response.status == 200).then(|| response.json()["count"].as_u64()).flatten()
+}
+
+/// Saves `text` as an editor that writes a new file and renames it over the old one.
+fn save_by_rename(tmp: &Path, file: &Path, text: &str) {
+    let scratch = tmp.join("scratch.json");
+    std::fs::write(&scratch, text).unwrap();
+    std::fs::rename(&scratch, file).unwrap();
+}
+
+#[test]
+fn watch_rebuilds_on_every_change_and_keeps_the_last_good_tree() {
+    let tmp = TempDir::new("watch");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(
+        &data,
+        &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30)), ("berry/3.json", record(3, 40))],
+    );
+    let data_arg = data.to_str().unwrap();
+    // No tree yet: --watch builds one before serving.
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data_arg]);
+    assert_eq!(count(&server), Some(3));
+    assert!(out.join("manifest.json").is_file());
+
+    // Edit a record in place.
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit: {}", server.stderr());
+
+    // Add one, then delete one.
+    std::fs::write(data.join("berry/4.json"), record(4, 50)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 4) == Some(50)), "add: {}", server.stderr());
+    assert_eq!(count(&server), Some(4));
+    std::fs::remove_file(data.join("berry/2.json")).unwrap();
+    assert!(eventually(LIMIT, || server.get("/api/v2/berry/2/").status == 404), "delete: {}", server.stderr());
+    assert_eq!(count(&server), Some(3));
+
+    // Save by rename, as editors do.
+    save_by_rename(tmp.path(), &data.join("berry/3.json"), &record(3, 41));
+    assert!(eventually(LIMIT, || size_of(&server, 3) == Some(41)), "rename: {}", server.stderr());
+
+    // Break a record: the problems are printed as `gen check` prints them, and shown on the
+    // HTML view; the last good tree stays served.
+    save_by_rename(tmp.path(), &data.join("berry/1.json"), r#"{"id": 1, "name": "berry-1", "size": 22"#);
+    let check = run(&["check", "--data", data_arg]).fails_with(1);
+    let problems: Vec<String> = check.stderr().lines().map(str::to_string).collect();
+    assert!(problems.iter().any(|line| line.contains("berry/1.json")), "{problems:?}");
+    assert!(
+        eventually(LIMIT, || problems.iter().all(|line| server.stderr().contains(line.as_str()))),
+        "serve prints the problems as gen check does:\n{problems:?}\n--- serve:\n{}",
+        server.stderr()
+    );
+    assert_eq!(size_of(&server, 1), Some(21), "the last good tree is still served");
+    assert_eq!(count(&server), Some(3));
+    let page = server.get_with("/", &[BROWSER]).expect(200).text();
+    assert!(page.contains("id=\"problems\""), "{page}");
+    assert!(page.contains("berry/1.json"), "the page names the broken file: {page}");
+    let record_page = server.get_with("/api/v2/berry/3/", &[BROWSER]).expect(200).text();
+    assert!(record_page.contains("id=\"problems\""));
+
+    // Fix it: served, and the problems are gone from the page.
+    std::fs::write(data.join("berry/1.json"), record(1, 22)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(22)), "fix: {}", server.stderr());
+    assert!(eventually(LIMIT, || !server.get_with("/", &[BROWSER]).text().contains("id=\"problems\"")));
+
+    // A burst of creates and deletes, as a checkout of another branch.
+    for id in 10..60 {
+        std::fs::write(data.join(format!("berry/{id}.json")), record(id, id)).unwrap();
+    }
+    for id in 10..40 {
+        std::fs::remove_file(data.join(format!("berry/{id}.json"))).unwrap();
+    }
+    assert!(eventually(LIMIT, || count(&server) == Some(23)), "burst: {}", server.stderr());
+    assert_eq!(size_of(&server, 59), Some(59));
+    assert_eq!(server.get("/api/v2/berry/10/").status, 404);
+    assert_eq!(size_of(&server, 1), Some(22));
+}
+
+#[test]
+fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
+    let tmp = TempDir::new("watch-broken");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20))]);
+    run(&["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    std::fs::write(data.join("berry/1.json"), "{").unwrap();
+
+    // A tree to fall back on: served, with the problems shown.
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(size_of(&server, 1), Some(20));
+    assert!(eventually(LIMIT, || server.stderr().contains("berry/1.json")), "{}", server.stderr());
+    assert!(server.get_with("/api/v2/", &[BROWSER]).text().contains("id=\"problems\""));
+    std::fs::write(data.join("berry/1.json"), record(1, 25)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(25)), "{}", server.stderr());
+    drop(server);
+
+    // No tree: nothing to serve, said clearly.
+    std::fs::write(data.join("berry/1.json"), "{").unwrap();
+    let empty = tmp.join("none");
+    let refused = run(&[
+        "serve",
+        "--watch",
+        "--data",
+        data.to_str().unwrap(),
+        "--dir",
+        empty.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:0",
+    ])
+    .fails_with(2);
+    assert!(refused.stderr().contains("berry/1.json"), "{}", refused.stderr());
+    assert!(refused.stderr().contains("holds no tree to serve until the data builds"), "{}", refused.stderr());
+
+    // --dir inside --data would rebuild forever.
+    let inside = data.join("out");
+    let refused = run(&[
+        "serve",
+        "--watch",
+        "--data",
+        data.to_str().unwrap(),
+        "--dir",
+        inside.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:0",
+    ])
+    .fails_with(2);
+    assert!(refused.stderr().contains("is inside --data"), "{}", refused.stderr());
+}
