@@ -6,7 +6,7 @@
 //!   list's entries, byte for byte as `gen build` writes them.
 //! - [`route`]: request target → what it asks for (pure, table-tested).
 //! - [`respond`]: request facts + tree → status, headers, body (pure).
-//! - [`server`]: tiny_http glue, workers, and recovery from tiny_http's failure modes.
+//! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
 //! - [`listen`]: the listening socket and the options connections inherit from it.
 //!
 //! Defences, by construction: a request path is looked up in a map of the tree's documents,
@@ -78,13 +78,13 @@ pub fn run(options: ServeOptions) -> Result<()> {
         tree: RwLock::new(tree),
         settings: respond::Settings { cache_control: format!("public, max-age={}", options.max_age) },
         quiet: options.quiet,
+        body_time: options.idle_timeout,
     });
     {
         let (dir, shared, quiet) = (options.dir.clone(), shared.clone(), options.quiet);
         std::thread::Builder::new().name("gen-reload".into()).spawn(move || watch(&dir, &shared, signature, quiet))?;
     }
-    let workers = std::thread::available_parallelism().map_or(4, |n| n.get() * 2).clamp(4, 64);
-    server::run(listener, shared, workers, options.idle_timeout)
+    server::run(listener, shared)
 }
 
 /// Loads the tree at start. A build swapping the tree in while it is read makes a load fail

@@ -95,6 +95,15 @@ impl Connection {
         }
     }
 
+    /// gen patch: the socket's receive timeout, if any.
+    pub(crate) fn read_timeout(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Tcp(s) => s.read_timeout().ok().flatten(),
+            #[cfg(unix)]
+            Self::Unix(s) => s.read_timeout().ok().flatten(),
+        }
+    }
+
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
             Self::Tcp(s) => s.try_clone().map(Self::from),
