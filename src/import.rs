@@ -97,7 +97,8 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         for id in &ids {
             let record_dir = root.join(&segment).join(id.to_string());
             let source = record_dir.join("index.json");
-            if !source.is_file() {
+            // anything there is read (and refused if it is not a regular file)
+            if !source.exists() {
                 problems.push(Problem::new(
                     &root.join(&segment).join("index.json"),
                     "$.results",
@@ -108,7 +109,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             jobs.push(Job { source, target: format!("{folder}/{id}.json"), id: Some(*id) });
             for sub in list_dirs(&record_dir).unwrap_or_default() {
                 let source = record_dir.join(&sub).join("index.json");
-                if source.is_file() {
+                if source.exists() {
                     jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), id: None });
                     summary.subdocs += 1;
                 }
@@ -203,7 +204,7 @@ fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<
 
 /// Reads one published document, renames its urls, checks a record's id, and writes it.
 fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSet<String>>) -> Result<(), Problem> {
-    let bytes = std::fs::read(&job.source).map_err(|e| Problem::new(&job.source, "-", format!("cannot read: {e}")))?;
+    let bytes = load::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
     if let Some(id) = job.id {
         let found = value.get("id").and_then(Value::as_i64);

@@ -5,6 +5,7 @@
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
 use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -237,9 +238,16 @@ pub fn data_hash(dir: &Path) -> Option<String> {
     if config.exists() {
         files.push(&config);
     }
+    // Read as the full load reads them: regular files only, and at most the size limit.
+    let settings: SiteConfig =
+        read_json(&config).ok().and_then(|(value, _)| serde_json::from_value(value).ok()).unwrap_or_default();
+    let limit = settings.max_document_mb.saturating_mul(1 << 20);
     let hashes: Option<Vec<(String, blake3::Hash)>> = files
         .par_iter()
-        .map(|file| std::fs::read(file).ok().map(|bytes| (relative(dir, file), blake3::hash(&bytes))))
+        .map(|file| {
+            let bytes = crate::fsutil::read_regular_file(file, limit).ok()?;
+            Some((relative(dir, file), blake3::hash(&bytes)))
+        })
         .collect();
     hashes.map(combine_hashes)
 }
@@ -334,10 +342,21 @@ pub fn parse_id(text: &str) -> Option<i64> {
 
 /// Reads and parses a JSON file, reporting invalid UTF-8 and invalid JSON with line and column.
 pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
-    let bytes = std::fs::read(path).map_err(|e| Problem::new(path, "-", format!("cannot read: {e}")))?;
+    let bytes = read_data_file(path)?;
     let hash = blake3::hash(&bytes);
     let value = parse_json(path, &bytes)?;
     Ok((value, hash))
+}
+
+/// Reads a settings or source file: a regular file of at most the default document size limit
+/// (see [`crate::fsutil::read_regular_file`]).
+pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
+    let limit = config::DEFAULT_MAX_DOCUMENT_MB << 20;
+    crate::fsutil::read_regular_file(path, limit).map_err(|e| match e {
+        NotRead::TooLarge(_) => Problem::whole(path, format!("larger than {} MB: not a file gen reads", limit >> 20)),
+        NotRead::Io(e) => Problem::new(path, "-", format!("cannot read: {e}")),
+        refused => Problem::whole(path, refused.to_string()),
+    })
 }
 
 /// Parses JSON bytes, reporting problems with line and column.
@@ -384,21 +403,20 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
     let file = match &entry {
         Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
     };
-    if let Ok(meta) = std::fs::metadata(file)
-        && meta.len() > limit
-    {
-        return Loaded::Failed(Problem::whole(
-            file,
-            format!(
-                "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
-                meta.len() as f64 / (1 << 20) as f64,
-                limit >> 20
-            ),
-        ));
-    }
-    let bytes = match std::fs::read(file) {
+    let bytes = match crate::fsutil::read_regular_file(file, limit) {
         Ok(bytes) => bytes,
-        Err(e) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+        Err(NotRead::TooLarge(bytes)) => {
+            return Loaded::Failed(Problem::whole(
+                file,
+                format!(
+                    "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
+                    bytes as f64 / (1 << 20) as f64,
+                    limit >> 20
+                ),
+            ));
+        }
+        Err(NotRead::Io(e)) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+        Err(refused) => return Loaded::Failed(Problem::whole(file, refused.to_string())),
     };
     let hash = blake3::hash(&bytes);
     match entry {

@@ -271,3 +271,55 @@ fn an_unreadable_file_is_named() {
     }
     assert_eq!(read_tree(&out), before);
 }
+
+/// Runs `gen` like [`run`], but fails the test (and kills gen) if it takes over a minute.
+fn run_bounded(args: &[&str]) -> Run {
+    let mut child = gen_bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gen binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gen {args:?} still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }
+}
+
+#[test]
+fn devices_and_fifos_are_refused_without_reading_them_and_links_to_files_are_read() {
+    let tmp = TempDir::new("devices");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // a record that is a link to a regular file outside the folder is read like any record
+    std::fs::rename(data.join("berry/1.json"), tmp.join("berry-1.json")).unwrap();
+    std::os::unix::fs::symlink(tmp.join("berry-1.json"), data.join("berry/1.json")).unwrap();
+    let out = tmp.join("out");
+    run_bounded(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let before = read_tree(&out);
+    assert!(before.contains_key("api/v2/berry/1/index.json"));
+    // /dev/zero has no size and never ends; a FIFO blocks its reader until a writer comes
+    std::os::unix::fs::symlink("/dev/zero", data.join("berry/5001.json")).unwrap();
+    let fifo = data.join("berry/5002.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for args in [vec!["check"], vec!["build", "--out", out.to_str().unwrap()]] {
+        let mut args = args.clone();
+        args.extend(["--data", data.to_str().unwrap()]);
+        let run = run_bounded(&args).fails_with(1);
+        let stderr = run.stderr().replace(&format!("{}/", data.display()), "data/");
+        assert!(
+            stderr.contains("data/berry/5001.json: $: is a character device (such as /dev/zero), not a regular file"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("data/berry/5002.json: $: is a named pipe (FIFO), not a regular file"), "{stderr}");
+        assert!(stderr.contains("put a file with the content in its place"), "{stderr}");
+        assert!(stderr.contains("2 problems"), "{stderr}");
+    }
+    assert_eq!(read_tree(&out), before);
+}

@@ -329,3 +329,37 @@ fn bad_sources_report_every_problem_and_write_nothing() {
     let run = import(&tmp.join("nowhere"), &data, &[]).fails_with(2);
     assert!(run.stderr().contains("is not an api-data checkout"), "{}", run.stderr());
 }
+
+#[test]
+fn device_files_and_fifos_in_the_source_are_refused_without_reading_them() {
+    let tmp = TempDir::new("srcdevices");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let record = src.join("api/v2/pokemon/1/index.json");
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &record).unwrap();
+    let fifo = src.join("api/v2/location-area/1/index.json");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let data = tmp.join("data");
+    let mut child = gen_bin()
+        .args(["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gen import still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("pokemon/1/index.json: $: is a character device"), "{stderr}");
+    assert!(stderr.contains("location-area/1/index.json: $: is a named pipe (FIFO)"), "{stderr}");
+    assert!(!data.exists(), "a failed import leaves nothing");
+}
