@@ -104,13 +104,10 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
     let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
     let config_path = dir.join(CONFIG_FILE);
     if config_path.exists() {
-        match read_json(&config_path) {
-            Ok((value, hash)) => {
+        match read_settings(&config_path) {
+            Ok((config, hash)) => {
                 file_hashes.push((CONFIG_FILE.to_string(), hash));
-                match serde_json::from_value::<SiteConfig>(value) {
-                    Ok(config) => dataset.config = config,
-                    Err(e) => problems.push(Problem::whole(&config_path, format!("invalid settings: {e}"))),
-                }
+                dataset.config = config;
             }
             Err(p) => problems.push(p),
         }
@@ -346,6 +343,36 @@ pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
     let hash = blake3::hash(&bytes);
     let value = parse_json(path, &bytes)?;
     Ok((value, hash))
+}
+
+/// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
+/// reported as such, not as a bad record).
+fn read_settings(path: &Path) -> Result<(SiteConfig, blake3::Hash), Problem> {
+    let bytes = read_data_file(path)?;
+    let hash = blake3::hash(&bytes);
+    let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Problem::whole(
+            path,
+            format!("empty file: {CONFIG_FILE} holds the settings as a JSON object, {example}"),
+        ));
+    }
+    let value = parse_json(path, &bytes)?;
+    if !value.is_object() {
+        let kind = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(Problem::whole(
+            path,
+            format!("the settings are {kind}, not a JSON object: write them as an object, {example}"),
+        ));
+    }
+    let config = serde_json::from_value(value).map_err(|e| Problem::whole(path, format!("invalid settings: {e}")))?;
+    Ok((config, hash))
 }
 
 /// Reads a settings or source file: a regular file of at most the default document size limit

@@ -323,3 +323,78 @@ fn devices_and_fifos_are_refused_without_reading_them_and_links_to_files_are_rea
     }
     assert_eq!(read_tree(&out), before);
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_gen_quietly() {
+    // `gen check 2>&1 | head -1` over thousands of problems: the pipe closes while gen writes
+    // (far more than a pipe holds), and gen ends with its status, without a panic.
+    let tmp = TempDir::new("broken-pipe");
+    let data = tmp.join("data");
+    sample_data(&data);
+    for id in 1000..4000 {
+        std::fs::write(data.join(format!("berry/{id}.json")), "[]").unwrap();
+    }
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#""$0" check --data "$1" 2>&1 | head -1; echo "status=${PIPESTATUS[0]}""#)
+        .arg(env!("CARGO_BIN_EXE_gen"))
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("berry/1000.json"), "{stdout}");
+    assert!(stdout.ends_with("status=1\n"), "{stdout}");
+    assert!(!stdout.contains("panicked"), "{stdout}");
+}
+
+#[test]
+fn empty_or_non_object_settings_are_named_as_settings() {
+    for (label, bytes, expected) in [
+        ("settings-empty", &b""[..], "data/gen.json: $: empty file: gen.json holds the settings as a JSON object"),
+        ("settings-array", &b"[]"[..], "data/gen.json: $: the settings are an array, not a JSON object"),
+        ("settings-number", &b"7"[..], "data/gen.json: $: the settings are a number, not a JSON object"),
+    ] {
+        assert_reported(label, &[("gen.json", bytes)], &[expected]);
+    }
+}
+
+#[test]
+fn base_urls_are_checked_as_urls() {
+    let tmp = TempDir::new("base-urls");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    let settings = read_json(&data.join("gen.json"));
+    for (url, says) in [
+        ("http://example.org'", "as host"),
+        ("http://example.org/<x>", "has '<' in its path"),
+        ("http://example.org/{x}", "has '{' in its path"),
+        ("http://user:pw@example.org", "has a user name or password"),
+        ("http://example.org:99999", "a port is a number from 1 to 65535"),
+    ] {
+        let built =
+            run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--base-url", url])
+                .fails_with(2);
+        let stderr = built.stderr();
+        assert!(stderr.contains(says) && stderr.contains("http(s)://host[:port][/path]"), "{url}: {stderr}");
+        assert!(!out.exists());
+        // the same in gen.json is a data problem
+        let mut bad = settings.clone();
+        bad["base_url"] = url.into();
+        std::fs::write(data.join("gen.json"), bad.to_string()).unwrap();
+        let checked = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
+        let stderr = checked.stderr();
+        assert!(stderr.contains("gen.json: $.base_url:") && stderr.contains(says), "{stderr}");
+        std::fs::write(data.join("gen.json"), settings.to_string()).unwrap();
+    }
+    run(&[
+        "build",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--base-url",
+        "https://[::1]:8443/v2",
+    ])
+    .ok();
+}

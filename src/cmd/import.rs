@@ -8,16 +8,16 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
     let started = Instant::now();
     let options = genapi::import::ImportOptions { keep_segment_names: args.keep_segment_names, force: args.force };
     let summary = genapi::import::import_api_data(&args.src, &args.out, &options)?;
-    println!(
+    super::say(&format!(
         "imported {} resources, {} records, {} sub-documents in {:.2} s → {}",
         summary.resources,
         summary.records,
         summary.subdocs,
         started.elapsed().as_secs_f64(),
         args.out.display()
-    );
+    ));
     if !summary.external.is_empty() {
-        println!("declared external (referred to, not imported): {}", summary.external.join(", "));
+        super::say(&format!("declared external (referred to, not imported): {}", summary.external.join(", ")));
     }
     Ok(())
 }
