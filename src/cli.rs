@@ -73,7 +73,8 @@ pub struct ServeArgs {
     /// Folder holding the tree written by `gen build`.
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
-    /// Address to listen on; port 0 picks a free port (the bound address is printed first).
+    /// Address to listen on: HOST:PORT, [IPv6]:PORT, or :PORT for every interface (as `gen
+    /// config --listen`); port 0 picks a free port (the bound address is printed first).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
     pub addr: String,
     /// Do not log one line per request.

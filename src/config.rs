@@ -125,6 +125,29 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// An address to listen on, as `gen serve --addr` and `gen config --listen` both take it:
+/// `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (the last two: every interface). The host is
+/// an address or a name of letters, digits, '.' and '-'. Returns the host without brackets
+/// (empty for every interface) and the port; `None` when `text` has none of these forms.
+pub fn parse_listen(text: &str) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, port) = rest.split_once("]:")?;
+        host.parse::<std::net::Ipv6Addr>().ok()?;
+        (host, port)
+    } else if let Some((host, port)) = text.rsplit_once(':') {
+        if !host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+            return None;
+        }
+        (host, port)
+    } else {
+        ("", text)
+    };
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((host.to_string(), port.parse().ok()?))
+}
+
 /// True when `segment` is a valid resource path segment: `[a-z0-9-]+`.
 pub fn is_valid_segment(segment: &str) -> bool {
     !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -147,6 +170,19 @@ mod tests {
         }
         for bad in ["", "123", "0", "Cheri", "mr_mime", "é", "a b", "a/b", "."] {
             assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn listen_forms() {
+        let l = |h: &str, p| Some((h.to_string(), p));
+        assert_eq!(parse_listen("127.0.0.1:8080"), l("127.0.0.1", 8080));
+        assert_eq!(parse_listen("[::1]:80"), l("::1", 80));
+        assert_eq!(parse_listen(":0"), l("", 0));
+        assert_eq!(parse_listen("8080"), l("", 8080));
+        assert_eq!(parse_listen("localhost:8080"), l("localhost", 8080));
+        for bad in ["", ":", "127.0.0.1", "127.0.0.1:99999", "::1:80", "[x]:80", "a b:80", "h:p", "h:+80", "[::1]"] {
+            assert_eq!(parse_listen(bad), None, "{bad}");
         }
     }
 

@@ -21,11 +21,19 @@ use std::time::Duration;
 /// Longest wait on a client that does not read its response (the idle timeout when shorter).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Binds `addr` (`HOST:PORT`) with options for `idle_timeout`; errors say what to do.
+/// Binds `addr` (`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`) with options for `idle_timeout`; errors say what to do.
 pub fn bind(addr: &str, idle_timeout: Duration) -> Result<TcpListener> {
-    let addrs: Vec<SocketAddr> = addr
+    // the forms `gen config --listen` takes too; port 0 picks a free port
+    let (host, port) = crate::config::parse_listen(addr).ok_or_else(|| {
+        anyhow!(
+            "--addr {addr:?} is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080, or :8080 for every \
+             interface; port 0 picks a free port)"
+        )
+    })?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host.as_str() };
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| anyhow!("--addr {addr:?} is not HOST:PORT, e.g. 127.0.0.1:8080 ({e})"))?
+        .map_err(|e| anyhow!("--addr {addr:?}: cannot resolve {host:?} ({e}): use an address such as 127.0.0.1"))?
         .collect();
     let mut last = None;
     for socket_addr in &addrs {
