@@ -111,7 +111,9 @@ pub struct ImportApiDataArgs {
     /// ones (creature, creature-form, ...), for clients that hard-code them.
     #[arg(long)]
     pub keep_segment_names: bool,
-    /// Replace the data folder even if it is not empty.
+    /// Import into a data folder that is not empty: the folders of the imported segments and
+    /// gen.json's "external" are replaced; everything else (other segments, your own files,
+    /// the other settings) is kept, and listed. A folder that holds SRC is always refused.
     #[arg(long)]
     pub force: bool,
 }

@@ -16,6 +16,15 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
         started.elapsed().as_secs_f64(),
         args.out.display()
     ));
+    if !summary.replaced.is_empty() {
+        super::say(&format!("--force replaced (from the source): {}", summary.replaced.join(", ")));
+    }
+    if !summary.kept.is_empty() {
+        super::say(&format!("--force kept (not from the source): {}", summary.kept.join(", ")));
+    }
+    if summary.kept_settings {
+        super::say(&format!("--force kept the settings in {}; \"external\" was updated", genapi::config::CONFIG_FILE));
+    }
     if !summary.external.is_empty() {
         super::say(&format!("declared external (referred to, not imported): {}", summary.external.join(", ")));
     }
