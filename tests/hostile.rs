@@ -180,6 +180,8 @@ fn conflicting_content_lengths_get_400_and_the_connection_closed() {
         format!("Content-Length: 0\r\nContent-Length: {}", smuggled.len()),
         format!("Content-Length: {}\r\nContent-Length: 0", smuggled.len()),
         format!("Content-Length: {}\r\nTransfer-Encoding: chunked", smuggled.len()),
+        format!("Content-Length: +{}", smuggled.len()),
+        "Content-Length: abc".to_string(),
     ] {
         let mut conn = server.connect();
         conn.send(format!("POST /api/v2/ HTTP/1.1\r\nHost: x\r\n{lengths}\r\n\r\n{smuggled}").as_bytes());

@@ -364,7 +364,7 @@ impl Iterator for ClientConnection {
 }
 
 /// gen patch: refuses the request-smuggling shapes: two `Content-Length` headers that differ,
-/// or a `Content-Length` beside a `Transfer-Encoding`. Where the body ends is ambiguous, so
+/// one that is not a plain number, or a `Content-Length` beside a `Transfer-Encoding`. Where the body ends is ambiguous, so
 /// the connection cannot be read on.
 fn check_framing(headers: &[crate::Header]) -> Result<(), ReadError> {
     let mut lengths = headers
@@ -373,6 +373,12 @@ fn check_framing(headers: &[crate::Header]) -> Result<(), ReadError> {
         .map(|h| h.value.as_str().trim());
     let first = lengths.next();
     if let Some(first) = first {
+        if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ReadError::Refused(
+                400,
+                "the request's Content-Length is not a number of bytes: send one",
+            ));
+        }
         if lengths.any(|other| other != first) {
             return Err(ReadError::Refused(
                 400,
