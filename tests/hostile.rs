@@ -197,3 +197,24 @@ fn conflicting_content_lengths_get_400_and_the_connection_closed() {
     conn.read_response(false).unwrap().expect(405);
     conn.get("/api/v2/").expect(200);
 }
+
+#[test]
+fn a_body_too_large_to_read_still_gets_its_answer() {
+    // The body is not read: the answer comes at once, whole, and the connection ends while
+    // the client is still sending. (What it sends meanwhile is drained briefly before the
+    // close, so that no reset can destroy the answer on a real network; over loopback the
+    // answer stays readable even after a reset, so this checks the answer and the close.)
+    let site = Site::new("unread-body", &[20], &[]);
+    let server = Server::start(&site.out(), &["--idle-timeout", "2"]);
+    for _ in 0..5 {
+        let mut conn = server.connect();
+        let mut request = b"POST /api/v2/ HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n".to_vec();
+        request.extend(std::iter::repeat_n(b'x', 512 << 10));
+        conn.send(&request);
+        let response = conn.read_response(false).expect("the answer, not a reset");
+        assert_eq!(response.status, 405);
+        assert_eq!(response.header("Connection"), Some("close"));
+        assert!(conn.closed_within(Duration::from_secs(3)));
+    }
+    server.get("/api/v2/").expect(200);
+}

@@ -94,9 +94,28 @@ impl ClientConnection {
         }
     }
 
-    /// gen patch: shuts the socket down both ways, so that nothing more is read and nothing
-    /// left in a buffer is written (a client that does not read would hold the thread again).
-    fn shut_down(&self) {
+    /// gen patch: ends the connection without waiting on the client. The sending side is shut
+    /// down first, so that nothing left in a buffer is written (a client that does not read
+    /// would hold the thread again) and the client sees the end of the answer. What the client
+    /// still sends (the rest of a body) is then read and dropped for a short, bounded while: a
+    /// socket closed with unread data sends a reset, which can destroy the answer before the
+    /// client reads it. Then the socket is shut down both ways.
+    fn shut_down(&mut self) {
+        const LINGER: Duration = Duration::from_secs(1);
+        const LINGER_BYTES: usize = 1 << 20;
+        self.sink.with_inner(|writer| {
+            writer.get_ref().shut_down_sending();
+            writer.get_ref().set_read_timeout(Some(Duration::from_millis(250)));
+        });
+        let deadline = Instant::now() + LINGER;
+        let mut buffer = [0u8; 16 * 1024];
+        let mut drained = 0;
+        while drained < LINGER_BYTES && Instant::now() < deadline {
+            match self.next_header_source.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
         self.sink.with_inner(|writer| writer.get_ref().shut_down());
     }
 

@@ -131,6 +131,24 @@ impl RefinedTcpStream {
         }
     }
 
+    /// gen patch: shuts the sending side down (the peer reads end of file, writes here fail).
+    pub(crate) fn shut_down_sending(&self) {
+        match &self.stream {
+            Stream::Http(connection) => connection.shutdown(Shutdown::Write).ok(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => None,
+        };
+    }
+
+    /// gen patch: sets the socket's receive timeout.
+    pub(crate) fn set_read_timeout(&self, timeout: Option<std::time::Duration>) {
+        match &self.stream {
+            Stream::Http(connection) => connection.set_read_timeout(timeout),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => {}
+        };
+    }
+
     /// gen patch: shuts the socket down both ways (reads return end of file, writes fail).
     pub(crate) fn shut_down(&self) {
         match &self.stream {
