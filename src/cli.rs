@@ -102,7 +102,8 @@ pub struct ServeArgs {
     /// Folder holding the tree written by `gen build`.
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
-    /// Address to listen on; port 0 picks a free port (the bound address is printed first).
+    /// Address to listen on: HOST:PORT, [IPv6]:PORT, or :PORT for every interface (as `gen
+    /// config --listen`); port 0 picks a free port (the bound address is printed first).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
     pub addr: String,
     /// Do not log one line per request.
@@ -155,7 +156,9 @@ pub struct ImportApiDataArgs {
     /// ones (creature, creature-form, ...), for clients that hard-code them.
     #[arg(long)]
     pub keep_segment_names: bool,
-    /// Replace the data folder even if it is not empty.
+    /// Import into a data folder that is not empty: the folders of the imported segments and
+    /// gen.json's "external" are replaced; everything else (other segments, your own files,
+    /// the other settings) is kept, and listed. A folder that holds SRC is always refused.
     #[arg(long)]
     pub force: bool,
 }

@@ -79,22 +79,113 @@ pub const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 /// The base URL that makes a default tree work with `gen serve`'s default address.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
 
-/// Checks a base URL: `http(s)://host[:port][/prefix]`, no trailing slash, query or fragment.
+/// Checks a base URL: `http(s)://host[:port][/path]` and nothing else. The host is a DNS
+/// name or IPv4 address (letters, digits, '-' and '.') or an IPv6 address in brackets; the
+/// port is 1 to 65535; the path is segments of letters, digits, '-', '.', '_' and '~' (or
+/// %XX escapes), without a trailing '/'. No user name or password, query or fragment.
 pub fn check_base_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("base URL {url:?} must start with http:// or https://"))?;
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("base URL {url:?} has no host"));
+    const FORM: &str =
+        "a base URL is http(s)://host[:port][/path], e.g. https://api.example.org or http://127.0.0.1:8080/data";
+    let bad = |what: String| Err(format!("base URL {url:?} {what}: {FORM}"));
+    let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
+        return bad("must start with http:// or https://".into());
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    if authority.contains('@') {
+        return bad("has a user name or password (user:password@): those do not belong in links".into());
     }
-    if url.ends_with('/') {
+    if let Some(c) = url.chars().find(|c| matches!(c, '?' | '#')) {
+        return bad(format!("has a {} ('{c}')", if c == '?' { "query" } else { "fragment" }));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some((address, after)) = v6.split_once(']') else {
+            return bad("has an IPv6 host without its closing ']'".into());
+        };
+        if address.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad(format!("has [{address}] as host, which is not an IPv6 address"));
+        }
+        match after.strip_prefix(':') {
+            Some(port) => (address, Some(port)),
+            None if after.is_empty() => (address, None),
+            None => return bad(format!("has {after:?} after its IPv6 host")),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return bad("has no host".into());
+    }
+    let host_ok = authority.starts_with('[')
+        || host.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if !host_ok {
+        return bad(format!("has {host:?} as host: a host is a name or address of letters, digits, '-' and '.'"));
+    }
+    if let Some(port) = port {
+        match port.parse::<u16>() {
+            Ok(n) if n > 0 && port.bytes().all(|b| b.is_ascii_digit()) => {}
+            _ => return bad(format!("has {port:?} as port: a port is a number from 1 to 65535")),
+        }
+    }
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path.ends_with('/') {
         return Err(format!("base URL {url:?} must not end with '/': write {:?}", url.trim_end_matches('/')));
     }
-    if url.contains(['?', '#', ' ', '"', '\\']) || url.chars().any(char::is_control) {
-        return Err(format!("base URL {url:?} must not contain a query, a fragment, spaces or quotes"));
+    for segment in path[1..].split('/') {
+        if segment.is_empty() {
+            return bad("has an empty path segment ('//')".into());
+        }
+        let bytes = segment.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b == b'%' && bytes.len() > i + 2 && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit()
+            {
+                i += 3;
+                continue;
+            }
+            if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')) {
+                let c = segment[i..].chars().next().unwrap_or('?');
+                return bad(format!(
+                    "has {c:?} in its path: a path is made of letters, digits, '-', '.', '_' and '~' (other characters as %XX)"
+                ));
+            }
+            i += 1;
+        }
     }
     Ok(())
+}
+
+/// An address to listen on, as `gen serve --addr` and `gen config --listen` both take it:
+/// `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (the last two: every interface). The host is
+/// an address or a name of letters, digits, '.' and '-'. Returns the host without brackets
+/// (empty for every interface) and the port; `None` when `text` has none of these forms.
+pub fn parse_listen(text: &str) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, port) = rest.split_once("]:")?;
+        host.parse::<std::net::Ipv6Addr>().ok()?;
+        (host, port)
+    } else if let Some((host, port)) = text.rsplit_once(':') {
+        if !host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+            return None;
+        }
+        (host, port)
+    } else {
+        ("", text)
+    };
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((host.to_string(), port.parse().ok()?))
 }
 
 /// True when `segment` is a valid resource path segment: `[a-z0-9-]+`.
@@ -123,11 +214,62 @@ mod tests {
     }
 
     #[test]
+    fn listen_forms() {
+        let l = |h: &str, p| Some((h.to_string(), p));
+        assert_eq!(parse_listen("127.0.0.1:8080"), l("127.0.0.1", 8080));
+        assert_eq!(parse_listen("[::1]:80"), l("::1", 80));
+        assert_eq!(parse_listen(":0"), l("", 0));
+        assert_eq!(parse_listen("8080"), l("", 8080));
+        assert_eq!(parse_listen("localhost:8080"), l("localhost", 8080));
+        for bad in ["", ":", "127.0.0.1", "127.0.0.1:99999", "::1:80", "[x]:80", "a b:80", "h:p", "h:+80", "[::1]"] {
+            assert_eq!(parse_listen(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn base_urls() {
-        assert!(check_base_url("http://127.0.0.1:8080").is_ok());
-        assert!(check_base_url("https://example.org/data").is_ok());
-        for bad in ["example.org", "http://", "http://x/", "ftp://x", "http://x?y", "http://a b"] {
-            assert!(check_base_url(bad).is_err(), "{bad}");
+        for ok in [
+            "http://127.0.0.1:8080",
+            "https://example.org/data",
+            "https://api.example.org",
+            "http://localhost:1",
+            "http://[::1]:8080",
+            "https://[2001:db8::1]/v1/api",
+            "https://example.org/a%20b/c_d.e~f",
+            "http://x:65535",
+        ] {
+            assert_eq!(check_base_url(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("example.org", "must start with http:// or https://"),
+            ("ftp://x", "must start with http:// or https://"),
+            ("http://", "has no host"),
+            ("http://:80", "has no host"),
+            ("http://x/", "must not end with '/'"),
+            ("http://x?y", "has a query ('?')"),
+            ("http://x#y", "has a fragment ('#')"),
+            ("http://a b", "as host"),
+            ("http://x'", "as host"),
+            ("http://x/'", "has '\\'' in its path"),
+            ("http://x/<x>", "has '<' in its path"),
+            ("http://x/{x}", "has '{' in its path"),
+            ("http://{x}", "as host"),
+            ("http://user:pw@x", "user name or password"),
+            ("http://x:99999", "as port: a port is a number from 1 to 65535"),
+            ("http://x:0", "as port"),
+            ("http://x:+80", "as port"),
+            ("http://x:", "as port"),
+            ("http://x//y", "empty path segment"),
+            ("http://[::1", "closing ']'"),
+            ("http://[zz]:80", "not an IPv6 address"),
+            ("http://-x.org", "as host"),
+            ("http://x..org", "as host"),
+            ("http://x/a b", "in its path"),
+            ("http://x/%zz", "in its path"),
+        ] {
+            let message = check_base_url(bad).expect_err(bad);
+            assert!(message.contains(says), "{bad}: {message}");
+            assert!(message.contains(&format!("{bad:?}")), "{bad}: {message}");
         }
     }
 }

@@ -32,3 +32,101 @@ pub fn remove_dir_all(path: &Path) -> Result<()> {
 pub fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).with_context(|| format!("cannot rename {} to {}", from.display(), to.display()))
 }
+
+/// Why [`read_regular_file`] read nothing.
+#[derive(Debug)]
+pub enum NotRead {
+    /// Not a regular file (after following links): what it is, e.g. "a named pipe (FIFO)".
+    NotRegular(&'static str),
+    /// More than the limit: the bytes found, at least limit + 1.
+    TooLarge(u64),
+    /// The file could not be opened or read.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for NotRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRead::NotRegular(kind) => write!(
+                f,
+                "is {kind}, not a regular file: data is read only from regular files (or symbolic links to them); \
+                 put a file with the content in its place"
+            ),
+            NotRead::TooLarge(bytes) => write!(f, "larger than {bytes} bytes"),
+            NotRead::Io(e) => write!(f, "cannot read: {e}"),
+        }
+    }
+}
+
+/// Reads a data file: only a regular file (a symbolic link is followed to one), and at most
+/// `limit` bytes of it whatever its metadata says (a file that grows while it is read, or a
+/// file system that reports no size). A device, FIFO or socket is refused without reading it,
+/// so that `/dev/zero` is not read for ever and a FIFO does not wait for a writer.
+pub fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
+    use std::io::Read as _;
+    let kind_of = |meta: &std::fs::Metadata| -> Option<&'static str> {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        match () {
+            _ if t.is_file() => None,
+            _ if t.is_dir() => Some("a folder"),
+            _ if t.is_fifo() => Some("a named pipe (FIFO)"),
+            _ if t.is_char_device() => Some("a character device (such as /dev/zero)"),
+            _ if t.is_block_device() => Some("a block device"),
+            _ if t.is_socket() => Some("a socket"),
+            _ => Some("not a file"),
+        }
+    };
+    let meta = std::fs::metadata(path).map_err(NotRead::Io)?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(NotRead::NotRegular(kind));
+    }
+    if meta.len() > limit {
+        return Err(NotRead::TooLarge(meta.len()));
+    }
+    // Non-blocking open: a file swapped for a FIFO since the check above does not wait for a
+    // writer (the flag means nothing for regular files).
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(NotRead::Io)?;
+    let meta = file.metadata().map_err(NotRead::Io)?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(NotRead::NotRegular(kind));
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(NotRead::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(NotRead::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_and_fifos_are_refused_and_reads_are_bounded() {
+        let refused = read_regular_file(Path::new("/dev/zero"), 1 << 20);
+        assert!(matches!(refused, Err(NotRead::NotRegular(kind)) if kind.contains("character device")));
+        assert!(matches!(read_regular_file(Path::new("/"), 1 << 20), Err(NotRead::NotRegular("a folder"))));
+        let dir = std::env::temp_dir().join(format!("gen-fsutil-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.json");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        if made {
+            assert!(matches!(read_regular_file(&fifo, 100), Err(NotRead::NotRegular(kind)) if kind.contains("FIFO")));
+        }
+        let file = dir.join("ten.json");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_regular_file(&file, 10).unwrap(), b"0123456789");
+        assert!(matches!(read_regular_file(&file, 9), Err(NotRead::TooLarge(10))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

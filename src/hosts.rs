@@ -175,23 +175,9 @@ impl Listen {
                  every interface)"
             )
         };
-        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (host, port) = rest.split_once("]:").ok_or_else(bad)?;
-            if host.parse::<std::net::Ipv6Addr>().is_err() {
-                return Err(bad());
-            }
-            (host, port)
-        } else if let Some((host, port)) = text.rsplit_once(':') {
-            let plain = host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
-            if !plain {
-                return Err(bad());
-            }
-            (host, port)
-        } else {
-            ("", text)
-        };
-        let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad)?;
-        Ok(Listen { host: host.to_string(), port })
+        // the forms `gen serve --addr` takes too; a host needs a fixed port, not 0
+        let (host, port) = crate::config::parse_listen(text).filter(|(_, port)| *port > 0).ok_or_else(bad)?;
+        Ok(Listen { host, port })
     }
 
     /// True when the host is one address of every interface (or none is given).

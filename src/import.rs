@@ -50,6 +50,12 @@ pub struct ImportSummary {
     pub subdocs: usize,
     /// Segments referred to but not imported, declared external in `gen.json`.
     pub external: Vec<String>,
+    /// With `--force` over a data folder: its entries replaced by the import (segment folders).
+    pub replaced: Vec<String>,
+    /// With `--force` over a data folder: its entries the import does not write, kept as they were.
+    pub kept: Vec<String>,
+    /// With `--force`: the folder's `gen.json` settings were kept ("external" updated).
+    pub kept_settings: bool,
 }
 
 /// The segment name to use for a published one.
@@ -79,6 +85,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             root.display()
         );
     }
+    refuse_output_holding_source(src, out)?;
     if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
     }
@@ -97,7 +104,8 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         for id in &ids {
             let record_dir = root.join(&segment).join(id.to_string());
             let source = record_dir.join("index.json");
-            if !source.is_file() {
+            // anything there is read (and refused if it is not a regular file)
+            if !source.exists() {
                 problems.push(Problem::new(
                     &root.join(&segment).join("index.json"),
                     "$.results",
@@ -108,7 +116,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             jobs.push(Job { source, target: format!("{folder}/{id}.json"), id: Some(*id) });
             for sub in list_dirs(&record_dir).unwrap_or_default() {
                 let source = record_dir.join(&sub).join("index.json");
-                if source.is_file() {
+                if source.exists() {
                     jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), id: None });
                     summary.subdocs += 1;
                 }
@@ -138,10 +146,19 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
 
     let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
     let referenced = Mutex::new(BTreeSet::new());
-    let mut problems: Vec<Problem> = jobs
+    let failures: Vec<Failure> = jobs
         .par_iter()
         .filter_map(|job| import_document(job, &staging.dir, options.keep_segment_names, &referenced).err())
         .collect();
+    // A write that fails (a full disk) is one error about the destination, not a data problem
+    // per document.
+    let mut problems = Vec::new();
+    for failure in failures {
+        match failure {
+            Failure::Data(problem) => problems.push(problem),
+            Failure::Write(error) => return Err(error.context("cannot write the data folder; nothing was changed")),
+        }
+    }
     problems.sort();
     if !problems.is_empty() {
         return Err(Problems::all(problems).into());
@@ -151,9 +168,25 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         fsutil::write(&staging.dir.join(folder).join(ORDER_FILE), &bytes)?;
     }
     let imported: BTreeSet<String> = list_dirs(&staging.dir)?.into_iter().collect();
-    summary.external = referenced.into_inner().expect("no panics").difference(&imported).cloned().collect();
-    let config = SiteConfig { external: summary.external.clone(), ..SiteConfig::default() };
-    let mut config_bytes = serde_json::to_vec_pretty(&config).expect("settings serialise");
+    let mut present = imported.clone();
+    let mut settings = None;
+    if options.force && out.exists() {
+        let kept = keep_what_is_not_imported(out, &staging.dir, &imported)?;
+        present.extend(kept.kept.iter().map(|name| name.trim_end_matches('/').to_string()));
+        (summary.replaced, summary.kept, settings) = (kept.replaced, kept.kept, kept.settings);
+    }
+    summary.external = referenced.into_inner().expect("no panics").difference(&present).cloned().collect();
+    let mut config_bytes = match settings {
+        Some(mut settings) => {
+            summary.kept_settings = true;
+            settings.insert("external".to_string(), Value::from(summary.external.clone()));
+            serde_json::to_vec_pretty(&settings).expect("settings serialise")
+        }
+        None => {
+            let config = SiteConfig { external: summary.external.clone(), ..SiteConfig::default() };
+            serde_json::to_vec_pretty(&config).expect("settings serialise")
+        }
+    };
     config_bytes.push(b'\n');
     fsutil::write(&staging.dir.join(CONFIG_FILE), &config_bytes)?;
     staging.commit()?;
@@ -201,18 +234,32 @@ fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<
     Some(ids)
 }
 
+/// Why one document was not imported.
+enum Failure {
+    /// A problem of the source document.
+    Data(Problem),
+    /// Writing it failed (e.g. the disk is full): an error of the destination, not of the data.
+    Write(anyhow::Error),
+}
+
+impl From<Problem> for Failure {
+    fn from(problem: Problem) -> Failure {
+        Failure::Data(problem)
+    }
+}
+
 /// Reads one published document, renames its urls, checks a record's id, and writes it.
-fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSet<String>>) -> Result<(), Problem> {
-    let bytes = std::fs::read(&job.source).map_err(|e| Problem::new(&job.source, "-", format!("cannot read: {e}")))?;
+fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSet<String>>) -> Result<(), Failure> {
+    let bytes = load::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
     if let Some(id) = job.id {
         let found = value.get("id").and_then(Value::as_i64);
         if found != Some(id) {
-            return Err(Problem::new(
+            return Err(Failure::Data(Problem::new(
                 &job.source,
                 "$.id",
                 format!("the record's id is {found:?} but its folder and the list say {id}"),
-            ));
+            )));
         }
     }
     let mut segments = BTreeSet::new();
@@ -225,7 +272,104 @@ fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSe
         out.push(b'\n');
         fsutil::write(&target, &out)
     };
-    write().map_err(|e| Problem::new(&target, "-", format!("{e:#}")))
+    write().map_err(Failure::Write)
+}
+
+/// Refuses an output folder that is the source or holds it: replacing it would delete the
+/// source (`--out "$PWD" --force` in the folder that holds the checkout).
+fn refuse_output_holding_source(src: &Path, out: &Path) -> Result<()> {
+    let src = std::fs::canonicalize(src).with_context(|| format!("cannot read {}", src.display()))?;
+    // `out` may not exist yet: resolve its nearest existing ancestor.
+    let mut existing = out.to_path_buf();
+    let mut rest = Vec::new();
+    let resolved = loop {
+        match std::fs::canonicalize(&existing) {
+            Ok(path) => break rest.iter().rev().fold(path, |path: PathBuf, part| path.join(part)),
+            Err(_) => match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    existing = if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() };
+                }
+                _ => return Ok(()),
+            },
+        }
+    };
+    if src.starts_with(&resolved) {
+        bail!(
+            "--out {} holds the source {}: importing would replace the source; choose an --out folder outside it, e.g. --out data",
+            out.display(),
+            src.display()
+        );
+    }
+    Ok(())
+}
+
+/// What `--force` does with an existing data folder.
+struct Kept {
+    /// Entries the import replaces: the folders of the segments it writes.
+    replaced: Vec<String>,
+    /// Everything else (other segments' folders, the user's own files): linked into the new
+    /// folder as they are.
+    kept: Vec<String>,
+    /// The folder's settings (`gen.json`), kept but for "external", which the import sets.
+    settings: Option<serde_json::Map<String, Value>>,
+}
+
+/// With `--force`: the import replaces the folders of the segments it writes and gen.json's
+/// "external"; everything else in `out` is carried into `staging` unchanged (hard links, so
+/// `out` itself is untouched until the swap). Settings that are not a JSON object are refused.
+fn keep_what_is_not_imported(out: &Path, staging: &Path, imported: &BTreeSet<String>) -> Result<Kept> {
+    let mut kept = Kept { replaced: Vec::new(), kept: Vec::new(), settings: None };
+    let entries = std::fs::read_dir(out).with_context(|| format!("cannot read {}", out.display()))?;
+    let mut names: Vec<(String, PathBuf, bool)> = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", out.display()))?;
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        names.push((entry.file_name().to_string_lossy().to_string(), entry.path(), is_dir));
+    }
+    names.sort();
+    for (name, path, is_dir) in names {
+        if name == CONFIG_FILE {
+            let bytes = load::read_data_file(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
+            let value: Option<Value> = serde_json::from_slice(&bytes).ok();
+            match value {
+                Some(Value::Object(settings)) => kept.settings = Some(settings),
+                _ => bail!(
+                    "--force keeps the settings in {}, but they are not a JSON object: fix or remove the file, then run again",
+                    path.display()
+                ),
+            }
+        } else if is_dir && imported.contains(&name) {
+            kept.replaced.push(format!("{name}/"));
+        } else {
+            link_tree(&path, &staging.join(&name))?;
+            kept.kept.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    Ok(kept)
+}
+
+/// Recreates `from` at `to`: folders made anew, files hard-linked (copied if they cannot be),
+/// symbolic links copied as links.
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from).with_context(|| format!("cannot read {}", from.display()))?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(from).with_context(|| format!("cannot read {}", from.display()))?;
+        std::os::unix::fs::symlink(target, to).with_context(|| format!("cannot write {}", to.display()))?;
+    } else if meta.is_dir() {
+        fsutil::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))? {
+            let entry = entry.with_context(|| format!("cannot read {}", from.display()))?;
+            link_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+    } else if meta.is_file() {
+        if std::fs::hard_link(from, to).is_err() {
+            std::fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        }
+    } else {
+        bail!("{} is not a file, folder or link: --force cannot keep it; move it away, then run again", from.display());
+    }
+    Ok(())
 }
 
 /// Renames the segment of every url (any string that starts with `/api/v2/`) and records

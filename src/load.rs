@@ -5,6 +5,7 @@
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
 use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -118,17 +119,12 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
     let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
     let config_path = dir.join(CONFIG_FILE);
     if config_path.exists() {
-        match read_json(&config_path) {
-            Ok((value, hash)) => {
+        match read_settings(&config_path) {
+            Ok((config, hash)) => {
                 file_hashes.push((CONFIG_FILE.to_string(), hash));
-                match config::parse(value) {
-                    Ok(config) => dataset.config = config,
-                    Err(wrong) => {
-                        problems.extend(wrong.into_iter().map(|(at, message)| Problem::new(&config_path, at, message)))
-                    }
-                }
+                dataset.config = config;
             }
-            Err(p) => problems.push(p),
+            Err(found) => problems.extend(found),
         }
     }
     check_config(&config_path, &dataset.config, &mut problems);
@@ -262,9 +258,16 @@ pub fn data_hash(dir: &Path) -> Option<String> {
     if config.exists() {
         files.push(&config);
     }
+    // Read as the full load reads them: regular files only, and at most the size limit.
+    let settings: SiteConfig =
+        read_json(&config).ok().and_then(|(value, _)| serde_json::from_value(value).ok()).unwrap_or_default();
+    let limit = settings.max_document_mb.saturating_mul(1 << 20);
     let hashes: Option<Vec<(String, blake3::Hash)>> = files
         .par_iter()
-        .map(|file| std::fs::read(file).ok().map(|bytes| (relative(dir, file), blake3::hash(&bytes))))
+        .map(|file| {
+            let bytes = crate::fsutil::read_regular_file(file, limit).ok()?;
+            Some((relative(dir, file), blake3::hash(&bytes)))
+        })
         .collect();
     hashes.map(combine_hashes)
 }
@@ -359,10 +362,52 @@ pub fn parse_id(text: &str) -> Option<i64> {
 
 /// Reads and parses a JSON file, reporting invalid UTF-8 and invalid JSON with line and column.
 pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
-    let bytes = std::fs::read(path).map_err(|e| Problem::new(path, "-", format!("cannot read: {e}")))?;
+    let bytes = read_data_file(path)?;
     let hash = blake3::hash(&bytes);
     let value = parse_json(path, &bytes)?;
     Ok((value, hash))
+}
+
+/// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
+/// reported as such, not as a bad record).
+fn read_settings(path: &Path) -> Result<(SiteConfig, blake3::Hash), Vec<Problem>> {
+    let bytes = read_data_file(path).map_err(|p| vec![p])?;
+    let hash = blake3::hash(&bytes);
+    let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(vec![Problem::whole(
+            path,
+            format!("empty file: {CONFIG_FILE} holds the settings as a JSON object, {example}"),
+        )]);
+    }
+    let value = parse_json(path, &bytes).map_err(|p| vec![p])?;
+    if !value.is_object() {
+        let kind = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(vec![Problem::whole(
+            path,
+            format!("the settings are {kind}, not a JSON object: write them as an object, {example}"),
+        )]);
+    }
+    let config = config::parse(value)
+        .map_err(|wrong| wrong.into_iter().map(|(at, message)| Problem::new(path, at, message)).collect::<Vec<_>>())?;
+    Ok((config, hash))
+}
+
+/// Reads a settings or source file: a regular file of at most the default document size limit
+/// (see [`crate::fsutil::read_regular_file`]).
+pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
+    let limit = config::DEFAULT_MAX_DOCUMENT_MB << 20;
+    crate::fsutil::read_regular_file(path, limit).map_err(|e| match e {
+        NotRead::TooLarge(_) => Problem::whole(path, format!("larger than {} MB: not a file gen reads", limit >> 20)),
+        NotRead::Io(e) => Problem::new(path, "-", format!("cannot read: {e}")),
+        refused => Problem::whole(path, refused.to_string()),
+    })
 }
 
 /// Parses JSON bytes, reporting problems with line and column.
@@ -429,21 +474,20 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
     let file = match &entry {
         Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
     };
-    if let Ok(meta) = std::fs::metadata(file)
-        && meta.len() > limit
-    {
-        return Loaded::Failed(Problem::whole(
-            file,
-            format!(
-                "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
-                meta.len() as f64 / (1 << 20) as f64,
-                limit >> 20
-            ),
-        ));
-    }
-    let bytes = match std::fs::read(file) {
+    let bytes = match crate::fsutil::read_regular_file(file, limit) {
         Ok(bytes) => bytes,
-        Err(e) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+        Err(NotRead::TooLarge(bytes)) => {
+            return Loaded::Failed(Problem::whole(
+                file,
+                format!(
+                    "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
+                    bytes as f64 / (1 << 20) as f64,
+                    limit >> 20
+                ),
+            ));
+        }
+        Err(NotRead::Io(e)) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+        Err(refused) => return Loaded::Failed(Problem::whole(file, refused.to_string())),
     };
     let hash = blake3::hash(&bytes);
     match entry {

@@ -21,11 +21,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if let Some(problems) = e.downcast_ref::<genapi::problem::Problems>() {
-                eprintln!("{problems}");
-                eprintln!("error: nothing was written; fix the problems above and run again");
+                let text = format!("{problems}\nerror: nothing was written; fix the problems above and run again");
+                cmd::emit(cmd::To::Stderr, 1, &text, true);
                 ExitCode::from(1)
             } else {
-                eprintln!("error: {e:#}");
+                cmd::emit(cmd::To::Stderr, 2, &format!("error: {e:#}"), true);
                 ExitCode::from(2)
             }
         }

@@ -329,3 +329,130 @@ fn an_unreadable_file_is_named() {
     }
     assert_eq!(read_tree(&out), before);
 }
+
+/// Runs `gen` like [`run`], but fails the test (and kills gen) if it takes over a minute.
+fn run_bounded(args: &[&str]) -> Run {
+    let mut child = gen_bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gen binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gen {args:?} still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }
+}
+
+#[test]
+fn devices_and_fifos_are_refused_without_reading_them_and_links_to_files_are_read() {
+    let tmp = TempDir::new("devices");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // a record that is a link to a regular file outside the folder is read like any record
+    std::fs::rename(data.join("berry/1.json"), tmp.join("berry-1.json")).unwrap();
+    std::os::unix::fs::symlink(tmp.join("berry-1.json"), data.join("berry/1.json")).unwrap();
+    let out = tmp.join("out");
+    run_bounded(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let before = read_tree(&out);
+    assert!(before.contains_key("api/v2/berry/1/index.json"));
+    // /dev/zero has no size and never ends; a FIFO blocks its reader until a writer comes
+    std::os::unix::fs::symlink("/dev/zero", data.join("berry/5001.json")).unwrap();
+    let fifo = data.join("berry/5002.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for args in [vec!["check"], vec!["build", "--out", out.to_str().unwrap()]] {
+        let mut args = args.clone();
+        args.extend(["--data", data.to_str().unwrap()]);
+        let run = run_bounded(&args).fails_with(1);
+        let stderr = run.stderr().replace(&format!("{}/", data.display()), "data/");
+        assert!(
+            stderr.contains("data/berry/5001.json: $: is a character device (such as /dev/zero), not a regular file"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("data/berry/5002.json: $: is a named pipe (FIFO), not a regular file"), "{stderr}");
+        assert!(stderr.contains("put a file with the content in its place"), "{stderr}");
+        assert!(stderr.contains("2 problems"), "{stderr}");
+    }
+    assert_eq!(read_tree(&out), before);
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_gen_quietly() {
+    // `gen check 2>&1 | head -1` over thousands of problems: the pipe closes while gen writes
+    // (far more than a pipe holds), and gen ends with its status, without a panic.
+    let tmp = TempDir::new("broken-pipe");
+    let data = tmp.join("data");
+    sample_data(&data);
+    for id in 1000..4000 {
+        std::fs::write(data.join(format!("berry/{id}.json")), "[]").unwrap();
+    }
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#""$0" check --data "$1" 2>&1 | head -1; echo "status=${PIPESTATUS[0]}""#)
+        .arg(env!("CARGO_BIN_EXE_gen"))
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("berry/1000.json"), "{stdout}");
+    assert!(stdout.ends_with("status=1\n"), "{stdout}");
+    assert!(!stdout.contains("panicked"), "{stdout}");
+}
+
+#[test]
+fn empty_or_non_object_settings_are_named_as_settings() {
+    for (label, bytes, expected) in [
+        ("settings-empty", &b""[..], "data/gen.json: $: empty file: gen.json holds the settings as a JSON object"),
+        ("settings-array", &b"[]"[..], "data/gen.json: $: the settings are an array, not a JSON object"),
+        ("settings-number", &b"7"[..], "data/gen.json: $: the settings are a number, not a JSON object"),
+    ] {
+        assert_reported(label, &[("gen.json", bytes)], &[expected]);
+    }
+}
+
+#[test]
+fn base_urls_are_checked_as_urls() {
+    let tmp = TempDir::new("base-urls");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    let settings = read_json(&data.join("gen.json"));
+    for (url, says) in [
+        ("http://example.org'", "as host"),
+        ("http://example.org/<x>", "has '<' in its path"),
+        ("http://example.org/{x}", "has '{' in its path"),
+        ("http://user:pw@example.org", "has a user name or password"),
+        ("http://example.org:99999", "a port is a number from 1 to 65535"),
+    ] {
+        let built =
+            run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--base-url", url])
+                .fails_with(2);
+        let stderr = built.stderr();
+        assert!(stderr.contains(says) && stderr.contains("http(s)://host[:port][/path]"), "{url}: {stderr}");
+        assert!(!out.exists());
+        // the same in gen.json is a data problem
+        let mut bad = settings.clone();
+        bad["base_url"] = url.into();
+        std::fs::write(data.join("gen.json"), bad.to_string()).unwrap();
+        let checked = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
+        let stderr = checked.stderr();
+        assert!(stderr.contains("gen.json: $.base_url:") && stderr.contains(says), "{stderr}");
+        std::fs::write(data.join("gen.json"), settings.to_string()).unwrap();
+    }
+    run(&[
+        "build",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--base-url",
+        "https://[::1]:8443/v2",
+    ])
+    .ok();
+}

@@ -254,9 +254,101 @@ fn refuses_a_non_empty_folder_unless_forced() {
     let run = import(&src, &data, &[]).fails_with(2);
     assert!(run.stderr().contains("is not empty") && run.stderr().contains("--force"), "{}", run.stderr());
     assert_eq!(std::fs::read_to_string(data.join("mine.txt")).unwrap(), "keep me");
-    import(&src, &data, &["--force"]).ok();
-    assert!(!data.join("mine.txt").exists());
+    let run = import(&src, &data, &["--force"]).ok();
+    // --force keeps what the import does not write, and says so
+    assert_eq!(std::fs::read_to_string(data.join("mine.txt")).unwrap(), "keep me");
+    assert!(run.stdout().contains("--force kept (not from the source): mine.txt"), "{}", run.stdout());
     assert!(data.join("creature/132.json").is_file());
+}
+
+#[test]
+fn force_replaces_the_imported_segments_and_keeps_the_rest() {
+    let tmp = TempDir::new("force-keeps");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let data = tmp.join("data");
+    write_files(
+        &data,
+        &[
+            ("creature/999.json", r#"{"id": 999, "name": "stale"}"#.to_string()),
+            ("berry/1.json", r#"{"id": 1, "name": "cheri"}"#.to_string()),
+            ("NOTES.md", "my notes".to_string()),
+            (
+                "gen.json",
+                r#"{"base_url": "https://api.example.org", "page_sizes": [20, 7], "external": ["old"]}"#.to_string(),
+            ),
+        ],
+    );
+    let run = import(&src, &data, &["--force"]).ok();
+    let stdout = run.stdout();
+    assert!(stdout.contains("--force replaced (from the source): creature/\n"), "{stdout}");
+    assert!(stdout.contains("--force kept (not from the source): NOTES.md, berry/"), "{stdout}");
+    assert!(stdout.contains("--force kept the settings in gen.json"), "{stdout}");
+    assert!(!data.join("creature/999.json").exists(), "the imported segment is replaced whole");
+    assert!(data.join("creature/132.json").is_file());
+    assert_eq!(std::fs::read_to_string(data.join("NOTES.md")).unwrap(), "my notes");
+    assert_eq!(read_json(&data.join("berry/1.json"))["name"], "cheri");
+    let settings = read_json(&data.join("gen.json"));
+    assert_eq!(settings["base_url"], "https://api.example.org");
+    assert_eq!(settings["page_sizes"], serde_json::json!([20, 7]));
+    assert_eq!(settings["external"], serde_json::json!(["creature-species"]));
+
+    // settings that are not an object are not silently dropped: refused, nothing changed
+    std::fs::write(data.join("gen.json"), "[]").unwrap();
+    let before = read_tree(&data);
+    let run = import(&src, &data, &["--force"]).fails_with(2);
+    assert!(run.stderr().contains("gen.json, but they are not a JSON object"), "{}", run.stderr());
+    assert_eq!(read_tree(&data), before);
+}
+
+#[test]
+fn an_output_folder_that_holds_the_source_is_refused() {
+    let tmp = TempDir::new("force-source");
+    let work = tmp.join("work");
+    let src = work.join("api-data");
+    synthetic_tree(&src);
+    std::fs::write(work.join("other.txt"), "mine").unwrap();
+    let before = read_tree(&work);
+    for out in [work.clone(), src.clone(), tmp.path().to_path_buf(), work.join("api-data/..")] {
+        let run = import(&src, &out, &["--force"]).fails_with(2);
+        assert!(run.stderr().contains("holds the source"), "{}: {}", out.display(), run.stderr());
+        assert_eq!(read_tree(&work), before, "{}", out.display());
+    }
+    // the same folder named from inside it (`--out "$PWD" --force`)
+    let run = gen_bin()
+        .current_dir(&work)
+        .args(["import", "api-data", "api-data", "--out", work.to_str().unwrap(), "--force"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("holds the source"));
+    assert_eq!(read_tree(&work), before);
+}
+
+#[test]
+fn a_write_that_fails_is_one_error_not_a_data_problem_per_document() {
+    // A full disk, as a write limit: with SIGXFSZ ignored (inherited through exec), every
+    // write past `ulimit -f 0` fails with EFBIG, as writes fail with ENOSPC on a full disk.
+    let tmp = TempDir::new("import-full");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let data = tmp.join("data");
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 0 && exec "$0" import api-data "$1" --out "$2""#)
+        .arg(env!("CARGO_BIN_EXE_gen"))
+        .arg(&src)
+        .arg(&data)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot write the data folder; nothing was changed"), "{stderr}");
+    assert!(!stderr.contains("problem"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!data.exists(), "a failed import leaves nothing");
+    let siblings: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(siblings.len(), 1, "{siblings:?}");
 }
 
 #[test]
@@ -317,4 +409,38 @@ fn bad_sources_report_every_problem_and_write_nothing() {
 
     let run = import(&tmp.join("nowhere"), &data, &[]).fails_with(2);
     assert!(run.stderr().contains("is not an api-data checkout"), "{}", run.stderr());
+}
+
+#[test]
+fn device_files_and_fifos_in_the_source_are_refused_without_reading_them() {
+    let tmp = TempDir::new("srcdevices");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let record = src.join("api/v2/pokemon/1/index.json");
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &record).unwrap();
+    let fifo = src.join("api/v2/location-area/1/index.json");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let data = tmp.join("data");
+    let mut child = gen_bin()
+        .args(["import", "api-data", src.to_str().unwrap(), "--out", data.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("gen import still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("pokemon/1/index.json: $: is a character device"), "{stderr}");
+    assert!(stderr.contains("location-area/1/index.json: $: is a named pipe (FIFO)"), "{stderr}");
+    assert!(!data.exists(), "a failed import leaves nothing");
 }

@@ -922,3 +922,43 @@ fn keep_urls_answers_the_trees_own_bytes() {
         assert_eq!(response.header("ETag"), Some(etag.as_str()));
     }
 }
+
+#[test]
+fn serve_addr_and_config_listen_take_the_same_forms() {
+    let site = site();
+    for (form, reached) in
+        [(":0", "0.0.0.0:"), ("0", "0.0.0.0:"), ("127.0.0.1:0", "127.0.0.1:"), ("localhost:0", "127.0.0.1:")]
+    {
+        let mut child = common::gen_bin()
+            .args(["serve", "--quiet", "--dir", site.out().to_str().unwrap(), "--addr", form])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let addr = line.trim().trim_start_matches("http://").to_string();
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap_or(0);
+        let answered = port > 0
+            && TcpStream::connect(("127.0.0.1", port))
+                .map(|stream| serve_support::Conn::new(stream).get("/api/v2/").status == 200)
+                .unwrap_or(false);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(addr.starts_with(reached) && answered, "--addr {form}: {line:?}");
+    }
+    for form in [":8080", "8080", "127.0.0.1:8080", "[::1]:8080", "localhost:8080"] {
+        common::run(&["config", "nginx", "--dir", site.out().to_str().unwrap(), "--listen", form]).ok();
+    }
+    for form in ["nonsense", "127.0.0.1", "127.0.0.1:99999", "::1:80", "a b:80"] {
+        let run = common::run(&["serve", "--dir", site.out().to_str().unwrap(), "--addr", form]).fails_with(2);
+        assert!(
+            run.stderr().contains("is not HOST:PORT") && run.stderr().contains(":8080 for every interface"),
+            "{form}: {}",
+            run.stderr()
+        );
+        let run =
+            common::run(&["config", "nginx", "--dir", site.out().to_str().unwrap(), "--listen", form]).fails_with(2);
+        assert!(run.stderr().contains("is not HOST:PORT"), "{form}: {}", run.stderr());
+    }
+}

@@ -43,16 +43,16 @@ pub fn execute(args: BuildArgs) -> Result<()> {
         result
     })?;
     if !args.quiet && summary.up_to_date {
-        println!(
+        super::say(&format!(
             "{} is up to date: {} resources, {} records (0 written) in {:.2} s",
             args.out.display(),
             summary.resources,
             summary.records,
             started.elapsed().as_secs_f64()
-        );
+        ));
     } else if !args.quiet {
         let report = &summary.report;
-        println!(
+        super::say(&format!(
             "built {} resources, {} records: {} files ({} written, {} hard links to identical files), {:.1} MB in {:.2} s → {}",
             summary.resources,
             summary.records,
@@ -62,7 +62,7 @@ pub fn execute(args: BuildArgs) -> Result<()> {
             report.bytes as f64 / 1e6,
             started.elapsed().as_secs_f64(),
             args.out.display()
-        );
+        ));
     }
     Ok(())
 }

@@ -8,17 +8,17 @@ pub fn execute(args: CheckArgs) -> Result<()> {
         // `check` writes nothing, so the build's "nothing was written" line would mislead.
         match e.downcast::<genapi::problem::Problems>() {
             Ok(problems) => {
-                eprintln!("{problems}");
+                super::emit(super::To::Stderr, 1, &problems.to_string(), true);
                 std::process::exit(1);
             }
             Err(e) => e,
         }
     })?;
-    println!(
+    super::say(&format!(
         "{}: {} resources, {} records, no problems",
         args.data.display(),
         dataset.resources.len(),
         dataset.record_count()
-    );
+    ));
     Ok(())
 }

@@ -8,16 +8,25 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
     let started = Instant::now();
     let options = genapi::import::ImportOptions { keep_segment_names: args.keep_segment_names, force: args.force };
     let summary = genapi::import::import_api_data(&args.src, &args.out, &options)?;
-    println!(
+    super::say(&format!(
         "imported {} resources, {} records, {} sub-documents in {:.2} s → {}",
         summary.resources,
         summary.records,
         summary.subdocs,
         started.elapsed().as_secs_f64(),
         args.out.display()
-    );
+    ));
+    if !summary.replaced.is_empty() {
+        super::say(&format!("--force replaced (from the source): {}", summary.replaced.join(", ")));
+    }
+    if !summary.kept.is_empty() {
+        super::say(&format!("--force kept (not from the source): {}", summary.kept.join(", ")));
+    }
+    if summary.kept_settings {
+        super::say(&format!("--force kept the settings in {}; \"external\" was updated", genapi::config::CONFIG_FILE));
+    }
     if !summary.external.is_empty() {
-        println!("declared external (referred to, not imported): {}", summary.external.join(", "));
+        super::say(&format!("declared external (referred to, not imported): {}", summary.external.join(", ")));
     }
     Ok(())
 }

@@ -5,3 +5,37 @@ pub mod check;
 pub mod config;
 pub mod import;
 pub mod serve;
+
+/// Where a line goes.
+#[derive(Clone, Copy)]
+pub enum To {
+    Stdout,
+    Stderr,
+}
+
+/// Writes `text` (and a newline when `newline`); when the reader has gone (`gen check | head
+/// -1`), ends gen at once and quietly with `status`, as Unix tools do, instead of panicking.
+pub fn emit(to: To, status: u8, text: &str, newline: bool) {
+    use std::io::Write as _;
+    let result = match to {
+        To::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) })
+                .and_then(|()| out.flush())
+        }
+        To::Stderr => {
+            let mut out = std::io::stderr().lock();
+            out.write_all(text.as_bytes()).and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) })
+        }
+    };
+    if result.is_err() {
+        // A closed pipe, or an output that cannot be written: nothing more can be said.
+        std::process::exit(status.into());
+    }
+}
+
+/// A line on stdout (status 0 if the reader has gone).
+pub fn say(text: &str) {
+    emit(To::Stdout, 0, text, true);
+}

@@ -7,7 +7,8 @@
 //!   ACK (~40 ms per keep-alive request);
 //! - the receive timeout closes connections idle for longer than `--idle-timeout` (tiny_http
 //!   never does), and bounds how long a client may take to send a request;
-//! - the send timeout bounds how long a worker waits on a client that does not read.
+//! - the send timeout bounds how long a connection's thread waits on a client that does not
+//!   read: then the connection is closed.
 //!
 //! The receive timeout also applies to `accept` on the listener: after that long without a new
 //! connection tiny_http's accept thread gets `EAGAIN` and ends; the supervisor starts another.
@@ -17,14 +18,22 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-/// How long a worker may wait on a client that does not read its response.
+/// Longest wait on a client that does not read its response (the idle timeout when shorter).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Binds `addr` (`HOST:PORT`) with options for `idle_timeout`; errors say what to do.
+/// Binds `addr` (`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`) with options for `idle_timeout`; errors say what to do.
 pub fn bind(addr: &str, idle_timeout: Duration) -> Result<TcpListener> {
-    let addrs: Vec<SocketAddr> = addr
+    // the forms `gen config --listen` takes too; port 0 picks a free port
+    let (host, port) = crate::config::parse_listen(addr).ok_or_else(|| {
+        anyhow!(
+            "--addr {addr:?} is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080, or :8080 for every \
+             interface; port 0 picks a free port)"
+        )
+    })?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host.as_str() };
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| anyhow!("--addr {addr:?} is not HOST:PORT, e.g. 127.0.0.1:8080 ({e})"))?
+        .map_err(|e| anyhow!("--addr {addr:?}: cannot resolve {host:?} ({e}): use an address such as 127.0.0.1"))?
         .collect();
     let mut last = None;
     for socket_addr in &addrs {
@@ -65,7 +74,7 @@ fn set_inherited_options(listener: &TcpListener, idle_timeout: Duration) -> std:
     let socket = std::mem::ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(listener.as_raw_fd()) });
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(idle_timeout))?;
-    socket.set_write_timeout(Some(SEND_TIMEOUT))?;
+    socket.set_write_timeout(Some(SEND_TIMEOUT.min(idle_timeout)))?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 //!   list's entries, byte for byte as `gen build` writes them.
 //! - [`route`]: request target → what it asks for (pure, table-tested).
 //! - [`respond`]: request facts + tree → status, headers, body (pure).
-//! - [`server`]: tiny_http glue, workers, and recovery from tiny_http's failure modes.
+//! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
 //! - [`listen`]: the listening socket and the options connections inherit from it.
 //! - [`html`]: the HTML view for browsers.
 //! - [`watch`]: `--watch`, rebuilding the tree when the data changes.
@@ -103,6 +103,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
             preview: preview.clone(),
         },
         quiet: options.quiet,
+        body_time: options.idle_timeout,
     });
     let rebase = rebase.map(str::to_string);
     {
@@ -120,8 +121,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
         };
         watch::start(data, options.dir.clone(), preview, quiet, reload)?;
     }
-    let workers = std::thread::available_parallelism().map_or(4, |n| n.get() * 2).clamp(4, 64);
-    server::run(listener, shared, workers, options.idle_timeout)
+    server::run(listener, shared)
 }
 
 /// The origin links lead to: the bound address, with a loopback address in place of an

@@ -1,43 +1,45 @@
 //! HTTP glue over tiny_http 0.12, and what it takes to keep tiny_http serving.
 //!
-//! tiny_http reads requests (one thread per connection, which it spawns without limit) and
-//! queues them; a fixed pool of workers takes them from the queue and writes each answer in
-//! one piece straight to the connection (`Request::into_writer`), with a head written here.
+//! tiny_http accepts connections and reads requests, one thread per connection (spawned
+//! without limit). Each request is answered on its own connection's thread (a gen patch,
+//! `Server::from_listener_with_handler`): the answer is written in one piece straight to the
+//! connection (`Request::into_writer`), with a head written here, and the next request of the
+//! connection is read only after that. So a client that is slow to send or never reads holds
+//! its own thread and nothing else, and pipelined requests wait in the socket, not in memory.
 //! tiny_http is vendored with fixes for the failure modes no code outside it can reach
-//! (`vendor/tiny_http/PATCHES.md`): its pool left connections unanswered, request heads were read
-//! whole, a huge claimed body aborted the process, and a failed `accept` ended the accept thread.
-//! What is left, and what is done about it here:
+//! (`vendor/tiny_http/PATCHES.md`). What is left, and what is done about it here:
+//! - A connection whose answer cannot be sent within the send timeout (a client that does not
+//!   read) is closed, with whatever it had pipelined.
+//! - A request with a body: bodies of at most [`MAX_BODY`] bytes are read and dropped, and
+//!   the connection goes on; a larger or endless one (or one behind `Expect: 100-continue`) is
+//!   answered with `Connection: close` and the connection is shut down without reading it, so
+//!   no thread waits on a body that never comes.
 //! - The accept thread still panics when it cannot duplicate a socket or spawn a thread (out of
 //!   descriptors or threads). A panic hook notices and starts a new tiny_http server on a
 //!   duplicate of the same listening socket, with back-off while that keeps failing. The old
-//!   server's connections stay open and are served by a drain thread until they have been idle
-//!   past the idle timeout.
+//!   server's connections keep their threads and are answered to their end.
 //! - A connection thread that panics (e.g. `peer_addr` of a client that already reset) loses
 //!   only that connection.
-//! - Dropping a request whose body tiny_http has not read makes it read the rest of the body
-//!   (through a bounded buffer), which blocks until the client sends it or the idle timeout
-//!   ends the connection. Such requests are answered from a separate, bounded set of threads,
-//!   so that workers never wait on a client; when all of those are busy, the request is
-//!   abandoned unanswered (never dropped).
 
 use super::respond::{self, Connection, Settings};
 use super::tree::Tree;
 use anyhow::{Result, anyhow};
 use std::cell::RefCell;
-use std::io::Write as _;
+use std::io::{Read, Write as _};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-/// What every worker shares.
+/// What every connection shares.
 pub struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
     pub tree: RwLock<Arc<Tree>>,
     pub settings: Settings,
     /// No line per request.
     pub quiet: bool,
+    /// How long a request's body may take to arrive (it is read only up to [`MAX_BODY`]).
+    pub body_time: Duration,
 }
 
 impl Shared {
@@ -47,106 +49,53 @@ impl Shared {
     }
 }
 
-/// Bodies up to this size tiny_http reads itself; larger ones are read when the request is dropped.
-const BUFFERED_BODY: u64 = 1024;
-/// Most requests with bodies being answered at once.
-const MAX_DRAINERS: usize = 32;
+/// Largest request body read (and dropped) to keep a connection open; larger ones close it.
+pub const MAX_BODY: u64 = 64 << 10;
 /// Responses up to this size are written in one piece (head and body in one buffer).
 const ONE_WRITE: usize = 256 << 10;
-/// How often an idle worker looks for a newer tiny_http server.
-const POLL: Duration = Duration::from_millis(250);
-
-/// One tiny_http server: its accept thread, its connections, its request queue.
-struct Generation {
-    id: u64,
-    server: tiny_http::Server,
-    born: Instant,
-}
 
 enum Event {
     /// A tiny_http thread that may be the accept thread panicked.
     Panicked,
 }
 
-/// Serves `listener` with `workers` threads until the process ends.
-pub fn run(listener: TcpListener, shared: Arc<Shared>, workers: usize, idle_timeout: Duration) -> Result<()> {
+/// Serves `listener` until the process ends.
+pub fn run(listener: TcpListener, shared: Arc<Shared>) -> Result<()> {
     let (events_tx, events) = mpsc::channel();
     install_panic_hook(events_tx.clone());
-    let current = Arc::new(RwLock::new(Arc::new(start(&listener, 0)?)));
-    let current_id = Arc::new(AtomicU64::new(0));
-    for n in 0..workers {
-        let (current, current_id, shared) = (current.clone(), current_id.clone(), shared.clone());
-        std::thread::Builder::new()
-            .name(format!("gen-worker-{n}"))
-            .spawn(move || worker(&current, &current_id, &shared))
-            .map_err(|e| anyhow!("cannot start worker threads: {e}"))?;
-    }
-
+    let handler: tiny_http::Handler = Arc::new(move |request| handle_guarded(request, &shared));
+    let mut current = start(&listener, &handler)?;
+    let mut born = Instant::now();
     let mut delay = Duration::ZERO;
-    let mut next_id = 1;
     loop {
         let Event::Panicked = events.recv().map_err(|_| anyhow!("the panic hook is gone"))?;
-        let old = current.read().expect("generation lock").clone();
         // Accepting that fails again at once (out of descriptors) is retried with back-off.
-        delay = if old.born.elapsed() < Duration::from_secs(1) {
+        delay = if born.elapsed() < Duration::from_secs(1) {
             (delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1))
         } else {
             Duration::ZERO
         };
         eprintln!("gen serve: tiny_http's accept thread may have stopped; accepting again");
-        let generation = loop {
+        let server = loop {
             std::thread::sleep(delay);
-            match start(&listener, next_id) {
-                Ok(generation) => break generation,
+            match start(&listener, &handler) {
+                Ok(server) => break server,
                 Err(e) => {
                     eprintln!("gen serve: cannot accept connections again yet: {e:#}");
                     delay = (delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
                 }
             }
         };
-        next_id += 1;
-        *current.write().expect("generation lock") = Arc::new(generation);
-        current_id.store(next_id - 1, Ordering::Release);
-        let shared = shared.clone();
-        // The old server's connections are still open: serve them until they go quiet.
-        let spawned = std::thread::Builder::new()
-            .name("gen-drain".into())
-            .spawn(move || drain(&old, &shared, idle_timeout + Duration::from_secs(2)));
-        if let Err(e) = spawned {
-            eprintln!("gen serve: cannot start a thread for older connections: {e}");
-        }
+        // The old server's connections have their own threads and go on to their end.
+        drop(std::mem::replace(&mut current, server));
+        born = Instant::now();
     }
 }
 
 /// A tiny_http server on a duplicate of `listener` (the accept thread owns and closes its copy).
-fn start(listener: &TcpListener, id: u64) -> Result<Generation> {
+fn start(listener: &TcpListener, handler: &tiny_http::Handler) -> Result<tiny_http::Server> {
     let socket = listener.try_clone().map_err(|e| anyhow!("cannot duplicate the listening socket: {e}"))?;
-    let server = tiny_http::Server::from_listener(socket, None).map_err(|e| anyhow!("{e}"))?;
-    Ok(Generation { id, server, born: Instant::now() })
-}
-
-fn worker(current: &RwLock<Arc<Generation>>, current_id: &AtomicU64, shared: &Shared) {
-    let mut generation = current.read().expect("generation lock").clone();
-    loop {
-        if generation.id != current_id.load(Ordering::Acquire) {
-            generation = current.read().expect("generation lock").clone();
-        }
-        // Errors no longer reach `recv` (accept errors are handled inside tiny_http).
-        if let Ok(Some(request)) = generation.server.recv_timeout(POLL) {
-            handle_guarded(request, shared);
-        }
-    }
-}
-
-/// Serves what is left of a replaced server's connections until none has sent anything for `quiet`.
-fn drain(generation: &Generation, shared: &Shared, quiet: Duration) {
-    let mut last = Instant::now();
-    while last.elapsed() < quiet {
-        if let Ok(Some(request)) = generation.server.recv_timeout(Duration::from_secs(1)) {
-            handle_guarded(request, shared);
-            last = Instant::now();
-        }
-    }
+    tiny_http::Server::from_listener_with_handler(socket, handler.clone()).map_err(|e| anyhow!("{e}"))
 }
 
 /// Reports panics of tiny_http's threads, and asks for a new server when one may have been
@@ -182,57 +131,58 @@ fn handle_guarded(request: tiny_http::Request, shared: &Shared) {
     }
 }
 
-static DRAINERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Takes one of the [`MAX_DRAINERS`] slots, if one is free.
-fn take_drainer() -> bool {
-    DRAINERS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_DRAINERS).then_some(n + 1)).is_ok()
-}
-
-fn handle(request: tiny_http::Request, shared: &Shared) {
-    // tiny_http's view of the body: the first Content-Length, unless a Transfer-Encoding is set;
-    // it reads the body itself when it is at most 1 KiB and no `Expect` makes it wait.
+fn handle(mut request: tiny_http::Request, shared: &Shared) {
+    // tiny_http's view of the body: the Content-Length (conflicting ones are refused before
+    // this), unless a Transfer-Encoding is set; it has read bodies of at most 1 KiB already,
+    // unless an `Expect` makes it wait.
     let chunked = request.headers().iter().any(|h| h.field.equiv("Transfer-Encoding"));
     let expects = request.headers().iter().any(|h| h.field.equiv("Expect"));
     let length = request
         .headers()
         .iter()
         .find(|h| h.field.equiv("Content-Length"))
-        .and_then(|h| h.value.as_str().parse::<usize>().ok())
-        .map(|n| n as u64)
-        .filter(|_| !chunked);
-    match length {
-        Some(length) if length > BUFFERED_BODY || (length > 0 && expects) => {
-            if take_drainer() {
-                let (tree, settings, quiet) = (shared.tree(), shared.settings.clone(), shared.quiet);
-                let spawned = std::thread::Builder::new().name("gen-body".into()).spawn(move || {
-                    answer(request, &tree, &settings, quiet);
-                    DRAINERS.fetch_sub(1, Ordering::AcqRel);
-                });
-                if spawned.is_err() {
-                    // The request went down with the closure: tiny_http read its (bounded) body here.
-                    DRAINERS.fetch_sub(1, Ordering::AcqRel);
-                }
-                return;
-            }
-            eprintln!(
-                "{} {} abandoned: a body of {length} bytes while {MAX_DRAINERS} others are being read",
-                request.method(),
-                printable(request.url())
-            );
-            // Dropping the request here would make this worker wait for the client's body.
-            std::mem::forget(request);
+        .and_then(|h| h.value.as_str().trim().parse::<u64>().ok());
+    let body_read = match (length, chunked) {
+        (Some(0) | None, false) => true,
+        // The client waits for a go-ahead that will not come, or claims more than is read.
+        _ if expects => false,
+        (Some(length), false) if length > MAX_BODY => false,
+        _ => read_body(request.as_reader(), Instant::now() + shared.body_time),
+    };
+    if !body_read && !shared.quiet {
+        let length = length.map_or("a chunked body".to_string(), |n| format!("a body of {n} bytes"));
+        eprintln!(
+            "{} {}: {length} not read (more than {MAX_BODY} bytes, or not sent in time); the connection is closed",
+            request.method(),
+            printable(request.url())
+        );
+    }
+    answer(request, &shared.tree(), &shared.settings, shared.quiet, !body_read);
+}
+
+/// Reads a request body to its end and drops it; false when it is longer than [`MAX_BODY`],
+/// does not arrive by `deadline`, or the connection fails.
+fn read_body(body: &mut dyn Read, deadline: Instant) -> bool {
+    let mut buffer = [0u8; 8 << 10];
+    let mut total = 0u64;
+    loop {
+        match body.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(n) => total += n as u64,
+            Err(_) => return false,
         }
-        _ => answer(request, &shared.tree(), &shared.settings, shared.quiet),
+        if total > MAX_BODY || Instant::now() > deadline {
+            return false;
+        }
     }
 }
 
 thread_local! {
-    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(16 << 10));
     static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
 
-fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: bool) {
+/// Answers `request`; with `close`, or when the answer cannot be sent, the connection ends.
+fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: bool, close: bool) {
     let started = Instant::now();
     let mut facts = respond::Request { method: request.method().as_str(), target: request.url(), ..Default::default() };
     let mut connection_header = None;
@@ -255,6 +205,7 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: 
     // As tiny_http decides whether to read another request from the connection.
     let version = request.http_version();
     let connection = match connection_header.as_deref() {
+        _ if close => Connection::Close,
         Some(value) if value.contains("close") || value.contains("upgrade") => Connection::Close,
         _ if *version > (1, 0) => Connection::KeepAlive,
         Some(value) if value.contains("keep-alive") => Connection::KeepAlive10,
@@ -265,21 +216,24 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: 
     let log = (!quiet).then(|| format!("{} {}", facts.method, printable(facts.target)));
 
     let body = if head_only { &[][..] } else { reply.body() };
-    let written = BUFFER.with_borrow_mut(|buffer| {
-        buffer.clear();
-        with_date(|date| reply.write_head(buffer, connection, date, settings));
-        let mut writer = request.into_writer();
-        let result = if body.len() <= ONE_WRITE {
-            buffer.extend_from_slice(body);
-            writer.write_all(buffer)
-        } else {
-            writer.write_all(buffer).and_then(|()| writer.write_all(body))
-        };
-        if buffer.capacity() > 2 * ONE_WRITE {
-            *buffer = Vec::with_capacity(16 << 10);
-        }
-        result.and_then(|()| writer.flush())
-    });
+    let closer = request.connection_closer();
+    if close {
+        closer.close();
+    }
+    let mut buffer = Vec::with_capacity(512 + if body.len() <= ONE_WRITE { body.len() } else { 0 });
+    with_date(|date| reply.write_head(&mut buffer, connection, date, settings));
+    let mut writer = request.into_writer();
+    let written = if body.len() <= ONE_WRITE {
+        buffer.extend_from_slice(body);
+        writer.write_all(&buffer)
+    } else {
+        writer.write_all(&buffer).and_then(|()| writer.write_all(body))
+    };
+    let written = written.and_then(|()| writer.flush());
+    if written.is_err() {
+        // Timed out (a client that does not read) or reset: drop what it pipelined too.
+        closer.close();
+    }
     if let Some(line) = log {
         let micros = started.elapsed().as_micros();
         let outcome = match written {

@@ -6,6 +6,9 @@ use std::io::{BufReader, BufWriter, ErrorKind, Read};
 
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
@@ -34,6 +37,13 @@ pub struct ClientConnection {
 
     // true if the connection goes through SSL
     secure: bool,
+
+    // gen patch: set through a request's `ConnectionCloser`: read no further request
+    closing: Arc<AtomicBool>,
+
+    // gen patch: how long a whole request head may take from its first byte (the socket's
+    // receive timeout, when one is set)
+    head_time: Option<Duration>,
 }
 
 /// Error that can happen when reading a request.
@@ -46,6 +56,9 @@ enum ReadError {
     ReadIoError(IoError),
     /// gen patch: the request line or the headers are larger than the limits below.
     TooLarge(u16, &'static str),
+    /// gen patch: a head that cannot be read safely (e.g. conflicting lengths): answered with
+    /// this status and detail, and the connection closed.
+    Refused(u16, &'static str),
 }
 
 /// gen patch: longest request line read (method, target and version): longer ones get 414
@@ -64,6 +77,7 @@ impl ClientConnection {
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
+        let head_time = read_socket.read_timeout();
 
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
@@ -75,7 +89,34 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             secure,
+            closing: Arc::new(AtomicBool::new(false)),
+            head_time,
         }
+    }
+
+    /// gen patch: ends the connection without waiting on the client. The sending side is shut
+    /// down first, so that nothing left in a buffer is written (a client that does not read
+    /// would hold the thread again) and the client sees the end of the answer. What the client
+    /// still sends (the rest of a body) is then read and dropped for a short, bounded while: a
+    /// socket closed with unread data sends a reset, which can destroy the answer before the
+    /// client reads it. Then the socket is shut down both ways.
+    fn shut_down(&mut self) {
+        const LINGER: Duration = Duration::from_secs(1);
+        const LINGER_BYTES: usize = 1 << 20;
+        self.sink.with_inner(|writer| {
+            writer.get_ref().shut_down_sending();
+            writer.get_ref().set_read_timeout(Some(Duration::from_millis(250)));
+        });
+        let deadline = Instant::now() + LINGER;
+        let mut buffer = [0u8; 16 * 1024];
+        let mut drained = 0;
+        while drained < LINGER_BYTES && Instant::now() < deadline {
+            match self.next_header_source.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+        self.sink.with_inner(|writer| writer.get_ref().shut_down());
     }
 
     /// true if the connection is HTTPS
@@ -87,7 +128,14 @@ impl ClientConnection {
     ///
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
-    fn read_next_line(&mut self, limit: usize) -> IoResult<AsciiString> {
+    ///
+    /// gen patch: `deadline` is when the whole head must have arrived; it is set when the first
+    /// byte of the head arrives (before that, the socket's receive timeout bounds the wait).
+    fn read_next_line(
+        &mut self,
+        limit: usize,
+        deadline: &mut Option<Instant>,
+    ) -> IoResult<AsciiString> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
 
@@ -102,6 +150,15 @@ impl ClientConnection {
                 Some(b) => b?,
                 None => return Err(IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF")),
             };
+            // gen patch: a head sent a byte at a time, each within the receive timeout, is cut
+            // off when the whole head has taken longer than that timeout.
+            match (*deadline, self.head_time) {
+                (None, Some(time)) => *deadline = Some(Instant::now() + time),
+                (Some(deadline), _) if Instant::now() > deadline => {
+                    return Err(IoError::new(ErrorKind::TimedOut, "the request head took too long"));
+                }
+                _ => {}
+            }
 
             if byte == b'\n' && prev_byte_was_cr {
                 buf.pop(); // removing the '\r'
@@ -118,10 +175,11 @@ impl ClientConnection {
     /// Reads a request from the stream.
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
+        let mut deadline = None;
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line(MAX_REQUEST_LINE).map_err(|e| match e.kind() {
+                let line = self.read_next_line(MAX_REQUEST_LINE, &mut deadline).map_err(|e| match e.kind() {
                     ErrorKind::OutOfMemory => ReadError::TooLarge(414, "the request line is too long"),
                     _ => ReadError::ReadIoError(e),
                 })?;
@@ -138,7 +196,7 @@ impl ClientConnection {
                 loop {
                     let too_large = ReadError::TooLarge(431, "the request headers are too large");
                     let room = MAX_HEADER_BYTES.saturating_sub(header_bytes);
-                    let line = self.read_next_line(room).map_err(|e| match e.kind() {
+                    let line = self.read_next_line(room, &mut deadline).map_err(|e| match e.kind() {
                         ErrorKind::OutOfMemory => too_large,
                         _ => ReadError::ReadIoError(e),
                     })?;
@@ -159,6 +217,7 @@ impl ClientConnection {
 
                 headers
             };
+            check_framing(&headers)?;
 
             (method, path, version, headers)
         };
@@ -180,6 +239,7 @@ impl ClientConnection {
             *self.remote_addr.as_ref().unwrap(),
             data_source,
             writer,
+            self.closing.clone(),
         )
         .map_err(|e| {
             use crate::request;
@@ -207,6 +267,11 @@ impl Iterator for ClientConnection {
         // the client sent a "connection: close" header in this previous request
         //  or is using HTTP 1.0, meaning that no new request will come
         if self.no_more_requests {
+            return None;
+        }
+        // gen patch: a request asked for the connection to end.
+        if self.closing.load(Ordering::Acquire) {
+            self.shut_down();
             return None;
         }
 
@@ -247,13 +312,17 @@ impl Iterator for ClientConnection {
                     return None; // TODO: should be recoverable, but needs handling in case of body
                 }
 
-                Err(ReadError::TooLarge(status, what)) => {
+                Err(error @ (ReadError::TooLarge(..) | ReadError::Refused(..))) => {
                     // gen patch: answer in gen's error format and close: the rest of the head
                     // is never read.
                     let writer = self.sink.next().unwrap();
-                    let body = format!(
-                        "{{\"detail\":\"{what}: this server reads request lines of at most {MAX_REQUEST_LINE} bytes and at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all\"}}"
-                    );
+                    let (status, body) = match error {
+                        ReadError::TooLarge(status, what) => (status, format!(
+                            "{{\"detail\":\"{what}: this server reads request lines of at most {MAX_REQUEST_LINE} bytes and at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all\"}}"
+                        )),
+                        ReadError::Refused(status, detail) => (status, format!("{{\"detail\":\"{detail}\"}}")),
+                        _ => unreachable!(),
+                    };
                     let response = Response::from_data(body.into_bytes())
                         .with_status_code(StatusCode(status))
                         .with_header(json_header("Content-Type", "application/json; charset=utf-8"))
@@ -311,6 +380,38 @@ impl Iterator for ClientConnection {
             return Some(rq);
         }
     }
+}
+
+/// gen patch: refuses the request-smuggling shapes: two `Content-Length` headers that differ,
+/// one that is not a plain number, or a `Content-Length` beside a `Transfer-Encoding`. Where the body ends is ambiguous, so
+/// the connection cannot be read on.
+fn check_framing(headers: &[crate::Header]) -> Result<(), ReadError> {
+    let mut lengths = headers
+        .iter()
+        .filter(|h| h.field.equiv("Content-Length"))
+        .map(|h| h.value.as_str().trim());
+    let first = lengths.next();
+    if let Some(first) = first {
+        if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ReadError::Refused(
+                400,
+                "the request's Content-Length is not a number of bytes: send one",
+            ));
+        }
+        if lengths.any(|other| other != first) {
+            return Err(ReadError::Refused(
+                400,
+                "the request has two Content-Length headers that differ: send one",
+            ));
+        }
+        if headers.iter().any(|h| h.field.equiv("Transfer-Encoding")) {
+            return Err(ReadError::Refused(
+                400,
+                "the request has both Content-Length and Transfer-Encoding: send one",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// gen patch: a header for the answers written here.

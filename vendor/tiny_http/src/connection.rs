@@ -95,6 +95,24 @@ impl Connection {
         }
     }
 
+    /// gen patch: the socket's receive timeout, if any.
+    pub(crate) fn read_timeout(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Tcp(s) => s.read_timeout().ok().flatten(),
+            #[cfg(unix)]
+            Self::Unix(s) => s.read_timeout().ok().flatten(),
+        }
+    }
+
+    /// gen patch: sets the socket's receive timeout (errors ignored: the socket may be gone).
+    pub(crate) fn set_read_timeout(&self, timeout: Option<std::time::Duration>) {
+        let _ = match self {
+            Self::Tcp(s) => s.set_read_timeout(timeout),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_read_timeout(timeout),
+        };
+    }
+
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
             Self::Tcp(s) => s.try_clone().map(Self::from),

@@ -112,7 +112,7 @@ use util::MessagesQueue;
 
 pub use common::{HTTPVersion, Header, HeaderField, Method, StatusCode};
 pub use connection::{ConfigListenAddr, ListenAddr, Listener};
-pub use request::{ReadWrite, Request};
+pub use request::{ConnectionCloser, ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
 
@@ -169,6 +169,9 @@ impl MustBeShareDummy for Server {}
 pub struct IncomingRequests<'a> {
     server: &'a Server,
 }
+
+/// gen patch: answers one request (see `Server::from_listener_with_handler`).
+pub type Handler = Arc<dyn Fn(Request) + Send + Sync>;
 
 /// Represents the parameters required to create a server.
 #[derive(Debug, Clone)]
@@ -244,7 +247,26 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
-        let listener = listener.into();
+        Self::start(listener.into(), ssl_config, None)
+    }
+
+    /// gen patch: a server that answers each request on its connection's own thread by calling
+    /// `handler`, one request after the other, instead of queueing it for `recv`. A client
+    /// that is slow to send or to read then holds only its own connection's thread, never the
+    /// threads that answer everyone else; the next request of a connection is read only once
+    /// the previous one is answered, so pipelined requests wait in the socket, not in memory.
+    pub fn from_listener_with_handler<L: Into<Listener>>(
+        listener: L,
+        handler: Handler,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::start(listener.into(), None, Some(handler))
+    }
+
+    fn start(
+        listener: Listener,
+        ssl_config: Option<SslConfig>,
+        handler: Option<Handler>,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
 
@@ -320,11 +342,17 @@ impl Server {
                 match new_client {
                     Ok(client) => {
                         let messages = inside_messages.clone();
+                        let handler = handler.clone();
                         let mut client = Some(client);
                         tasks_pool.spawn(Box::new(move || {
                             if let Some(client) = client.take() {
-                                // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                if client.secure() {
+                                if let Some(handler) = &handler {
+                                    // gen patch: answered here, one after the other.
+                                    for rq in client {
+                                        handler(rq);
+                                    }
+                                } else if client.secure() {
+                                    // Synchronization is needed for HTTPS requests to avoid a deadlock
                                     let (sender, receiver) = mpsc::channel();
                                     for rq in client {
                                         messages.push(rq.with_notify_sender(sender.clone()).into());

@@ -5,7 +5,9 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use crate::util::{EqualReader, FusedReader};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
@@ -74,6 +76,23 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    // gen patch: set to end the connection after this request (see `ConnectionCloser`)
+    closing: Arc<AtomicBool>,
+}
+
+/// gen patch: ends the connection a request came on. Once `close` is called, no further request
+/// is read from the connection, an unread request body is not drained (tiny_http would
+/// otherwise read it to its end when the request is dropped), and the socket is shut down both
+/// ways and closed as soon as the request is answered or dropped.
+#[derive(Clone, Debug)]
+pub struct ConnectionCloser(Arc<AtomicBool>);
+
+impl ConnectionCloser {
+    /// Ends the connection after the current request.
+    pub fn close(&self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 struct NotifyOnDrop<R> {
@@ -135,6 +154,7 @@ pub fn new_request<R, W>(
     remote_addr: Option<SocketAddr>,
     mut source_data: R,
     writer: W,
+    closing: Arc<AtomicBool>,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -212,7 +232,7 @@ where
 
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
-            let (data_reader, _) = EqualReader::new(source_data, content_length); // TODO:
+            let (data_reader, _) = EqualReader::new(source_data, content_length, closing.clone()); // TODO:
             Box::new(FusedReader::new(data_reader)) as Box<dyn Read + Send + 'static>
         }
     } else if transfer_encoding.is_some() {
@@ -238,6 +258,7 @@ where
         body_length: content_length,
         must_send_continue: expects_continue,
         notify_when_responded: None,
+        closing,
     })
 }
 
@@ -278,6 +299,11 @@ impl Request {
     #[inline]
     pub fn body_length(&self) -> Option<usize> {
         self.body_length
+    }
+
+    /// gen patch: a handle that ends the connection this request came on (see `ConnectionCloser`).
+    pub fn connection_closer(&self) -> ConnectionCloser {
+        ConnectionCloser(self.closing.clone())
     }
 
     /// Returns the address of the client that sent this request.

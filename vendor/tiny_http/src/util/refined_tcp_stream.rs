@@ -121,6 +121,42 @@ impl RefinedTcpStream {
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
     }
+
+    /// gen patch: the socket's receive timeout, if any.
+    pub(crate) fn read_timeout(&self) -> Option<std::time::Duration> {
+        match &self.stream {
+            Stream::Http(connection) => connection.read_timeout(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => None,
+        }
+    }
+
+    /// gen patch: shuts the sending side down (the peer reads end of file, writes here fail).
+    pub(crate) fn shut_down_sending(&self) {
+        match &self.stream {
+            Stream::Http(connection) => connection.shutdown(Shutdown::Write).ok(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => None,
+        };
+    }
+
+    /// gen patch: sets the socket's receive timeout.
+    pub(crate) fn set_read_timeout(&self, timeout: Option<std::time::Duration>) {
+        match &self.stream {
+            Stream::Http(connection) => connection.set_read_timeout(timeout),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => {}
+        };
+    }
+
+    /// gen patch: shuts the socket down both ways (reads return end of file, writes fail).
+    pub(crate) fn shut_down(&self) {
+        match &self.stream {
+            Stream::Http(connection) => connection.shutdown(Shutdown::Both).ok(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => None,
+        };
+    }
 }
 
 impl Drop for RefinedTcpStream {

@@ -73,6 +73,14 @@ impl<W: Write + Send> SequentialWriterBuilder<W> {
     }
 }
 
+impl<W: Write + Send> SequentialWriterBuilder<W> {
+    /// gen patch: runs `f` on the writer shared by every response of the connection.
+    pub fn with_inner<T>(&self, f: impl FnOnce(&mut W) -> T) -> T {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut writer)
+    }
+}
+
 impl<R: Read + Send> Iterator for SequentialReaderBuilder<R> {
     type Item = SequentialReader<R>;
 
