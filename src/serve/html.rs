@@ -123,7 +123,13 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         None => path.chars().take(200).collect(),
     };
     let _ = writeln!(main, "<h1>{}</h1>", escape(&title));
-    let _ = write!(main, "<p class=\"status s{}\">GET {} · {status} {}", status / 100, escape(&title), reason(status));
+    let _ = write!(
+        main,
+        "<p class=\"status s{}\">GET {} · {status} {}",
+        status / 100,
+        escape(&title),
+        super::respond::reason(status)
+    );
     if status < 400 {
         let json_href = with_format_json(target);
         let _ = write!(main, " · <a href=\"{}{}\">as JSON</a>", escape(origin), escape(&json_href));
@@ -331,15 +337,6 @@ fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str)
     }
     let _ = write!(out, "{main}</main>\n</body>\n</html>\n");
     out.into_bytes()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        _ => "",
-    }
 }
 
 /// Escapes text for HTML content and quoted attribute values.

@@ -273,7 +273,8 @@ impl Reply {
     }
 }
 
-fn reason(status: u16) -> &'static str {
+/// The reason phrase of a status code.
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         204 => "No Content",
