@@ -24,7 +24,7 @@ test:
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
 ## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
 bench:
-	python3 bench/run.py
+	API_DATA="$(API_DATA)" python3 bench/run.py
 
 ## conformance: import, build and serve the whole published tree (API_DATA=<api-data's data folder>)
 ## and compare every record, sub-document and random list pages with it; skips without API_DATA
