@@ -15,7 +15,8 @@ pokeapi-ditto from PyPI into target/bench/venv.
 Environment: API_DATA=<path holding api/v2/> benchmarks the real published tree instead of the
 synthetic one; ROUNDS (default 3); RECORDS and RECORD_KB size the synthetic tree (default
 15000 records of ~29 KB on average: the published tree's 656 MB and 15.5k documents);
-HUGE=1 adds the 1M-record memory run; DURATION (wrk seconds per run, default 10); ONLY=build
+HUGE=1 adds the 1M-record memory run; DURATION (wrk seconds per run, default 10); SETTLE (default 35) seconds
+between removing the destinations and the timed build steps of a round; ONLY=build
 skips the serve benchmarks, ONLY=serve reuses the last built tree.
 
 Targets: on the real published tree (API_DATA), `ditto transform` / `gen build` >= 3 and
@@ -39,6 +40,7 @@ GEN = ROOT / "target" / "release" / "gen"
 SYNTH = ROOT / "target" / "release" / "examples" / "synth"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 DURATION = int(os.environ.get("DURATION", "10"))
+SETTLE = int(os.environ.get("SETTLE", "35"))
 
 
 def log(*args):
@@ -120,18 +122,21 @@ def bench_build(ditto, src):
     record = next((data / "creature").glob("*.json"), None) or next(data.glob("*/*.json"))
     for round_ in range(ROUNDS):
         log(f"build round {round_ + 1}/{ROUNDS}")
-        rm(out)
+        # The same start for gen, cp and ditto: every destination removed, then SETTLE seconds
+        # for the deletions to age: on this disk, creating inodes right after a large rm is
+        # slower (perf put most of gen build's kernel time in ext4's recently_deleted check), and
+        # the old order ran gen build and ditto right after one, cp not.
+        for path in (out, copy, dout):
+            rm(path)
+        run(["sync"])
+        time.sleep(SETTLE)
         t, m = timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])
         results["gen build"].append(t)
         rss.append(m)
-        rm(copy)
         results["cp -r (of gen's output)"].append(timed(["cp", "-r", str(out), str(copy)])[0])
-        rm(copy)
-        rm(dout)
         results["ditto transform"].append(
             timed([str(ditto), "transform", "--src-dir", str(src), "--dest-dir", str(dout), "--base-url", "http://127.0.0.1:8080"])[0]
         )
-        rm(dout)
         results["gen build, unchanged"].append(timed([str(GEN), "build", "--quiet", "--data", str(data), "--out", str(out)])[0])
         original = record.read_bytes()
         value = json.loads(original)
