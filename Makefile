@@ -1,7 +1,7 @@
 # The README's quick start: `make build`, then `make test`.
 CARGO ?= cargo
 
-.PHONY: build serve check test bench soak fuzz fmt
+.PHONY: build serve check test bench conformance soak fuzz fmt
 
 ## build: write the default tree from data/ into out/
 build:
@@ -27,7 +27,12 @@ test:
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
 ## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
 bench:
-	python3 bench/run.py
+	API_DATA="$(API_DATA)" python3 bench/run.py
+
+## conformance: import, build and serve the whole published tree (API_DATA=<api-data's data folder>)
+## and compare every record, sub-document and random list pages with it; skips without API_DATA
+conformance:
+	API_DATA="$(API_DATA)" python3 bench/conformance.py
 
 ## soak: a bounded load run (wrk, 128 connections, SOAK_SECONDS=30) over a mix of requests: no errors, flat memory;
 ## then a good client beside 4, 16 and 64 clients that never read: p99 under 100 ms

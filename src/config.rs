@@ -1,6 +1,7 @@
 //! Site settings, kept in `data/gen.json`.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// File name of the site settings inside the data folder.
 pub const CONFIG_FILE: &str = "gen.json";
@@ -20,6 +21,18 @@ pub struct SiteConfig {
     /// Largest document accepted, in MiB: a guard against a runaway file (a 100 MB record is
     /// almost certainly a mistake, and every document is held in memory while it is rendered).
     pub max_document_mb: u64,
+    /// Names that several records of a resource carry on purpose, by segment
+    /// (`{"item": ["roseli-berry"]}`). Any other name is unique within its resource. The name
+    /// path of a shared name serves the record with the lowest id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub shared_names: BTreeMap<String, Vec<String>>,
+}
+
+impl SiteConfig {
+    /// True when `name` is declared shared within `segment`.
+    pub fn is_shared_name(&self, segment: &str, name: &str) -> bool {
+        self.shared_names.get(segment).is_some_and(|names| names.iter().any(|n| n == name))
+    }
 }
 
 impl Default for SiteConfig {
@@ -29,12 +42,13 @@ impl Default for SiteConfig {
             page_sizes: vec![20, 50, 100],
             external: Vec::new(),
             max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
+            shared_names: BTreeMap::new(),
         }
     }
 }
 
 /// The keys `gen.json` takes.
-pub const KEYS: [&str; 4] = ["base_url", "page_sizes", "external", "max_document_mb"];
+pub const KEYS: [&str; 5] = ["base_url", "page_sizes", "external", "max_document_mb", "shared_names"];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
@@ -202,6 +216,17 @@ pub fn is_valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_the_settings_fields() {
+        let config = SiteConfig { shared_names: BTreeMap::from([("a".into(), vec![])]), ..SiteConfig::default() };
+        let value = serde_json::to_value(&config).unwrap();
+        let fields: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys = KEYS.to_vec();
+        keys.sort_unstable();
+        assert_eq!(fields, keys);
+        assert_eq!(parse(value).unwrap(), config);
+    }
 
     #[test]
     fn names() {

@@ -56,6 +56,9 @@ pub struct ImportSummary {
     pub kept: Vec<String>,
     /// With `--force`: the folder's `gen.json` settings were kept ("external" updated).
     pub kept_settings: bool,
+    /// Names that several records of a resource carry in the source, with their ids (sorted),
+    /// by segment: declared in `gen.json`'s `shared_names`. The name path serves the lowest id.
+    pub shared_names: BTreeMap<String, BTreeMap<String, Vec<i64>>>,
 }
 
 /// The segment name to use for a published one.
@@ -71,9 +74,12 @@ struct Job {
     source: PathBuf,
     /// Path relative to the data folder.
     target: String,
-    /// For records: the id the list gives it.
-    id: Option<i64>,
+    /// For records: the resource folder and the id the list gives it.
+    record: Option<(String, i64)>,
 }
+
+/// Record names seen while importing: (folder, name, id).
+type Names = Mutex<Vec<(String, String, i64)>>;
 
 /// Imports the published tree at `src` into the data folder `out`.
 pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
@@ -113,11 +119,11 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
                 ));
                 continue;
             }
-            jobs.push(Job { source, target: format!("{folder}/{id}.json"), id: Some(*id) });
+            jobs.push(Job { source, target: format!("{folder}/{id}.json"), record: Some((folder.clone(), *id)) });
             for sub in list_dirs(&record_dir).unwrap_or_default() {
                 let source = record_dir.join(&sub).join("index.json");
                 if source.exists() {
-                    jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), id: None });
+                    jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), record: None });
                     summary.subdocs += 1;
                 }
             }
@@ -146,9 +152,10 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
 
     let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
     let referenced = Mutex::new(BTreeSet::new());
+    let names = Names::default();
     let failures: Vec<Failure> = jobs
         .par_iter()
-        .filter_map(|job| import_document(job, &staging.dir, options.keep_segment_names, &referenced).err())
+        .filter_map(|job| import_document(job, &staging.dir, options.keep_segment_names, &referenced, &names).err())
         .collect();
     // A write that fails (a full disk) is one error about the destination, not a data problem
     // per document.
@@ -168,6 +175,9 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         fsutil::write(&staging.dir.join(folder).join(ORDER_FILE), &bytes)?;
     }
     let imported: BTreeSet<String> = list_dirs(&staging.dir)?.into_iter().collect();
+    summary.shared_names = shared_names(names.into_inner().expect("no panics"));
+    let declared: BTreeMap<String, Vec<String>> =
+        summary.shared_names.iter().map(|(folder, names)| (folder.clone(), names.keys().cloned().collect())).collect();
     let mut present = imported.clone();
     let mut settings = None;
     if options.force && out.exists() {
@@ -180,10 +190,16 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         Some(mut settings) => {
             summary.kept_settings = true;
             settings.insert("external".to_string(), Value::from(summary.external.clone()));
+            if declared.is_empty() {
+                settings.remove("shared_names");
+            } else {
+                settings.insert("shared_names".to_string(), serde_json::to_value(&declared).expect("names serialise"));
+            }
             serde_json::to_vec_pretty(&settings).expect("settings serialise")
         }
         None => {
-            let config = SiteConfig { external: summary.external.clone(), ..SiteConfig::default() };
+            let config =
+                SiteConfig { external: summary.external.clone(), shared_names: declared, ..SiteConfig::default() };
             serde_json::to_vec_pretty(&config).expect("settings serialise")
         }
     };
@@ -248,18 +264,45 @@ impl From<Problem> for Failure {
     }
 }
 
-/// Reads one published document, renames its urls, checks a record's id, and writes it.
-fn import_document(job: &Job, dir: &Path, keep: bool, referenced: &Mutex<BTreeSet<String>>) -> Result<(), Failure> {
+/// The names carried by more than one record of a resource, with their ids, sorted.
+fn shared_names(mut seen: Vec<(String, String, i64)>) -> BTreeMap<String, BTreeMap<String, Vec<i64>>> {
+    seen.sort();
+    let mut shared: BTreeMap<String, BTreeMap<String, Vec<i64>>> = BTreeMap::new();
+    for pair in seen.windows(2) {
+        let [(folder, name, first), (next_folder, next_name, id)] = pair else { unreachable!() };
+        if folder == next_folder && name == next_name {
+            let ids = shared.entry(folder.clone()).or_default().entry(name.clone()).or_default();
+            if ids.is_empty() {
+                ids.push(*first);
+            }
+            ids.push(*id);
+        }
+    }
+    shared
+}
+
+/// Reads one published document, renames its urls, checks a record's id, notes its name, and
+/// writes it.
+fn import_document(
+    job: &Job,
+    dir: &Path,
+    keep: bool,
+    referenced: &Mutex<BTreeSet<String>>,
+    names: &Names,
+) -> Result<(), Failure> {
     let bytes = load::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
-    if let Some(id) = job.id {
+    if let Some((folder, id)) = &job.record {
         let found = value.get("id").and_then(Value::as_i64);
-        if found != Some(id) {
+        if found != Some(*id) {
             return Err(Failure::Data(Problem::new(
                 &job.source,
                 "$.id",
                 format!("the record's id is {found:?} but its folder and the list say {id}"),
             )));
+        }
+        if let Some(name) = value.get("name").and_then(Value::as_str) {
+            names.lock().expect("no panics").push((folder.clone(), name.to_string(), *id));
         }
     }
     let mut segments = BTreeSet::new();
@@ -408,6 +451,20 @@ fn list_dirs(dir: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_names_are_those_of_several_records() {
+        let seen = vec![
+            ("item".to_string(), "b".to_string(), 9),
+            ("item".to_string(), "a".to_string(), 1),
+            ("item".to_string(), "b".to_string(), 2),
+            ("berry".to_string(), "a".to_string(), 3),
+            ("item".to_string(), "b".to_string(), 5),
+        ];
+        let shared = shared_names(seen);
+        assert_eq!(shared.len(), 1);
+        assert_eq!(shared["item"]["b"], [2, 5, 9]);
+    }
 
     #[test]
     fn renames_urls_but_not_field_names_or_other_values() {

@@ -9,7 +9,7 @@ use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// File, inside a resource folder, that states the resource's list order.
@@ -40,6 +40,9 @@ pub struct Resource {
     pub records: Vec<Record>,
     /// Position in `records` of each id.
     pub by_id: HashMap<i64, usize>,
+    /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
+    /// owns the name path.
+    pub shadowed: HashSet<i64>,
 }
 
 /// One record: where it is and how it is reached.
@@ -63,6 +66,12 @@ impl Resource {
     /// The record with `id`, if any.
     pub fn get(&self, id: i64) -> Option<&Record> {
         self.by_id.get(&id).map(|&i| &self.records[i])
+    }
+
+    /// The record's name, when its name path is its own: a shared name's path belongs to the
+    /// lowest id that carries it.
+    pub fn path_name<'r>(&self, record: &'r Record) -> Option<&'r str> {
+        record.name.as_deref().filter(|_| !self.shadowed.contains(&record.id))
     }
 }
 
@@ -161,13 +170,14 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 
     for (segment, mut list) in records {
         list.sort_by_key(|r| r.id);
-        check_unique_names(&list, &mut problems);
+        let shadowed = check_unique_names(&segment, &list, &dataset.config, &mut problems);
         if let Some((file, order)) = orders.remove(&segment) {
             list = apply_order(&file, order, list, &mut problems);
         }
         let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id });
+        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
     }
+    check_shared_names(&config_path, &dataset, &mut problems);
     for (_, (file, _)) in orders {
         problems.push(Problem::whole(&file, "an order file in a folder without records: remove it or add records"));
     }
@@ -656,21 +666,65 @@ fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mut Vec<Probl
     }
 }
 
-fn check_unique_names(records: &[Record], problems: &mut Vec<Problem>) {
+/// Checks that names are unique within the resource `segment`, except the names `gen.json`
+/// declares shared. Returns the ids of records whose name path belongs to another record: a
+/// shared name's path serves the lowest id that carries it (`records` is sorted by id).
+fn check_unique_names(
+    segment: &str,
+    records: &[Record],
+    config: &SiteConfig,
+    problems: &mut Vec<Problem>,
+) -> HashSet<i64> {
     let mut first: HashMap<&str, &Record> = HashMap::new();
+    let mut shadowed = HashSet::new();
     for record in records {
-        if let Some(name) = &record.name
-            && let Some(other) = first.insert(name, record)
-        {
-            first.insert(name, other);
+        let Some(name) = &record.name else { continue };
+        let Some(&owner) = first.get(name.as_str()) else {
+            first.insert(name, record);
+            continue;
+        };
+        if config.is_shared_name(segment, name) {
+            shadowed.insert(record.id);
+            continue;
+        }
+        problems.push(Problem::new(
+            &record.file,
+            "$.name",
+            format!(
+                "duplicate name {name:?}: {} has it too; names are unique within a resource. If the records \
+                 share it on purpose, declare it in {CONFIG_FILE}: \"shared_names\": {{\"{segment}\": [{name:?}]}} \
+                 (/api/v2/{segment}/{name}/ then serves the lowest id, {})",
+                owner.file.display(),
+                owner.id
+            ),
+        ));
+    }
+    shadowed
+}
+
+/// Checks `shared_names` against the data: every declared name is carried by at least two
+/// records of a resource the data holds.
+fn check_shared_names(config_path: &Path, dataset: &Dataset, problems: &mut Vec<Problem>) {
+    for (segment, names) in &dataset.config.shared_names {
+        let Some(resource) = dataset.resources.get(segment) else {
             problems.push(Problem::new(
-                &record.file,
-                "$.name",
-                format!(
-                    "duplicate name {name:?}: {} has it too; names are unique within a resource",
-                    other.file.display()
-                ),
+                config_path,
+                format!("$.shared_names.{segment}"),
+                format!("data/ holds no resource {segment:?}: remove it from \"shared_names\""),
             ));
+            continue;
+        };
+        for (i, name) in names.iter().enumerate() {
+            let carriers = resource.records.iter().filter(|r| r.name.as_deref() == Some(name)).count();
+            if carriers < 2 {
+                problems.push(Problem::new(
+                    config_path,
+                    format!("$.shared_names.{segment}[{i}]"),
+                    format!(
+                        "{name:?} is declared shared but {carriers} record(s) of {segment} carry it: remove it from \"shared_names\""
+                    ),
+                ));
+            }
         }
     }
 }

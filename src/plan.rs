@@ -55,7 +55,7 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeOptions) -> Vec<Output<'a>> 
         let segment = segment.as_str();
         for (index, record) in resource.records.iter().enumerate() {
             let mut keys = vec![record.id.to_string()];
-            keys.extend(record.name.clone());
+            keys.extend(resource.path_name(record).map(str::to_string));
             let paths = keys.iter().map(|key| format!("api/v2/{segment}/{key}/index.json")).collect();
             outputs.push(Output { content: Content::Record { segment, index }, paths });
             for (subdoc, sub) in record.subdocs.iter().enumerate() {

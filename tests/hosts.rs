@@ -668,6 +668,29 @@ fn hosts_answer_as_gen_serve_does_on_the_published_data() {
     parity(&build_tree(tmp, data, &["--gzip"]), &[]);
 }
 
+#[test]
+fn hosts_answer_a_shared_name_from_the_lowest_id_as_gen_serve_does() {
+    let tmp = TempDir::new("parity-shared");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // berry 2000 carries berry 7's name, declared shared: the name path is berry 7's
+    let mut config = read_json(&data.join("gen.json"));
+    config["shared_names"] = serde_json::json!({"berry": ["berry-7"]});
+    std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
+    std::fs::write(data.join("berry/2000.json"), r#"{"id": 2000, "name": "berry-7"}"#).unwrap();
+    let tree = build_tree(tmp, data, &[]);
+    let config = |host: &str, port| gen_config(host, &tree.out, port, &[]);
+    let Some(nginx) = start_nginx("nginx", &tree.out, |port| config("nginx", port)) else { return };
+    let Some(caddy) = start_caddy(&tree.out, |port| config("caddy", port)) else { return };
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&nginx, &caddy], tree.base_url());
+    check_parity(&tree, &mut p);
+    for target in ["/api/v2/berry/berry-7/", "/api/v2/berry/berry-7"] {
+        assert_eq!(p.same(target).json()["id"], 7, "{target}");
+    }
+    assert_eq!(p.same("/api/v2/berry/2000/").json()["name"], "berry-7");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Object storage: a plain host, `--links path`
 

@@ -444,3 +444,103 @@ fn device_files_and_fifos_in_the_source_are_refused_without_reading_them() {
     assert!(stderr.contains("location-area/1/index.json: $: is a named pipe (FIFO)"), "{stderr}");
     assert!(!data.exists(), "a failed import leaves nothing");
 }
+
+/// A published source where two items share a name (as `item/723` and `item/2279` share
+/// `roseli-berry` in the real data), listed highest id first, and other records refer to each
+/// copy by that name.
+fn shared_name_source(dir: &Path) {
+    let item = |id: i64, extra: &str| format!(r#"{{"id": {id}, "name": "twin-berry"{extra}}}"#);
+    let files = [
+        (
+            "api/v2/item/index.json",
+            r#"{"count": 3, "next": null, "previous": null, "results": [{"name": "twin-berry", "url": "/api/v2/item/9/"}, {"name": "solo", "url": "/api/v2/item/1/"}, {"name": "twin-berry", "url": "/api/v2/item/4/"}]}"#.to_string(),
+        ),
+        ("api/v2/item/9/index.json", item(9, r#", "game_indices": []"#)),
+        ("api/v2/item/4/index.json", item(4, r#", "game_indices": [{"game_index": 7}]"#)),
+        ("api/v2/item/1/index.json", r#"{"id": 1, "name": "solo"}"#.to_string()),
+        (
+            "api/v2/berry/index.json",
+            r#"{"count": 1, "next": null, "previous": null, "results": [{"name": "twin", "url": "/api/v2/berry/1/"}]}"#.to_string(),
+        ),
+        (
+            "api/v2/berry/1/index.json",
+            r#"{"id": 1, "name": "twin", "item": {"name": "twin-berry", "url": "/api/v2/item/9/"}, "also": [{"name": "twin-berry", "url": "/api/v2/item/4/"}]}"#.to_string(),
+        ),
+    ];
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (*p, t.clone())).collect();
+    write_files(dir, &files);
+}
+
+#[test]
+fn shared_names_are_declared_warned_about_and_served_from_the_lowest_id() {
+    let tmp = TempDir::new("shared");
+    let src = tmp.join("src");
+    shared_name_source(&src);
+    let data = tmp.join("data");
+    let run = import(&src, &data, &[]).ok();
+    let warning = run.stderr();
+    assert!(
+        warning.contains("warning: item: records 4, 9 share the name \"twin-berry\"")
+            && warning.contains("/api/v2/item/twin-berry/ serves the lowest id, 4"),
+        "{warning}"
+    );
+    assert_eq!(read_json(&data.join("gen.json"))["shared_names"], serde_json::json!({"item": ["twin-berry"]}));
+
+    let out = tmp.join("out");
+    build(&data, &out).ok();
+    // every record by id equals the published one, and references to both copies by name hold
+    for (segment, id) in [("item", 9), ("item", 4), ("item", 1), ("berry", 1)] {
+        let published = read_json(&src.join(format!("api/v2/{segment}/{id}/index.json")));
+        assert_eq!(read_json(&out.join(format!("api/v2/{segment}/{id}/index.json"))), expected(&published, false));
+    }
+    let lowest = expected(&read_json(&src.join("api/v2/item/4/index.json")), false);
+    assert_eq!(read_json(&out.join("api/v2/item/twin-berry/index.json")), lowest);
+    let server = serve_support::Server::start(&out, &[]);
+    assert_eq!(server.get("/api/v2/item/twin-berry/").expect(200).json(), lowest);
+    assert_eq!(server.get("/api/v2/item/TWIN-BERRY").expect(200).json(), lowest);
+    assert_eq!(server.get("/api/v2/item/9/").expect(200).json()["game_indices"], serde_json::json!([]));
+    // the list keeps both entries, in the published order
+    let list = server.get("/api/v2/item/").expect(200).json();
+    let urls: Vec<&str> = list["results"].as_array().unwrap().iter().map(|e| e["url"].as_str().unwrap()).collect();
+    assert_eq!(
+        urls,
+        [format!("{BASE}/api/v2/item/9/"), format!("{BASE}/api/v2/item/1/"), format!("{BASE}/api/v2/item/4/")]
+    );
+
+    // the same data without the declaration fails, and the message says how to declare it
+    let mut config = read_json(&data.join("gen.json"));
+    config.as_object_mut().unwrap().remove("shared_names");
+    std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
+    let run = build(&data, &tmp.join("out2")).fails_with(1);
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("item/9.json: $.name: duplicate name \"twin-berry\"")
+            && stderr.contains(r#""shared_names": {"item": ["twin-berry"]}"#)
+            && stderr.contains("serves the lowest id, 4"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_declared_shared_name_must_be_shared() {
+    let tmp = TempDir::new("shared-bad");
+    let data = tmp.join("data");
+    write_files(
+        &data,
+        &[
+            ("gen.json", r#"{"shared_names": {"berry": ["cheri", "pecha"], "nowhere": ["x"]}}"#.to_string()),
+            ("berry/1.json", r#"{"id": 1, "name": "cheri"}"#.to_string()),
+            ("berry/2.json", r#"{"id": 2, "name": "cheri"}"#.to_string()),
+            ("berry/3.json", r#"{"id": 3, "name": "pecha"}"#.to_string()),
+        ],
+    );
+    let run = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains(
+            "gen.json: $.shared_names.berry[1]: \"pecha\" is declared shared but 1 record(s) of berry carry it"
+        ) && stderr.contains("gen.json: $.shared_names.nowhere: data/ holds no resource \"nowhere\"")
+            && stderr.contains("2 problems found"),
+        "{stderr}"
+    );
+}

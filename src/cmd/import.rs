@@ -28,5 +28,17 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
     if !summary.external.is_empty() {
         super::say(&format!("declared external (referred to, not imported): {}", summary.external.join(", ")));
     }
+    for (segment, names) in &summary.shared_names {
+        for (name, ids) in names {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            eprintln!(
+                "warning: {segment}: records {} share the name {name:?}; declared in {}/gen.json \"shared_names\". \
+                 References by id reach each of them; /api/v2/{segment}/{name}/ serves the lowest id, {}",
+                ids.join(", "),
+                args.out.display(),
+                ids[0]
+            );
+        }
+    }
     Ok(())
 }
