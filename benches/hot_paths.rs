@@ -108,7 +108,7 @@ fn main() {
     // Whole answers from a loaded tree of the default data.
     let out = std::env::temp_dir().join(format!("gen-bench-tree-{}", std::process::id()));
     genapi::build(&data, &out, &genapi::BuildOptions::default(), &Default::default()).expect("the default data builds");
-    let (bytes, manifest) = Tree::read_manifest(&out).unwrap();
+    let (bytes, manifest) = genapi::manifest::Manifest::read_with_bytes(&out).unwrap();
     let tree = Tree::load(&out, bytes, manifest, None).unwrap();
     tree.compress_all();
     for (label, target) in [

@@ -9,15 +9,15 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 /// Methods answered, as the `Allow` header says.
-pub const ALLOW: &str = "GET, HEAD, OPTIONS";
+pub(crate) const ALLOW: &str = "GET, HEAD, OPTIONS";
 
 /// Longest request path quoted in full in a 404 (longer ones are cut).
-pub const MAX_SHOWN_PATH: usize = 200;
+pub(crate) const MAX_SHOWN_PATH: usize = 200;
 
 /// 400 for a malformed `limit` or `offset`. `value` is the value as sent, or `None` when the
 /// answer cannot quote it (a static host that cannot escape it): then the body says the same
 /// without it, and leaves out `value`.
-pub fn bad_param(name: &str, value: Option<&str>, negative: bool) -> Value {
+pub(crate) fn bad_param(name: &str, value: Option<&str>, negative: bool) -> Value {
     let (what, example, default) = match name {
         "limit" => ("a number of entries", "limit=20", "leave limit out, empty or 0 for 20"),
         _ => ("a position in the list", "offset=40", "leave offset out or empty for 0"),
@@ -49,17 +49,17 @@ fn not_found(detail: String) -> Value {
 }
 
 /// 404 for a path under `/api/v2/` whose first segment is no resource of `segments` (sorted).
-pub fn no_resource(segment: &str, segments: &[&str]) -> Value {
+pub(crate) fn no_resource(segment: &str, segments: &[&str]) -> Value {
     not_found(format!("there is no resource {segment:?}; this API holds {} (see /api/v2/)", segments.join(", ")))
 }
 
 /// 404 for `/api/v2/<segment>/<record>/` when the resource has no such record.
-pub fn no_record(segment: &str, record: &str) -> Value {
+pub(crate) fn no_record(segment: &str, record: &str) -> Value {
     not_found(format!("{segment} has no record with id or name {record:?} (see /api/v2/{segment}/)"))
 }
 
 /// 404 for any other path: quoted (cut to [`MAX_SHOWN_PATH`] characters) when given.
-pub fn not_a_document(path: Option<&str>) -> Value {
+pub(crate) fn not_a_document(path: Option<&str>) -> Value {
     let what = match path {
         Some(path) => format!("{:?}", path.chars().take(MAX_SHOWN_PATH).collect::<String>()),
         None => "the path".to_string(),
@@ -68,13 +68,13 @@ pub fn not_a_document(path: Option<&str>) -> Value {
 }
 
 /// 405 for a method other than GET, HEAD and OPTIONS.
-pub fn method_not_allowed(method: &str) -> Value {
+pub(crate) fn method_not_allowed(method: &str) -> Value {
     json!({ "detail": format!("method {method:?} is not allowed: this API is read-only; use {ALLOW}") })
 }
 
 /// 404 from a static host for a page of a list that the tree holds no file for: the one
 /// answer where a static host and `gen serve` differ (`gen serve` computes any page).
-pub fn page_not_held(segment: &str, count: &str, offset: &str, limit: &str, page_sizes: &[u64]) -> Value {
+pub(crate) fn page_not_held(segment: &str, count: &str, offset: &str, limit: &str, page_sizes: &[u64]) -> Value {
     let mut sizes = String::new();
     for (i, size) in page_sizes.iter().enumerate() {
         let sep = match i {
@@ -92,14 +92,14 @@ pub fn page_not_held(segment: &str, count: &str, offset: &str, limit: &str, page
 }
 
 /// 414 for a request target longer than `max` bytes.
-pub fn target_too_long(length: usize, max: usize) -> Value {
+pub(crate) fn target_too_long(length: usize, max: usize) -> Value {
     json!({ "detail": format!(
         "the request target is {length} bytes long; this server answers targets of at most {max} bytes"
     ) })
 }
 
 /// 431 for a request with too many headers or header bytes.
-pub fn headers_too_large(count: usize, bytes: usize, max_count: usize, max_bytes: usize) -> Value {
+pub(crate) fn headers_too_large(count: usize, bytes: usize, max_count: usize, max_bytes: usize) -> Value {
     json!({ "detail": format!(
         "the request has {count} headers, {bytes} bytes; this server answers at most {max_count} headers, \
          {max_bytes} bytes in all"
@@ -107,7 +107,7 @@ pub fn headers_too_large(count: usize, bytes: usize, max_count: usize, max_bytes
 }
 
 /// A body's bytes, as every answer sends them (compact JSON).
-pub fn to_bytes(body: &Value) -> Vec<u8> {
+pub(crate) fn to_bytes(body: &Value) -> Vec<u8> {
     serde_json::to_vec(body).expect("a JSON value serialises")
 }
 
@@ -145,11 +145,11 @@ pub mod template {
     /// that need no escaping in JSON (nor in `gen serve`'s `{:?}` quoting): no `%` (nginx does
     /// not decode), `+` and `;` (Go's query parser, in Caddy, reads them otherwise), `"`, `\`,
     /// braces.
-    pub const SAFE_VALUE: &str = "[A-Za-z0-9._~:@!$'()*,/=?-]";
+    pub(crate) const SAFE_VALUE: &str = "[A-Za-z0-9._~:@!$'()*,/=?-]";
 
     /// Characters of a raw request path that need no escaping in JSON (nor in `{:?}` quoting):
     /// printable ASCII but `"` and `\`.
-    pub const SAFE_PATH: &str = r"[!#-\[\]-~]";
+    pub(crate) const SAFE_PATH: &str = r"[!#-\[\]-~]";
 
     /// A body: literal JSON text and holes.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,32 +211,32 @@ pub mod template {
     }
 
     /// [`super::bad_param`]; `echo`: the value is quoted (a [`Hole::Value`]).
-    pub fn bad_param(name: &str, echo: bool, negative: bool) -> Template {
+    pub(crate) fn bad_param(name: &str, echo: bool, negative: bool) -> Template {
         split(super::bad_param(name, echo.then(|| marker(Hole::Value)).as_deref(), negative))
     }
 
     /// [`super::no_resource`].
-    pub fn no_resource(segments: &[&str]) -> Template {
+    pub(crate) fn no_resource(segments: &[&str]) -> Template {
         split(super::no_resource(&marker(Hole::Segment), segments))
     }
 
     /// [`super::no_record`].
-    pub fn no_record() -> Template {
+    pub(crate) fn no_record() -> Template {
         split(super::no_record(&marker(Hole::Segment), &marker(Hole::Record)))
     }
 
     /// [`super::not_a_document`]; `echo`: the path is quoted (a [`Hole::Path`]).
-    pub fn not_a_document(echo: bool) -> Template {
+    pub(crate) fn not_a_document(echo: bool) -> Template {
         split(super::not_a_document(echo.then(|| marker(Hole::Path)).as_deref()))
     }
 
     /// [`super::method_not_allowed`].
-    pub fn method_not_allowed() -> Template {
+    pub(crate) fn method_not_allowed() -> Template {
         split(super::method_not_allowed(&marker(Hole::Method)))
     }
 
     /// [`super::page_not_held`].
-    pub fn page_not_held(page_sizes: &[u64]) -> Template {
+    pub(crate) fn page_not_held(page_sizes: &[u64]) -> Template {
         let [segment, count, offset, limit] = [Hole::Segment, Hole::Count, Hole::Offset, Hole::Limit].map(marker);
         split(super::page_not_held(&segment, &count, &offset, &limit, page_sizes))
     }

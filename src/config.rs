@@ -30,7 +30,7 @@ pub struct SiteConfig {
 
 impl SiteConfig {
     /// True when `name` is declared shared within `segment`.
-    pub fn is_shared_name(&self, segment: &str, name: &str) -> bool {
+    pub(crate) fn is_shared_name(&self, segment: &str, name: &str) -> bool {
         self.shared_names.get(segment).is_some_and(|names| names.iter().any(|n| n == name))
     }
 }
@@ -48,7 +48,7 @@ impl Default for SiteConfig {
 }
 
 /// The keys `gen.json` takes.
-pub const KEYS: [&str; 5] = ["base_url", "page_sizes", "external", "max_document_mb", "shared_names"];
+pub(crate) const KEYS: [&str; 5] = ["base_url", "page_sizes", "external", "max_document_mb", "shared_names"];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
@@ -88,16 +88,16 @@ pub fn parse(value: serde_json::Value) -> Result<SiteConfig, Vec<(String, String
 }
 
 /// Default of `max_document_mb`: far above any published record (the largest are a few MB).
-pub const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
+pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
 /// The base URL that makes a default tree work with `gen serve`'s default address.
-pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
+pub(crate) const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
 
 /// Checks a base URL: `http(s)://host[:port][/path]` and nothing else. The host is a DNS
 /// name or IPv4 address (letters, digits, '-' and '.') or an IPv6 address in brackets; the
 /// port is 1 to 65535; the path is segments of letters, digits, '-', '.', '_' and '~' (or
 /// %XX escapes), without a trailing '/'. No user name or password, query or fragment.
-pub fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     const FORM: &str =
         "a base URL is http(s)://host[:port][/path], e.g. https://api.example.org or http://127.0.0.1:8080/data";
     let bad = |what: String| Err(format!("base URL {url:?} {what}: {FORM}"));
@@ -183,7 +183,7 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
 /// `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (the last two: every interface). The host is
 /// an address or a name of letters, digits, '.' and '-'. Returns the host without brackets
 /// (empty for every interface) and the port; `None` when `text` has none of these forms.
-pub fn parse_listen(text: &str) -> Option<(String, u16)> {
+pub(crate) fn parse_listen(text: &str) -> Option<(String, u16)> {
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (host, port) = rest.split_once("]:")?;
         host.parse::<std::net::Ipv6Addr>().ok()?;
@@ -203,13 +203,13 @@ pub fn parse_listen(text: &str) -> Option<(String, u16)> {
 }
 
 /// True when `segment` is a valid resource path segment: `[a-z0-9-]+`.
-pub fn is_valid_segment(segment: &str) -> bool {
+pub(crate) fn is_valid_segment(segment: &str) -> bool {
     !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// True when `name` is a valid record name: `[a-z0-9-]+` with at least one letter or hyphen,
 /// so that it never collides with an id path.
-pub fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     is_valid_segment(name) && !name.bytes().all(|b| b.is_ascii_digit())
 }
 

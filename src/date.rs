@@ -15,7 +15,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 /// Seconds since the Unix epoch as an RFC 3339 UTC date: `2026-08-06T08:15:22Z`.
-pub fn rfc3339(epoch: i64) -> String {
+pub(crate) fn rfc3339(epoch: i64) -> String {
     let (year, month, day) = civil_from_days(epoch.div_euclid(86_400));
     let secs = epoch.rem_euclid(86_400);
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
@@ -23,7 +23,7 @@ pub fn rfc3339(epoch: i64) -> String {
 
 /// Seconds since the Unix epoch as an HTTP date (RFC 9110 IMF-fixdate):
 /// `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(secs: u64) -> String {
+pub(crate) fn http_date(secs: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let days = secs / 86_400;

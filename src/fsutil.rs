@@ -3,11 +3,6 @@
 use anyhow::{Context, Result};
 use std::path::Path;
 
-/// Reads a whole file; the error names the file.
-pub fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
 /// Writes a whole file; the error names the file.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
@@ -62,7 +57,7 @@ impl std::fmt::Display for NotRead {
 /// `limit` bytes of it whatever its metadata says (a file that grows while it is read, or a
 /// file system that reports no size). A device, FIFO or socket is refused without reading it,
 /// so that `/dev/zero` is not read for ever and a FIFO does not wait for a writer.
-pub fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
+pub(crate) fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
     use std::io::Read as _;
     let kind_of = |meta: &std::fs::Metadata| -> Option<&'static str> {
         use std::os::unix::fs::FileTypeExt;

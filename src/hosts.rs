@@ -38,12 +38,6 @@ pub enum Host {
 /// `Cache-Control: public, max-age=<secs>` on documents unless told otherwise: `gen serve`'s default.
 pub const DEFAULT_MAX_AGE: u64 = 86_400;
 
-/// The configuration for `host` serving the tree in `dir` on `listen`, with `gen serve`'s
-/// default `Cache-Control`.
-pub fn config(host: Host, dir: &Path, listen: &str) -> Result<String> {
-    config_with(host, dir, listen, DEFAULT_MAX_AGE)
-}
-
 /// The configuration for `host` serving the tree in `dir` on `listen`; documents may be
 /// cached for `max_age` seconds.
 pub fn config_with(host: Host, dir: &Path, listen: &str, max_age: u64) -> Result<String> {
@@ -188,7 +182,7 @@ impl Listen {
 
 /// A regular expression (no anchors, no braces) matching the decimal numbers written without
 /// leading zeros (`0`, or `[1-9][0-9]*`) that are at least `n`, given the same way.
-pub fn at_least(n: &str) -> String {
+pub(crate) fn at_least(n: &str) -> String {
     assert!(n == "0" || (!n.starts_with('0') && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())), "{n}");
     let digits = n.len();
     let any = "[0-9]";

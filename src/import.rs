@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Published segment names that carry the brand word, and their neutral names.
-pub const NEUTRAL_SEGMENTS: &[(&str, &str)] = &[
+pub(crate) const NEUTRAL_SEGMENTS: &[(&str, &str)] = &[
     ("pokemon", "creature"),
     ("pokemon-color", "creature-color"),
     ("pokemon-form", "creature-form"),
@@ -62,7 +62,7 @@ pub struct ImportSummary {
 }
 
 /// The segment name to use for a published one.
-pub fn rename_segment(segment: &str, keep: bool) -> &str {
+pub(crate) fn rename_segment(segment: &str, keep: bool) -> &str {
     if keep {
         return segment;
     }

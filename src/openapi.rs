@@ -11,10 +11,10 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 /// Where record schemas point for a reference: pass it to [`crate::schema::Inferred::to_schema`].
-pub const REFERENCE_REF: &str = "#/components/schemas/Reference";
+pub(crate) const REFERENCE_REF: &str = "#/components/schemas/Reference";
 
 /// Path of the document in the tree, relative to the output folder.
-pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
+pub(crate) const OPENAPI_PATH: &str = "api/v2/openapi.json";
 
 /// What the document describes.
 #[derive(Debug, Clone)]
@@ -359,7 +359,7 @@ fn operation(id: &str, tag: Option<&str>, summary: &str, schema: &str, parameter
 }
 
 /// `berry-firmness` → `BerryFirmness`, `move-2` → `Move2`.
-pub fn pascal_case(segment: &str) -> String {
+pub(crate) fn pascal_case(segment: &str) -> String {
     segment
         .split('-')
         .map(|part| {

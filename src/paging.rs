@@ -11,14 +11,14 @@
 use std::collections::BTreeSet;
 
 /// The limit used when a request gives none (or 0).
-pub const DEFAULT_LIMIT: u64 = 20;
+pub(crate) const DEFAULT_LIMIT: u64 = 20;
 
 /// Folder, inside a resource's folder, that holds the precomputed page files. The underscore
 /// cannot appear in a record name, so it never collides with a record path.
-pub const PAGES_DIR: &str = "_pages";
+pub(crate) const PAGES_DIR: &str = "_pages";
 
 /// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
-pub const ALL_PAGE: &str = "all";
+pub(crate) const ALL_PAGE: &str = "all";
 
 /// One page of a list: entries `[offset, offset + limit)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +50,7 @@ impl Page {
     }
 
     /// True when this page holds the whole list and links nowhere: offset 0 and limit ≥ count.
-    pub fn is_everything(self, count: u64) -> bool {
+    pub(crate) fn is_everything(self, count: u64) -> bool {
         self.offset == 0 && self.limit >= count
     }
 
@@ -100,7 +100,7 @@ pub fn page_url(list_url: &str, page: Page, style: LinkStyle) -> String {
 
 /// Path of a page's folder relative to its resource folder, with a trailing slash:
 /// `_pages/<limit>/<offset>/`.
-pub fn page_dir(page: Page) -> String {
+pub(crate) fn page_dir(page: Page) -> String {
     format!("{PAGES_DIR}/{}/{}/", page.limit, page.offset)
 }
 
@@ -117,7 +117,7 @@ pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
 /// Renders `page` of a list whose every entry is in `entries` (serialised as
 /// [`render_entry`] does), linking pages from `list_url` in `style`: the one function behind
 /// the page files of `gen build` and the pages `gen serve` computes, so they cannot differ.
-pub fn render_list_page(
+pub(crate) fn render_list_page(
     entries: &[impl AsRef<[u8]>],
     list_url: &str,
     page: Page,

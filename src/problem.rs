@@ -48,7 +48,7 @@ impl Problems {
     }
 
     /// Problems found while reading the data, before references could be checked.
-    pub fn before_references(list: Vec<Problem>) -> Problems {
+    pub(crate) fn before_references(list: Vec<Problem>) -> Problems {
         Problems { list, references_unchecked: true }
     }
 }
@@ -77,7 +77,7 @@ pub enum Step<'a> {
 }
 
 /// Formats a JSON location as a JSONPath: `$`, `$.flavors[0].flavor`, `$["odd key"]`.
-pub fn json_path(steps: &[Step<'_>]) -> String {
+pub(crate) fn json_path(steps: &[Step<'_>]) -> String {
     let mut out = String::from("$");
     for step in steps {
         match step {
@@ -94,7 +94,7 @@ pub fn json_path(steps: &[Step<'_>]) -> String {
 
 /// The candidate closest to `word` when it is close enough to be a likely typo (an edit
 /// distance of at most a third of its length, and at least 1), for "did you mean" hints.
-pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let most = (word.chars().count() / 3).max(1);
     candidates.into_iter().map(|c| (edit_distance(word, c), c)).filter(|(d, _)| *d <= most).min().map(|(_, c)| c)
 }

@@ -29,7 +29,7 @@ impl Preview {
     }
 
     /// Sets (or with `None` clears) the problems shown at the top of every page.
-    pub fn set_problems(&self, problems: Option<String>) {
+    pub(crate) fn set_problems(&self, problems: Option<String>) {
         *self.problems.write().expect("problems lock") = problems;
     }
 }
@@ -37,7 +37,7 @@ impl Preview {
 /// True when a request should get the HTML view: its `Accept` names `text/html` with a higher
 /// quality than JSON gets (browsers; not curl's `*/*` nor `application/json`), and its query
 /// does not ask for `format=json`.
-pub fn wants_html(accept: Option<&str>, target: &str) -> bool {
+pub(crate) fn wants_html(accept: Option<&str>, target: &str) -> bool {
     let query = target.split_once('?').map_or("", |(_, q)| q);
     if query.split('&').any(|pair| pair.eq_ignore_ascii_case("format=json")) {
         return false;
@@ -340,7 +340,7 @@ fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str)
 }
 
 /// Escapes text for HTML content and quoted attribute values.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -19,7 +19,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// Longest wait on a client that does not read its response (the idle timeout when shorter).
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds `addr` (`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`) with options for `idle_timeout`; errors say what to do.
 pub fn bind(addr: &str, idle_timeout: Duration) -> Result<TcpListener> {
@@ -83,7 +83,7 @@ fn set_inherited_options(listener: &TcpListener, idle_timeout: Duration) -> std:
 /// at ~500 connections. Returns the limit now in force, when known.
 #[cfg(unix)]
 #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not on every unix
-pub fn raise_open_files_limit() -> Option<u64> {
+pub(crate) fn raise_open_files_limit() -> Option<u64> {
     // Above this Linux refuses (fs.nr_open's default); "unlimited" is capped to it.
     const CAP: libc::rlim_t = 1 << 20;
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -103,6 +103,6 @@ pub fn raise_open_files_limit() -> Option<u64> {
 }
 
 #[cfg(not(unix))]
-pub fn raise_open_files_limit() -> Option<u64> {
+pub(crate) fn raise_open_files_limit() -> Option<u64> {
     None
 }

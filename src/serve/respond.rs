@@ -11,11 +11,11 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 /// Longest request target answered; longer ones get 414.
-pub const MAX_TARGET: usize = 8 * 1024;
+pub(crate) const MAX_TARGET: usize = 8 * 1024;
 /// Most request header bytes (names and values) answered; more get 431.
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Most request headers answered; more get 431.
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// The parts of a request that decide the answer.
 #[derive(Debug, Clone, Default)]
@@ -90,7 +90,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub fn decide_with(tree: &Tree, request: &Request<'_>, settings: &Settings) -> Reply {
+pub(crate) fn decide_with(tree: &Tree, request: &Request<'_>, settings: &Settings) -> Reply {
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
         && html::wants_html(request.accept, request.target);
@@ -139,7 +139,7 @@ fn not_found(tree: &Tree, target: &str) -> Reply {
 }
 
 /// True when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero quality).
-pub fn accepts_gzip(header: Option<&str>) -> bool {
+pub(crate) fn accepts_gzip(header: Option<&str>) -> bool {
     let Some(header) = header else { return false };
     let mut gzip = None;
     let mut any = None;
@@ -164,7 +164,7 @@ pub fn accepts_gzip(header: Option<&str>) -> bool {
 
 /// True when an `If-None-Match` list names this document's ETag (either encoding) or is `*`.
 /// The comparison is weak, as RFC 9110 asks for `If-None-Match`.
-pub fn etag_matches(header: &str, doc: &Doc) -> bool {
+pub(crate) fn etag_matches(header: &str, doc: &Doc) -> bool {
     header.split(',').map(str::trim).any(|tag| {
         let tag = tag.strip_prefix("W/").unwrap_or(tag);
         tag == "*" || tag == doc.etag || tag == doc.etag_gzip
@@ -222,7 +222,7 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`.
-    pub fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &Settings) {
+    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &Settings) {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
         match self {
@@ -311,7 +311,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build(&data, &out, &crate::BuildOptions::default(), &Default::default()).unwrap();
-        let (bytes, manifest) = Tree::read_manifest(&out).unwrap();
+        let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(&out).unwrap();
         let tree = Tree::load(&out, bytes, manifest, None).unwrap();
         tree.compress_all();
         let _ = std::fs::remove_dir_all(&dir);

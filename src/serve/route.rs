@@ -45,7 +45,7 @@ pub fn route(target: &str) -> Route {
 }
 
 /// Drops `http://host:port` from an absolute-form target (which HTTP/1.1 servers must accept).
-pub fn strip_origin(target: &str) -> &str {
+pub(crate) fn strip_origin(target: &str) -> &str {
     let lower = |n: usize| target.get(..n).map(str::to_ascii_lowercase);
     let scheme = if lower(7).as_deref() == Some("http://") {
         7
@@ -65,7 +65,7 @@ pub fn strip_origin(target: &str) -> &str {
 ///
 /// One trailing slash is optional; segments are percent-decoded one by one (so `%2F` stays
 /// inside its segment and is refused) and lower-cased.
-pub fn normalize(path: &str) -> Option<String> {
+pub(crate) fn normalize(path: &str) -> Option<String> {
     let rest = path.strip_prefix('/')?;
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     let mut key = String::with_capacity(rest.len());
@@ -112,7 +112,7 @@ fn decode_lossy(text: &str) -> String {
 
 /// The page a list query asks for. Only `limit` and `offset` count (the last one given wins,
 /// as the public API reads them); other parameters are ignored.
-pub fn page_query(query: &str) -> Result<Page, BadParam> {
+pub(crate) fn page_query(query: &str) -> Result<Page, BadParam> {
     let mut limit = None;
     let mut offset = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {

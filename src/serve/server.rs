@@ -50,7 +50,7 @@ impl Shared {
 }
 
 /// Largest request body read (and dropped) to keep a connection open; larger ones close it.
-pub const MAX_BODY: u64 = 64 << 10;
+pub(crate) const MAX_BODY: u64 = 64 << 10;
 /// Responses up to this size are written in one piece (head and body in one buffer).
 const ONE_WRITE: usize = 256 << 10;
 

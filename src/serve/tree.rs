@@ -116,11 +116,6 @@ struct PageCache {
 }
 
 impl Tree {
-    /// Reads the manifest of the tree in `dir`: its bytes and what they say.
-    pub fn read_manifest(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
-        Manifest::read_with_bytes(dir)
-    }
-
     /// Loads the tree in `dir` whose manifest is `manifest` (read from `manifest_bytes`),
     /// reusing the documents of `previous` whose hash is unchanged.
     pub fn load(dir: &Path, manifest_bytes: Vec<u8>, manifest: Manifest, previous: Option<&Tree>) -> Result<Tree> {
@@ -130,7 +125,7 @@ impl Tree {
     /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
     /// `base_url` instead (see [`rebase`]), once per document, before anything is served.
     /// `previous` must have been loaded with the same `base_url`.
-    pub fn load_rebased(
+    pub(crate) fn load_rebased(
         dir: &Path,
         manifest_bytes: Vec<u8>,
         manifest: Manifest,
@@ -225,7 +220,7 @@ impl Tree {
 
     /// True when the bodies are small enough (under 64 MiB in all) to compress before serving:
     /// well under a second, and every answer is compressed from the first request on.
-    pub fn compress_now(&self) -> bool {
+    pub(crate) fn compress_now(&self) -> bool {
         self.by_hash.values().map(|doc| doc.body.len()).sum::<usize>() < 64 << 20
     }
 
@@ -250,7 +245,7 @@ impl Tree {
     }
 
     /// True when `segment` is a list of this tree.
-    pub fn has_list(&self, segment: &str) -> bool {
+    pub(crate) fn has_list(&self, segment: &str) -> bool {
         self.lists.contains_key(segment)
     }
 
@@ -348,7 +343,7 @@ fn load_list(
 /// tree), or that is exactly `from` (the OpenAPI document's server), starting with `to`
 /// instead; `None` when there is none. Strings are matched from their opening quote, so a
 /// base URL in the middle of a string is left alone; base URLs hold no character JSON escapes.
-pub fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
+pub(crate) fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
     let from = from.as_bytes();
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
@@ -385,7 +380,7 @@ pub enum Key {
 }
 
 /// Classifies a path listed in the manifest.
-pub fn key_of(path: &str) -> Key {
+pub(crate) fn key_of(path: &str) -> Key {
     if !crate::manifest::is_tree_path(path) {
         return Key::Refuse;
     }
@@ -412,7 +407,7 @@ fn regular_files(dir: &Path) -> Result<HashSet<String>> {
 }
 
 /// A folder as messages show it: `out/`.
-pub fn show_dir(dir: &Path) -> String {
+pub(crate) fn show_dir(dir: &Path) -> String {
     let shown = dir.display().to_string();
     if shown.ends_with('/') { shown } else { format!("{shown}/") }
 }

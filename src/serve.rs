@@ -141,7 +141,7 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
 fn load_at_start(dir: &Path, rebase: Option<&str>) -> Result<Tree> {
     let mut attempts = 0;
     loop {
-        let (bytes, manifest) = Tree::read_manifest(dir)?;
+        let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(dir)?;
         match Tree::load_rebased(dir, bytes, manifest, None, rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
@@ -167,7 +167,7 @@ fn reload(dir: &Path, shared: &server::Shared, quiet: bool, rebase: Option<&str>
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let current = shared.tree();
-    let (bytes, manifest) = Tree::read_manifest(dir)?;
+    let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(dir)?;
     if bytes == current.manifest_bytes {
         return Ok(false);
     }
