@@ -127,7 +127,7 @@ impl Site {
             .map(str::to_string)
             .collect();
         singletons.sort();
-        let mut page_sizes = manifest.page_sizes.clone();
+        let mut page_sizes = manifest.settings.page_sizes.clone();
         page_sizes.push(DEFAULT_LIMIT);
         page_sizes.sort_unstable();
         page_sizes.dedup();
@@ -149,7 +149,7 @@ impl Site {
 
     /// The comment at the top of every configuration.
     fn header(&self, host: &str, include: &str) -> String {
-        let m = &self.manifest;
+        let m = &self.manifest.settings;
         let sizes: Vec<String> = self.page_sizes.iter().map(u64::to_string).collect();
         format!(
             "# `gen config {host}` for the tree in {root}\n\

@@ -2,15 +2,17 @@
 //! (the shape of pokeapi.co), and serves it.
 //!
 //! The build is a pipeline of four stages, each its own module:
-//! [`load`] (data/ → an index of ids and names) → [`render`] (validate references and make urls
-//! absolute) → [`plan`] (every document and path of the tree, pure) → [`write`] (stage the tree
-//! beside the old one, swap it in atomically).
+//! [`load`] (data/ → an index of ids and names) → [`plan`] (every document and path of the
+//! tree, pure) → [`render`] (validate references and make urls absolute) → [`write`] (stage
+//! what changed beside the tree, commit it). The build [`index`] kept beside the tree tells
+//! what changed since the previous build (docs/builds.md).
 
 pub mod config;
 pub mod date;
 pub mod fsutil;
 pub mod hosts;
 pub mod import;
+pub mod index;
 pub mod load;
 pub mod manifest;
 pub mod openapi;
@@ -22,15 +24,18 @@ pub mod schema;
 pub mod serve;
 pub mod write;
 
-use anyhow::Result;
-use manifest::Manifest;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use manifest::{Manifest, Settings};
 use problem::Problems;
 use std::path::Path;
 
 /// The program and version, as written into trees.
 pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
 
-/// Options of `gen build`, beyond the data folder's own settings.
+/// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`Settings`] a
+/// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
     /// Overrides the data's `base_url`.
@@ -41,6 +46,25 @@ pub struct BuildOptions {
     pub gzip: bool,
     /// Seconds since the epoch to record as the build date (from `SOURCE_DATE_EPOCH`).
     pub source_date_epoch: Option<i64>,
+}
+
+impl BuildOptions {
+    /// The settings of a tree built with these options from data with `config` and `data_hash`.
+    pub fn settings(&self, config: &config::SiteConfig, data_hash: String) -> Result<Settings> {
+        let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
+        config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
+        Ok(Settings {
+            format: manifest::FORMAT,
+            generator: GENERATOR.to_string(),
+            base_url,
+            links: self.links.unwrap_or(paging::LinkStyle::Query),
+            pretty: self.pretty,
+            gzip: self.gzip,
+            page_sizes: page_sizes(&config.page_sizes),
+            data_hash,
+            built_at: self.source_date_epoch.map(date::rfc3339),
+        })
+    }
 }
 
 /// What a build did, for its summary line.
@@ -72,42 +96,138 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
     if problems.is_empty() { Ok(dataset) } else { Err(Problems(problems).into()) }
 }
 
-/// Builds the tree of `data` into `out`: load → validate → plan → write.
-///
-/// When `out` already holds the tree of the same data built with the same options, nothing is
-/// written at all (the data is read and hashed, not parsed).
+/// Builds the tree of `data` into `out`: load → plan → render → write, doing only the work that
+/// the change since the previous build needs (docs/builds.md):
+/// - data files whose stamp is unchanged (and old enough to trust) are not read again;
+/// - when nothing changed and every file of the tree is as the previous build left it, nothing
+///   is written at all;
+/// - when records were changed or added (none removed or renamed) and the tree is intact, only
+///   their documents, the lists whose entries changed, the root, meta and OpenAPI documents are
+///   rendered; otherwise every document is;
+/// - either way, only files whose bytes change are written, and only files gone are removed.
 pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
-    if let Some(summary) = up_to_date(data, out, options) {
-        write::clean_leftovers(out);
-        return Ok(summary);
+    use index::{DataFile, Index, Stamp};
+    let started_ns = index::now_ns();
+    let mut target = write::Target::open(out)?;
+    let dir = target.dir.clone();
+    let journal = if target.exists { write::read_journal(&dir) } else { Vec::new() };
+    let previous = if target.exists { Index::read(&dir) } else { None };
+    let mut listed = journal.clone();
+    if target.exists && previous.is_none() {
+        listed.extend(previous_files(&dir, !journal.is_empty())?);
     }
-    let (dataset, problems) = load::load(data);
+
+    // Load, reading only the files whose stamps say they may have changed.
+    let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
+    let relative = |file: &Path| file.strip_prefix(data).unwrap_or(file).to_string_lossy().replace('\\', "/");
+    if let Ok(meta) = std::fs::metadata(data.join(config::CONFIG_FILE)) {
+        stamps.lock().expect("no panic while loading").insert(config::CONFIG_FILE.to_string(), Stamp::of(&meta));
+    }
+    let known = |file: &Path| -> Option<load::Known> {
+        let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
+        let key = relative(file);
+        let index = previous.as_ref();
+        let old = index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
+        stamps.lock().expect("no panic while loading").insert(key, stamp);
+        Some(load::Known { name: old?.name.clone(), hash: blake3::Hash::from_hex(&old?.hash).ok()? })
+    };
+    let (dataset, problems, hashes) = load::load_reusing(data, &known);
     if !problems.is_empty() {
         return Err(Problems(problems).into());
     }
-    let base_url = options.base_url.clone().unwrap_or_else(|| dataset.config.base_url.clone());
-    config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-    let page_sizes = page_sizes(&dataset.config.page_sizes);
-    let tree = plan::TreeOptions {
-        base_url,
-        links: options.links.unwrap_or(paging::LinkStyle::Query),
-        pretty: options.pretty,
-        page_sizes,
+    let settings = options.settings(&dataset.config, dataset.data_hash.clone())?;
+    let summary = |report, up_to_date| BuildSummary {
+        resources: dataset.resources.len(),
+        records: dataset.record_count(),
+        report,
+        up_to_date,
     };
-    let info =
-        render::BuildInfo { generator: GENERATOR.to_string(), built_at: options.source_date_epoch.map(date::rfc3339) };
-    let outputs = plan::plan(&dataset, &tree);
-    let renderer = render::TreeRenderer::new(&dataset, &tree, &info);
+
+    // What the data is now, for the index.
+    let stamps = stamps.into_inner().expect("no panic while loading");
+    let mut names: std::collections::HashMap<String, Option<String>> = Default::default();
+    for record in dataset.resources.values().flat_map(|r| &r.records) {
+        names.insert(relative(&record.file), record.name.clone());
+    }
+    let data_files: BTreeMap<String, DataFile> = hashes
+        .into_iter()
+        .map(|(rel, hash)| {
+            let stamp = stamps.get(&rel).copied().unwrap_or(Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 });
+            let name = names.remove(&rel).flatten();
+            (rel, DataFile { stamp, hash: hash.to_hex().to_string(), name })
+        })
+        .collect();
+    let lists: BTreeMap<String, String> = dataset
+        .resources
+        .iter()
+        .map(|(segment, resource)| {
+            let mut hasher = blake3::Hasher::new();
+            for record in &resource.records {
+                hasher.update(&record.id.to_le_bytes());
+                hasher.update(record.name.as_deref().unwrap_or("\0").as_bytes());
+                hasher.update(b"\0");
+            }
+            (segment.clone(), hasher.finalize().to_hex().to_string())
+        })
+        .collect();
+
+    let intact = previous.as_ref().filter(|index| journal.is_empty() && index.verify(&dir));
+    if let Some(index) = intact
+        && index.settings == settings
+    {
+        // Up to date. Stamps of data files touched without a change are kept for next time.
+        if index.data.iter().any(|(rel, old)| data_files.get(rel).is_none_or(|new| new.stamp != old.stamp)) {
+            let index = Index { started_ns, data: data_files, ..clone_index(index) };
+            let _ = index.write(&dir);
+        }
+        write::clean_leftovers(&dir);
+        return Ok(summary(write::WriteReport::default(), true));
+    }
+
+    // Only changes and additions of records and sub-documents (and of list order) are done in
+    // part: a removed or renamed record may be referred to by any other, so every document is
+    // checked again.
+    let partial = intact.filter(|index| {
+        index.settings.same_options(&settings)
+            && index.data.get(config::CONFIG_FILE).map(|f| &f.hash) == data_files.get(config::CONFIG_FILE).map(|f| &f.hash)
+            && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
+                Some(new) => new.name == old.name,
+                None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", load::ORDER_FILE)),
+            })
+    });
+    let outputs = plan::plan(&dataset, &settings);
+    let mut renderer = render::TreeRenderer::new(&dataset, &settings);
+    let changed: std::collections::HashSet<&str> = data_files
+        .iter()
+        .filter(|(rel, new)| partial.and_then(|index| index.data.get(*rel)).is_none_or(|old| old.hash != new.hash))
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    let partial = partial.filter(|index| {
+        renderer.seed_schemas(index.schemas.clone());
+        forget_previous(&renderer, index, &dir, &dataset, &changed)
+    });
+    if partial.is_none() {
+        renderer = render::TreeRenderer::new(&dataset, &settings);
+    }
+    let lists_changed: std::collections::HashSet<&str> = lists
+        .iter()
+        .filter(|(segment, hash)| partial.and_then(|index| index.lists.get(*segment)) != Some(hash))
+        .map(|(segment, _)| segment.as_str())
+        .collect();
+    let is_changed = |file: &Path| changed.contains(relative(file).as_str());
+    let dirty = |output: &plan::Output<'_>| {
+        partial.is_none()
+            || match output.content {
+                plan::Content::Root | plan::Content::Meta => true,
+                plan::Content::Record { segment, index } => is_changed(&dataset.resources[segment].records[index].file),
+                plan::Content::SubDoc { segment, index, subdoc } => {
+                    is_changed(&dataset.resources[segment].records[index].subdocs[subdoc].file)
+                }
+                plan::Content::Page { segment, .. } => lists_changed.contains(segment),
+            }
+    };
     let manifest = Manifest {
-        format: manifest::FORMAT,
-        generator: GENERATOR.to_string(),
-        base_url: tree.base_url.clone(),
-        links: tree.links,
-        pretty: tree.pretty,
-        gzip: options.gzip,
-        page_sizes: tree.page_sizes.clone(),
-        data_hash: dataset.data_hash.clone(),
-        built_at: info.built_at.clone(),
+        settings: settings.clone(),
         resources: dataset
             .resources
             .iter()
@@ -115,47 +235,112 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             .collect(),
         files: Default::default(),
     };
-    let report = write::write_tree(
-        out,
+    let written = write::write_tree(
+        &mut target,
         &outputs,
+        dirty,
         |o| renderer.render(&o.content),
         || vec![(openapi::OPENAPI_PATH.to_string(), renderer.openapi())],
         manifest,
+        &write::Previous { index: previous.as_ref(), listed },
         progress,
     )?;
-    Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date: false })
+
+    let index = Index {
+        format: index::FORMAT,
+        manifest: Stamp::of_file(&dir.join(manifest::MANIFEST_FILE))
+            .with_context(|| format!("cannot read {}", dir.join(manifest::MANIFEST_FILE).display()))?,
+        started_ns,
+        settings: settings.clone(),
+        data: data_files,
+        lists,
+        schemas: renderer.schemas(),
+        files: written.files,
+    };
+    match index.write(&dir) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(write::journal_path(&dir));
+        }
+        Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
+    }
+    Ok(summary(written.report, false))
 }
 
-/// The summary of a build that has nothing to do, if `out` holds the tree `build` would write.
-fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSummary> {
-    let previous = Manifest::read_head(out).ok()?;
-    let data_hash = load::data_hash(data)?;
-    let config: config::SiteConfig = load::read_json(&data.join(config::CONFIG_FILE))
-        .ok()
-        .and_then(|(value, _)| serde_json::from_value(value).ok())
-        .unwrap_or_default();
-    let wanted = Manifest {
-        format: manifest::FORMAT,
-        generator: GENERATOR.to_string(),
-        base_url: options.base_url.clone().unwrap_or(config.base_url),
-        links: options.links.unwrap_or(paging::LinkStyle::Query),
-        pretty: options.pretty,
-        gzip: options.gzip,
-        page_sizes: page_sizes(&config.page_sizes),
-        data_hash,
-        built_at: options.source_date_epoch.map(date::rfc3339),
-        resources: Default::default(),
-        files: Default::default(),
-    };
-    if !previous.same_build(&wanted) {
-        return None;
+/// A copy of an index.
+fn clone_index(index: &index::Index) -> index::Index {
+    index::Index {
+        format: index.format,
+        manifest: index.manifest,
+        started_ns: index.started_ns,
+        settings: index.settings.clone(),
+        data: index.data.clone(),
+        lists: index.lists.clone(),
+        schemas: index.schemas.clone(),
+        files: index.files.clone(),
     }
-    Some(BuildSummary {
-        resources: previous.resources.len(),
-        records: previous.resources.values().map(|r| r.count as usize).sum(),
-        report: write::WriteReport::default(),
-        up_to_date: true,
-    })
+}
+
+/// The files of the tree in `dir` as its manifest lists them, when there is no index: what a
+/// build may replace or remove. A folder that holds anything but gen's tree is refused (unless
+/// `ours`: a killed commit's journal names it), so that a mistyped `--out` deletes nothing.
+fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
+    let bytes = std::fs::read(dir.join(manifest::MANIFEST_FILE)).ok();
+    if let Some(manifest) = bytes.as_deref().filter(|b| Settings::from_manifest_bytes(b).is_some()) {
+        return Ok(Manifest::from_bytes(manifest).map(|m| m.files.into_keys().collect()).unwrap_or_default());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().to_string()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", dir.display()))?;
+    if names.is_empty() || ours {
+        return Ok(Vec::new());
+    }
+    names.sort();
+    let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let what = if bytes.is_some() {
+        format!("its {} was not written by gen", manifest::MANIFEST_FILE)
+    } else {
+        format!("it holds no {}", manifest::MANIFEST_FILE)
+    };
+    anyhow::bail!(
+        "refusing to replace {}: it is not empty and {what}, so it is not a tree gen built (it holds {shown}{}); \
+         choose another --out or empty the folder",
+        dir.display(),
+        if names.len() > 5 { ", ..." } else { "" }
+    )
+}
+
+/// Takes back from the schemas what the previous versions of the changed records and
+/// sub-documents showed them, reading those versions from the tree (each checked against its
+/// hash in the index). False when one cannot be: the build then renders every document.
+fn forget_previous(
+    renderer: &render::TreeRenderer<'_>,
+    index: &index::Index,
+    dir: &Path,
+    dataset: &load::Dataset,
+    changed: &std::collections::HashSet<&str>,
+) -> bool {
+    for (segment, resource) in &dataset.resources {
+        for record in &resource.records {
+            let mut documents = vec![(&record.file, None, format!("api/v2/{segment}/{}/index.json", record.id))];
+            for sub in &record.subdocs {
+                documents.push((&sub.file, Some(sub.name.as_str()), format!("api/v2/{segment}/{}/{}/index.json", record.id, sub.name)));
+            }
+            for (file, subdoc, path) in documents {
+                let rel = file.strip_prefix(&dataset.dir).unwrap_or(file).to_string_lossy().replace('\\', "/");
+                if !changed.contains(rel.as_str()) || !index.data.contains_key(&rel) {
+                    continue;
+                }
+                let Some(entry) = index.files.get(&path) else { return false };
+                let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
+                if blake3::hash(&bytes).to_hex().as_str() != entry.hash || renderer.forget(segment, subdoc, &bytes).is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The page sizes to precompute: the configured ones and the default limit, sorted.
