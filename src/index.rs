@@ -143,15 +143,19 @@ impl Index {
     pub fn verify(&self, out: &Path) -> bool {
         use rayon::prelude::*;
         let files: Vec<(&String, &TreeFile)> = self.files.iter().collect();
-        files.par_iter().all(|(path, file)| self.verify_one(out, path, file))
+        files.par_iter().all(|(path, file)| verify_one(out, path, file, self.settings.gzip))
     }
+}
 
-    /// True when the file at `path` is as this index left it.
-    pub fn verify_one(&self, out: &Path, path: &str, file: &TreeFile) -> bool {
-        let target = out.join(path);
-        Stamp::of_file(&target) == Some(file.stamp)
-            && (!self.settings.gzip || file.gz.is_some_and(|gz| Stamp::of_file(&gz_path(&target)) == Some(gz)))
-    }
+/// True when the file at `path` in the tree `out` is as `file` says the previous build left it,
+/// with its `.gz` sibling when `gzip` wants one (and without one otherwise).
+pub fn verify_one(out: &Path, path: &str, file: &TreeFile, gzip: bool) -> bool {
+    let target = out.join(path);
+    Stamp::of_file(&target) == Some(file.stamp)
+        && match file.gz {
+            Some(gz) => gzip && Stamp::of_file(&gz_path(&target)) == Some(gz),
+            None => !gzip,
+        }
 }
 
 /// The `.gz` sibling of a file of the tree.

@@ -7,7 +7,7 @@
 //! syncs to object storage skip them.
 
 use crate::fsutil;
-use crate::index::{Index, Stamp, TreeFile, gz_path};
+use crate::index::{Index, Stamp, TreeFile, gz_path, verify_one};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::plan::Output;
 use crate::problem::{Problem, Problems};
@@ -226,7 +226,14 @@ pub fn write_tree<'a>(
             .filter(|(_, p)| p.staged)
             .flat_map(|(paths, _)| paths.iter().map(String::as_str))
             .collect();
-        commit_in_place(&out, &staging.dir, &staged, &gone, writer.gzip)?;
+        // Without --gzip, the .gz siblings a previous build left go too.
+        let stale_gz: Vec<&str> = if writer.gzip {
+            Vec::new()
+        } else {
+            let with_gz = previous.index.into_iter().flat_map(|i| &i.files).filter(|(_, f)| f.gz.is_some());
+            with_gz.map(|(path, _)| path.as_str()).chain(previous.listed.iter().map(String::as_str)).collect()
+        };
+        commit_in_place(&out, &staging.dir, &staged, &gone, &stale_gz, writer.gzip)?;
     } else {
         target.locks.push(
             std::fs::File::open(&staging.dir)
@@ -264,7 +271,14 @@ pub fn write_tree<'a>(
 /// Moves the staged files over their paths in `out`, removes the files gone from the tree, and
 /// puts the manifest in place last. The paths touched are first written to a journal beside
 /// the tree, so that the next build knows them as ours if this one is killed.
-fn commit_in_place(out: &Path, stage: &Path, staged: &[&str], gone: &[&str], gzip: bool) -> Result<()> {
+fn commit_in_place(
+    out: &Path,
+    stage: &Path,
+    staged: &[&str],
+    gone: &[&str],
+    stale_gz: &[&str],
+    gzip: bool,
+) -> Result<()> {
     let journal = journal_path(out);
     let mut text = String::new();
     for path in staged.iter().chain(gone) {
@@ -280,6 +294,15 @@ fn commit_in_place(out: &Path, stage: &Path, staged: &[&str], gone: &[&str], gzi
         fsutil::rename(&from, &to)?;
         if gzip {
             fsutil::rename(&gz_path(&from), &gz_path(&to))?;
+        }
+    }
+    for path in stale_gz {
+        let file = gz_path(&out.join(path));
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", file.display()));
+            }
+            _ => {}
         }
     }
     for path in gone {
@@ -358,7 +381,7 @@ impl TreeWriter<'_> {
         let hash = blake3::hash(bytes);
         let hex = hash.to_hex();
         let in_place = |path: &String| match self.index.and_then(|index| index.files.get(path).map(|f| (index, f))) {
-            Some((index, file)) => file.hash == hex.as_str() && index.verify_one(self.out, path, file),
+            Some((_, file)) => file.hash == hex.as_str() && verify_one(self.out, path, file, self.gzip),
             None => {
                 !self.gzip
                     && std::fs::symlink_metadata(self.out.join(path))
