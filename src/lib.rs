@@ -25,9 +25,9 @@ pub mod serve;
 pub mod write;
 
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
 use manifest::{Manifest, Settings};
 use problem::Problems;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The program and version, as written into trees.
@@ -127,7 +127,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
         let key = relative(file);
         let index = previous.as_ref();
-        let old = index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
+        let old =
+            index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
         stamps.lock().expect("no panic while loading").insert(key, stamp);
         Some(load::Known { name: old?.name.clone(), hash: blake3::Hash::from_hex(&old?.hash).ok()? })
     };
@@ -189,7 +190,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     // checked again.
     let partial = intact.filter(|index| {
         index.settings.same_options(&settings)
-            && index.data.get(config::CONFIG_FILE).map(|f| &f.hash) == data_files.get(config::CONFIG_FILE).map(|f| &f.hash)
+            && index.data.get(config::CONFIG_FILE).map(|f| &f.hash)
+                == data_files.get(config::CONFIG_FILE).map(|f| &f.hash)
             && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
                 Some(new) => new.name == old.name,
                 None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", load::ORDER_FILE)),
@@ -325,7 +327,11 @@ fn forget_previous(
         for record in &resource.records {
             let mut documents = vec![(&record.file, None, format!("api/v2/{segment}/{}/index.json", record.id))];
             for sub in &record.subdocs {
-                documents.push((&sub.file, Some(sub.name.as_str()), format!("api/v2/{segment}/{}/{}/index.json", record.id, sub.name)));
+                documents.push((
+                    &sub.file,
+                    Some(sub.name.as_str()),
+                    format!("api/v2/{segment}/{}/{}/index.json", record.id, sub.name),
+                ));
             }
             for (file, subdoc, path) in documents {
                 let rel = file.strip_prefix(&dataset.dir).unwrap_or(file).to_string_lossy().replace('\\', "/");
@@ -334,7 +340,9 @@ fn forget_previous(
                 }
                 let Some(entry) = index.files.get(&path) else { return false };
                 let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
-                if blake3::hash(&bytes).to_hex().as_str() != entry.hash || renderer.forget(segment, subdoc, &bytes).is_err() {
+                if blake3::hash(&bytes).to_hex().as_str() != entry.hash
+                    || renderer.forget(segment, subdoc, &bytes).is_err()
+                {
                     return false;
                 }
             }

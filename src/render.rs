@@ -2,10 +2,10 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::load::{Dataset, parse_json};
+use crate::manifest::Settings;
 use crate::openapi;
 use crate::paging::{self, Page};
-use crate::manifest::Settings;
-use crate::plan::{Content};
+use crate::plan::Content;
 use crate::problem::{Problem, Step, json_path};
 use crate::schema::Inferred;
 use serde_json::Value;

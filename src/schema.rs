@@ -649,7 +649,8 @@ mod tests {
             let gone = rng.below(n as u64) as usize;
             let mut forgotten = infer(&values);
             forgotten.forget(&values[gone]);
-            let rest: Vec<Value> = values.iter().enumerate().filter(|(i, _)| *i != gone).map(|(_, v)| v.clone()).collect();
+            let rest: Vec<Value> =
+                values.iter().enumerate().filter(|(i, _)| *i != gone).map(|(_, v)| v.clone()).collect();
             assert_eq!(forgotten, infer(&rest), "forgetting {}", values[gone]);
             // and it survives the trip through the build index
             let text = serde_json::to_string(&forgotten).unwrap();

@@ -286,7 +286,16 @@ fn commit_in_place(
         text.push('\n');
     }
     fsutil::write(&journal, text.as_bytes())?;
+    // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
+    // file, so that kills land inside the commit rather than around it.
+    let pause = std::env::var("GEN_TEST_COMMIT_PAUSE_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_micros);
     for path in staged {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
         let (from, to) = (stage.join(path), out.join(path));
         if let Some(dir) = to.parent() {
             fsutil::create_dir_all(dir)?;

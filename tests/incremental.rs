@@ -310,13 +310,11 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
         build(&data, &fresh, options).ok();
         let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
         if ours != theirs {
-            let differ: Vec<&String> = ours
-                .keys()
-                .chain(theirs.keys())
-                .filter(|k| ours.get(*k) != theirs.get(*k))
-                .take(10)
-                .collect();
-            panic!("step {step} ({what}, options {options:?}): the rebuilt tree differs from a fresh build at {differ:?}");
+            let differ: Vec<&String> =
+                ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).take(10).collect();
+            panic!(
+                "step {step} ({what}, options {options:?}): the rebuilt tree differs from a fresh build at {differ:?}"
+            );
         }
         std::fs::remove_dir_all(&fresh).unwrap();
         let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-index")));

@@ -295,8 +295,11 @@ fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &st
             parsed.count
         );
     }
-    let entries: Vec<Vec<u8>> =
-        parsed.results.iter().map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.settings.pretty)).collect();
+    let entries: Vec<Vec<u8>> = parsed
+        .results
+        .iter()
+        .map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.settings.pretty))
+        .collect();
     let url = format!("{}/api/v2/{segment}/", manifest.settings.base_url);
 
     let prefix = format!("api/v2/{segment}/{PAGES_DIR}/");
@@ -310,7 +313,8 @@ fn load_list(docs: &HashMap<String, Arc<Doc>>, manifest: &Manifest, segment: &st
     }
     let list = List { count, url, entries, pages, all };
     // Pages computed here must be the bytes the build writes: check on the whole list.
-    let whole = render(&list, Page { offset: 0, limit: count.max(1) }, manifest.settings.links, manifest.settings.pretty);
+    let whole =
+        render(&list, Page { offset: 0, limit: count.max(1) }, manifest.settings.links, manifest.settings.pretty);
     if whole != list.all.body {
         bail!(
             "{all_key}/index.json is not laid out as this gen renders pages: rebuild with this version's `gen build`"
