@@ -32,7 +32,7 @@ pub struct WriteReport {
     pub files: usize,
     /// Bytes in the tree.
     pub bytes: u64,
-    /// Files written because their bytes are new.
+    /// Files written because their bytes are new (the others were left as they were).
     pub written: usize,
 }
 
@@ -362,7 +362,8 @@ struct Placed {
     hash: blake3::Hash,
     /// True when its new bytes are in the staging folder.
     staged: bool,
-    /// Files written (with `.gz` siblings).
+    /// Files written anew, at each path (with `.gz` siblings): a document's paths share one
+    /// file's bytes through hard links, as in every build.
     written: usize,
     /// The stamps of its files (and `.gz` siblings) when they are known without looking.
     stamps: Option<Vec<(Stamp, Option<Stamp>)>>,
@@ -408,9 +409,9 @@ impl TreeWriter<'_> {
             if let Some(dir) = target.parent() {
                 fsutil::create_dir_all(dir)?;
             }
+            written += 1 + usize::from(self.gzip);
             if i == 0 {
                 fsutil::write(&target, bytes)?;
-                written += 1;
             } else {
                 std::fs::hard_link(&first, &target)
                     .with_context(|| format!("cannot link {} to {}", target.display(), first.display()))?;
@@ -418,7 +419,6 @@ impl TreeWriter<'_> {
             if self.gzip {
                 if i == 0 {
                     fsutil::write(&gz_path(&target), &gzip_bytes(bytes, flate2::Compression::best()))?;
-                    written += 1;
                 } else {
                     let (from, to) = (gz_path(&first), gz_path(&target));
                     std::fs::hard_link(&from, &to)
