@@ -116,7 +116,9 @@ impl Index {
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         let path = Index::path(out);
-        let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+        // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
+        // killed build's leftover is simply overwritten by the next one.
+        let temporary = beside(out, "gen-index.tmp");
         let written = (|| -> std::io::Result<()> {
             use std::io::Write as _;
             let mut file = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?);
