@@ -279,7 +279,7 @@ def huge():
     data, out = WORK / "huge-data", WORK / "huge-out"
     rm(out)  # the old tree first, not in parallel with the next run
     results = {}
-    if not (data / "gen.json").exists() and not any(data.glob("*/1.json")):
+    if not data.exists():  # an import is swapped in whole: a data folder that exists is complete
         if not (src / "api" / "v2" / "index.json").exists():
             log("writing a synthetic tree of 1M records of ~1 KB")
             run([str(SYNTH), "--records", "1000000", "--record-kb", "1", "--out", str(src)])
