@@ -57,11 +57,28 @@ impl Stamp {
     }
 }
 
+/// A BLAKE3 hash, written as hex in the index (32 bytes in memory, not a 64-character string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hash(pub blake3::Hash);
+
+impl Serialize for Hash {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.to_hex().as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hash, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        blake3::Hash::from_hex(text.as_bytes()).map(Hash).map_err(serde::de::Error::custom)
+    }
+}
+
 /// One file of the data folder.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DataFile {
     pub stamp: Stamp,
-    pub hash: String,
+    pub hash: Hash,
     /// A record's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -71,7 +88,7 @@ pub struct DataFile {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TreeFile {
     /// BLAKE3 of its bytes, as in the manifest.
-    pub hash: String,
+    pub hash: Hash,
     pub stamp: Stamp,
     /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -130,7 +130,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         let old =
             index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
         stamps.lock().expect("no panic while loading").insert(key, stamp);
-        Some(load::Known { name: old?.name.clone(), hash: blake3::Hash::from_hex(&old?.hash).ok()? })
+        Some(load::Known { name: old?.name.clone(), hash: old?.hash.0 })
     };
     let (dataset, problems, hashes) = load::load_reusing(data, &known);
     if !problems.is_empty() {
@@ -155,7 +155,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         .map(|(rel, hash)| {
             let stamp = stamps.get(&rel).copied().unwrap_or(Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 });
             let name = names.remove(&rel).flatten();
-            (rel, DataFile { stamp, hash: hash.to_hex().to_string(), name })
+            (rel, DataFile { stamp, hash: index::Hash(hash), name })
         })
         .collect();
     let lists: BTreeMap<String, String> = dataset
@@ -247,6 +247,16 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         &write::Previous { index: previous.as_ref(), listed },
         progress,
     )?;
+    drop(previous);
+    let schemas = renderer.schemas();
+    let resources = dataset.resources.len();
+    let records = dataset.record_count();
+    drop(renderer);
+    let mut stamps = written.files.into_iter();
+    let mut files = BTreeMap::new();
+    for path in outputs.into_iter().flat_map(|o| o.paths).chain([openapi::OPENAPI_PATH.to_string()]) {
+        files.insert(path, stamps.next().expect("a stamp for every path"));
+    }
 
     let index = Index {
         format: index::FORMAT,
@@ -256,8 +266,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         settings: settings.clone(),
         data: data_files,
         lists,
-        schemas: renderer.schemas(),
-        files: written.files,
+        schemas,
+        files,
     };
     match index.write(&dir) {
         Ok(()) => {
@@ -265,7 +275,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         }
         Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
     }
-    Ok(summary(written.report, false))
+    Ok(BuildSummary { resources, records, report: written.report, up_to_date: false })
 }
 
 /// A copy of an index.
@@ -340,9 +350,7 @@ fn forget_previous(
                 }
                 let Some(entry) = index.files.get(&path) else { return false };
                 let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
-                if blake3::hash(&bytes).to_hex().as_str() != entry.hash
-                    || renderer.forget(segment, subdoc, &bytes).is_err()
-                {
+                if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
                     return false;
                 }
             }

@@ -13,7 +13,7 @@ use crate::plan::Output;
 use crate::problem::{Problem, Problems};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,10 +121,11 @@ pub struct Previous<'i> {
     pub listed: Vec<String>,
 }
 
-/// What a write did, and every file of the tree with its hash and stamp, for the index.
+/// What a write did, and every file of the tree with its hash and stamp, for the index: in the
+/// order of the outputs' paths, then of the paths `finish` returned.
 pub struct Written {
     pub report: WriteReport,
-    pub files: BTreeMap<String, TreeFile>,
+    pub files: Vec<TreeFile>,
 }
 
 /// Writes the documents of `outputs` into `target`, then those `finish` returns (computed from
@@ -246,23 +247,23 @@ pub fn write_tree<'a>(
 
     // Stamps as the commit left them (renames and new links change a file's change time).
     let mut report = WriteReport { files: 1, bytes: counting.bytes, written: 1 };
-    let mut tree = BTreeMap::new();
+    let mut tree = Vec::with_capacity(planned.len());
     for (paths, output) in all_paths.iter().zip(&placed) {
         report.written += output.written;
-        let hash = output.hash.to_hex().to_string();
+        let hash = crate::index::Hash(output.hash);
         for (i, path) in paths.iter().enumerate() {
             let file = match output.stamps.as_ref().map(|stamps| stamps[i]) {
-                Some((stamp, gz)) => TreeFile { hash: hash.clone(), stamp, gz },
+                Some((stamp, gz)) => TreeFile { hash, stamp, gz },
                 None => {
                     let target = out.join(path);
                     let stamp = Stamp::of_file(&target).with_context(|| format!("cannot read {}", target.display()))?;
                     let gz = if writer.gzip { Stamp::of_file(&gz_path(&target)) } else { None };
-                    TreeFile { hash: hash.clone(), stamp, gz }
+                    TreeFile { hash, stamp, gz }
                 }
             };
             report.files += 1 + usize::from(file.gz.is_some());
             report.bytes += file.stamp.size + file.gz.map_or(0, |gz| gz.size);
-            tree.insert(path.clone(), file);
+            tree.push(file);
         }
     }
     Ok(Written { report, files: tree })
@@ -375,11 +376,10 @@ impl TreeWriter<'_> {
     fn kept(&self, paths: &[String]) -> Option<Placed> {
         let index = self.index?;
         let files: Vec<&TreeFile> = paths.iter().map(|p| index.files.get(p)).collect::<Option<_>>()?;
-        let hash = &files.first()?.hash;
-        if files.iter().any(|f| &f.hash != hash) {
+        let hash = files.first()?.hash.0;
+        if files.iter().any(|f| f.hash.0 != hash) {
             return None;
         }
-        let hash = blake3::Hash::from_hex(hash).ok()?;
         let stamps = Some(files.iter().map(|f| (f.stamp, f.gz)).collect());
         Some(Placed { hash, staged: false, written: 0, stamps })
     }
@@ -389,9 +389,8 @@ impl TreeWriter<'_> {
     /// first path written, the others hard links to it).
     fn place(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
-        let hex = hash.to_hex();
-        let in_place = |path: &String| match self.index.and_then(|index| index.files.get(path).map(|f| (index, f))) {
-            Some((_, file)) => file.hash == hex.as_str() && verify_one(self.out, path, file, self.gzip),
+        let in_place = |path: &String| match self.index.and_then(|index| index.files.get(path)) {
+            Some(file) => file.hash.0 == hash && verify_one(self.out, path, file, self.gzip),
             None => {
                 !self.gzip
                     && std::fs::symlink_metadata(self.out.join(path))
