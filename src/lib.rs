@@ -146,18 +146,19 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
 
     // What the data is now, for the index.
     let stamps = stamps.into_inner().expect("no panic while loading");
-    let mut names: std::collections::HashMap<String, Option<String>> = Default::default();
-    for record in dataset.resources.values().flat_map(|r| &r.records) {
-        names.insert(relative(&record.file), record.name.clone());
-    }
-    let data_files: BTreeMap<String, DataFile> = hashes
+    let mut data_files: BTreeMap<String, DataFile> = hashes
         .into_iter()
         .map(|(rel, hash)| {
             let stamp = stamps.get(&rel).copied().unwrap_or(Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 });
-            let name = names.remove(&rel).flatten();
-            (rel, DataFile { stamp, hash: index::Hash(hash), name })
+            (rel, DataFile { stamp, hash: index::Hash(hash), name: None })
         })
         .collect();
+    drop(stamps);
+    for record in dataset.resources.values().flat_map(|r| &r.records) {
+        if let Some(file) = data_files.get_mut(&relative(&record.file)) {
+            file.name.clone_from(&record.name);
+        }
+    }
     let lists: BTreeMap<String, String> = dataset
         .resources
         .iter()
@@ -206,7 +207,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         .collect();
     let partial = partial.filter(|index| {
         renderer.seed_schemas(index.schemas.clone());
-        forget_previous(&renderer, index, &dir, &dataset, &changed)
+        forget_previous(&renderer, index, &dir, &changed)
     });
     if partial.is_none() {
         renderer = render::TreeRenderer::new(&dataset, &settings);
@@ -330,30 +331,22 @@ fn forget_previous(
     renderer: &render::TreeRenderer<'_>,
     index: &index::Index,
     dir: &Path,
-    dataset: &load::Dataset,
     changed: &std::collections::HashSet<&str>,
 ) -> bool {
-    for (segment, resource) in &dataset.resources {
-        for record in &resource.records {
-            let mut documents = vec![(&record.file, None, format!("api/v2/{segment}/{}/index.json", record.id))];
-            for sub in &record.subdocs {
-                documents.push((
-                    &sub.file,
-                    Some(sub.name.as_str()),
-                    format!("api/v2/{segment}/{}/{}/index.json", record.id, sub.name),
-                ));
+    for rel in changed.iter().filter(|rel| index.data.contains_key(**rel)) {
+        // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
+        let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
+        let (segment, subdoc, path) = match parts.as_slice() {
+            [segment, id] if load::parse_id(id).is_some() => {
+                (*segment, None, format!("api/v2/{segment}/{id}/index.json"))
             }
-            for (file, subdoc, path) in documents {
-                let rel = file.strip_prefix(&dataset.dir).unwrap_or(file).to_string_lossy().replace('\\', "/");
-                if !changed.contains(rel.as_str()) || !index.data.contains_key(&rel) {
-                    continue;
-                }
-                let Some(entry) = index.files.get(&path) else { return false };
-                let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
-                if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
-                    return false;
-                }
-            }
+            [segment, id, name] => (*segment, Some(*name), format!("api/v2/{segment}/{id}/{name}/index.json")),
+            _ => continue, // gen.json, order files
+        };
+        let Some(entry) = index.files.get(&path) else { return false };
+        let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
+        if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
+            return false;
         }
     }
     true
