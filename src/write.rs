@@ -251,9 +251,10 @@ pub fn write_tree<'a>(
     for (paths, output) in all_paths.iter().zip(&placed) {
         report.written += output.written;
         let hash = crate::index::Hash(output.hash);
-        for (i, path) in paths.iter().enumerate() {
-            let file = match output.stamps.as_ref().map(|stamps| stamps[i]) {
-                Some((stamp, gz)) => TreeFile { hash, stamp, gz },
+        for path in paths.iter() {
+            let kept = previous.index.filter(|_| output.from_index).and_then(|index| index.files.get(path));
+            let file = match kept {
+                Some(kept) => TreeFile { hash, stamp: kept.stamp, gz: kept.gz },
                 None => {
                     let target = out.join(path);
                     let stamp = Stamp::of_file(&target).with_context(|| format!("cannot read {}", target.display()))?;
@@ -366,8 +367,8 @@ struct Placed {
     /// Files written anew, at each path (with `.gz` siblings): a document's paths share one
     /// file's bytes through hard links, as in every build.
     written: usize,
-    /// The stamps of its files (and `.gz` siblings) when they are known without looking.
-    stamps: Option<Vec<(Stamp, Option<Stamp>)>>,
+    /// True when it was taken from the index unchanged: its stamps are the index's.
+    from_index: bool,
 }
 
 impl TreeWriter<'_> {
@@ -380,8 +381,7 @@ impl TreeWriter<'_> {
         if files.iter().any(|f| f.hash.0 != hash) {
             return None;
         }
-        let stamps = Some(files.iter().map(|f| (f.stamp, f.gz)).collect());
-        Some(Placed { hash, staged: false, written: 0, stamps })
+        Some(Placed { hash, staged: false, written: 0, from_index: true })
     }
 
     /// Places `bytes` at every path in `paths`: kept in place when every path already holds
@@ -399,7 +399,7 @@ impl TreeWriter<'_> {
             }
         };
         if paths.iter().all(in_place) {
-            return Ok(Placed { hash, staged: false, written: 0, stamps: None });
+            return Ok(Placed { hash, staged: false, written: 0, from_index: false });
         }
         let mut written = 0;
         let first = self.stage.join(&paths[0]);
@@ -425,7 +425,7 @@ impl TreeWriter<'_> {
                 }
             }
         }
-        Ok(Placed { hash, staged: true, written, stamps: None })
+        Ok(Placed { hash, staged: true, written, from_index: false })
     }
 }
 
