@@ -261,35 +261,6 @@ fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-/// The hash of the data folder, as [`load`] computes it, without parsing anything: what a
-/// rebuild compares with the previous tree's to find that nothing changed. `None` when the
-/// folder has problems of layout or cannot be read (the full load reports them).
-pub fn data_hash(dir: &Path) -> Option<String> {
-    let mut problems = Vec::new();
-    let entries = walk(dir, &mut problems);
-    if !problems.is_empty() {
-        return None;
-    }
-    let config = dir.join(CONFIG_FILE);
-    let mut files: Vec<&Path> = entries
-        .iter()
-        .map(|entry| match entry {
-            Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file.as_path(),
-        })
-        .collect();
-    if config.exists() {
-        files.push(&config);
-    }
-    let hashes: Option<Vec<(String, blake3::Hash)>> = files
-        .par_iter()
-        .map(|file| std::fs::read(file).ok().map(|bytes| (relative(dir, file), blake3::hash(&bytes))))
-        .collect();
-    hashes.map(|mut hashes| {
-        hashes.sort_by(|a, b| a.0.cmp(&b.0));
-        combine_hashes(&hashes)
-    })
-}
-
 /// Walks the data folder and classifies every file by its place; anything else is a problem.
 fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
     let mut entries = Vec::new();

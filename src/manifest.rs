@@ -46,15 +46,9 @@ impl Settings {
         Settings { data_hash: String::new(), ..self.clone() } == Settings { data_hash: String::new(), ..other.clone() }
     }
 
-    /// Reads the settings of the tree in `dir` from its manifest, without building its list of
-    /// files (skipped, not held): enough to tell whether the tree is up to date. `None` when
-    /// there is no manifest, or it is not one gen wrote (a web app's `manifest.json` is not).
-    pub fn read(dir: &Path) -> Option<Settings> {
-        let bytes = std::fs::read(dir.join(MANIFEST_FILE)).ok()?;
-        Settings::from_manifest_bytes(&bytes)
-    }
-
-    /// The settings a manifest's bytes state, when they are a manifest gen wrote.
+    /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
+    /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
+    /// settings are built; the list of files is skipped.
     pub fn from_manifest_bytes(bytes: &[u8]) -> Option<Settings> {
         let settings: Settings = serde_json::from_slice(bytes).ok()?;
         let ours = settings.generator.starts_with("gen ")
