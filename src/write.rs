@@ -208,7 +208,11 @@ pub fn write_tree<'a>(
     drop(files);
 
     // Files of the previous tree that this one no longer has.
-    let planned: HashSet<&str> = all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect();
+    let had_files = previous.index.is_some_and(|index| !index.files.is_empty()) || !previous.listed.is_empty();
+    let planned: HashSet<&str> = match had_files {
+        true => all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect(),
+        false => HashSet::new(), // a first build: nothing can be gone
+    };
     let mut gone: Vec<&str> = previous
         .index
         .into_iter()
@@ -247,7 +251,7 @@ pub fn write_tree<'a>(
 
     // Stamps as the commit left them (renames and new links change a file's change time).
     let mut report = WriteReport { files: 1, bytes: counting.bytes, written: 1 };
-    let mut tree = Vec::with_capacity(planned.len());
+    let mut tree = Vec::with_capacity(all_paths.iter().map(|paths| paths.len()).sum());
     for (paths, output) in all_paths.iter().zip(&placed) {
         report.written += output.written;
         let hash = crate::index::Hash(output.hash);
