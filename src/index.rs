@@ -112,6 +112,7 @@ pub struct Index {
     /// What rendering saw, for the schemas: (segment, sub-document kind, inference).
     pub schemas: Vec<(String, Option<String>, Inferred)>,
     /// Files of the tree by path relative to it (the manifest excepted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, TreeFile>,
 }
 
@@ -132,6 +133,30 @@ impl Index {
 
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
+        self.write_with(out, &[])
+    }
+
+    /// Writes this index with `files` listed besides its own (the new tree's files, given as a
+    /// list of references: a map of a million paths would cost far more memory).
+    pub fn write_with(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
+        #[derive(Serialize)]
+        struct WithFiles<'a> {
+            #[serde(flatten)]
+            index: &'a Index,
+            #[serde(skip_serializing_if = "Files::is_empty")]
+            files: Files<'a>,
+        }
+        struct Files<'a>(&'a [(&'a str, &'a TreeFile)]);
+        impl Files<'_> {
+            fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+        impl Serialize for Files<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_map(self.0.iter().map(|(path, file)| (path, file)))
+            }
+        }
         let path = Index::path(out);
         // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
         // killed build's leftover is simply overwritten by the next one.
@@ -139,7 +164,7 @@ impl Index {
         let written = (|| -> std::io::Result<()> {
             use std::io::Write as _;
             let mut file = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?);
-            serde_json::to_writer(&mut file, self)?;
+            serde_json::to_writer(&mut file, &WithFiles { index: self, files: Files(files) })?;
             file.flush()
         })();
         written

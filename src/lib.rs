@@ -253,11 +253,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     let resources = dataset.resources.len();
     let records = dataset.record_count();
     drop(renderer);
-    let mut stamps = written.files.into_iter();
-    let mut files = BTreeMap::new();
-    for path in outputs.into_iter().flat_map(|o| o.paths).chain([openapi::OPENAPI_PATH.to_string()]) {
-        files.insert(path, stamps.next().expect("a stamp for every path"));
-    }
+    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([openapi::OPENAPI_PATH]);
+    let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
 
     let index = Index {
         format: index::FORMAT,
@@ -268,9 +265,9 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         data: data_files,
         lists,
         schemas,
-        files,
+        files: BTreeMap::new(),
     };
-    match index.write(&dir) {
+    match index.write_with(&dir, &files) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(&dir));
         }
