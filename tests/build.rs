@@ -608,3 +608,50 @@ fn a_tree_changed_behind_the_builds_back_is_repaired() {
     assert!(read_tree(&out) == clean);
     assert!(build(&data, &out, &[]).ok().stdout().contains("up to date"));
 }
+
+/// Issue 16, break 1, for imports: an import into a data folder that another import is
+/// writing waits for it, saying so, and the folder ends whole.
+#[test]
+fn imports_into_one_folder_exclude_each_other() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if !fixture.join("api/v2").is_dir() {
+        assert!(std::env::var_os("CI").is_none(), "{} is missing", fixture.display());
+        eprintln!("skipped: {} is absent (CI always has it)", fixture.display());
+        return;
+    }
+    let tmp = TempDir::new("import-lock");
+    let data = tmp.join("data");
+    let mut first = gen_bin().args(["import", "api-data"]).arg(&fixture).arg("--out").arg(&data).spawn().unwrap();
+    let staging = tmp.join(&format!(".data.gen-staging-{}", first.id()));
+    while !staging.exists() && first.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    let pid = first.id().to_string();
+    let signal = |name: &str| std::process::Command::new("kill").args([name, &pid]).status().unwrap();
+    assert!(signal("-STOP").success());
+    if first.try_wait().unwrap().is_some() {
+        eprintln!("skipped: the first import finished before it could be paused");
+        return;
+    }
+    let mut second = gen_bin()
+        .args(["import", "api-data", "--force"])
+        .arg(&fixture)
+        .arg("--out")
+        .arg(&data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(second.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.contains("waiting: another gen build or import is writing"), "{line}");
+    assert!(second.try_wait().unwrap().is_none(), "the second import went on while the first held the folder");
+    assert!(signal("-CONT").success());
+    assert!(first.wait().unwrap().success());
+    std::io::Read::read_to_string(&mut stderr, &mut String::new()).unwrap();
+    assert!(second.wait().unwrap().success());
+    let alone = tmp.join("alone");
+    run(&["import", "api-data", fixture.to_str().unwrap(), "--out", alone.to_str().unwrap()]).ok();
+    assert!(read_tree(&data) == read_tree(&alone), "the data folder is not one whole import");
+}
