@@ -39,9 +39,9 @@ conformance:
 soak:
 	python3 bench/soak.py
 
-## fuzz: the fuzz loops of tests/fuzz.rs, longer and with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
+## fuzz: the fuzz loops of tests/fuzz.rs and 400 random-edit rebuilds of tests/incremental.rs, with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
 fuzz:
-	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test fuzz -- --nocapture
+	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test fuzz --test incremental -- --nocapture
 
 fmt:
 	$(CARGO) fmt --all

@@ -113,7 +113,7 @@ impl Site {
             .map(str::to_string)
             .collect();
         singletons.sort();
-        let page_sizes = crate::paging::page_sizes(&manifest.page_sizes);
+        let page_sizes = crate::paging::page_sizes(&manifest.settings.page_sizes);
         Ok(Site { root, listen, manifest, resources, singletons, files, page_sizes, max_age })
     }
 
@@ -132,7 +132,7 @@ impl Site {
 
     /// The comment at the top of every configuration.
     fn header(&self, host: &str, include: &str) -> String {
-        let m = &self.manifest;
+        let m = &self.manifest.settings;
         let sizes: Vec<String> = self.page_sizes.iter().map(u64::to_string).collect();
         format!(
             "# `gen config {host}` for the tree in {root}\n\

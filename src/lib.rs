@@ -2,9 +2,10 @@
 //! (the shape of pokeapi.co), and serves it.
 //!
 //! The build is a pipeline of four stages, each its own module:
-//! [`load`] (data/ → an index of ids and names) → [`render`] (validate references and make urls
-//! absolute) → [`plan`] (every document and path of the tree, pure) → [`write`] (stage the tree
-//! beside the old one, swap it in atomically).
+//! [`load`] (data/ → an index of ids and names) → [`plan`] (every document and path of the
+//! tree, pure) → [`render`] (validate references and make urls absolute) → [`write`] (stage
+//! what changed beside the tree, commit it). The build [`index`] kept beside the tree tells
+//! what changed since the previous build (docs/builds.md).
 
 pub mod answers;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod date;
 pub mod fsutil;
 pub mod hosts;
 pub mod import;
+pub mod index;
 pub mod load;
 pub mod manifest;
 pub mod openapi;
@@ -23,15 +25,18 @@ pub mod schema;
 pub mod serve;
 pub mod write;
 
-use anyhow::Result;
-use manifest::Manifest;
+use anyhow::{Context, Result};
+use manifest::{Manifest, Settings};
 use problem::Problems;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The program and version, as written into trees.
 pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
 
-/// Options of `gen build`, beyond the data folder's own settings.
+/// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`Settings`] a
+/// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
     /// Overrides the data's `base_url`.
@@ -42,6 +47,25 @@ pub struct BuildOptions {
     pub gzip: bool,
     /// Seconds since the epoch to record as the build date (from `SOURCE_DATE_EPOCH`).
     pub source_date_epoch: Option<i64>,
+}
+
+impl BuildOptions {
+    /// The settings of a tree built with these options from data with `config` and `data_hash`.
+    pub fn settings(&self, config: &config::SiteConfig, data_hash: String) -> Result<Settings> {
+        let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
+        config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
+        Ok(Settings {
+            format: manifest::FORMAT,
+            generator: GENERATOR.to_string(),
+            base_url,
+            links: self.links.unwrap_or(paging::LinkStyle::Query),
+            pretty: self.pretty,
+            gzip: self.gzip,
+            page_sizes: paging::page_sizes(&config.page_sizes),
+            data_hash,
+            built_at: self.source_date_epoch.map(date::rfc3339),
+        })
+    }
 }
 
 /// What a build did, for its summary line.
@@ -75,43 +99,142 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
 }
 
-/// Builds the tree of `data` into `out`: load → validate → plan → write.
-///
-/// When `out` already holds the tree of the same data built with the same options, nothing is
-/// written at all (the data is read and hashed, not parsed).
+/// Builds the tree of `data` into `out`: load → plan → render → write, doing only the work that
+/// the change since the previous build needs (docs/builds.md):
+/// - data files whose stamp is unchanged (and old enough to trust) are not read again;
+/// - when nothing changed and every file of the tree is as the previous build left it, nothing
+///   is written at all;
+/// - when records were changed or added (none removed or renamed) and the tree is intact, only
+///   their documents, the lists whose entries changed, the root, meta and OpenAPI documents are
+///   rendered; otherwise every document is;
+/// - either way, only files whose bytes change are written, and only files gone are removed.
 pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
-    if let Some(summary) = up_to_date(data, out, options) {
-        write::clean_leftovers(out);
-        return Ok(summary);
-    }
+    use index::{DataFile, Index, Stamp};
+    let started_ns = index::now_ns();
     load::require_folder(data)?;
-    let (dataset, problems) = load::load(data);
+    let mut target = write::Target::open(out)?;
+    let dir = target.dir.clone();
+    let journal = if target.exists { write::read_journal(&dir) } else { Vec::new() };
+    let previous = if target.exists { Index::read(&dir) } else { None };
+    let mut listed = journal.clone();
+    if target.exists && previous.is_none() {
+        listed.extend(previous_files(&dir, !journal.is_empty())?);
+    }
+
+    // Load, reading only the files whose stamps say they may have changed.
+    let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
+    let relative = |file: &Path| file.strip_prefix(data).unwrap_or(file).to_string_lossy().replace('\\', "/");
+    if let Ok(meta) = std::fs::metadata(data.join(config::CONFIG_FILE)) {
+        stamps.lock().expect("no panic while loading").insert(config::CONFIG_FILE.to_string(), Stamp::of(&meta));
+    }
+    let known = |file: &Path| -> Option<load::Known> {
+        let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
+        let key = relative(file);
+        let index = previous.as_ref();
+        let old =
+            index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
+        stamps.lock().expect("no panic while loading").insert(key, stamp);
+        Some(load::Known { name: old?.name.clone(), hash: old?.hash.0 })
+    };
+    let (dataset, problems, hashes) = load::load_reusing(data, &known);
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
-    let base_url = options.base_url.clone().unwrap_or_else(|| dataset.config.base_url.clone());
-    config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-    let page_sizes = paging::page_sizes(&dataset.config.page_sizes);
-    let tree = plan::TreeOptions {
-        base_url,
-        links: options.links.unwrap_or(paging::LinkStyle::Query),
-        pretty: options.pretty,
-        page_sizes,
+    let settings = options.settings(&dataset.config, dataset.data_hash.clone())?;
+    let summary = |report, up_to_date| BuildSummary {
+        resources: dataset.resources.len(),
+        records: dataset.record_count(),
+        report,
+        up_to_date,
     };
-    let info =
-        render::BuildInfo { generator: GENERATOR.to_string(), built_at: options.source_date_epoch.map(date::rfc3339) };
-    let outputs = plan::plan(&dataset, &tree);
-    let renderer = render::TreeRenderer::new(&dataset, &tree, &info);
+
+    // What the data is now, for the index.
+    let stamps = stamps.into_inner().expect("no panic while loading");
+    let mut data_files: BTreeMap<String, DataFile> = hashes
+        .into_iter()
+        .map(|(rel, hash)| {
+            let stamp = stamps.get(&rel).copied().unwrap_or(Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 });
+            (rel, DataFile { stamp, hash: index::Hash(hash), name: None })
+        })
+        .collect();
+    drop(stamps);
+    for record in dataset.resources.values().flat_map(|r| &r.records) {
+        if let Some(file) = data_files.get_mut(&relative(&record.file)) {
+            file.name.clone_from(&record.name);
+        }
+    }
+    let lists: BTreeMap<String, String> = dataset
+        .resources
+        .iter()
+        .map(|(segment, resource)| {
+            let mut hasher = blake3::Hasher::new();
+            for record in &resource.records {
+                hasher.update(&record.id.to_le_bytes());
+                hasher.update(record.name.as_deref().unwrap_or("\0").as_bytes());
+                hasher.update(b"\0");
+            }
+            (segment.clone(), hasher.finalize().to_hex().to_string())
+        })
+        .collect();
+
+    let intact = previous.as_ref().filter(|index| journal.is_empty() && index.verify(&dir));
+    if let Some(index) = intact
+        && index.settings == settings
+    {
+        // Up to date. Stamps of data files touched without a change are kept for next time.
+        if index.data.iter().any(|(rel, old)| data_files.get(rel).is_none_or(|new| new.stamp != old.stamp)) {
+            let index = Index { started_ns, data: data_files, ..clone_index(index) };
+            let _ = index.write(&dir);
+        }
+        write::clean_leftovers(&dir);
+        return Ok(summary(write::WriteReport::default(), true));
+    }
+
+    // Only changes and additions of records and sub-documents (and of list order) are done in
+    // part: a removed or renamed record may be referred to by any other, so every document is
+    // checked again.
+    let partial = intact.filter(|index| {
+        index.settings.same_options(&settings)
+            && index.data.get(config::CONFIG_FILE).map(|f| &f.hash)
+                == data_files.get(config::CONFIG_FILE).map(|f| &f.hash)
+            && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
+                Some(new) => new.name == old.name,
+                None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", load::ORDER_FILE)),
+            })
+    });
+    let outputs = plan::plan(&dataset, &settings);
+    let mut renderer = render::TreeRenderer::new(&dataset, &settings);
+    let changed: std::collections::HashSet<&str> = data_files
+        .iter()
+        .filter(|(rel, new)| partial.and_then(|index| index.data.get(*rel)).is_none_or(|old| old.hash != new.hash))
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    let partial = partial.filter(|index| {
+        renderer.seed_schemas(index.schemas.clone());
+        forget_previous(&renderer, index, &dir, &changed)
+    });
+    if partial.is_none() {
+        renderer = render::TreeRenderer::new(&dataset, &settings);
+    }
+    let lists_changed: std::collections::HashSet<&str> = lists
+        .iter()
+        .filter(|(segment, hash)| partial.and_then(|index| index.lists.get(*segment)) != Some(hash))
+        .map(|(segment, _)| segment.as_str())
+        .collect();
+    let is_changed = |file: &Path| changed.contains(relative(file).as_str());
+    let dirty = |output: &plan::Output<'_>| {
+        partial.is_none()
+            || match output.content {
+                plan::Content::Root | plan::Content::Meta => true,
+                plan::Content::Record { segment, index } => is_changed(&dataset.resources[segment].records[index].file),
+                plan::Content::SubDoc { segment, index, subdoc } => {
+                    is_changed(&dataset.resources[segment].records[index].subdocs[subdoc].file)
+                }
+                plan::Content::Page { segment, .. } => lists_changed.contains(segment),
+            }
+    };
     let manifest = Manifest {
-        format: manifest::FORMAT,
-        generator: GENERATOR.to_string(),
-        base_url: tree.base_url.clone(),
-        links: tree.links,
-        pretty: tree.pretty,
-        gzip: options.gzip,
-        page_sizes: tree.page_sizes.clone(),
-        data_hash: dataset.data_hash.clone(),
-        built_at: info.built_at.clone(),
+        settings: settings.clone(),
         resources: dataset
             .resources
             .iter()
@@ -119,45 +242,113 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             .collect(),
         files: Default::default(),
     };
-    let report = write::write_tree(
-        out,
+    let written = write::write_tree(
+        &mut target,
         &outputs,
+        dirty,
         |o| renderer.render(&o.content),
         || vec![(openapi::OPENAPI_PATH.to_string(), renderer.openapi())],
         manifest,
+        &write::Previous { index: previous.as_ref(), listed },
         progress,
     )?;
-    Ok(BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date: false })
+    drop(previous);
+    let schemas = renderer.schemas();
+    let resources = dataset.resources.len();
+    let records = dataset.record_count();
+    drop(renderer);
+    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([openapi::OPENAPI_PATH]);
+    let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
+
+    let index = Index {
+        format: index::FORMAT,
+        manifest: Stamp::of_file(&dir.join(manifest::MANIFEST_FILE))
+            .with_context(|| format!("cannot read {}", dir.join(manifest::MANIFEST_FILE).display()))?,
+        started_ns,
+        settings: settings.clone(),
+        data: data_files,
+        lists,
+        schemas,
+        files: BTreeMap::new(),
+    };
+    match index.write_with(&dir, &files) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(write::journal_path(&dir));
+        }
+        Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
+    }
+    Ok(BuildSummary { resources, records, report: written.report, up_to_date: false })
 }
 
-/// The summary of a build that has nothing to do, if `out` holds the tree `build` would write.
-fn up_to_date(data: &Path, out: &Path, options: &BuildOptions) -> Option<BuildSummary> {
-    let previous = Manifest::read_head(out).ok()?;
-    let data_hash = load::data_hash(data)?;
-    let config: config::SiteConfig = load::read_json(&data.join(config::CONFIG_FILE))
-        .ok()
-        .and_then(|(value, _)| serde_json::from_value(value).ok())
-        .unwrap_or_default();
-    let wanted = Manifest {
-        format: manifest::FORMAT,
-        generator: GENERATOR.to_string(),
-        base_url: options.base_url.clone().unwrap_or(config.base_url),
-        links: options.links.unwrap_or(paging::LinkStyle::Query),
-        pretty: options.pretty,
-        gzip: options.gzip,
-        page_sizes: paging::page_sizes(&config.page_sizes),
-        data_hash,
-        built_at: options.source_date_epoch.map(date::rfc3339),
-        resources: Default::default(),
-        files: Default::default(),
-    };
-    if !previous.same_build(&wanted) {
-        return None;
+/// A copy of an index.
+fn clone_index(index: &index::Index) -> index::Index {
+    index::Index {
+        format: index.format,
+        manifest: index.manifest,
+        started_ns: index.started_ns,
+        settings: index.settings.clone(),
+        data: index.data.clone(),
+        lists: index.lists.clone(),
+        schemas: index.schemas.clone(),
+        files: index.files.clone(),
     }
-    Some(BuildSummary {
-        resources: previous.resources.len(),
-        records: previous.resources.values().map(|r| r.count as usize).sum(),
-        report: write::WriteReport::default(),
-        up_to_date: true,
-    })
+}
+
+/// The files of the tree in `dir` as its manifest lists them, when there is no index: what a
+/// build may replace or remove. A folder that holds anything but gen's tree is refused (unless
+/// `ours`: a killed commit's journal names it), so that a mistyped `--out` deletes nothing.
+fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
+    let bytes = std::fs::read(dir.join(manifest::MANIFEST_FILE)).ok();
+    if let Some(manifest) = bytes.as_deref().filter(|b| Settings::from_manifest_bytes(b).is_some()) {
+        return Ok(Manifest::from_bytes(manifest).map(|m| m.files.into_keys().collect()).unwrap_or_default());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().to_string()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", dir.display()))?;
+    if names.is_empty() || ours {
+        return Ok(Vec::new());
+    }
+    names.sort();
+    let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let what = if bytes.is_some() {
+        format!("its {} was not written by gen", manifest::MANIFEST_FILE)
+    } else {
+        format!("it holds no {}", manifest::MANIFEST_FILE)
+    };
+    anyhow::bail!(
+        "refusing to replace {}: it is not empty and {what}, so it is not a tree gen built (it holds {shown}{}); \
+         choose another --out or empty the folder",
+        dir.display(),
+        if names.len() > 5 { ", ..." } else { "" }
+    )
+}
+
+/// Takes back from the schemas what the previous versions of the changed records and
+/// sub-documents showed them, reading those versions from the tree (each checked against its
+/// hash in the index). False when one cannot be: the build then renders every document.
+fn forget_previous(
+    renderer: &render::TreeRenderer<'_>,
+    index: &index::Index,
+    dir: &Path,
+    changed: &std::collections::HashSet<&str>,
+) -> bool {
+    for rel in changed.iter().filter(|rel| index.data.contains_key(**rel)) {
+        // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
+        let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
+        let (segment, subdoc, path) = match parts.as_slice() {
+            [segment, id] if load::parse_id(id).is_some() => {
+                (*segment, None, format!("api/v2/{segment}/{id}/index.json"))
+            }
+            [segment, id, name] => (*segment, Some(*name), format!("api/v2/{segment}/{id}/{name}/index.json")),
+            _ => continue, // gen.json, order files
+        };
+        let Some(entry) = index.files.get(&path) else { return false };
+        let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
+        if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
+            return false;
+        }
+    }
+    true
 }

@@ -107,6 +107,26 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
+    let (dataset, problems, _) = load_reusing(dir, &|_| None);
+    (dataset, problems)
+}
+
+/// What an incremental build already knows of a record or sub-document file that has not
+/// changed since the previous build: it is not read again.
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// The record's name (`None` for a sub-document or a nameless record).
+    pub name: Option<String>,
+    pub hash: blake3::Hash,
+}
+
+/// Like [`load`], asking `known` about each record and sub-document file first (it is called
+/// before the file is read): a file it answers for is not read. Also returns each file's path
+/// relative to `dir` with its hash.
+pub fn load_reusing(
+    dir: &Path,
+    known: &(dyn Fn(&Path) -> Option<Known> + Sync),
+) -> (Dataset, Vec<Problem>, Vec<(String, blake3::Hash)>) {
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
@@ -122,7 +142,7 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
                 .to_string()
         };
         problems.push(Problem::new(dir, "-", message));
-        return (dataset, problems);
+        return (dataset, problems, Vec::new());
     }
 
     let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
@@ -142,7 +162,8 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
-    let loaded: Vec<Loaded> = entries.into_par_iter().map(|entry| load_entry(entry, limit)).collect();
+    let loaded: Vec<Loaded> =
+        entries.into_par_iter().map(|entry| reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit))).collect();
 
     let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
@@ -211,9 +232,32 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
              (see the README's data format)",
         ));
     }
-    dataset.data_hash = combine_hashes(file_hashes);
+    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
+    dataset.data_hash = combine_hashes(&file_hashes);
     problems.sort();
-    (dataset, problems)
+    (dataset, problems, file_hashes)
+}
+
+/// What `known` says of an entry, as loading it would give (order files are always read).
+fn reuse(entry: &Entry, known: &(dyn Fn(&Path) -> Option<Known> + Sync)) -> Option<Loaded> {
+    match entry {
+        Entry::Record { segment, id, file } => known(file).map(|k| Loaded::Record {
+            segment: segment.clone(),
+            record: Record { id: *id, name: k.name, file: file.clone(), subdocs: Vec::new() },
+            hash: k.hash,
+            problems: Vec::new(),
+        }),
+        Entry::SubDoc { segment, id, name, file } => known(file).map(|k| Loaded::SubDoc {
+            segment: segment.clone(),
+            id: *id,
+            subdoc: SubDoc { name: name.clone(), file: file.clone() },
+            hash: k.hash,
+        }),
+        Entry::Order { file, .. } => {
+            known(file);
+            None
+        }
+    }
 }
 
 fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
@@ -238,48 +282,14 @@ fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
 
 /// Combines the hashes of a data folder's files (path relative to the folder, content hash)
 /// into one hash of the data.
-fn combine_hashes(mut file_hashes: Vec<(String, blake3::Hash)>) -> String {
-    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
+fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
     let mut hasher = blake3::Hasher::new();
-    for (path, hash) in &file_hashes {
+    for (path, hash) in file_hashes {
         hasher.update(path.as_bytes());
         hasher.update(b"\0");
         hasher.update(hash.as_bytes());
     }
     hasher.finalize().to_hex().to_string()
-}
-
-/// The hash of the data folder, as [`load`] computes it, without parsing anything: what a
-/// rebuild compares with the previous tree's to find that nothing changed. `None` when the
-/// folder has problems of layout or cannot be read (the full load reports them).
-pub fn data_hash(dir: &Path) -> Option<String> {
-    let mut problems = Vec::new();
-    let entries = walk(dir, &mut problems);
-    if !problems.is_empty() {
-        return None;
-    }
-    let config = dir.join(CONFIG_FILE);
-    let mut files: Vec<&Path> = entries
-        .iter()
-        .map(|entry| match entry {
-            Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file.as_path(),
-        })
-        .collect();
-    if config.exists() {
-        files.push(&config);
-    }
-    // Read as the full load reads them: regular files only, and at most the size limit.
-    let settings: SiteConfig =
-        read_json(&config).ok().and_then(|(value, _)| serde_json::from_value(value).ok()).unwrap_or_default();
-    let limit = settings.max_document_mb.saturating_mul(1 << 20);
-    let hashes: Option<Vec<(String, blake3::Hash)>> = files
-        .par_iter()
-        .map(|file| {
-            let bytes = crate::fsutil::read_regular_file(file, limit).ok()?;
-            Some((relative(dir, file), blake3::hash(&bytes)))
-        })
-        .collect();
-    hashes.map(combine_hashes)
 }
 
 /// Walks the data folder and classifies every file by its place; anything else is a problem.

@@ -23,14 +23,17 @@ pub fn is_tree_path(path: &str) -> bool {
     })
 }
 
-/// What a built tree holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Version of this format.
+/// Everything a tree's bytes are decided by: the program, the options and the data's hash. Two
+/// trees with equal settings have the same bytes, so "same build" is equality of this type.
+/// The manifest embeds it (its fields sit at the manifest's top level); the renderer reads its
+/// options from it; the meta document shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Version of the manifest's format.
     pub format: u32,
     /// The program and version that built the tree.
     pub generator: String,
-    /// Base URL every url of the tree starts with.
+    /// Base URL every url of the tree starts with (no trailing slash).
     pub base_url: String,
     /// How list pages link to each other.
     pub links: LinkStyle,
@@ -38,17 +41,43 @@ pub struct Manifest {
     pub pretty: bool,
     /// Whether every document has a precompressed `.gz` sibling.
     pub gzip: bool,
-    /// Page sizes whose pages are precomputed.
+    /// Page sizes whose pages are precomputed (the default limit, 20, always among them).
     pub page_sizes: Vec<u64>,
     /// Hash of the data the tree was built from.
     pub data_hash: String,
     /// Build date recorded in the meta document (from `SOURCE_DATE_EPOCH`), if any.
     pub built_at: Option<String>,
+}
+
+impl Settings {
+    /// True when trees built with `self` and `other` from the same data have the same bytes:
+    /// equal in everything but the data's hash.
+    pub fn same_options(&self, other: &Settings) -> bool {
+        Settings { data_hash: String::new(), ..self.clone() } == Settings { data_hash: String::new(), ..other.clone() }
+    }
+
+    /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
+    /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
+    /// settings are built; the list of files is skipped.
+    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<Settings> {
+        let settings: Settings = serde_json::from_slice(bytes).ok()?;
+        let ours = settings.generator.starts_with("gen ")
+            && settings.data_hash.len() == 64
+            && settings.data_hash.bytes().all(|b| b.is_ascii_hexdigit());
+        ours.then_some(settings)
+    }
+}
+
+/// What a built tree holds: the settings it was built with, its resources and its files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Manifest {
+    #[serde(flatten)]
+    pub settings: Settings,
     /// Each resource's segment and entry count.
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
     /// BLAKE3 hash of its bytes. `.gz` siblings and the manifest itself are not listed.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
 }
 
@@ -79,61 +108,31 @@ impl Manifest {
         let path = dir.join(MANIFEST_FILE);
         let bytes = std::fs::read(&path)
             .with_context(|| format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display()))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+        let manifest = Manifest::from_bytes(&bytes).with_context(|| {
             format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
         })?;
-        if manifest.format != FORMAT {
+        if manifest.settings.format != FORMAT {
             anyhow::bail!(
                 "{} has format {}, this gen reads format {FORMAT}: rebuild with this version's `gen build`",
                 path.display(),
-                manifest.format
+                manifest.settings.format
             );
         }
         Ok((bytes, manifest))
     }
 
-    /// Reads the manifest of the tree in `dir` without its list of files (which is skipped, not
-    /// built): enough to tell whether the tree is up to date, at a fraction of the memory.
-    pub fn read_head(dir: &Path) -> Result<Manifest> {
+    /// Parses a manifest: its settings and the rest are read as two views of the same bytes
+    /// (each skips what the other holds), so nothing is buffered or spelled out twice.
+    pub fn from_bytes(bytes: &[u8]) -> serde_json::Result<Manifest> {
         #[derive(Deserialize)]
-        struct Head {
-            format: u32,
-            generator: String,
-            base_url: String,
-            links: LinkStyle,
-            pretty: bool,
-            gzip: bool,
-            page_sizes: Vec<u64>,
-            data_hash: String,
-            built_at: Option<String>,
+        struct Rest {
             resources: BTreeMap<String, ResourceInfo>,
+            #[serde(default)]
+            files: BTreeMap<String, String>,
         }
-        let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let head: Head = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a manifest written by gen", path.display()))?;
-        Ok(Manifest {
-            format: head.format,
-            generator: head.generator,
-            base_url: head.base_url,
-            links: head.links,
-            pretty: head.pretty,
-            gzip: head.gzip,
-            page_sizes: head.page_sizes,
-            data_hash: head.data_hash,
-            built_at: head.built_at,
-            resources: head.resources,
-            files: BTreeMap::new(),
-        })
-    }
-
-    /// True when a tree built with `other`'s settings from the same data would have the same
-    /// bytes as this one: same generator, data, and options.
-    pub fn same_build(&self, other: &Manifest) -> bool {
-        fn settings(m: &Manifest) -> impl PartialEq + '_ {
-            (m.format, &m.generator, &m.base_url, m.links, m.pretty, m.gzip, &m.page_sizes, &m.data_hash, &m.built_at)
-        }
-        settings(self) == settings(other)
+        let settings: Settings = serde_json::from_slice(bytes)?;
+        let Rest { resources, files } = serde_json::from_slice(bytes)?;
+        Ok(Manifest { settings, resources, files })
     }
 
     /// The manifest as written to disk: pretty, keys in a stable order, trailing newline.
@@ -188,15 +187,17 @@ mod tests {
     fn files_written_from_a_list_are_the_bytes_of_the_map() {
         let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
         let mut manifest = Manifest {
-            format: FORMAT,
-            generator: "gen test".into(),
-            base_url: "http://x".into(),
-            links: LinkStyle::Query,
-            pretty: false,
-            gzip: false,
-            page_sizes: vec![20],
-            data_hash: "d".into(),
-            built_at: None,
+            settings: Settings {
+                format: FORMAT,
+                generator: "gen test".into(),
+                base_url: "http://x".into(),
+                links: LinkStyle::Query,
+                pretty: false,
+                gzip: false,
+                page_sizes: vec![20],
+                data_hash: "d".into(),
+                built_at: None,
+            },
             resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
             files: BTreeMap::new(),
         };
@@ -206,7 +207,7 @@ mod tests {
             manifest.files.insert(path.to_string(), hash.to_hex().to_string());
         }
         assert_eq!(String::from_utf8(streamed).unwrap(), String::from_utf8(manifest.to_bytes()).unwrap());
-        let read: Manifest = serde_json::from_slice(&manifest.to_bytes()).unwrap();
+        let read = Manifest::from_bytes(&manifest.to_bytes()).unwrap();
         assert_eq!(read, manifest);
     }
 }

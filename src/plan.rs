@@ -2,21 +2,9 @@
 //! each with every path it is published at. Nothing is rendered or written here.
 
 use crate::load::Dataset;
+use crate::manifest::Settings;
 use crate::paging::{self, ALL_PAGE, PAGES_DIR, Page};
 use std::collections::BTreeMap;
-
-/// Options that shape the output tree.
-#[derive(Debug, Clone)]
-pub struct TreeOptions {
-    /// Base URL that every url is made absolute with (no trailing slash).
-    pub base_url: String,
-    /// How `next` and `previous` are written.
-    pub links: paging::LinkStyle,
-    /// Indented JSON instead of compact.
-    pub pretty: bool,
-    /// Page sizes to precompute (20, the default limit, is always included).
-    pub page_sizes: Vec<u64>,
-}
 
 /// One document of the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +34,7 @@ pub const ROOT_PATH: &str = "api/v2/index.json";
 pub const META_PATH: &str = "api/v2/meta/index.json";
 
 /// Lists every document of the tree, in a deterministic order.
-pub fn plan<'a>(dataset: &'a Dataset, options: &TreeOptions) -> Vec<Output<'a>> {
+pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
     let mut outputs = vec![
         Output { content: Content::Root, paths: vec![ROOT_PATH.to_string()] },
         Output { content: Content::Meta, paths: vec![META_PATH.to_string()] },

@@ -2,9 +2,10 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::load::{Dataset, parse_json};
+use crate::manifest::Settings;
 use crate::openapi;
 use crate::paging;
-use crate::plan::{Content, TreeOptions};
+use crate::plan::Content;
 use crate::problem::{Problem, Step, json_path};
 use crate::schema::Inferred;
 use serde_json::Value;
@@ -249,7 +250,7 @@ mod tests {
 /// Renders every kind of document of the tree.
 pub struct TreeRenderer<'a> {
     pub records: Renderer<'a>,
-    pub options: &'a TreeOptions,
+    pub options: &'a Settings,
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
     meta: Vec<u8>,
@@ -260,7 +261,7 @@ pub struct TreeRenderer<'a> {
 
 impl<'a> TreeRenderer<'a> {
     /// Prepares the renderer: list entries of every resource and the meta document.
-    pub fn new(dataset: &'a Dataset, options: &'a TreeOptions, meta: &BuildInfo) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a Settings) -> TreeRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let entries = dataset
             .resources
@@ -278,9 +279,9 @@ impl<'a> TreeRenderer<'a> {
             })
             .collect();
         let meta = records.serialize(&serde_json::json!({
-            "built_at": meta.built_at,
-            "data_hash": dataset.data_hash,
-            "generator": meta.generator,
+            "built_at": options.built_at,
+            "data_hash": options.data_hash,
+            "generator": options.generator,
             "links": options.links,
             "page_sizes": options.page_sizes,
             "resources": dataset.resources.len(),
@@ -340,6 +341,41 @@ impl TreeRenderer<'_> {
         }
     }
 
+    /// Starts the schemas from what a previous build saw (an incremental build renders only
+    /// the documents that changed): kinds this dataset no longer has are ignored.
+    pub fn seed_schemas(&self, seen: Vec<(String, Option<String>, Inferred)>) {
+        for (segment, subdoc, inferred) in seen {
+            if let Some(slot) = self.seen.get(&(segment.as_str(), subdoc.as_deref())) {
+                *slot.lock().expect("no panic while observing") = inferred;
+            }
+        }
+    }
+
+    /// Takes back what rendering a previous version of a document showed the schemas, given its
+    /// published bytes (for a document of `segment`, or of its sub-document kind `subdoc`).
+    pub fn forget(&self, segment: &str, subdoc: Option<&str>, published: &[u8]) -> Result<(), String> {
+        let value: Value = serde_json::from_slice(published).map_err(|e| e.to_string())?;
+        let slot = self.seen.get(&(segment, subdoc)).ok_or("no such kind of document")?;
+        let mut seen = slot.lock().expect("no panic while observing");
+        if seen.count() == 0 {
+            return Err("nothing seen to forget".into());
+        }
+        seen.forget(&value);
+        Ok(())
+    }
+
+    /// What rendering has seen, for the build index: one entry per resource and sub-document
+    /// kind.
+    pub fn schemas(&self) -> Vec<(String, Option<String>, Inferred)> {
+        self.seen
+            .iter()
+            .map(|(&(segment, subdoc), seen)| {
+                let seen = seen.lock().expect("no panic while observing").clone();
+                (segment.to_string(), subdoc.map(str::to_string), seen)
+            })
+            .collect()
+    }
+
     /// The OpenAPI document of the tree, from everything rendering has seen: call it once every
     /// record has been rendered.
     pub fn openapi(&self) -> Vec<u8> {
@@ -375,13 +411,4 @@ impl TreeRenderer<'_> {
         };
         self.records.serialize(&openapi::openapi(&description))
     }
-}
-
-/// Facts about the build for the meta document.
-#[derive(Debug, Clone)]
-pub struct BuildInfo {
-    /// `gen <version>`.
-    pub generator: String,
-    /// RFC 3339 date from `SOURCE_DATE_EPOCH`, when set (so builds stay reproducible).
-    pub built_at: Option<String>,
 }

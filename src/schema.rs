@@ -18,11 +18,13 @@
 //! [`Inferred`] counts what it saw, so [`Inferred::merge`] is exact: inferring parts in parallel
 //! and merging gives the same value as observing everything in one pass.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value, json};
 use std::collections::BTreeMap;
 
-/// What has been seen of a set of JSON values observed at one place.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What has been seen of a set of JSON values observed at one place. Serialisable, so that an
+/// incremental build keeps it between builds (see [`Inferred::forget`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Inferred {
     /// Values observed.
     count: u64,
@@ -38,7 +40,7 @@ pub struct Inferred {
 }
 
 /// The arrays seen at one place.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Arrays {
     count: u64,
     /// Every element of every array.
@@ -46,7 +48,7 @@ struct Arrays {
 }
 
 /// The objects seen at one place.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Objects {
     count: u64,
     /// How many of them had the shape of a reference.
@@ -95,6 +97,45 @@ impl Inferred {
                             objects.properties.insert(key.clone(), seen);
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Takes back one value observed before: the result equals never having observed it (the
+    /// counts go down; places no longer seen anywhere are dropped). An incremental build forgets
+    /// a changed record's previous version and observes the new one.
+    pub fn forget(&mut self, value: &Value) {
+        self.count -= 1;
+        match value {
+            Value::Null => self.nulls -= 1,
+            Value::Bool(_) => self.booleans -= 1,
+            Value::Number(n) if is_integer(n) => self.integers -= 1,
+            Value::Number(_) => self.numbers -= 1,
+            Value::String(_) => self.strings -= 1,
+            Value::Array(items) => {
+                let arrays = self.arrays.as_mut().expect("a forgotten array was observed");
+                arrays.count -= 1;
+                for item in items {
+                    arrays.items.forget(item);
+                }
+                if arrays.count == 0 {
+                    self.arrays = None;
+                }
+            }
+            Value::Object(map) => {
+                let objects = self.objects.as_mut().expect("a forgotten object was observed");
+                objects.count -= 1;
+                objects.references -= u64::from(is_reference(map));
+                for (key, child) in map {
+                    let seen = objects.properties.get_mut(key).expect("a forgotten key was observed");
+                    seen.forget(child);
+                    if seen.count == 0 {
+                        objects.properties.remove(key);
+                    }
+                }
+                if objects.count == 0 {
+                    self.objects = None;
                 }
             }
         }
@@ -596,6 +637,24 @@ mod tests {
                 assert_eq!(right, whole, "split at {split}, reversed");
             }
             assert_eq!(whole.count(), n as u64);
+        }
+    }
+
+    #[test]
+    fn forgetting_equals_never_observing() {
+        let mut rng = Rng(7);
+        for _ in 0..200 {
+            let n = 1 + rng.below(10) as usize;
+            let values: Vec<Value> = (0..n).map(|_| random_value(&mut rng, 3)).collect();
+            let gone = rng.below(n as u64) as usize;
+            let mut forgotten = infer(&values);
+            forgotten.forget(&values[gone]);
+            let rest: Vec<Value> =
+                values.iter().enumerate().filter(|(i, _)| *i != gone).map(|(_, v)| v.clone()).collect();
+            assert_eq!(forgotten, infer(&rest), "forgetting {}", values[gone]);
+            // and it survives the trip through the build index
+            let text = serde_json::to_string(&forgotten).unwrap();
+            assert_eq!(serde_json::from_str::<Inferred>(&text).unwrap(), forgotten);
         }
     }
 

@@ -1,16 +1,19 @@
-//! Write: renders the plan into a staging folder beside the output folder, then swaps it in
-//! with one atomic rename. A build that fails or is killed leaves the previous tree as it was;
-//! the next build removes what a killed one left behind.
+//! Write: renders the documents that changed into a staging folder beside the output folder,
+//! then commits them into the tree (see [`write_tree`] and docs/builds.md). A build that fails
+//! writes nothing into the tree; a killed one leaves files the next build repairs, and a
+//! manifest that `gen serve` checks every file against.
 //!
-//! Files whose bytes are unchanged since the previous build are hard-linked from it instead of
-//! written, so they keep their modification time and syncs to object storage skip them.
+//! Files whose bytes are unchanged are not written, so they keep their modification time and
+//! syncs to object storage skip them.
 
 use crate::fsutil;
+use crate::index::{Index, Stamp, TreeFile, gz_path, verify_one};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::plan::Output;
 use crate::problem::{Problem, Problems};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
+use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,41 +32,144 @@ pub struct WriteReport {
     pub files: usize,
     /// Bytes in the tree.
     pub bytes: u64,
-    /// Files written because their bytes are new.
+    /// Files written because their bytes are new (the others were left as they were).
     pub written: usize,
 }
 
 /// The rendered bytes of one planned document, or the problems found in its source.
 pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
-/// Writes `outputs` to `out`, rendering each with `render`, then the documents `finish`
-/// returns (computed from what rendering saw, e.g. schemas), and swaps the new tree in.
-/// The manifest is written with every file and its hash. On any problem or error, `out` is
-/// left untouched.
+/// The output folder of a build, locked against other builds and imports for as long as this
+/// value lives (an advisory `flock` on the folder itself, or on its parent while it does not
+/// exist yet: released by the kernel when the process ends, however it ends).
+pub struct Target {
+    /// The folder the tree is in: a symlinked `--out` is followed to the folder it points to.
+    pub dir: PathBuf,
+    /// False when the folder does not exist yet: the tree is then staged beside it and renamed
+    /// into place whole.
+    pub exists: bool,
+    locks: Vec<std::fs::File>,
+}
+
+impl Target {
+    /// Resolves and locks `out`. When another build or import holds the lock, says so on
+    /// stderr and waits for it.
+    pub fn open(out: &Path) -> Result<Target> {
+        loop {
+            match std::fs::symlink_metadata(out) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let (parent, _) = split_out(out)?;
+                    fsutil::create_dir_all(&parent)?;
+                    let lock = lock(&parent, out)?;
+                    if std::fs::symlink_metadata(out).is_ok() {
+                        continue; // another build made it while we waited
+                    }
+                    return Ok(Target { dir: out.to_path_buf(), exists: false, locks: vec![lock] });
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
+                Ok(meta) => {
+                    let dir = if meta.file_type().is_symlink() {
+                        std::fs::canonicalize(out).with_context(|| {
+                            format!(
+                                "--out {} is a symbolic link to a folder that does not exist: create that folder, \
+                                 or choose another --out",
+                                out.display()
+                            )
+                        })?
+                    } else {
+                        out.to_path_buf()
+                    };
+                    if !dir.is_dir() {
+                        bail!("{} exists and is not a folder: choose another --out", out.display());
+                    }
+                    split_out(&dir)?;
+                    let lock = lock(&dir, out)?;
+                    return Ok(Target { dir, exists: true, locks: vec![lock] });
+                }
+            }
+        }
+    }
+}
+
+/// Takes the lock on `folder` (for `out`), waiting with a message while another process has it.
+fn lock(folder: &Path, out: &Path) -> Result<std::fs::File> {
+    let file = std::fs::File::open(folder).with_context(|| format!("cannot open {} to lock it", folder.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!(
+                "waiting: another gen build or import is writing {} (it holds the lock on {}); \
+                 this one goes on when it ends",
+                out.display(),
+                folder.display()
+            );
+            file.lock().with_context(|| format!("cannot lock {}", folder.display()))?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("cannot lock {}", folder.display())),
+    }
+}
+
+/// What the previous build left in the output folder, as far as this write may use it.
+#[derive(Default)]
+pub struct Previous<'i> {
+    /// The build index, when it describes the tree's manifest.
+    pub index: Option<&'i Index>,
+    /// Further paths known to be ours: the previous manifest's files when there is no index,
+    /// and what a killed commit's journal lists. Only these and the index's files are ever
+    /// deleted.
+    pub listed: Vec<String>,
+}
+
+/// What a write did, and every file of the tree with its hash and stamp, for the index: in the
+/// order of the outputs' paths, then of the paths `finish` returned.
+pub struct Written {
+    pub report: WriteReport,
+    pub files: Vec<TreeFile>,
+}
+
+/// Writes the documents of `outputs` into `target`, then those `finish` returns (computed from
+/// what rendering saw, e.g. schemas), then the manifest, listing every file with its hash.
+///
+/// Only the documents `dirty` names are rendered: the others are taken from the previous tree
+/// as the index describes it. A rendered document is written only when its bytes differ from
+/// the file in place (known by the index's hash and stamp, or else by reading the file).
+/// New bytes go to a staging folder beside the tree first: on any problem nothing in the tree
+/// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
+/// into place; into an existing tree, each new file is renamed over its path, files gone from
+/// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
+#[allow(clippy::too_many_arguments)]
 pub fn write_tree<'a>(
-    out: &Path,
+    target: &mut Target,
     outputs: &[Output<'a>],
+    dirty: impl Fn(&Output<'a>) -> bool + Sync,
     render: impl Fn(&Output<'a>) -> Rendered + Sync,
     finish: impl FnOnce() -> Vec<(String, Vec<u8>)>,
     mut manifest: Manifest,
+    previous: &Previous<'_>,
     progress: &Progress,
-) -> Result<WriteReport> {
-    check_replaceable(out)?;
-    let previous = if out.exists() { Manifest::read(out).ok() } else { None };
-    let staging = Staging::begin(out).context("cannot stage the new tree beside the output folder")?;
-    let writer = TreeWriter { out, stage: &staging.dir, previous: previous.as_ref(), gzip: manifest.gzip };
-    progress.total.store(outputs.len(), Ordering::Relaxed);
+) -> Result<Written> {
+    let out = target.dir.clone();
+    let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
+    let stage = staging.dir.clone();
+    let writer = TreeWriter { out: &out, stage: &stage, index: previous.index, gzip: manifest.settings.gzip };
+    let total = outputs.iter().filter(|o| dirty(o)).count();
+    progress.total.store(total, Ordering::Relaxed);
 
     let results: Vec<Result<Placed, Failure>> = outputs
         .par_iter()
         .map(|output| {
+            if !dirty(output)
+                && let Some(kept) = writer.kept(&output.paths)
+            {
+                return Ok(kept);
+            }
             let bytes = render(output).map_err(Failure::Problems)?;
-            let placed = writer.place_all(&output.paths, &bytes).map_err(Failure::Error)?;
+            let placed = writer.place(&output.paths, &bytes).map_err(Failure::Error)?;
             progress.done.fetch_add(1, Ordering::Relaxed);
             Ok(placed)
         })
         .collect();
-
     let mut problems = Vec::new();
     let mut placed = Vec::with_capacity(results.len());
     for result in results {
@@ -78,20 +184,19 @@ pub fn write_tree<'a>(
         return Err(Problems::all(problems).into());
     }
     let late: Vec<(String, Vec<u8>)> = finish();
-    let mut late_placed = Vec::with_capacity(late.len());
-    for (path, bytes) in &late {
-        late_placed.push(writer.place_all(std::slice::from_ref(path), bytes)?);
+    let late_paths: Vec<Vec<String>> = late.iter().map(|(path, _)| vec![path.clone()]).collect();
+    for ((_, bytes), paths) in late.iter().zip(&late_paths) {
+        placed.push(writer.place(paths, bytes)?);
     }
-    let mut report = WriteReport::default();
+    drop(late);
+    let all_paths: Vec<&[String]> =
+        outputs.iter().map(|o| &o.paths[..]).chain(late_paths.iter().map(|p| &p[..])).collect();
+
+    // The manifest of a large tree is large: it is streamed to its file, never held whole.
     let mut files: Vec<(&str, blake3::Hash)> = Vec::new();
-    let all_paths = outputs.iter().map(|o| &o.paths[..]).chain(late.iter().map(|(path, _)| std::slice::from_ref(path)));
-    for (paths, output) in all_paths.zip(placed.iter().chain(&late_placed)) {
-        report.files += output.files;
-        report.bytes += output.bytes;
-        report.written += output.written;
+    for (paths, output) in all_paths.iter().zip(&placed) {
         files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
     }
-    // The manifest of a large tree is large: it is streamed to its file, never held whole.
     manifest.files.clear();
     let manifest_path = staging.dir.join(MANIFEST_FILE);
     let file =
@@ -101,80 +206,230 @@ pub fn write_tree<'a>(
         .write_with(&mut files, &mut counting)
         .with_context(|| format!("cannot write {}", manifest_path.display()))?;
     drop(files);
-    report.files += 1;
-    report.bytes += counting.bytes;
-    // Always new: a build only gets here when the data or the options differ from the previous
-    // tree's (an up-to-date tree is left alone before anything is written), and the manifest
-    // records both.
-    report.written += 1;
 
-    staging.commit()?;
-    Ok(report)
+    // Files of the previous tree that this one no longer has.
+    let had_files = previous.index.is_some_and(|index| !index.files.is_empty()) || !previous.listed.is_empty();
+    let planned: HashSet<&str> = match had_files {
+        true => all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect(),
+        false => HashSet::new(), // a first build: nothing can be gone
+    };
+    let mut gone: Vec<&str> = previous
+        .index
+        .into_iter()
+        .flat_map(|index| index.files.keys())
+        .chain(&previous.listed)
+        .map(String::as_str)
+        .filter(|path| !planned.contains(path))
+        .collect();
+    gone.sort_unstable();
+    gone.dedup();
+
+    if target.exists {
+        let staged: Vec<&str> = all_paths
+            .iter()
+            .zip(&placed)
+            .filter(|(_, p)| p.staged)
+            .flat_map(|(paths, _)| paths.iter().map(String::as_str))
+            .collect();
+        // Without --gzip, the .gz siblings a previous build left go too.
+        let stale_gz: Vec<&str> = if writer.gzip {
+            Vec::new()
+        } else {
+            let with_gz = previous.index.into_iter().flat_map(|i| &i.files).filter(|(_, f)| f.gz.is_some());
+            with_gz.map(|(path, _)| path.as_str()).chain(previous.listed.iter().map(String::as_str)).collect()
+        };
+        commit_in_place(&out, &staging.dir, &staged, &gone, &stale_gz, writer.gzip)?;
+    } else {
+        target.locks.push(
+            std::fs::File::open(&staging.dir)
+                .and_then(|f| f.lock().map(|()| f))
+                .with_context(|| format!("cannot lock {}", staging.dir.display()))?,
+        );
+        staging.commit()?;
+        target.exists = true;
+    }
+
+    // Stamps as the commit left them (renames and new links change a file's change time).
+    let mut report = WriteReport { files: 1, bytes: counting.bytes, written: 1 };
+    let mut tree = Vec::with_capacity(all_paths.iter().map(|paths| paths.len()).sum());
+    for (paths, output) in all_paths.iter().zip(&placed) {
+        report.written += output.written;
+        let hash = crate::index::Hash(output.hash);
+        for path in paths.iter() {
+            let kept = previous.index.filter(|_| output.from_index).and_then(|index| index.files.get(path));
+            let file = match kept {
+                Some(kept) => TreeFile { hash, stamp: kept.stamp, gz: kept.gz },
+                None => {
+                    let target = out.join(path);
+                    let stamp = Stamp::of_file(&target).with_context(|| format!("cannot read {}", target.display()))?;
+                    let gz = if writer.gzip { Stamp::of_file(&gz_path(&target)) } else { None };
+                    TreeFile { hash, stamp, gz }
+                }
+            };
+            report.files += 1 + usize::from(file.gz.is_some());
+            report.bytes += file.stamp.size + file.gz.map_or(0, |gz| gz.size);
+            tree.push(file);
+        }
+    }
+    Ok(Written { report, files: tree })
 }
 
-/// Places documents in the staging folder: linked from the previous tree when unchanged,
-/// written otherwise.
+/// Moves the staged files over their paths in `out`, removes the files gone from the tree, and
+/// puts the manifest in place last. The paths touched are first written to a journal beside
+/// the tree, so that the next build knows them as ours if this one is killed.
+fn commit_in_place(
+    out: &Path,
+    stage: &Path,
+    staged: &[&str],
+    gone: &[&str],
+    stale_gz: &[&str],
+    gzip: bool,
+) -> Result<()> {
+    let journal = journal_path(out);
+    let mut text = String::new();
+    for path in staged.iter().chain(gone) {
+        text.push_str(path);
+        text.push('\n');
+    }
+    fsutil::write(&journal, text.as_bytes())?;
+    // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
+    // file, so that kills land inside the commit rather than around it.
+    let pause = std::env::var("GEN_TEST_COMMIT_PAUSE_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_micros);
+    for path in staged {
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
+        let (from, to) = (stage.join(path), out.join(path));
+        if let Some(dir) = to.parent() {
+            fsutil::create_dir_all(dir)?;
+        }
+        fsutil::rename(&from, &to)?;
+        if gzip {
+            fsutil::rename(&gz_path(&from), &gz_path(&to))?;
+        }
+    }
+    for path in stale_gz {
+        let file = gz_path(&out.join(path));
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", file.display()));
+            }
+            _ => {}
+        }
+    }
+    for path in gone {
+        let file = out.join(path);
+        for file in [gz_path(&file), file.clone()] {
+            match std::fs::remove_file(&file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove {}", file.display()));
+                }
+                _ => {}
+            }
+        }
+        // Folders left empty go too; a folder holding anything else (a user's file) stays.
+        let mut dir = file.parent();
+        while let Some(d) = dir.filter(|d| *d != out && d.starts_with(out)) {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    fsutil::rename(&stage.join(MANIFEST_FILE), &out.join(MANIFEST_FILE))
+}
+
+/// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
+/// only while a commit runs (and after a killed one, until the next build completes).
+pub fn journal_path(out: &Path) -> PathBuf {
+    crate::index::beside(out, "gen-journal")
+}
+
+/// The paths a killed commit's journal lists (empty when no commit was killed).
+pub fn read_journal(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(journal_path(out))
+        .map(|text| text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Places documents: taken from the previous tree when unchanged, staged otherwise.
 struct TreeWriter<'w> {
     out: &'w Path,
     stage: &'w Path,
-    previous: Option<&'w Manifest>,
+    index: Option<&'w Index>,
     gzip: bool,
 }
 
-/// One document placed in the staging folder, at all its paths.
+/// One document, placed at all its paths.
 struct Placed {
     hash: blake3::Hash,
-    /// Files on disk for it (with `.gz` siblings).
-    files: usize,
-    bytes: u64,
-    /// Files actually written (not linked from the previous tree).
+    /// True when its new bytes are in the staging folder.
+    staged: bool,
+    /// Files written anew, at each path (with `.gz` siblings): a document's paths share one
+    /// file's bytes through hard links, as in every build.
     written: usize,
+    /// True when it was taken from the index unchanged: its stamps are the index's.
+    from_index: bool,
 }
 
 impl TreeWriter<'_> {
-    /// Places `bytes` at every path in `paths`. The first path is written (or linked from the
-    /// previous tree when its bytes are unchanged); the others are hard links to it.
-    fn place_all(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
+    /// The document at `paths` as the index describes it, when it is in the index at each path
+    /// with one hash (its stamps are checked before a build trusts the index).
+    fn kept(&self, paths: &[String]) -> Option<Placed> {
+        let index = self.index?;
+        let files: Vec<&TreeFile> = paths.iter().map(|p| index.files.get(p)).collect::<Option<_>>()?;
+        let hash = files.first()?.hash.0;
+        if files.iter().any(|f| f.hash.0 != hash) {
+            return None;
+        }
+        Some(Placed { hash, staged: false, written: 0, from_index: true })
+    }
+
+    /// Places `bytes` at every path in `paths`: kept in place when every path already holds
+    /// them (by the index's verified hash, else by reading the file), staged otherwise (the
+    /// first path written, the others hard links to it).
+    fn place(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
-        let hex = hash.to_hex();
-        let unchanged = |path: &str| self.previous.and_then(|m| m.files.get(path)).map(String::as_str) == Some(&hex);
-        let reuse_gzip = self.previous.is_some_and(|m| m.gzip);
-        let mut compressed: Option<Vec<u8>> = None;
-        let mut placed = Placed { hash, files: 0, bytes: 0, written: 0 };
-        let linked = |from: &Path, to: &Path| std::fs::hard_link(from, to).is_ok();
-        let first = paths.first().map(|p| self.stage.join(p));
+        let in_place = |path: &String| match self.index.and_then(|index| index.files.get(path)) {
+            Some(file) => file.hash.0 == hash && verify_one(self.out, path, file, self.gzip),
+            None => {
+                !self.gzip
+                    && std::fs::symlink_metadata(self.out.join(path))
+                        .is_ok_and(|m| m.file_type().is_file() && m.len() == bytes.len() as u64)
+                    && std::fs::read(self.out.join(path)).is_ok_and(|old| old == bytes)
+            }
+        };
+        if paths.iter().all(in_place) {
+            return Ok(Placed { hash, staged: false, written: 0, from_index: false });
+        }
+        let mut written = 0;
+        let first = self.stage.join(&paths[0]);
         for (i, path) in paths.iter().enumerate() {
             let target = self.stage.join(path);
             if let Some(dir) = target.parent() {
                 fsutil::create_dir_all(dir)?;
             }
-            let first = first.as_deref().filter(|_| i > 0);
-            let mut written = 0;
-            let done = (unchanged(path) && linked(&self.out.join(path), &target))
-                || first.is_some_and(|first| linked(first, &target));
-            if !done {
+            written += 1 + usize::from(self.gzip);
+            if i == 0 {
                 fsutil::write(&target, bytes)?;
-                written += 1;
+            } else {
+                std::fs::hard_link(&first, &target)
+                    .with_context(|| format!("cannot link {} to {}", target.display(), first.display()))?;
             }
-            placed.bytes += bytes.len() as u64;
-            placed.files += 1;
             if self.gzip {
-                let gz = format!("{path}.gz");
-                let gz_target = self.stage.join(&gz);
-                let first_gz = first.map(|f| f.with_extension("json.gz"));
-                let done = (written == 0 && reuse_gzip && unchanged(path) && linked(&self.out.join(&gz), &gz_target))
-                    || first_gz.as_deref().is_some_and(|f| linked(f, &gz_target));
-                if !done {
-                    let bytes = compressed.get_or_insert_with(|| gzip_bytes(bytes, flate2::Compression::best()));
-                    fsutil::write(&gz_target, bytes)?;
-                    written += 1;
+                if i == 0 {
+                    fsutil::write(&gz_path(&target), &gzip_bytes(bytes, flate2::Compression::best()))?;
+                } else {
+                    let (from, to) = (gz_path(&first), gz_path(&target));
+                    std::fs::hard_link(&from, &to)
+                        .with_context(|| format!("cannot link {} to {}", to.display(), from.display()))?;
                 }
-                placed.bytes += std::fs::metadata(&gz_target).with_context(|| format!("cannot read {gz}"))?.len();
-                placed.files += 1;
             }
-            placed.written += written;
         }
-        Ok(placed)
+        Ok(Placed { hash, staged: true, written, from_index: false })
     }
 }
 
@@ -215,17 +470,28 @@ pub struct Staging {
     pub dir: PathBuf,
     out: PathBuf,
     committed: bool,
+    _lock: Option<Target>,
 }
 
 impl Staging {
     /// Creates an empty staging folder beside `out`, after removing what killed runs left.
-    pub fn begin(out: &Path) -> Result<Staging> {
+    /// The caller holds the lock on `out` (see [`Target`]).
+    pub fn begin_unlocked(out: &Path) -> Result<Staging> {
         let (parent, name) = split_out(out)?;
         remove_leftovers(&parent, &name);
         let dir = parent.join(format!(".{name}.gen-staging-{}", std::process::id()));
         fsutil::remove_dir_all(&dir)?;
         fsutil::create_dir_all(&dir)?;
-        Ok(Staging { dir, out: out.to_path_buf(), committed: false })
+        Ok(Staging { dir, out: out.to_path_buf(), committed: false, _lock: None })
+    }
+
+    /// Like [`Staging::begin_unlocked`], after taking the lock on `out` (held until the staging
+    /// folder is committed or dropped): for writers of whole folders, such as `gen import`.
+    pub fn begin(out: &Path) -> Result<Staging> {
+        let lock = Target::open(out)?;
+        let mut staging = Staging::begin_unlocked(out)?;
+        staging._lock = Some(lock);
+        Ok(staging)
     }
 
     /// Puts the staging folder in place of `out` atomically and removes the previous version.
@@ -256,26 +522,6 @@ fn split_out(out: &Path) -> Result<(PathBuf, String)> {
         _ => PathBuf::from("."),
     };
     Ok((parent, name))
-}
-
-/// Refuses to replace a folder that is not a tree written by gen, so that a mistyped `--out`
-/// never deletes a user's files.
-fn check_replaceable(out: &Path) -> Result<()> {
-    if !out.exists() {
-        return Ok(());
-    }
-    if !out.is_dir() {
-        bail!("{} exists and is not a folder: choose another --out", out.display());
-    }
-    let empty = std::fs::read_dir(out).with_context(|| format!("cannot read {}", out.display()))?.next().is_none();
-    if !empty && !out.join(MANIFEST_FILE).is_file() {
-        bail!(
-            "refusing to replace {}: it is not empty and holds no {MANIFEST_FILE}, so it was not written by gen; \
-             choose another --out or remove the folder",
-            out.display()
-        );
-    }
-    Ok(())
 }
 
 /// Removes what killed runs left beside `out` (their staging folders).

@@ -334,9 +334,11 @@ fn failed_build_leaves_the_previous_tree_untouched() {
     let run = build(&data, &out, &[]).fails_with(1);
     assert!(run.stderr().contains("berry/50.json: $.firmness.url:"), "{}", run.stderr());
     assert_eq!(read_tree(&out), before);
+    // beside out/: the data, and the build index of out/ (as the previous build left it)
     let siblings: Vec<String> =
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
-    assert_eq!(siblings.len(), 2, "stray files beside out/: {siblings:?}");
+    assert_eq!(siblings.len(), 3, "stray files beside out/: {siblings:?}");
+    assert!(siblings.contains(&".out.gen-index".to_string()), "{siblings:?}");
 }
 
 #[test]
@@ -417,4 +419,239 @@ fn base_url_is_checked() {
     let run = build(&tmp.join("data"), &tmp.join("out"), &["--base-url", "https://example.org/"]).fails_with(2);
     assert!(run.stderr().contains("must not end with '/'"), "{}", run.stderr());
     assert!(!tmp.join("out").exists());
+}
+
+/// A data folder of `n` records whose `size` is `size`, big enough that a build takes a while.
+fn sized_data(dir: &Path, n: usize, size: u64) {
+    let files: Vec<(String, String)> = (1..=n)
+        .map(|id| {
+            (
+                format!("berry/{id}.json"),
+                format!(r#"{{"id": {id}, "name": "berry-{id}", "size": {size}, "notes": "{}"}}"#, "lorem ".repeat(60)),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    write_files(dir, &files);
+}
+
+/// Every file the manifest of `out` lists has the hash the manifest gives it.
+fn consistent(out: &Path) -> bool {
+    let manifest = read_json(&out.join("manifest.json"));
+    manifest["files"].as_object().unwrap().iter().all(|(path, hash)| {
+        std::fs::read(out.join(path)).is_ok_and(|bytes| blake3::hash(&bytes).to_hex().as_str() == hash)
+    })
+}
+
+/// Issue 16, break 1: build B is paused (SIGSTOP) while it writes; build A of other data into
+/// the same folder must not interleave with it. A waits, saying so, and the tree ends whole.
+#[test]
+fn concurrent_builds_into_one_folder_exclude_each_other() {
+    let tmp = TempDir::new("concurrent");
+    let (data0, data_a, data_b) = (tmp.join("data0"), tmp.join("sA"), tmp.join("sB"));
+    sized_data(&data0, 2500, 1);
+    sized_data(&data_a, 2500, 999);
+    sized_data(&data_b, 2500, 2002);
+    let out = tmp.join("o");
+    build(&data0, &out, &[]).ok();
+
+    // B, paused once it is writing
+    let mut b = gen_bin().args(["build", "--quiet", "--data"]).arg(&data_b).arg("--out").arg(&out).spawn().unwrap();
+    let staging = tmp.join(&format!(".o.gen-staging-{}", b.id()));
+    let started = std::time::Instant::now();
+    while !staging.exists() && b.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let pid = b.id().to_string();
+    let stop = |signal: &str| std::process::Command::new("kill").args([signal, &pid]).status().unwrap();
+    assert!(stop("-STOP").success());
+    if b.try_wait().unwrap().is_some() {
+        eprintln!("skipped: build B finished before it could be paused");
+        return;
+    }
+    // A, while B is paused: it must wait for B, and say so
+    let mut a = gen_bin()
+        .args(["build", "--quiet", "--data"])
+        .arg(&data_a)
+        .arg("--out")
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(a.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.contains("waiting: another gen build or import is writing"), "{line}");
+    assert!(a.try_wait().unwrap().is_none(), "A finished while B held the folder");
+    assert!(stop("-CONT").success());
+    assert!(b.wait().unwrap().success());
+    assert!(a.wait().unwrap().success());
+
+    // the tree is A's, whole: equal to a fresh build of A's data
+    let fresh = tmp.join("fresh");
+    build(&data_a, &fresh, &[]).ok();
+    assert!(consistent(&out));
+    assert!(read_tree(&out) == read_tree(&fresh), "the tree is not a clean build of the last data");
+    assert_eq!(read_json(&out.join("api/v2/berry/1/index.json"))["size"], 999);
+    assert_eq!(read_json(&out.join("api/v2/berry/2/index.json"))["size"], 999);
+}
+
+/// Issue 16, break 2: a folder with a manifest.json of another kind (a web app's) is not ours.
+#[test]
+fn a_web_apps_folder_is_not_replaced() {
+    let tmp = TempDir::new("webapp");
+    sample_data(&tmp.join("data"));
+    let app = tmp.join("webapp");
+    write_files(
+        &app,
+        &[
+            ("manifest.json", r#"{"name": "My App", "start_url": "/", "display": "standalone"}"#.to_string()),
+            ("src/app.js", "console.log('hi')".to_string()),
+        ],
+    );
+    let before = read_tree(&app);
+    let run = build(&tmp.join("data"), &app, &[]).fails_with(2);
+    assert!(run.stderr().contains("refusing to replace"), "{}", run.stderr());
+    assert!(run.stderr().contains("manifest.json was not written by gen"), "{}", run.stderr());
+    assert_eq!(read_tree(&app), before);
+}
+
+/// Issue 16, break 2: files added into a built tree (what deploy targets need) stay through
+/// rebuilds of every kind: in part, in full, and without the build index.
+#[test]
+fn files_added_into_the_tree_are_kept_through_rebuilds() {
+    let tmp = TempDir::new("dotfiles");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    build(&data, &out, &[]).ok();
+    let added = [
+        (".nojekyll", String::new()),
+        ("CNAME", "api.example.org\n".to_string()),
+        (".git/HEAD", "ref: refs/heads/main\n".to_string()),
+        ("api/v2/berry/1001/NOTES.txt", "mine".to_string()),
+    ];
+    write_files(&out, &added);
+    let keeps = |when: &str| {
+        for (path, text) in &added {
+            assert_eq!(std::fs::read_to_string(out.join(path)).ok().as_deref(), Some(text.as_str()), "{path} {when}");
+        }
+    };
+    // a change (in part), the removal of the record whose folder holds a user's file
+    std::fs::write(data.join("berry/3.json"), r#"{"id": 3, "name": "berry-3", "size": 1}"#).unwrap();
+    build(&data, &out, &[]).ok();
+    keeps("after a change");
+    std::fs::remove_file(data.join("berry/1001.json")).unwrap();
+    build(&data, &out, &[]).ok();
+    keeps("after a removal");
+    assert!(!out.join("api/v2/berry/1001/index.json").exists());
+    build(&data, &out, &["--pretty"]).ok();
+    keeps("after a full rebuild");
+    std::fs::remove_file(tmp.join(".out.gen-index")).unwrap();
+    build(&data, &out, &[]).ok();
+    keeps("after a rebuild without the index");
+    // and the tree is otherwise a clean build
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &[]).ok();
+    let mut tree = read_tree(&out);
+    for (path, _) in &added {
+        tree.remove(*path);
+    }
+    assert!(tree == read_tree(&fresh));
+}
+
+/// Issue 16, break 2: a symlinked --out is followed: the folder it points to is updated, and
+/// the link stays a link. A link to nowhere is refused.
+#[test]
+fn a_symlinked_out_is_followed_not_replaced() {
+    let tmp = TempDir::new("symlink");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let deployed = tmp.join("deployed");
+    std::fs::create_dir_all(&deployed).unwrap();
+    let link = tmp.join("out");
+    std::os::unix::fs::symlink(&deployed, &link).unwrap();
+    build(&data, &link, &[]).ok();
+    std::fs::write(data.join("berry/3.json"), r#"{"id": 3, "name": "berry-3", "size": 1}"#).unwrap();
+    build(&data, &link, &[]).ok();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&deployed) == read_tree(&fresh), "the folder the link points to is not the new tree");
+
+    let dangling = tmp.join("dangling");
+    std::os::unix::fs::symlink(tmp.join("nowhere"), &dangling).unwrap();
+    let run = build(&data, &dangling, &[]).fails_with(2);
+    assert!(run.stderr().contains("is a symbolic link to a folder that does not exist"), "{}", run.stderr());
+    assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+}
+
+/// Issue 16, break 1: a tree changed behind the build's back (a file edited in place) is not
+/// taken as up to date: the next build finds it and repairs it.
+#[test]
+fn a_tree_changed_behind_the_builds_back_is_repaired() {
+    let tmp = TempDir::new("tampered");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let out = tmp.join("out");
+    build(&data, &out, &[]).ok();
+    let clean = read_tree(&out);
+    let file = out.join("api/v2/berry/5/index.json");
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] = if bytes[last] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
+    let run = build(&data, &out, &[]).ok();
+    assert!(!run.stdout().contains("up to date"), "{}", run.stdout());
+    assert!(read_tree(&out) == clean);
+    assert!(build(&data, &out, &[]).ok().stdout().contains("up to date"));
+}
+
+/// Issue 16, break 1, for imports: an import into a data folder that another import is
+/// writing waits for it, saying so, and the folder ends whole.
+#[test]
+fn imports_into_one_folder_exclude_each_other() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
+    if !fixture.join("api/v2").is_dir() {
+        assert!(std::env::var_os("CI").is_none(), "{} is missing", fixture.display());
+        eprintln!("skipped: {} is absent (CI always has it)", fixture.display());
+        return;
+    }
+    let tmp = TempDir::new("import-lock");
+    let data = tmp.join("data");
+    let mut first = gen_bin().args(["import", "api-data"]).arg(&fixture).arg("--out").arg(&data).spawn().unwrap();
+    let staging = tmp.join(&format!(".data.gen-staging-{}", first.id()));
+    while !staging.exists() && first.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    let pid = first.id().to_string();
+    let signal = |name: &str| std::process::Command::new("kill").args([name, &pid]).status().unwrap();
+    assert!(signal("-STOP").success());
+    if first.try_wait().unwrap().is_some() {
+        eprintln!("skipped: the first import finished before it could be paused");
+        return;
+    }
+    let mut second = gen_bin()
+        .args(["import", "api-data", "--force"])
+        .arg(&fixture)
+        .arg("--out")
+        .arg(&data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(second.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.contains("waiting: another gen build or import is writing"), "{line}");
+    assert!(second.try_wait().unwrap().is_none(), "the second import went on while the first held the folder");
+    assert!(signal("-CONT").success());
+    assert!(first.wait().unwrap().success());
+    std::io::Read::read_to_string(&mut stderr, &mut String::new()).unwrap();
+    assert!(second.wait().unwrap().success());
+    let alone = tmp.join("alone");
+    run(&["import", "api-data", fixture.to_str().unwrap(), "--out", alone.to_str().unwrap()]).ok();
+    assert!(read_tree(&data) == read_tree(&alone), "the data folder is not one whole import");
 }

@@ -1,5 +1,7 @@
-//! A build killed at any point leaves the previous tree as it was, and the next build cleans
-//! up after it.
+//! A build killed at any point never leaves a tree that `gen serve` would serve as a mix of two
+//! builds: the previous tree whole, the new one whole, or (killed while an update is committed
+//! in place) files that do not match the manifest, which serve refuses. The next build repairs
+//! whatever a killed one left.
 
 mod common;
 
@@ -24,6 +26,37 @@ fn large_data(dir: &std::path::Path, n: usize) {
     write_files(dir, &files);
 }
 
+/// Every file the manifest of `out` lists has the hash the manifest gives it (what `gen serve`
+/// checks before it serves a tree).
+fn consistent(out: &std::path::Path) -> bool {
+    let Ok(bytes) = std::fs::read(out.join("manifest.json")) else { return false };
+    let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    manifest["files"].as_object().unwrap().iter().all(|(path, hash)| {
+        std::fs::read(out.join(path)).is_ok_and(|bytes| blake3::hash(&bytes).to_hex().as_str() == hash)
+    })
+}
+
+/// `gen serve` refuses the tree in `out`: it exits with a message instead of serving.
+fn serve_refuses(out: &std::path::Path) -> bool {
+    let mut child = gen_bin()
+        .args(["serve", "--quiet", "--addr", "127.0.0.1:0", "--dir"])
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A refusal comes at once; a server that started keeps running (and is stopped here).
+    for _ in 0..200 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return !status.success();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    false
+}
+
 fn staging_dirs(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -42,6 +75,8 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
     run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
     let before = read_tree(&out);
     std::fs::write(data.join("thing/1.json"), r#"{"id": 1, "name": "thing-1", "changed": true}"#).unwrap();
+    // and a setting: every document is rendered again
+    std::fs::write(data.join("gen.json"), r#"{"page_sizes": [7, 20, 60]}"#).unwrap();
     // the tree the changed data builds into, for comparison: a kill after the swap leaves it
     let fresh = tmp.join("fresh");
     run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
@@ -59,10 +94,12 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
             break; // the build was faster than the delay: later delays prove nothing more
         }
         killed_while_staging += usize::from(!staging_dirs(tmp.path()).is_empty());
-        // Either the previous tree, whole, or (killed after the swap, while the old folder was
-        // being removed) the new one, whole: never a mix.
+        // Either the previous tree, whole, or the new one, whole, or a tree serve refuses.
         let now = read_tree(&out);
-        assert!(now == before || now == after, "out/ is neither tree after a kill at {delay_ms} ms");
+        assert!(
+            now == before || now == after || !consistent(&out),
+            "out/ is a mix that matches its manifest after a kill at {delay_ms} ms"
+        );
         if now == after {
             break; // the swap is done: later kills would test nothing more
         }
@@ -74,4 +111,74 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
     assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
     assert_ne!(after, before);
     assert_eq!(read_tree(&out), after, "the tree after kills differs from a clean build");
+}
+
+/// The same for an update committed in place: many files change, so kills land while they are
+/// renamed into the tree, and the tree never matches its manifest unless it is one build whole.
+#[test]
+fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
+    let tmp = TempDir::new("killed-commit");
+    let data = tmp.join("data");
+    large_data(&data, 3000);
+    let out = tmp.join("out");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let before = read_tree(&out);
+    // change every record, remove some, add others: a large commit of renames and removals
+    large_data(&data, 2800);
+    for id in 2801..=3000 {
+        std::fs::remove_file(data.join(format!("thing/{id}.json"))).unwrap();
+    }
+    for id in 1..=2800 {
+        let file = data.join(format!("thing/{id}.json"));
+        let text = std::fs::read_to_string(&file).unwrap().replace("lorem", "ipsum");
+        std::fs::write(file, text).unwrap();
+    }
+    let fresh = tmp.join("fresh");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
+    let after = read_tree(&fresh);
+
+    let (mut mixed, mut refused) = (0, 0);
+    let journal = tmp.join(".out.gen-journal");
+    let stamp = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.ino(), m.mtime_nsec(), m.size()))
+    };
+    for extra_ms in [0, 20, 200, 800] {
+        // A pause after each file renamed into the tree stretches the commit; the kill comes
+        // once this build's journal exists (its commit has begun), after `extra_ms`.
+        let old_journal = stamp(&journal);
+        let mut child = gen_bin()
+            .env("GEN_TEST_COMMIT_PAUSE_US", "100")
+            .args(["build", "--quiet", "--data"])
+            .arg(&data)
+            .arg("--out")
+            .arg(&out)
+            .spawn()
+            .unwrap();
+        while stamp(&journal) == old_journal && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_millis(extra_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let now = read_tree(&out);
+        if now != before && now != after {
+            mixed += 1;
+            assert!(!consistent(&out), "a mix that matches its manifest after a kill at {extra_ms} ms into the commit");
+            if refused == 0 {
+                assert!(serve_refuses(&out), "gen serve serves a mixed tree (kill at {extra_ms} ms into the commit)");
+                refused += 1;
+            }
+        }
+        if finished {
+            break;
+        }
+    }
+    assert!(mixed > 0, "no kill landed inside the commit");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
+    assert!(!tmp.join(".out.gen-journal").exists());
+    assert!(read_tree(&out) == after, "the tree after kills differs from a clean build");
+    assert!(consistent(&out));
 }

@@ -53,7 +53,7 @@ pub fn execute(args: BuildArgs) -> Result<()> {
     } else if !args.quiet {
         let report = &summary.report;
         super::say(&format!(
-            "built {} resources, {} records: {} files ({} written, {} hard links to identical files), {:.1} MB in {:.2} s → {}",
+            "built {} resources, {} records: {} files ({} written, {} unchanged), {:.1} MB in {:.2} s → {}",
             summary.resources,
             summary.records,
             report.files,

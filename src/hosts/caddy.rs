@@ -20,13 +20,13 @@ pub fn config(site: &Site) -> String {
         "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",
     );
     let bind = if site.listen.is_any() { String::new() } else { format!("\tbind {}\n", site.listen.host) };
-    let compression = if site.manifest.gzip {
+    let compression = if site.manifest.settings.gzip {
         "\t\t\t# The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n\
          \t\t\tprecompressed gzip\n"
     } else {
         ""
     };
-    let encode = if site.manifest.gzip {
+    let encode = if site.manifest.settings.gzip {
         ""
     } else {
         "\t\t# The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n\

@@ -24,7 +24,7 @@ pub fn config(site: &Site) -> String {
         (host, port) if host.contains(':') => format!("[{host}]:{port}"),
         (host, port) => format!("{host}:{port}"),
     };
-    let gzip = if site.manifest.gzip {
+    let gzip = if site.manifest.settings.gzip {
         "    # The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n    \
          gzip_static on;\n    gzip_vary on;\n"
     } else {

@@ -132,10 +132,10 @@ impl Tree {
         previous: Option<&Tree>,
         base_url: Option<&str>,
     ) -> Result<Tree> {
-        let rebase_to = base_url.filter(|to| *to != manifest.base_url);
+        let rebase_to = base_url.filter(|to| *to != manifest.settings.base_url);
         // A document is reused only when it was rebased the same way.
-        let served_base = rebase_to.unwrap_or(&manifest.base_url);
-        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == manifest.base_url);
+        let served_base = rebase_to.unwrap_or(&manifest.settings.base_url);
+        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == manifest.settings.base_url);
         let mut by_path: Vec<(&str, &str, String)> = Vec::with_capacity(manifest.files.len());
         for (path, hash) in &manifest.files {
             match key_of(path) {
@@ -177,7 +177,7 @@ impl Tree {
                         file.display()
                     );
                 }
-                let doc = match rebase_to.and_then(|to| rebase(&body, &manifest.base_url, to)) {
+                let doc = match rebase_to.and_then(|to| rebase(&body, &manifest.settings.base_url, to)) {
                     Some(rebased) => Doc::new(rebased.clone(), &blake3::hash(&rebased).to_hex()),
                     None => Doc::new(body, hash),
                 };
@@ -194,18 +194,19 @@ impl Tree {
 
         let mut lists = HashMap::new();
         for (segment, info) in &manifest.resources {
-            let list = load_list(&docs, &manifest, rebase_to.unwrap_or(&manifest.base_url), segment, info.count)
-                .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
+            let list =
+                load_list(&docs, &manifest, rebase_to.unwrap_or(&manifest.settings.base_url), segment, info.count)
+                    .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
             lists.insert(segment.clone(), list);
         }
         Ok(Tree {
             docs,
             lists,
-            links: manifest.links,
-            pretty: manifest.pretty,
+            links: manifest.settings.links,
+            pretty: manifest.settings.pretty,
             manifest_bytes,
-            base_url: rebase_to.unwrap_or(&manifest.base_url).to_string(),
-            built_base_url: manifest.base_url.clone(),
+            base_url: rebase_to.unwrap_or(&manifest.settings.base_url).to_string(),
+            built_base_url: manifest.settings.base_url.clone(),
             by_hash,
             computed: Mutex::default(),
         })
@@ -315,8 +316,11 @@ fn load_list(
             parsed.count
         );
     }
-    let entries: Vec<Vec<u8>> =
-        parsed.results.iter().map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.pretty)).collect();
+    let entries: Vec<Vec<u8>> = parsed
+        .results
+        .iter()
+        .map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.settings.pretty))
+        .collect();
     let url = format!("{base_url}/api/v2/{segment}/");
 
     let prefix = format!("api/v2/{segment}/{PAGES_DIR}/");
@@ -330,7 +334,8 @@ fn load_list(
     }
     let list = List { count, url, entries, pages, all };
     // Pages computed here must be the bytes the build writes: check on the whole list.
-    let whole = render(&list, Page { offset: 0, limit: count.max(1) }, manifest.links, manifest.pretty);
+    let whole =
+        render(&list, Page { offset: 0, limit: count.max(1) }, manifest.settings.links, manifest.settings.pretty);
     if whole != list.all.body {
         bail!(
             "{all_key}/index.json is not laid out as this gen renders pages: rebuild with this version's `gen build`"

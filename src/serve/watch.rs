@@ -26,9 +26,9 @@ fn options(out: &Path) -> crate::BuildOptions {
         ..Default::default()
     };
     if let Ok((_, manifest)) = crate::manifest::Manifest::read_with_bytes(out) {
-        options.links = Some(manifest.links);
-        options.pretty = manifest.pretty;
-        options.gzip = manifest.gzip;
+        options.links = Some(manifest.settings.links);
+        options.pretty = manifest.settings.pretty;
+        options.gzip = manifest.settings.gzip;
     }
     options
 }

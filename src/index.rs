@@ -1,0 +1,225 @@
+//! The build index: what the tree in `out/` was made from, kept beside it as
+//! `.<out>.gen-index` so that the next build does only the work the change needs.
+//!
+//! It records, for the tree whose manifest it names (by the manifest file's own stamp):
+//! - the settings the tree was built with;
+//! - every data file: its stamp (size, modification and change time, inode), its hash and,
+//!   for a record, its name;
+//! - each list's entries, as one hash per resource;
+//! - what rendering saw for the schemas of `openapi.json`;
+//! - every file of the tree: its hash, and the stamp it had when the build left it.
+//!
+//! Nothing in it is trusted blindly: a data file is read again unless its stamp is unchanged and
+//! was taken well before the build that recorded it started (see [`Index::trusted`]), and a file
+//! of the tree is reused only while its stamp is unchanged. See docs/builds.md.
+
+use crate::manifest::{MANIFEST_FILE, Settings};
+use crate::schema::Inferred;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Version of the index's format; another version is ignored (the next build is a full one).
+pub const FORMAT: u32 = 1;
+
+/// How long before a build started a file must have last changed for its stamp to be trusted:
+/// a file changed later may have changed again within the same tick of the file system's clock
+/// (coarse clocks tick every few milliseconds; some file systems keep seconds or two).
+pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
+
+/// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
+/// place, even with its old size and modification time restored, has a new change time
+/// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The stamp of the regular file at `path` (links are not followed), if there is one.
+    pub fn of_file(path: &Path) -> Option<Stamp> {
+        std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file()).map(|m| Stamp::of(&m))
+    }
+}
+
+/// A BLAKE3 hash, written as hex in the index (32 bytes in memory, not a 64-character string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hash(pub blake3::Hash);
+
+impl Serialize for Hash {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.to_hex().as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hash, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        blake3::Hash::from_hex(text.as_bytes()).map(Hash).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One file of the data folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DataFile {
+    pub stamp: Stamp,
+    pub hash: Hash,
+    /// A record's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// One file of the tree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeFile {
+    /// BLAKE3 of its bytes, as in the manifest.
+    pub hash: Hash,
+    pub stamp: Stamp,
+    /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gz: Option<Stamp>,
+}
+
+/// The build index of one tree.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Index {
+    pub format: u32,
+    /// Stamp of the `manifest.json` this index describes: another manifest means the tree was
+    /// changed after the index was written, and the index is ignored.
+    pub manifest: Stamp,
+    /// When the build that wrote the index started (nanoseconds since the epoch).
+    pub started_ns: i64,
+    pub settings: Settings,
+    /// Data files by path relative to the data folder.
+    pub data: BTreeMap<String, DataFile>,
+    /// Hash of each resource's list entries (ids and names, in list order).
+    pub lists: BTreeMap<String, String>,
+    /// What rendering saw, for the schemas: (segment, sub-document kind, inference).
+    pub schemas: Vec<(String, Option<String>, Inferred)>,
+    /// Files of the tree by path relative to it (the manifest excepted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, TreeFile>,
+}
+
+impl Index {
+    /// Where the index of the tree in `out` is kept: beside it, so that nothing is published.
+    pub fn path(out: &Path) -> PathBuf {
+        beside(out, "gen-index")
+    }
+
+    /// Reads the index of the tree in `out`, if there is one that describes its current
+    /// manifest.
+    pub fn read(out: &Path) -> Option<Index> {
+        let file = std::fs::File::open(Index::path(out)).ok()?;
+        let index: Index = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file)).ok()?;
+        let manifest = Stamp::of_file(&out.join(MANIFEST_FILE))?;
+        (index.format == FORMAT && index.manifest == manifest).then_some(index)
+    }
+
+    /// Writes the index of the tree in `out` (beside it, then renamed into place).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        self.write_with(out, &[])
+    }
+
+    /// Writes this index with `files` listed besides its own (the new tree's files, given as a
+    /// list of references: a map of a million paths would cost far more memory).
+    pub fn write_with(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
+        #[derive(Serialize)]
+        struct WithFiles<'a> {
+            #[serde(flatten)]
+            index: &'a Index,
+            #[serde(skip_serializing_if = "Files::is_empty")]
+            files: Files<'a>,
+        }
+        struct Files<'a>(&'a [(&'a str, &'a TreeFile)]);
+        impl Files<'_> {
+            fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+        impl Serialize for Files<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_map(self.0.iter().map(|(path, file)| (path, file)))
+            }
+        }
+        let path = Index::path(out);
+        // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
+        // killed build's leftover is simply overwritten by the next one.
+        let temporary = beside(out, "gen-index.tmp");
+        let written = (|| -> std::io::Result<()> {
+            use std::io::Write as _;
+            let mut file = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?);
+            serde_json::to_writer(&mut file, &WithFiles { index: self, files: Files(files) })?;
+            file.flush()
+        })();
+        written
+            .and_then(|()| std::fs::rename(&temporary, &path))
+            .with_context(|| format!("cannot write the build index {}", path.display()))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&temporary);
+            })
+    }
+
+    /// True when a data file whose stamp is unchanged since this index recorded it can be taken
+    /// as unchanged: it last changed well before that build started. A file that changed just
+    /// before or during that build is hashed again, whatever its stamp says.
+    pub fn trusted(&self, stamp: &Stamp) -> bool {
+        stamp.ctime_ns < self.started_ns - UNTRUSTED_WINDOW_NS && stamp.mtime_ns < self.started_ns - UNTRUSTED_WINDOW_NS
+    }
+
+    /// True when every file of the tree is as this index left it (by its stamp, and its `.gz`
+    /// sibling's).
+    pub fn verify(&self, out: &Path) -> bool {
+        use rayon::prelude::*;
+        let files: Vec<(&String, &TreeFile)> = self.files.iter().collect();
+        files.par_iter().all(|(path, file)| verify_one(out, path, file, self.settings.gzip))
+    }
+}
+
+/// True when the file at `path` in the tree `out` is as `file` says the previous build left it,
+/// with its `.gz` sibling when `gzip` wants one (and without one otherwise).
+pub fn verify_one(out: &Path, path: &str, file: &TreeFile, gzip: bool) -> bool {
+    let target = out.join(path);
+    Stamp::of_file(&target) == Some(file.stamp)
+        && match file.gz {
+            Some(gz) => gzip && Stamp::of_file(&gz_path(&target)) == Some(gz),
+            None => !gzip,
+        }
+}
+
+/// The `.gz` sibling of a file of the tree.
+pub fn gz_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    PathBuf::from(name)
+}
+
+/// A file beside the folder `out`: `.<name>.<what>` in its parent.
+pub fn beside(out: &Path, what: &str) -> PathBuf {
+    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    parent.join(format!(".{name}.{what}"))
+}
+
+/// Nanoseconds since the epoch, now.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
