@@ -195,7 +195,13 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             } else {
                 settings.insert("shared_names".to_string(), serde_json::to_value(&declared).expect("names serialise"));
             }
-            serde_json::to_vec_pretty(&settings).expect("settings serialise")
+            // Valid settings are written as a fresh import writes them (the same keys in the same
+            // order); anything else is kept as it was, for `gen check` to report.
+            match crate::config::parse(Value::Object(settings.clone())) {
+                Ok(config) => serde_json::to_vec_pretty(&config),
+                Err(_) => serde_json::to_vec_pretty(&settings),
+            }
+            .expect("settings serialise")
         }
         None => {
             let config =

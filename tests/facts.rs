@@ -8,6 +8,8 @@
 //! what the fixture's records say about them (a color's species have that color, an ailment's
 //! moves have that ailment, ...).
 
+mod common;
+
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -116,17 +118,8 @@ fn load_data(data: &Path) -> Records {
 
 /// The published fixture's `api/v2`, or `None` with a message when `../shared` is absent (a
 /// failure under CI).
-fn fixture() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data/api/v2");
-    if path.is_dir() {
-        return Some(path);
-    }
-    let message = format!("{} is absent: check out the shared fixtures beside this repository", path.display());
-    if std::env::var_os("CI").is_some() {
-        panic!("{message}");
-    }
-    eprintln!("skipped: {message}");
-    None
+fn published_api() -> Option<PathBuf> {
+    common::fixture().map(|fixture| fixture.join("api/v2"))
 }
 
 /// Compares our data with the fixture, collecting every difference as `location: what`.
@@ -221,7 +214,7 @@ fn our_order(data: &Path, segment: &str, records: &Records) -> Vec<i64> {
 
 #[test]
 fn default_data_has_the_published_facts() {
-    let Some(fixture) = fixture() else { return };
+    let Some(fixture) = published_api() else { return };
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
     let records = load_data(&data);
     let mut comparison = Comparison { records: &records, differences: Vec::new(), facts: 0 };
