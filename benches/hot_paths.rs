@@ -3,8 +3,8 @@
 //! request, and deciding a whole answer from a loaded tree. Each is timed in batches; the
 //! table shows the median and spread of the batches, per operation.
 
+use genapi::build::render::Renderer;
 use genapi::paging::{self, LinkStyle, Page};
-use genapi::render::Renderer;
 use genapi::serve::respond::{Request, decide};
 use genapi::serve::route::route;
 use genapi::serve::tree::Tree;
@@ -37,7 +37,7 @@ fn row(label: &str, (min, median, max): (f64, f64, f64), extra: &str) {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("data");
-    let (dataset, problems) = genapi::load::load(&data);
+    let (dataset, problems) = genapi::build::load::load(&data);
     assert!(problems.is_empty(), "the default data has problems: run `gen check`");
     println!("{:<52} {:>10} {:>10} {:>10}", "ns per operation", "min", "median", "max");
 

@@ -3,7 +3,7 @@
 //! `gen serve` calls these functions with the request's values; the host configurations call
 //! the same functions with placeholders ([`template`]) and write the result in their own
 //! syntax, so a body cannot drift between the two. The OpenAPI document's error schemas
-//! (`crate::openapi`) are tested against every body here.
+//! (`crate::build::openapi`) are tested against every body here.
 
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -109,6 +109,43 @@ pub(crate) fn headers_too_large(count: usize, bytes: usize, max_count: usize, ma
 /// A body's bytes, as every answer sends them (compact JSON).
 pub(crate) fn to_bytes(body: &Value) -> Vec<u8> {
     serde_json::to_vec(body).expect("a JSON value serialises")
+}
+
+/// The JSON Schemas of the bodies above, for the OpenAPI document (the tests check every body
+/// against them):
+/// `{"detail": ...}` for every error, as the public API answers, and for a malformed `limit` or
+/// `offset` also the parameter, the value sent (when the server can quote it) and what is
+/// expected.
+pub(crate) fn error_schemas() -> [(&'static str, Value); 2] {
+    [
+        (
+            "Error",
+            json!({
+                "type": "object",
+                "description": "An error: what went wrong and what to do instead.",
+                "required": ["detail"],
+                "properties": { "detail": { "type": "string" } }
+            }),
+        ),
+        (
+            "BadParameter",
+            json!({
+                "type": "object",
+                "description": "A malformed `limit` or `offset`.",
+                "required": ["detail", "parameter", "expected"],
+                "properties": {
+                    "detail": { "type": "string" },
+                    "parameter": { "type": "string", "enum": ["limit", "offset"] },
+                    "value": {
+                        "type": "string",
+                        "description": "The value as sent, percent-decoded. gen serve always sends it; a static \
+                                        host leaves it out when the value holds characters it cannot quote."
+                    },
+                    "expected": { "type": "string" }
+                }
+            }),
+        ),
+    ]
 }
 
 /// The bodies as templates a static host fills in from the request.
@@ -267,7 +304,7 @@ mod tests {
 
     #[test]
     fn every_body_fits_its_openapi_schema() {
-        let schemas = crate::openapi::error_schemas();
+        let schemas = error_schemas();
         for (name, body) in every_body("x\"1") {
             let schema = &schemas.iter().find(|(n, _)| *n == name).expect("a schema of that name").1;
             let object = body.as_object().expect("every body is an object");

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Prefix of every reference url in the data.
+pub const API_PREFIX: &str = "/api/v2/";
+
 /// File name of the site settings inside the data folder.
 pub const CONFIG_FILE: &str = "gen.json";
 
@@ -202,6 +205,15 @@ pub(crate) fn parse_listen(text: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
+/// File, inside a resource folder, that states the resource's list order.
+pub const ORDER_FILE: &str = "order.json";
+
+/// Parses a record id as written in a file name: the integer's canonical decimal form.
+pub fn parse_id(text: &str) -> Option<i64> {
+    let id: i64 = text.parse().ok()?;
+    (id.to_string() == text).then_some(id)
+}
+
 /// True when `segment` is a valid resource path segment: `[a-z0-9-]+`.
 pub(crate) fn is_valid_segment(segment: &str) -> bool {
     !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -226,6 +238,15 @@ mod tests {
         keys.sort_unstable();
         assert_eq!(fields, keys);
         assert_eq!(parse(value).unwrap(), config);
+    }
+
+    #[test]
+    fn ids_are_canonical_integers() {
+        assert_eq!(parse_id("-1"), Some(-1));
+        assert_eq!(parse_id("0"), Some(0));
+        for bad in ["01", "+1", "-0", "1.0", "", "9223372036854775808"] {
+            assert_eq!(parse_id(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -101,6 +101,14 @@ pub(crate) fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<
     Ok(bytes)
 }
 
+/// Compresses bytes with gzip at `level`, deterministically (no name, no timestamp).
+pub fn gzip_bytes(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
+    encoder.write_all(bytes).expect("writing to memory cannot fail");
+    encoder.finish().expect("writing to memory cannot fail")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,12 +5,13 @@
 //! stays bounded by the index of ids, not by the size of the data. The data folder is staged
 //! beside its destination and swapped in whole, like a build.
 
+use crate::config::API_PREFIX;
 use crate::config::{CONFIG_FILE, SiteConfig};
-use crate::load::{ORDER_FILE, parse_id, parse_json};
+use crate::config::{ORDER_FILE, parse_id};
+use crate::json::parse_json;
 use crate::problem::{Problem, Problems};
-use crate::render::API_PREFIX;
-use crate::write::Staging;
-use crate::{fsutil, load};
+use crate::staging::Staging;
+use crate::{fsutil, json};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -218,7 +219,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
 /// Reads a published list and returns its ids in order.
 fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
     let path = root.join(segment).join("index.json");
-    let (value, _) = match load::read_json(&path) {
+    let (value, _) = match json::read_json(&path) {
         Ok(ok) => ok,
         Err(problem) => {
             problems.push(problem);
@@ -296,7 +297,7 @@ fn import_document(
     referenced: &Mutex<BTreeSet<String>>,
     names: &Names,
 ) -> Result<(), Failure> {
-    let bytes = load::read_data_file(&job.source)?;
+    let bytes = json::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
     if let Some((folder, id)) = &job.record {
         let found = value.get("id").and_then(Value::as_i64);
@@ -379,7 +380,7 @@ fn keep_what_is_not_imported(out: &Path, staging: &Path, imported: &BTreeSet<Str
     names.sort();
     for (name, path, is_dir) in names {
         if name == CONFIG_FILE {
-            let bytes = load::read_data_file(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
+            let bytes = json::read_data_file(&path).map_err(|p| anyhow::anyhow!("{p}"))?;
             let value: Option<Value> = serde_json::from_slice(&bytes).ok();
             match value {
                 Some(Value::Object(settings)) => kept.settings = Some(settings),

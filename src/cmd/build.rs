@@ -2,7 +2,7 @@
 
 use crate::cli::BuildArgs;
 use anyhow::{Context, Result};
-use genapi::write::Progress;
+use genapi::build::write::Progress;
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

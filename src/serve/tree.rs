@@ -69,7 +69,7 @@ const MIN_GZIP: usize = 200;
 const PAGE_CACHE_BYTES: usize = 64 << 20;
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut compressed = crate::write::gzip_bytes(bytes, flate2::Compression::default());
+    let mut compressed = crate::fsutil::gzip_bytes(bytes, flate2::Compression::default());
     compressed.shrink_to_fit(); // held for the life of the tree: no slack
     compressed
 }

@@ -1,20 +1,19 @@
 //! Validate and render one document: every string that starts with `/api/v2/` is checked
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
-use crate::load::{Dataset, parse_json};
+use crate::build::load::Dataset;
+use crate::build::openapi;
+use crate::build::plan::Content;
+use crate::build::schema::Inferred;
+use crate::config::API_PREFIX;
+use crate::json::parse_json;
 use crate::manifest::Settings;
-use crate::openapi;
 use crate::paging;
-use crate::plan::Content;
 use crate::problem::{Problem, Step, json_path};
-use crate::schema::Inferred;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
-
-/// Prefix of every reference url in the data.
-pub const API_PREFIX: &str = "/api/v2/";
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
@@ -44,7 +43,7 @@ pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
         return Err(format!("malformed url {url:?}: {FORM}"));
     }
     let id = |text: &str| {
-        crate::load::parse_id(text)
+        crate::config::parse_id(text)
             .ok_or_else(|| format!("malformed url {url:?}: refer to a record by its integer id ({FORM})"))
     };
     match parts.as_slice() {
@@ -218,35 +217,6 @@ impl Renderer<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reference_forms() {
-        assert_eq!(parse_reference("/api/v2/berry/"), Ok(Target::List { segment: "berry" }));
-        assert_eq!(parse_reference("/api/v2/berry/1/"), Ok(Target::Record { segment: "berry", id: 1 }));
-        assert_eq!(parse_reference("/api/v2/move-ailment/-1/"), Ok(Target::Record { segment: "move-ailment", id: -1 }));
-        assert_eq!(
-            parse_reference("/api/v2/creature/132/encounters"),
-            Ok(Target::SubDoc { segment: "creature", id: 132, name: "encounters" })
-        );
-        for bad in [
-            "/api/v2/",
-            "/api/v2/berry",
-            "/api/v2/berry/1",
-            "/api/v2/berry/cheri/",
-            "/api/v2/Berry/1/",
-            "/api/v2/berry/01/",
-            "/api/v2/berry//",
-            "/api/v2/berry/1/a/b",
-            "/api/v2/../1/",
-        ] {
-            assert!(parse_reference(bad).is_err(), "{bad}");
-        }
-    }
-}
-
 /// Renders every kind of document of the tree.
 pub struct TreeRenderer<'a> {
     pub records: Renderer<'a>,
@@ -376,39 +346,44 @@ impl TreeRenderer<'_> {
             .collect()
     }
 
-    /// The OpenAPI document of the tree, from everything rendering has seen: call it once every
-    /// record has been rendered.
-    pub fn openapi(&self) -> Vec<u8> {
-        let dataset = self.records.dataset;
-        let schema = |segment: &str, subdoc: Option<&str>| {
-            let seen = self.seen[&(segment, subdoc)].lock().expect("no panic while observing");
-            seen.to_schema(openapi::REFERENCE_REF)
-        };
-        let resources = dataset
-            .resources
-            .iter()
-            .map(|(segment, resource)| {
-                let subdocs = self
-                    .seen
-                    .keys()
-                    .filter_map(|&(s, sub)| sub.filter(|_| s == segment))
-                    .map(|sub| (sub, schema(segment, Some(sub))))
-                    .collect();
-                openapi::ResourceDescription {
-                    segment,
-                    count: resource.records.len() as u64,
-                    named: resource.records.iter().all(|r| r.name.is_some()),
-                    record_schema: schema(segment, None),
-                    subdocs,
-                }
-            })
-            .collect();
-        let description = openapi::ApiDescription {
-            base_url: &self.options.base_url,
-            title: "Reference data API",
-            version: env!("CARGO_PKG_VERSION"),
-            resources,
-        };
-        self.records.serialize(&openapi::openapi(&description))
+    /// The schema inferred from every rendered record of `segment` (or, with `subdoc`, from
+    /// every sub-document of that name): call it once every document has been rendered.
+    pub fn inferred_schema(&self, segment: &str, subdoc: Option<&str>) -> Value {
+        let seen = self.seen[&(segment, subdoc)].lock().expect("no panic while observing");
+        seen.to_schema(openapi::REFERENCE_REF)
+    }
+
+    /// The names of the kinds of sub-document the records of `segment` have, sorted.
+    pub fn subdoc_kinds(&self, segment: &str) -> Vec<&str> {
+        self.seen.keys().filter_map(|&(s, sub)| sub.filter(|_| s == segment)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_forms() {
+        assert_eq!(parse_reference("/api/v2/berry/"), Ok(Target::List { segment: "berry" }));
+        assert_eq!(parse_reference("/api/v2/berry/1/"), Ok(Target::Record { segment: "berry", id: 1 }));
+        assert_eq!(parse_reference("/api/v2/move-ailment/-1/"), Ok(Target::Record { segment: "move-ailment", id: -1 }));
+        assert_eq!(
+            parse_reference("/api/v2/creature/132/encounters"),
+            Ok(Target::SubDoc { segment: "creature", id: 132, name: "encounters" })
+        );
+        for bad in [
+            "/api/v2/",
+            "/api/v2/berry",
+            "/api/v2/berry/1",
+            "/api/v2/berry/cheri/",
+            "/api/v2/Berry/1/",
+            "/api/v2/berry/01/",
+            "/api/v2/berry//",
+            "/api/v2/berry/1/a/b",
+            "/api/v2/../1/",
+        ] {
+            assert!(parse_reference(bad).is_err(), "{bad}");
+        }
     }
 }

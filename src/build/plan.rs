@@ -1,7 +1,7 @@
 //! Plan: a pure function from the indexed dataset to the list of documents the tree holds,
 //! each with every path it is published at. Nothing is rendered or written here.
 
-use crate::load::Dataset;
+use crate::build::load::Dataset;
 use crate::manifest::Settings;
 use crate::paging::{self, ALL_PAGE, PAGES_DIR, Page};
 use std::collections::BTreeMap;

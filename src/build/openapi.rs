@@ -1,16 +1,16 @@
 //! The OpenAPI 3.1 document of a tree (`api/v2/openapi.json`): every path the tree serves, with
-//! each resource's record schema inferred from its data ([`crate::schema`]), the paging
+//! each resource's record schema inferred from its data ([`crate::build::schema`]), the paging
 //! parameters and responses, and the error bodies `gen serve` answers with.
 //!
 //! Pure: a description of the tree in, a JSON value out. Component and operation names are
 //! derived from segments (`berry-firmness` → `BerryFirmness`, `getBerryFirmness`); names that
 //! would collide with the shared components or with each other get a suffix, deterministically.
 
-use crate::schema;
+use crate::build::schema;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// Where record schemas point for a reference: pass it to [`crate::schema::Inferred::to_schema`].
+/// Where record schemas point for a reference: pass it to [`crate::build::schema::Inferred::to_schema`].
 pub(crate) const REFERENCE_REF: &str = "#/components/schemas/Reference";
 
 /// Path of the document in the tree, relative to the output folder.
@@ -56,43 +56,7 @@ const SHARED_SCHEMAS: [&str; 10] = [
     "Root",
 ];
 
-/// The error bodies of [`crate::answers`] (its tests check every body against these):
-/// `{"detail": ...}` for every error, as the public API answers, and for a malformed `limit` or
-/// `offset` also the parameter, the value sent (when the server can quote it) and what is
-/// expected.
-pub(crate) fn error_schemas() -> [(&'static str, Value); 2] {
-    [
-        (
-            "Error",
-            json!({
-                "type": "object",
-                "description": "An error: what went wrong and what to do instead.",
-                "required": ["detail"],
-                "properties": { "detail": { "type": "string" } }
-            }),
-        ),
-        (
-            "BadParameter",
-            json!({
-                "type": "object",
-                "description": "A malformed `limit` or `offset`.",
-                "required": ["detail", "parameter", "expected"],
-                "properties": {
-                    "detail": { "type": "string" },
-                    "parameter": { "type": "string", "enum": ["limit", "offset"] },
-                    "value": {
-                        "type": "string",
-                        "description": "The value as sent, percent-decoded. gen serve always sends it; a static \
-                                        host leaves it out when the value holds characters it cannot quote."
-                    },
-                    "expected": { "type": "string" }
-                }
-            }),
-        ),
-    ]
-}
-
-/// The error responses, referring to [`error_schemas`].
+/// The error responses, referring to [`crate::answers::error_schemas`].
 fn error_responses() -> Value {
     json!({
         "NotFound": {
@@ -106,6 +70,34 @@ fn error_responses() -> Value {
     })
 }
 
+/// The OpenAPI document of the tree `renderer` has rendered, from everything it has seen: call
+/// it once every record has been rendered.
+pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
+    let dataset = renderer.records.dataset;
+    let resources = dataset
+        .resources
+        .iter()
+        .map(|(segment, resource)| ResourceDescription {
+            segment,
+            count: resource.records.len() as u64,
+            named: resource.records.iter().all(|r| r.name.is_some()),
+            record_schema: renderer.inferred_schema(segment, None),
+            subdocs: renderer
+                .subdoc_kinds(segment)
+                .into_iter()
+                .map(|sub| (sub, renderer.inferred_schema(segment, Some(sub))))
+                .collect(),
+        })
+        .collect();
+    let description = ApiDescription {
+        base_url: &renderer.options.base_url,
+        title: "Reference data API",
+        version: env!("CARGO_PKG_VERSION"),
+        resources,
+    };
+    renderer.records.serialize(&openapi(&description))
+}
+
 /// The OpenAPI 3.1 document of the tree described by `description`.
 pub fn openapi(description: &ApiDescription) -> Value {
     let mut resources: Vec<&ResourceDescription> = description.resources.iter().collect();
@@ -114,7 +106,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
     let mut names = Names::default();
     let mut schemas = Map::new();
     schemas.insert("Reference".into(), schema::reference_schema());
-    for (name, schema) in error_schemas() {
+    for (name, schema) in crate::answers::error_schemas() {
         schemas.insert(name.into(), schema);
     }
     let entry = |named: bool| {
@@ -399,7 +391,7 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Inferred;
+    use crate::build::schema::Inferred;
 
     fn record_schema(records: &[Value]) -> Value {
         let mut inferred = Inferred::new();

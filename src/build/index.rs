@@ -13,8 +13,8 @@
 //! was taken well before the build that recorded it started (see [`Index::trusted`]), and a file
 //! of the tree is reused only while its stamp is unchanged. See docs/builds.md.
 
+use crate::build::schema::Inferred;
 use crate::manifest::{MANIFEST_FILE, Settings};
-use crate::schema::Inferred;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

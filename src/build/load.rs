@@ -1,0 +1,350 @@
+//! Load: `data/` → an in-memory index of resources (ids, names, files), with every problem
+//! of the layout and of each record's own shape collected.
+//!
+//! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
+//! holds no record bodies, so memory is bounded by the number of records, not their size.
+
+use super::validate::{
+    apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
+};
+use super::walk::{Entry, walk};
+use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::fsutil::NotRead;
+use crate::json::{parse_json, read_data_file};
+use crate::problem::Problem;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The whole data folder, indexed.
+#[derive(Debug)]
+pub struct Dataset {
+    /// The data folder.
+    pub dir: PathBuf,
+    /// Site settings from `gen.json` (defaults when absent).
+    pub config: SiteConfig,
+    /// Resources by segment, sorted.
+    pub resources: BTreeMap<String, Resource>,
+    /// A hash of every file read, for the meta document.
+    pub data_hash: String,
+}
+
+/// One resource: its records in list order.
+#[derive(Debug)]
+pub struct Resource {
+    pub segment: String,
+    /// Records in list order (by id, or as `order.json` states).
+    pub records: Vec<Record>,
+    /// Position in `records` of each id.
+    pub by_id: HashMap<i64, usize>,
+    /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
+    /// owns the name path.
+    pub shadowed: HashSet<i64>,
+}
+
+/// One record: where it is and how it is reached.
+#[derive(Debug)]
+pub struct Record {
+    pub id: i64,
+    pub name: Option<String>,
+    pub file: PathBuf,
+    /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
+    pub subdocs: Vec<SubDoc>,
+}
+
+/// A document under a record, such as `creature/132/encounters`: any JSON value.
+#[derive(Debug)]
+pub struct SubDoc {
+    pub name: String,
+    pub file: PathBuf,
+}
+
+impl Resource {
+    /// The record with `id`, if any.
+    pub fn get(&self, id: i64) -> Option<&Record> {
+        self.by_id.get(&id).map(|&i| &self.records[i])
+    }
+
+    /// The record's name, when its name path is its own: a shared name's path belongs to the
+    /// lowest id that carries it.
+    pub fn path_name<'r>(&self, record: &'r Record) -> Option<&'r str> {
+        record.name.as_deref().filter(|_| !self.shadowed.contains(&record.id))
+    }
+}
+
+impl Dataset {
+    /// Number of records across all resources.
+    pub fn record_count(&self) -> usize {
+        self.resources.values().map(|r| r.records.len()).sum()
+    }
+}
+
+/// Fails, saying what to do, unless `dir` is a folder: a missing data folder is a mistake in
+/// the command, not a problem in the data.
+pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() {
+        anyhow::bail!("{} is not a folder: point --data at the folder that holds your records", dir.display());
+    }
+    anyhow::bail!(
+        "{}: no such folder: point --data at the folder that holds your records (see the README's data format)",
+        dir.display()
+    )
+}
+
+/// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
+/// usable when there are no problems.
+pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
+    let (dataset, problems, _) = load_reusing(dir, &|_| None);
+    (dataset, problems)
+}
+
+/// What an incremental build already knows of a record or sub-document file that has not
+/// changed since the previous build: it is not read again.
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// The record's name (`None` for a sub-document or a nameless record).
+    pub name: Option<String>,
+    pub hash: blake3::Hash,
+}
+
+/// Like [`load`], asking `known` about each record and sub-document file first (it is called
+/// before the file is read): a file it answers for is not read. Also returns each file's path
+/// relative to `dir` with its hash.
+pub fn load_reusing(
+    dir: &Path,
+    known: &(dyn Fn(&Path) -> Option<Known> + Sync),
+) -> (Dataset, Vec<Problem>, Vec<(String, blake3::Hash)>) {
+    let mut problems = Vec::new();
+    let mut dataset = Dataset {
+        dir: dir.to_path_buf(),
+        config: SiteConfig::default(),
+        resources: BTreeMap::new(),
+        data_hash: String::new(),
+    };
+    if !dir.is_dir() {
+        let message = if dir.exists() {
+            "is not a folder: point --data at the folder that holds your records".to_string()
+        } else {
+            "no such folder: point --data at the folder that holds your records (see the README's data format)"
+                .to_string()
+        };
+        problems.push(Problem::new(dir, "-", message));
+        return (dataset, problems, Vec::new());
+    }
+
+    let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
+    let config_path = dir.join(CONFIG_FILE);
+    if config_path.exists() {
+        match read_settings(&config_path) {
+            Ok((config, hash)) => {
+                file_hashes.push((CONFIG_FILE.to_string(), hash));
+                dataset.config = config;
+            }
+            Err(found) => problems.extend(found),
+        }
+    }
+    check_config(&config_path, &dataset.config, &mut problems);
+
+    let entries = walk(dir, &mut problems);
+
+    // Parse every record and sub-document in parallel; keep only what the index needs.
+    let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
+    let loaded: Vec<Loaded> =
+        entries.into_par_iter().map(|entry| reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit))).collect();
+
+    let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
+    let mut subdocs: Vec<(String, i64, SubDoc)> = Vec::new();
+    for item in loaded {
+        match item {
+            Loaded::Failed(problem) => problems.push(problem),
+            Loaded::Record { segment, record, hash, problems: found } => {
+                file_hashes.push((relative(dir, &record.file), hash));
+                if found.is_empty() {
+                    records.entry(segment).or_default().push(record);
+                }
+                problems.extend(found);
+            }
+            Loaded::Order { segment, file, value, hash } => {
+                file_hashes.push((relative(dir, &file), hash));
+                orders.insert(segment, (file, value));
+            }
+            Loaded::SubDoc { segment, id, subdoc, hash } => {
+                file_hashes.push((relative(dir, &subdoc.file), hash));
+                subdocs.push((segment, id, subdoc));
+            }
+        }
+    }
+
+    for (segment, mut list) in records {
+        list.sort_by_key(|r| r.id);
+        let shadowed = check_unique_names(&segment, &list, &dataset.config, &mut problems);
+        if let Some((file, order)) = orders.remove(&segment) {
+            list = apply_order(&file, order, list, &mut problems);
+        }
+        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
+    }
+    check_shared_names(&config_path, &dataset, &mut problems);
+    for (_, (file, _)) in orders {
+        problems.push(Problem::whole(&file, "an order file in a folder without records: remove it or add records"));
+    }
+    subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
+    for (segment, id, subdoc) in subdocs {
+        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
+            Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
+            None => problems.push(Problem::whole(
+                &subdoc.file,
+                format!(
+                    "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
+                ),
+            )),
+        }
+    }
+    for external in &dataset.config.external {
+        if dataset.resources.contains_key(external) {
+            problems.push(Problem::new(
+                &config_path,
+                "$.external",
+                format!("{external:?} is declared external but data/ holds it: remove it from \"external\""),
+            ));
+        }
+    }
+
+    if dataset.resources.is_empty() && problems.is_empty() {
+        problems.push(Problem::new(
+            dir,
+            "-",
+            "no records: add one folder per resource holding <id>.json records, e.g. berry/1.json \
+             (see the README's data format)",
+        ));
+    }
+    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
+    dataset.data_hash = combine_hashes(&file_hashes);
+    problems.sort();
+    (dataset, problems, file_hashes)
+}
+
+/// What `known` says of an entry, as loading it would give (order files are always read).
+fn reuse(entry: &Entry, known: &(dyn Fn(&Path) -> Option<Known> + Sync)) -> Option<Loaded> {
+    match entry {
+        Entry::Record { segment, id, file } => known(file).map(|k| Loaded::Record {
+            segment: segment.clone(),
+            record: Record { id: *id, name: k.name, file: file.clone(), subdocs: Vec::new() },
+            hash: k.hash,
+            problems: Vec::new(),
+        }),
+        Entry::SubDoc { segment, id, name, file } => known(file).map(|k| Loaded::SubDoc {
+            segment: segment.clone(),
+            id: *id,
+            subdoc: SubDoc { name: name.clone(), file: file.clone() },
+            hash: k.hash,
+        }),
+        Entry::Order { file, .. } => {
+            known(file);
+            None
+        }
+    }
+}
+
+/// Combines the hashes of a data folder's files (path relative to the folder, content hash)
+/// into one hash of the data.
+fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (path, hash) in file_hashes {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(hash.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
+/// reported as such, not as a bad record).
+fn read_settings(path: &Path) -> Result<(SiteConfig, blake3::Hash), Vec<Problem>> {
+    let bytes = read_data_file(path).map_err(|p| vec![p])?;
+    let hash = blake3::hash(&bytes);
+    let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(vec![Problem::whole(
+            path,
+            format!("empty file: {CONFIG_FILE} holds the settings as a JSON object, {example}"),
+        )]);
+    }
+    let value = parse_json(path, &bytes).map_err(|p| vec![p])?;
+    if !value.is_object() {
+        let kind = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(vec![Problem::whole(
+            path,
+            format!("the settings are {kind}, not a JSON object: write them as an object, {example}"),
+        )]);
+    }
+    let config = config::parse(value)
+        .map_err(|wrong| wrong.into_iter().map(|(at, message)| Problem::new(path, at, message)).collect::<Vec<_>>())?;
+    Ok((config, hash))
+}
+
+/// What loading one file of the data folder gave.
+enum Loaded {
+    Record { segment: String, record: Record, hash: blake3::Hash, problems: Vec<Problem> },
+    Order { segment: String, file: PathBuf, value: Value, hash: blake3::Hash },
+    SubDoc { segment: String, id: i64, subdoc: SubDoc, hash: blake3::Hash },
+    Failed(Problem),
+}
+
+fn load_entry(entry: Entry, limit: u64) -> Loaded {
+    let file = match &entry {
+        Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
+    };
+    let bytes = match crate::fsutil::read_regular_file(file, limit) {
+        Ok(bytes) => bytes,
+        Err(NotRead::TooLarge(bytes)) => {
+            return Loaded::Failed(Problem::whole(
+                file,
+                format!(
+                    "{:.1} MB, larger than the {} MB limit: split the document, or raise \"max_document_mb\" in {CONFIG_FILE}",
+                    bytes as f64 / (1 << 20) as f64,
+                    limit >> 20
+                ),
+            ));
+        }
+        Err(NotRead::Io(e)) => return Loaded::Failed(Problem::new(file, "-", format!("cannot read: {e}"))),
+        Err(refused) => return Loaded::Failed(Problem::whole(file, refused.to_string())),
+    };
+    let hash = blake3::hash(&bytes);
+    match entry {
+        Entry::Record { segment, id, file } => match parse_head(&file, &bytes) {
+            Err(problem) => Loaded::Failed(problem),
+            Ok(head) => {
+                let mut problems = Vec::new();
+                let name = check_record(&file, id, &head, &mut problems);
+                Loaded::Record { segment, record: Record { id, name, file, subdocs: Vec::new() }, hash, problems }
+            }
+        },
+        Entry::Order { segment, file } => match parse_json(&file, &bytes) {
+            Ok(value) => Loaded::Order { segment, file, value, hash },
+            Err(problem) => Loaded::Failed(problem),
+        },
+        Entry::SubDoc { segment, id, name, file } => {
+            let checked = check_syntax(&bytes).map_err(|_| parse_json(&file, &bytes).err());
+            match checked {
+                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name, file }, hash },
+                Err(problem) => Loaded::Failed(problem.unwrap_or_else(|| Problem::whole(&file, "invalid JSON"))),
+            }
+        }
+    }
+}
+
+fn relative(dir: &Path, file: &Path) -> String {
+    file.strip_prefix(dir).unwrap_or(file).to_string_lossy().replace('\\', "/")
+}

@@ -1,0 +1,334 @@
+//! Checks of each record's own shape (an object, its `id`, its `name`), of names across a
+//! resource, of order files and of settings. References between records are checked when
+//! documents are rendered (`render`), once every record is known.
+
+use super::load::{Dataset, Record};
+use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::json::{is_integer_text, kind_of, parse_json};
+use crate::problem::Problem;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+pub(crate) fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
+    if let Err(message) = config::check_base_url(&config.base_url) {
+        problems.push(Problem::new(path, "$.base_url", message));
+    }
+    for (i, size) in config.page_sizes.iter().enumerate() {
+        if *size == 0 {
+            problems.push(Problem::new(path, format!("$.page_sizes[{i}]"), "a page size must be at least 1"));
+        }
+    }
+    for (i, segment) in config.external.iter().enumerate() {
+        if !config::is_valid_segment(segment) {
+            problems.push(Problem::new(
+                path,
+                format!("$.external[{i}]"),
+                format!("{segment:?} is not a valid segment: use lower-case letters, digits and '-'"),
+            ));
+        }
+    }
+}
+
+/// The top of a record: its kind, `id` and `name`. Everything else is checked for syntax and
+/// skipped without being built in memory, which makes loading several times faster than
+/// parsing whole records.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    /// The kind of the top-level value, when it is not an object.
+    not_object: Option<&'static str>,
+    id: Option<Value>,
+    name: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Head, D::Error> {
+        deserializer.deserialize_any(HeadVisitor)
+    }
+}
+
+pub(crate) struct HeadVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeadVisitor {
+    type Value = Head;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+        let mut head = Head::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "id" => head.id = Some(map.next_value()?),
+                "name" => head.name = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Head { not_object: Some("an array"), ..Head::default() })
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a boolean"), ..Head::default() })
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a number"), ..Head::default() })
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Head, E> {
+        Ok(Head { not_object: Some("a string"), ..Head::default() })
+    }
+    fn visit_unit<E>(self) -> Result<Head, E> {
+        Ok(Head { not_object: Some("null"), ..Head::default() })
+    }
+}
+
+/// Parses the head of a record; on a syntax error, reports it as [`parse_json`] does.
+pub(crate) fn parse_head(path: &Path, bytes: &[u8]) -> Result<Head, Problem> {
+    let parsed = std::str::from_utf8(bytes).map_err(serde::de::Error::custom).and_then(serde_json::from_str::<Head>);
+    match parsed {
+        Ok(head) => Ok(head),
+        // The slow path gives the precise message (UTF-8, nesting, line and column).
+        Err(e) => Err(parse_json(path, bytes)
+            .err()
+            .unwrap_or_else(|| Problem::new(path, format!("line {}, column {}", e.line(), e.column()), e.to_string()))),
+    }
+}
+
+/// Checks that bytes are one JSON value, without building it.
+pub(crate) fn check_syntax(bytes: &[u8]) -> Result<(), serde_json::Error> {
+    let text = std::str::from_utf8(bytes).map_err(serde::de::Error::custom)?;
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map(|_| ())
+}
+
+/// Checks a record's own shape (object, `id`, `name`) and returns its name.
+pub(crate) fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mut Vec<Problem>) -> Option<String> {
+    if let Some(kind) = head.not_object {
+        problems.push(Problem::whole(file, format!("a record must be a JSON object, not {kind}")));
+        return None;
+    }
+    match &head.id {
+        None => {
+            problems.push(Problem::whole(file, format!("\"id\" is missing: add \"id\": {file_id} (the file name)")));
+        }
+        Some(id) => {
+            match id.as_i64().filter(|_| id.is_i64() || id.is_u64()) {
+                Some(id) if id == file_id => {}
+                Some(id) => {
+                    problems.push(Problem::new(
+                    file,
+                    "$.id",
+                    format!("id {id} does not match the file name: rename the file to {id}.json or set \"id\": {file_id}"),
+                ));
+                }
+                None if is_integer_text(id) => {
+                    problems.push(Problem::new(
+                        file,
+                        "$.id",
+                        format!(
+                            "id {id} is out of range: ids are integers from {} to {}; write \"id\": {file_id}",
+                            i64::MIN,
+                            i64::MAX
+                        ),
+                    ));
+                }
+                None => {
+                    problems.push(Problem::new(
+                        file,
+                        "$.id",
+                        format!("\"id\" must be an integer, not {}: write \"id\": {file_id}", kind_of(id)),
+                    ));
+                }
+            }
+        }
+    }
+    match &head.name {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) if config::is_valid_name(name) => Some(name.clone()),
+        Some(Value::String(name)) => {
+            let why = if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+                "an all-digit name would collide with an id path"
+            } else {
+                "use lower-case letters, digits and '-' (the name is a url path segment)"
+            };
+            problems.push(Problem::new(file, "$.name", format!("malformed name {name:?}: {why}")));
+            None
+        }
+        Some(other) => {
+            problems.push(Problem::new(file, "$.name", format!("\"name\" must be a string, not {}", kind_of(other))));
+            None
+        }
+    }
+}
+
+/// Checks that names are unique within the resource `segment`, except the names `gen.json`
+/// declares shared. Returns the ids of records whose name path belongs to another record: a
+/// shared name's path serves the lowest id that carries it (`records` is sorted by id).
+pub(crate) fn check_unique_names(
+    segment: &str,
+    records: &[Record],
+    config: &SiteConfig,
+    problems: &mut Vec<Problem>,
+) -> HashSet<i64> {
+    let mut first: HashMap<&str, &Record> = HashMap::new();
+    let mut shadowed = HashSet::new();
+    for record in records {
+        let Some(name) = &record.name else { continue };
+        let Some(&owner) = first.get(name.as_str()) else {
+            first.insert(name, record);
+            continue;
+        };
+        if config.is_shared_name(segment, name) {
+            shadowed.insert(record.id);
+            continue;
+        }
+        problems.push(Problem::new(
+            &record.file,
+            "$.name",
+            format!(
+                "duplicate name {name:?}: {} has it too; names are unique within a resource. If the records \
+                 share it on purpose, declare it in {CONFIG_FILE}: \"shared_names\": {{\"{segment}\": [{name:?}]}} \
+                 (/api/v2/{segment}/{name}/ then serves the lowest id, {})",
+                owner.file.display(),
+                owner.id
+            ),
+        ));
+    }
+    shadowed
+}
+
+/// Checks `shared_names` against the data: every declared name is carried by at least two
+/// records of a resource the data holds.
+pub(crate) fn check_shared_names(config_path: &Path, dataset: &Dataset, problems: &mut Vec<Problem>) {
+    for (segment, names) in &dataset.config.shared_names {
+        let Some(resource) = dataset.resources.get(segment) else {
+            problems.push(Problem::new(
+                config_path,
+                format!("$.shared_names.{segment}"),
+                format!("data/ holds no resource {segment:?}: remove it from \"shared_names\""),
+            ));
+            continue;
+        };
+        for (i, name) in names.iter().enumerate() {
+            let carriers = resource.records.iter().filter(|r| r.name.as_deref() == Some(name)).count();
+            if carriers < 2 {
+                problems.push(Problem::new(
+                    config_path,
+                    format!("$.shared_names.{segment}[{i}]"),
+                    format!(
+                        "{name:?} is declared shared but {carriers} record(s) of {segment} carry it: remove it from \"shared_names\""
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Orders `records` as the order file states; every id must appear exactly once.
+pub(crate) fn apply_order(file: &Path, order: Value, records: Vec<Record>, problems: &mut Vec<Problem>) -> Vec<Record> {
+    let Value::Array(items) = order else {
+        problems.push(Problem::whole(file, "an order file is a JSON array of every record id, in list order"));
+        return records;
+    };
+    let before = problems.len();
+    let mut slots: HashMap<i64, Option<Record>> = records.into_iter().map(|r| (r.id, Some(r))).collect();
+    let mut ordered = Vec::with_capacity(slots.len());
+    for (i, item) in items.iter().enumerate() {
+        let location = format!("$[{i}]");
+        match item.as_i64() {
+            None => {
+                problems.push(Problem::new(file, location, format!("expected a record id, found {}", kind_of(item))))
+            }
+            Some(id) => match slots.get_mut(&id) {
+                None => problems.push(Problem::new(file, location, format!("id {id} has no record in this folder"))),
+                Some(slot) => match slot.take() {
+                    Some(record) => ordered.push(record),
+                    None => problems.push(Problem::new(file, location, format!("id {id} is listed twice"))),
+                },
+            },
+        }
+    }
+    let mut missing: Vec<Record> = slots.into_values().flatten().collect();
+    missing.sort_by_key(|r| r.id);
+    if !missing.is_empty() {
+        let ids: Vec<String> = missing.iter().take(10).map(|r| r.id.to_string()).collect();
+        problems.push(Problem::whole(
+            file,
+            format!(
+                "{} record(s) missing from the order: {}{}; list every id once",
+                missing.len(),
+                ids.join(", "),
+                if missing.len() > 10 { ", ..." } else { "" }
+            ),
+        ));
+    }
+    ordered.extend(missing);
+    if problems.len() > before {
+        ordered.sort_by_key(|r| r.id);
+    }
+    ordered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// The problems `check_record` finds in `text`, as `location: message`, and the name.
+    fn check(file_id: i64, text: &str) -> (Vec<String>, Option<String>) {
+        let file = Path::new("r.json");
+        let head = parse_head(file, text.as_bytes()).unwrap();
+        let mut problems = Vec::new();
+        let name = check_record(file, file_id, &head, &mut problems);
+        (problems.iter().map(|p| format!("{}: {}", p.location, p.message)).collect(), name)
+    }
+
+    #[test]
+    fn a_record_is_an_object_with_its_id_and_an_optional_name() {
+        assert_eq!(check(1, r#"{"id": 1, "name": "cheri", "x": [1, {"y": 2}]}"#), (vec![], Some("cheri".into())));
+        assert_eq!(check(-1, r#"{"id": -1}"#), (vec![], None));
+        let (problems, _) = check(1, "[1]");
+        assert_eq!(problems, ["$: a record must be a JSON object, not an array"]);
+        let (problems, _) = check(7, r#"{"name": "x"}"#);
+        assert!(problems[0].starts_with("$: \"id\" is missing: add \"id\": 7"), "{problems:?}");
+        let (problems, _) = check(7, r#"{"id": 8}"#);
+        assert!(problems[0].starts_with("$.id: id 8 does not match the file name"), "{problems:?}");
+        let (problems, _) = check(7, r#"{"id": "7"}"#);
+        assert!(problems[0].starts_with("$.id: \"id\" must be an integer, not a string"), "{problems:?}");
+        let (problems, name) = check(7, r#"{"id": 7, "name": "Cheri Berry"}"#);
+        assert!(problems[0].starts_with("$.name: malformed name"), "{problems:?}");
+        assert_eq!(name, None);
+    }
+
+    fn record(id: i64) -> Record {
+        Record { id, name: None, file: PathBuf::from(format!("{id}.json")), subdocs: Vec::new() }
+    }
+
+    #[test]
+    fn an_order_lists_every_id_once() {
+        let ids = |records: &[Record]| records.iter().map(|r| r.id).collect::<Vec<_>>();
+        let file = Path::new("order.json");
+        let mut problems = Vec::new();
+        let ordered =
+            apply_order(file, serde_json::json!([3, 1, 2]), vec![record(1), record(2), record(3)], &mut problems);
+        assert_eq!((ids(&ordered), problems.len()), (vec![3, 1, 2], 0));
+        let ordered = apply_order(file, serde_json::json!([3, 3, 9]), vec![record(1), record(3)], &mut problems);
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages[0], "id 3 is listed twice");
+        assert_eq!(messages[1], "id 9 has no record in this folder");
+        assert!(messages[2].starts_with("1 record(s) missing from the order: 1"), "{messages:?}");
+        assert_eq!(ids(&ordered), vec![1, 3], "a bad order falls back to id order");
+    }
+}

@@ -1,0 +1,155 @@
+//! The data folder's walk: every file classified by its place (a record, an order file, a
+//! sub-document), anything else reported as a problem.
+
+use crate::config::{self, CONFIG_FILE, ORDER_FILE, parse_id};
+use crate::problem::Problem;
+use std::path::{Path, PathBuf};
+
+/// What a file in the data folder is, by its place.
+pub(crate) enum Entry {
+    Record { segment: String, id: i64, file: PathBuf },
+    Order { segment: String, file: PathBuf },
+    SubDoc { segment: String, id: i64, name: String, file: PathBuf },
+}
+
+/// True for names the data walk skips: hidden files and folders (`.git`, an editor's
+/// `.1.json.swp`) and backups ending in `~`, as editors and version control leave them.
+pub(crate) fn is_ignored(name: &str) -> bool {
+    name.starts_with('.') || name.ends_with('~')
+}
+
+/// Walks the data folder and classifies every file by its place; anything else is a problem.
+pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let walker = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(3)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.depth() == 0 || !is_ignored(&entry.file_name().to_string_lossy()));
+    for item in walker {
+        let item = match item {
+            Ok(item) => item,
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_path_buf();
+                problems.push(Problem::new(&path, "-", format!("cannot read: {}", io_message(&e))));
+                continue;
+            }
+        };
+        let path = item.path().to_path_buf();
+        let file_name = item.file_name().to_string_lossy().to_string();
+        let is_dir = item.file_type().is_dir();
+        let parts: Vec<String> = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().to_string())
+            .collect();
+        match (parts.len(), is_dir) {
+            (1, true) if !config::is_valid_segment(&file_name) => problems.push(Problem::new(
+                &path,
+                "-",
+                "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in /api/v2/<segment>/)",
+            )),
+            (1, true) => {}
+            (1, false) if file_name == CONFIG_FILE => {}
+            (1, false) => problems.push(Problem::new(
+                &path,
+                "-",
+                format!("stray file: data/ holds only {CONFIG_FILE} and one folder per resource"),
+            )),
+            _ if !config::is_valid_segment(&parts[0]) => {} // reported above
+            (2, false) if file_name == ORDER_FILE => {
+                entries.push(Entry::Order { segment: parts[0].clone(), file: path });
+            }
+            (2, false) => match file_name.strip_suffix(".json").and_then(parse_id) {
+                Some(id) => entries.push(Entry::Record { segment: parts[0].clone(), id, file: path }),
+                None => problems.push(Problem::new(
+                    &path,
+                    "-",
+                    format!("stray file: a resource folder holds <id>.json records (e.g. 1.json, -1.json) and an optional {ORDER_FILE}"),
+                )),
+            },
+            (2, true) if parse_id(&file_name).is_some() => {}
+            (2, true) => problems.push(Problem::new(
+                &path,
+                "-",
+                "stray folder: a folder inside a resource holds a record's sub-documents and is named by the record's id",
+            )),
+            (3, false) => {
+                let id = parse_id(&parts[1]);
+                match (id, file_name.strip_suffix(".json").filter(|n| config::is_valid_name(n))) {
+                    (Some(id), Some(name)) => entries.push(Entry::SubDoc {
+                        segment: parts[0].clone(),
+                        id,
+                        name: name.to_string(),
+                        file: path,
+                    }),
+                    (Some(_), None) => problems.push(Problem::new(
+                        &path,
+                        "-",
+                        "stray file: a sub-document is <name>.json, the name made of lower-case letters, digits and '-'",
+                    )),
+                    (None, _) => {} // its folder is reported
+                }
+            }
+            (3, true) if parse_id(&parts[1]).is_some() => problems.push(Problem::new(
+                &path,
+                "-",
+                "stray folder: sub-documents are files, <segment>/<id>/<name>.json",
+            )),
+            _ => {}
+        }
+    }
+    entries
+}
+
+pub(crate) fn io_message(e: &walkdir::Error) -> String {
+    if e.loop_ancestor().is_some() {
+        return "symbolic link loop".to_string();
+    }
+    e.io_error().map(|e| e.to_string()).unwrap_or_else(|| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_classified_by_their_place() {
+        let dir = std::env::temp_dir().join(format!("gen-walk-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for file in [
+            "gen.json",
+            "berry/1.json",
+            "berry/-1.json",
+            "berry/order.json",
+            "berry/1/flavor.json",
+            "notes.txt",
+            "berry/cheri.json",
+            "Bad/1.json",
+        ] {
+            let path = dir.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "{}").unwrap();
+        }
+        let mut problems = Vec::new();
+        let entries = walk(&dir, &mut problems);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut found: Vec<String> = entries
+            .iter()
+            .map(|entry| match entry {
+                Entry::Record { segment, id, .. } => format!("record {segment} {id}"),
+                Entry::Order { segment, .. } => format!("order {segment}"),
+                Entry::SubDoc { segment, id, name, .. } => format!("sub {segment} {id} {name}"),
+            })
+            .collect();
+        found.sort();
+        assert_eq!(found, ["order berry", "record berry -1", "record berry 1", "sub berry 1 flavor"]);
+        let mut reported: Vec<String> =
+            problems.iter().map(|p| p.path.strip_prefix(&dir).unwrap().display().to_string()).collect();
+        reported.sort();
+        assert_eq!(reported, ["Bad", "berry/cheri.json", "notes.txt"]);
+    }
+}

@@ -1,0 +1,139 @@
+//! Reading JSON files: bounded reads of regular files, parsing, and problems located by line
+//! and column. Shared by the build, the importer and the settings.
+
+use crate::config;
+use crate::fsutil::NotRead;
+use crate::problem::Problem;
+use serde_json::Value;
+use std::path::Path;
+
+/// Deepest nesting accepted in a record (serde_json's own limit, so parsing never overflows
+/// the stack).
+pub const MAX_DEPTH: usize = 128;
+
+/// Reads and parses a JSON file, reporting invalid UTF-8 and invalid JSON with line and column.
+pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
+    let bytes = read_data_file(path)?;
+    let hash = blake3::hash(&bytes);
+    let value = parse_json(path, &bytes)?;
+    Ok((value, hash))
+}
+
+/// Reads a settings or source file: a regular file of at most the default document size limit
+/// (see [`crate::fsutil::read_regular_file`]).
+pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
+    let limit = config::DEFAULT_MAX_DOCUMENT_MB << 20;
+    crate::fsutil::read_regular_file(path, limit).map_err(|e| match e {
+        NotRead::TooLarge(_) => Problem::whole(path, format!("larger than {} MB: not a file gen reads", limit >> 20)),
+        NotRead::Io(e) => Problem::new(path, "-", format!("cannot read: {e}")),
+        refused => Problem::whole(path, refused.to_string()),
+    })
+}
+
+/// Parses JSON bytes, reporting problems with line and column.
+pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        let (line, column) = line_column(bytes, e.valid_up_to());
+        return Err(Problem::new(
+            path,
+            format!("line {line}, column {column}"),
+            "invalid UTF-8: save the file as UTF-8",
+        ));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Problem::whole(path, "empty file: a record is a JSON object with at least an \"id\""));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        let message = e.to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        let (mut line, mut column) = (e.line(), e.column());
+        let message = if message.contains("recursion limit") {
+            format!("nested deeper than {MAX_DEPTH} levels")
+        } else if message.contains("trailing comma") {
+            // serde_json points at the bracket after the comma; point at the comma to remove.
+            if let Some(comma) = comma_before(bytes, line, column) {
+                (line, column) = line_column(bytes, comma);
+            }
+            "invalid JSON: trailing comma: remove it (JSON allows no comma after the last item)".to_string()
+        } else {
+            format!("invalid JSON: {message}")
+        };
+        Problem::new(path, format!("line {line}, column {column}"), message)
+    })
+}
+
+/// The offset of the `,` that precedes, across whitespace, the character at `line` and
+/// `column` (1-based, as serde_json counts them).
+fn comma_before(bytes: &[u8], line: usize, column: usize) -> Option<usize> {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(line - 2).map(|(i, _)| i + 1)?
+    };
+    let at = (line_start + column.saturating_sub(1)).min(bytes.len());
+    let comma = bytes[..at].iter().rposition(|b| !b.is_ascii_whitespace())?;
+    (bytes[comma] == b',').then_some(comma)
+}
+
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = offset - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    (line, column)
+}
+
+/// True when `value` is a number written as an integer (digits, an optional `-`), whatever its size.
+pub(crate) fn is_integer_text(value: &Value) -> bool {
+    let Value::Number(n) = value else { return false };
+    let text = n.to_string();
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A short description of a JSON value's kind, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> Problem {
+        parse_json(Path::new("x.json"), text.as_bytes()).unwrap_err()
+    }
+    #[test]
+    fn a_trailing_comma_is_reported_where_it_is() {
+        let p = problem("{\n  \"id\": 1,\n}\n");
+        assert_eq!(p.location, "line 2, column 10");
+        assert!(p.message.contains("trailing comma"), "{}", p.message);
+        let p = problem("[1, 2,   ]");
+        assert_eq!(p.location, "line 1, column 6");
+    }
+
+    #[test]
+    fn other_syntax_errors_keep_serde_json_positions() {
+        let p = problem("{\n  \"id\": 1\n  \"name\": \"x\"\n}");
+        assert_eq!(p.location, "line 3, column 3");
+        assert!(p.message.starts_with("invalid JSON: "), "{}", p.message);
+    }
+
+    #[test]
+    fn integers_of_any_size_are_told_from_other_numbers() {
+        for (text, integer) in
+            [("1", true), ("-5", true), ("99999999999999999999999", true), ("1.0", false), ("1e5", false)]
+        {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(is_integer_text(&value), integer, "{text}");
+        }
+        assert!(!is_integer_text(&Value::String("1".into())));
+    }
+}
