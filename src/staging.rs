@@ -150,24 +150,22 @@ fn split_out(out: &Path) -> Result<(PathBuf, String)> {
     Ok((parent, name))
 }
 
-/// Removes what killed runs left beside `out` (their staging folders).
+/// Removes what killed runs left beside `out` (their staging folders); the caller holds the
+/// lock on `out`.
 pub fn clean_leftovers(out: &Path) {
     if let Ok((parent, name)) = split_out(out) {
         remove_leftovers(&parent, &name);
     }
 }
 
-/// Removes staging folders that killed builds left beside `out`, unless their process lives.
+/// Removes the staging folders that killed builds left beside `out`. Called only with the lock
+/// on `out` held (see [`Target`]), so no other build can be writing one: whatever is there is
+/// left over, whoever left it (no process table is consulted, so this works on any Unix).
 fn remove_leftovers(parent: &Path, name: &str) {
     let prefix = format!(".{name}.gen-staging-");
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
-        let file_name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = file_name.strip_prefix(&prefix) else { continue };
-        let alive = pid
-            .parse::<u32>()
-            .is_ok_and(|pid| pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists());
-        if !alive {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
             let _ = fsutil::remove_dir_all(&entry.path());
         }
     }
