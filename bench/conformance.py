@@ -146,7 +146,7 @@ def main():
     config = json.loads((data / "gen.json").read_text())
     shared = config.get("shared_names", {})
 
-    server = subprocess.Popen([str(GEN), "serve", "--quiet", "--dir", str(out), "--addr", "127.0.0.1:0"],
+    server = subprocess.Popen([str(GEN), "serve", "--quiet", "--keep-urls", "--dir", str(out), "--addr", "127.0.0.1:0"],
                               stdout=subprocess.PIPE, text=True)
     try:
         address = server.stdout.readline().strip()
