@@ -17,8 +17,10 @@ pub struct Cli {
 pub enum Command {
     /// Check the records in the data folder and write the whole API tree.
     ///
-    /// The new tree is written beside the output folder and swapped in at the end: a build
-    /// that fails or is killed leaves the previous tree as it was.
+    /// A rebuild renders only what changed and writes only the files whose bytes change, each
+    /// renamed over its old copy, manifest.json last. A build that fails writes nothing; the
+    /// next build repairs one that was killed. Files the tree does not list (.nojekyll, CNAME)
+    /// are kept.
     #[command(after_help = "Examples:
   gen build                                    data/ -> out/, for gen serve's default address
   gen build --base-url https://api.example.org for the address clients will use
@@ -68,7 +70,8 @@ pub struct BuildArgs {
     /// Folder holding the records: <segment>/<id>.json, plus gen.json settings.
     #[arg(long, default_value = "data", value_name = "DIR")]
     pub data: PathBuf,
-    /// Folder to write the tree to (replaced as a whole).
+    /// Folder to write the tree to (a symbolic link is followed; another gen build or import
+    /// into it waits for this one).
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub out: PathBuf,
     /// Scheme and host the tree will be served from, e.g. https://api.example.org
