@@ -147,19 +147,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             file.name.clone_from(&record.name);
         }
     }
-    let lists: BTreeMap<String, String> = dataset
-        .resources
-        .iter()
-        .map(|(segment, resource)| {
-            let mut hasher = blake3::Hasher::new();
-            for record in &resource.records {
-                hasher.update(&record.id.to_le_bytes());
-                hasher.update(record.name.as_deref().unwrap_or("\0").as_bytes());
-                hasher.update(b"\0");
-            }
-            (segment.clone(), hasher.finalize().to_hex().to_string())
-        })
-        .collect();
+    let lists = list_hashes(&dataset);
 
     let intact = previous.as_ref().filter(|index| journal.is_empty() && index.verify(&dir));
     if let Some(index) = intact
@@ -174,18 +162,8 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         return Ok(summary(write::WriteReport::default(), true));
     }
 
-    // Only changes and additions of records and sub-documents (and of list order) are done in
-    // part: a removed or renamed record may be referred to by any other, so every document is
-    // checked again.
-    let partial = intact.filter(|index| {
-        index.settings.same_options(&settings)
-            && index.data.get(config::CONFIG_FILE).map(|f| &f.hash)
-                == data_files.get(config::CONFIG_FILE).map(|f| &f.hash)
-            && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
-                Some(new) => new.name == old.name,
-                None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", config::ORDER_FILE)),
-            })
-    });
+    // Rendered in part, or whole (see `only_changes_and_additions`).
+    let partial = intact.filter(|index| only_changes_and_additions(index, &settings, &data_files));
     let outputs = plan::plan(&dataset, &settings);
     let mut renderer = render::TreeRenderer::new(&dataset, &settings);
     let changed: std::collections::HashSet<&str> = data_files
@@ -262,6 +240,42 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
     }
     Ok(BuildSummary { resources, records, report: written.report, up_to_date: false })
+}
+
+/// Each list's entries (ids and names, in order) as one hash: a list whose hash is unchanged
+/// has the same pages.
+fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
+    dataset
+        .resources
+        .iter()
+        .map(|(segment, resource)| {
+            let mut hasher = blake3::Hasher::new();
+            for record in &resource.records {
+                hasher.update(&record.id.to_le_bytes());
+                hasher.update(record.name.as_deref().unwrap_or("\0").as_bytes());
+                hasher.update(b"\0");
+            }
+            (segment.clone(), hasher.finalize().to_hex().to_string())
+        })
+        .collect()
+}
+
+/// True when, since the build `index` describes, the data changed only by records and
+/// sub-documents changed or added (and list order), with the same options and `gen.json`:
+/// then only their documents need rendering. A removed or renamed record may be referred to by
+/// any other, so it needs every document checked again.
+fn only_changes_and_additions(
+    index: &index::Index,
+    settings: &Settings,
+    data_files: &BTreeMap<String, index::DataFile>,
+) -> bool {
+    let config_hash = |files: &BTreeMap<String, index::DataFile>| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
+    index.settings.same_options(settings)
+        && config_hash(&index.data) == config_hash(data_files)
+        && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
+            Some(new) => new.name == old.name,
+            None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", config::ORDER_FILE)),
+        })
 }
 
 /// A copy of an index.
