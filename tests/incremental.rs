@@ -13,38 +13,11 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn steps() -> usize {
     if let Some(n) = std::env::var("INCREMENTAL_STEPS").ok().and_then(|v| v.parse().ok()) {
         return n;
     }
     if std::env::var("FUZZ_ITERATIONS").is_ok() { 400 } else { 40 }
-}
-
-fn seed() -> u64 {
-    let seed = std::env::var("FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-        if std::env::var("FUZZ_ITERATIONS").is_ok() {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-        } else {
-            0x2545_f491_4f6c_dd1d
-        }
-    });
-    eprintln!("incremental seed {seed} (replay with FUZZ_SEED={seed})");
-    seed
 }
 
 /// The data folder, as the test models it.
@@ -254,7 +227,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
     let tmp = TempDir::new("incremental");
     let data = tmp.join("data");
     let out = tmp.join("out");
-    let mut rng = Rng(seed());
+    let mut rng = Rng(seed("incremental", 0x2545_f491_4f6c_dd1d));
     let mut model = Model::new(&mut rng);
     model.sync(&data);
     // Files older than the build's trust window are taken from the index without being read:

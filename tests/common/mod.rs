@@ -293,3 +293,37 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         unavailable(name, "run `make test`, which installs it from Debian's packages (tests/tools/install-hosts.sh)")
     })
 }
+
+/// A small deterministic generator (xorshift64*) for the randomised tests, so they need no
+/// dependency and a seed replays a run exactly.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// The seed of a randomised test named `label`: `FUZZ_SEED` when set (to replay a run), a fresh
+/// one under `make fuzz` (`FUZZ_ITERATIONS` set), else `fixed`, so that a failure in `make test`
+/// replays exactly. Printed, with how to replay it.
+pub fn seed(label: &str, fixed: u64) -> u64 {
+    let seed = std::env::var("FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+        if std::env::var("FUZZ_ITERATIONS").is_ok() {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        } else {
+            fixed
+        }
+    });
+    eprintln!("{label} seed {seed} (replay with FUZZ_SEED={seed})");
+    seed
+}
