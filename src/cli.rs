@@ -152,7 +152,8 @@ pub struct ImportApiDataArgs {
     /// Folder holding api/v2/ in the published layout (e.g. a clone of PokeAPI/api-data, its data/ folder).
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// Data folder to write (must be empty or absent unless --force).
+    /// Data folder to write (must be empty or absent unless --force; never SRC, a folder
+    /// holding it, or a folder inside it).
     #[arg(long, default_value = "data", value_name = "DIR")]
     pub out: PathBuf,
     /// Keep the published segment names (pokemon, pokemon-form, ...) instead of the neutral
@@ -161,7 +162,8 @@ pub struct ImportApiDataArgs {
     pub keep_segment_names: bool,
     /// Import into a data folder that is not empty: the folders of the imported segments and
     /// gen.json's "external" are replaced; everything else (other segments, your own files,
-    /// the other settings) is kept, and listed. A folder that holds SRC is always refused.
+    /// the other settings) is kept, and listed. A folder that holds SRC or lies inside it is
+    /// always refused.
     #[arg(long)]
     pub force: bool,
 }

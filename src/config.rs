@@ -219,6 +219,10 @@ pub(crate) fn is_valid_segment(segment: &str) -> bool {
     !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// The longest record name, in bytes: a name is a folder name in the tree
+/// (`api/v2/<segment>/<name>/`), and file systems allow at most 255 bytes.
+pub(crate) const MAX_NAME_BYTES: usize = 255;
+
 /// True when `name` is a valid record name: `[a-z0-9-]+` with at least one letter or hyphen,
 /// so that it never collides with an id path.
 pub(crate) fn is_valid_name(name: &str) -> bool {

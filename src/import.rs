@@ -92,12 +92,14 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             root.display()
         );
     }
-    refuse_output_holding_source(src, out)?;
+    let source = refuse_output_overlapping_source(src, out)?;
     if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
     }
 
     let mut problems = Vec::new();
+    // documents refused for where they lead, reported with the problems found reading the rest
+    let mut outside = Vec::new();
     let mut jobs = Vec::new();
     let mut orders: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let mut summary = ImportSummary::default();
@@ -106,25 +108,40 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
             continue;
         }
         let folder = rename_segment(&segment, options.keep_segment_names).to_string();
-        let Some(ids) = read_list(&root, &segment, &mut problems) else { continue };
+        let Some(ids) = read_list(&root, &segment, &source, &mut problems) else { continue };
         let listed: BTreeSet<i64> = ids.iter().copied().collect();
         for id in &ids {
             let record_dir = root.join(&segment).join(id.to_string());
-            let source = record_dir.join("index.json");
+            let record_source = record_dir.join("index.json");
             // anything there is read (and refused if it is not a regular file)
-            if !source.exists() {
+            if !record_source.exists() {
                 problems.push(Problem::new(
                     &root.join(&segment).join("index.json"),
                     "$.results",
-                    format!("the list names record {id}, but {} is missing", source.display()),
+                    format!("the list names record {id}, but {} is missing", record_source.display()),
                 ));
                 continue;
             }
-            jobs.push(Job { source, target: format!("{folder}/{id}.json"), record: Some((folder.clone(), *id)) });
+            if let Err(problem) = inside_source(&record_source, &source) {
+                outside.push(problem);
+                continue;
+            }
+            jobs.push(Job {
+                source: record_source,
+                target: format!("{folder}/{id}.json"),
+                record: Some((folder.clone(), *id)),
+            });
             for sub in list_dirs(&record_dir).unwrap_or_default() {
-                let source = record_dir.join(&sub).join("index.json");
-                if source.exists() {
-                    jobs.push(Job { source, target: format!("{folder}/{id}/{sub}.json"), record: None });
+                let sub_source = record_dir.join(&sub).join("index.json");
+                if sub_source.exists() {
+                    match inside_source(&sub_source, &source) {
+                        Ok(()) => jobs.push(Job {
+                            source: sub_source,
+                            target: format!("{folder}/{id}/{sub}.json"),
+                            record: None,
+                        }),
+                        Err(problem) => outside.push(problem),
+                    }
                     summary.subdocs += 1;
                 }
             }
@@ -147,6 +164,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         }
     }
     if !problems.is_empty() {
+        problems.append(&mut outside);
         problems.sort();
         return Err(Problems::all(problems).into());
     }
@@ -160,7 +178,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         .collect();
     // A write that fails (a full disk) is one error about the destination, not a data problem
     // per document.
-    let mut problems = Vec::new();
+    let mut problems = outside;
     for failure in failures {
         match failure {
             Failure::Data(problem) => problems.push(problem),
@@ -217,8 +235,12 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
 }
 
 /// Reads a published list and returns its ids in order.
-fn read_list(root: &Path, segment: &str, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
+fn read_list(root: &Path, segment: &str, source: &Path, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
     let path = root.join(segment).join("index.json");
+    if let Err(problem) = inside_source(&path, source) {
+        problems.push(problem);
+        return None;
+    }
     let (value, _) = match json::read_json(&path) {
         Ok(ok) => ok,
         Err(problem) => {
@@ -325,9 +347,11 @@ fn import_document(
     write().map_err(Failure::Write)
 }
 
-/// Refuses an output folder that is the source or holds it: replacing it would delete the
-/// source (`--out "$PWD" --force` in the folder that holds the checkout).
-fn refuse_output_holding_source(src: &Path, out: &Path) -> Result<()> {
+/// Refuses an output folder that is the source, holds it, or lies inside it: replacing it would
+/// delete the source (`--out "$PWD" --force` in the folder that holds the checkout), and writing
+/// inside it would change the source (`--out SRC/api/v2`). Links are resolved first, so a link
+/// to any of these is refused too. Returns the source's resolved path.
+fn refuse_output_overlapping_source(src: &Path, out: &Path) -> Result<PathBuf> {
     let src = std::fs::canonicalize(src).with_context(|| format!("cannot read {}", src.display()))?;
     // `out` may not exist yet: resolve its nearest existing ancestor.
     let mut existing = out.to_path_buf();
@@ -340,7 +364,7 @@ fn refuse_output_holding_source(src: &Path, out: &Path) -> Result<()> {
                     rest.push(name);
                     existing = if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() };
                 }
-                _ => return Ok(()),
+                _ => return Ok(src),
             },
         }
     };
@@ -351,7 +375,30 @@ fn refuse_output_holding_source(src: &Path, out: &Path) -> Result<()> {
             src.display()
         );
     }
-    Ok(())
+    if resolved.starts_with(&src) {
+        bail!(
+            "--out {} is inside the source {}: importing would write into the source; choose an --out folder outside it, e.g. --out data",
+            out.display(),
+            src.display()
+        );
+    }
+    Ok(src)
+}
+
+/// Refuses a source file that a link leads outside the source folder (`source`, resolved):
+/// whatever it holds would be imported and published.
+fn inside_source(path: &Path, source: &Path) -> Result<(), Problem> {
+    match std::fs::canonicalize(path) {
+        Ok(resolved) if !resolved.starts_with(source) => Err(Problem::whole(
+            path,
+            format!(
+                "links outside the source, to {}: copy the file into the source or remove the link, then run again",
+                resolved.display()
+            ),
+        )),
+        // a file that cannot be resolved is reported when it is read
+        _ => Ok(()),
+    }
 }
 
 /// What `--force` does with an existing data folder.
@@ -447,7 +494,8 @@ fn list_dirs(dir: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
-        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+        // a link to a folder is followed (and refused later if it leads outside the source)
+        if entry.path().is_dir() {
             names.push(entry.file_name().to_string_lossy().to_string());
         }
     }

@@ -456,3 +456,27 @@ fn base_urls_are_checked_as_urls() {
     ])
     .ok();
 }
+
+#[test]
+fn a_name_longer_than_a_file_name_can_be_is_a_data_problem() {
+    // A name is a folder name in the tree (api/v2/<segment>/<name>/): at most 255 bytes.
+    let long = "a".repeat(256);
+    assert_reported(
+        "long-name",
+        &[("berry/1.json", format!(r#"{{"id": 1, "name": "{long}"}}"#).as_bytes())],
+        &[
+            "data/berry/1.json: $.name: the name is 256 bytes long, and a name is a folder name in the tree: at most 255 bytes",
+        ],
+    );
+    // 255 bytes is the limit, and builds
+    let tmp = broken("longest-name", &[]);
+    let data = tmp.join("data");
+    let longest = "b".repeat(255);
+    let record = read_json(&data.join("berry/1.json"));
+    let mut record = record.as_object().unwrap().clone();
+    record.insert("name".into(), longest.clone().into());
+    std::fs::write(data.join("berry/1.json"), serde_json::to_vec(&record).unwrap()).unwrap();
+    let out = tmp.join("out");
+    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    assert_eq!(read_json(&out.join(format!("api/v2/berry/{longest}/index.json")))["id"], 1);
+}

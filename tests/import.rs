@@ -440,7 +440,8 @@ fn device_files_and_fifos_in_the_source_are_refused_without_reading_them() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("pokemon/1/index.json: $: is a character device"), "{stderr}");
+    // a link to a device outside the source is refused as a link, before anything reads it
+    assert!(stderr.contains("pokemon/1/index.json: $: links outside the source, to /dev/zero"), "{stderr}");
     assert!(stderr.contains("location-area/1/index.json: $: is a named pipe (FIFO)"), "{stderr}");
     assert!(!data.exists(), "a failed import leaves nothing");
 }
@@ -543,4 +544,65 @@ fn a_declared_shared_name_must_be_shared() {
             && stderr.contains("2 problems found"),
         "{stderr}"
     );
+}
+
+#[test]
+fn an_output_folder_inside_the_source_is_refused() {
+    let tmp = TempDir::new("out-inside-source");
+    let src = tmp.join("api-data");
+    synthetic_tree(&src);
+    std::os::unix::fs::symlink(src.join("api/v2"), tmp.join("link-to-v2")).unwrap();
+    let before = read_tree(&src);
+    let outs = [
+        src.join("api/v2"),
+        src.join("api"),
+        src.join("api/v2/pokemon"),
+        src.join("api/v2/new-folder"),
+        tmp.join("link-to-v2"),
+        tmp.join("link-to-v2/pokemon"),
+    ];
+    for out in outs {
+        for extra in [&["--force"][..], &[]] {
+            let run = import(&src, &out, extra).fails_with(2);
+            assert!(run.stderr().contains("inside the source"), "{}: {}", out.display(), run.stderr());
+            assert_eq!(read_tree(&src), before, "--out {} {extra:?} changed the source", out.display());
+        }
+    }
+}
+
+#[test]
+fn links_that_lead_outside_the_source_are_refused_with_their_path() {
+    let tmp = TempDir::new("src-links-out");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    // a record linked to a JSON file elsewhere, and a segment folder linked to a folder elsewhere
+    let secret = tmp.join("secret.json");
+    std::fs::write(&secret, r#"{"id": 1, "name": "bulb", "token": "do-not-publish"}"#).unwrap();
+    let record = src.join("api/v2/pokemon/1/index.json");
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink(&secret, &record).unwrap();
+    let elsewhere = tmp.join("elsewhere");
+    std::fs::rename(src.join("api/v2/location-area"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, src.join("api/v2/location-area")).unwrap();
+    // a link that stays inside the source is fine
+    std::fs::rename(src.join("api/v2/meta"), src.join("meta-real")).unwrap();
+    std::os::unix::fs::symlink(src.join("meta-real"), src.join("api/v2/meta")).unwrap();
+
+    let data = tmp.join("data");
+    let run = import(&src, &data, &[]).fails_with(1);
+    let stderr = run.stderr();
+    assert!(stderr.contains(&format!("{}: $: links outside the source", record.display())), "{stderr}");
+    assert!(stderr.contains(&secret.display().to_string()), "the message names where the link leads: {stderr}");
+    let area = src.join("api/v2/location-area/index.json");
+    assert!(stderr.contains(&format!("{}: $: links outside the source", area.display())), "{stderr}");
+    assert!(!stderr.contains("meta"), "a link inside the source is followed: {stderr}");
+    assert!(!data.exists(), "a refused import writes nothing");
+
+    // once the outside links are gone, the same source imports
+    std::fs::remove_file(&record).unwrap();
+    std::fs::copy(&secret, &record).unwrap();
+    std::fs::remove_file(src.join("api/v2/location-area")).unwrap();
+    std::fs::rename(&elsewhere, src.join("api/v2/location-area")).unwrap();
+    import(&src, &data, &[]).ok();
+    assert!(data.join("creature/1.json").is_file());
 }

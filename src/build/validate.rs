@@ -156,6 +156,18 @@ pub(crate) fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mu
     }
     match &head.name {
         None | Some(Value::Null) => None,
+        Some(Value::String(name)) if name.len() > config::MAX_NAME_BYTES => {
+            problems.push(Problem::new(
+                file,
+                "$.name",
+                format!(
+                    "the name is {} bytes long, and a name is a folder name in the tree: at most {} bytes; shorten it",
+                    name.len(),
+                    config::MAX_NAME_BYTES
+                ),
+            ));
+            None
+        }
         Some(Value::String(name)) if config::is_valid_name(name) => Some(name.clone()),
         Some(Value::String(name)) => {
             let why = if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
