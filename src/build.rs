@@ -1,6 +1,7 @@
 //! The build: `data/` → the tree, as [`load`] → [`plan`] → [`render`] → [`write`], with the
 //! [`index`] beside the tree telling what changed since the previous build.
 
+pub mod dataset;
 pub mod index;
 pub mod load;
 pub mod openapi;

@@ -82,7 +82,9 @@ struct Job {
 /// Record names seen while importing: (folder, name, id).
 type Names = Mutex<Vec<(String, String, i64)>>;
 
-/// Imports the published tree at `src` into the data folder `out`.
+/// Imports the published tree at `src` into the data folder `out`, in three steps: [`scan`]
+/// the source (every problem of its layout at once), [`write_documents`] into a staging folder
+/// beside `out`, then [`write_settings`], and swap the staging folder in.
 pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
     let root = src.join("api/v2");
     if !root.is_dir() {
@@ -96,55 +98,56 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
     if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
     }
+    let scanned = scan(&root, &source, options.keep_segment_names)?;
+    let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
+    let written = write_documents(&scanned, &staging.dir, options.keep_segment_names)?;
+    let mut summary = ImportSummary {
+        resources: scanned.resources,
+        records: scanned.records,
+        subdocs: scanned.subdocs,
+        shared_names: shared_names(written.names),
+        ..ImportSummary::default()
+    };
+    write_settings(out, &staging.dir, options, written.referenced, &mut summary)?;
+    staging.commit()?;
+    Ok(summary)
+}
 
+/// What [`scan`] found in the source: the documents to import and each list's order.
+struct Scanned {
+    jobs: Vec<Job>,
+    /// Documents refused for where a link leads them (outside the source): reported with the
+    /// problems found reading the others, so that one run shows them all.
+    refused: Vec<Problem>,
+    /// The folders whose list is not in id order, with their ids in list order.
+    orders: BTreeMap<String, Vec<i64>>,
+    resources: usize,
+    records: usize,
+    subdocs: usize,
+}
+
+/// Reads every list of the published tree at `root` (resolved: `source`) and plans one job per
+/// record and sub-document. Fails with every problem of the source's layout: a list naming a
+/// missing record, a record folder no list names, a link leading outside the source.
+fn scan(root: &Path, source: &Path, keep: bool) -> Result<Scanned> {
     let mut problems = Vec::new();
-    // documents refused for where they lead, reported with the problems found reading the rest
-    let mut outside = Vec::new();
-    let mut jobs = Vec::new();
-    let mut orders: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    let mut summary = ImportSummary::default();
-    for segment in list_dirs(&root).with_context(|| format!("cannot read {}", root.display()))? {
+    let mut scanned = Scanned {
+        jobs: Vec::new(),
+        refused: Vec::new(),
+        orders: BTreeMap::new(),
+        resources: 0,
+        records: 0,
+        subdocs: 0,
+    };
+    for segment in list_dirs(root).with_context(|| format!("cannot read {}", root.display()))? {
         if SKIPPED.contains(&segment.as_str()) {
             continue;
         }
-        let folder = rename_segment(&segment, options.keep_segment_names).to_string();
-        let Some(ids) = read_list(&root, &segment, &source, &mut problems) else { continue };
+        let folder = rename_segment(&segment, keep).to_string();
+        let Some(ids) = read_list(root, &segment, source, &mut problems) else { continue };
         let listed: BTreeSet<i64> = ids.iter().copied().collect();
         for id in &ids {
-            let record_dir = root.join(&segment).join(id.to_string());
-            let record_source = record_dir.join("index.json");
-            // anything there is read (and refused if it is not a regular file)
-            if !record_source.exists() {
-                problems.push(Problem::new(
-                    &root.join(&segment).join("index.json"),
-                    "$.results",
-                    format!("the list names record {id}, but {} is missing", record_source.display()),
-                ));
-                continue;
-            }
-            if let Err(problem) = inside_source(&record_source, &source) {
-                outside.push(problem);
-                continue;
-            }
-            jobs.push(Job {
-                source: record_source,
-                target: format!("{folder}/{id}.json"),
-                record: Some((folder.clone(), *id)),
-            });
-            for sub in list_dirs(&record_dir).unwrap_or_default() {
-                let sub_source = record_dir.join(&sub).join("index.json");
-                if sub_source.exists() {
-                    match inside_source(&sub_source, &source) {
-                        Ok(()) => jobs.push(Job {
-                            source: sub_source,
-                            target: format!("{folder}/{id}/{sub}.json"),
-                            record: None,
-                        }),
-                        Err(problem) => outside.push(problem),
-                    }
-                    summary.subdocs += 1;
-                }
-            }
+            scan_record(&root.join(&segment), &folder, *id, source, &mut scanned, &mut problems);
         }
         for stray in list_dirs(&root.join(&segment)).unwrap_or_default() {
             if parse_id(&stray).is_none_or(|id| !listed.contains(&id)) {
@@ -155,30 +158,67 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
                 ));
             }
         }
-        summary.resources += 1;
-        summary.records += ids.len();
+        scanned.resources += 1;
+        scanned.records += ids.len();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         if sorted != ids {
-            orders.insert(folder, ids);
+            scanned.orders.insert(folder, ids);
         }
     }
     if !problems.is_empty() {
-        problems.append(&mut outside);
+        problems.append(&mut scanned.refused);
         problems.sort();
         return Err(Problems::all(problems).into());
     }
+    Ok(scanned)
+}
 
-    let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
+/// Plans the jobs of record `id` of the published resource folder `dir`, and of its
+/// sub-documents, into `scanned`; or notes why it cannot be imported.
+fn scan_record(dir: &Path, folder: &str, id: i64, source: &Path, scanned: &mut Scanned, problems: &mut Vec<Problem>) {
+    let record_dir = dir.join(id.to_string());
+    let record = record_dir.join("index.json");
+    // anything there is read (and refused if it is not a regular file)
+    if !record.exists() {
+        problems.push(Problem::new(
+            &dir.join("index.json"),
+            "$.results",
+            format!("the list names record {id}, but {} is missing", record.display()),
+        ));
+        return;
+    }
+    let sub_documents = list_dirs(&record_dir).unwrap_or_default().into_iter().filter_map(|sub| {
+        let path = record_dir.join(&sub).join("index.json");
+        path.exists().then(|| (path, format!("{folder}/{id}/{sub}.json"), None))
+    });
+    let record_job = (record, format!("{folder}/{id}.json"), Some((folder.to_string(), id)));
+    for (path, target, record) in std::iter::once(record_job).chain(sub_documents) {
+        scanned.subdocs += usize::from(record.is_none());
+        match inside_source(&path, source) {
+            Ok(()) => scanned.jobs.push(Job { source: path, target, record }),
+            Err(problem) => scanned.refused.push(problem),
+        }
+    }
+}
+
+/// What [`write_documents`] saw while writing: the segments referred to and the record names.
+struct Written {
+    referenced: BTreeSet<String>,
+    names: Vec<(String, String, i64)>,
+}
+
+/// Reads, renames and writes every planned document into the staging folder `dir`, in
+/// parallel, then the order files. Fails with every problem of the documents, or with the one
+/// error of a write that fails (a full disk).
+fn write_documents(scanned: &Scanned, dir: &Path, keep: bool) -> Result<Written> {
     let referenced = Mutex::new(BTreeSet::new());
     let names = Names::default();
-    let failures: Vec<Failure> = jobs
-        .par_iter()
-        .filter_map(|job| import_document(job, &staging.dir, options.keep_segment_names, &referenced, &names).err())
-        .collect();
+    let failures: Vec<Failure> =
+        scanned.jobs.par_iter().filter_map(|job| import_document(job, dir, keep, &referenced, &names).err()).collect();
     // A write that fails (a full disk) is one error about the destination, not a data problem
     // per document.
-    let mut problems = outside;
+    let mut problems = scanned.refused.clone();
     for failure in failures {
         match failure {
             Failure::Data(problem) => problems.push(problem),
@@ -189,22 +229,38 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
     if !problems.is_empty() {
         return Err(Problems::all(problems).into());
     }
-    for (folder, ids) in &orders {
+    for (folder, ids) in &scanned.orders {
         let bytes = serde_json::to_vec(ids).expect("ids serialise");
-        fsutil::write(&staging.dir.join(folder).join(ORDER_FILE), &bytes)?;
+        fsutil::write(&dir.join(folder).join(ORDER_FILE), &bytes)?;
     }
-    let imported: BTreeSet<String> = list_dirs(&staging.dir)?.into_iter().collect();
-    summary.shared_names = shared_names(names.into_inner().expect("no panics"));
+    Ok(Written {
+        referenced: referenced.into_inner().expect("no panics"),
+        names: names.into_inner().expect("no panics"),
+    })
+}
+
+/// Writes `gen.json` into the staging folder `staging`: `external` (the segments referred to
+/// but not present) and `shared_names` from `summary`; with `--force` over an existing `out`,
+/// first carries over what the import does not write (other folders, the user's files and
+/// settings), noting it in `summary`.
+fn write_settings(
+    out: &Path,
+    staging: &Path,
+    options: &ImportOptions,
+    referenced: BTreeSet<String>,
+    summary: &mut ImportSummary,
+) -> Result<()> {
+    let imported: BTreeSet<String> = list_dirs(staging)?.into_iter().collect();
     let declared: BTreeMap<String, Vec<String>> =
         summary.shared_names.iter().map(|(folder, names)| (folder.clone(), names.keys().cloned().collect())).collect();
     let mut present = imported.clone();
     let mut settings = None;
     if options.force && out.exists() {
-        let kept = keep_what_is_not_imported(out, &staging.dir, &imported)?;
+        let kept = keep_what_is_not_imported(out, staging, &imported)?;
         present.extend(kept.kept.iter().map(|name| name.trim_end_matches('/').to_string()));
         (summary.replaced, summary.kept, settings) = (kept.replaced, kept.kept, kept.settings);
     }
-    summary.external = referenced.into_inner().expect("no panics").difference(&present).cloned().collect();
+    summary.external = referenced.difference(&present).cloned().collect();
     let mut config_bytes = match settings {
         Some(mut settings) => {
             summary.kept_settings = true;
@@ -229,9 +285,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         }
     };
     config_bytes.push(b'\n');
-    fsutil::write(&staging.dir.join(CONFIG_FILE), &config_bytes)?;
-    staging.commit()?;
-    Ok(summary)
+    fsutil::write(&staging.join(CONFIG_FILE), &config_bytes)
 }
 
 /// Reads a published list and returns its ids in order.

@@ -10,6 +10,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // `check` writes nothing, so the build's "nothing was written" line would mislead there.
+    let writes = !matches!(cli.command, cli::Command::Check(_));
     let result = match cli.command {
         cli::Command::Build(args) => cmd::build::execute(args),
         cli::Command::Check(args) => cmd::check::execute(args),
@@ -21,7 +23,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if let Some(problems) = e.downcast_ref::<genapi::problem::Problems>() {
-                let text = format!("{problems}\nerror: nothing was written; fix the problems above and run again");
+                let mut text = problems.to_string();
+                if writes {
+                    text.push_str("\nerror: nothing was written; fix the problems above and run again");
+                }
                 cmd::emit(cmd::To::Stderr, 1, &text, true);
                 ExitCode::from(1)
             } else {

@@ -4,6 +4,7 @@
 //! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
+pub use super::dataset::{Dataset, Record, Resource, SubDoc};
 use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
@@ -14,71 +15,8 @@ use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The whole data folder, indexed.
-#[derive(Debug)]
-pub struct Dataset {
-    /// The data folder.
-    pub dir: PathBuf,
-    /// Site settings from `gen.json` (defaults when absent).
-    pub config: SiteConfig,
-    /// Resources by segment, sorted.
-    pub resources: BTreeMap<String, Resource>,
-    /// A hash of every file read, for the meta document.
-    pub data_hash: String,
-}
-
-/// One resource: its records in list order.
-#[derive(Debug)]
-pub struct Resource {
-    pub segment: String,
-    /// Records in list order (by id, or as `order.json` states).
-    pub records: Vec<Record>,
-    /// Position in `records` of each id.
-    pub by_id: HashMap<i64, usize>,
-    /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
-    /// owns the name path.
-    pub shadowed: HashSet<i64>,
-}
-
-/// One record: where it is and how it is reached.
-#[derive(Debug)]
-pub struct Record {
-    pub id: i64,
-    pub name: Option<String>,
-    pub file: PathBuf,
-    /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
-    pub subdocs: Vec<SubDoc>,
-}
-
-/// A document under a record, such as `creature/132/encounters`: any JSON value.
-#[derive(Debug)]
-pub struct SubDoc {
-    pub name: String,
-    pub file: PathBuf,
-}
-
-impl Resource {
-    /// The record with `id`, if any.
-    pub fn get(&self, id: i64) -> Option<&Record> {
-        self.by_id.get(&id).map(|&i| &self.records[i])
-    }
-
-    /// The record's name, when its name path is its own: a shared name's path belongs to the
-    /// lowest id that carries it.
-    pub fn path_name<'r>(&self, record: &'r Record) -> Option<&'r str> {
-        record.name.as_deref().filter(|_| !self.shadowed.contains(&record.id))
-    }
-}
-
-impl Dataset {
-    /// Number of records across all resources.
-    pub fn record_count(&self) -> usize {
-        self.resources.values().map(|r| r.records.len()).sum()
-    }
-}
 
 /// Fails, saying what to do, unless `dir` is a folder: a missing data folder is a mistake in
 /// the command, not a problem in the data.
@@ -90,7 +28,7 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
         anyhow::bail!("{} is not a folder: point --data at the folder that holds your records", dir.display());
     }
     anyhow::bail!(
-        "{}: no such folder: point --data at the folder that holds your records (see the README's data format)",
+        "{}: no such folder: point --data at the folder that holds your records (the format: docs/data.md)",
         dir.display()
     )
 }
@@ -129,8 +67,7 @@ pub fn load_reusing(
         let message = if dir.exists() {
             "is not a folder: point --data at the folder that holds your records".to_string()
         } else {
-            "no such folder: point --data at the folder that holds your records (see the README's data format)"
-                .to_string()
+            "no such folder: point --data at the folder that holds your records (the format: docs/data.md)".to_string()
         };
         problems.push(Problem::new(dir, "-", message));
         return (dataset, problems, Vec::new());
@@ -220,7 +157,7 @@ pub fn load_reusing(
             dir,
             "-",
             "no records: add one folder per resource holding <id>.json records, e.g. berry/1.json \
-             (see the README's data format)",
+             (the format: docs/data.md)",
         ));
     }
     file_hashes.sort_by(|a, b| a.0.cmp(&b.0));

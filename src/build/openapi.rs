@@ -10,9 +10,6 @@ use crate::build::schema;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// Where record schemas point for a reference: pass it to [`crate::build::schema::Inferred::to_schema`].
-pub(crate) const REFERENCE_REF: &str = "#/components/schemas/Reference";
-
 /// Path of the document in the tree, relative to the output folder.
 pub(crate) const OPENAPI_PATH: &str = "api/v2/openapi.json";
 
@@ -391,7 +388,7 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::schema::Inferred;
+    use crate::build::schema::{Inferred, REFERENCE_REF};
 
     fn record_schema(records: &[Value]) -> Value {
         let mut inferred = Inferred::new();

@@ -2,9 +2,8 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::build::load::Dataset;
-use crate::build::openapi;
 use crate::build::plan::Content;
-use crate::build::schema::Inferred;
+use crate::build::schema::{Inferred, REFERENCE_REF};
 use crate::config::API_PREFIX;
 use crate::json::parse_json;
 use crate::manifest::Settings;
@@ -350,7 +349,7 @@ impl TreeRenderer<'_> {
     /// every sub-document of that name): call it once every document has been rendered.
     pub fn inferred_schema(&self, segment: &str, subdoc: Option<&str>) -> Value {
         let seen = self.seen[&(segment, subdoc)].lock().expect("no panic while observing");
-        seen.to_schema(openapi::REFERENCE_REF)
+        seen.to_schema(REFERENCE_REF)
     }
 
     /// The names of the kinds of sub-document the records of `segment` have, sorted.

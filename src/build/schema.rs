@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value, json};
 use std::collections::BTreeMap;
 
+/// Where record schemas point for a reference (the OpenAPI document's shared `Reference`
+/// component): pass it to [`Inferred::to_schema`].
+pub(crate) const REFERENCE_REF: &str = "#/components/schemas/Reference";
+
 /// What has been seen of a set of JSON values observed at one place. Serialisable, so that an
 /// incremental build keeps it between builds (see [`Inferred::forget`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

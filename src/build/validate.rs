@@ -2,7 +2,7 @@
 //! resource, of order files and of settings. References between records are checked when
 //! documents are rendered (`render`), once every record is known.
 
-use super::load::{Dataset, Record};
+use super::dataset::{Dataset, Record};
 use crate::config::{self, CONFIG_FILE, SiteConfig};
 use crate::json::{is_integer_text, kind_of, parse_json};
 use crate::problem::Problem;
