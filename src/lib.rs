@@ -20,6 +20,7 @@ pub mod fsutil;
 pub mod hosts;
 pub mod import;
 pub mod json;
+pub mod layout;
 pub mod manifest;
 pub mod paging;
 pub mod problem;

@@ -1,0 +1,172 @@
+//! The tree's layout: where each document lives, as a path in the tree (`out/`), as a key (the
+//! path without `/index.json`, what the server and the hosts look documents up by) and as a url.
+//! Every other module asks here; no other module spells `api/v2` or `_pages`.
+//!
+//! ```text
+//! api/v2/index.json                              the root index
+//! api/v2/meta/index.json, api/v2/openapi.json    what the tree holds; its OpenAPI document
+//! api/v2/<segment>/index.json                    a list's first page (offset 0, limit 20)
+//! api/v2/<segment>/_pages/<limit>/<offset>/...   precomputed pages; _pages/all/ the whole list
+//! api/v2/<segment>/<id or name>/index.json       a record
+//! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
+//! ```
+
+use crate::paging::Page;
+use std::fmt::Display;
+
+/// The folder of the API in the tree, and the key of the root index.
+pub const API_ROOT: &str = "api/v2";
+
+/// How every url path of the API starts.
+pub const API_PREFIX: &str = "/api/v2/";
+
+/// Folder, inside a resource's folder, that holds the precomputed page files. The underscore
+/// cannot appear in a record name, so it never collides with a record path.
+pub const PAGES_DIR: &str = "_pages";
+
+/// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
+pub const ALL_PAGE: &str = "all";
+
+/// The page size when a request gives none (or 0), as the public API's.
+pub const DEFAULT_PAGE_SIZE: u64 = 20;
+
+/// The file every document of the tree is, inside its folder.
+pub const DOCUMENT_FILE: &str = "index.json";
+
+/// The root index.
+pub const ROOT_PATH: &str = "api/v2/index.json";
+
+/// The key of the meta document, which describes the tree (generator, data hash, build date).
+pub const META_KEY: &str = "api/v2/meta";
+
+/// The meta document.
+pub const META_PATH: &str = "api/v2/meta/index.json";
+
+/// The OpenAPI document of the tree (a file of its own, not a folder's `index.json`).
+pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
+
+/// The key of a resource's list: `api/v2/<segment>`.
+pub fn list_key(segment: &str) -> String {
+    format!("{API_ROOT}/{segment}")
+}
+
+/// A list's first page: `api/v2/<segment>/index.json`.
+pub fn list_path(segment: &str) -> String {
+    format!("{API_ROOT}/{segment}/{DOCUMENT_FILE}")
+}
+
+/// A record, by id or by name: `api/v2/<segment>/<key>/index.json`.
+pub fn record_path(segment: &str, key: impl Display) -> String {
+    format!("{API_ROOT}/{segment}/{key}/{DOCUMENT_FILE}")
+}
+
+/// A record's sub-document: `api/v2/<segment>/<key>/<name>/index.json`.
+pub fn sub_document_path(segment: &str, key: impl Display, name: &str) -> String {
+    format!("{API_ROOT}/{segment}/{key}/{name}/{DOCUMENT_FILE}")
+}
+
+/// The folder of a list's page files: `api/v2/<segment>/_pages/`.
+pub fn pages_prefix(segment: &str) -> String {
+    format!("{API_ROOT}/{segment}/{PAGES_DIR}/")
+}
+
+/// The key of the page file holding a whole list: `api/v2/<segment>/_pages/all`.
+pub fn all_page_key(segment: &str) -> String {
+    format!("{API_ROOT}/{segment}/{PAGES_DIR}/{ALL_PAGE}")
+}
+
+/// The page file holding a whole list.
+pub fn all_page_path(segment: &str) -> String {
+    format!("{}/{DOCUMENT_FILE}", all_page_key(segment))
+}
+
+/// The folder of one page, relative to the resource's folder: `_pages/<limit>/<offset>/`.
+pub fn page_dir(page: Page) -> String {
+    format!("{PAGES_DIR}/{}/{}/", page.limit, page.offset)
+}
+
+/// One page's file: `api/v2/<segment>/_pages/<limit>/<offset>/index.json`.
+pub fn page_path(segment: &str, page: Page) -> String {
+    format!("{API_ROOT}/{segment}/{}{DOCUMENT_FILE}", page_dir(page))
+}
+
+/// The key a tree path is served under (the path without `/index.json`), when the path is a
+/// document of the API: a JSON file under `api/v2/`.
+pub fn key_of(path: &str) -> Option<&str> {
+    let under_api = path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'));
+    (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
+}
+
+/// The key a url path asks for (`/api/v2/berry/3/` → `api/v2/berry/3`), when it is under the
+/// API; the trailing slash is optional.
+pub fn key_of_url_path(path: &str) -> Option<&str> {
+    let key = path.strip_prefix('/')?.trim_end_matches('/');
+    (key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))).then_some(key)
+}
+
+/// The part of a key below the root (`api/v2/berry/3` → `berry/3`; the root gives "").
+pub fn below_root(key: &str) -> &str {
+    key.strip_prefix(API_ROOT).map_or(key, |rest| rest.trim_start_matches('/'))
+}
+
+/// The url of the root index on `origin` (a base URL or a served address): `<origin>/api/v2/`.
+pub fn root_url(origin: &str) -> String {
+    format!("{origin}{API_PREFIX}")
+}
+
+/// The url of a list: `<origin>/api/v2/<segment>/`.
+pub fn list_url(origin: &str, segment: &str) -> String {
+    format!("{origin}{API_PREFIX}{segment}/")
+}
+
+/// The url of a record: `<origin>/api/v2/<segment>/<key>/`.
+pub fn record_url(origin: &str, segment: &str, key: impl Display) -> String {
+    format!("{origin}{API_PREFIX}{segment}/{key}/")
+}
+
+/// The url path of a key: `api/v2/berry` → `/api/v2/berry/`.
+pub fn url_path(key: &str) -> String {
+    format!("/{key}/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_keys_and_urls_agree() {
+        let page = Page { offset: 40, limit: 20 };
+        assert_eq!(record_path("berry", 3), "api/v2/berry/3/index.json");
+        assert_eq!(record_path("berry", "cheri"), "api/v2/berry/cheri/index.json");
+        assert_eq!(sub_document_path("creature", 132, "encounters"), "api/v2/creature/132/encounters/index.json");
+        assert_eq!(list_path("berry"), "api/v2/berry/index.json");
+        assert_eq!(page_path("berry", page), "api/v2/berry/_pages/20/40/index.json");
+        assert_eq!(all_page_path("berry"), "api/v2/berry/_pages/all/index.json");
+        assert!(page_path("berry", page).starts_with(&pages_prefix("berry")));
+        for path in [record_path("berry", 3), list_path("berry"), page_path("berry", page), ROOT_PATH.into()] {
+            let key = key_of(&path).unwrap();
+            assert_eq!(format!("{key}/{DOCUMENT_FILE}"), path);
+            assert_eq!(key_of_url_path(&url_path(key)), Some(key));
+        }
+        assert_eq!(key_of(META_PATH), Some(META_KEY));
+        assert_eq!(key_of(OPENAPI_PATH), Some(OPENAPI_PATH));
+        assert_eq!(key_of(&list_path("berry")), Some(list_key("berry").as_str()));
+        assert_eq!(record_url("http://h", "berry", 3), "http://h/api/v2/berry/3/");
+        assert_eq!(list_url("http://h", "berry"), "http://h/api/v2/berry/");
+        assert_eq!(root_url("http://h"), "http://h/api/v2/");
+        assert_eq!(below_root("api/v2/berry/3"), "berry/3");
+        assert_eq!(below_root(API_ROOT), "");
+    }
+
+    #[test]
+    fn only_documents_under_the_api_have_keys() {
+        for path in ["manifest.json", "api/v2x/a/index.json", "api/index.json", "api/v2/berry/notes.txt", "api/v2"] {
+            assert_eq!(key_of(path), None, "{path}");
+        }
+        for path in ["/", "/api/", "/api/v22/", "api/v2/", "/apix/v2/"] {
+            assert_eq!(key_of_url_path(path), None, "{path}");
+        }
+        assert_eq!(key_of_url_path("/api/v2"), Some("api/v2"));
+        assert_eq!(key_of_url_path("/api/v2/berry"), Some("api/v2/berry"));
+    }
+}
