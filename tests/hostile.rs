@@ -1,6 +1,7 @@
 //! Hostile clients against `gen serve`: garbage, unsupported protocol versions, TLS and HTTP/2
-//! openings, bad methods. Each gets a 4xx or 505 answer, or its connection closed, and the
-//! server keeps answering everyone else.
+//! openings, bad methods, malformed heads (control characters, missing or doubled `Host`).
+//! Each gets a 4xx or 505 answer, or its connection closed, and the server keeps answering
+//! everyone else.
 
 mod common;
 mod serve_support;
