@@ -117,10 +117,13 @@ pub fn start(
     watcher
         .watch(&data, RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {} for changes", data.display()))?;
-    if let Some(parent) = data.parent() {
-        watcher
-            .watch(parent, RecursiveMode::NonRecursive)
-            .with_context(|| format!("cannot watch {} for the data folder being replaced", parent.display()))?;
+    if let Some(parent) = data.parent()
+        && let Err(e) = watcher.watch(parent, RecursiveMode::NonRecursive)
+    {
+        eprintln!(
+            "gen serve: cannot watch {} ({e}): if the data folder is deleted and recreated, restart gen serve",
+            parent.display()
+        );
     }
     let mut watched = identity(&data);
     if !quiet {
