@@ -94,7 +94,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let tree = tree.clone();
         std::thread::Builder::new().name("gen-compress".into()).spawn(move || tree.compress_all())?;
     }
-    let preview = Arc::new(html::Preview::new(origin.clone()));
+    let preview = Arc::new(html::Preview::new());
     preview.set_problems(problems);
     let shared = Arc::new(server::Shared {
         tree: RwLock::new(tree),

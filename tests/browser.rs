@@ -123,9 +123,10 @@ fn link_with_id(dom: &str, id: &str) -> Option<String> {
     links(dom).into_iter().find(|(_, i)| i.as_deref() == Some(id)).map(|(href, _)| href)
 }
 
-/// The `/api/v2/...` hrefs of a page, as paths on the server.
-fn paths(origin: &str, dom: &str) -> Vec<String> {
-    links(dom).into_iter().filter_map(|(href, _)| href.strip_prefix(origin).map(str::to_string)).collect()
+/// The `/api/v2/...` hrefs of a page (the view links root-relative, on whatever host the
+/// browser used).
+fn paths(dom: &str) -> Vec<String> {
+    links(dom).into_iter().map(|(href, _)| href).filter(|href| href.starts_with("/api/")).collect()
 }
 
 #[test]
@@ -139,10 +140,10 @@ fn chromium_sees_links_pages_and_text() {
     let root = dom(&browser, &format!("{origin}/"));
     let hrefs: BTreeSet<String> = links(&root).into_iter().map(|(h, _)| h).collect();
     for segment in ["berry", "item", "label", "note"] {
-        assert!(hrefs.contains(&format!("{origin}/api/v2/{segment}/")), "root lacks {segment}: {hrefs:?}");
+        assert!(hrefs.contains(&format!("/api/v2/{segment}/")), "root lacks {segment}: {hrefs:?}");
     }
     for path in ["/api/v2/", "/api/v2/meta/", "/api/v2/openapi.json"] {
-        assert!(hrefs.contains(&format!("{origin}{path}")), "root lacks {path}: {hrefs:?}");
+        assert!(hrefs.contains(path), "root lacks {path}: {hrefs:?}");
     }
 
     // A list: its count, its entries as links, previous and next leading to the right pages.
@@ -153,31 +154,31 @@ fn chromium_sees_links_pages_and_text() {
         entries[offset..offset + 20].iter().map(|(_, id)| format!("/api/v2/item/{id}/")).collect()
     };
     let shown: Vec<String> =
-        paths(&origin, &list).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
+        paths(&list).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
     assert_eq!(shown, expected_paths(20), "entries 21-40 as links");
     let next = link_with_id(&list, "next").expect("a next button");
     let previous = link_with_id(&list, "previous").expect("a previous button");
-    assert_eq!(next, format!("{origin}/api/v2/item/?offset=40&limit=20"));
-    assert_eq!(previous, format!("{origin}/api/v2/item/?offset=0&limit=20"));
-    let next_page = dom(&browser, &next);
+    assert_eq!(next, "/api/v2/item/?offset=40&limit=20");
+    assert_eq!(previous, "/api/v2/item/?offset=0&limit=20");
+    let next_page = dom(&browser, &format!("{origin}{next}"));
     let shown: Vec<String> =
-        paths(&origin, &next_page).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
+        paths(&next_page).into_iter().filter(|p| p.split('/').count() == 6 && !p.contains('?')).collect();
     assert_eq!(shown, expected_paths(40), "next leads to entries 41-60");
     let back = link_with_id(&next_page, "previous").unwrap();
-    let first = dom(&browser, &previous);
+    let first = dom(&browser, &format!("{origin}{previous}"));
     assert!(link_with_id(&first, "previous").is_none(), "the first page has no previous link");
-    assert_eq!(back, format!("{origin}/api/v2/item/?offset=20&limit=20"));
+    assert_eq!(back, "/api/v2/item/?offset=20&limit=20");
     // The limit/offset box submits to the list.
-    assert!(list.contains(&format!("action=\"{origin}/api/v2/item/\"")), "{list:.3000}");
+    assert!(list.contains("action=\"/api/v2/item/\""), "{list:.3000}");
     assert!(list.contains("name=\"limit\"") && list.contains("name=\"offset\""));
 
-    // A record: every url is a link to this server; breadcrumbs lead up.
+    // A record: every url is a link to this server (root-relative); breadcrumbs lead up.
     let record = dom(&browser, &format!("{origin}/api/v2/berry/2/"));
     let record_links = links(&record);
-    assert!(record_links.iter().all(|(href, _)| href.starts_with(&origin)), "{record_links:?}");
-    assert!(record_links.iter().any(|(href, _)| *href == format!("{origin}/api/v2/item/2/")), "{record_links:?}");
+    assert!(record_links.iter().all(|(href, _)| href.starts_with('/') && !href.starts_with("//")), "{record_links:?}");
+    assert!(record_links.iter().any(|(href, _)| href == "/api/v2/item/2/"), "{record_links:?}");
     for crumb in ["/", "/api/v2/", "/api/v2/berry/"] {
-        assert!(record_links.iter().any(|(href, _)| *href == format!("{origin}{crumb}")), "crumb {crumb}");
+        assert!(record_links.iter().any(|(href, _)| href == crumb), "crumb {crumb}");
     }
 
     // Markup in the data stays text, in a record and in a sub-document.
@@ -188,7 +189,7 @@ fn chromium_sees_links_pages_and_text() {
         assert!(!page.contains("<title>owned"), "{path}");
     }
     let detail = dom(&browser, &format!("{origin}/api/v2/label/1/detail/"));
-    assert!(links(&detail).iter().any(|(href, _)| *href == format!("{origin}/api/v2/item/1/")));
+    assert!(links(&detail).iter().any(|(href, _)| href == "/api/v2/item/1/"));
 
     // A 404: the same page with the message; the status stays 404.
     let missing = dom(&browser, &format!("{origin}/api/v2/item/99999/"));
@@ -230,7 +231,6 @@ fn chromium_sees_links_pages_and_text() {
 fn following_links_from_the_root_reaches_every_resource() {
     let site = site("crawl");
     let server = Server::start_preview(&site.out(), &["--quiet"]);
-    let origin = format!("http://{}", server.addr);
     let mut seen: HashSet<String> = HashSet::new();
     let mut queue = VecDeque::from(["/".to_string()]);
     while let Some(path) = queue.pop_front() {
@@ -244,7 +244,8 @@ fn following_links_from_the_root_reaches_every_resource() {
         }
         let page = response.text();
         for (href, _) in links(&page) {
-            let target = href.strip_prefix(&origin).unwrap_or_else(|| panic!("{path} links elsewhere: {href}"));
+            assert!(href.starts_with('/') && !href.starts_with("//"), "{path} links elsewhere: {href}");
+            let target = href.as_str();
             if !seen.contains(target) && !target.contains("format=json") {
                 queue.push_back(target.to_string());
             }
@@ -302,4 +303,128 @@ fn json_clients_get_the_trees_bytes() {
     assert!(page.contains("/api/v2/meta/\"") && page.contains("/api/v2/openapi.json\""));
     let index = server.get("/api/v2/").expect(200).json();
     assert!(index.get("meta").is_none() && index.get("openapi.json").is_none());
+}
+
+/// A headless Chromium driven over the DevTools protocol (`--remote-debugging-pipe`: commands
+/// on its descriptor 3, answers on 4, each a JSON text ended by a NUL), for what `--dump-dom`
+/// cannot do: submit a form and follow a link as a user does, under the page's own CSP.
+struct Tab {
+    child: std::process::Child,
+    commands: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<serde_json::Value>,
+    session: String,
+    next_id: u64,
+    _profile: TempDir,
+}
+
+impl Tab {
+    /// Chromium with one tab opened at `url`.
+    fn open(browser: &Path, url: &str) -> Tab {
+        let profile = TempDir::new("chromium-devtools");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("exec \"$0\" \"$@\" 3<&0 4>&1 </dev/null >/dev/null")
+            .arg(browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe"])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium starts");
+        let commands = child.stdin.take().unwrap();
+        let mut pipe = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (sender, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut message = Vec::new();
+            while std::io::BufRead::read_until(&mut pipe, 0, &mut message).is_ok_and(|n| n > 0) {
+                message.pop();
+                if let Ok(value) = serde_json::from_slice(&message)
+                    && sender.send(value).is_err()
+                {
+                    return;
+                }
+                message.clear();
+            }
+        });
+        let mut tab = Tab { child, commands, answers, session: String::new(), next_id: 0, _profile: profile };
+        let targets = tab.call("Target.getTargets", serde_json::json!({}));
+        let page = targets["targetInfos"]
+            .as_array()
+            .and_then(|targets| targets.iter().find(|t| t["type"] == "page"))
+            .unwrap_or_else(|| panic!("no page in {targets}"))["targetId"]
+            .clone();
+        let attached = tab.call("Target.attachToTarget", serde_json::json!({ "targetId": page, "flatten": true }));
+        tab.session = attached["sessionId"].as_str().expect("a session").to_string();
+        tab
+    }
+
+    /// Sends one command (to the tab once attached) and waits for its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let mut command = serde_json::json!({ "id": self.next_id, "method": method, "params": params });
+        if !self.session.is_empty() {
+            command["sessionId"] = self.session.clone().into();
+        }
+        let mut bytes = command.to_string().into_bytes();
+        bytes.push(0);
+        std::io::Write::write_all(&mut self.commands, &bytes).expect("chromium takes commands");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer = self.answers.recv_timeout(left).unwrap_or_else(|e| panic!("{method}: no answer: {e}"));
+            if answer["id"] == self.next_id {
+                assert!(answer.get("error").is_none(), "{method}: {answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    /// The value of a JavaScript expression in the tab (run by DevTools, which the page's CSP
+    /// does not govern; what the expression makes the page do, it does).
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let result =
+            self.call("Runtime.evaluate", serde_json::json!({ "expression": expression, "returnByValue": true }));
+        result["result"]["value"].clone()
+    }
+
+    /// Waits until the tab shows `url`, loaded.
+    fn shows(&mut self, url: &str) -> bool {
+        eventually(Duration::from_secs(60), || {
+            self.eval("location.href + ' ' + document.readyState") == format!("{url} complete").as_str()
+        })
+    }
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_view_works_when_opened_as_localhost() {
+    let Some(browser) = chromium() else { return };
+    let site = site("localhost");
+    let server = Server::start_preview(&site.out(), &["--quiet"]);
+    let port = server.addr.rsplit(':').next().unwrap();
+    let origin = format!("http://localhost:{port}");
+    let mut tab = Tab::open(&browser, &format!("{origin}/api/v2/item/?offset=20&limit=20"));
+    assert!(tab.shows(&format!("{origin}/api/v2/item/?offset=20&limit=20")), "the list does not load");
+
+    // The page form, filled in and submitted as a user does: allowed by the page's CSP
+    // (`form-action 'self'`), it shows the page asked for, still on localhost.
+    tab.eval("document.querySelector('input[name=offset]').value = '40'; document.querySelector('form.page button').click(); true");
+    let submitted = format!("{origin}/api/v2/item/?limit=20&offset=40");
+    assert!(tab.shows(&submitted), "the form did not lead to {submitted}: {}", tab.eval("location.href"));
+    let count = tab.eval("document.querySelector('.count').textContent");
+    assert_eq!(count, "130 in all · entries 41–60");
+
+    // A link (next) and a breadcrumb, followed by a click.
+    tab.eval("document.getElementById('next').click(); true");
+    assert!(tab.shows(&format!("{origin}/api/v2/item/?offset=60&limit=20")), "{}", tab.eval("location.href"));
+    tab.eval("document.querySelector('.crumbs a:last-of-type').click(); true");
+    assert!(tab.shows(&format!("{origin}/api/v2/")), "{}", tab.eval("location.href"));
 }

@@ -1,6 +1,7 @@
 //! Hostile clients against `gen serve`: garbage, unsupported protocol versions, TLS and HTTP/2
-//! openings, bad methods. Each gets a 4xx or 505 answer, or its connection closed, and the
-//! server keeps answering everyone else.
+//! openings, bad methods, malformed heads (control characters, missing or doubled `Host`).
+//! Each gets a 4xx or 505 answer, or its connection closed, and the server keeps answering
+//! everyone else.
 
 mod common;
 mod serve_support;
@@ -217,4 +218,69 @@ fn a_body_too_large_to_read_still_gets_its_answer() {
         assert!(conn.closed_within(Duration::from_secs(3)));
     }
     server.get("/api/v2/").expect(200);
+}
+
+/// The whole answer to `bytes` on a new connection, read until the server closes it, or `None`
+/// when it has not closed it within 5 s (the server's idle timeout is 60 s: an answer that
+/// comes only at the idle timeout counts as none).
+fn answer_to(server: &Server, bytes: &[u8]) -> Option<String> {
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream.write_all(bytes).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok().map(|_| String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[test]
+fn malformed_heads_get_400_at_once() {
+    let site = Site::new("hostile-heads", &[20], &[]);
+    let server = Server::start(&site.out(), &["--idle-timeout", "60"]);
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "a NUL in a header value",
+            b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\nConnection: close\r\n\r\n",
+            "control character",
+        ),
+        (
+            "a control character in a header value",
+            b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n",
+            "control character",
+        ),
+        ("DEL in a header value", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n", "control character"),
+        ("a bare CR in a header value", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", "control character"),
+        ("a NUL in a header name", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX\0A: b\r\n\r\n", "control character"),
+        ("a NUL in the target", b"GET /api/v2/item/\0/ HTTP/1.1\r\nHost: x\r\n\r\n", "control character"),
+        ("HTTP/1.1 without Host", b"GET /api/v2/ HTTP/1.1\r\nConnection: close\r\n\r\n", "Host header"),
+        (
+            "two Host headers",
+            b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nHost: y\r\nConnection: close\r\n\r\n",
+            "more than one Host",
+        ),
+        ("two equal Host headers", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nHost: x\r\n\r\n", "more than one Host"),
+        ("an obsolete line folding", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", "line folding"),
+        ("a byte above 127", b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nX-A: \xe9\r\n\r\n", "not ASCII"),
+    ];
+    for (label, bytes, says) in cases {
+        let answer = answer_to(&server, bytes).unwrap_or_else(|| panic!("{label}: no answer within 5 s"));
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{label}: {answer:?}");
+        assert!(answer.contains("Content-Type: application/json"), "{label}: {answer:?}");
+        let body = &answer[answer.find("\r\n\r\n").map_or(0, |i| i + 4)..];
+        let detail: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{label}: {e}: {body:?}"));
+        assert!(detail["detail"].as_str().is_some_and(|d| d.contains(says)), "{label}: {body}");
+        server.get("/api/v2/item/1/").expect(200);
+    }
+
+    // Bare LF line ends are accepted (RFC 9112 §2.2), alone or mixed with CRLF, and answered at once.
+    let record = site.file("api/v2/item/1/index.json");
+    for (label, bytes) in [
+        ("bare LF", &b"GET /api/v2/item/1/ HTTP/1.1\nHost: x\nConnection: close\n\n"[..]),
+        ("LF and CRLF mixed", b"GET /api/v2/item/1/ HTTP/1.1\r\nHost: x\nConnection: close\r\n\n"),
+    ] {
+        let answer = answer_to(&server, bytes).unwrap_or_else(|| panic!("{label}: no answer within 5 s"));
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{label}: {answer:?}");
+        assert!(answer.ends_with(&*String::from_utf8_lossy(&record)), "{label}: {answer:?}");
+    }
+    // HTTP/1.0 needs no Host.
+    let answer = answer_to(&server, b"GET /api/v2/item/1/ HTTP/1.0\r\n\r\n").expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 200 ") || answer.starts_with("HTTP/1.0 200 "), "{answer:?}");
 }

@@ -155,3 +155,94 @@ fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
     .fails_with(2);
     assert!(refused.stderr().contains("is inside --data"), "{}", refused.stderr());
 }
+
+/// The CPU time `pid` has used so far, in clock ticks (user + system, from `/proc/<pid>/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// How many rebuilds `gen serve --watch` has announced on stderr (with or without a change to
+/// the tree, with or without problems).
+fn rebuilds(server: &Server) -> usize {
+    let stderr = server.stderr();
+    stderr.matches("gen serve: rebuilt ").count()
+        + stderr.matches("the tree is already up to date").count()
+        + stderr.matches("still serving the last good build").count()
+}
+
+/// Stays idle for a few seconds: returns the rebuilds announced and the CPU ticks used meanwhile.
+fn idle(server: &Server) -> (usize, u64) {
+    let (rebuilt, ticks) = (rebuilds(server), cpu_ticks(server.pid()));
+    std::thread::sleep(Duration::from_secs(4));
+    (rebuilds(server) - rebuilt, cpu_ticks(server.pid()) - ticks)
+}
+
+#[test]
+fn watch_rests_while_nothing_changes() {
+    let tmp = TempDir::new("watch-idle");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    let records: Vec<(String, String)> = (1..=300).map(|id| (format!("berry/{id}.json"), record(id, id))).collect();
+    let records: Vec<(&str, String)> = records.iter().map(|(path, text)| (path.as_str(), text.clone())).collect();
+    write_files(&data, &records);
+    // Not quiet: each rebuild says so on stderr.
+    let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
+    let server_log = |server: &Server| server.stderr();
+    assert_eq!(count(&server), Some(300));
+
+    // An edit is rebuilt once; then, with nothing changing, no rebuild follows (the build's
+    // own reads of the data are not changes) and the process uses next to no CPU.
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit: {}", server_log(&server));
+    std::thread::sleep(Duration::from_secs(1));
+    let (rebuilt, ticks) = idle(&server);
+    assert_eq!(rebuilt, 0, "rebuilds while idle:\n{}", server_log(&server));
+    assert!(ticks < 50, "{ticks} clock ticks of CPU in 4 s of idling");
+
+    // Broken data: the problems are printed once, not again and again.
+    std::fs::write(data.join("berry/2.json"), "{").unwrap();
+    assert!(eventually(LIMIT, || rebuilds(&server) > 0), "{}", server_log(&server));
+    std::thread::sleep(Duration::from_secs(1));
+    let printed = server.stderr().matches("berry/2.json").count();
+    let (rebuilt, _) = idle(&server);
+    assert_eq!(rebuilt, 0, "rebuilds of broken data while idle:\n{}", server_log(&server));
+    assert_eq!(server.stderr().matches("berry/2.json").count(), printed, "{}", server_log(&server));
+
+    // And the watch still reacts to the fix.
+    std::fs::write(data.join("berry/2.json"), record(2, 33)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 2) == Some(33)), "fix: {}", server_log(&server));
+}
+
+#[test]
+fn watch_follows_a_data_folder_deleted_and_recreated() {
+    let tmp = TempDir::new("watch-recreated");
+    let data = tmp.join("data");
+    let backup = tmp.join("backup");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    write_files(&backup, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(size_of(&server, 1), Some(20));
+
+    // `rm -rf data`: the rebuild fails, the last good tree stays served.
+    std::fs::remove_dir_all(&data).unwrap();
+    assert!(eventually(LIMIT, || server.stderr().contains("still serving the last good build")), "{}", server.stderr());
+    assert_eq!(size_of(&server, 1), Some(20));
+
+    // `cp -r backup data`, then an edit: watched anew and rebuilt.
+    let copied = std::process::Command::new("cp").arg("-r").arg(&backup).arg(&data).status().unwrap();
+    assert!(copied.success());
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit after recreating: {}", server.stderr());
+    assert!(eventually(LIMIT, || !server.get_with("/", &[BROWSER]).text().contains("id=\"problems\"")));
+
+    // Moved away and another folder moved in its place: the same.
+    std::fs::rename(&data, tmp.join("data.old")).unwrap();
+    std::fs::rename(&backup, &data).unwrap();
+    std::fs::write(data.join("berry/2.json"), record(2, 31)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 2) == Some(31)), "edit after moving: {}", server.stderr());
+    assert_eq!(size_of(&server, 1), Some(20), "the moved-in folder's records are served");
+}

@@ -13,19 +13,21 @@ use std::fmt::Write as _;
 use std::sync::RwLock;
 
 /// What the HTML view shows beyond the tree.
+///
+/// The view's own links (breadcrumbs, urls of the tree, previous/next, the page form) are
+/// root-relative (`/api/v2/berry/`): they work whatever host name the browser used
+/// (`localhost`, `127.0.0.1`, the machine's name when bound to `0.0.0.0`), and the Host header
+/// is never trusted to write them. The JSON answers keep their absolute urls.
 #[derive(Debug, Default)]
 pub struct Preview {
-    /// The origin the server answers on (`http://127.0.0.1:8080`): every link of the view
-    /// leads there.
-    pub origin: String,
     /// The problems of the last `--watch` rebuild, as `gen check` prints them, while they last.
     pub problems: RwLock<Option<String>>,
 }
 
 impl Preview {
-    /// A view of the server at `origin`.
-    pub fn new(origin: String) -> Preview {
-        Preview { origin, problems: RwLock::new(None) }
+    /// A view with no problems to show.
+    pub fn new() -> Preview {
+        Preview::default()
     }
 
     /// Sets (or with `None` clears) the problems shown at the top of every page.
@@ -65,45 +67,40 @@ pub(crate) fn wants_html(accept: Option<&str>, target: &str) -> bool {
 
 /// The page at `/`: links to the index, every resource, `meta` and `openapi.json`.
 pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
-    let origin = &preview.origin;
     let mut main = String::new();
     let _ = write!(
         main,
         "<h1>API preview</h1>\n<p>Served by <code>gen serve</code>; every url in the answers starts with \
-         <code>{}</code>.</p>\n<ul class=\"index\">\n<li><a href=\"{o}/api/v2/\">/api/v2/</a> \
+         <code>{}</code>.</p>\n<ul class=\"index\">\n<li><a href=\"/api/v2/\">/api/v2/</a> \
          <span class=\"note\">the index of resources</span></li>\n",
         escape(&tree.base_url),
-        o = escape(origin),
     );
     for segment in tree.segments() {
         let count = tree.count(segment).unwrap_or(0);
         let _ = writeln!(
             main,
-            "<li><a href=\"{o}/api/v2/{s}/\">/api/v2/{s}/</a> <span class=\"note\">{count} entries</span></li>",
-            o = escape(origin),
+            "<li><a href=\"/api/v2/{s}/\">/api/v2/{s}/</a> <span class=\"note\">{count} entries</span></li>",
             s = escape(segment),
         );
     }
-    main.push_str(&extras(tree, origin));
+    main.push_str(&extras(tree));
     main.push_str("</ul>\n");
-    layout(preview, "API preview", &crumbs(origin, &[]), 200, &main)
+    layout(preview, "API preview", &crumbs(&[]), 200, &main)
 }
 
 /// Links to the documents the index does not list, where the tree has them.
-fn extras(tree: &Tree, origin: &str) -> String {
+fn extras(tree: &Tree) -> String {
     let mut out = String::new();
     if tree.doc("api/v2/meta").is_some() {
         let _ = writeln!(
             out,
-            "<li><a href=\"{}/api/v2/meta/\">/api/v2/meta/</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>",
-            escape(origin)
+            "<li><a href=\"/api/v2/meta/\">/api/v2/meta/</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>"
         );
     }
     if tree.doc("api/v2/openapi.json").is_some() {
         let _ = writeln!(
             out,
-            "<li><a href=\"{}/api/v2/openapi.json\">/api/v2/openapi.json</a> <span class=\"note\">the OpenAPI description</span></li>",
-            escape(origin)
+            "<li><a href=\"/api/v2/openapi.json\">/api/v2/openapi.json</a> <span class=\"note\">the OpenAPI description</span></li>"
         );
     }
     out
@@ -111,12 +108,11 @@ fn extras(tree: &Tree, origin: &str) -> String {
 
 /// The page of a document or an error: `body` is the JSON answer for `target` with `status`.
 pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body: &[u8]) -> Vec<u8> {
-    let origin = &preview.origin;
     let path = target.split(['?', '#']).next().unwrap_or(target);
     let key = normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|k| k.split('/').collect()).unwrap_or_default();
     let value: Option<Value> = serde_json::from_slice(body).ok();
-    let links = Links { tree_base: &tree.base_url, origin };
+    let links = Links { tree_base: &tree.base_url };
     let mut main = String::new();
     let title = match &key {
         Some(key) => format!("/{key}/"),
@@ -132,7 +128,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
     );
     if status < 400 {
         let json_href = with_format_json(target);
-        let _ = write!(main, " · <a href=\"{}{}\">as JSON</a>", escape(origin), escape(&json_href));
+        let _ = write!(main, " · <a href=\"{}\">as JSON</a>", escape(&json_href));
     }
     main.push_str("</p>\n");
     if status >= 400 {
@@ -154,12 +150,12 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
     }
     main.push_str("</pre>\n");
     if key.as_deref() == Some("api/v2") && status == 200 {
-        let more = extras(tree, origin);
+        let more = extras(tree);
         if !more.is_empty() {
             let _ = write!(main, "<h2>Also served</h2>\n<ul class=\"index\">\n{more}</ul>\n");
         }
     }
-    layout(preview, &title, &crumbs(origin, &parts), status, &main)
+    layout(preview, &title, &crumbs(&parts), status, &main)
 }
 
 /// Count, previous/next buttons and the limit/offset form of a list page.
@@ -207,11 +203,10 @@ fn list_controls(
     out.push_str("</p>\n");
     let _ = write!(
         out,
-        "<form class=\"page\" method=\"get\" action=\"{}/api/v2/{}/\">\
+        "<form class=\"page\" method=\"get\" action=\"/api/v2/{}/\">\
          <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
          <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
          <button type=\"submit\">show</button></form>\n</div>\n",
-        escape(links.origin),
         escape(segment),
     );
     out
@@ -226,16 +221,15 @@ fn with_format_json(target: &str) -> String {
 }
 
 /// How urls of the tree become links: a string that starts with the tree's base URL and
-/// `/api/v2/` links to the same path on the server's origin.
+/// `/api/v2/` links to the same path on this server, root-relative.
 struct Links<'a> {
     tree_base: &'a str,
-    origin: &'a str,
 }
 
 impl Links<'_> {
     fn href(&self, text: &str) -> Option<String> {
         let rest = text.strip_prefix(self.tree_base)?;
-        rest.starts_with("/api/v2/").then(|| format!("{}{rest}", self.origin))
+        rest.starts_with("/api/v2/").then(|| rest.to_string())
     }
 }
 
@@ -293,13 +287,12 @@ fn json(out: &mut String, value: &Value, depth: usize, links: &Links) {
 }
 
 /// Breadcrumbs `api / v2 / berry / 1`, each a link but the last.
-fn crumbs(origin: &str, parts: &[&str]) -> String {
-    let origin = escape(origin);
+fn crumbs(parts: &[&str]) -> String {
     let mut out = String::from("<nav class=\"crumbs\" aria-label=\"breadcrumbs\">");
     if parts.is_empty() {
         out.push_str("<span>api</span>");
     } else {
-        let _ = write!(out, "<a href=\"{origin}/\">api</a>");
+        out.push_str("<a href=\"/\">api</a>");
     }
     let mut path = String::new();
     for (i, part) in parts.iter().enumerate().skip(1) {
@@ -308,7 +301,7 @@ fn crumbs(origin: &str, parts: &[&str]) -> String {
         if i + 1 == parts.len() {
             let _ = write!(out, " / <span>{shown}</span>");
         } else {
-            let _ = write!(out, " / <a href=\"{origin}{}/\">{shown}</a>", escape(&path));
+            let _ = write!(out, " / <a href=\"{}/\">{shown}</a>", escape(&path));
         }
     }
     out.push_str("</nav>");
@@ -416,11 +409,8 @@ mod tests {
             escape(r#"<script>alert("x")</script> & 'y'"#),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
-        let links = Links { tree_base: "https://api.example.org", origin: "http://127.0.0.1:9" };
-        assert_eq!(
-            links.href("https://api.example.org/api/v2/berry/1/").as_deref(),
-            Some("http://127.0.0.1:9/api/v2/berry/1/")
-        );
+        let links = Links { tree_base: "https://api.example.org" };
+        assert_eq!(links.href("https://api.example.org/api/v2/berry/1/").as_deref(), Some("/api/v2/berry/1/"));
         assert_eq!(links.href("https://api.example.org/other"), None);
         assert_eq!(links.href("see https://api.example.org/api/v2/"), None);
         let value: Value = serde_json::from_str(
@@ -432,15 +422,15 @@ mod tests {
         assert!(out.contains("&quot;&lt;script&gt;x&lt;/script&gt;&quot;"), "{out}");
         assert!(!out.contains("<script"), "{out}");
         assert!(out.contains(">1.50<"), "{out}");
-        assert!(out.contains("<a href=\"http://127.0.0.1:9/api/v2/x/\">"), "{out}");
+        assert!(out.contains("<a href=\"/api/v2/x/\">"), "{out}");
     }
 
     #[test]
     fn crumbs_link_every_level_but_the_last() {
-        let out = crumbs("http://h", &["api", "v2", "berry", "1"]);
-        assert!(out.contains("<a href=\"http://h/\">api</a>"));
-        assert!(out.contains("<a href=\"http://h/api/v2/\">v2</a>"));
-        assert!(out.contains("<a href=\"http://h/api/v2/berry/\">berry</a>"));
+        let out = crumbs(&["api", "v2", "berry", "1"]);
+        assert!(out.contains("<a href=\"/\">api</a>"));
+        assert!(out.contains("<a href=\"/api/v2/\">v2</a>"));
+        assert!(out.contains("<a href=\"/api/v2/berry/\">berry</a>"));
         assert!(out.ends_with(" / <span>1</span></nav>"));
     }
 }

@@ -1,15 +1,16 @@
 //! `gen serve --watch`: rebuild the tree whenever anything under the data folder changes.
 //!
-//! File system events come from the `notify` crate (inotify, FSEvents, ...), debounced so that a
-//! burst (an editor saving by rename, a `git checkout` creating and deleting hundreds of files)
-//! gives one rebuild. Each rebuild is `genapi::build`, which swaps the new tree in whole; the
+//! File system events come from the `notify` crate (inotify, FSEvents, ...): changes only, not
+//! accesses (the build's own reads of the data would queue the next build for ever), debounced
+//! so that a burst (an editor saving by rename, a `git checkout` creating and deleting hundreds
+//! of files) gives one rebuild. Each rebuild is `genapi::build`, which swaps the new tree in whole; the
 //! server then loads it at once. A rebuild that finds problems prints them as `gen check` does,
 //! keeps the last good tree served, and shows them on the HTML view until a rebuild succeeds.
 
 use super::html::Preview;
 use crate::problem::Problems;
 use anyhow::{Context, Result, bail};
-use notify_debouncer_mini::{new_debouncer, notify::RecursiveMode};
+use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -44,7 +45,9 @@ fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
     let started = Instant::now();
     match crate::build(data, out, &options(out), &Default::default()) {
         Ok(summary) => {
-            if !quiet && !summary.up_to_date {
+            if !quiet && summary.up_to_date {
+                eprintln!("gen serve: the tree is already up to date with {}", data.display());
+            } else if !quiet {
                 eprintln!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s",
                     super::tree::show_dir(out),
@@ -96,6 +99,11 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
 
 /// Watches `data` from a thread of its own; after each burst of changes, rebuilds into `out`,
 /// then calls `reload` (which loads the new tree) or shows the problems on `preview`.
+///
+/// Only changes count (create, modify, remove, rename): a build opens and reads every data
+/// file, and those accesses must not queue the next build. The data folder's parent is watched
+/// too (its direct entries only), so that a data folder deleted and recreated, or replaced by
+/// another moved in, is noticed and watched anew.
 pub fn start(
     data: PathBuf,
     out: PathBuf,
@@ -103,22 +111,41 @@ pub fn start(
     quiet: bool,
     reload: impl Fn() + Send + 'static,
 ) -> Result<()> {
+    let data = std::path::absolute(&data).with_context(|| format!("cannot watch {}", data.display()))?;
     let (events_tx, events) = mpsc::channel();
-    let mut debouncer = new_debouncer(DEBOUNCE, events_tx).context("cannot watch the data folder for changes")?;
-    debouncer
-        .watcher()
+    let mut watcher = notify::recommended_watcher(events_tx).context("cannot watch the data folder for changes")?;
+    watcher
         .watch(&data, RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {} for changes", data.display()))?;
+    if let Some(parent) = data.parent()
+        && let Err(e) = watcher.watch(parent, RecursiveMode::NonRecursive)
+    {
+        eprintln!(
+            "gen serve: cannot watch {} ({e}): if the data folder is deleted and recreated, restart gen serve",
+            parent.display()
+        );
+    }
     let mut watched = identity(&data);
     if !quiet {
         eprintln!("gen serve: watching {} for changes", data.display());
     }
     std::thread::Builder::new().name("gen-watch".into()).spawn(move || {
-        for batch in events.iter() {
-            // Whatever else is queued is part of the same burst.
-            while events.try_recv().is_ok() {}
-            if let Err(e) = batch {
-                eprintln!("gen serve: watching {}: {e}", data.display());
+        while let Ok(event) = events.recv() {
+            if !is_change(&event, &data) {
+                continue;
+            }
+            if !quiet_for(&events, DEBOUNCE, &data) {
+                return;
+            }
+            // A data folder replaced whole (recreated, or another moved in) is watched anew,
+            // before the rebuild reads it, so that no change made after this is missed.
+            let now = identity(&data);
+            if now != watched && now.is_some() {
+                let _ = watcher.unwatch(&data);
+                match watcher.watch(&data, RecursiveMode::Recursive) {
+                    Ok(()) => watched = now,
+                    Err(e) => eprintln!("gen serve: cannot watch {} again: {e}", data.display()),
+                }
             }
             match rebuild(&data, &out, quiet) {
                 Outcome::Built => {
@@ -127,19 +154,40 @@ pub fn start(
                 }
                 Outcome::Failed(problems) => preview.set_problems(Some(problems)),
             }
-            // A data folder replaced whole (moved away and back, recreated) is watched anew.
-            let now = identity(&data);
-            if now != watched && now.is_some() {
-                let watcher = debouncer.watcher();
-                let _ = watcher.unwatch(&data);
-                match watcher.watch(&data, RecursiveMode::Recursive) {
-                    Ok(()) => watched = now,
-                    Err(e) => eprintln!("gen serve: cannot watch {} again: {e}", data.display()),
-                }
-            }
         }
     })?;
     Ok(())
+}
+
+/// True when `event` may change what a build of `data` reads: a change (not an access) of
+/// `data` or of something in it. A failure to watch counts (something may have been missed).
+fn is_change(event: &notify::Result<notify::Event>, data: &Path) -> bool {
+    use notify::event::{EventKind, MetadataKind, ModifyKind};
+    let event = match event {
+        Ok(event) => event,
+        Err(e) => {
+            eprintln!("gen serve: watching {}: {e}", data.display());
+            return true;
+        }
+    };
+    let kind_counts =
+        !matches!(event.kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)));
+    // A rescan request (events were lost) names no path.
+    kind_counts && (event.paths.is_empty() || event.paths.iter().any(|path| path.starts_with(data)))
+}
+
+/// Waits until no change has come for `quiet`: a burst of changes is one rebuild. False when
+/// the watcher is gone.
+fn quiet_for(events: &mpsc::Receiver<notify::Result<notify::Event>>, quiet: Duration, data: &Path) -> bool {
+    let mut until = Instant::now() + quiet;
+    loop {
+        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(event) if is_change(&event, data) => until = Instant::now() + quiet,
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => return true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        }
+    }
 }
 
 /// The device and inode of a folder, to notice it was replaced.

@@ -129,6 +129,10 @@ impl ClientConnection {
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
     ///
+    /// gen patch: a bare `LF` ends a line too (RFC 9112 §2.2 lets a recipient accept it), so
+    /// a head written with `\n` alone is answered at once instead of waiting for a `CRLF` that
+    /// never comes. A `CR` elsewhere stays in the line, where [`has_control`] refuses it.
+    ///
     /// gen patch: `deadline` is when the whole head must have arrived; it is set when the first
     /// byte of the head arrives (before that, the socket's receive timeout bounds the wait).
     fn read_next_line(
@@ -160,8 +164,10 @@ impl ClientConnection {
                 _ => {}
             }
 
-            if byte == b'\n' && prev_byte_was_cr {
-                buf.pop(); // removing the '\r'
+            if byte == b'\n' {
+                if prev_byte_was_cr {
+                    buf.pop(); // removing the '\r'
+                }
                 return AsciiString::from_ascii(buf)
                     .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
             }
@@ -181,8 +187,16 @@ impl ClientConnection {
             let (method, path, version) = {
                 let line = self.read_next_line(MAX_REQUEST_LINE, &mut deadline).map_err(|e| match e.kind() {
                     ErrorKind::OutOfMemory => ReadError::TooLarge(414, "the request line is too long"),
+                    ErrorKind::InvalidInput => ReadError::Refused(400, NOT_ASCII),
                     _ => ReadError::ReadIoError(e),
                 })?;
+                // gen patch: no control characters in the request line.
+                if has_control(line.as_bytes()) {
+                    return Err(ReadError::Refused(
+                        400,
+                        "the request line holds a control character (NUL, CR or another): send printable ASCII",
+                    ));
+                }
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -198,12 +212,14 @@ impl ClientConnection {
                     let room = MAX_HEADER_BYTES.saturating_sub(header_bytes);
                     let line = self.read_next_line(room, &mut deadline).map_err(|e| match e.kind() {
                         ErrorKind::OutOfMemory => too_large,
+                        ErrorKind::InvalidInput => ReadError::Refused(400, NOT_ASCII),
                         _ => ReadError::ReadIoError(e),
                     })?;
 
                     if line.is_empty() {
                         break;
                     };
+                    check_field_line(line.as_bytes())?;
                     header_bytes += line.len();
                     if headers.len() >= MAX_HEADERS || header_bytes > MAX_HEADER_BYTES {
                         return Err(ReadError::TooLarge(431, "the request has too many headers"));
@@ -218,6 +234,7 @@ impl ClientConnection {
                 headers
             };
             check_framing(&headers)?;
+            check_host(&version, &headers)?;
 
             (method, path, version, headers)
         };
@@ -412,6 +429,47 @@ fn check_framing(headers: &[crate::Header]) -> Result<(), ReadError> {
         }
     }
     Ok(())
+}
+
+/// gen patch: the answer to a request head with a byte above 127 (tiny_http keeps heads as ASCII).
+const NOT_ASCII: &str = "the request head holds a byte that is not ASCII: send the target percent-encoded and header values in ASCII";
+
+/// gen patch: true when `bytes` hold a control character other than a tab (RFC 9110 §5.5:
+/// NUL, CR and LF are never valid in a field value; the others are not either).
+fn has_control(bytes: &[u8]) -> bool {
+    bytes.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+}
+
+/// gen patch: refuses a header line that holds a control character (a NUL, a bare CR), and
+/// an obsolete line folding (a line that starts with a space or tab, RFC 9112 §5.2), which
+/// tiny_http read as a header of its own.
+fn check_field_line(line: &[u8]) -> Result<(), ReadError> {
+    if has_control(line) {
+        return Err(ReadError::Refused(
+            400,
+            "a request header holds a control character (NUL, CR or another): send printable ASCII",
+        ));
+    }
+    if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+        return Err(ReadError::Refused(
+            400,
+            "a request header line starts with a space (obsolete line folding): send each header on one line",
+        ));
+    }
+    Ok(())
+}
+
+/// gen patch: RFC 9112 §3.2: an HTTP/1.1 request without a `Host` header, or any request with
+/// more than one, is answered 400.
+fn check_host(version: &HTTPVersion, headers: &[crate::Header]) -> Result<(), ReadError> {
+    match headers.iter().filter(|h| h.field.equiv("Host")).count() {
+        0 if *version == HTTPVersion(1, 1) => Err(ReadError::Refused(
+            400,
+            "an HTTP/1.1 request must have a Host header: send one (e.g. Host: 127.0.0.1:8080)",
+        )),
+        0 | 1 => Ok(()),
+        _ => Err(ReadError::Refused(400, "the request has more than one Host header: send one")),
+    }
 }
 
 /// gen patch: a header for the answers written here.
