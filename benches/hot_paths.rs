@@ -84,9 +84,9 @@ fn main() {
     for (count, label) in
         [(10_007, "plan the pages of 10,007 entries, limit 20"), (10_000, "plan the pages of 10,000 entries, limit 20")]
     {
-        let pages = paging::reachable_pages(count, 20).len();
+        let pages = paging::precomputed_pages(count, 20, paging::LinkStyle::Query).len();
         let timing = time(20, || {
-            black_box(paging::reachable_pages(count, 20));
+            black_box(paging::precomputed_pages(count, 20, paging::LinkStyle::Query));
         });
         row(label, timing, &format!("{pages} pages"));
     }
