@@ -86,8 +86,8 @@ impl Page {
 ///
 /// Following `next` from offset 0 stays within these pages in either style, and so does
 /// `previous` from every page except that shrunken last page (whose `previous`, by the public
-/// API's rule, is not aligned). Their number is `ceil(count / size)`, plus one: it changes by at
-/// most two when one entry is added or removed, whatever the count.
+/// API's rule, is not aligned). Their number is `ceil(count / size)` (at least one), plus the
+/// shrunken page: it changes by at most two when one entry is added or removed, whatever the count.
 pub fn precomputed_pages(count: u64, size: u64, style: LinkStyle) -> BTreeSet<Page> {
     let size = size.max(1);
     let aligned = count.div_ceil(size).max(1);
