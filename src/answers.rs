@@ -86,8 +86,9 @@ pub(crate) fn page_not_held(segment: &str, count: &str, offset: &str, limit: &st
     }
     not_found(format!(
         "?offset={offset}&limit={limit} is not a page of {segment} that this static host holds. It holds the \
-         pages that next and previous lead to from offset 0 with limit {sizes}, and the whole list (offset 0 \
-         and a limit of at least the count, {count}); gen serve answers any offset and limit"
+         pages whose offset is a multiple of the limit, for limit {sizes}, the last page as next names it, \
+         and the whole list (offset 0 and a limit of at least the count, {count}); gen serve answers any \
+         offset and limit"
     ))
 }
 

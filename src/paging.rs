@@ -7,6 +7,11 @@
 //! else it points at `offset + limit` with limit `min(limit, count - offset - limit)` (the last
 //! page's limit shrinks). `previous` is null when offset is 0, else it points at
 //! `max(0, offset - limit)` with limit `min(limit, offset)`.
+//!
+//! Trees built with `--links path` link by the page files themselves, and there `next` keeps
+//! the limit (`offset + limit`, limit `limit`): the last page's file is named by the page size,
+//! so following `next` and `previous` from offset 0 never leaves the aligned pages
+//! ([`precomputed_pages`]). Query links follow the public API exactly.
 
 use std::collections::BTreeSet;
 
@@ -37,10 +42,22 @@ impl Page {
         Page { offset: offset.unwrap_or(0), limit }
     }
 
-    /// The page `next` points to, if any.
+    /// The page `next` points to, if any, by the public API's rule (the last page's limit
+    /// shrinks).
     pub fn next(self, count: u64) -> Option<Page> {
         let end = self.offset.saturating_add(self.limit);
         (count > end).then(|| Page { offset: end, limit: self.limit.min(count - end) })
+    }
+
+    /// The page `next` links to in a tree with links `style`: [`Page::next`] for query links;
+    /// for path links the same offset with the limit kept, so the link names the page file of
+    /// the aligned chain.
+    pub fn next_linked(self, count: u64, style: LinkStyle) -> Option<Page> {
+        let next = self.next(count)?;
+        Some(match style {
+            LinkStyle::Query => next,
+            LinkStyle::Path => Page { limit: self.limit, ..next },
+        })
     }
 
     /// The page `previous` points to, if any.
@@ -62,21 +79,26 @@ impl Page {
     }
 }
 
-/// Every page reachable by following `next` and `previous` from offset 0 with `limit`.
+/// The pages of one page size that a tree holds as files: the aligned pages (offsets 0,
+/// `size`, `2 × size`, ... up to the last entry, each with limit `size`) and, with query links,
+/// the last page under the shrunken limit that `next` names (`offset=100000&limit=1` for
+/// 100,001 entries and size 20).
 ///
-/// Because the last page's limit shrinks, `previous` from it walks back with the smaller limit,
-/// and so on: the set is closed over both links. It stays small (a Euclid-like descent of
-/// limits, each walking the list once), so every page a client can reach by links exists as a file.
-pub fn reachable_pages(count: u64, limit: u64) -> BTreeSet<Page> {
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![Page::requested(Some(0), Some(limit))];
-    while let Some(page) = todo.pop() {
-        if seen.insert(page) {
-            todo.extend(page.next(count));
-            todo.extend(page.previous());
+/// Following `next` from offset 0 stays within these pages in either style, and so does
+/// `previous` from every page except that shrunken last page (whose `previous`, by the public
+/// API's rule, is not aligned). Their number is `ceil(count / size)` (at least one), plus the
+/// shrunken page: it changes by at most two when one entry is added or removed, whatever the count.
+pub fn precomputed_pages(count: u64, size: u64, style: LinkStyle) -> BTreeSet<Page> {
+    let size = size.max(1);
+    let aligned = count.div_ceil(size).max(1);
+    let mut pages: BTreeSet<Page> = (0..aligned).map(|k| Page { offset: k * size, limit: size }).collect();
+    if style == LinkStyle::Query {
+        let last = Page { offset: (aligned - 1) * size, limit: size };
+        if let Some(page) = last.previous().and_then(|p| p.next(count)) {
+            pages.insert(page);
         }
     }
-    seen
+    pages
 }
 
 /// How `next` and `previous` are written.
@@ -129,7 +151,14 @@ pub(crate) fn render_list_page(
     let shown = &entries[page.range(count)];
     let size: usize = shown.iter().map(|e| e.as_ref().len() + 6).sum();
     let mut out = Vec::with_capacity(size + 2 * list_url.len() + 128);
-    render_page(&mut out, count, link(page.next(count)).as_deref(), link(page.previous()).as_deref(), shown, pretty);
+    render_page(
+        &mut out,
+        count,
+        link(page.next_linked(count, style)).as_deref(),
+        link(page.previous()).as_deref(),
+        shown,
+        pretty,
+    );
     out
 }
 
@@ -243,16 +272,61 @@ mod tests {
         assert!(Page { offset: 0, limit: u64::MAX }.is_everything(10));
     }
 
+    /// The links a page file of `style` holds, as [`render_list_page`] writes them.
+    fn links(page: Page, count: u64, style: LinkStyle) -> Vec<Page> {
+        page.next_linked(count, style).into_iter().chain(page.previous()).collect()
+    }
+
     #[test]
-    fn reachable_pages_are_closed_under_links() {
-        for count in [0u64, 1, 5, 19, 20, 21, 68, 99, 1000, 1021] {
-            for limit in [1u64, 2, 3, 7, 20, 50, 100] {
-                let pages = reachable_pages(count, limit);
-                assert!(pages.contains(&Page { offset: 0, limit }));
+    fn path_links_never_leave_the_precomputed_pages() {
+        for count in [0u64, 1, 5, 19, 20, 21, 68, 99, 1000, 1021, 100_001] {
+            for size in [1u64, 2, 3, 7, 20, 50, 100] {
+                let pages = precomputed_pages(count, size, LinkStyle::Path);
+                assert!(pages.contains(&Page { offset: 0, limit: size }));
+                assert!(pages.iter().all(|p| p.limit == size && p.offset % size == 0), "{count} {size}");
                 for page in &pages {
-                    for linked in page.next(count).into_iter().chain(page.previous()) {
-                        assert!(pages.contains(&linked), "{count} {limit}: {linked:?} missing");
+                    for linked in links(*page, count, LinkStyle::Path) {
+                        assert!(pages.contains(&linked), "{count} {size}: {page:?} links {linked:?}, not a file");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn query_links_leave_them_only_by_previous_of_the_shrunken_last_page() {
+        for count in [0u64, 1, 5, 19, 20, 21, 68, 99, 1000, 1021, 100_001] {
+            for size in [1u64, 2, 3, 7, 20, 50, 100] {
+                let pages = precomputed_pages(count, size, LinkStyle::Query);
+                for page in &pages {
+                    for linked in links(*page, count, LinkStyle::Query) {
+                        let shrunken = page.limit < size;
+                        assert!(pages.contains(&linked) || shrunken, "{count} {size}: {page:?} links {linked:?}");
+                    }
+                }
+                // next from offset 0 walks the list within the pages, as the public API links it
+                let mut page = Some(Page { offset: 0, limit: size });
+                while let Some(p) = page {
+                    assert!(pages.contains(&p), "{count} {size}: {p:?}");
+                    page = p.next(count);
+                }
+            }
+        }
+        let pages = precomputed_pages(100_001, 20, LinkStyle::Query);
+        assert_eq!(pages.len(), 5_001 + 1);
+        assert!(pages.contains(&Page { offset: 100_000, limit: 1 }));
+        assert!(pages.contains(&Page { offset: 100_000, limit: 20 }));
+    }
+
+    #[test]
+    fn one_entry_more_or_less_changes_the_pages_by_at_most_two() {
+        for style in [LinkStyle::Query, LinkStyle::Path] {
+            for size in [1u64, 3, 20, 50, 100] {
+                let mut before = precomputed_pages(99_890, size, style);
+                for count in 99_891..=100_110 {
+                    let after = precomputed_pages(count, size, style);
+                    assert!(before.symmetric_difference(&after).count() <= 2, "{style:?} {size} {count}");
+                    before = after;
                 }
             }
         }
@@ -268,6 +342,14 @@ mod tests {
                 assert_eq!(range.start as u64, seen);
                 seen = range.end as u64;
                 page = p.next(count);
+            }
+            assert_eq!(seen, count);
+            // path links cover it the same way, with the limit kept
+            let (mut page, mut seen) = (Some(Page { offset: 0, limit: 20 }), 0);
+            while let Some(p) = page {
+                assert_eq!((p.range(count).start as u64, p.limit), (seen, 20));
+                seen = p.range(count).end as u64;
+                page = p.next_linked(count, LinkStyle::Path);
             }
             assert_eq!(seen, count);
         }

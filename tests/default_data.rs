@@ -105,7 +105,17 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
 
     let mut checked = 0;
     for (rel, bytes) in read_tree(&out.join("api")) {
-        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+        // the last page under a shrunken limit (`_pages/8/60/` of 68 entries): its previous,
+        // by the public API's rule, is not a file of the tree (docs/tree.md, "Page files")
+        let parts: Vec<&str> = rel.split('/').collect();
+        if let [_, _, "_pages", limit, offset, _] = parts[..]
+            && let (Ok(limit), Ok(offset)) = (limit.parse::<u64>(), offset.parse::<u64>())
+            && !([20, 50, 100].contains(&limit) && offset % limit == 0)
+        {
+            assert_eq!(value["next"], Value::Null, "{rel}");
+            value["previous"] = Value::Null;
+        }
         let mut found = Vec::new();
         strings(&value, &mut found);
         for url in found.iter().filter_map(|s| s.strip_prefix("http://127.0.0.1:8080/")) {

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-pub const FORMAT: u32 = 1;
+/// 2: the page files are the aligned pages of each size (docs/tree.md), so a tree indexed by an
+/// earlier version is rendered whole once, not kept list by list with its old pages and links.
+pub const FORMAT: u32 = 2;
 
 /// How long before a build started a file must have last changed for its stamp to be trusted:
 /// a file changed later may have changed again within the same tick of the file system's clock

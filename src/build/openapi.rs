@@ -206,8 +206,9 @@ fn info_description() -> &'static str {
      trailing slash (`/api/v2/berry` answers as `/api/v2/berry/`). Lists are paged with `limit` (absent, \
      empty or 0 means 20) and `offset` (absent or empty means 0); `next` and `previous` link to the \
      neighbouring pages and are null at either end, and the last page's limit shrinks to what is left. \
-     The same pages are files at `/api/v2/<segment>/_pages/<limit>/<offset>/` (and `_pages/all/`), \
-     which `next` and `previous` point to in trees built with `--links path`. \
+     Pages whose offset is a multiple of their limit are also files at \
+     `/api/v2/<segment>/_pages/<limit>/<offset>/` (and `_pages/all/`), which `next` and `previous` point \
+     to in trees built with `--links path`; there `next` keeps the limit. \
      Records are served by id and, where they have one, by name. References between documents are \
      `{\"name\", \"url\"}` (or `{\"url\"}`) with an absolute url. Record schemas are inferred from \
      every record at build time: exact for the data, so every record validates against its schema; \

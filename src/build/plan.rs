@@ -3,7 +3,7 @@
 
 use crate::build::load::Dataset;
 use crate::manifest::Settings;
-use crate::paging::{self, ALL_PAGE, PAGES_DIR, Page};
+use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
 use std::collections::BTreeMap;
 
 /// One document of the tree.
@@ -52,24 +52,25 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
             }
         }
         let count = resource.records.len() as u64;
-        for (page, paths) in page_files(segment, count, &options.page_sizes) {
+        for (page, paths) in page_files(segment, count, &options.page_sizes, options.links) {
             outputs.push(Output { content: Content::Page { segment, page }, paths });
         }
     }
     outputs
 }
 
-/// The page files of one list, grouped by content: the list root (offset 0, limit 20), every
-/// page reachable by links for each page size, and the whole list. Pages that hold the whole
-/// list have the same bytes whatever their limit, so they share one entry.
-pub fn page_files(segment: &str, count: u64, page_sizes: &[u64]) -> BTreeMap<Page, Vec<String>> {
+/// The page files of one list, grouped by content: the list root (offset 0, limit 20), the
+/// pages of each page size that [`paging::precomputed_pages`] names for links `style`, and the
+/// whole list. Pages that hold the whole list have the same bytes whatever their limit, so they
+/// share one entry.
+pub fn page_files(segment: &str, count: u64, page_sizes: &[u64], style: LinkStyle) -> BTreeMap<Page, Vec<String>> {
     let whole = Page { offset: 0, limit: count.max(1) };
     let normalize = |page: Page| if page.is_everything(count) { whole } else { page };
     let mut files: BTreeMap<Page, Vec<String>> = BTreeMap::new();
     files.entry(normalize(Page::requested(None, None))).or_default().push(format!("api/v2/{segment}/index.json"));
     files.entry(whole).or_default().push(format!("api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}/index.json"));
     for size in paging::page_sizes(page_sizes) {
-        for page in paging::reachable_pages(count, size) {
+        for page in paging::precomputed_pages(count, size, style) {
             let path = format!("api/v2/{segment}/{}index.json", paging::page_dir(page));
             let paths = files.entry(normalize(page)).or_default();
             if !paths.contains(&path) {
@@ -83,35 +84,89 @@ pub fn page_files(segment: &str, count: u64, page_sizes: &[u64]) -> BTreeMap<Pag
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    const STYLES: [LinkStyle; 2] = [LinkStyle::Query, LinkStyle::Path];
+
+    /// Every path (file) the plan holds for one list.
+    fn paths(count: u64, page_sizes: &[u64], style: LinkStyle) -> BTreeSet<String> {
+        page_files("x", count, page_sizes, style).into_values().flatten().collect()
+    }
 
     #[test]
     fn small_list_is_one_file_under_several_paths() {
-        let files = page_files("berry", 5, &[20, 50]);
-        assert_eq!(files.len(), 1);
-        let paths = &files[&Page { offset: 0, limit: 5 }];
-        assert!(paths.contains(&"api/v2/berry/index.json".to_string()));
-        assert!(paths.contains(&"api/v2/berry/_pages/all/index.json".to_string()));
-        assert!(paths.contains(&"api/v2/berry/_pages/20/0/index.json".to_string()));
-        assert!(paths.contains(&"api/v2/berry/_pages/50/0/index.json".to_string()));
+        for style in STYLES {
+            let files = page_files("berry", 5, &[20, 50], style);
+            assert_eq!(files.len(), 1);
+            let paths = &files[&Page { offset: 0, limit: 5 }];
+            assert!(paths.contains(&"api/v2/berry/index.json".to_string()));
+            assert!(paths.contains(&"api/v2/berry/_pages/all/index.json".to_string()));
+            assert!(paths.contains(&"api/v2/berry/_pages/20/0/index.json".to_string()));
+            assert!(paths.contains(&"api/v2/berry/_pages/50/0/index.json".to_string()));
+        }
     }
 
     #[test]
     fn every_path_is_planned_once() {
-        let files = page_files("x", 68, &[20, 50, 100]);
-        let mut all: Vec<&String> = files.values().flatten().collect();
-        let n = all.len();
-        all.sort();
-        all.dedup();
-        assert_eq!(all.len(), n);
-        // the chain of the shrinking last page is there
-        assert!(files.contains_key(&Page { offset: 60, limit: 8 }));
-        assert!(files.contains_key(&Page { offset: 52, limit: 8 }));
-        assert!(files.contains_key(&Page { offset: 0, limit: 4 }));
+        for style in STYLES {
+            let files = page_files("x", 68, &[20, 50, 100], style);
+            let mut all: Vec<&String> = files.values().flatten().collect();
+            let n = all.len();
+            all.sort();
+            all.dedup();
+            assert_eq!(all.len(), n);
+        }
+    }
+
+    #[test]
+    fn the_aligned_pages_and_the_page_next_names_at_the_end() {
+        // 68 entries, limit 20: offsets 0, 20, 40, 60 with limit 20; with query links `next`
+        // from offset 40 names offset 60 with limit 8, which is a file too. The chain the
+        // shrunken limit would lead back to (52, 44, ... with limit 8) is not.
+        let query = page_files("x", 68, &[20], LinkStyle::Query);
+        let path = page_files("x", 68, &[20], LinkStyle::Path);
+        for offset in [0, 20, 40, 60] {
+            assert!(query.contains_key(&Page { offset, limit: 20 }) && path.contains_key(&Page { offset, limit: 20 }));
+        }
+        assert!(query.contains_key(&Page { offset: 60, limit: 8 }));
+        assert!(!path.contains_key(&Page { offset: 60, limit: 8 }));
+        assert!(!query.contains_key(&Page { offset: 52, limit: 8 }));
+        // 4 aligned pages, the shrunken last page, the whole list
+        assert_eq!((query.len(), path.len()), (6, 5));
     }
 
     #[test]
     fn empty_list() {
-        let files = page_files("x", 0, &[20]);
-        assert_eq!(files.len(), 1);
+        for style in STYLES {
+            let files = page_files("x", 0, &[20], style);
+            assert_eq!(files.len(), 1);
+        }
+    }
+
+    /// The number of page files of a list of 99,990 to 100,010 entries, with the default page
+    /// sizes: one entry more or less adds or removes at most two files per page size (the
+    /// aligned page that starts holding or stops holding entries, and the shrunken last page
+    /// under its new limit). Before, 100,001 entries had 108,003 page files, 99,999 had 213,318.
+    #[test]
+    fn one_entry_more_or_less_changes_the_page_files_by_at_most_two_per_page_size() {
+        let sizes = [20, 50, 100];
+        for style in STYLES {
+            let mut counts = Vec::new();
+            let mut before = paths(99_989, &sizes, style);
+            for count in 99_990..=100_010u64 {
+                let after = paths(count, &sizes, style);
+                let changed = before.symmetric_difference(&after).count();
+                assert!(changed <= 2 * sizes.len(), "{style:?}, {count} entries: {changed} files added or removed");
+                // every aligned page of every size, the shrunken last pages, the root and `all`
+                assert!(after.len() as u64 <= 2 + sizes.iter().map(|s| count.div_ceil(*s) + 1).sum::<u64>());
+                counts.push((count, after.len()));
+                before = after;
+            }
+            eprintln!("{style:?}: {counts:?}");
+        }
+        assert_eq!(paths(100_000, &sizes, LinkStyle::Query).len(), 8_002);
+        assert_eq!(paths(100_001, &sizes, LinkStyle::Query).len(), 8_006);
+        assert_eq!(paths(99_999, &sizes, LinkStyle::Query).len(), 8_005);
+        assert_eq!(paths(100_001, &sizes, LinkStyle::Path).len(), 8_005);
     }
 }
