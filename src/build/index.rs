@@ -9,9 +9,11 @@
 //! - what rendering saw for the schemas of `openapi.json`;
 //! - every file of the tree: its hash, and the stamp it had when the build left it.
 //!
-//! Nothing in it is trusted blindly: a data file is read again unless its stamp is unchanged and
-//! was taken well before the build that recorded it started (see [`Index::trusted`]), and a file
-//! of the tree is reused only while its stamp is unchanged. See docs/builds.md.
+//! Nothing in it is trusted blindly: a file, of the data or of the tree, is read again unless
+//! its stamp is unchanged and it last changed well before the build that recorded it started
+//! (see [`Index::trusted`]); a path of the tree it lists that no build writes makes the whole
+//! index ignored; it is read only from a regular file, at most [`MAX_INDEX_BYTES`]. See
+//! docs/builds.md.
 
 use crate::build::schema::Inferred;
 use crate::build::tree_fs::TreeDir;
@@ -247,9 +249,9 @@ impl Index {
     /// commit, say) may have changed again within the same clock tick, so its bytes are read
     /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
     pub fn check_file(&self, tree: &TreeDir, path: &str, file: &TreeFile, gzip: bool) -> Option<bool> {
-        let gz_rel = format!("{path}.gz");
+        let gz_rel = || format!("{path}.gz");
         let same_gz = match file.gz {
-            Some(gz) => gzip && tree.stamp(&gz_rel) == Some(gz),
+            Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),
             None => !gzip,
         };
         if !same_gz || tree.stamp(path) != Some(file.stamp) {
@@ -265,7 +267,7 @@ impl Index {
         }
         if let Some(gz) = file.gz.filter(|_| !gz_trusted) {
             use std::io::Read as _;
-            let packed = tree.read(&gz_rel, gz.size)?;
+            let packed = tree.read(&gz_rel(), gz.size)?;
             let mut unpacked = Vec::with_capacity(bytes.len() + 1);
             let decoder = flate2::read::GzDecoder::new(&packed[..]);
             decoder.take(bytes.len() as u64 + 1).read_to_end(&mut unpacked).ok()?;
