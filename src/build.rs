@@ -8,6 +8,7 @@ pub mod openapi;
 pub mod plan;
 pub mod render;
 pub mod schema;
+pub mod tree_fs;
 pub mod validate;
 pub mod walk;
 pub mod write;
@@ -99,12 +100,13 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     load::require_folder(data)?;
     let mut target = crate::staging::Target::open(out)?;
     let dir = target.dir.clone();
-    let journal = if target.exists { write::read_journal(&dir) } else { Vec::new() };
+    let journal = if target.exists { write::read_journal(&dir) } else { write::Journal::default() };
     let previous = if target.exists { Index::read(&dir) } else { None };
-    let mut listed = journal.clone();
+    let mut listed = journal.paths.clone();
     if target.exists && previous.is_none() {
-        listed.extend(previous_files(&dir, !journal.is_empty())?);
+        listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
     }
+    let tree = if target.exists { Some(tree_fs::TreeDir::open(&dir)?) } else { None };
 
     // Load, reading only the files whose stamps say they may have changed.
     let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
@@ -150,12 +152,26 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     }
     let lists = list_hashes(&dataset);
 
-    let intact = previous.as_ref().filter(|index| journal.is_empty() && index.verify(&dir));
+    // The tree is checked only when this build could reuse it (up to date, or in part): a
+    // check may read every file the previous build wrote (see `Index::check_file`).
+    let verified = match (&previous, &tree) {
+        (Some(index), Some(tree))
+            if !journal.killed
+                && (index.settings == settings || only_changes_and_additions(index, &settings, &data_files)) =>
+        {
+            index.verify(tree)
+        }
+        _ => index::Verified::Changed,
+    };
+    let intact = previous.as_ref().filter(|_| verified != index::Verified::Changed);
     if let Some(index) = intact
         && index.settings == settings
     {
-        // Up to date. Stamps of data files touched without a change are kept for next time.
-        if index.data.iter().any(|(rel, old)| data_files.get(rel).is_none_or(|new| new.stamp != old.stamp)) {
+        // Up to date. Stamps of data files touched without a change are kept for next time, and
+        // tree files read to be checked need not be read again.
+        let data_touched =
+            index.data.iter().any(|(rel, old)| data_files.get(rel).is_none_or(|new| new.stamp != old.stamp));
+        if data_touched || verified == (index::Verified::Intact { rehashed: true }) {
             let index = Index { started_ns, data: data_files, ..clone_index(index) };
             let _ = index.write(&dir);
         }
@@ -174,7 +190,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         .collect();
     let partial = partial.filter(|index| {
         renderer.seed_schemas(index.schemas.clone());
-        forget_previous(&renderer, index, &dir, &changed)
+        tree.as_ref().is_some_and(|tree| forget_previous(&renderer, index, tree, &changed))
     });
     if partial.is_none() {
         renderer = render::TreeRenderer::new(&dataset, &settings);
@@ -215,7 +231,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         &write::Previous { index: previous.as_ref(), listed },
         progress,
     )?;
-    drop(previous);
+    drop((previous, tree));
     let schemas = renderer.schemas();
     let resources = dataset.resources.len();
     let records = dataset.record_count();
@@ -296,10 +312,26 @@ fn clone_index(index: &index::Index) -> index::Index {
 /// The files of the tree in `dir` as its manifest lists them, when there is no index: what a
 /// build may replace or remove. A folder that holds anything but gen's tree is refused (unless
 /// `ours`: a killed commit's journal names it), so that a mistyped `--out` deletes nothing.
+/// A listed path that no build writes (`../x`, `/x`) is left out, with a note; a manifest that
+/// is not a regular file of at most [`manifest::MAX_MANIFEST_BYTES`] is an error.
 fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
-    let bytes = std::fs::read(dir.join(manifest::MANIFEST_FILE)).ok();
+    let path = dir.join(manifest::MANIFEST_FILE);
+    let bytes = match crate::fsutil::read_regular_file(&path, manifest::MAX_MANIFEST_BYTES) {
+        Ok(bytes) => Some(bytes),
+        Err(crate::fsutil::NotRead::Io(_)) => None,
+        Err(e) => anyhow::bail!("{}", manifest::not_read_manifest(&path, &e)),
+    };
     if let Some(manifest) = bytes.as_deref().filter(|b| Settings::from_manifest_bytes(b).is_some()) {
-        return Ok(Manifest::from_bytes(manifest).map(|m| m.files.into_keys().collect()).unwrap_or_default());
+        let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
+        let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| manifest::is_tree_path(p));
+        for bad in bad {
+            eprintln!(
+                "note: {} lists {bad:?}, which is not a path of a gen tree: ignoring it (it is neither read, \
+                 written nor removed)",
+                path.display()
+            );
+        }
+        return Ok(paths);
     }
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
@@ -330,7 +362,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
 fn forget_previous(
     renderer: &render::TreeRenderer<'_>,
     index: &index::Index,
-    dir: &Path,
+    tree: &tree_fs::TreeDir,
     changed: &std::collections::HashSet<&str>,
 ) -> bool {
     for rel in changed.iter().filter(|rel| index.data.contains_key(**rel)) {
@@ -344,7 +376,7 @@ fn forget_previous(
             _ => continue, // gen.json, order files
         };
         let Some(entry) = index.files.get(&path) else { return false };
-        let Ok(bytes) = std::fs::read(dir.join(&path)) else { return false };
+        let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
         if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
             return false;
         }

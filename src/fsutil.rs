@@ -58,26 +58,23 @@ impl std::fmt::Display for NotRead {
 /// file system that reports no size). A device, FIFO or socket is refused without reading it,
 /// so that `/dev/zero` is not read for ever and a FIFO does not wait for a writer.
 pub(crate) fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
-    use std::io::Read as _;
-    let kind_of = |meta: &std::fs::Metadata| -> Option<&'static str> {
-        use std::os::unix::fs::FileTypeExt;
-        let t = meta.file_type();
-        match () {
-            _ if t.is_file() => None,
-            _ if t.is_dir() => Some("a folder"),
-            _ if t.is_fifo() => Some("a named pipe (FIFO)"),
-            _ if t.is_char_device() => Some("a character device (such as /dev/zero)"),
-            _ if t.is_block_device() => Some("a block device"),
-            _ if t.is_socket() => Some("a socket"),
-            _ => Some("not a file"),
+    read_bounded(open_regular_file(path, limit, false)?, limit)
+}
+
+/// Opens a regular file for reading, refusing without reading anything what is not one (see
+/// [`read_regular_file`]) or is larger than `limit` by its metadata. With `no_follow`, a
+/// symbolic link in the last component is refused too (the error is then `Io`, `ELOOP`).
+/// Read the file through `take(limit + 1)` (as [`read_bounded`] does) to bound the read.
+pub(crate) fn open_regular_file(
+    path: &Path,
+    limit: u64,
+    no_follow: bool,
+) -> std::result::Result<std::fs::File, NotRead> {
+    if !no_follow {
+        let meta = std::fs::metadata(path).map_err(NotRead::Io)?;
+        if let Some(kind) = kind_of(&meta) {
+            return Err(NotRead::NotRegular(kind));
         }
-    };
-    let meta = std::fs::metadata(path).map_err(NotRead::Io)?;
-    if let Some(kind) = kind_of(&meta) {
-        return Err(NotRead::NotRegular(kind));
-    }
-    if meta.len() > limit {
-        return Err(NotRead::TooLarge(meta.len()));
     }
     // Non-blocking open: a file swapped for a FIFO since the check above does not wait for a
     // writer (the flag means nothing for regular files).
@@ -86,19 +83,79 @@ pub(crate) fn read_regular_file(path: &Path, limit: u64) -> std::result::Result<
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        options.custom_flags(libc::O_NONBLOCK | if no_follow { libc::O_NOFOLLOW } else { 0 });
     }
     let file = options.open(path).map_err(NotRead::Io)?;
     let meta = file.metadata().map_err(NotRead::Io)?;
     if let Some(kind) = kind_of(&meta) {
         return Err(NotRead::NotRegular(kind));
     }
-    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
+    if meta.len() > limit {
+        return Err(NotRead::TooLarge(meta.len()));
+    }
+    Ok(file)
+}
+
+/// Reads at most `limit` bytes of an open file: more is an error, however the file grew.
+pub(crate) fn read_bounded(file: std::fs::File, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
+    use std::io::Read as _;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let mut bytes = Vec::with_capacity(size.min(limit) as usize + 1);
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(NotRead::Io)?;
     if bytes.len() as u64 > limit {
         return Err(NotRead::TooLarge(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// What a file is when it is not a regular file (`None` for a regular file).
+fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    match () {
+        _ if t.is_file() => None,
+        _ if t.is_dir() => Some("a folder"),
+        _ if t.is_fifo() => Some("a named pipe (FIFO)"),
+        _ if t.is_char_device() => Some("a character device (such as /dev/zero)"),
+        _ if t.is_block_device() => Some("a block device"),
+        _ if t.is_socket() => Some("a socket"),
+        _ => Some("not a file"),
+    }
+}
+
+/// Creates the file at `path` anew for writing: whatever is there (a file, a FIFO, a symbolic
+/// link) is removed first, never followed or opened, so that a link beside the tree cannot
+/// make gen write elsewhere and a FIFO cannot make it wait. The error names the file.
+pub fn create_new(path: &Path) -> Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot replace {}", path.display()));
+        }
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes a whole file created anew (see [`create_new`]); the error names the file.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    create_new(path)?.write_all(bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Why one of gen's own files (the manifest, the build index, a journal) was not read, as the
+/// start of a message naming it; `limit` is the size limit it was read with.
+pub fn why_not_read(path: &Path, limit: u64, e: &NotRead) -> String {
+    match e {
+        NotRead::NotRegular(kind) => format!("{} is {kind}, not a regular file", path.display()),
+        NotRead::TooLarge(_) => {
+            format!("{} is larger than {} MB, the most gen reads of it", path.display(), limit >> 20)
+        }
+        NotRead::Io(e) => format!("cannot read {}: {e}", path.display()),
+    }
 }
 
 /// Compresses bytes with gzip at `level`, deterministically (no name, no timestamp).

@@ -13,6 +13,10 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// Version of the manifest's format.
 pub const FORMAT: u32 = 1;
 
+/// Largest `manifest.json` read (1 GiB): a tree of a million records has a manifest of a few
+/// hundred MB. The limit of a commit's journal too (it lists at most every file of a tree).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+
 /// True when `path` has the shape of a path a build writes: `/`-separated segments of
 /// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
 /// read only such paths of a manifest, so that no manifest can lead them outside the tree.
@@ -21,6 +25,16 @@ pub fn is_tree_path(path: &str) -> bool {
         let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
         !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
     })
+}
+
+/// The error for a `manifest.json` that is not a regular file of at most
+/// [`MAX_MANIFEST_BYTES`]: what it is, and what to do.
+pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> String {
+    format!(
+        "{}: gen reads its manifest only from a regular file of at most {} MB; delete it and rebuild with `gen build`",
+        crate::fsutil::why_not_read(path, MAX_MANIFEST_BYTES, e),
+        MAX_MANIFEST_BYTES >> 20
+    )
 }
 
 /// Everything a tree's bytes are decided by: the program, the options and the data's hash. Two
@@ -106,8 +120,15 @@ impl Manifest {
             );
         }
         let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path)
-            .with_context(|| format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display()))?;
+        let bytes = match crate::fsutil::read_regular_file(&path, MAX_MANIFEST_BYTES) {
+            Ok(bytes) => bytes,
+            Err(crate::fsutil::NotRead::Io(e)) => {
+                return Err(e).with_context(|| {
+                    format!("no tree in {shown}: {} cannot be read; run `gen build` first", path.display())
+                });
+            }
+            Err(e) => anyhow::bail!("{}", not_read_manifest(&path, &e)),
+        };
         let manifest = Manifest::from_bytes(&bytes).with_context(|| {
             format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
         })?;

@@ -9,12 +9,16 @@
 //! - what rendering saw for the schemas of `openapi.json`;
 //! - every file of the tree: its hash, and the stamp it had when the build left it.
 //!
-//! Nothing in it is trusted blindly: a data file is read again unless its stamp is unchanged and
-//! was taken well before the build that recorded it started (see [`Index::trusted`]), and a file
-//! of the tree is reused only while its stamp is unchanged. See docs/builds.md.
+//! Nothing in it is trusted blindly: a file, of the data or of the tree, is read again unless
+//! its stamp is unchanged and it last changed well before the build that recorded it started
+//! (see [`Index::trusted`]); a path of the tree it lists that no build writes makes the whole
+//! index ignored; it is read only from a regular file, at most [`MAX_INDEX_BYTES`]. See
+//! docs/builds.md.
 
 use crate::build::schema::Inferred;
-use crate::manifest::{MANIFEST_FILE, Settings};
+use crate::build::tree_fs::TreeDir;
+use crate::fsutil::{self, NotRead};
+use crate::manifest::{MANIFEST_FILE, Settings, is_tree_path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +33,20 @@ pub const FORMAT: u32 = 2;
 /// a file changed later may have changed again within the same tick of the file system's clock
 /// (coarse clocks tick every few milliseconds; some file systems keep seconds or two).
 pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
+
+/// Largest build index read (4 GiB): the index of a tree of a million records is under 1 GB.
+/// A larger file is not one gen wrote; it is ignored (and replaced) with a note.
+pub const MAX_INDEX_BYTES: u64 = 4 << 30;
+
+/// What a check of the tree against its index found (see [`Index::verify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// A file is not as the index says the build left it.
+    Changed,
+    /// Every file is; `rehashed` when some had to be read to tell (their stamps were too
+    /// recent to trust), so that a new index would let the next build trust them.
+    Intact { rehashed: bool },
+}
 
 /// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
 /// place, even with its old size and modification time restored, has a new change time
@@ -125,10 +143,28 @@ impl Index {
     }
 
     /// Reads the index of the tree in `out`, if there is one that describes its current
-    /// manifest.
+    /// manifest. An index that is not a regular file, is larger than [`MAX_INDEX_BYTES`] or
+    /// lists a path no build writes is ignored with a note (the build is then a full one).
     pub fn read(out: &Path) -> Option<Index> {
-        let file = std::fs::File::open(Index::path(out)).ok()?;
-        let index: Index = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file)).ok()?;
+        use std::io::Read as _;
+        let path = Index::path(out);
+        let ignored = |why: String| {
+            eprintln!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+        };
+        let file = match fsutil::open_regular_file(&path, MAX_INDEX_BYTES, false) {
+            Ok(file) => file,
+            Err(NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                ignored(fsutil::why_not_read(&path, MAX_INDEX_BYTES, &e));
+                return None;
+            }
+        };
+        let reader = std::io::BufReader::with_capacity(1 << 16, file.take(MAX_INDEX_BYTES));
+        let index: Index = serde_json::from_reader(reader).ok()?;
+        if let Some(bad) = index.files.keys().find(|path| !is_tree_path(path)) {
+            ignored(format!("{} lists {bad:?}, which is not a path of a gen tree", path.display()));
+            return None;
+        }
         let manifest = Stamp::of_file(&out.join(MANIFEST_FILE))?;
         (index.format == FORMAT && index.manifest == manifest).then_some(index)
     }
@@ -165,7 +201,8 @@ impl Index {
         let temporary = beside(out, "gen-index.tmp");
         let written = (|| -> std::io::Result<()> {
             use std::io::Write as _;
-            let mut file = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&temporary)?);
+            let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
+            let mut file = std::io::BufWriter::with_capacity(1 << 16, file);
             serde_json::to_writer(&mut file, &WithFiles { index: self, files: Files(files) })?;
             file.flush()
         })();
@@ -177,31 +214,71 @@ impl Index {
             })
     }
 
-    /// True when a data file whose stamp is unchanged since this index recorded it can be taken
-    /// as unchanged: it last changed well before that build started. A file that changed just
-    /// before or during that build is hashed again, whatever its stamp says.
+    /// True when a file whose stamp is unchanged since this index recorded it can be taken as
+    /// unchanged: it last changed well before that build started. A file that changed just
+    /// before or during that build is hashed again, whatever its stamp says. The same rule
+    /// holds for data files and for the tree's own files (whose stamps are taken after the
+    /// build's commit, so every file a build wrote is read once more by the next build).
     pub fn trusted(&self, stamp: &Stamp) -> bool {
         stamp.ctime_ns < self.started_ns - UNTRUSTED_WINDOW_NS && stamp.mtime_ns < self.started_ns - UNTRUSTED_WINDOW_NS
     }
 
-    /// True when every file of the tree is as this index left it (by its stamp, and its `.gz`
-    /// sibling's).
-    pub fn verify(&self, out: &Path) -> bool {
+    /// Whether every file of the tree is as this index says the build left it (see
+    /// [`Index::check_file`]).
+    pub fn verify(&self, tree: &TreeDir) -> Verified {
         use rayon::prelude::*;
         let files: Vec<(&String, &TreeFile)> = self.files.iter().collect();
-        files.par_iter().all(|(path, file)| verify_one(out, path, file, self.settings.gzip))
-    }
-}
-
-/// True when the file at `path` in the tree `out` is as `file` says the previous build left it,
-/// with its `.gz` sibling when `gzip` wants one (and without one otherwise).
-pub fn verify_one(out: &Path, path: &str, file: &TreeFile, gzip: bool) -> bool {
-    let target = out.join(path);
-    Stamp::of_file(&target) == Some(file.stamp)
-        && match file.gz {
-            Some(gz) => gzip && Stamp::of_file(&gz_path(&target)) == Some(gz),
-            None => !gzip,
+        let rehashed = std::sync::atomic::AtomicBool::new(false);
+        let intact = files.par_iter().all(|(path, file)| match self.check_file(tree, path, file, self.settings.gzip) {
+            Some(read) => {
+                if read {
+                    rehashed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                true
+            }
+            None => false,
+        });
+        match intact {
+            true => Verified::Intact { rehashed: rehashed.into_inner() },
+            false => Verified::Changed,
         }
+    }
+
+    /// Whether the file at `path` in `tree` is as `file` says the build left it, with its `.gz`
+    /// sibling when `gzip` wants one (and without one otherwise): `None` when it is not;
+    /// `Some(true)` when telling took reading it. A stamp is enough only when it is unchanged
+    /// and [`Index::trusted`]: a file changed just before its stamp was taken (during the
+    /// commit, say) may have changed again within the same clock tick, so its bytes are read
+    /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
+    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &TreeFile, gzip: bool) -> Option<bool> {
+        let gz_rel = || format!("{path}.gz");
+        let same_gz = match file.gz {
+            Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),
+            None => !gzip,
+        };
+        if !same_gz || tree.stamp(path) != Some(file.stamp) {
+            return None;
+        }
+        let gz_trusted = file.gz.is_none_or(|gz| self.trusted(&gz));
+        if self.trusted(&file.stamp) && gz_trusted {
+            return Some(false);
+        }
+        let bytes = tree.read(path, file.stamp.size)?;
+        if blake3::hash(&bytes) != file.hash.0 {
+            return None;
+        }
+        if let Some(gz) = file.gz.filter(|_| !gz_trusted) {
+            use std::io::Read as _;
+            let packed = tree.read(&gz_rel(), gz.size)?;
+            let mut unpacked = Vec::with_capacity(bytes.len() + 1);
+            let decoder = flate2::read::GzDecoder::new(&packed[..]);
+            decoder.take(bytes.len() as u64 + 1).read_to_end(&mut unpacked).ok()?;
+            if unpacked != bytes {
+                return None;
+            }
+        }
+        (tree.stamp(path) == Some(file.stamp)).then_some(true)
+    }
 }
 
 /// The `.gz` sibling of a file of the tree.

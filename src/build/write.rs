@@ -6,10 +6,11 @@
 //! Files whose bytes are unchanged are not written, so they keep their modification time and
 //! syncs to object storage skip them.
 
-use crate::build::index::{Index, Stamp, TreeFile, gz_path, verify_one};
+use crate::build::index::{Index, TreeFile, gz_path};
 use crate::build::plan::Output;
-use crate::fsutil::{self, gzip_bytes};
-use crate::manifest::{MANIFEST_FILE, Manifest};
+use crate::build::tree_fs::TreeDir;
+use crate::fsutil::{self, NotRead, gzip_bytes};
+use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, is_tree_path};
 use crate::problem::{Problem, Problems};
 use crate::staging::{Staging, Target};
 use anyhow::{Context, Result};
@@ -81,7 +82,8 @@ pub fn write_tree<'a>(
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
-    let writer = TreeWriter { out: &out, stage: &stage, index: previous.index, gzip: manifest.settings.gzip };
+    let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
+    let writer = TreeWriter { tree: tree.as_ref(), stage: &stage, index: previous.index, gzip: manifest.settings.gzip };
     let total = outputs.iter().filter(|o| dirty(o)).count();
     progress.total.store(total, Ordering::Relaxed);
 
@@ -167,12 +169,20 @@ pub fn write_tree<'a>(
             let with_gz = previous.index.into_iter().flat_map(|i| &i.files).filter(|(_, f)| f.gz.is_some());
             with_gz.map(|(path, _)| path.as_str()).chain(previous.listed.iter().map(String::as_str)).collect()
         };
-        commit_in_place(&out, &staging.dir, &staged, &gone, &stale_gz, writer.gzip)?;
+        commit_in_place(
+            tree.as_ref().expect("an existing tree is open"),
+            &staging.dir,
+            &staged,
+            &gone,
+            &stale_gz,
+            writer.gzip,
+        )?;
     } else {
         target.hold(&staging.dir)?;
         staging.commit()?;
         target.exists = true;
     }
+    let committed = TreeDir::open(&out)?;
 
     // Stamps as the commit left them (renames and new links change a file's change time).
     let mut report = WriteReport { files: 1, bytes: counting.bytes, written: 1 };
@@ -185,9 +195,9 @@ pub fn write_tree<'a>(
             let file = match kept {
                 Some(kept) => TreeFile { hash, stamp: kept.stamp, gz: kept.gz },
                 None => {
-                    let target = out.join(path);
-                    let stamp = Stamp::of_file(&target).with_context(|| format!("cannot read {}", target.display()))?;
-                    let gz = if writer.gzip { Stamp::of_file(&gz_path(&target)) } else { None };
+                    let shown = || format!("cannot read {}", out.join(path).display());
+                    let stamp = committed.stamp(path).with_context(shown)?;
+                    let gz = if writer.gzip { committed.stamp(&format!("{path}.gz")) } else { None };
                     TreeFile { hash, stamp, gz }
                 }
             };
@@ -199,24 +209,24 @@ pub fn write_tree<'a>(
     Ok(Written { report, files: tree })
 }
 
-/// Moves the staged files over their paths in `out`, removes the files gone from the tree, and
-/// puts the manifest in place last. The paths touched are first written to a journal beside
-/// the tree, so that the next build knows them as ours if this one is killed.
+/// Moves the staged files over their paths in `tree`, removes the files gone from the tree,
+/// and puts the manifest in place last. The paths touched are first written to a journal
+/// beside the tree, so that the next build knows them as ours if this one is killed. No link
+/// inside the tree is followed (see [`TreeDir`]).
 fn commit_in_place(
-    out: &Path,
+    tree: &TreeDir,
     stage: &Path,
     staged: &[&str],
     gone: &[&str],
     stale_gz: &[&str],
     gzip: bool,
 ) -> Result<()> {
-    let journal = journal_path(out);
     let mut text = String::new();
     for path in staged.iter().chain(gone) {
         text.push_str(path);
         text.push('\n');
     }
-    fsutil::write(&journal, text.as_bytes())?;
+    fsutil::write_new(&journal_path(tree.path()), text.as_bytes())?;
     // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
     // file, so that kills land inside the commit rather than around it.
     let pause = std::env::var("GEN_TEST_COMMIT_PAUSE_US")
@@ -227,44 +237,21 @@ fn commit_in_place(
         if let Some(pause) = pause {
             std::thread::sleep(pause);
         }
-        let (from, to) = (stage.join(path), out.join(path));
-        if let Some(dir) = to.parent() {
-            fsutil::create_dir_all(dir)?;
-        }
-        fsutil::rename(&from, &to)?;
+        let from = stage.join(path);
+        tree.rename_into(&from, path)?;
         if gzip {
-            fsutil::rename(&gz_path(&from), &gz_path(&to))?;
+            tree.rename_into(&gz_path(&from), &format!("{path}.gz"))?;
         }
     }
     for path in stale_gz {
-        let file = gz_path(&out.join(path));
-        match std::fs::remove_file(&file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("cannot remove {}", file.display()));
-            }
-            _ => {}
-        }
+        tree.remove(&format!("{path}.gz"), false)?;
     }
     for path in gone {
-        let file = out.join(path);
-        for file in [gz_path(&file), file.clone()] {
-            match std::fs::remove_file(&file) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("cannot remove {}", file.display()));
-                }
-                _ => {}
-            }
-        }
+        tree.remove(&format!("{path}.gz"), false)?;
         // Folders left empty go too; a folder holding anything else (a user's file) stays.
-        let mut dir = file.parent();
-        while let Some(d) = dir.filter(|d| *d != out && d.starts_with(out)) {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
-        }
+        tree.remove(path, true)?;
     }
-    fsutil::rename(&stage.join(MANIFEST_FILE), &out.join(MANIFEST_FILE))
+    tree.rename_into(&stage.join(MANIFEST_FILE), MANIFEST_FILE)
 }
 
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
@@ -273,16 +260,46 @@ pub fn journal_path(out: &Path) -> PathBuf {
     crate::build::index::beside(out, "gen-journal")
 }
 
-/// The paths a killed commit's journal lists (empty when no commit was killed).
-pub fn read_journal(out: &Path) -> Vec<String> {
-    std::fs::read_to_string(journal_path(out))
-        .map(|text| text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
-        .unwrap_or_default()
+/// What a killed commit's journal says.
+#[derive(Debug, Default, Clone)]
+pub struct Journal {
+    /// True when there is a journal: a commit was killed, so the tree is not intact.
+    pub killed: bool,
+    /// The paths it lists that are paths of a gen tree.
+    pub paths: Vec<String>,
+}
+
+/// Reads the journal of the tree `out`. A journal that is not a regular file of at most
+/// [`MAX_MANIFEST_BYTES`], or a line that is no path of a gen tree, is ignored with a note
+/// (the build then checks every file, and removes only what the manifest or index lists).
+pub fn read_journal(out: &Path) -> Journal {
+    let path = journal_path(out);
+    let text = match fsutil::read_regular_file(&path, MAX_MANIFEST_BYTES) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Journal::default(),
+        Err(e) => {
+            let why = fsutil::why_not_read(&path, MAX_MANIFEST_BYTES, &e);
+            eprintln!("note: {why}: ignoring it; this build checks every file of the tree");
+            return Journal { killed: true, paths: Vec::new() };
+        }
+    };
+    let mut paths = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        match is_tree_path(line) {
+            true => paths.push(line.to_string()),
+            false => eprintln!(
+                "note: {} lists {line:?}, which is not a path of a gen tree: ignoring that line",
+                path.display()
+            ),
+        }
+    }
+    Journal { killed: true, paths }
 }
 
 /// Places documents: taken from the previous tree when unchanged, staged otherwise.
 struct TreeWriter<'w> {
-    out: &'w Path,
+    /// The tree in place, when there is one.
+    tree: Option<&'w TreeDir>,
     stage: &'w Path,
     index: Option<&'w Index>,
     gzip: bool,
@@ -318,13 +335,15 @@ impl TreeWriter<'_> {
     /// first path written, the others hard links to it).
     fn place(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
-        let in_place = |path: &String| match self.index.and_then(|index| index.files.get(path)) {
-            Some(file) => file.hash.0 == hash && verify_one(self.out, path, file, self.gzip),
-            None => {
-                !self.gzip
-                    && std::fs::symlink_metadata(self.out.join(path))
-                        .is_ok_and(|m| m.file_type().is_file() && m.len() == bytes.len() as u64)
-                    && std::fs::read(self.out.join(path)).is_ok_and(|old| old == bytes)
+        let in_place = |path: &String| {
+            let Some(tree) = self.tree else { return false };
+            match self.index.and_then(|index| Some((index, index.files.get(path)?))) {
+                Some((index, file)) => file.hash.0 == hash && index.check_file(tree, path, file, self.gzip).is_some(),
+                None => {
+                    !self.gzip
+                        && tree.stamp(path).is_some_and(|stamp| stamp.size == bytes.len() as u64)
+                        && tree.read(path, bytes.len() as u64).is_some_and(|old| old == bytes)
+                }
             }
         };
         if paths.iter().all(in_place) {
