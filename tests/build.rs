@@ -9,12 +9,6 @@ use std::path::Path;
 
 const BASE: &str = "http://127.0.0.1:8080";
 
-fn build(data: &Path, out: &Path, extra: &[&str]) -> Run {
-    let mut args = vec!["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    run(&args)
-}
-
 /// The ids of a sample resource in list order, as the sample data defines them.
 fn berry_ids() -> Vec<i64> {
     (1..=120).chain(1001..=1017).collect()

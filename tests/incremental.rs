@@ -197,12 +197,6 @@ impl Model {
     }
 }
 
-fn build(data: &Path, out: &Path, options: &[&str]) -> Run {
-    let mut args = vec!["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
-    args.extend(options);
-    run(&args)
-}
-
 /// Rewrites a data file with other bytes of the same size and puts its old modification time
 /// back: only its change time and contents tell.
 fn rewrite_keeping_mtime(file: &Path) -> bool {
