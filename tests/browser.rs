@@ -39,7 +39,7 @@ fn site(label: &str) -> Site {
 
 /// Chromium, or `None` under the tests' skip policy (`common::heavy`, `common::unavailable`).
 fn chromium() -> Option<PathBuf> {
-    common::heavy("chromium")?;
+    common::heavy("it needs chromium")?;
     ["chromium", "chromium-browser", "google-chrome"].into_iter().find_map(common::find_tool).or_else(|| {
         common::unavailable("chromium", "run `make test`, which installs it (tests/tools/install-hosts.sh)")
     })

@@ -441,6 +441,7 @@ fn consistent(out: &Path) -> bool {
 /// the same folder must not interleave with it. A waits, saying so, and the tree ends whole.
 #[test]
 fn concurrent_builds_into_one_folder_exclude_each_other() {
+    let Some(()) = heavy("it runs long (four builds of 2500 records, one paused)") else { return };
     let tmp = TempDir::new("concurrent");
     let (data0, data_a, data_b) = (tmp.join("data0"), tmp.join("sA"), tmp.join("sB"));
     sized_data(&data0, 2500, 1);

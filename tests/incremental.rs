@@ -218,6 +218,7 @@ fn rewrite_keeping_mtime(file: &Path) -> bool {
 
 #[test]
 fn incremental_builds_equal_fresh_builds_through_random_edits() {
+    let Some(()) = heavy("it runs long (40 random edits, each rebuilt and built afresh)") else { return };
     let tmp = TempDir::new("incremental");
     let data = tmp.join("data");
     let out = tmp.join("out");

@@ -67,6 +67,7 @@ fn staging_dirs(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn sigkill_at_any_point_keeps_the_previous_tree() {
+    let Some(()) = heavy("it runs long (3000-record builds, killed at several points)") else { return };
     let tmp = TempDir::new("killed");
     let data = tmp.join("data");
     large_data(&data, 3000);
@@ -117,6 +118,7 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
 /// renamed into the tree, and the tree never matches its manifest unless it is one build whole.
 #[test]
 fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
+    let Some(()) = heavy("it runs long (3000-record commits, killed at several points)") else { return };
     let tmp = TempDir::new("killed-commit");
     let data = tmp.join("data");
     large_data(&data, 3000);

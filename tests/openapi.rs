@@ -32,7 +32,7 @@ fn repo() -> &'static Path {
 /// when it is not there. The test never installs it itself.
 fn venv() -> Option<&'static Path> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
-    heavy("the Python tools (schemathesis, jsonschema)")?;
+    heavy("it needs the Python tools (jsonschema, schemathesis)")?;
     VENV.get_or_init(|| {
         let venv = std::env::var_os("GEN_PYVENV").map_or_else(|| repo().join("target/pyvenv"), PathBuf::from);
         if venv.join("bin/python").is_file() {

@@ -364,20 +364,23 @@ fn under_ci() -> bool {
 }
 
 /// The quick tier (`make test-quick` sets `GEN_QUICK=1`) leaves out the tests that need a
-/// heavy outside tool: the host servers, Chromium, the Python tools. The gates of those tests
-/// ([`tool`], `chromium`, the Python venv) call this first: `None`, after saying so, in the
-/// quick tier; `Some(())` otherwise. Under `CI` nothing is left out.
-pub fn heavy(what: &str) -> Option<()> {
+/// heavy outside tool (the host servers, Chromium, the Python tools) or run long (the published
+/// fixture, kill and concurrency runs). Their gates call this first, `why` saying which it is:
+/// `None`, after saying the test is skipped, in the quick tier; `Some(())` otherwise. Under `CI`
+/// nothing is left out.
+pub fn heavy(why: &str) -> Option<()> {
     let quick = std::env::var_os("GEN_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
     if quick && !under_ci() {
-        eprintln!("skipped: the quick tier (GEN_QUICK) leaves out tests that need {what}; `make test` runs them");
+        eprintln!("skipped by the quick tier (GEN_QUICK): {why}; `make test` runs it");
         return None;
     }
     Some(())
 }
 
-/// The published fixture `../shared/fixtures/api-data`, or `None` under [`unavailable`]'s policy.
+/// The published fixture `../shared/fixtures/api-data`, or `None` under [`heavy`]'s and
+/// [`unavailable`]'s policy.
 pub fn fixture() -> Option<PathBuf> {
+    heavy("it reads the published fixture")?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
     if path.join("api/v2").is_dir() {
         Some(path)
@@ -392,7 +395,7 @@ pub fn fixture() -> Option<PathBuf> {
 /// The program `name` on PATH or in the usual system folders, or `None` under [`heavy`]'s and
 /// [`unavailable`]'s policy. Tests never install anything: `make test` does.
 pub fn tool(name: &str) -> Option<PathBuf> {
-    heavy(name)?;
+    heavy(&format!("it needs {name}"))?;
     find_tool(name).or_else(|| {
         unavailable(name, "run `make test`, which installs it from Debian's packages (tests/tools/install-hosts.sh)")
     })
