@@ -25,8 +25,8 @@ test:
 	$(CARGO) test --release --quiet
 
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
-## Chromium or the Python tools, or that take long (the published fixture, kill and concurrency
-## runs); each of those says it is skipped. Installs nothing. GEN_QUICK=1 is what tells them;
+## Chromium or the Python tools, or that take long (the published fixture, kill, concurrency and
+## random-edit runs); each says on stderr that it is skipped. Installs nothing. GEN_QUICK=1 tells them;
 ## under CI=true it is ignored, nothing is skipped: CI runs `make test`.
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet
