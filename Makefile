@@ -1,7 +1,7 @@
 # The README's quick start: `make build`, then `make test`.
 CARGO ?= cargo
 
-.PHONY: build serve check test bench conformance soak fuzz fmt
+.PHONY: build serve check test test-quick bench conformance soak fuzz fmt
 
 ## build: write the default tree from data/ into out/
 build:
@@ -23,6 +23,13 @@ test:
 	sh tests/tools/install-hosts.sh
 	sh tests/tools/python-venv.sh >/dev/null
 	$(CARGO) test --release --quiet
+
+## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
+## Chromium or the Python tools, or that take long (the published fixture, kill, concurrency and
+## random-edit runs); each says on stderr that it is skipped. Installs nothing. GEN_QUICK=1 tells them;
+## under CI=true it is ignored, nothing is skipped: CI runs `make test`.
+test-quick:
+	GEN_QUICK=1 $(CARGO) test --release --quiet
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
 ## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run

@@ -37,20 +37,12 @@ fn site(label: &str) -> Site {
     site
 }
 
-/// Chromium, or `None` (with a message) when it is missing and CI is not set.
+/// Chromium, or `None` under the tests' skip policy (`common::heavy`, `common::unavailable`).
 fn chromium() -> Option<PathBuf> {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(output) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output()
-            && output.status.success()
-        {
-            return Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
-        }
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("chromium is missing: run tests/tools/install-hosts.sh (apt-get install chromium)");
-    }
-    eprintln!("skipping: chromium is not installed (make test installs it; or apt-get install chromium)");
-    None
+    common::heavy("it needs chromium")?;
+    ["chromium", "chromium-browser", "google-chrome"].into_iter().find_map(common::find_tool).or_else(|| {
+        common::unavailable("chromium", "run `make test`, which installs it (tests/tools/install-hosts.sh)")
+    })
 }
 
 /// A headless Chromium run with a new empty profile; returns its stdout.

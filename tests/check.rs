@@ -25,7 +25,7 @@ fn assert_reported(label: &str, files: &[(&str, &[u8])], expected: &[&str]) {
     let tmp = broken(label, &[]);
     let data = tmp.join("data");
     let out = tmp.join("out");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     let before = read_tree(&out);
     for (rel, bytes) in files {
         let path = data.join(rel);
@@ -33,7 +33,7 @@ fn assert_reported(label: &str, files: &[(&str, &[u8])], expected: &[&str]) {
         std::fs::write(path, bytes).unwrap();
     }
     let check = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
-    let build = run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).fails_with(1);
+    let build = build(&data, &out, &[]).fails_with(1);
     for run in [&check, &build] {
         let stderr = run.stderr().replace(&format!("{}/", data.display()), "data/");
         for fragment in expected {
@@ -286,7 +286,7 @@ fn missing_data_folder() {
     let run = run(&["check", "--data", missing.to_str().unwrap()]).fails_with(2);
     assert!(run.stderr().contains("nope: no such folder: point --data at"), "{}", run.stderr());
     let out = tmp.join("out");
-    let build = common::run(&["build", "--data", missing.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let build = build(&missing, &out, &[]);
     let build = build.fails_with(2);
     assert!(build.stderr().contains("nope: no such folder"), "{}", build.stderr());
     assert!(!out.exists());
@@ -316,7 +316,7 @@ fn an_unreadable_file_is_named() {
     let data = tmp.join("data");
     sample_data(&data);
     let out = tmp.join("out");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     let before = read_tree(&out);
     // A link to nowhere cannot be read, whoever runs the test (root reads files whatever their mode).
     std::os::unix::fs::symlink(tmp.join("nowhere.json"), data.join("berry/5000.json")).unwrap();
@@ -430,9 +430,7 @@ fn base_urls_are_checked_as_urls() {
         ("http://user:pw@example.org", "has a user name or password"),
         ("http://example.org:99999", "a port is a number from 1 to 65535"),
     ] {
-        let built =
-            run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--base-url", url])
-                .fails_with(2);
+        let built = build(&data, &out, &["--base-url", url]).fails_with(2);
         let stderr = built.stderr();
         assert!(stderr.contains(says) && stderr.contains("http(s)://host[:port][/path]"), "{url}: {stderr}");
         assert!(!out.exists());

@@ -65,7 +65,7 @@ fn strings(value: &Value, found: &mut Vec<String>) {
 fn default_tree_serves_every_resource_and_resolves_every_url() {
     let tmp = TempDir::new("default");
     let out = tmp.join("out");
-    run(&["build", "--data", data_dir().to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data_dir(), &out, &[]).ok();
     let root = read_json(&out.join("api/v2/index.json"));
     for segment in RESOURCES.iter().chain(&NEIGHBOURS) {
         assert_eq!(root[segment], format!("http://127.0.0.1:8080/api/v2/{segment}/"), "{segment}");

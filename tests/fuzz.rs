@@ -137,7 +137,7 @@ fn router_never_panics_and_never_serves_outside_the_tree() {
     let tmp = TempDir::new("fuzz-router");
     sample_data(&tmp.join("data"));
     let out = tmp.join("out");
-    run(&["build", "--data", tmp.join("data").to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&tmp.join("data"), &out, &[]).ok();
     let (bytes, manifest) = genapi::manifest::Manifest::read_with_bytes(&out).unwrap();
     let hashes: HashSet<String> = manifest.files.values().cloned().collect();
     let tree = Tree::load(&out, bytes, manifest, None).unwrap();

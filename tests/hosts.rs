@@ -13,11 +13,12 @@
 //! (`tests/tools/install-hosts.sh`); without them the tests fail under `CI`, else skip saying so.
 
 mod common;
+mod serve_support;
 
 use common::*;
 use serde_json::Value;
+use serve_support::Server;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -40,56 +41,16 @@ fn is_root() -> bool {
 // ---------------------------------------------------------------------------------------------
 // Running servers
 
-/// A running server, stopped (and its files removed) on drop.
-struct Server {
-    name: String,
-    child: Child,
-    addr: SocketAddr,
-    log: PathBuf,
-    _dir: TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SIGTERM lets nginx's master stop its workers; then make sure.
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn get(&self, target: &str) -> HttpReply {
-        self.request("GET", target, &[])
-    }
-
-    fn request(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> HttpReply {
-        http_request(self.addr, method, target, headers)
-            .unwrap_or_else(|e| panic!("{} {method} {target}: {e}\n--- log\n{}", self.name, self.log()))
-    }
-}
-
-/// Waits until the server at `addr` answers the root with the tree's bytes. `Err(log)` when the
-/// process ended first.
-fn wait_ready(child: &mut Child, addr: SocketAddr, out: &Path, log: &Path) -> Result<(), String> {
+/// Waits until `server` answers the root with the tree's bytes. `Err(log)` when the process
+/// ended first.
+fn wait_ready(server: &mut Server, out: &Path) -> Result<(), String> {
     let root = std::fs::read(out.join("api/v2/index.json")).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default()));
+        if let Some(status) = server.wait_exit(Duration::ZERO) {
+            return Err(format!("exited with {status}:\n{}", server.log()));
         }
-        if let Ok(reply) = http_request(addr, "GET", "/api/v2/", &[])
+        if let Ok(reply) = http_request(server.addr.as_str(), "GET", "/api/v2/", &[])
             && reply.status == 200
             && reply.body == root
         {
@@ -97,8 +58,7 @@ fn wait_ready(child: &mut Child, addr: SocketAddr, out: &Path, log: &Path) -> Re
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    Err(format!("did not answer within 20 s:\n{}", std::fs::read_to_string(log).unwrap_or_default()))
+    Err(format!("did not answer within 20 s:\n{}", server.log()))
 }
 
 /// Starts a host on a free port, retrying with another port when the chosen one was taken.
@@ -109,10 +69,10 @@ fn start_host(name: &str, out: &Path, spawn: impl Fn(&Path, u16) -> (Child, Path
     for _ in 0..5 {
         let dir = TempDir::new(name);
         let port = free_port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let (mut child, log) = spawn(dir.path(), port);
-        match wait_ready(&mut child, addr, out, &log) {
-            Ok(()) => return Server { name: name.to_string(), child, addr, log, _dir: dir },
+        let (child, log) = spawn(dir.path(), port);
+        let mut server = Server::adopt(name, child, &format!("127.0.0.1:{port}"), &log, dir);
+        match wait_ready(&mut server, out) {
+            Ok(()) => return server,
             Err(why) if why.contains("in use") => failures.push(why),
             Err(why) => panic!("{name} did not start on port {port}: {why}"),
         }
@@ -122,24 +82,11 @@ fn start_host(name: &str, out: &Path, spawn: impl Fn(&Path, u16) -> (Child, Path
 
 /// `gen serve` on the tree in `out`, on a port it picks and prints, with `extra` options.
 fn start_serve(out: &Path, extra: &[&str]) -> Server {
-    use std::io::BufRead;
-    let dir = TempDir::new("serve");
-    let log = dir.join("serve.log");
-    let mut child = gen_bin()
-        .args(["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet", "--keep-urls"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("gen serve starts");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().trim_start_matches("http://").parse().unwrap_or_else(|_| {
-        let _ = child.kill();
-        panic!("gen serve printed {line:?} instead of its address:\n{}", std::fs::read_to_string(&log).unwrap())
-    });
-    wait_ready(&mut child, addr, out, &log).unwrap_or_else(|why| panic!("gen serve: {why}"));
-    Server { name: "gen serve".into(), child, addr, log, _dir: dir }
+    let mut args = vec!["--quiet"];
+    args.extend_from_slice(extra);
+    let mut serve = Server::start_with(out, &args, None);
+    wait_ready(&mut serve, out).unwrap_or_else(|why| panic!("gen serve: {why}"));
+    serve
 }
 
 /// nginx with `server_block(port)` as its only server, as the current user, all its files in a
@@ -234,9 +181,7 @@ fn sample_tree(label: &str, build_args: &[&str]) -> Tree {
 
 fn build_tree(tmp: TempDir, data: PathBuf, build_args: &[&str]) -> Tree {
     let out = tmp.join("out");
-    let mut args = vec!["build", "-q", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
-    args.extend_from_slice(build_args);
-    run(&args).ok();
+    build(&data, &out, build_args).ok();
     Tree { _tmp: tmp, data, out }
 }
 
@@ -723,9 +668,8 @@ fn walk_on_plain_host(tmp: TempDir, data: PathBuf) {
     let out = tmp.join("out");
     let server = start_nginx("plain-nginx", &out, |port| {
         let base = format!("http://127.0.0.1:{port}");
-        let (data, out) = (data.to_str().unwrap(), out.to_str().unwrap());
-        run(&["build", "-q", "--data", data, "--out", out, "--links", "path", "--base-url", &base]).ok();
-        format!("server {{\n    listen 127.0.0.1:{port};\n    root \"{out}\";\n    index index.json;\n}}\n")
+        build(&data, &out, &["-q", "--links", "path", "--base-url", &base]).ok();
+        format!("server {{\n    listen 127.0.0.1:{port};\n    root \"{}\";\n    index index.json;\n}}\n", utf8(&out))
     });
     let Some(server) = server else { return };
     let tree = Tree { _tmp: tmp, data, out };

@@ -43,10 +43,6 @@ fn import(src: &Path, out: &Path, extra: &[&str]) -> Run {
     run(&args)
 }
 
-fn build(data: &Path, out: &Path) -> Run {
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
-}
-
 fn round_trip(keep: bool) {
     let Some(src) = fixture() else { return };
     let tmp = TempDir::new("roundtrip");
@@ -54,7 +50,7 @@ fn round_trip(keep: bool) {
     let out = tmp.join("out");
     let flags: &[&str] = if keep { &["--keep-segment-names"] } else { &[] };
     import(&src, &data, flags).ok();
-    build(&data, &out).ok();
+    build(&data, &out, &[]).ok();
     let published = src.join("api/v2");
     let mut records = 0;
     let mut segments = 0;
@@ -121,7 +117,7 @@ fn served_pages_for_random_limits_and_offsets_are_the_published_list_sliced() {
     let tmp = TempDir::new("served");
     let (data, out) = (tmp.join("data"), tmp.join("out"));
     import(&src, &data, &[]).ok();
-    build(&data, &out).ok();
+    build(&data, &out, &[]).ok();
     let server = serve_support::Server::start(&out, &[]);
     let published = src.join("api/v2");
     let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -181,7 +177,7 @@ fn order_nameless_and_special_ids_are_kept() {
     let mut berry = read_json(&data.join("berry/1.json"));
     berry["firmness"]["url"] = Value::String("/api/v2/berry-firmness/99/".into());
     std::fs::write(data.join("berry/1.json"), berry.to_string()).unwrap();
-    let run = build(&data, &tmp.join("out")).fails_with(1);
+    let run = build(&data, &tmp.join("out"), &[]).fails_with(1);
     assert!(run.stderr().contains("berry/1.json: $.firmness.url:"), "{}", run.stderr());
 }
 
@@ -230,7 +226,7 @@ fn sub_documents_and_meta() {
     assert!(!data.join("meta").exists(), "meta is deploy information, not a resource");
     assert_eq!(read_json(&data.join("creature/order.json")), serde_json::json!([132, 1]));
     let out = tmp.join("out");
-    build(&data, &out).ok();
+    build(&data, &out, &[]).ok();
     let record = read_json(&out.join("api/v2/creature/132/index.json"));
     let published = read_json(&src.join("api/v2/pokemon/132/index.json"));
     assert_eq!(record, expected(&published, false));
@@ -488,7 +484,7 @@ fn shared_names_are_declared_warned_about_and_served_from_the_lowest_id() {
     assert_eq!(read_json(&data.join("gen.json"))["shared_names"], serde_json::json!({"item": ["twin-berry"]}));
 
     let out = tmp.join("out");
-    build(&data, &out).ok();
+    build(&data, &out, &[]).ok();
     // every record by id equals the published one, and references to both copies by name hold
     for (segment, id) in [("item", 9), ("item", 4), ("item", 1), ("berry", 1)] {
         let published = read_json(&src.join(format!("api/v2/{segment}/{id}/index.json")));
@@ -512,7 +508,7 @@ fn shared_names_are_declared_warned_about_and_served_from_the_lowest_id() {
     let mut config = read_json(&data.join("gen.json"));
     config.as_object_mut().unwrap().remove("shared_names");
     std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
-    let run = build(&data, &tmp.join("out2")).fails_with(1);
+    let run = build(&data, &tmp.join("out2"), &[]).fails_with(1);
     let stderr = run.stderr();
     assert!(
         stderr.contains("item/9.json: $.name: duplicate name \"twin-berry\"")

@@ -197,12 +197,6 @@ impl Model {
     }
 }
 
-fn build(data: &Path, out: &Path, options: &[&str]) -> Run {
-    let mut args = vec!["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
-    args.extend(options);
-    run(&args)
-}
-
 /// Rewrites a data file with other bytes of the same size and puts its old modification time
 /// back: only its change time and contents tell.
 fn rewrite_keeping_mtime(file: &Path) -> bool {
@@ -224,6 +218,7 @@ fn rewrite_keeping_mtime(file: &Path) -> bool {
 
 #[test]
 fn incremental_builds_equal_fresh_builds_through_random_edits() {
+    let Some(()) = heavy("it runs long (40 random edits, each rebuilt and built afresh)") else { return };
     let tmp = TempDir::new("incremental");
     let data = tmp.join("data");
     let out = tmp.join("out");

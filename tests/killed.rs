@@ -67,19 +67,20 @@ fn staging_dirs(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn sigkill_at_any_point_keeps_the_previous_tree() {
+    let Some(()) = heavy("it runs long (3000-record builds, killed at several points)") else { return };
     let tmp = TempDir::new("killed");
     let data = tmp.join("data");
     large_data(&data, 3000);
     let out = tmp.join("out");
     // the previous tree: built from the data before a change
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     let before = read_tree(&out);
     std::fs::write(data.join("thing/1.json"), r#"{"id": 1, "name": "thing-1", "changed": true}"#).unwrap();
     // and a setting: every document is rendered again
     std::fs::write(data.join("gen.json"), r#"{"page_sizes": [7, 20, 60]}"#).unwrap();
     // the tree the changed data builds into, for comparison: a kill after the swap leaves it
     let fresh = tmp.join("fresh");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
+    build(&data, &fresh, &[]).ok();
     let after = read_tree(&fresh);
 
     let mut killed_while_staging = 0;
@@ -107,7 +108,7 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
     assert!(killed_while_staging > 0, "no kill landed while the new tree was being written");
 
     // the next build completes, removes what the killed ones left, and writes the new tree
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
     assert_ne!(after, before);
     assert_eq!(read_tree(&out), after, "the tree after kills differs from a clean build");
@@ -117,11 +118,12 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
 /// renamed into the tree, and the tree never matches its manifest unless it is one build whole.
 #[test]
 fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
+    let Some(()) = heavy("it runs long (3000-record commits, killed at several points)") else { return };
     let tmp = TempDir::new("killed-commit");
     let data = tmp.join("data");
     large_data(&data, 3000);
     let out = tmp.join("out");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     let before = read_tree(&out);
     // change every record, remove some, add others: a large commit of renames and removals
     large_data(&data, 2800);
@@ -134,7 +136,7 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
         std::fs::write(file, text).unwrap();
     }
     let fresh = tmp.join("fresh");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", fresh.to_str().unwrap()]).ok();
+    build(&data, &fresh, &[]).ok();
     let after = read_tree(&fresh);
 
     let (mut mixed, mut refused) = (0, 0);
@@ -176,7 +178,7 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
         }
     }
     assert!(mixed > 0, "no kill landed inside the commit");
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
     assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
     assert!(!tmp.join(".out.gen-journal").exists());
     assert!(read_tree(&out) == after, "the tree after kills differs from a clean build");

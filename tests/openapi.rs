@@ -11,12 +11,13 @@
 //! `make test` installs the tools; without them these tests fail under `CI`, else skip saying so.
 
 mod common;
+mod serve_support;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+use serve_support::Server;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,7 @@ fn repo() -> &'static Path {
 /// when it is not there. The test never installs it itself.
 fn venv() -> Option<&'static Path> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
+    heavy("it needs the Python tools (jsonschema, schemathesis)")?;
     VENV.get_or_init(|| {
         let venv = std::env::var_os("GEN_PYVENV").map_or_else(|| repo().join("target/pyvenv"), PathBuf::from);
         if venv.join("bin/python").is_file() {
@@ -70,10 +72,6 @@ fn python_script(venv: &Path, script: &str, args: &[&str]) -> String {
     tool(venv, "python", &all)
 }
 
-fn build(data: &Path, out: &Path) {
-    run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
-}
-
 /// Validates the document and every document of the tree against it.
 fn check_tree(venv: &Path, tree: &Path) {
     let openapi = tree.join(OPENAPI);
@@ -94,7 +92,7 @@ fn a_document_that_breaks_its_schema_is_reported() {
     let tmp = TempDir::new("openapi-broken");
     sample_data(&tmp.join("data"));
     let out = tmp.join("out");
-    build(&tmp.join("data"), &out);
+    build(&tmp.join("data"), &out, &[]).ok();
     let record = out.join("api/v2/berry/7/index.json");
     let mut value = read_json(&record);
     value["size"] = Value::String("7.5".into());
@@ -114,7 +112,7 @@ fn a_document_that_breaks_its_schema_is_reported() {
 fn default_data_validates_against_its_document() {
     let Some(venv) = venv() else { return };
     let tmp = TempDir::new("openapi-default");
-    build(&repo().join("data"), &tmp.join("out"));
+    build(&repo().join("data"), &tmp.join("out"), &[]).ok();
     check_tree(venv, &tmp.join("out"));
 }
 
@@ -125,7 +123,7 @@ fn imported_fixture_validates_against_its_document() {
     let tmp = TempDir::new("openapi-fixture");
     let data = tmp.join("data");
     run(&["import", "api-data", fixture.to_str().unwrap(), "--out", data.to_str().unwrap()]).ok();
-    build(&data, &tmp.join("out"));
+    build(&data, &tmp.join("out"), &[]).ok();
     check_tree(venv, &tmp.join("out"));
 }
 
@@ -134,7 +132,7 @@ fn sample_data_with_sub_documents_validates_against_its_document() {
     let Some(venv) = venv() else { return };
     let tmp = TempDir::new("openapi-sample");
     sample_data(&tmp.join("data"));
-    build(&tmp.join("data"), &tmp.join("out"));
+    build(&tmp.join("data"), &tmp.join("out"), &[]).ok();
     check_tree(venv, &tmp.join("out"));
 }
 
@@ -187,35 +185,6 @@ fn document_describes_the_tree() {
     assert_eq!(param["schema"], serde_json::json!({"type": "integer"}));
 }
 
-/// `gen serve` on a free port, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Server {
-        let mut child = gen_bin()
-            .args(["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0", "--quiet", "--keep-urls"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("gen serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("gen serve prints its address");
-        let url = line.trim().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "gen serve printed {line:?}");
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Longest a schemathesis run may take before the test fails.
 const SCHEMATHESIS_LIMIT: Duration = Duration::from_secs(420);
 
@@ -225,8 +194,9 @@ const SCHEMATHESIS_LIMIT: Duration = Duration::from_secs(420);
 fn schemathesis(venv: &Path, data: &Path, examples: u32) {
     let tmp = TempDir::new("openapi-schemathesis");
     let out = tmp.join("out");
-    build(data, &out);
-    let server = Server::start(&out);
+    build(data, &out, &[]).ok();
+    let server = Server::start(&out, &[]);
+    let url = format!("http://{}", server.addr);
     let openapi = out.join(OPENAPI);
     let report = tmp.join("junit.xml");
     let log = tmp.join("schemathesis.log");
@@ -235,7 +205,7 @@ fn schemathesis(venv: &Path, data: &Path, examples: u32) {
         "run",
         openapi.to_str().unwrap(),
         "--url",
-        &server.url,
+        &url,
         "--checks",
         "not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance",
         "--phases",

@@ -6,7 +6,7 @@
 mod common;
 mod serve_support;
 
-use common::{TempDir, run, write_files};
+use common::{TempDir, build, run, write_files};
 use serve_support::*;
 use std::path::Path;
 use std::time::Duration;
@@ -111,7 +111,7 @@ fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
     let data = tmp.join("data");
     let out = tmp.join("out");
     write_files(&data, &[("berry/1.json", record(1, 20))]);
-    run(&["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    build(&data, &out, &["--quiet"]).ok();
     std::fs::write(data.join("berry/1.json"), "{").unwrap();
 
     // A tree to fall back on: served, with the problems shown.

@@ -1,11 +1,15 @@
 //! Helpers shared by the integration tests: temporary folders, running the real binary,
-//! writing data folders, reading trees.
+//! writing data folders, reading trees, an HTTP client and its one response type, and the skip
+//! policy (missing tools, the quick tier).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// A temporary folder, removed on drop.
 pub struct TempDir(pub PathBuf);
@@ -89,6 +93,19 @@ impl Run {
     }
 }
 
+/// Runs `gen build --data <data> --out <out> <extra>`. Assert with `.ok()` or `.fails_with(n)`:
+/// a failure shows the command and both outputs.
+pub fn build(data: &Path, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["build", "--data", utf8(data), "--out", utf8(out)];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// `path` as text, for an argument; the tests' temporary paths are UTF-8.
+pub fn utf8(path: &Path) -> &str {
+    path.to_str().unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))
+}
+
 /// Writes `files` (relative path → text) under `dir`.
 pub fn write_files(dir: &Path, files: &[(&str, String)]) {
     for (rel, text) in files {
@@ -165,21 +182,24 @@ pub fn sample_data(dir: &Path) {
     write_files(dir, &files);
 }
 
-/// One HTTP/1.1 response as read off the socket.
+/// One HTTP/1.1 response as read off the socket: the one response type of the tests.
 #[derive(Debug, Clone)]
-pub struct HttpReply {
+pub struct Response {
     pub status: u16,
+    pub status_line: String,
     /// Header names lower-cased, in the order received.
     pub headers: Vec<(String, String)>,
     /// The body, de-chunked but not decompressed.
     pub body: Vec<u8>,
 }
 
-impl HttpReply {
+/// The old name of [`Response`], kept for compatibility.
+pub type HttpReply = Response;
+
+impl Response {
     /// The first value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The body as text, for messages.
@@ -191,63 +211,134 @@ impl HttpReply {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: not JSON: {}", self.text()))
     }
+
+    /// Asserts the status, showing the response otherwise.
+    pub fn expect(self, status: u16) -> Response {
+        assert_eq!(self.status, status, "{}\n{:?}\n{}", self.status_line, self.headers, self.text());
+        self
+    }
+}
+
+/// One client connection, reading responses as they come (keep-alive, pipelining).
+pub struct Conn {
+    reader: BufReader<TcpStream>,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream) -> Conn {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Conn { reader: BufReader::new(stream) }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        self.reader.get_ref()
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).unwrap();
+    }
+
+    /// `GET target` on this connection.
+    pub fn get(&mut self, target: &str) -> Response {
+        self.send(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        self.read_response(false).expect("a response")
+    }
+
+    /// Sends a GET for `target` and reads its response, or the error that stopped it.
+    pub fn read_response_to(&mut self, target: &str) -> std::io::Result<Response> {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n");
+        self.stream().try_clone()?.write_all(request.as_bytes())?;
+        self.read_response(false)
+    }
+
+    /// Reads one response: the head, then a body by Content-Length, chunks, or up to EOF
+    /// (none for `head_only`, the answer to HEAD, nor for 204 and 304).
+    pub fn read_response(&mut self, head_only: bool) -> std::io::Result<Response> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+        }
+        let status_line = line.trim_end().to_string();
+        let status: u16 = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            panic!("not a status line: {status_line:?}");
+        });
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let trimmed = line.trim_end_matches(['\r', '\n']);
+            if trimmed.is_empty() {
+                break;
+            }
+            let (name, value) = trimmed.split_once(':').expect("a header line");
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+        let mut response = Response { status, status_line, headers, body: Vec::new() };
+        if head_only || status == 204 || status == 304 {
+            return Ok(response);
+        }
+        if let Some(length) = response.header("Content-Length") {
+            let length = length.parse().map_err(|_| invalid_data(&format!("Content-Length {length:?}")))?;
+            let mut body = vec![0; length];
+            self.reader.read_exact(&mut body)?;
+            response.body = body;
+        } else if response.header("Transfer-Encoding").is_some_and(|t| t.contains("chunked")) {
+            response.body = self.read_chunks()?;
+        } else {
+            self.reader.read_to_end(&mut response.body)?;
+        }
+        Ok(response)
+    }
+
+    /// A chunked body, de-chunked (chunk extensions ignored).
+    fn read_chunks(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut body = Vec::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let size = line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size, 16).map_err(|_| invalid_data(&format!("chunk size {line:?}")))?;
+            let mut chunk = vec![0; size + 2];
+            self.reader.read_exact(&mut chunk)?;
+            if size == 0 {
+                return Ok(body);
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+
+    /// True when the server has closed the connection (reads EOF) within `limit`.
+    pub fn closed_within(&mut self, limit: Duration) -> bool {
+        self.stream().set_read_timeout(Some(limit)).unwrap();
+        let mut byte = [0u8; 1];
+        matches!(self.reader.read(&mut byte), Ok(0))
+    }
+}
+
+fn invalid_data(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string())
 }
 
 /// Sends one request exactly as given (the target is not normalised or encoded) with
-/// `Connection: close`, and reads the whole response.
+/// `Connection: close` on a new connection to `addr`, and reads the whole response.
 pub fn http_request(
-    addr: std::net::SocketAddr,
+    addr: impl ToSocketAddrs,
     method: &str,
     target: &str,
     headers: &[(&str, &str)],
-) -> std::io::Result<HttpReply> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+) -> std::io::Result<Response> {
+    let addr = addr.to_socket_addrs()?.next().ok_or_else(|| invalid_data("no address"))?;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    let mut conn = Conn::new(stream);
+    conn.stream().set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut request = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    stream.write_all(request.as_bytes())?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| invalid("no end of head"))?;
-    let head = String::from_utf8_lossy(&raw[..end]).to_string();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status: u16 = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| invalid(status_line))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let mut body = raw[end + 4..].to_vec();
-    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    if method == "HEAD" || status == 204 || status == 304 {
-        body.clear();
-    } else if chunked {
-        let mut plain = Vec::new();
-        let mut rest = &body[..];
-        loop {
-            let line_end = rest.windows(2).position(|w| w == b"\r\n").ok_or_else(|| invalid("bad chunk"))?;
-            let size = std::str::from_utf8(&rest[..line_end])
-                .ok()
-                .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok());
-            let size = size.ok_or_else(|| invalid("bad chunk size"))?;
-            rest = &rest[line_end + 2..];
-            if size == 0 {
-                break;
-            }
-            plain.extend_from_slice(rest.get(..size).ok_or_else(|| invalid("short chunk"))?);
-            rest = rest.get(size + 2..).ok_or_else(|| invalid("short chunk"))?;
-        }
-        body = plain;
-    } else if let Some(length) = headers.iter().find(|(n, _)| n == "content-length") {
-        let length: usize = length.1.parse().map_err(|_| invalid("bad content-length"))?;
-        body.truncate(length);
-    }
-    Ok(HttpReply { status, headers, body })
+    conn.reader.get_mut().write_all(request.as_bytes())?;
+    conn.read_response(method == "HEAD")
 }
 
 /// A loopback port that was free a moment ago (bound to port 0, read, released). Whoever
@@ -261,15 +352,35 @@ pub fn free_port() -> u16 {
 /// (CI always has them), and otherwise skips it with a message that says what to install.
 /// Returns `None` to the caller, which then returns.
 pub fn unavailable<T>(what: &str, how_to_get_it: &str) -> Option<T> {
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+    if under_ci() {
         panic!("{what} is missing, and CI must run this test: {how_to_get_it}");
     }
     eprintln!("skipped: {what} is missing; {how_to_get_it} (under CI=true this fails)");
     None
 }
 
-/// The published fixture `../shared/fixtures/api-data`, or `None` under [`unavailable`]'s policy.
+fn under_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// The quick tier (`make test-quick` sets `GEN_QUICK=1`) leaves out the tests that need a
+/// heavy outside tool (the host servers, Chromium, the Python tools) or run long (the published
+/// fixture, kill and concurrency runs). Their gates call this first, `why` saying which it is:
+/// `None`, after saying the test is skipped, in the quick tier; `Some(())` otherwise. Under `CI`
+/// nothing is left out.
+pub fn heavy(why: &str) -> Option<()> {
+    let quick = std::env::var_os("GEN_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
+    if quick && !under_ci() {
+        eprintln!("skipped by the quick tier (GEN_QUICK): {why}; `make test` runs it");
+        return None;
+    }
+    Some(())
+}
+
+/// The published fixture `../shared/fixtures/api-data`, or `None` under [`heavy`]'s and
+/// [`unavailable`]'s policy.
 pub fn fixture() -> Option<PathBuf> {
+    heavy("it reads the published fixture")?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/api-data");
     if path.join("api/v2").is_dir() {
         Some(path)
@@ -281,17 +392,22 @@ pub fn fixture() -> Option<PathBuf> {
     }
 }
 
-/// The program `name` on PATH or in the usual system folders, or `None` under
+/// The program `name` on PATH or in the usual system folders, or `None` under [`heavy`]'s and
 /// [`unavailable`]'s policy. Tests never install anything: `make test` does.
 pub fn tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file());
-    found.or_else(|| {
+    heavy(&format!("it needs {name}"))?;
+    find_tool(name).or_else(|| {
         unavailable(name, "run `make test`, which installs it from Debian's packages (tests/tools/install-hosts.sh)")
     })
+}
+
+/// The program `name` on PATH or in the usual system folders, if there; no skip policy.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// A small deterministic generator (xorshift64*) for the randomised tests, so they need no

@@ -1,10 +1,13 @@
-//! Support for the `gen serve` tests: the real server in a child process (killed on drop), a
-//! raw HTTP/1.1 client over `TcpStream`, a synthetic data folder, and the paging rules written
-//! out again independently of `src/paging.rs`, to derive expected pages from the data.
+//! Support for the tests that talk HTTP: the one server harness ([`Server`]: the real `gen
+//! serve` in a child process, or a host a test started; stopped on drop), the raw HTTP/1.1
+//! client of `tests/common` ([`Conn`], [`Response`]), a synthetic data folder, and the paging
+//! rules written out again independently of `src/paging.rs`, to derive expected pages from the
+//! data.
 #![allow(dead_code)]
 
-use crate::common::{TempDir, gen_bin, run, write_files};
-use std::io::{BufRead, BufReader, Read, Write};
+pub use crate::common::{Conn, Response, http_request};
+use crate::common::{TempDir, build, gen_bin, write_files};
+use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -133,10 +136,9 @@ impl Site {
 
     /// Builds data/ into out/.
     pub fn build(&self, build_args: &[&str]) {
-        let (data, out) = (self.data(), self.out());
-        let mut args = vec!["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        let mut args = vec!["--quiet"];
         args.extend_from_slice(build_args);
-        run(&args).ok();
+        build(&self.data(), &self.out(), &args).ok();
     }
 
     /// A file of the built tree.
@@ -146,13 +148,27 @@ impl Site {
     }
 }
 
-/// A running `gen serve`, killed on drop. Its stderr is collected as it comes.
+/// A running server under test, stopped on drop: `gen serve` (started here), or a host such as
+/// nginx or Caddy that a test started ([`Server::adopt`]). The one server harness of the tests.
 pub struct Server {
+    /// What it is, for messages: `gen serve`, `nginx`, `caddy`.
+    pub name: String,
     child: Child,
     /// `127.0.0.1:PORT`
     pub addr: String,
-    stderr: Arc<Mutex<String>>,
-    _stdout: BufReader<std::process::ChildStdout>,
+    log: Log,
+    /// SIGTERM first on drop (a host's master process stops its workers), then SIGKILL.
+    terminate_first: bool,
+    _stdout: Option<BufReader<std::process::ChildStdout>>,
+    _dir: Option<TempDir>,
+}
+
+/// Where a server's messages go.
+enum Log {
+    /// Its stderr, collected as it comes.
+    Collected(Arc<Mutex<String>>),
+    /// A file it writes.
+    File(PathBuf),
 }
 
 impl Server {
@@ -177,49 +193,66 @@ impl Server {
         Server::spawn(dir, args, None)
     }
 
+    /// A host the caller started, listening on `addr` and writing its messages to `log`; `dir`
+    /// (its files) is removed after it stops.
+    pub fn adopt(name: &str, child: Child, addr: &str, log: &Path, dir: TempDir) -> Server {
+        Server {
+            name: name.to_string(),
+            child,
+            addr: addr.to_string(),
+            log: Log::File(log.to_path_buf()),
+            terminate_first: true,
+            _stdout: None,
+            _dir: Some(dir),
+        }
+    }
+
     fn spawn(dir: &Path, args: &[&str], open_files: Option<u32>) -> Server {
         let mut serve_args = vec!["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0"];
         serve_args.extend_from_slice(args);
         let mut command = match open_files {
-            None => {
-                let mut command = gen_bin();
-                command.args(&serve_args);
-                command
-            }
+            None => gen_bin(),
             Some(n) => {
                 let mut command = std::process::Command::new("sh");
                 command.arg("-c").arg(format!("ulimit -n {n} && exec \"$0\" \"$@\"")).arg(env!("CARGO_BIN_EXE_gen"));
-                command.args(&serve_args);
                 command
             }
         };
+        command.args(&serve_args);
         let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("gen serve starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        {
-            let stderr = stderr.clone();
-            let mut pipe = child.stderr.take().unwrap();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    stderr.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
-        }
+        let stderr = collect(child.stderr.take().unwrap());
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("http://").unwrap_or_else(|| {
+        let mut server = Server {
+            name: "gen serve".into(),
+            child,
+            addr: String::new(),
+            log: Log::Collected(stderr),
+            terminate_first: false,
+            _stdout: None,
+            _dir: None,
+        };
+        let Some(addr) = line.trim().strip_prefix("http://") else {
             std::thread::sleep(Duration::from_millis(200));
-            panic!("gen serve printed {line:?} first, not its address; stderr:\n{}", stderr.lock().unwrap())
-        });
-        Server { addr: addr.to_string(), child, stderr, _stdout: stdout }
+            panic!("gen serve printed {line:?} first, not its address; stderr:\n{}", server.log())
+        };
+        server.addr = addr.to_string();
+        server._stdout = Some(stdout);
+        server
     }
 
+    /// What the server has said so far: its stderr, or its log file.
+    pub fn log(&self) -> String {
+        match &self.log {
+            Log::Collected(text) => text.lock().unwrap().clone(),
+            Log::File(path) => std::fs::read_to_string(path).unwrap_or_default(),
+        }
+    }
+
+    /// The same as [`Server::log`], the older name.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.log()
     }
 
     pub fn pid(&self) -> u32 {
@@ -229,165 +262,77 @@ impl Server {
     /// Waits for the process to end (after a signal), at most `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
+        loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return Some(status);
             }
+            if Instant::now() >= deadline {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
-        None
     }
 
     /// A new connection to the server.
     pub fn connect(&self) -> Conn {
-        Conn::new(TcpStream::connect(&self.addr).expect("connects to gen serve"))
+        Conn::new(TcpStream::connect(&self.addr).expect("connects to the server"))
     }
 
-    /// `GET target` on a new connection.
+    /// `GET target` on a new connection ([`Server::request`]).
     pub fn get(&self, target: &str) -> Response {
-        self.send(&format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n"), false)
+        self.request("GET", target, &[])
     }
 
     /// `GET target` with extra header lines (each `Name: value`).
     pub fn get_with(&self, target: &str, headers: &[&str]) -> Response {
-        let mut request = format!("GET {target} HTTP/1.1\r\nHost: x\r\n");
-        for header in headers {
-            request.push_str(header);
-            request.push_str("\r\n");
-        }
-        request.push_str("\r\n");
-        self.send(&request, false)
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|line| line.split_once(':').map(|(n, v)| (n.trim(), v.trim())).expect("a header line `Name: value`"))
+            .collect();
+        self.request("GET", target, &headers)
+    }
+
+    /// `method target` with `headers` and `Connection: close` on a new connection
+    /// ([`http_request`]); the server's log is shown when it fails.
+    pub fn request(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
+        http_request(self.addr.as_str(), method, target, headers)
+            .unwrap_or_else(|e| panic!("{} {method} {target}: {e}\n--- log\n{}", self.name, self.log()))
     }
 
     /// Sends a raw request on a new connection and reads one response (`head_only` for HEAD).
     pub fn send(&self, raw: &str, head_only: bool) -> Response {
         let mut conn = self.connect();
         conn.send(raw.as_bytes());
-        conn.read_response(head_only).unwrap_or_else(|e| panic!("no response to {raw:?}: {e}\n{}", self.stderr()))
+        conn.read_response(head_only).unwrap_or_else(|e| panic!("no response to {raw:?}: {e}\n{}", self.log()))
     }
+}
+
+/// Collects everything read from `pipe` on a thread of its own.
+fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    text
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if self.terminate_first {
+            let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+            if self.wait_exit(Duration::from_secs(5)).is_some() {
+                return;
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// One client connection, reading responses as they come (keep-alive, pipelining).
-pub struct Conn {
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    pub fn new(stream: TcpStream) -> Conn {
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Conn { reader: BufReader::new(stream) }
-    }
-
-    pub fn stream(&self) -> &TcpStream {
-        self.reader.get_ref()
-    }
-
-    pub fn send(&mut self, bytes: &[u8]) {
-        self.reader.get_mut().write_all(bytes).unwrap();
-    }
-
-    /// `GET target` on this connection.
-    pub fn get(&mut self, target: &str) -> Response {
-        self.send(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
-        self.read_response(false).expect("a response")
-    }
-
-    /// Sends a GET for `target` and reads its response, or the error that stopped it.
-    pub fn read_response_to(&mut self, target: &str) -> std::io::Result<Response> {
-        let request = format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n");
-        self.stream().try_clone()?.write_all(request.as_bytes())?;
-        self.read_response(false)
-    }
-
-    /// Reads one response: the head, then a body by Content-Length, chunks, or up to EOF.
-    pub fn read_response(&mut self, head_only: bool) -> std::io::Result<Response> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
-        }
-        let status_line = line.trim_end().to_string();
-        let status: u16 = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            panic!("not a status line: {status_line:?}");
-        });
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            let trimmed = line.trim_end_matches(['\r', '\n']);
-            if trimmed.is_empty() {
-                break;
-            }
-            let (name, value) = trimmed.split_once(':').expect("a header line");
-            headers.push((name.to_string(), value.trim().to_string()));
-        }
-        let mut response = Response { status, status_line, headers, body: Vec::new() };
-        if head_only || status == 204 || status == 304 {
-            return Ok(response);
-        }
-        if let Some(length) = response.header("Content-Length") {
-            let mut body = vec![0; length.parse().unwrap()];
-            self.reader.read_exact(&mut body)?;
-            response.body = body;
-        } else if response.header("Transfer-Encoding").is_some_and(|t| t.contains("chunked")) {
-            loop {
-                line.clear();
-                self.reader.read_line(&mut line)?;
-                let size = usize::from_str_radix(line.trim(), 16).unwrap();
-                let mut chunk = vec![0; size + 2];
-                self.reader.read_exact(&mut chunk)?;
-                if size == 0 {
-                    break;
-                }
-                response.body.extend_from_slice(&chunk[..size]);
-            }
-        } else {
-            self.reader.read_to_end(&mut response.body)?;
-        }
-        Ok(response)
-    }
-
-    /// True when the server has closed the connection (reads EOF) within `limit`.
-    pub fn closed_within(&mut self, limit: Duration) -> bool {
-        self.stream().set_read_timeout(Some(limit)).unwrap();
-        let mut byte = [0u8; 1];
-        matches!(self.reader.read(&mut byte), Ok(0))
-    }
-}
-
-/// A response as read off the wire.
-#[derive(Debug, Clone)]
-pub struct Response {
-    pub status: u16,
-    pub status_line: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    /// The first header named `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.text()))
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).to_string()
-    }
-
-    /// Asserts the status, showing the response otherwise.
-    pub fn expect(self, status: u16) -> Response {
-        assert_eq!(self.status, status, "{}\n{:?}\n{}", self.status_line, self.headers, self.text());
-        self
     }
 }
 
