@@ -1,23 +1,36 @@
-//! The build: `data/` → the tree, as [`load`] → [`plan`] → [`render`] → [`write`], with the
-//! [`index`] beside the tree telling what changed since the previous build.
+//! The build: `data/` → the tree. [`build`] reads top to bottom as its steps: open what the
+//! previous build left (its [`index`], a killed commit's journal), [`load`] what changed,
+//! decide `UpToDate | Partial | Full`, [`plan`] every document, [`render`] those that need it,
+//! [`write`] them (staged, then committed), and record the new index.
+//!
+//! The modules, in the order the build calls them:
 
-pub mod dataset;
+// The previous build: the index kept beside the tree, and the tree opened without following links.
 pub mod index;
+pub mod tree_fs;
+
+// Load: walk the data folder, check each record's own shape, into the dataset.
+pub mod walk;
+pub mod validate;
 pub mod load;
-pub mod openapi;
+pub mod dataset;
+
+// Plan: every document and path of the tree, pure.
 pub mod plan;
+
+// Render: references checked and made absolute; schemas inferred; the OpenAPI document.
 pub mod render;
 pub mod schema;
-pub mod tree_fs;
-pub mod validate;
-pub mod walk;
+pub mod openapi;
+
+// Write: stage what changed beside the tree, then commit it.
 pub mod write;
 
 use crate::manifest::{self, Manifest, Settings};
 use crate::problem::Problems;
 use crate::{GENERATOR, config, date, paging};
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
@@ -95,31 +108,129 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
 ///   rendered; otherwise every document is;
 /// - either way, only files whose bytes change are written, and only files gone are removed.
 pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
-    use index::{DataFile, Index, Stamp};
     let started_ns = index::now_ns();
     load::require_folder(data)?;
-    let mut target = crate::staging::Target::open(out)?;
-    let dir = target.dir.clone();
-    let journal = if target.exists { write::read_journal(&dir) } else { write::Journal::default() };
-    let previous = if target.exists { Index::read(&dir) } else { None };
-    let mut listed = journal.paths.clone();
-    if target.exists && previous.is_none() {
-        listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
+    let mut previous = PreviousBuild::open(out)?;
+    let loaded = load_changed(data, previous.index.as_ref())?;
+    let settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
+    let dataset = &loaded.dataset;
+    let summary = |report, up_to_date| BuildSummary {
+        resources: dataset.resources.len(),
+        records: dataset.record_count(),
+        report,
+        up_to_date,
+    };
+    let decision = decide(&previous, &settings, &loaded.files);
+    if let Decision::UpToDate { rehashed } = decision {
+        previous.record_up_to_date(started_ns, loaded.files, rehashed);
+        return Ok(summary(write::WriteReport::default(), true));
     }
-    let tree = if target.exists { Some(tree_fs::TreeDir::open(&dir)?) } else { None };
+    let outputs = plan::plan(dataset, &settings);
+    let rendering = Rendering::new(data, dataset, &settings, &previous, decision, &loaded.files);
+    let written = write::write_tree(
+        &mut previous.target,
+        write::TreeWrite {
+            outputs: &outputs,
+            documents: &rendering,
+            manifest: manifest_of(&settings, dataset),
+            previous: write::Previous { index: previous.index.as_ref(), listed: std::mem::take(&mut previous.listed) },
+            progress,
+        },
+    )?;
+    let dir = previous.target.dir.clone();
+    drop(previous);
+    let schemas = rendering.renderer.schemas();
+    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([openapi::OPENAPI_PATH]);
+    let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
+    let manifest_path = dir.join(manifest::MANIFEST_FILE);
+    let index = index::Index {
+        format: index::FORMAT,
+        manifest: index::Stamp::of_file(&manifest_path)
+            .with_context(|| format!("cannot read {}", manifest_path.display()))?,
+        started_ns,
+        settings,
+        data: loaded.files,
+        lists: list_hashes(dataset),
+        schemas,
+        files: BTreeMap::new(),
+    };
+    record_index(&dir, &index, &files);
+    Ok(summary(written.report, false))
+}
 
-    // Load, reading only the files whose stamps say they may have changed.
+/// What the previous build left in the output folder, opened (and locked) for this one.
+struct PreviousBuild {
+    /// The output folder, locked against other builds until this one ends.
+    target: crate::staging::Target,
+    /// A killed commit's journal.
+    journal: write::Journal,
+    /// The build index, when it describes the tree in place.
+    index: Option<index::Index>,
+    /// Paths known to be ours besides the index's: the journal's, and the manifest's when
+    /// there is no index.
+    listed: Vec<String>,
+    /// The tree in place, opened without following links inside it.
+    tree: Option<tree_fs::TreeDir>,
+}
+
+impl PreviousBuild {
+    /// Locks `out` (waiting for another build) and reads what the previous build left there.
+    fn open(out: &Path) -> Result<PreviousBuild> {
+        let target = crate::staging::Target::open(out)?;
+        if !target.exists {
+            return Ok(PreviousBuild {
+                target,
+                journal: Default::default(),
+                index: None,
+                listed: Vec::new(),
+                tree: None,
+            });
+        }
+        let dir = target.dir.clone();
+        let journal = write::read_journal(&dir);
+        let index = index::Index::read(&dir);
+        let mut listed = journal.paths.clone();
+        if index.is_none() {
+            listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
+        }
+        let tree = Some(tree_fs::TreeDir::open(&dir)?);
+        Ok(PreviousBuild { target, journal, index, listed, tree })
+    }
+
+    /// Ends a build that found the tree up to date: the stamps of data files touched without
+    /// a change, and of tree files read to be checked, are recorded so that the next build
+    /// need not read them again.
+    fn record_up_to_date(&self, started_ns: i64, files: BTreeMap<String, index::DataFile>, rehashed: bool) {
+        let Some(index) = &self.index else { return };
+        let data_touched = index.data.iter().any(|(rel, old)| files.get(rel).is_none_or(|new| new.stamp != old.stamp));
+        if data_touched || rehashed {
+            let index = index::Index { started_ns, data: files, ..clone_index(index) };
+            let _ = index.write(&self.target.dir);
+        }
+        crate::staging::clean_leftovers(&self.target.dir);
+    }
+}
+
+/// The data as this build loaded it: the dataset, and each data file's stamp, hash and name
+/// for the index.
+struct Loaded {
+    dataset: load::Dataset,
+    files: BTreeMap<String, index::DataFile>,
+}
+
+/// Loads `data`, reading only the files whose stamps say they may have changed since the
+/// build `previous` describes. Fails with the problems found before references are checked.
+fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> {
+    use index::Stamp;
     let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
-    let relative = |file: &Path| file.strip_prefix(data).unwrap_or(file).to_string_lossy().replace('\\', "/");
     if let Ok(meta) = std::fs::metadata(data.join(config::CONFIG_FILE)) {
         stamps.lock().expect("no panic while loading").insert(config::CONFIG_FILE.to_string(), Stamp::of(&meta));
     }
     let known = |file: &Path| -> Option<load::Known> {
         let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
-        let key = relative(file);
-        let index = previous.as_ref();
+        let key = relative(data, file);
         let old =
-            index.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
+            previous.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
         stamps.lock().expect("no panic while loading").insert(key, stamp);
         Some(load::Known { name: old?.name.clone(), hash: old?.hash.0 })
     };
@@ -127,136 +238,155 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
-    let settings = options.settings(&dataset.config, dataset.data_hash.clone())?;
-    let summary = |report, up_to_date| BuildSummary {
-        resources: dataset.resources.len(),
-        records: dataset.record_count(),
-        report,
-        up_to_date,
-    };
-
-    // What the data is now, for the index.
     let stamps = stamps.into_inner().expect("no panic while loading");
-    let mut data_files: BTreeMap<String, DataFile> = hashes
+    let unknown = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
+    let mut files: BTreeMap<String, index::DataFile> = hashes
         .into_iter()
         .map(|(rel, hash)| {
-            let stamp = stamps.get(&rel).copied().unwrap_or(Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 });
-            (rel, DataFile { stamp, hash: index::Hash(hash), name: None })
+            let stamp = stamps.get(&rel).copied().unwrap_or(unknown);
+            (rel, index::DataFile { stamp, hash: index::Hash(hash), name: None })
         })
         .collect();
-    drop(stamps);
     for record in dataset.resources.values().flat_map(|r| &r.records) {
-        if let Some(file) = data_files.get_mut(&relative(&record.file)) {
+        if let Some(file) = files.get_mut(&relative(data, &record.file)) {
             file.name.clone_from(&record.name);
         }
     }
-    let lists = list_hashes(&dataset);
+    Ok(Loaded { dataset, files })
+}
 
-    // The tree is checked only when this build could reuse it (up to date, or in part): a
-    // check may read every file the previous build wrote (see `Index::check_file`).
-    let verified = match (&previous, &tree) {
-        (Some(index), Some(tree))
-            if !journal.killed
-                && (index.settings == settings || only_changes_and_additions(index, &settings, &data_files)) =>
-        {
-            index.verify(tree)
-        }
-        _ => index::Verified::Changed,
-    };
-    let intact = previous.as_ref().filter(|_| verified != index::Verified::Changed);
-    if let Some(index) = intact
-        && index.settings == settings
-    {
-        // Up to date. Stamps of data files touched without a change are kept for next time, and
-        // tree files read to be checked need not be read again.
-        let data_touched =
-            index.data.iter().any(|(rel, old)| data_files.get(rel).is_none_or(|new| new.stamp != old.stamp));
-        if data_touched || verified == (index::Verified::Intact { rehashed: true }) {
-            let index = Index { started_ns, data: data_files, ..clone_index(index) };
-            let _ = index.write(&dir);
-        }
-        crate::staging::clean_leftovers(&dir);
-        return Ok(summary(write::WriteReport::default(), true));
-    }
+/// A data file's path relative to the data folder, as the index keys it.
+fn relative(data: &Path, file: &Path) -> String {
+    file.strip_prefix(data).unwrap_or(file).to_string_lossy().replace('\\', "/")
+}
 
-    // Rendered in part, or whole (see `only_changes_and_additions`).
-    let partial = intact.filter(|index| only_changes_and_additions(index, &settings, &data_files));
-    let outputs = plan::plan(&dataset, &settings);
-    let mut renderer = render::TreeRenderer::new(&dataset, &settings);
-    let changed: std::collections::HashSet<&str> = data_files
-        .iter()
-        .filter(|(rel, new)| partial.and_then(|index| index.data.get(*rel)).is_none_or(|old| old.hash != new.hash))
-        .map(|(rel, _)| rel.as_str())
-        .collect();
-    let partial = partial.filter(|index| {
-        renderer.seed_schemas(index.schemas.clone());
-        tree.as_ref().is_some_and(|tree| forget_previous(&renderer, index, tree, &changed))
-    });
-    if partial.is_none() {
-        renderer = render::TreeRenderer::new(&dataset, &settings);
+/// What a build does, given what the previous one left.
+#[derive(Clone, Copy)]
+enum Decision<'i> {
+    /// The tree is intact and was built from the same data and settings: nothing to write.
+    /// `rehashed` when some tree files had to be read to tell.
+    UpToDate { rehashed: bool },
+    /// The tree is intact, and records were only changed or added since the build this index
+    /// describes: only their documents (and the lists, root and meta) are rendered.
+    Partial(&'i index::Index),
+    /// Every document is rendered.
+    Full,
+}
+
+/// Decides what this build does. The tree is checked only when this build could reuse it (up
+/// to date, or in part): a check may read every file the previous build wrote (see
+/// [`index::Index::check_file`]).
+fn decide<'i>(
+    previous: &'i PreviousBuild,
+    settings: &Settings,
+    files: &BTreeMap<String, index::DataFile>,
+) -> Decision<'i> {
+    let (Some(index), Some(tree)) = (&previous.index, &previous.tree) else { return Decision::Full };
+    let same = index.settings == *settings;
+    let partial = only_changes_and_additions(index, settings, files);
+    if previous.journal.killed || !(same || partial) {
+        return Decision::Full;
     }
-    let lists_changed: std::collections::HashSet<&str> = lists
-        .iter()
-        .filter(|(segment, hash)| partial.and_then(|index| index.lists.get(*segment)) != Some(hash))
-        .map(|(segment, _)| segment.as_str())
-        .collect();
-    let is_changed = |file: &Path| changed.contains(relative(file).as_str());
-    let dirty = |output: &plan::Output<'_>| {
-        partial.is_none()
-            || match output.content {
-                plan::Content::Root | plan::Content::Meta => true,
-                plan::Content::Record { segment, index } => is_changed(&dataset.resources[segment].records[index].file),
-                plan::Content::SubDoc { segment, index, subdoc } => {
-                    is_changed(&dataset.resources[segment].records[index].subdocs[subdoc].file)
-                }
-                plan::Content::Page { segment, .. } => lists_changed.contains(segment),
-            }
-    };
-    let manifest = Manifest {
-        settings: settings.clone(),
-        resources: dataset
-            .resources
+    match index.verify(tree) {
+        index::Verified::Changed => Decision::Full,
+        index::Verified::Intact { rehashed } if same => Decision::UpToDate { rehashed },
+        index::Verified::Intact { .. } => Decision::Partial(index),
+    }
+}
+
+/// The render step: which planned documents this build renders (all, or those a partial
+/// build needs), and their bytes. The writer asks for each document as it goes, so that no
+/// rendered body is held longer than it takes to place it.
+struct Rendering<'d> {
+    renderer: render::TreeRenderer<'d>,
+    dataset: &'d load::Dataset,
+    data: &'d Path,
+    /// In a partial build: the data files whose hash changed, and the lists whose entries did.
+    partial: Option<(HashSet<String>, HashSet<String>)>,
+}
+
+impl<'d> Rendering<'d> {
+    /// Prepares rendering for `decision`. A partial build first takes back from the schemas what
+    /// the previous versions of the changed files showed them; when it cannot, every document
+    /// is rendered.
+    fn new(
+        data: &'d Path,
+        dataset: &'d load::Dataset,
+        settings: &'d Settings,
+        previous: &PreviousBuild,
+        decision: Decision<'_>,
+        files: &BTreeMap<String, index::DataFile>,
+    ) -> Rendering<'d> {
+        let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, data, partial: None };
+        let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
+        let changed: HashSet<String> = files
             .iter()
-            .map(|(s, r)| (s.clone(), manifest::ResourceInfo { count: r.records.len() as u64 }))
-            .collect(),
-        files: Default::default(),
-    };
-    let written = write::write_tree(
-        &mut target,
-        &outputs,
-        dirty,
-        |o| renderer.render(&o.content),
-        || vec![(openapi::OPENAPI_PATH.to_string(), openapi::document(&renderer))],
-        manifest,
-        &write::Previous { index: previous.as_ref(), listed },
-        progress,
-    )?;
-    drop((previous, tree));
-    let schemas = renderer.schemas();
-    let resources = dataset.resources.len();
-    let records = dataset.record_count();
-    drop(renderer);
-    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([openapi::OPENAPI_PATH]);
-    let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
+            .filter(|(rel, new)| index.data.get(*rel).is_none_or(|old| old.hash != new.hash))
+            .map(|(rel, _)| rel.clone())
+            .collect();
+        let renderer = render::TreeRenderer::new(dataset, settings);
+        renderer.seed_schemas(index.schemas.clone());
+        if !forget_previous(&renderer, index, tree, &changed) {
+            return full;
+        }
+        let lists_changed = list_hashes(dataset)
+            .into_iter()
+            .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
+            .map(|(segment, _)| segment)
+            .collect();
+        Rendering { renderer, dataset, data, partial: Some((changed, lists_changed)) }
+    }
 
-    let index = Index {
-        format: index::FORMAT,
-        manifest: Stamp::of_file(&dir.join(manifest::MANIFEST_FILE))
-            .with_context(|| format!("cannot read {}", dir.join(manifest::MANIFEST_FILE).display()))?,
-        started_ns,
-        settings: settings.clone(),
-        data: data_files,
-        lists,
-        schemas,
-        files: BTreeMap::new(),
-    };
-    match index.write_with(&dir, &files) {
+    fn is_changed(&self, changed: &HashSet<String>, file: &Path) -> bool {
+        changed.contains(&relative(self.data, file))
+    }
+}
+
+impl write::Documents for Rendering<'_> {
+    fn dirty(&self, output: &plan::Output<'_>) -> bool {
+        let Some((changed, lists_changed)) = &self.partial else { return true };
+        let resources = &self.dataset.resources;
+        match output.content {
+            plan::Content::Root | plan::Content::Meta => true,
+            plan::Content::Record { segment, index } => {
+                self.is_changed(changed, &resources[segment].records[index].file)
+            }
+            plan::Content::SubDoc { segment, index, subdoc } => {
+                self.is_changed(changed, &resources[segment].records[index].subdocs[subdoc].file)
+            }
+            plan::Content::Page { segment, .. } => lists_changed.contains(segment),
+        }
+    }
+
+    fn render(&self, output: &plan::Output<'_>) -> write::Rendered {
+        self.renderer.render(&output.content)
+    }
+
+    fn finish(&self) -> Vec<(String, Vec<u8>)> {
+        vec![(openapi::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
+    }
+}
+
+/// Records the build index beside the tree in `dir`, for the next build, and removes the
+/// journal of the commit: the tree is whole. An index that cannot be written is a warning (the
+/// next build renders every document).
+fn record_index(dir: &Path, index: &index::Index, files: &[(&str, &index::TreeFile)]) {
+    match index.write_with(dir, files) {
         Ok(()) => {
-            let _ = std::fs::remove_file(write::journal_path(&dir));
+            let _ = std::fs::remove_file(write::journal_path(dir));
         }
         Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
     }
-    Ok(BuildSummary { resources, records, report: written.report, up_to_date: false })
+}
+
+/// The manifest of a tree built with `settings` from `dataset`, its files not yet listed.
+fn manifest_of(settings: &Settings, dataset: &load::Dataset) -> Manifest {
+    let resources = dataset
+        .resources
+        .iter()
+        .map(|(segment, resource)| (segment.clone(), manifest::ResourceInfo { count: resource.records.len() as u64 }))
+        .collect();
+    Manifest { settings: settings.clone(), resources, files: Default::default() }
 }
 
 /// Each list's entries (ids and names, in order) as one hash: a list whose hash is unchanged
@@ -363,9 +493,9 @@ fn forget_previous(
     renderer: &render::TreeRenderer<'_>,
     index: &index::Index,
     tree: &tree_fs::TreeDir,
-    changed: &std::collections::HashSet<&str>,
+    changed: &HashSet<String>,
 ) -> bool {
-    for rel in changed.iter().filter(|rel| index.data.contains_key(**rel)) {
+    for rel in changed.iter().filter(|rel| index.data.contains_key(rel.as_str())) {
         // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
         let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
         let (segment, subdoc, path) = match parts.as_slice() {

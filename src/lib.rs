@@ -1,31 +1,35 @@
 //! `genapi`: turns a folder of reference-data records into a prebuilt, read-only JSON API
 //! (the shape of pokeapi.co), and serves it.
 //!
-//! - [`build`]: the build pipeline, `data/` → the tree, in its stages: `load` (data/ → an index
-//!   of ids and names, each record's own shape checked by `validate`) → `plan` (every document
-//!   and path of the tree, pure) → `render` (references checked and made absolute; the OpenAPI
-//!   document from what rendering saw) → `write` (what changed staged beside the tree, then
-//!   committed). The build `index` kept beside the tree tells what changed since the previous
-//!   build (docs/builds.md).
-//! - [`serve`]: the preview server; [`hosts`]: nginx and Caddy configurations; [`import`]: the
-//!   published data into a data folder.
-//! - The vocabulary they share: [`config`] (settings and names), [`paging`], [`manifest`],
+//! The modules, in the order of the calls:
+//! - [`build`]: `data/` → the tree, in named steps (docs/builds.md): open what the previous
+//!   build left → load what changed → decide `UpToDate | Partial | Full` → plan every document
+//!   → render those that need it → write them (staged, then committed) → record the index.
+//! - [`serve`]: the preview server over a built tree; [`hosts`]: nginx and Caddy
+//!   configurations for it; [`import`]: the published data into a data folder.
+//! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
+//!   (where each document lives), [`paging`], [`manifest`] (the tree's settings and files),
 //!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`].
 
-pub mod answers;
+// The pipeline.
 pub mod build;
-pub mod config;
-pub mod date;
-pub mod fsutil;
+
+// Its uses: preview, host configurations, import.
+pub mod serve;
 pub mod hosts;
 pub mod import;
-pub mod json;
+
+// The vocabulary they share.
+pub mod config;
 pub mod layout;
-pub mod manifest;
 pub mod paging;
+pub mod manifest;
+pub mod json;
 pub mod problem;
-pub mod serve;
+pub mod answers;
 pub mod staging;
+pub mod fsutil;
+pub mod date;
 
 pub use build::{BuildOptions, BuildSummary, build, check};
 

@@ -58,102 +58,57 @@ pub struct Written {
     pub files: Vec<TreeFile>,
 }
 
-/// Writes the documents of `outputs` into `target`, then those `finish` returns (computed from
-/// what rendering saw, e.g. schemas), then the manifest, listing every file with its hash.
+/// The documents a write takes, from the render step: which planned documents need rendering,
+/// their bytes, and the documents made last from what rendering saw (the OpenAPI document).
+pub trait Documents: Sync {
+    /// True when `output` must be rendered; otherwise it is taken from the previous tree.
+    fn dirty(&self, output: &Output<'_>) -> bool;
+    /// The bytes of `output`, or the problems found in its source.
+    fn render(&self, output: &Output<'_>) -> Rendered;
+    /// The documents made once every other is rendered: (path, bytes).
+    fn finish(&self) -> Vec<(String, Vec<u8>)>;
+}
+
+/// One write of a tree: what [`write_tree`] writes, and what it may reuse.
+pub struct TreeWrite<'a, 'o> {
+    /// Every planned document, in plan order.
+    pub outputs: &'a [Output<'o>],
+    pub documents: &'a dyn Documents,
+    /// The new tree's manifest, its files listed by the write.
+    pub manifest: Manifest,
+    pub previous: Previous<'a>,
+    pub progress: &'a Progress,
+}
+
+/// Writes the documents of `write.outputs` into `target`, then those `finish` returns, then the
+/// manifest, listing every file with its hash.
 ///
-/// Only the documents `dirty` names are rendered: the others are taken from the previous tree
+/// Only the documents that are dirty are rendered: the others are taken from the previous tree
 /// as the index describes it. A rendered document is written only when its bytes differ from
 /// the file in place (known by the index's hash and stamp, or else by reading the file).
 /// New bytes go to a staging folder beside the tree first: on any problem nothing in the tree
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-#[allow(clippy::too_many_arguments)]
-pub fn write_tree<'a>(
-    target: &mut Target,
-    outputs: &[Output<'a>],
-    dirty: impl Fn(&Output<'a>) -> bool + Sync,
-    render: impl Fn(&Output<'a>) -> Rendered + Sync,
-    finish: impl FnOnce() -> Vec<(String, Vec<u8>)>,
-    mut manifest: Manifest,
-    previous: &Previous<'_>,
-    progress: &Progress,
-) -> Result<Written> {
+pub fn write_tree(target: &mut Target, write: TreeWrite<'_, '_>) -> Result<Written> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
     let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
-    let writer = TreeWriter { tree: tree.as_ref(), stage: &stage, index: previous.index, gzip: manifest.settings.gzip };
-    let total = outputs.iter().filter(|o| dirty(o)).count();
-    progress.total.store(total, Ordering::Relaxed);
-
-    let results: Vec<Result<Placed, Failure>> = outputs
-        .par_iter()
-        .map(|output| {
-            if !dirty(output)
-                && let Some(kept) = writer.kept(&output.paths)
-            {
-                return Ok(kept);
-            }
-            let bytes = render(output).map_err(Failure::Problems)?;
-            let placed = writer.place(&output.paths, &bytes).map_err(Failure::Error)?;
-            progress.done.fetch_add(1, Ordering::Relaxed);
-            Ok(placed)
-        })
-        .collect();
-    let mut problems = Vec::new();
-    let mut placed = Vec::with_capacity(results.len());
-    for result in results {
-        match result {
-            Ok(output) => placed.push(output),
-            Err(Failure::Problems(found)) => problems.extend(found),
-            Err(Failure::Error(e)) => return Err(e),
-        }
-    }
-    if !problems.is_empty() {
-        problems.sort();
-        return Err(Problems::all(problems).into());
-    }
-    let late: Vec<(String, Vec<u8>)> = finish();
+    let previous = &write.previous;
+    let writer =
+        TreeWriter { tree: tree.as_ref(), stage: &stage, index: previous.index, gzip: write.manifest.settings.gzip };
+    let mut placed = stage_documents(&writer, write.outputs, write.documents, write.progress)?;
+    let late: Vec<(String, Vec<u8>)> = write.documents.finish();
     let late_paths: Vec<Vec<String>> = late.iter().map(|(path, _)| vec![path.clone()]).collect();
     for ((_, bytes), paths) in late.iter().zip(&late_paths) {
         placed.push(writer.place(paths, bytes)?);
     }
     drop(late);
     let all_paths: Vec<&[String]> =
-        outputs.iter().map(|o| &o.paths[..]).chain(late_paths.iter().map(|p| &p[..])).collect();
-
-    // The manifest of a large tree is large: it is streamed to its file, never held whole.
-    let mut files: Vec<(&str, blake3::Hash)> = Vec::new();
-    for (paths, output) in all_paths.iter().zip(&placed) {
-        files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
-    }
-    manifest.files.clear();
-    let manifest_path = staging.dir.join(MANIFEST_FILE);
-    let file =
-        std::fs::File::create(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
-    let mut counting = CountingWriter { inner: file, bytes: 0 };
-    manifest
-        .write_with(&mut files, &mut counting)
-        .with_context(|| format!("cannot write {}", manifest_path.display()))?;
-    drop(files);
-
-    // Files of the previous tree that this one no longer has.
-    let had_files = previous.index.is_some_and(|index| !index.files.is_empty()) || !previous.listed.is_empty();
-    let planned: HashSet<&str> = match had_files {
-        true => all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect(),
-        false => HashSet::new(), // a first build: nothing can be gone
-    };
-    let mut gone: Vec<&str> = previous
-        .index
-        .into_iter()
-        .flat_map(|index| index.files.keys())
-        .chain(&previous.listed)
-        .map(String::as_str)
-        .filter(|path| !planned.contains(path))
-        .collect();
-    gone.sort_unstable();
-    gone.dedup();
+        write.outputs.iter().map(|o| &o.paths[..]).chain(late_paths.iter().map(|p| &p[..])).collect();
+    let manifest_bytes = write_manifest(write.manifest, &stage, &all_paths, &placed)?;
+    let gone = gone_paths(previous, &all_paths);
 
     if target.exists {
         let staged: Vec<&str> = all_paths
@@ -169,25 +124,105 @@ pub fn write_tree<'a>(
             let with_gz = previous.index.into_iter().flat_map(|i| &i.files).filter(|(_, f)| f.gz.is_some());
             with_gz.map(|(path, _)| path.as_str()).chain(previous.listed.iter().map(String::as_str)).collect()
         };
-        commit_in_place(
-            tree.as_ref().expect("an existing tree is open"),
-            &staging.dir,
-            &staged,
-            &gone,
-            &stale_gz,
-            writer.gzip,
-        )?;
+        let tree = tree.as_ref().expect("an existing tree is open");
+        commit_in_place(tree, &stage, &staged, &gone, &stale_gz, writer.gzip)?;
     } else {
-        target.hold(&staging.dir)?;
+        target.hold(&stage)?;
         staging.commit()?;
         target.exists = true;
     }
-    let committed = TreeDir::open(&out)?;
+    stamps_after_commit(&TreeDir::open(&out)?, previous, &all_paths, &placed, writer.gzip, manifest_bytes)
+}
 
-    // Stamps as the commit left them (renames and new links change a file's change time).
-    let mut report = WriteReport { files: 1, bytes: counting.bytes, written: 1 };
-    let mut tree = Vec::with_capacity(all_paths.iter().map(|paths| paths.len()).sum());
-    for (paths, output) in all_paths.iter().zip(&placed) {
+/// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
+/// parallel; takes the others from the previous tree. Fails with every problem found.
+fn stage_documents(
+    writer: &TreeWriter<'_>,
+    outputs: &[Output<'_>],
+    documents: &dyn Documents,
+    progress: &Progress,
+) -> Result<Vec<Placed>> {
+    progress.total.store(outputs.iter().filter(|o| documents.dirty(o)).count(), Ordering::Relaxed);
+    let results: Vec<Result<Placed, DocumentFailure>> = outputs
+        .par_iter()
+        .map(|output| {
+            if !documents.dirty(output)
+                && let Some(kept) = writer.kept(&output.paths)
+            {
+                return Ok(kept);
+            }
+            let bytes = documents.render(output).map_err(DocumentFailure::Problems)?;
+            let placed = writer.place(&output.paths, &bytes).map_err(DocumentFailure::Error)?;
+            progress.done.fetch_add(1, Ordering::Relaxed);
+            Ok(placed)
+        })
+        .collect();
+    let mut problems = Vec::new();
+    let mut placed = Vec::with_capacity(results.len());
+    for result in results {
+        match result {
+            Ok(output) => placed.push(output),
+            Err(DocumentFailure::Problems(found)) => problems.extend(found),
+            Err(DocumentFailure::Error(e)) => return Err(e),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Problems::all(problems).into());
+    }
+    Ok(placed)
+}
+
+/// Streams `manifest`, listing every path with its document's hash, into the staging folder
+/// `stage` (the manifest of a large tree is large: it is never held whole). Returns its size.
+fn write_manifest(mut manifest: Manifest, stage: &Path, all_paths: &[&[String]], placed: &[Placed]) -> Result<u64> {
+    let mut files: Vec<(&str, blake3::Hash)> = Vec::new();
+    for (paths, output) in all_paths.iter().zip(placed) {
+        files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
+    }
+    manifest.files.clear();
+    let path = stage.join(MANIFEST_FILE);
+    let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut counting = CountingWriter { inner: file, bytes: 0 };
+    manifest.write_with(&mut files, &mut counting).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(counting.bytes)
+}
+
+/// The files of the previous tree that the new one no longer has, sorted: only files the
+/// previous index, manifest or journal lists are ever removed.
+fn gone_paths<'p>(previous: &'p Previous<'_>, all_paths: &[&[String]]) -> Vec<&'p str> {
+    let had_files = previous.index.is_some_and(|index| !index.files.is_empty()) || !previous.listed.is_empty();
+    if !had_files {
+        return Vec::new(); // a first build: nothing can be gone
+    }
+    let planned: HashSet<&str> = all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect();
+    let mut gone: Vec<&str> = previous
+        .index
+        .into_iter()
+        .flat_map(|index| index.files.keys())
+        .chain(&previous.listed)
+        .map(String::as_str)
+        .filter(|path| !planned.contains(path))
+        .collect();
+    gone.sort_unstable();
+    gone.dedup();
+    gone
+}
+
+/// Every file of the committed tree with its hash and stamp, for the index (stamps as the
+/// commit left them: renames and new links change a file's change time), and the write's
+/// report. `manifest_bytes`: the size of the manifest written.
+fn stamps_after_commit(
+    committed: &TreeDir,
+    previous: &Previous<'_>,
+    all_paths: &[&[String]],
+    placed: &[Placed],
+    gzip: bool,
+    manifest_bytes: u64,
+) -> Result<Written> {
+    let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
+    let mut files = Vec::with_capacity(all_paths.iter().map(|paths| paths.len()).sum());
+    for (paths, output) in all_paths.iter().zip(placed) {
         report.written += output.written;
         let hash = crate::build::index::Hash(output.hash);
         for path in paths.iter() {
@@ -195,18 +230,18 @@ pub fn write_tree<'a>(
             let file = match kept {
                 Some(kept) => TreeFile { hash, stamp: kept.stamp, gz: kept.gz },
                 None => {
-                    let shown = || format!("cannot read {}", out.join(path).display());
+                    let shown = || format!("cannot read {}", committed.path().join(path).display());
                     let stamp = committed.stamp(path).with_context(shown)?;
-                    let gz = if writer.gzip { committed.stamp(&format!("{path}.gz")) } else { None };
+                    let gz = if gzip { committed.stamp(&format!("{path}.gz")) } else { None };
                     TreeFile { hash, stamp, gz }
                 }
             };
             report.files += 1 + usize::from(file.gz.is_some());
             report.bytes += file.stamp.size + file.gz.map_or(0, |gz| gz.size);
-            tree.push(file);
+            files.push(file);
         }
     }
-    Ok(Written { report, files: tree })
+    Ok(Written { report, files })
 }
 
 /// Moves the staged files over their paths in `tree`, removes the files gone from the tree,
@@ -226,7 +261,12 @@ fn commit_in_place(
         text.push_str(path);
         text.push('\n');
     }
-    fsutil::write_new(&journal_path(tree.path()), text.as_bytes())?;
+    // Written whole, then renamed into place: a build killed while writing it leaves no
+    // journal with a cut line, only a leftover the next journal replaces.
+    let journal = journal_path(tree.path());
+    let temporary = crate::build::index::beside(tree.path(), "gen-journal.tmp");
+    fsutil::write_new(&temporary, text.as_bytes())?;
+    std::fs::rename(&temporary, &journal).with_context(|| format!("cannot write {}", journal.display()))?;
     // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
     // file, so that kills land inside the commit rather than around it.
     let pause = std::env::var("GEN_TEST_COMMIT_PAUSE_US")
@@ -395,7 +435,8 @@ impl std::io::Write for CountingWriter {
     }
 }
 
-enum Failure {
+/// Why a document was not placed: problems in its source, or an error writing it.
+enum DocumentFailure {
     Problems(Vec<Problem>),
     Error(anyhow::Error),
 }
