@@ -97,11 +97,16 @@ pub fn key_of(path: &str) -> Option<&str> {
     (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
 }
 
+/// True when `key` is the root's key or a key under it (`api/v2`, `api/v2/berry`; not `api/v22`).
+pub fn is_api_key(key: &str) -> bool {
+    key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
+}
+
 /// The key a url path asks for (`/api/v2/berry/3/` → `api/v2/berry/3`), when it is under the
 /// API; the trailing slash is optional.
 pub fn key_of_url_path(path: &str) -> Option<&str> {
     let key = path.strip_prefix('/')?.trim_end_matches('/');
-    (key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))).then_some(key)
+    is_api_key(key).then_some(key)
 }
 
 /// The part of a key below the root (`api/v2/berry/3` → `berry/3`; the root gives "").
@@ -167,6 +172,8 @@ mod tests {
             assert_eq!(key_of_url_path(path), None, "{path}");
         }
         assert_eq!(key_of_url_path("/api/v2"), Some("api/v2"));
+        assert!(is_api_key("api/v2") && is_api_key("api/v2/berry"));
+        assert!(!is_api_key("api/v22") && !is_api_key("api") && !is_api_key("api/v2x/berry"));
         assert_eq!(key_of_url_path("/api/v2/berry"), Some("api/v2/berry"));
     }
 }
