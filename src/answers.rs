@@ -5,6 +5,7 @@
 //! syntax, so a body cannot drift between the two. The OpenAPI document's error schemas
 //! (`crate::build::openapi`) are tested against every body here.
 
+use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -19,8 +20,12 @@ pub(crate) const MAX_SHOWN_PATH: usize = 200;
 /// without it, and leaves out `value`.
 pub(crate) fn bad_param(name: &str, value: Option<&str>, negative: bool) -> Value {
     let (what, example, default) = match name {
-        "limit" => ("a number of entries", "limit=20", "leave limit out, empty or 0 for 20"),
-        _ => ("a position in the list", "offset=40", "leave offset out or empty for 0"),
+        "limit" => (
+            "a number of entries",
+            format!("limit={DEFAULT_PAGE_SIZE}"),
+            format!("leave limit out, empty or 0 for {DEFAULT_PAGE_SIZE}"),
+        ),
+        _ => ("a position in the list", "offset=40".to_string(), "leave offset out or empty for 0".to_string()),
     };
     let quoted = match value {
         Some(value) => format!("{name}={value:?}"),
@@ -50,12 +55,12 @@ fn not_found(detail: String) -> Value {
 
 /// 404 for a path under `/api/v2/` whose first segment is no resource of `segments` (sorted).
 pub(crate) fn no_resource(segment: &str, segments: &[&str]) -> Value {
-    not_found(format!("there is no resource {segment:?}; this API holds {} (see /api/v2/)", segments.join(", ")))
+    not_found(format!("there is no resource {segment:?}; this API holds {} (see {API_PREFIX})", segments.join(", ")))
 }
 
 /// 404 for `/api/v2/<segment>/<record>/` when the resource has no such record.
 pub(crate) fn no_record(segment: &str, record: &str) -> Value {
-    not_found(format!("{segment} has no record with id or name {record:?} (see /api/v2/{segment}/)"))
+    not_found(format!("{segment} has no record with id or name {record:?} (see {API_PREFIX}{segment}/)"))
 }
 
 /// 404 for any other path: quoted (cut to [`MAX_SHOWN_PATH`] characters) when given.
@@ -64,7 +69,7 @@ pub(crate) fn not_a_document(path: Option<&str>) -> Value {
         Some(path) => format!("{:?}", path.chars().take(MAX_SHOWN_PATH).collect::<String>()),
         None => "the path".to_string(),
     };
-    not_found(format!("{what} is not a document of this API; documents are at /api/v2/<resource>/<id or name>/"))
+    not_found(format!("{what} is not a document of this API; documents are at {API_PREFIX}<resource>/<id or name>/"))
 }
 
 /// 405 for a method other than GET, HEAD and OPTIONS.

@@ -3,9 +3,6 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Prefix of every reference url in the data.
-pub const API_PREFIX: &str = "/api/v2/";
-
 /// File name of the site settings inside the data folder.
 pub const CONFIG_FILE: &str = "gen.json";
 
@@ -103,37 +100,57 @@ pub(crate) const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
 pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     const FORM: &str =
         "a base URL is http(s)://host[:port][/path], e.g. https://api.example.org or http://127.0.0.1:8080/data";
-    let bad = |what: String| Err(format!("base URL {url:?} {what}: {FORM}"));
+    let bad = |what: String| format!("base URL {url:?} {what}: {FORM}");
     let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
-        return bad("must start with http:// or https://".into());
+        return Err(bad("must start with http:// or https://".into()));
     };
     let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
     if authority.contains('@') {
-        return bad("has a user name or password (user:password@): those do not belong in links".into());
+        return Err(bad("has a user name or password (user:password@): those do not belong in links".into()));
     }
     if let Some(c) = url.chars().find(|c| matches!(c, '?' | '#')) {
-        return bad(format!("has a {} ('{c}')", if c == '?' { "query" } else { "fragment" }));
+        return Err(bad(format!("has a {} ('{c}')", if c == '?' { "query" } else { "fragment" })));
     }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let Some((address, after)) = v6.split_once(']') else {
-            return bad("has an IPv6 host without its closing ']'".into());
-        };
-        if address.parse::<std::net::Ipv6Addr>().is_err() {
-            return bad(format!("has [{address}] as host, which is not an IPv6 address"));
-        }
-        match after.strip_prefix(':') {
-            Some(port) => (address, Some(port)),
-            None if after.is_empty() => (address, None),
-            None => return bad(format!("has {after:?} after its IPv6 host")),
-        }
-    } else {
-        match authority.split_once(':') {
+    let (host, port) = split_authority(authority).map_err(bad)?;
+    check_host(authority, host).map_err(bad)?;
+    if let Some(port) = port {
+        check_port(port).map_err(bad)?;
+    }
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return Err(format!("base URL {url:?} must not end with '/': write {:?}", url.trim_end_matches('/')));
+    }
+    path[1..].split('/').try_for_each(check_path_segment).map_err(bad)
+}
+
+/// A base URL's authority as host and optional port; `Err` says what is wrong with it.
+fn split_authority(authority: &str) -> Result<(&str, Option<&str>), String> {
+    let Some(v6) = authority.strip_prefix('[') else {
+        return Ok(match authority.split_once(':') {
             Some((host, port)) => (host, Some(port)),
             None => (authority, None),
-        }
+        });
     };
+    let Some((address, after)) = v6.split_once(']') else {
+        return Err("has an IPv6 host without its closing ']'".into());
+    };
+    if address.parse::<std::net::Ipv6Addr>().is_err() {
+        return Err(format!("has [{address}] as host, which is not an IPv6 address"));
+    }
+    match after.strip_prefix(':') {
+        Some(port) => Ok((address, Some(port))),
+        None if after.is_empty() => Ok((address, None)),
+        None => Err(format!("has {after:?} after its IPv6 host")),
+    }
+}
+
+/// Checks a base URL's host: an IPv6 address in brackets, or dot-separated labels of letters,
+/// digits and '-'.
+fn check_host(authority: &str, host: &str) -> Result<(), String> {
     if host.is_empty() {
-        return bad("has no host".into());
+        return Err("has no host".into());
     }
     let host_ok = authority.starts_with('[')
         || host.split('.').all(|label| {
@@ -143,41 +160,39 @@ pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
                 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     if !host_ok {
-        return bad(format!("has {host:?} as host: a host is a name or address of letters, digits, '-' and '.'"));
+        return Err(format!("has {host:?} as host: a host is a name or address of letters, digits, '-' and '.'"));
     }
-    if let Some(port) = port {
-        match port.parse::<u16>() {
-            Ok(n) if n > 0 && port.bytes().all(|b| b.is_ascii_digit()) => {}
-            _ => return bad(format!("has {port:?} as port: a port is a number from 1 to 65535")),
+    Ok(())
+}
+
+/// Checks a base URL's port: digits only, 1 to 65535.
+fn check_port(port: &str) -> Result<(), String> {
+    match port.parse::<u16>() {
+        Ok(n) if n > 0 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+        _ => Err(format!("has {port:?} as port: a port is a number from 1 to 65535")),
+    }
+}
+
+/// Checks one segment of a base URL's path: letters, digits, '-', '.', '_', '~' and %XX escapes.
+fn check_path_segment(segment: &str) -> Result<(), String> {
+    if segment.is_empty() {
+        return Err("has an empty path segment ('//')".into());
+    }
+    let bytes = segment.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' && bytes.len() > i + 2 && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit() {
+            i += 3;
+            continue;
         }
-    }
-    if path.is_empty() {
-        return Ok(());
-    }
-    if path.ends_with('/') {
-        return Err(format!("base URL {url:?} must not end with '/': write {:?}", url.trim_end_matches('/')));
-    }
-    for segment in path[1..].split('/') {
-        if segment.is_empty() {
-            return bad("has an empty path segment ('//')".into());
+        if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')) {
+            let c = segment[i..].chars().next().unwrap_or('?');
+            return Err(format!(
+                "has {c:?} in its path: a path is made of letters, digits, '-', '.', '_' and '~' (other characters as %XX)"
+            ));
         }
-        let bytes = segment.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if b == b'%' && bytes.len() > i + 2 && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit()
-            {
-                i += 3;
-                continue;
-            }
-            if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')) {
-                let c = segment[i..].chars().next().unwrap_or('?');
-                return bad(format!(
-                    "has {c:?} in its path: a path is made of letters, digits, '-', '.', '_' and '~' (other characters as %XX)"
-                ));
-            }
-            i += 1;
-        }
+        i += 1;
     }
     Ok(())
 }

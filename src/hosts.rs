@@ -24,6 +24,7 @@
 mod caddy;
 mod nginx;
 
+use crate::layout;
 use crate::manifest::Manifest;
 use anyhow::{Context, Result, bail};
 use std::path::Path;
@@ -91,13 +92,14 @@ impl Site {
                 bail!("the manifest names a resource {segment:?}, which is not a segment gen writes: rebuild the tree");
             }
         }
-        // As `gen serve` reads the manifest: `api/v2/<path>/index.json` is the document at
-        // `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its own path.
+        // As `gen serve` reads the manifest ([`layout::key_of`]): `api/v2/<path>/index.json` is
+        // the document at `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its
+        // own path (its key is the path itself).
         let plain = crate::manifest::is_tree_path;
         let files: Vec<String> = manifest
             .files
             .keys()
-            .filter(|path| path.starts_with("api/v2/") && path.ends_with(".json") && !path.ends_with("/index.json"))
+            .filter(|path| layout::key_of(path) == Some(path.as_str()))
             .filter(|path| plain(path))
             .cloned()
             .collect();
@@ -105,8 +107,8 @@ impl Site {
             .files
             .keys()
             .filter_map(|path| {
-                let rest = path.strip_prefix("api/v2/")?;
-                rest.strip_suffix("/index.json").or_else(|| files.contains(path).then_some(rest))
+                let key = layout::key_of(path)?;
+                (key != path || files.contains(path)).then(|| layout::below_root(key))
             })
             .filter(|segment| !segment.contains('/') && plain(segment))
             .filter(|segment| !manifest.resources.contains_key(*segment))

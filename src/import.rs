@@ -5,10 +5,10 @@
 //! stays bounded by the index of ids, not by the size of the data. The data folder is staged
 //! beside its destination and swapped in whole, like a build.
 
-use crate::config::API_PREFIX;
 use crate::config::{CONFIG_FILE, SiteConfig};
 use crate::config::{ORDER_FILE, parse_id};
 use crate::json::parse_json;
+use crate::layout::{self, API_PREFIX, API_ROOT};
 use crate::problem::{Problem, Problems};
 use crate::staging::Staging;
 use crate::{fsutil, json};
@@ -86,12 +86,13 @@ type Names = Mutex<Vec<(String, String, i64)>>;
 /// the source (every problem of its layout at once), [`write_documents`] into a staging folder
 /// beside `out`, then [`write_settings`], and swap the staging folder in.
 pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
-    let root = src.join("api/v2");
+    let root = src.join(API_ROOT);
     if !root.is_dir() {
         bail!(
-            "{} is not an api-data checkout: {} is missing (expected the published layout api/v2/<segment>/index.json)",
+            "{} is not an api-data checkout: {} is missing (expected the published layout {})",
             src.display(),
-            root.display()
+            root.display(),
+            layout::list_path("<segment>")
         );
     }
     let source = refuse_output_overlapping_source(src, out)?;

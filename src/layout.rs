@@ -97,11 +97,9 @@ pub fn key_of(path: &str) -> Option<&str> {
     (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
 }
 
-/// The key a url path asks for (`/api/v2/berry/3/` → `api/v2/berry/3`), when it is under the
-/// API; the trailing slash is optional.
-pub fn key_of_url_path(path: &str) -> Option<&str> {
-    let key = path.strip_prefix('/')?.trim_end_matches('/');
-    (key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))).then_some(key)
+/// True when `key` is the root's key or a key under it (`api/v2`, `api/v2/berry`; not `api/v22`).
+pub fn is_api_key(key: &str) -> bool {
+    key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The part of a key below the root (`api/v2/berry/3` → `berry/3`; the root gives "").
@@ -146,7 +144,8 @@ mod tests {
         for path in [record_path("berry", 3), list_path("berry"), page_path("berry", page), ROOT_PATH.into()] {
             let key = key_of(&path).unwrap();
             assert_eq!(format!("{key}/{DOCUMENT_FILE}"), path);
-            assert_eq!(key_of_url_path(&url_path(key)), Some(key));
+            assert_eq!(url_path(key), format!("/{key}/"));
+            assert!(is_api_key(key));
         }
         assert_eq!(key_of(META_PATH), Some(META_KEY));
         assert_eq!(key_of(OPENAPI_PATH), Some(OPENAPI_PATH));
@@ -163,10 +162,10 @@ mod tests {
         for path in ["manifest.json", "api/v2x/a/index.json", "api/index.json", "api/v2/berry/notes.txt", "api/v2"] {
             assert_eq!(key_of(path), None, "{path}");
         }
-        for path in ["/", "/api/", "/api/v22/", "api/v2/", "/apix/v2/"] {
-            assert_eq!(key_of_url_path(path), None, "{path}");
+        assert!(is_api_key("api/v2") && is_api_key("api/v2/berry"));
+        assert!(!is_api_key("api/v22") && !is_api_key("api") && !is_api_key("api/v2x/berry"));
+        for key in ["", "api", "api/v22", "apix/v2", "/api/v2"] {
+            assert!(!is_api_key(key), "{key}");
         }
-        assert_eq!(key_of_url_path("/api/v2"), Some("api/v2"));
-        assert_eq!(key_of_url_path("/api/v2/berry"), Some("api/v2/berry"));
     }
 }

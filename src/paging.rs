@@ -13,17 +13,8 @@
 //! so following `next` and `previous` from offset 0 never leaves the aligned pages
 //! ([`precomputed_pages`]). Query links follow the public API exactly.
 
+use crate::layout::{self, DEFAULT_PAGE_SIZE};
 use std::collections::BTreeSet;
-
-/// The limit used when a request gives none (or 0).
-pub(crate) const DEFAULT_LIMIT: u64 = 20;
-
-/// Folder, inside a resource's folder, that holds the precomputed page files. The underscore
-/// cannot appear in a record name, so it never collides with a record path.
-pub(crate) const PAGES_DIR: &str = "_pages";
-
-/// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
-pub(crate) const ALL_PAGE: &str = "all";
 
 /// One page of a list: entries `[offset, offset + limit)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,7 +27,7 @@ impl Page {
     /// The page a request asks for, with the defaults applied (limit 0 means 20).
     pub fn requested(offset: Option<u64>, limit: Option<u64>) -> Page {
         let limit = match limit {
-            None | Some(0) => DEFAULT_LIMIT,
+            None | Some(0) => DEFAULT_PAGE_SIZE,
             Some(limit) => limit,
         };
         Page { offset: offset.unwrap_or(0), limit }
@@ -116,21 +107,15 @@ pub enum LinkStyle {
 pub fn page_url(list_url: &str, page: Page, style: LinkStyle) -> String {
     match style {
         LinkStyle::Query => format!("{list_url}?offset={}&limit={}", page.offset, page.limit),
-        LinkStyle::Path => format!("{list_url}{}", page_dir(page)),
+        LinkStyle::Path => format!("{list_url}{}", layout::page_dir(page)),
     }
-}
-
-/// Path of a page's folder relative to its resource folder, with a trailing slash:
-/// `_pages/<limit>/<offset>/`.
-pub(crate) fn page_dir(page: Page) -> String {
-    format!("{PAGES_DIR}/{}/{}/", page.limit, page.offset)
 }
 
 /// The page sizes whose pages a tree holds as files: the configured ones and the default
 /// limit, ascending, each once.
 pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
     let mut sizes = configured.to_vec();
-    sizes.push(DEFAULT_LIMIT);
+    sizes.push(DEFAULT_PAGE_SIZE);
     sizes.sort_unstable();
     sizes.dedup();
     sizes

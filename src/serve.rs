@@ -79,10 +79,11 @@ pub fn run(options: ServeOptions) -> Result<()> {
     }
     if !options.quiet {
         eprintln!(
-            "serving {} ({} resources, {} documents) at {origin}/api/v2/",
+            "serving {} ({} resources, {} documents) at {}",
             tree::show_dir(&options.dir),
             tree.resources(),
-            tree.documents()
+            tree.documents(),
+            crate::layout::root_url(&origin)
         );
         let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
         eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);

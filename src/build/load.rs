@@ -63,28 +63,14 @@ pub fn load_reusing(
         resources: BTreeMap::new(),
         data_hash: String::new(),
     };
-    if !dir.is_dir() {
-        let message = if dir.exists() {
-            "is not a folder: point --data at the folder that holds your records".to_string()
-        } else {
-            "no such folder: point --data at the folder that holds your records (the format: docs/data.md)".to_string()
-        };
-        problems.push(Problem::new(dir, "-", message));
+    if let Some(problem) = not_a_data_folder(dir) {
+        problems.push(problem);
         return (dataset, problems, Vec::new());
     }
 
     let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
     let config_path = dir.join(CONFIG_FILE);
-    if config_path.exists() {
-        match read_settings(&config_path) {
-            Ok((config, hash)) => {
-                file_hashes.push((CONFIG_FILE.to_string(), hash));
-                dataset.config = config;
-            }
-            Err(found) => problems.extend(found),
-        }
-    }
-    check_config(&config_path, &dataset.config, &mut problems);
+    read_config(&config_path, &mut dataset, &mut file_hashes, &mut problems);
 
     let entries = walk(dir, &mut problems);
 
@@ -92,65 +78,11 @@ pub fn load_reusing(
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
     let loaded: Vec<Loaded> =
         entries.into_par_iter().map(|entry| reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit))).collect();
+    let parsed = sort_out(dir, loaded, &mut file_hashes, &mut problems);
 
-    let mut records: BTreeMap<String, Vec<Record>> = BTreeMap::new();
-    let mut orders: BTreeMap<String, (PathBuf, Value)> = BTreeMap::new();
-    let mut subdocs: Vec<(String, i64, SubDoc)> = Vec::new();
-    for item in loaded {
-        match item {
-            Loaded::Failed(problem) => problems.push(problem),
-            Loaded::Record { segment, record, hash, problems: found } => {
-                file_hashes.push((relative(dir, &record.file), hash));
-                if found.is_empty() {
-                    records.entry(segment).or_default().push(record);
-                }
-                problems.extend(found);
-            }
-            Loaded::Order { segment, file, value, hash } => {
-                file_hashes.push((relative(dir, &file), hash));
-                orders.insert(segment, (file, value));
-            }
-            Loaded::SubDoc { segment, id, subdoc, hash } => {
-                file_hashes.push((relative(dir, &subdoc.file), hash));
-                subdocs.push((segment, id, subdoc));
-            }
-        }
-    }
-
-    for (segment, mut list) in records {
-        list.sort_by_key(|r| r.id);
-        let shadowed = check_unique_names(&segment, &list, &dataset.config, &mut problems);
-        if let Some((file, order)) = orders.remove(&segment) {
-            list = apply_order(&file, order, list, &mut problems);
-        }
-        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
-    }
-    check_shared_names(&config_path, &dataset, &mut problems);
-    for (_, (file, _)) in orders {
-        problems.push(Problem::whole(&file, "an order file in a folder without records: remove it or add records"));
-    }
-    subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
-    for (segment, id, subdoc) in subdocs {
-        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
-            Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
-            None => problems.push(Problem::whole(
-                &subdoc.file,
-                format!(
-                    "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
-                ),
-            )),
-        }
-    }
-    for external in &dataset.config.external {
-        if dataset.resources.contains_key(external) {
-            problems.push(Problem::new(
-                &config_path,
-                "$.external",
-                format!("{external:?} is declared external but data/ holds it: remove it from \"external\""),
-            ));
-        }
-    }
+    index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
+    attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
+    check_external(&dataset, &config_path, &mut problems);
 
     if dataset.resources.is_empty() && problems.is_empty() {
         problems.push(Problem::new(
@@ -164,6 +96,133 @@ pub fn load_reusing(
     dataset.data_hash = combine_hashes(&file_hashes);
     problems.sort();
     (dataset, problems, file_hashes)
+}
+
+/// The problem with `dir` when it is missing or not a folder.
+fn not_a_data_folder(dir: &Path) -> Option<Problem> {
+    if dir.is_dir() {
+        return None;
+    }
+    let message = if dir.exists() {
+        "is not a folder: point --data at the folder that holds your records".to_string()
+    } else {
+        "no such folder: point --data at the folder that holds your records (the format: docs/data.md)".to_string()
+    };
+    Some(Problem::new(dir, "-", message))
+}
+
+/// Reads the settings file at `config_path` into `dataset`, when there is one, and checks them.
+fn read_config(
+    config_path: &Path,
+    dataset: &mut Dataset,
+    file_hashes: &mut Vec<(String, blake3::Hash)>,
+    problems: &mut Vec<Problem>,
+) {
+    if config_path.exists() {
+        match read_settings(config_path) {
+            Ok((config, hash)) => {
+                file_hashes.push((CONFIG_FILE.to_string(), hash));
+                dataset.config = config;
+            }
+            Err(found) => problems.extend(found),
+        }
+    }
+    check_config(config_path, &dataset.config, problems);
+}
+
+/// The parsed files, sorted out by kind.
+struct Parsed {
+    /// Records without problems, by segment, in no particular order.
+    records: BTreeMap<String, Vec<Record>>,
+    /// Order files, by segment.
+    orders: BTreeMap<String, (PathBuf, Value)>,
+    /// Sub-documents, with their record's segment and id.
+    subdocs: Vec<(String, i64, SubDoc)>,
+}
+
+/// Sorts the parsed files out by kind, noting each file's hash and every problem found.
+fn sort_out(
+    dir: &Path,
+    loaded: Vec<Loaded>,
+    file_hashes: &mut Vec<(String, blake3::Hash)>,
+    problems: &mut Vec<Problem>,
+) -> Parsed {
+    let mut parsed = Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: Vec::new() };
+    for item in loaded {
+        match item {
+            Loaded::Failed(problem) => problems.push(problem),
+            Loaded::Record { segment, record, hash, problems: found } => {
+                file_hashes.push((relative(dir, &record.file), hash));
+                if found.is_empty() {
+                    parsed.records.entry(segment).or_default().push(record);
+                }
+                problems.extend(found);
+            }
+            Loaded::Order { segment, file, value, hash } => {
+                file_hashes.push((relative(dir, &file), hash));
+                parsed.orders.insert(segment, (file, value));
+            }
+            Loaded::SubDoc { segment, id, subdoc, hash } => {
+                file_hashes.push((relative(dir, &subdoc.file), hash));
+                parsed.subdocs.push((segment, id, subdoc));
+            }
+        }
+    }
+    parsed
+}
+
+/// Makes each segment's records a resource of `dataset`: sorted by id (or by its order file),
+/// names checked, indexed by id.
+fn index_resources(
+    dataset: &mut Dataset,
+    records: BTreeMap<String, Vec<Record>>,
+    mut orders: BTreeMap<String, (PathBuf, Value)>,
+    config_path: &Path,
+    problems: &mut Vec<Problem>,
+) {
+    for (segment, mut list) in records {
+        list.sort_by_key(|r| r.id);
+        let shadowed = check_unique_names(&segment, &list, &dataset.config, problems);
+        if let Some((file, order)) = orders.remove(&segment) {
+            list = apply_order(&file, order, list, problems);
+        }
+        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
+    }
+    check_shared_names(config_path, dataset, problems);
+    for (_, (file, _)) in orders {
+        problems.push(Problem::whole(&file, "an order file in a folder without records: remove it or add records"));
+    }
+}
+
+/// Gives each record its sub-documents, sorted by name; a sub-document without its record is a
+/// problem.
+fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>, problems: &mut Vec<Problem>) {
+    subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
+    for (segment, id, subdoc) in subdocs {
+        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
+            Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
+            None => problems.push(Problem::whole(
+                &subdoc.file,
+                format!(
+                    "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
+                ),
+            )),
+        }
+    }
+}
+
+/// A resource declared external must not be in the data.
+fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Problem>) {
+    for external in &dataset.config.external {
+        if dataset.resources.contains_key(external) {
+            problems.push(Problem::new(
+                config_path,
+                "$.external",
+                format!("{external:?} is declared external but data/ holds it: remove it from \"external\""),
+            ));
+        }
+    }
 }
 
 /// What `known` says of an entry, as loading it would give (order files are always read).

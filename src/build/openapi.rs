@@ -7,11 +7,12 @@
 //! would collide with the shared components or with each other get a suffix, deterministically.
 
 use crate::build::schema;
+use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, PAGES_DIR};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// Path of the document in the tree, relative to the output folder.
-pub(crate) const OPENAPI_PATH: &str = "api/v2/openapi.json";
+/// Path of the document in the tree (re-exported for `build.rs` until it asks `layout` itself).
+pub(crate) use crate::layout::OPENAPI_PATH;
 
 /// What the document describes.
 #[derive(Debug, Clone)]
@@ -96,6 +97,7 @@ pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
 }
 
 /// The OpenAPI 3.1 document of the tree described by `description`.
+// Long on purpose: a table literal, the document's schemas and paths in document order.
 pub fn openapi(description: &ApiDescription) -> Value {
     let mut resources: Vec<&ResourceDescription> = description.resources.iter().collect();
     resources.sort_by_key(|r| r.segment);
@@ -132,8 +134,8 @@ pub fn openapi(description: &ApiDescription) -> Value {
     );
 
     let mut paths = Map::new();
-    paths.insert("/api/v2/".into(), operation("getRoot", None, "Every resource's list url.", "Root", &[]));
-    paths.insert("/api/v2/meta/".into(), operation("getMeta", None, "What the tree holds.", "Meta", &[]));
+    paths.insert(API_PREFIX.into(), operation("getRoot", None, "Every resource's list url.", "Root", &[]));
+    paths.insert(layout::url_path(META_KEY), operation("getMeta", None, "What the tree holds.", "Meta", &[]));
     paths.insert(
         format!("/{OPENAPI_PATH}"),
         operation("getOpenApiDocument", None, "This OpenAPI document.", "OpenApiDocument", &[]),
@@ -144,13 +146,13 @@ pub fn openapi(description: &ApiDescription) -> Value {
         let mut record_schema = resource.record_schema.clone();
         describe(
             &mut record_schema,
-            format!("A record of /api/v2/{segment}/, inferred from its {} records.", resource.count),
+            format!("A record of {API_PREFIX}{segment}/, inferred from its {} records.", resource.count),
         );
         schemas.insert(name.clone(), record_schema);
         let id = if resource.named { "IdOrName" } else { "Id" };
         let page = if resource.named { "NamedPage" } else { "Page" };
         paths.insert(
-            format!("/api/v2/{segment}/"),
+            format!("{API_PREFIX}{segment}/"),
             operation(
                 &format!("list{name}"),
                 Some(segment),
@@ -160,7 +162,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
             ),
         );
         paths.insert(
-            format!("/api/v2/{segment}/{{id}}/"),
+            format!("{API_PREFIX}{segment}/{{id}}/"),
             operation(&format!("get{name}"), Some(segment), &format!("A {segment} record."), &name, &[id]),
         );
         let mut subdocs: Vec<&(&str, Value)> = resource.subdocs.iter().collect();
@@ -171,7 +173,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
             describe(&mut sub_schema, format!("The {sub} sub-document of a {segment} record."));
             schemas.insert(sub_name.clone(), sub_schema);
             paths.insert(
-                format!("/api/v2/{segment}/{{id}}/{sub}/"),
+                format!("{API_PREFIX}{segment}/{{id}}/{sub}/"),
                 operation(
                     &format!("get{sub_name}"),
                     Some(segment),
@@ -201,18 +203,20 @@ pub fn openapi(description: &ApiDescription) -> Value {
     })
 }
 
-fn info_description() -> &'static str {
-    "A read-only JSON API, prebuilt as static files by gen. Every path is also served without its \
-     trailing slash (`/api/v2/berry` answers as `/api/v2/berry/`). Lists are paged with `limit` (absent, \
-     empty or 0 means 20) and `offset` (absent or empty means 0); `next` and `previous` link to the \
+fn info_description() -> String {
+    format!(
+        "A read-only JSON API, prebuilt as static files by gen. Every path is also served without its \
+     trailing slash (`{API_PREFIX}berry` answers as `{API_PREFIX}berry/`). Lists are paged with `limit` (absent, \
+     empty or 0 means {DEFAULT_PAGE_SIZE}) and `offset` (absent or empty means 0); `next` and `previous` link to the \
      neighbouring pages and are null at either end, and the last page's limit shrinks to what is left. \
      Pages whose offset is a multiple of their limit are also files at \
-     `/api/v2/<segment>/_pages/<limit>/<offset>/` (and `_pages/all/`), which `next` and `previous` point \
+     `{API_PREFIX}<segment>/{PAGES_DIR}/<limit>/<offset>/` (and `{PAGES_DIR}/{ALL_PAGE}/`), which `next` and `previous` point \
      to in trees built with `--links path`; there `next` keeps the limit. \
      Records are served by id and, where they have one, by name. References between documents are \
-     `{\"name\", \"url\"}` (or `{\"url\"}`) with an absolute url. Record schemas are inferred from \
+     `{{\"name\", \"url\"}}` (or `{{\"url\"}}`) with an absolute url. Record schemas are inferred from \
      every record at build time: exact for the data, so every record validates against its schema; \
      objects stay open to new fields."
+    )
 }
 
 /// Adds a description to a schema object that has none.
@@ -284,8 +288,8 @@ fn parameters() -> Value {
             "name": "limit",
             "in": "query",
             "required": false,
-            "description": "Entries per page; absent, empty or 0 means 20.",
-            "schema": { "type": "integer", "minimum": 0, "default": 20 }
+            "description": format!("Entries per page; absent, empty or 0 means {DEFAULT_PAGE_SIZE}."),
+            "schema": { "type": "integer", "minimum": 0, "default": DEFAULT_PAGE_SIZE }
         },
         "Offset": {
             "name": "offset",

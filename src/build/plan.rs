@@ -2,8 +2,9 @@
 //! each with every path it is published at. Nothing is rendered or written here.
 
 use crate::build::load::Dataset;
+use crate::layout::{self, META_PATH, ROOT_PATH};
 use crate::manifest::Settings;
-use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
+use crate::paging::{self, LinkStyle, Page};
 use std::collections::BTreeMap;
 
 /// One document of the tree.
@@ -28,11 +29,6 @@ pub struct Output<'a> {
     pub paths: Vec<String>,
 }
 
-/// Relative path of the root index.
-pub const ROOT_PATH: &str = "api/v2/index.json";
-/// Relative path of the meta document.
-pub const META_PATH: &str = "api/v2/meta/index.json";
-
 /// Lists every document of the tree, in a deterministic order.
 pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
     let mut outputs = vec![
@@ -44,10 +40,10 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
         for (index, record) in resource.records.iter().enumerate() {
             let mut keys = vec![record.id.to_string()];
             keys.extend(resource.path_name(record).map(str::to_string));
-            let paths = keys.iter().map(|key| format!("api/v2/{segment}/{key}/index.json")).collect();
+            let paths = keys.iter().map(|key| layout::record_path(segment, key)).collect();
             outputs.push(Output { content: Content::Record { segment, index }, paths });
             for (subdoc, sub) in record.subdocs.iter().enumerate() {
-                let paths = keys.iter().map(|key| format!("api/v2/{segment}/{key}/{}/index.json", sub.name)).collect();
+                let paths = keys.iter().map(|key| layout::sub_document_path(segment, key, &sub.name)).collect();
                 outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, paths });
             }
         }
@@ -67,11 +63,11 @@ pub fn page_files(segment: &str, count: u64, page_sizes: &[u64], style: LinkStyl
     let whole = Page { offset: 0, limit: count.max(1) };
     let normalize = |page: Page| if page.is_everything(count) { whole } else { page };
     let mut files: BTreeMap<Page, Vec<String>> = BTreeMap::new();
-    files.entry(normalize(Page::requested(None, None))).or_default().push(format!("api/v2/{segment}/index.json"));
-    files.entry(whole).or_default().push(format!("api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}/index.json"));
+    files.entry(normalize(Page::requested(None, None))).or_default().push(layout::list_path(segment));
+    files.entry(whole).or_default().push(layout::all_page_path(segment));
     for size in paging::page_sizes(page_sizes) {
         for page in paging::precomputed_pages(count, size, style) {
-            let path = format!("api/v2/{segment}/{}index.json", paging::page_dir(page));
+            let path = layout::page_path(segment, page);
             let paths = files.entry(normalize(page)).or_default();
             if !paths.contains(&path) {
                 paths.push(path);

@@ -4,8 +4,8 @@
 use crate::build::load::Dataset;
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
-use crate::config::API_PREFIX;
 use crate::json::parse_json;
+use crate::layout::{self, API_PREFIX};
 use crate::manifest::Settings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
@@ -34,16 +34,16 @@ pub enum Target<'s> {
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
 pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
-    const FORM: &str = "expected /api/v2/<segment>/<id>/, e.g. /api/v2/berry-firmness/2/";
-    let rest = url.strip_prefix(API_PREFIX).ok_or_else(|| FORM.to_string())?;
+    let form = || format!("expected {API_PREFIX}<segment>/<id>/, e.g. {API_PREFIX}berry-firmness/2/");
+    let rest = url.strip_prefix(API_PREFIX).ok_or_else(form)?;
     let parts: Vec<&str> = rest.split('/').collect();
     let segment = parts[0];
     if !crate::config::is_valid_segment(segment) {
-        return Err(format!("malformed url {url:?}: {FORM}"));
+        return Err(format!("malformed url {url:?}: {}", form()));
     }
     let id = |text: &str| {
         crate::config::parse_id(text)
-            .ok_or_else(|| format!("malformed url {url:?}: refer to a record by its integer id ({FORM})"))
+            .ok_or_else(|| format!("malformed url {url:?}: refer to a record by its integer id ({})", form()))
     };
     match parts.as_slice() {
         [_, ""] => Ok(Target::List { segment }),
@@ -51,7 +51,7 @@ pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
         [_, record, name] | [_, record, name, ""] if crate::config::is_valid_name(name) => {
             Ok(Target::SubDoc { segment, id: id(record)?, name })
         }
-        _ => Err(format!("malformed url {url:?}: {FORM}")),
+        _ => Err(format!("malformed url {url:?}: {}", form())),
     }
 }
 
@@ -154,7 +154,7 @@ impl Renderer<'_> {
                 problems.push(Problem::new(
                     file,
                     json_path(steps),
-                    format!("reference url {text:?} must be root-relative: write it from /api/v2/ on; the build adds the base URL"),
+                    format!("reference url {text:?} must be root-relative: write it from {API_PREFIX} on; the build adds the base URL"),
                 ));
             }
             return;
@@ -240,7 +240,7 @@ impl<'a> TreeRenderer<'a> {
                     .records
                     .iter()
                     .map(|r| {
-                        let url = format!("{}/api/v2/{segment}/{}/", options.base_url, r.id);
+                        let url = layout::record_url(&options.base_url, segment, r.id);
                         paging::render_entry(r.name.as_deref(), &url, options.pretty)
                     })
                     .collect();
@@ -276,7 +276,7 @@ impl<'a> TreeRenderer<'a> {
                 let root: BTreeMap<&str, String> = dataset
                     .resources
                     .keys()
-                    .map(|s| (s.as_str(), format!("{}/api/v2/{s}/", self.options.base_url)))
+                    .map(|s| (s.as_str(), layout::list_url(&self.options.base_url, s)))
                     .collect();
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
@@ -290,7 +290,7 @@ impl<'a> TreeRenderer<'a> {
                 self.records.render_file_observed(&sub.file, |value| self.observe(segment, Some(&sub.name), value))
             }
             Content::Page { segment, page } => {
-                let list_url = format!("{}/api/v2/{segment}/", self.options.base_url);
+                let list_url = layout::list_url(&self.options.base_url, segment);
                 Ok(paging::render_list_page(
                     &self.entries[segment],
                     &list_url,

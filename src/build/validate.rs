@@ -5,6 +5,7 @@
 use super::dataset::{Dataset, Record};
 use crate::config::{self, CONFIG_FILE, SiteConfig};
 use crate::json::{is_integer_text, kind_of, parse_json};
+use crate::layout::API_PREFIX;
 use crate::problem::Problem;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -212,7 +213,7 @@ pub(crate) fn check_unique_names(
             format!(
                 "duplicate name {name:?}: {} has it too; names are unique within a resource. If the records \
                  share it on purpose, declare it in {CONFIG_FILE}: \"shared_names\": {{\"{segment}\": [{name:?}]}} \
-                 (/api/v2/{segment}/{name}/ then serves the lowest id, {})",
+                 ({API_PREFIX}{segment}/{name}/ then serves the lowest id, {})",
                 owner.file.display(),
                 owner.id
             ),

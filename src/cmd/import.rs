@@ -33,9 +33,10 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
             let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
             eprintln!(
                 "warning: {segment}: records {} share the name {name:?}; declared in {}/gen.json \"shared_names\". \
-                 References by id reach each of them; /api/v2/{segment}/{name}/ serves the lowest id, {}",
+                 References by id reach each of them; {} serves the lowest id, {}",
                 ids.join(", "),
                 args.out.display(),
+                genapi::layout::record_url("", segment, name),
                 ids[0]
             );
         }

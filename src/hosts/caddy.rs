@@ -10,10 +10,11 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, MAX_SHOWN_PATH};
-use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
+use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The site block for `site`.
+// Long on purpose: a template, read top to bottom in the order Caddy applies it.
 pub fn config(site: &Site) -> String {
     let mut out = site.header(
         "caddy",
@@ -75,7 +76,7 @@ pub fn config(site: &Site) -> String {
         port = site.listen.port,
         root = site.root,
         max_age = site.max_age,
-        default = DEFAULT_LIMIT,
+        default = DEFAULT_PAGE_SIZE,
         overflow = overflow(),
         not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
         raw_path = RAW_PATH,
@@ -84,9 +85,9 @@ pub fn config(site: &Site) -> String {
     for (segment, count) in &site.resources {
         let _ = write!(
             out,
-            r#"	@list_{segment} path /api/v2/{segment} /api/v2/{segment}/
+            r#"	@list_{segment} path {API_PREFIX}{segment} {API_PREFIX}{segment}/
 	@all_{segment} {{
-		path /api/v2/{segment} /api/v2/{segment}/
+		path {API_PREFIX}{segment} {API_PREFIX}{segment}/
 		expression `{{gen_offset}} == "0" && {{gen_limit}}.matches("^(?:{everything})$")`
 	}}
 "#,
@@ -137,8 +138,8 @@ pub fn config(site: &Site) -> String {
     for (segment, _) in &site.resources {
         let _ = write!(
             out,
-            "\t\trewrite @all_{segment} /api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}/\n\
-             \t\trewrite @list_{segment} /api/v2/{segment}/{PAGES_DIR}/{{gen_limit}}/{{gen_offset}}/\n"
+            "\t\trewrite @all_{segment} {API_PREFIX}{segment}/{PAGES_DIR}/{ALL_PAGE}/\n\
+             \t\trewrite @list_{segment} {API_PREFIX}{segment}/{PAGES_DIR}/{{gen_limit}}/{{gen_offset}}/\n"
         );
     }
     let _ = write!(
@@ -180,6 +181,7 @@ struct Answer {
 
 /// The `handle_errors` block: each error answered as `gen serve` words it, the first answer
 /// whose matcher holds.
+// Long on purpose: a table literal, one `Answer` per error in the order Caddy tries them.
 fn errors(site: &Site) -> String {
     let is = |n: u16| format!("{{http.error.status_code}} == {n}");
     let expression = |condition: String| format!("expression `{condition}`");
@@ -254,7 +256,7 @@ fn errors(site: &Site) -> String {
         Answer {
             name: "e404_record",
             matcher: format!(
-                "{{\n\t\t\t{}\n\t\t\tpath_regexp record ^/api/v2/({})/([{SEGMENT_CHARS}]+)/?$\n\t\t}}",
+                "{{\n\t\t\t{}\n\t\t\tpath_regexp record ^{API_PREFIX}({})/([{SEGMENT_CHARS}]+)/?$\n\t\t}}",
                 expression(not_refused.clone()),
                 site.resource_alternation()
             ),
@@ -268,8 +270,8 @@ fn errors(site: &Site) -> String {
         Answer {
             name: "e404_resource",
             matcher: format!(
-                "{{\n\t\t\t{}\n\t\t\tpath_regexp resource ^/api/v2/([{SEGMENT_CHARS}]+)(?:/[{SEGMENT_CHARS}]+)*/?$\n\t\t\t\
-                 not path_regexp ^/api/v2/(?:{})(?:/|$)\n\t\t}}",
+                "{{\n\t\t\t{}\n\t\t\tpath_regexp resource ^{API_PREFIX}([{SEGMENT_CHARS}]+)(?:/[{SEGMENT_CHARS}]+)*/?$\n\t\t\t\
+                 not path_regexp ^{API_PREFIX}(?:{})(?:/|$)\n\t\t}}",
                 expression(not_refused),
                 site.segment_alternation()
             ),

@@ -10,10 +10,11 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, MAX_SHOWN_PATH};
-use crate::paging::{ALL_PAGE, DEFAULT_LIMIT, PAGES_DIR};
+use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The `server { }` block for `site`.
+// Long on purpose: a template, read top to bottom in the order nginx applies it.
 pub fn config(site: &Site) -> String {
     let mut out = site.header(
         "nginx",
@@ -114,7 +115,7 @@ pub fn config(site: &Site) -> String {
         max_age = site.max_age,
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT,
-        default = DEFAULT_LIMIT,
+        default = DEFAULT_PAGE_SIZE,
         overflow = overflow(),
         files = file_locations(site),
     );
@@ -125,7 +126,7 @@ pub fn config(site: &Site) -> String {
     for (segment, count) in &site.resources {
         let _ = write!(
             out,
-            r#"    location ~ "^/api/v2/{segment}/?$" {{
+            r#"    location ~ "^{API_PREFIX}{segment}/?$" {{
         if ($gen_bad) {{
             return 400;
         }}
@@ -135,7 +136,7 @@ pub fn config(site: &Site) -> String {
         if ($gen_page ~ "^(?:{everything})/0$") {{
             set $gen_page {ALL_PAGE};
         }}
-        rewrite ^ "/api/v2/{segment}/{PAGES_DIR}/$gen_page/" last;
+        rewrite ^ "{API_PREFIX}{segment}/{PAGES_DIR}/$gen_page/" last;
     }}
 "#,
             everything = at_least(&count.to_string()),
@@ -165,6 +166,7 @@ fn file_locations(site: &Site) -> String {
 }
 
 /// The named locations that answer errors.
+// Long on purpose: a template, the error locations in the order nginx tries them.
 fn errors(site: &Site) -> String {
     let headers = "        add_header Access-Control-Allow-Origin \"*\" always;\n        \
                    add_header Cache-Control \"no-store\" always;\n";
@@ -235,10 +237,10 @@ fn errors(site: &Site) -> String {
             return 404 '{page}';
         }}
         set $gen_key "$gen_refused:$uri";
-        if ($gen_key ~ "^:/api/v2/({resources})/([{chars}]+)/?$") {{
+        if ($gen_key ~ "^:{API_PREFIX}({resources})/([{chars}]+)/?$") {{
             return 404 '{no_record}';
         }}
-        if ($gen_key ~ "^:/api/v2/(?!(?:{known})(?:/|$))([{chars}]+)(?:/[{chars}]+)*/?$") {{
+        if ($gen_key ~ "^:{API_PREFIX}(?!(?:{known})(?:/|$))([{chars}]+)(?:/[{chars}]+)*/?$") {{
             return 404 '{no_resource}';
         }}
         if ($gen_raw_path ~ "^{safe_path}{{1,{max}}}$") {{

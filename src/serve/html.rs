@@ -8,6 +8,7 @@
 
 use super::route::{Route, normalize, route};
 use super::tree::Tree;
+use crate::layout::{API_PREFIX, API_ROOT, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;
@@ -71,7 +72,7 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
     let _ = write!(
         main,
         "<h1>API preview</h1>\n<p>Served by <code>gen serve</code>; every url in the answers starts with \
-         <code>{}</code>.</p>\n<ul class=\"index\">\n<li><a href=\"/api/v2/\">/api/v2/</a> \
+         <code>{}</code>.</p>\n<ul class=\"index\">\n<li><a href=\"{API_PREFIX}\">{API_PREFIX}</a> \
          <span class=\"note\">the index of resources</span></li>\n",
         escape(&tree.base_url),
     );
@@ -79,7 +80,7 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
         let count = tree.count(segment).unwrap_or(0);
         let _ = writeln!(
             main,
-            "<li><a href=\"/api/v2/{s}/\">/api/v2/{s}/</a> <span class=\"note\">{count} entries</span></li>",
+            "<li><a href=\"{API_PREFIX}{s}/\">{API_PREFIX}{s}/</a> <span class=\"note\">{count} entries</span></li>",
             s = escape(segment),
         );
     }
@@ -91,16 +92,17 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
 /// Links to the documents the index does not list, where the tree has them.
 fn extras(tree: &Tree) -> String {
     let mut out = String::new();
-    if tree.doc("api/v2/meta").is_some() {
+    if tree.doc(META_KEY).is_some() {
         let _ = writeln!(
             out,
-            "<li><a href=\"/api/v2/meta/\">/api/v2/meta/</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>"
+            "<li><a href=\"{meta}\">{meta}</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>",
+            meta = url_path(META_KEY),
         );
     }
-    if tree.doc("api/v2/openapi.json").is_some() {
+    if tree.doc(OPENAPI_PATH).is_some() {
         let _ = writeln!(
             out,
-            "<li><a href=\"/api/v2/openapi.json\">/api/v2/openapi.json</a> <span class=\"note\">the OpenAPI description</span></li>"
+            "<li><a href=\"/{OPENAPI_PATH}\">/{OPENAPI_PATH}</a> <span class=\"note\">the OpenAPI description</span></li>"
         );
     }
     out
@@ -149,7 +151,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         None => main.push_str(&escape(&String::from_utf8_lossy(body))),
     }
     main.push_str("</pre>\n");
-    if key.as_deref() == Some("api/v2") && status == 200 {
+    if key.as_deref() == Some(API_ROOT) && status == 200 {
         let more = extras(tree);
         if !more.is_empty() {
             let _ = write!(main, "<h2>Also served</h2>\n<ul class=\"index\">\n{more}</ul>\n");
@@ -172,7 +174,9 @@ fn list_controls(
     let (offset, limit) = match route(target) {
         Route::List { page: Ok(page), .. } => (page.offset, page.limit),
         _ => match parts {
-            [_, _, _, "_pages", limit, offset] => (offset.parse().unwrap_or(0), limit.parse().unwrap_or(20)),
+            [_, _, _, PAGES_DIR, limit, offset] => {
+                (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
+            }
             _ => (0, count.max(1)),
         },
     };
@@ -203,7 +207,7 @@ fn list_controls(
     out.push_str("</p>\n");
     let _ = write!(
         out,
-        "<form class=\"page\" method=\"get\" action=\"/api/v2/{}/\">\
+        "<form class=\"page\" method=\"get\" action=\"{API_PREFIX}{}/\">\
          <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
          <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
          <button type=\"submit\">show</button></form>\n</div>\n",
@@ -229,7 +233,7 @@ struct Links<'a> {
 impl Links<'_> {
     fn href(&self, text: &str) -> Option<String> {
         let rest = text.strip_prefix(self.tree_base)?;
-        rest.starts_with("/api/v2/").then(|| rest.to_string())
+        rest.starts_with(API_PREFIX).then(|| rest.to_string())
     }
 }
 
@@ -296,7 +300,7 @@ fn crumbs(parts: &[&str]) -> String {
     }
     let mut path = String::new();
     for (i, part) in parts.iter().enumerate().skip(1) {
-        let _ = write!(path, "/{}", if i == 1 { "api/v2" } else { part });
+        let _ = write!(path, "/{}", if i == 1 { API_ROOT } else { part });
         let shown = escape(part);
         if i + 1 == parts.len() {
             let _ = write!(out, " / <span>{shown}</span>");

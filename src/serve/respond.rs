@@ -7,6 +7,7 @@ use super::html::{self, Preview};
 use super::route::{BadParam, Route, route};
 use super::tree::{Doc, Tree};
 use crate::answers::{self, ALLOW};
+use crate::layout;
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -74,7 +75,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
             Ok(page) => tree.page(&segment, page),
             Err(bad) => return bad_param(&bad),
         },
-        Route::List { segment, .. } => tree.doc(&format!("api/v2/{segment}")).cloned(),
+        Route::List { segment, .. } => tree.doc(&layout::list_key(&segment)).cloned(),
         Route::Doc(key) => tree.doc(&key).cloned(),
         Route::NotFound => None,
     };
@@ -129,7 +130,7 @@ fn not_found(tree: &Tree, target: &str) -> Reply {
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
     let body = match parts.as_slice() {
-        [segment, ..] if !tree.has_list(segment) && tree.doc(&format!("api/v2/{segment}")).is_none() => {
+        [segment, ..] if !tree.has_list(segment) && tree.doc(&layout::list_key(segment)).is_none() => {
             answers::no_resource(segment, &tree.segments())
         }
         [segment, record] if tree.has_list(segment) => answers::no_record(segment, record),

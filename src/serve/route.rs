@@ -5,6 +5,7 @@
 //! encoded slashes, backslashes, NUL and empty segments (`//`, absolute paths) can never name
 //! a document: the result is a key into the in-memory index, never a file system path.
 
+use crate::layout;
 use crate::paging::Page;
 
 /// What a request target asks for.
@@ -38,7 +39,7 @@ pub fn route(target: &str) -> Route {
     let parts = key.split('/').count();
     // Segments of lists are `[a-z0-9-]`: a dotted third part is a file such as openapi.json.
     if parts == 3 && !key.contains('.') {
-        let segment = key["api/v2/".len()..].to_string();
+        let segment = layout::below_root(&key).to_string();
         return Route::List { segment, page: page_query(query) };
     }
     Route::Doc(key)
@@ -80,7 +81,7 @@ pub(crate) fn normalize(path: &str) -> Option<String> {
         }
         key.extend(decoded.iter().map(|b| char::from(b.to_ascii_lowercase())));
     }
-    (key == "api/v2" || key.starts_with("api/v2/")).then_some(key)
+    layout::is_api_key(&key).then_some(key)
 }
 
 /// Decodes `%XX` escapes; `None` when an escape is malformed.

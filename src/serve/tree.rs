@@ -8,8 +8,9 @@
 //! read fails that check, and the load is retried; the server keeps answering from the tree it
 //! has until a load succeeds whole.
 
+use crate::layout::{self, API_PREFIX, API_ROOT, ROOT_PATH};
 use crate::manifest::{MANIFEST_FILE, Manifest};
-use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
+use crate::paging::{self, LinkStyle, Page};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -132,81 +133,28 @@ impl Tree {
         previous: Option<&Tree>,
         base_url: Option<&str>,
     ) -> Result<Tree> {
-        let rebase_to = base_url.filter(|to| *to != manifest.settings.base_url);
+        let built_base = manifest.settings.base_url.as_str();
+        let rebase_to = base_url.filter(|to| *to != built_base);
         // A document is reused only when it was rebased the same way.
-        let served_base = rebase_to.unwrap_or(&manifest.settings.base_url);
-        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == manifest.settings.base_url);
-        let mut by_path: Vec<(&str, &str, String)> = Vec::with_capacity(manifest.files.len());
-        for (path, hash) in &manifest.files {
-            match key_of(path) {
-                Key::Serve(key) => by_path.push((path, hash, key)),
-                Key::Skip => {}
-                Key::Refuse => {
-                    bail!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
-                }
-            }
-        }
-        let present = regular_files(dir)?;
-        if let Some((path, _, _)) = by_path.iter().find(|(path, _, _)| !present.contains(*path)) {
-            bail!(
-                "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed)",
-                dir.join(path).display()
-            );
-        }
-
-        // One read per distinct body: a record's id and name paths share their bytes.
-        let mut first_path: HashMap<&str, &str> = HashMap::new();
-        for (path, hash, _) in &by_path {
-            first_path.entry(hash).or_insert(path);
-        }
-        let reused: HashMap<&str, Arc<Doc>> = first_path
-            .keys()
-            .filter_map(|hash| previous.and_then(|p| p.by_hash.get(*hash)).map(|doc| (*hash, doc.clone())))
-            .collect();
-        let to_read: Vec<(&str, &str)> =
-            first_path.iter().filter(|(hash, _)| !reused.contains_key(*hash)).map(|(h, p)| (*h, *p)).collect();
-        let read: Vec<(&str, Arc<Doc>)> = to_read
-            .par_iter()
-            .map(|&(hash, path)| {
-                let file = dir.join(path);
-                let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-                if blake3::hash(&body).to_hex().as_str() != hash {
-                    bail!(
-                        "{} does not match its hash in {MANIFEST_FILE} (a build replaced the tree while it was read, \
-                         or the file was edited: rebuild with `gen build`)",
-                        file.display()
-                    );
-                }
-                let doc = match rebase_to.and_then(|to| rebase(&body, &manifest.settings.base_url, to)) {
-                    Some(rebased) => Doc::new(rebased.clone(), &blake3::hash(&rebased).to_hex()),
-                    None => Doc::new(body, hash),
-                };
-                Ok((hash, Arc::new(doc)))
-            })
-            .collect::<Result<_>>()?;
-        let by_hash: HashMap<String, Arc<Doc>> =
-            reused.into_iter().chain(read).map(|(hash, doc)| (hash.to_string(), doc)).collect();
+        let served_base = rebase_to.unwrap_or(built_base);
+        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == built_base);
+        let by_path = served_files(&manifest)?;
+        check_present(dir, &by_path)?;
+        let by_hash = read_bodies(dir, &by_path, previous, built_base, rebase_to)?;
         let docs: HashMap<String, Arc<Doc>> =
             by_path.into_iter().map(|(_, hash, key)| (key, by_hash[hash].clone())).collect();
-        if !docs.contains_key("api/v2") {
-            bail!("{MANIFEST_FILE} lists no api/v2/index.json: rebuild with `gen build`");
+        if !docs.contains_key(API_ROOT) {
+            bail!("{MANIFEST_FILE} lists no {ROOT_PATH}: rebuild with `gen build`");
         }
-
-        let mut lists = HashMap::new();
-        for (segment, info) in &manifest.resources {
-            let list =
-                load_list(&docs, &manifest, rebase_to.unwrap_or(&manifest.settings.base_url), segment, info.count)
-                    .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
-            lists.insert(segment.clone(), list);
-        }
+        let lists = load_lists(dir, &docs, &manifest, served_base)?;
         Ok(Tree {
             docs,
             lists,
             links: manifest.settings.links,
             pretty: manifest.settings.pretty,
             manifest_bytes,
-            base_url: rebase_to.unwrap_or(&manifest.settings.base_url).to_string(),
-            built_base_url: manifest.settings.base_url.clone(),
+            base_url: served_base.to_string(),
+            built_base_url: built_base.to_string(),
             by_hash,
             computed: Mutex::default(),
         })
@@ -282,6 +230,92 @@ impl Tree {
     }
 }
 
+/// The files of the manifest the server serves, as (path, hash, key); a path no build writes
+/// refuses the whole tree.
+fn served_files(manifest: &Manifest) -> Result<Vec<(&str, &str, String)>> {
+    let mut by_path = Vec::with_capacity(manifest.files.len());
+    for (path, hash) in &manifest.files {
+        match classify(path) {
+            Key::Serve(key) => by_path.push((path.as_str(), hash.as_str(), key)),
+            Key::Skip => {}
+            Key::Refuse => {
+                bail!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
+            }
+        }
+    }
+    Ok(by_path)
+}
+
+/// Fails when a served file is missing or not a regular file (links are not followed).
+fn check_present(dir: &Path, by_path: &[(&str, &str, String)]) -> Result<()> {
+    let present = regular_files(dir)?;
+    if let Some((path, _, _)) = by_path.iter().find(|(path, _, _)| !present.contains(*path)) {
+        bail!(
+            "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed)",
+            dir.join(path).display()
+        );
+    }
+    Ok(())
+}
+
+/// Every distinct body by hash: reused from `previous` when it has it, else read once (a
+/// record's id and name paths share their bytes), checked against its hash, and rebased from
+/// `built_base` to `rebase_to` when given.
+fn read_bodies(
+    dir: &Path,
+    by_path: &[(&str, &str, String)],
+    previous: Option<&Tree>,
+    built_base: &str,
+    rebase_to: Option<&str>,
+) -> Result<HashMap<String, Arc<Doc>>> {
+    let mut first_path: HashMap<&str, &str> = HashMap::new();
+    for (path, hash, _) in by_path {
+        first_path.entry(hash).or_insert(path);
+    }
+    let reused: HashMap<&str, Arc<Doc>> = first_path
+        .keys()
+        .filter_map(|hash| previous.and_then(|p| p.by_hash.get(*hash)).map(|doc| (*hash, doc.clone())))
+        .collect();
+    let to_read: Vec<(&str, &str)> =
+        first_path.iter().filter(|(hash, _)| !reused.contains_key(*hash)).map(|(h, p)| (*h, *p)).collect();
+    let read: Vec<(&str, Arc<Doc>)> = to_read
+        .par_iter()
+        .map(|&(hash, path)| {
+            let file = dir.join(path);
+            let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            if blake3::hash(&body).to_hex().as_str() != hash {
+                bail!(
+                    "{} does not match its hash in {MANIFEST_FILE} (a build replaced the tree while it was read, \
+                     or the file was edited: rebuild with `gen build`)",
+                    file.display()
+                );
+            }
+            let doc = match rebase_to.and_then(|to| rebase(&body, built_base, to)) {
+                Some(rebased) => Doc::new(rebased.clone(), &blake3::hash(&rebased).to_hex()),
+                None => Doc::new(body, hash),
+            };
+            Ok((hash, Arc::new(doc)))
+        })
+        .collect::<Result<_>>()?;
+    Ok(reused.into_iter().chain(read).map(|(hash, doc)| (hash.to_string(), doc)).collect())
+}
+
+/// Every resource's list, by segment, with its urls starting with `base_url`.
+fn load_lists(
+    dir: &Path,
+    docs: &HashMap<String, Arc<Doc>>,
+    manifest: &Manifest,
+    base_url: &str,
+) -> Result<HashMap<String, List>> {
+    let mut lists = HashMap::new();
+    for (segment, info) in &manifest.resources {
+        let list = load_list(docs, manifest, base_url, segment, info.count)
+            .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
+        lists.insert(segment.clone(), list);
+    }
+    Ok(lists)
+}
+
 /// Renders a page of `list` as `gen build` does.
 fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
     paging::render_list_page(&list.entries, &list.url, page, links, pretty)
@@ -305,7 +339,7 @@ fn load_list(
         name: Option<String>,
         url: String,
     }
-    let all_key = format!("api/v2/{segment}/{PAGES_DIR}/{ALL_PAGE}");
+    let all_key = layout::all_page_key(segment);
     let all = docs.get(&all_key).with_context(|| format!("{all_key}/index.json is missing"))?.clone();
     let parsed: AllPage =
         serde_json::from_slice(&all.body).with_context(|| format!("{all_key}/index.json is not a list page"))?;
@@ -321,9 +355,9 @@ fn load_list(
         .iter()
         .map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.settings.pretty))
         .collect();
-    let url = format!("{base_url}/api/v2/{segment}/");
+    let url = layout::list_url(base_url, segment);
 
-    let prefix = format!("api/v2/{segment}/{PAGES_DIR}/");
+    let prefix = layout::pages_prefix(segment);
     let mut pages = HashMap::new();
     for (key, doc) in docs {
         let Some(rest) = key.strip_prefix(&prefix) else { continue };
@@ -357,7 +391,7 @@ pub(crate) fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
         let start = i + quote + 1;
         i = start;
         let Some(rest) = body[start..].strip_prefix(from) else { continue };
-        if !(rest.starts_with(b"/api/v2/") || rest.starts_with(b"\"")) {
+        if !(rest.starts_with(API_PREFIX.as_bytes()) || rest.starts_with(b"\"")) {
             continue;
         }
         let out = out.get_or_insert_with(|| Vec::with_capacity(body.len() + 1024));
@@ -384,15 +418,16 @@ pub enum Key {
     Refuse,
 }
 
-/// Classifies a path listed in the manifest.
-pub(crate) fn key_of(path: &str) -> Key {
+/// Classifies a path listed in the manifest: refused unless it has the shape of a tree path,
+/// else served under its [`layout::key_of`] when it has one.
+pub(crate) fn classify(path: &str) -> Key {
     if !crate::manifest::is_tree_path(path) {
         return Key::Refuse;
     }
-    if !path.starts_with("api/v2/") || !path.ends_with(".json") {
-        return Key::Skip;
+    match layout::key_of(path) {
+        Some(key) => Key::Serve(key.to_string()),
+        None => Key::Skip,
     }
-    Key::Serve(path.strip_suffix("/index.json").unwrap_or(path).to_string())
 }
 
 /// Every regular file under `dir/api`, relative to `dir`, found without following links.
@@ -424,12 +459,12 @@ mod tests {
     #[test]
     fn keys_of_tree_paths() {
         let serve = |key: &str| Key::Serve(key.to_string());
-        assert_eq!(key_of("api/v2/index.json"), serve("api/v2"));
-        assert_eq!(key_of("api/v2/berry/-1/index.json"), serve("api/v2/berry/-1"));
-        assert_eq!(key_of("api/v2/berry/_pages/20/40/index.json"), serve("api/v2/berry/_pages/20/40"));
-        assert_eq!(key_of("api/v2/openapi.json"), serve("api/v2/openapi.json"));
+        assert_eq!(classify("api/v2/index.json"), serve("api/v2"));
+        assert_eq!(classify("api/v2/berry/-1/index.json"), serve("api/v2/berry/-1"));
+        assert_eq!(classify("api/v2/berry/_pages/20/40/index.json"), serve("api/v2/berry/_pages/20/40"));
+        assert_eq!(classify("api/v2/openapi.json"), serve("api/v2/openapi.json"));
         for skipped in ["api/v2/openapi.yaml", "robots.txt", "api/v3/index.json", "api/v2/berry/index.json.gz"] {
-            assert_eq!(key_of(skipped), Key::Skip, "{skipped}");
+            assert_eq!(classify(skipped), Key::Skip, "{skipped}");
         }
         for bad in [
             "api/v2/../../etc/passwd/index.json",
@@ -441,7 +476,7 @@ mod tests {
             "api/v2/a\\b/index.json",
             "api/v2/a b/index.json",
         ] {
-            assert_eq!(key_of(bad), Key::Refuse, "{bad}");
+            assert_eq!(classify(bad), Key::Refuse, "{bad}");
         }
     }
 
