@@ -28,7 +28,7 @@ pub mod write;
 
 use crate::manifest::{self, Manifest, Settings};
 use crate::problem::Problems;
-use crate::{GENERATOR, config, date, paging};
+use crate::{GENERATOR, config, date, layout, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -140,7 +140,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     let dir = previous.target.dir.clone();
     drop(previous);
     let schemas = rendering.renderer.schemas();
-    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([openapi::OPENAPI_PATH]);
+    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([layout::OPENAPI_PATH]);
     let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
     let manifest_path = dir.join(manifest::MANIFEST_FILE);
     let index = index::Index {
@@ -363,7 +363,7 @@ impl write::Documents for Rendering<'_> {
     }
 
     fn finish(&self) -> Vec<(String, Vec<u8>)> {
-        vec![(openapi::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
+        vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
     }
 }
 
@@ -499,10 +499,8 @@ fn forget_previous(
         // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
         let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
         let (segment, subdoc, path) = match parts.as_slice() {
-            [segment, id] if config::parse_id(id).is_some() => {
-                (*segment, None, format!("api/v2/{segment}/{id}/index.json"))
-            }
-            [segment, id, name] => (*segment, Some(*name), format!("api/v2/{segment}/{id}/{name}/index.json")),
+            [segment, id] if config::parse_id(id).is_some() => (*segment, None, layout::record_path(segment, id)),
+            [segment, id, name] => (*segment, Some(*name), layout::sub_document_path(segment, id, name)),
             _ => continue, // gen.json, order files
         };
         let Some(entry) = index.files.get(&path) else { return false };

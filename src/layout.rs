@@ -11,7 +11,6 @@
 //! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
 //! ```
 
-use crate::paging::Page;
 use std::fmt::Display;
 
 /// The folder of the API in the tree, and the key of the root index.
@@ -80,14 +79,15 @@ pub fn all_page_path(segment: &str) -> String {
     format!("{}/{DOCUMENT_FILE}", all_page_key(segment))
 }
 
-/// The folder of one page, relative to the resource's folder: `_pages/<limit>/<offset>/`.
-pub fn page_dir(page: Page) -> String {
-    format!("{PAGES_DIR}/{}/{}/", page.limit, page.offset)
+/// The folder of the page of `limit` entries from `offset`, relative to the resource's folder:
+/// `_pages/<limit>/<offset>/`.
+pub fn page_dir(limit: u64, offset: u64) -> String {
+    format!("{PAGES_DIR}/{limit}/{offset}/")
 }
 
 /// One page's file: `api/v2/<segment>/_pages/<limit>/<offset>/index.json`.
-pub fn page_path(segment: &str, page: Page) -> String {
-    format!("{API_ROOT}/{segment}/{}{DOCUMENT_FILE}", page_dir(page))
+pub fn page_path(segment: &str, limit: u64, offset: u64) -> String {
+    format!("{API_ROOT}/{segment}/{}{DOCUMENT_FILE}", page_dir(limit, offset))
 }
 
 /// The key a tree path is served under (the path without `/index.json`), when the path is a
@@ -133,15 +133,14 @@ mod tests {
 
     #[test]
     fn paths_keys_and_urls_agree() {
-        let page = Page { offset: 40, limit: 20 };
         assert_eq!(record_path("berry", 3), "api/v2/berry/3/index.json");
         assert_eq!(record_path("berry", "cheri"), "api/v2/berry/cheri/index.json");
         assert_eq!(sub_document_path("creature", 132, "encounters"), "api/v2/creature/132/encounters/index.json");
         assert_eq!(list_path("berry"), "api/v2/berry/index.json");
-        assert_eq!(page_path("berry", page), "api/v2/berry/_pages/20/40/index.json");
+        assert_eq!(page_path("berry", 20, 40), "api/v2/berry/_pages/20/40/index.json");
         assert_eq!(all_page_path("berry"), "api/v2/berry/_pages/all/index.json");
-        assert!(page_path("berry", page).starts_with(&pages_prefix("berry")));
-        for path in [record_path("berry", 3), list_path("berry"), page_path("berry", page), ROOT_PATH.into()] {
+        assert!(page_path("berry", 20, 40).starts_with(&pages_prefix("berry")));
+        for path in [record_path("berry", 3), list_path("berry"), page_path("berry", 20, 40), ROOT_PATH.into()] {
             let key = key_of(&path).unwrap();
             assert_eq!(format!("{key}/{DOCUMENT_FILE}"), path);
             assert_eq!(url_path(key), format!("/{key}/"));

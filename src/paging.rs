@@ -107,7 +107,7 @@ pub enum LinkStyle {
 pub fn page_url(list_url: &str, page: Page, style: LinkStyle) -> String {
     match style {
         LinkStyle::Query => format!("{list_url}?offset={}&limit={}", page.offset, page.limit),
-        LinkStyle::Path => format!("{list_url}{}", layout::page_dir(page)),
+        LinkStyle::Path => format!("{list_url}{}", layout::page_dir(page.limit, page.offset)),
     }
 }
 

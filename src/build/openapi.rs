@@ -7,12 +7,11 @@
 //! would collide with the shared components or with each other get a suffix, deterministically.
 
 use crate::build::schema;
-use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, PAGES_DIR};
+use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 /// Path of the document in the tree (re-exported for `build.rs` until it asks `layout` itself).
-pub(crate) use crate::layout::OPENAPI_PATH;
 
 /// What the document describes.
 #[derive(Debug, Clone)]

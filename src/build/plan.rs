@@ -67,7 +67,7 @@ pub fn page_files(segment: &str, count: u64, page_sizes: &[u64], style: LinkStyl
     files.entry(whole).or_default().push(layout::all_page_path(segment));
     for size in paging::page_sizes(page_sizes) {
         for page in paging::precomputed_pages(count, size, style) {
-            let path = layout::page_path(segment, page);
+            let path = layout::page_path(segment, page.limit, page.offset);
             let paths = files.entry(normalize(page)).or_default();
             if !paths.contains(&path) {
                 paths.push(path);
