@@ -280,6 +280,21 @@ pub mod template {
     }
 }
 
+/// The reason phrase of a status code.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        414 => "URI Too Long",
+        431 => "Request Header Fields Too Large",
+        _ => "Error",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::template::{Hole, Part};

@@ -13,15 +13,15 @@ pub mod validate;
 pub mod walk;
 pub mod write;
 
-use crate::manifest::{self, Manifest, Settings};
+use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
-use crate::{GENERATOR, config, date, paging};
+use crate::{config, date, paging};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
-/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`Settings`] a
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`TreeSettings`] a
 /// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
@@ -37,10 +37,10 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     /// The settings of a tree built with these options from data with `config` and `data_hash`.
-    pub fn settings(&self, config: &config::SiteConfig, data_hash: String) -> Result<Settings> {
+    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<TreeSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-        Ok(Settings {
+        Ok(TreeSettings {
             format: manifest::FORMAT,
             generator: GENERATOR.to_string(),
             base_url,
@@ -98,7 +98,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     use index::{DataFile, Index, Stamp};
     let started_ns = index::now_ns();
     load::require_folder(data)?;
-    let mut target = crate::staging::Target::open(out)?;
+    let mut target = crate::staging::FolderLock::open(out)?;
     let dir = target.dir.clone();
     let journal = if target.exists { write::read_journal(&dir) } else { write::Journal::default() };
     let previous = if target.exists { Index::read(&dir) } else { None };
@@ -250,7 +250,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         schemas,
         files: BTreeMap::new(),
     };
-    match index.write_with(&dir, &files) {
+    match index.write_listing(&dir, &files) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(&dir));
         }
@@ -283,7 +283,7 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// any other, so it needs every document checked again.
 fn only_changes_and_additions(
     index: &index::Index,
-    settings: &Settings,
+    settings: &TreeSettings,
     data_files: &BTreeMap<String, index::DataFile>,
 ) -> bool {
     let config_hash = |files: &BTreeMap<String, index::DataFile>| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
@@ -321,7 +321,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         Err(crate::fsutil::NotRead::Io(_)) => None,
         Err(e) => anyhow::bail!("{}", manifest::not_read_manifest(&path, &e)),
     };
-    if let Some(manifest) = bytes.as_deref().filter(|b| Settings::from_manifest_bytes(b).is_some()) {
+    if let Some(manifest) = bytes.as_deref().filter(|b| TreeSettings::from_manifest_bytes(b).is_some()) {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| manifest::is_tree_path(p));
         for bad in bad {

@@ -28,6 +28,3 @@ pub mod serve;
 pub mod staging;
 
 pub use build::{BuildOptions, BuildSummary, build, check};
-
-/// The program and version, as written into trees.
-pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));

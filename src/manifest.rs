@@ -10,6 +10,9 @@ use std::path::Path;
 /// File name of the manifest, at the top of the output folder (beside `api/`).
 pub const MANIFEST_FILE: &str = "manifest.json";
 
+/// The program and version, as written into trees.
+pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
+
 /// Version of the manifest's format.
 pub const FORMAT: u32 = 1;
 
@@ -42,7 +45,7 @@ pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> Stri
 /// The manifest embeds it (its fields sit at the manifest's top level); the renderer reads its
 /// options from it; the meta document shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Settings {
+pub struct TreeSettings {
     /// Version of the manifest's format.
     pub format: u32,
     /// The program and version that built the tree.
@@ -63,18 +66,19 @@ pub struct Settings {
     pub built_at: Option<String>,
 }
 
-impl Settings {
+impl TreeSettings {
     /// True when trees built with `self` and `other` from the same data have the same bytes:
     /// equal in everything but the data's hash.
-    pub fn same_options(&self, other: &Settings) -> bool {
-        Settings { data_hash: String::new(), ..self.clone() } == Settings { data_hash: String::new(), ..other.clone() }
+    pub fn same_options(&self, other: &TreeSettings) -> bool {
+        TreeSettings { data_hash: String::new(), ..self.clone() }
+            == TreeSettings { data_hash: String::new(), ..other.clone() }
     }
 
     /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
     /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
     /// settings are built; the list of files is skipped.
-    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<Settings> {
-        let settings: Settings = serde_json::from_slice(bytes).ok()?;
+    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<TreeSettings> {
+        let settings: TreeSettings = serde_json::from_slice(bytes).ok()?;
         let ours = settings.generator.starts_with("gen ")
             && settings.data_hash.len() == 64
             && settings.data_hash.bytes().all(|b| b.is_ascii_hexdigit());
@@ -86,7 +90,7 @@ impl Settings {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Manifest {
     #[serde(flatten)]
-    pub settings: Settings,
+    pub settings: TreeSettings,
     /// Each resource's segment and entry count.
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
@@ -151,7 +155,7 @@ impl Manifest {
             #[serde(default)]
             files: BTreeMap<String, String>,
         }
-        let settings: Settings = serde_json::from_slice(bytes)?;
+        let settings: TreeSettings = serde_json::from_slice(bytes)?;
         let Rest { resources, files } = serde_json::from_slice(bytes)?;
         Ok(Manifest { settings, resources, files })
     }
@@ -166,14 +170,14 @@ impl Manifest {
     /// The bytes of this manifest (whose `files` is empty) with `files` listing the given paths
     /// and hashes, sorted by path: the same bytes as [`Manifest::to_bytes`] with those files,
     /// without building a map of them (a tree of millions of files would need gigabytes).
-    pub fn to_bytes_with(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
+    pub fn to_bytes_listing(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
         let mut bytes = Vec::new();
-        self.write_with(files, &mut bytes).expect("writing to memory cannot fail");
+        self.write_listing(files, &mut bytes).expect("writing to memory cannot fail");
         bytes
     }
 
-    /// Writes what [`Manifest::to_bytes_with`] returns to `out`, without holding it in memory.
-    pub fn write_with(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
+    /// Writes what [`Manifest::to_bytes_listing`] returns to `out`, without holding it in memory.
+    pub fn write_listing(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
         #[derive(Serialize)]
         struct WithFiles<'a> {
@@ -208,7 +212,7 @@ mod tests {
     fn files_written_from_a_list_are_the_bytes_of_the_map() {
         let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
         let mut manifest = Manifest {
-            settings: Settings {
+            settings: TreeSettings {
                 format: FORMAT,
                 generator: "gen test".into(),
                 base_url: "http://x".into(),
@@ -223,7 +227,7 @@ mod tests {
             files: BTreeMap::new(),
         };
         let mut list = vec![("b/index.json", hashes[1]), ("a/index.json", hashes[0]), ("c.json", hashes[2])];
-        let streamed = manifest.to_bytes_with(&mut list);
+        let streamed = manifest.to_bytes_listing(&mut list);
         for (path, hash) in &list {
             manifest.files.insert(path.to_string(), hash.to_hex().to_string());
         }

@@ -98,7 +98,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
     preview.set_problems(problems);
     let shared = Arc::new(server::Shared {
         tree: RwLock::new(tree),
-        settings: respond::Settings {
+        settings: respond::ResponsePolicy {
             cache_control: format!("public, max-age={}", options.max_age),
             preview: preview.clone(),
         },

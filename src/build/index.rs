@@ -18,7 +18,7 @@
 use crate::build::schema::Inferred;
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead};
-use crate::manifest::{MANIFEST_FILE, Settings, is_tree_path};
+use crate::manifest::{MANIFEST_FILE, TreeSettings, is_tree_path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -124,7 +124,7 @@ pub struct Index {
     pub manifest: Stamp,
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
-    pub settings: Settings,
+    pub settings: TreeSettings,
     /// Data files by path relative to the data folder.
     pub data: BTreeMap<String, DataFile>,
     /// Hash of each resource's list entries (ids and names, in list order).
@@ -171,12 +171,12 @@ impl Index {
 
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
-        self.write_with(out, &[])
+        self.write_listing(out, &[])
     }
 
     /// Writes this index with `files` listed besides its own (the new tree's files, given as a
     /// list of references: a map of a million paths would cost far more memory).
-    pub fn write_with(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
+    pub fn write_listing(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
         #[derive(Serialize)]
         struct WithFiles<'a> {
             #[serde(flatten)]

@@ -9,7 +9,7 @@ use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
 use super::walk::{Entry, walk};
-use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::fsutil::NotRead;
 use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
@@ -59,7 +59,7 @@ pub fn load_reusing(
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
-        config: SiteConfig::default(),
+        config: DataSettings::default(),
         resources: BTreeMap::new(),
         data_hash: String::new(),
     };
@@ -202,7 +202,7 @@ fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
 
 /// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
 /// reported as such, not as a bad record).
-fn read_settings(path: &Path) -> Result<(SiteConfig, blake3::Hash), Vec<Problem>> {
+fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
     let bytes = read_data_file(path).map_err(|p| vec![p])?;
     let hash = blake3::hash(&bytes);
     let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";

@@ -2,7 +2,7 @@
 //! each with every path it is published at. Nothing is rendered or written here.
 
 use crate::build::load::Dataset;
-use crate::manifest::Settings;
+use crate::manifest::TreeSettings;
 use crate::paging::{self, ALL_PAGE, LinkStyle, PAGES_DIR, Page};
 use std::collections::BTreeMap;
 
@@ -34,7 +34,7 @@ pub const ROOT_PATH: &str = "api/v2/index.json";
 pub const META_PATH: &str = "api/v2/meta/index.json";
 
 /// Lists every document of the tree, in a deterministic order.
-pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
+pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>> {
     let mut outputs = vec![
         Output { content: Content::Root, paths: vec![ROOT_PATH.to_string()] },
         Output { content: Content::Meta, paths: vec![META_PATH.to_string()] },

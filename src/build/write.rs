@@ -12,7 +12,7 @@ use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead, gzip_bytes};
 use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, is_tree_path};
 use crate::problem::{Problem, Problems};
-use crate::staging::{Staging, Target};
+use crate::staging::{FolderLock, Staging};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -70,7 +70,7 @@ pub struct Written {
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
 #[allow(clippy::too_many_arguments)]
 pub fn write_tree<'a>(
-    target: &mut Target,
+    target: &mut FolderLock,
     outputs: &[Output<'a>],
     dirty: impl Fn(&Output<'a>) -> bool + Sync,
     render: impl Fn(&Output<'a>) -> Rendered + Sync,
@@ -87,7 +87,7 @@ pub fn write_tree<'a>(
     let total = outputs.iter().filter(|o| dirty(o)).count();
     progress.total.store(total, Ordering::Relaxed);
 
-    let results: Vec<Result<Placed, Failure>> = outputs
+    let results: Vec<Result<Placed, OutputFailure>> = outputs
         .par_iter()
         .map(|output| {
             if !dirty(output)
@@ -95,8 +95,8 @@ pub fn write_tree<'a>(
             {
                 return Ok(kept);
             }
-            let bytes = render(output).map_err(Failure::Problems)?;
-            let placed = writer.place(&output.paths, &bytes).map_err(Failure::Error)?;
+            let bytes = render(output).map_err(OutputFailure::Problems)?;
+            let placed = writer.place(&output.paths, &bytes).map_err(OutputFailure::Error)?;
             progress.done.fetch_add(1, Ordering::Relaxed);
             Ok(placed)
         })
@@ -106,8 +106,8 @@ pub fn write_tree<'a>(
     for result in results {
         match result {
             Ok(output) => placed.push(output),
-            Err(Failure::Problems(found)) => problems.extend(found),
-            Err(Failure::Error(e)) => return Err(e),
+            Err(OutputFailure::Problems(found)) => problems.extend(found),
+            Err(OutputFailure::Error(e)) => return Err(e),
         }
     }
     if !problems.is_empty() {
@@ -134,7 +134,7 @@ pub fn write_tree<'a>(
         std::fs::File::create(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
     let mut counting = CountingWriter { inner: file, bytes: 0 };
     manifest
-        .write_with(&mut files, &mut counting)
+        .write_listing(&mut files, &mut counting)
         .with_context(|| format!("cannot write {}", manifest_path.display()))?;
     drop(files);
 
@@ -395,7 +395,7 @@ impl std::io::Write for CountingWriter {
     }
 }
 
-enum Failure {
+enum OutputFailure {
     Problems(Vec<Problem>),
     Error(anyhow::Error),
 }

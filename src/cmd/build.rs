@@ -17,7 +17,7 @@ pub fn execute(args: BuildArgs) -> Result<()> {
     };
     let options = genapi::BuildOptions {
         base_url: args.base_url,
-        links: Some(args.links),
+        links: Some(args.links.into()),
         pretty: args.pretty,
         gzip: args.gzip,
         source_date_epoch,

@@ -90,7 +90,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub(crate) fn decide_with(tree: &Tree, request: &Request<'_>, settings: &Settings) -> Reply {
+pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
         && html::wants_html(request.accept, request.target);
@@ -193,7 +193,7 @@ pub enum Connection {
 
 /// Fixed settings of the responses.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct ResponsePolicy {
     /// `Cache-Control` of documents.
     pub cache_control: String,
     /// What the HTML view links to and shows beyond the tree.
@@ -222,9 +222,9 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`.
-    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &Settings) {
+    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &ResponsePolicy) {
         let status = self.status();
-        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
             Reply::Doc { doc, gzip, not_modified } => {
                 if !not_modified {
@@ -270,21 +270,6 @@ impl Reply {
             Connection::Close => out.extend_from_slice(b"Connection: close\r\n"),
         }
         out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// The reason phrase of a status code.
-pub(crate) fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        414 => "URI Too Long",
-        431 => "Request Header Fields Too Large",
-        _ => "Error",
     }
 }
 
@@ -419,7 +404,7 @@ mod tests {
 
     #[test]
     fn heads() {
-        let settings = Settings { cache_control: "public, max-age=60".into(), preview: Default::default() };
+        let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();
