@@ -11,6 +11,18 @@ use std::fmt::Write as _;
 /// Methods answered, as the `Allow` header says.
 pub(crate) const ALLOW: &str = "GET, HEAD, OPTIONS";
 
+/// `Access-Control-Allow-Origin` on every answer: any page may read the API.
+pub(crate) const ALLOW_ORIGIN: &str = "*";
+
+/// `Access-Control-Allow-Methods` of a preflight (`OPTIONS`) answer.
+pub(crate) const ALLOW_METHODS: &str = "GET, HEAD";
+
+/// `Access-Control-Max-Age` of a preflight answer, in seconds.
+pub(crate) const PREFLIGHT_MAX_AGE: u64 = 86_400;
+
+/// `Vary` of a preflight answer: it echoes the request's `Access-Control-Request-Headers`.
+pub(crate) const PREFLIGHT_VARY: &str = "Access-Control-Request-Headers";
+
 /// Longest request path quoted in full in a 404 (longer ones are cut).
 pub(crate) const MAX_SHOWN_PATH: usize = 200;
 

@@ -6,7 +6,7 @@
 use super::html::{self, Preview};
 use super::route::{BadParam, Route, route};
 use super::tree::{Doc, Tree};
-use crate::answers::{self, ALLOW};
+use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -255,14 +255,14 @@ impl Reply {
                 }
             }
             Reply::Options { allow_headers } => {
-                let _ = write!(out, "Allow: {ALLOW}\r\nAccess-Control-Allow-Methods: GET, HEAD\r\n");
+                let _ = write!(out, "Allow: {ALLOW}\r\nAccess-Control-Allow-Methods: {ALLOW_METHODS}\r\n");
                 if let Some(headers) = allow_headers {
                     let _ = write!(out, "Access-Control-Allow-Headers: {headers}\r\n");
                 }
-                out.extend_from_slice(b"Access-Control-Max-Age: 86400\r\nVary: Access-Control-Request-Headers\r\n");
+                let _ = write!(out, "Access-Control-Max-Age: {PREFLIGHT_MAX_AGE}\r\nVary: {PREFLIGHT_VARY}\r\n");
             }
         }
-        out.extend_from_slice(b"Access-Control-Allow-Origin: *\r\n");
+        let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
