@@ -52,6 +52,21 @@ impl BuildOptions {
             built_at: self.source_date_epoch.map(date::rfc3339),
         })
     }
+
+    /// The options that build a tree like the one with `settings` again (as `gen serve --watch`
+    /// rebuilds): its link style, indentation and gzip copies. `base_url` is left out on
+    /// purpose: it comes from the data's `gen.json`, read anew by each rebuild, so that an edit
+    /// of it takes effect. The build date is not a setting of the tree: `source_date_epoch` is
+    /// `None`.
+    pub fn of_tree(settings: &TreeSettings) -> BuildOptions {
+        BuildOptions {
+            base_url: None,
+            links: Some(settings.links),
+            pretty: settings.pretty,
+            gzip: settings.gzip,
+            source_date_epoch: None,
+        }
+    }
 }
 
 /// What a build did, for its summary line.

@@ -20,18 +20,15 @@ use std::time::{Duration, Instant};
 const DEBOUNCE: Duration = Duration::from_millis(150);
 
 /// The build options of a rebuild: the data's settings, with the link style, indentation and
-/// gzip copies of the tree already in `out`, so that a rebuild changes only what the data does.
-fn options(out: &Path) -> crate::BuildOptions {
-    let mut options = crate::BuildOptions {
-        source_date_epoch: std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|t| t.trim().parse().ok()),
-        ..Default::default()
+/// gzip copies of the tree already in `out` (see [`crate::BuildOptions::of_tree`]), so that a
+/// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
+fn options(out: &Path) -> Result<crate::BuildOptions> {
+    let mut options = match crate::manifest::Manifest::read_with_bytes(out) {
+        Ok((_, manifest)) => crate::BuildOptions::of_tree(&manifest.settings),
+        Err(_) => crate::BuildOptions::default(),
     };
-    if let Ok((_, manifest)) = crate::manifest::Manifest::read_with_bytes(out) {
-        options.links = Some(manifest.settings.links);
-        options.pretty = manifest.settings.pretty;
-        options.gzip = manifest.settings.gzip;
-    }
-    options
+    options.source_date_epoch = crate::date::source_date_epoch()?;
+    Ok(options)
 }
 
 /// What one rebuild came to.
@@ -43,7 +40,7 @@ enum Outcome {
 
 fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
     let started = Instant::now();
-    match crate::build(data, out, &options(out), &Default::default()) {
+    match options(out).and_then(|options| crate::build(data, out, &options, &Default::default())) {
         Ok(summary) => {
             if !quiet && summary.up_to_date {
                 eprintln!("gen serve: the tree is already up to date with {}", data.display());
@@ -86,6 +83,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
     if !data.is_dir() {
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
+    crate::date::source_date_epoch()?;
     match rebuild(data, out, quiet) {
         Outcome::Built => Ok(None),
         Outcome::Failed(problems) => {
