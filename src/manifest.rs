@@ -115,8 +115,7 @@ impl Manifest {
     /// Reads the manifest of the tree in `dir`: its bytes (to tell a new build from the one in
     /// hand) and what they say. Errors say what to do: build, or point at a built tree.
     pub fn read_with_bytes(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
-        let shown = dir.display().to_string();
-        let shown = if shown.ends_with('/') { shown } else { format!("{shown}/") };
+        let shown = crate::fsutil::show_dir(dir);
         if !dir.is_dir() {
             anyhow::bail!(
                 "no tree in {shown}: {}; run `gen build` first, or point --dir at a built tree",

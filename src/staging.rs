@@ -143,11 +143,7 @@ fn split_out(out: &Path) -> Result<(PathBuf, String)> {
         .map(|n| n.to_string_lossy().to_string())
         .filter(|n| n != "." && n != "..")
         .with_context(|| format!("--out {} must name a folder, e.g. --out out", out.display()))?;
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((parent, name))
+    Ok((fsutil::parent_of(out), name))
 }
 
 /// Removes what killed runs left beside `out` (their staging folders); the caller holds the

@@ -18,6 +18,7 @@
 use crate::build::schema::Inferred;
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead};
+pub use crate::fsutil::{Stamp, beside};
 use crate::manifest::{MANIFEST_FILE, TreeSettings, is_tree_path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -46,35 +47,6 @@ pub enum Verified {
     /// Every file is; `rehashed` when some had to be read to tell (their stamps were too
     /// recent to trust), so that a new index would let the next build trust them.
     Intact { rehashed: bool },
-}
-
-/// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
-/// place, even with its old size and modification time restored, has a new change time
-/// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamp {
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub ino: u64,
-}
-
-impl Stamp {
-    /// The stamp of a file's metadata.
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp {
-            size: meta.len(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-            ino: meta.ino(),
-        }
-    }
-
-    /// The stamp of the regular file at `path` (links are not followed), if there is one.
-    pub fn of_file(path: &Path) -> Option<Stamp> {
-        std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file()).map(|m| Stamp::of(&m))
-    }
 }
 
 /// A BLAKE3 hash, written as hex in the index (32 bytes in memory, not a 64-character string).
@@ -286,16 +258,6 @@ pub fn gz_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".gz");
     PathBuf::from(name)
-}
-
-/// A file beside the folder `out`: `.<name>.<what>` in its parent.
-pub fn beside(out: &Path, what: &str) -> PathBuf {
-    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    parent.join(format!(".{name}.{what}"))
 }
 
 /// Nanoseconds since the epoch, now.

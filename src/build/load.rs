@@ -10,7 +10,7 @@ use super::validate::{
 };
 use super::walk::{Entry, walk};
 use crate::config::{self, CONFIG_FILE, DataSettings};
-use crate::fsutil::NotRead;
+use crate::fsutil::{self, NotRead};
 use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
 use rayon::prelude::*;
@@ -100,18 +100,18 @@ pub fn load_reusing(
         match item {
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
-                file_hashes.push((relative(dir, &record.file), hash));
+                file_hashes.push((fsutil::relative(dir, &record.file), hash));
                 if found.is_empty() {
                     records.entry(segment).or_default().push(record);
                 }
                 problems.extend(found);
             }
             Loaded::Order { segment, file, value, hash } => {
-                file_hashes.push((relative(dir, &file), hash));
+                file_hashes.push((fsutil::relative(dir, &file), hash));
                 orders.insert(segment, (file, value));
             }
             Loaded::SubDoc { segment, id, subdoc, hash } => {
-                file_hashes.push((relative(dir, &subdoc.file), hash));
+                file_hashes.push((fsutil::relative(dir, &subdoc.file), hash));
                 subdocs.push((segment, id, subdoc));
             }
         }
@@ -280,8 +280,4 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
             }
         }
     }
-}
-
-fn relative(dir: &Path, file: &Path) -> String {
-    file.strip_prefix(dir).unwrap_or(file).to_string_lossy().replace('\\', "/")
 }

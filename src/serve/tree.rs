@@ -196,7 +196,9 @@ impl Tree {
         for (segment, info) in &manifest.resources {
             let list =
                 load_list(&docs, &manifest, rebase_to.unwrap_or(&manifest.settings.base_url), segment, info.count)
-                    .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
+                    .with_context(|| {
+                        format!("cannot serve the list of {segment} in {}", crate::fsutil::show_dir(dir))
+                    })?;
             lists.insert(segment.clone(), list);
         }
         Ok(Tree {
@@ -400,7 +402,7 @@ fn regular_files(dir: &Path) -> Result<HashSet<String>> {
     let mut files = HashSet::new();
     let api = dir.join("api");
     for entry in walkdir::WalkDir::new(&api).follow_links(false) {
-        let entry = entry.with_context(|| format!("cannot read the tree in {}", show_dir(dir)))?;
+        let entry = entry.with_context(|| format!("cannot read the tree in {}", crate::fsutil::show_dir(dir)))?;
         if entry.file_type().is_file()
             && let Ok(rel) = entry.path().strip_prefix(dir)
             && let Some(rel) = rel.to_str()
@@ -409,12 +411,6 @@ fn regular_files(dir: &Path) -> Result<HashSet<String>> {
         }
     }
     Ok(files)
-}
-
-/// A folder as messages show it: `out/`.
-pub(crate) fn show_dir(dir: &Path) -> String {
-    let shown = dir.display().to_string();
-    if shown.ends_with('/') { shown } else { format!("{shown}/") }
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
             } else if !quiet {
                 eprintln!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s",
-                    super::tree::show_dir(out),
+                    crate::fsutil::show_dir(out),
                     summary.resources,
                     summary.records,
                     started.elapsed().as_secs_f64()
@@ -188,8 +188,8 @@ fn quiet_for(events: &mpsc::Receiver<notify::Result<notify::Event>>, quiet: Dura
     }
 }
 
-/// The device and inode of a folder, to notice it was replaced.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// The inode of a folder, to notice it was replaced (its stamp's times change with every
+/// entry added or removed; its inode does not).
+fn identity(path: &Path) -> Option<u64> {
+    crate::fsutil::Stamp::of_path(path).map(|stamp| stamp.ino)
 }
