@@ -178,28 +178,54 @@ impl Manifest {
     /// Writes what [`Manifest::to_bytes_listing`] returns to `out`, without holding it in memory.
     pub fn write_listing(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        #[derive(Serialize)]
-        struct WithFiles<'a> {
-            #[serde(flatten)]
-            manifest: &'a Manifest,
-            files: Files<'a>,
-        }
-        struct Files<'a>(&'a [(&'a str, blake3::Hash)]);
-        impl Serialize for Files<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(Some(self.0.len()))?;
-                for (path, hash) in self.0 {
-                    map.serialize_entry(path, hash.to_hex().as_str())?;
-                }
-                map.end()
-            }
-        }
         use std::io::Write as _;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-        serde_json::to_writer_pretty(&mut out, &WithFiles { manifest: self, files: Files(files) })?;
+        let listing =
+            WithFiles { head: self, files: FileList { pairs: files, value: |hash| Hex(*hash), skip_empty: false } };
+        serde_json::to_writer_pretty(&mut out, &listing)?;
         out.write_all(b"\n")?;
         out.flush()
+    }
+}
+
+/// `head`'s fields, then `files`: a map written from a list of pairs as it is serialised, so
+/// that the millions of files of a tree need no map in memory (the manifest's and the build
+/// index's listings).
+#[derive(Serialize)]
+#[serde(bound(serialize = "H: Serialize, V: Serialize"))]
+pub(crate) struct WithFiles<'a, H, T, V> {
+    #[serde(flatten)]
+    pub head: &'a H,
+    #[serde(skip_serializing_if = "FileList::is_skipped")]
+    pub files: FileList<'a, T, V>,
+}
+
+/// The `files` of [`WithFiles`]: each path with `value` of its item, in the order given.
+pub(crate) struct FileList<'a, T, V> {
+    pub pairs: &'a [(&'a str, T)],
+    pub value: fn(&T) -> V,
+    /// Leave `files` out when there are none.
+    pub skip_empty: bool,
+}
+
+impl<T, V> FileList<'_, T, V> {
+    fn is_skipped(&self) -> bool {
+        self.skip_empty && self.pairs.is_empty()
+    }
+}
+
+impl<T, V: Serialize> Serialize for FileList<'_, T, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.pairs.iter().map(|(path, item)| (path, (self.value)(item))))
+    }
+}
+
+/// A BLAKE3 hash as the manifest writes it: hex.
+struct Hex(blake3::Hash);
+
+impl Serialize for Hex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.to_hex().as_str())
     }
 }
 

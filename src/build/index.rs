@@ -19,7 +19,7 @@ use crate::build::schema::Inferred;
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead};
 pub use crate::fsutil::{Stamp, beside};
-use crate::manifest::{MANIFEST_FILE, TreeSettings, is_tree_path};
+use crate::manifest::{FileList, MANIFEST_FILE, TreeSettings, WithFiles, is_tree_path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -149,24 +149,6 @@ impl Index {
     /// Writes this index with `files` listed besides its own (the new tree's files, given as a
     /// list of references: a map of a million paths would cost far more memory).
     pub fn write_listing(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
-        #[derive(Serialize)]
-        struct WithFiles<'a> {
-            #[serde(flatten)]
-            index: &'a Index,
-            #[serde(skip_serializing_if = "Files::is_empty")]
-            files: Files<'a>,
-        }
-        struct Files<'a>(&'a [(&'a str, &'a TreeFile)]);
-        impl Files<'_> {
-            fn is_empty(&self) -> bool {
-                self.0.is_empty()
-            }
-        }
-        impl Serialize for Files<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_map(self.0.iter().map(|(path, file)| (path, file)))
-            }
-        }
         let path = Index::path(out);
         // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
         // killed build's leftover is simply overwritten by the next one.
@@ -175,7 +157,9 @@ impl Index {
             use std::io::Write as _;
             let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
             let mut file = std::io::BufWriter::with_capacity(1 << 16, file);
-            serde_json::to_writer(&mut file, &WithFiles { index: self, files: Files(files) })?;
+            let listing =
+                WithFiles { head: self, files: FileList { pairs: files, value: |file| *file, skip_empty: true } };
+            serde_json::to_writer(&mut file, &listing)?;
             file.flush()
         })();
         written
