@@ -295,7 +295,7 @@ mod tests {
             std::fs::write(data.join(format!("note/{id}.json")), format!(r#"{{"id": {id}}}"#)).unwrap();
         }
         let out = dir.join("out");
-        crate::build(&data, &out, &crate::BuildOptions::default(), &Default::default()).unwrap();
+        crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
         let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(&out).unwrap();
         let tree = Tree::load(&out, bytes, manifest, None).unwrap();
         tree.compress_all();

@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 const DEBOUNCE: Duration = Duration::from_millis(150);
 
 /// The build options of a rebuild: the data's settings, with the link style, indentation and
-/// gzip copies of the tree already in `out` (see [`crate::BuildOptions::of_tree`]), so that a
+/// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
 /// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
-fn options(out: &Path) -> Result<crate::BuildOptions> {
+fn options(out: &Path) -> Result<crate::build::BuildOptions> {
     let mut options = match crate::manifest::Manifest::read_with_bytes(out) {
-        Ok((_, manifest)) => crate::BuildOptions::of_tree(&manifest.settings),
-        Err(_) => crate::BuildOptions::default(),
+        Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
+        Err(_) => crate::build::BuildOptions::default(),
     };
     options.source_date_epoch = crate::date::source_date_epoch()?;
     Ok(options)
@@ -40,7 +40,7 @@ enum Outcome {
 
 fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
     let started = Instant::now();
-    match options(out).and_then(|options| crate::build(data, out, &options, &Default::default())) {
+    match options(out).and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
         Ok(summary) => {
             if !quiet && summary.up_to_date {
                 eprintln!("gen serve: the tree is already up to date with {}", data.display());
