@@ -12,6 +12,18 @@ use std::fmt::Write as _;
 /// Methods answered, as the `Allow` header says.
 pub(crate) const ALLOW: &str = "GET, HEAD, OPTIONS";
 
+/// `Access-Control-Allow-Origin` on every answer: any page may read the API.
+pub(crate) const ALLOW_ORIGIN: &str = "*";
+
+/// `Access-Control-Allow-Methods` of a preflight (`OPTIONS`) answer.
+pub(crate) const ALLOW_METHODS: &str = "GET, HEAD";
+
+/// `Access-Control-Max-Age` of a preflight answer, in seconds.
+pub(crate) const PREFLIGHT_MAX_AGE: u64 = 86_400;
+
+/// `Vary` of a preflight answer: it echoes the request's `Access-Control-Request-Headers`.
+pub(crate) const PREFLIGHT_VARY: &str = "Access-Control-Request-Headers";
+
 /// Longest request path quoted in full in a 404 (longer ones are cut).
 pub(crate) const MAX_SHOWN_PATH: usize = 200;
 
@@ -282,6 +294,21 @@ pub mod template {
     pub(crate) fn page_not_held(page_sizes: &[u64]) -> Template {
         let [segment, count, offset, limit] = [Hole::Segment, Hole::Count, Hole::Offset, Hole::Limit].map(marker);
         split(super::page_not_held(&segment, &count, &offset, &limit, page_sizes))
+    }
+}
+
+/// The reason phrase of a status code.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        414 => "URI Too Long",
+        431 => "Request Header Fields Too Large",
+        _ => "Error",
     }
 }
 

@@ -26,15 +26,15 @@ pub mod openapi;
 // Write: stage what changed beside the tree, then commit it.
 pub mod write;
 
-use crate::manifest::{self, Manifest, Settings};
+use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
-use crate::{GENERATOR, config, date, layout, paging};
+use crate::{config, date, fsutil, layout, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
-/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`Settings`] a
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`TreeSettings`] a
 /// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
@@ -50,10 +50,10 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     /// The settings of a tree built with these options from data with `config` and `data_hash`.
-    pub fn settings(&self, config: &config::SiteConfig, data_hash: String) -> Result<Settings> {
+    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<TreeSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
-        Ok(Settings {
+        Ok(TreeSettings {
             format: manifest::FORMAT,
             generator: GENERATOR.to_string(),
             base_url,
@@ -64,6 +64,21 @@ impl BuildOptions {
             data_hash,
             built_at: self.source_date_epoch.map(date::rfc3339),
         })
+    }
+
+    /// The options that build a tree like the one with `settings` again (as `gen serve --watch`
+    /// rebuilds): its link style, indentation and gzip copies. `base_url` is left out on
+    /// purpose: it comes from the data's `gen.json`, read anew by each rebuild, so that an edit
+    /// of it takes effect. The build date is not a setting of the tree: `source_date_epoch` is
+    /// `None`.
+    pub fn of_tree(settings: &TreeSettings) -> BuildOptions {
+        BuildOptions {
+            base_url: None,
+            links: Some(settings.links),
+            pretty: settings.pretty,
+            gzip: settings.gzip,
+            source_date_epoch: None,
+        }
     }
 }
 
@@ -145,7 +160,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     let manifest_path = dir.join(manifest::MANIFEST_FILE);
     let index = index::Index {
         format: index::FORMAT,
-        manifest: index::Stamp::of_file(&manifest_path)
+        manifest: fsutil::Stamp::of_file(&manifest_path)
             .with_context(|| format!("cannot read {}", manifest_path.display()))?,
         started_ns,
         settings,
@@ -161,7 +176,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
 /// What the previous build left in the output folder, opened (and locked) for this one.
 struct PreviousBuild {
     /// The output folder, locked against other builds until this one ends.
-    target: crate::staging::Target,
+    target: crate::staging::FolderLock,
     /// A killed commit's journal.
     journal: write::Journal,
     /// The build index, when it describes the tree in place.
@@ -176,7 +191,7 @@ struct PreviousBuild {
 impl PreviousBuild {
     /// Locks `out` (waiting for another build) and reads what the previous build left there.
     fn open(out: &Path) -> Result<PreviousBuild> {
-        let target = crate::staging::Target::open(out)?;
+        let target = crate::staging::FolderLock::open(out)?;
         if !target.exists {
             return Ok(PreviousBuild {
                 target,
@@ -221,14 +236,14 @@ struct Loaded {
 /// Loads `data`, reading only the files whose stamps say they may have changed since the
 /// build `previous` describes. Fails with the problems found before references are checked.
 fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> {
-    use index::Stamp;
+    use crate::fsutil::Stamp;
     let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
     if let Ok(meta) = std::fs::metadata(data.join(config::CONFIG_FILE)) {
         stamps.lock().expect("no panic while loading").insert(config::CONFIG_FILE.to_string(), Stamp::of(&meta));
     }
     let known = |file: &Path| -> Option<load::Known> {
         let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
-        let key = relative(data, file);
+        let key = fsutil::relative(data, file);
         let old =
             previous.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
         stamps.lock().expect("no panic while loading").insert(key, stamp);
@@ -248,16 +263,11 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         })
         .collect();
     for record in dataset.resources.values().flat_map(|r| &r.records) {
-        if let Some(file) = files.get_mut(&relative(data, &record.file)) {
+        if let Some(file) = files.get_mut(&fsutil::relative(data, &record.file)) {
             file.name.clone_from(&record.name);
         }
     }
     Ok(Loaded { dataset, files })
-}
-
-/// A data file's path relative to the data folder, as the index keys it.
-fn relative(data: &Path, file: &Path) -> String {
-    file.strip_prefix(data).unwrap_or(file).to_string_lossy().replace('\\', "/")
 }
 
 /// What a build does, given what the previous one left.
@@ -278,7 +288,7 @@ enum Decision<'i> {
 /// [`index::Index::check_file`]).
 fn decide<'i>(
     previous: &'i PreviousBuild,
-    settings: &Settings,
+    settings: &TreeSettings,
     files: &BTreeMap<String, index::DataFile>,
 ) -> Decision<'i> {
     let (Some(index), Some(tree)) = (&previous.index, &previous.tree) else { return Decision::Full };
@@ -312,7 +322,7 @@ impl<'d> Rendering<'d> {
     fn new(
         data: &'d Path,
         dataset: &'d load::Dataset,
-        settings: &'d Settings,
+        settings: &'d TreeSettings,
         previous: &PreviousBuild,
         decision: Decision<'_>,
         files: &BTreeMap<String, index::DataFile>,
@@ -338,7 +348,7 @@ impl<'d> Rendering<'d> {
     }
 
     fn is_changed(&self, changed: &HashSet<String>, file: &Path) -> bool {
-        changed.contains(&relative(self.data, file))
+        changed.contains(&fsutil::relative(self.data, file))
     }
 }
 
@@ -371,7 +381,7 @@ impl write::Documents for Rendering<'_> {
 /// journal of the commit: the tree is whole. An index that cannot be written is a warning (the
 /// next build renders every document).
 fn record_index(dir: &Path, index: &index::Index, files: &[(&str, &index::TreeFile)]) {
-    match index.write_with(dir, files) {
+    match index.write_listing(dir, files) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }
@@ -380,7 +390,7 @@ fn record_index(dir: &Path, index: &index::Index, files: &[(&str, &index::TreeFi
 }
 
 /// The manifest of a tree built with `settings` from `dataset`, its files not yet listed.
-fn manifest_of(settings: &Settings, dataset: &load::Dataset) -> Manifest {
+fn manifest_of(settings: &TreeSettings, dataset: &load::Dataset) -> Manifest {
     let resources = dataset
         .resources
         .iter()
@@ -413,7 +423,7 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// any other, so it needs every document checked again.
 fn only_changes_and_additions(
     index: &index::Index,
-    settings: &Settings,
+    settings: &TreeSettings,
     data_files: &BTreeMap<String, index::DataFile>,
 ) -> bool {
     let config_hash = |files: &BTreeMap<String, index::DataFile>| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
@@ -451,7 +461,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         Err(crate::fsutil::NotRead::Io(_)) => None,
         Err(e) => anyhow::bail!("{}", manifest::not_read_manifest(&path, &e)),
     };
-    if let Some(manifest) = bytes.as_deref().filter(|b| Settings::from_manifest_bytes(b).is_some()) {
+    if let Some(manifest) = bytes.as_deref().filter(|b| TreeSettings::from_manifest_bytes(b).is_some()) {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| manifest::is_tree_path(p));
         for bad in bad {

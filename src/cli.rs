@@ -1,6 +1,7 @@
 //! The command line: what users read in `gen --help`.
 
 use clap::{Parser, Subcommand};
+use genapi::hosts::Host;
 use genapi::paging::LinkStyle;
 use std::path::PathBuf;
 
@@ -54,15 +55,23 @@ Run it again after a build that adds or removes records or resources. Details: d
     ///
     /// Urls lead to the address served on (--keep-urls: the tree's own bytes), browsers get an
     /// HTML view with links, and --watch rebuilds the tree whenever the data changes.
-    #[command(after_help = "Examples:
-  gen serve                               out/ at http://127.0.0.1:8080/api/v2/
+    #[command(after_help = serve_examples())]
+    Serve(ServeArgs),
+}
+
+/// The examples under `gen serve --help`.
+fn serve_examples() -> String {
+    let root = genapi::layout::root_url(&format!("http://{}", genapi::config::DEFAULT_ADDR));
+    format!(
+        "Examples:
+  gen serve                               out/ at {root}
   gen serve --addr 127.0.0.1:0 --quiet    any free port (printed first), no request log
   gen serve --dir site --max-age 60
   gen serve --watch                       rebuild from data/ on every change, serve each new tree
   gen serve --keep-urls                   the tree's own bytes, links to its base URL
 
-A new `gen build` into the served folder is picked up without a restart. Details: docs/serve.md")]
-    Serve(ServeArgs),
+A new `gen build` into the served folder is picked up without a restart. Details: docs/serve.md"
+    )
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,8 +89,8 @@ pub struct BuildArgs {
     pub base_url: Option<String>,
     /// How list pages link to the next and previous page: `query` (?offset=&limit=, as the
     /// public API) or `path` (the page files, for hosts that ignore query strings).
-    #[arg(long, value_enum, default_value_t = LinkStyle::Query, value_name = "STYLE")]
-    pub links: LinkStyle,
+    #[arg(long, value_enum, default_value_t = Links::Query, value_name = "STYLE")]
+    pub links: Links,
     /// Indent the JSON (compact by default).
     #[arg(long)]
     pub pretty: bool,
@@ -107,13 +116,13 @@ pub struct ServeArgs {
     pub dir: PathBuf,
     /// Address to listen on: HOST:PORT, [IPv6]:PORT, or :PORT for every interface (as `gen
     /// config --listen`); port 0 picks a free port (the bound address is printed first).
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    #[arg(long, default_value = genapi::config::DEFAULT_ADDR, value_name = "HOST:PORT")]
     pub addr: String,
     /// Do not log one line per request.
     #[arg(long, short)]
     pub quiet: bool,
     /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`.
-    #[arg(long, default_value_t = 86400, value_name = "SECS")]
+    #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
     /// Close connections that send nothing for this long.
     #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
@@ -172,15 +181,50 @@ pub struct ImportApiDataArgs {
 pub struct ConfigArgs {
     /// The host to configure.
     #[arg(value_enum)]
-    pub host: genapi::hosts::Host,
+    pub host: HostArg,
     /// Folder holding the tree written by `gen build` (made absolute in the config).
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
     /// Address the host listens on: HOST:PORT, [IPv6]:PORT, or :PORT for every interface.
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    #[arg(long, default_value = genapi::config::DEFAULT_ADDR, value_name = "HOST:PORT")]
     pub listen: String,
     /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
     /// (the same default as `gen serve`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
+}
+
+/// `--links`: the command line's names for [`LinkStyle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Links {
+    /// `<base>/api/v2/<segment>/?offset=O&limit=L`, as the public API writes them.
+    Query,
+    /// `<base>/api/v2/<segment>/_pages/L/O/`: the page files themselves, for hosts that ignore
+    /// query strings (object storage).
+    Path,
+}
+
+impl From<Links> for LinkStyle {
+    fn from(links: Links) -> LinkStyle {
+        match links {
+            Links::Query => LinkStyle::Query,
+            Links::Path => LinkStyle::Path,
+        }
+    }
+}
+
+/// `gen config`'s HOST: the command line's names for [`Host`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostArg {
+    Nginx,
+    Caddy,
+}
+
+impl From<HostArg> for Host {
+    fn from(host: HostArg) -> Host {
+        match host {
+            HostArg::Nginx => Host::Nginx,
+            HostArg::Caddy => Host::Caddy,
+        }
+    }
 }

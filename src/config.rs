@@ -9,7 +9,7 @@ pub const CONFIG_FILE: &str = "gen.json";
 /// Site settings: `data/gen.json`. Every key is optional.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct SiteConfig {
+pub struct DataSettings {
     /// Scheme and host the tree is served from, without a trailing slash; urls in the tree
     /// are made absolute with it. `gen build --base-url` overrides it.
     pub base_url: String,
@@ -28,16 +28,16 @@ pub struct SiteConfig {
     pub shared_names: BTreeMap<String, Vec<String>>,
 }
 
-impl SiteConfig {
+impl DataSettings {
     /// True when `name` is declared shared within `segment`.
     pub(crate) fn is_shared_name(&self, segment: &str, name: &str) -> bool {
         self.shared_names.get(segment).is_some_and(|names| names.iter().any(|n| n == name))
     }
 }
 
-impl Default for SiteConfig {
+impl Default for DataSettings {
     fn default() -> Self {
-        SiteConfig {
+        DataSettings {
             base_url: DEFAULT_BASE_URL.to_string(),
             page_sizes: vec![20, 50, 100],
             external: Vec::new(),
@@ -52,7 +52,7 @@ pub(crate) const KEYS: [&str; 5] = ["base_url", "page_sizes", "external", "max_d
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
-pub fn parse(value: serde_json::Value) -> Result<SiteConfig, Vec<(String, String)>> {
+pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, String)>> {
     let serde_json::Value::Object(map) = value else {
         let example = r#"{"base_url": "https://api.example.org"}"#;
         return Err(vec![(
@@ -64,7 +64,7 @@ pub fn parse(value: serde_json::Value) -> Result<SiteConfig, Vec<(String, String
     let mut known = serde_json::Map::new();
     for (key, value) in map {
         if KEYS.contains(&key.as_str()) {
-            match serde_json::from_value::<SiteConfig>(serde_json::json!({ key.clone(): value })) {
+            match serde_json::from_value::<DataSettings>(serde_json::json!({ key.clone(): value })) {
                 Ok(_) => {
                     known.insert(key, value);
                 }
@@ -90,8 +90,18 @@ pub fn parse(value: serde_json::Value) -> Result<SiteConfig, Vec<(String, String
 /// Default of `max_document_mb`: far above any published record (the largest are a few MB).
 pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
+/// The address `gen serve` listens on and `gen config` configures unless told otherwise.
+macro_rules! default_addr {
+    () => {
+        "127.0.0.1:8080"
+    };
+}
+
+/// The address `gen serve` listens on and `gen config` configures unless told otherwise.
+pub const DEFAULT_ADDR: &str = default_addr!();
+
 /// The base URL that makes a default tree work with `gen serve`'s default address.
-pub(crate) const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
+pub(crate) const DEFAULT_BASE_URL: &str = concat!("http://", default_addr!());
 
 /// Checks a base URL: `http(s)://host[:port][/path]` and nothing else. The host is a DNS
 /// name or IPv4 address (letters, digits, '-' and '.') or an IPv6 address in brackets; the
@@ -250,7 +260,7 @@ mod tests {
 
     #[test]
     fn keys_are_the_settings_fields() {
-        let config = SiteConfig { shared_names: BTreeMap::from([("a".into(), vec![])]), ..SiteConfig::default() };
+        let config = DataSettings { shared_names: BTreeMap::from([("a".into(), vec![])]), ..DataSettings::default() };
         let value = serde_json::to_value(&config).unwrap();
         let fields: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
         let mut keys = KEYS.to_vec();

@@ -14,6 +14,22 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// The build date `SOURCE_DATE_EPOCH` asks for, in seconds since the epoch: `None` when it is
+/// unset, an error naming it and what to do when it is not a whole number.
+pub fn source_date_epoch() -> anyhow::Result<Option<i64>> {
+    parse_source_date_epoch(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())
+}
+
+/// [`source_date_epoch`] of the variable's value (`None`: unset).
+fn parse_source_date_epoch(value: Option<&str>) -> anyhow::Result<Option<i64>> {
+    use anyhow::Context as _;
+    let Some(text) = value else { return Ok(None) };
+    let seconds = text.trim().parse::<i64>().with_context(|| {
+        format!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970: unset it or fix it")
+    })?;
+    Ok(Some(seconds))
+}
+
 /// Seconds since the Unix epoch as an RFC 3339 UTC date: `2026-08-06T08:15:22Z`.
 pub(crate) fn rfc3339(epoch: i64) -> String {
     let (year, month, day) = civil_from_days(epoch.div_euclid(86_400));
@@ -41,6 +57,18 @@ pub(crate) fn http_date(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn source_date_epoch_is_a_whole_number_or_an_error() {
+        let parse = super::parse_source_date_epoch;
+        assert_eq!(parse(None).unwrap(), None);
+        assert_eq!(parse(Some(" 1700000000\n")).unwrap(), Some(1_700_000_000));
+        assert_eq!(parse(Some("-5")).unwrap(), Some(-5));
+        for bad in ["", "yesterday", "1.5"] {
+            let error = parse(Some(bad)).unwrap_err().to_string();
+            assert!(error.starts_with(&format!("SOURCE_DATE_EPOCH={bad:?} is not a number")), "{error}");
+        }
+    }
+
     #[test]
     fn rfc3339() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");

@@ -1,7 +1,66 @@
 //! File system helpers whose errors name the path they are about.
 
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
+/// place, even with its old size and modification time restored, has a new change time
+/// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The stamp of whatever `path` names (links are followed), if it exists.
+    pub fn of_path(path: &Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
+    }
+
+    /// The stamp of the regular file at `path` (links are not followed), if there is one.
+    pub fn of_file(path: &Path) -> Option<Stamp> {
+        std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file()).map(|m| Stamp::of(&m))
+    }
+}
+
+/// A file beside the folder `out`: `.<name>.<what>` in its parent.
+pub fn beside(out: &Path, what: &str) -> PathBuf {
+    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    parent_of(out).join(format!(".{name}.{what}"))
+}
+
+/// The folder that holds `path`: its parent, or `.` for a bare name.
+pub fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// A folder as messages show it: `out/`.
+pub(crate) fn show_dir(dir: &Path) -> String {
+    let shown = dir.display().to_string();
+    if shown.ends_with('/') { shown } else { format!("{shown}/") }
+}
+
+/// `file` relative to `dir`, with `/` separators, as messages and manifests name data files.
+pub(crate) fn relative(dir: &Path, file: &Path) -> String {
+    file.strip_prefix(dir).unwrap_or(file).to_string_lossy().replace('\\', "/")
+}
 
 /// Writes a whole file; the error names the file.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -30,7 +30,7 @@ use anyhow::{Context, Result, bail};
 use std::path::Path;
 
 /// A static host `gen config` can configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
     Nginx,
     Caddy,
@@ -41,7 +41,7 @@ pub const DEFAULT_MAX_AGE: u64 = 86_400;
 
 /// The configuration for `host` serving the tree in `dir` on `listen`; documents may be
 /// cached for `max_age` seconds.
-pub fn config_with(host: Host, dir: &Path, listen: &str, max_age: u64) -> Result<String> {
+pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Result<String> {
     let site = Site::new(dir, listen, max_age)?;
     Ok(match host {
         Host::Nginx => nginx::config(&site),

@@ -5,7 +5,7 @@
 //! stays bounded by the index of ids, not by the size of the data. The data folder is staged
 //! beside its destination and swapped in whole, like a build.
 
-use crate::config::{CONFIG_FILE, SiteConfig};
+use crate::config::{CONFIG_FILE, DataSettings};
 use crate::config::{ORDER_FILE, parse_id};
 use crate::json::parse_json;
 use crate::layout::{self, API_PREFIX, API_ROOT};
@@ -215,15 +215,15 @@ struct Written {
 fn write_documents(scanned: &Scanned, dir: &Path, keep: bool) -> Result<Written> {
     let referenced = Mutex::new(BTreeSet::new());
     let names = Names::default();
-    let failures: Vec<Failure> =
+    let failures: Vec<DocFailure> =
         scanned.jobs.par_iter().filter_map(|job| import_document(job, dir, keep, &referenced, &names).err()).collect();
     // A write that fails (a full disk) is one error about the destination, not a data problem
     // per document.
     let mut problems = scanned.refused.clone();
     for failure in failures {
         match failure {
-            Failure::Data(problem) => problems.push(problem),
-            Failure::Write(error) => return Err(error.context("cannot write the data folder; nothing was changed")),
+            DocFailure::Data(problem) => problems.push(problem),
+            DocFailure::Write(error) => return Err(error.context("cannot write the data folder; nothing was changed")),
         }
     }
     problems.sort();
@@ -281,7 +281,7 @@ fn write_settings(
         }
         None => {
             let config =
-                SiteConfig { external: summary.external.clone(), shared_names: declared, ..SiteConfig::default() };
+                DataSettings { external: summary.external.clone(), shared_names: declared, ..DataSettings::default() };
             serde_json::to_vec_pretty(&config).expect("settings serialise")
         }
     };
@@ -335,16 +335,16 @@ fn read_list(root: &Path, segment: &str, source: &Path, problems: &mut Vec<Probl
 }
 
 /// Why one document was not imported.
-enum Failure {
+enum DocFailure {
     /// A problem of the source document.
     Data(Problem),
     /// Writing it failed (e.g. the disk is full): an error of the destination, not of the data.
     Write(anyhow::Error),
 }
 
-impl From<Problem> for Failure {
-    fn from(problem: Problem) -> Failure {
-        Failure::Data(problem)
+impl From<Problem> for DocFailure {
+    fn from(problem: Problem) -> DocFailure {
+        DocFailure::Data(problem)
     }
 }
 
@@ -373,13 +373,13 @@ fn import_document(
     keep: bool,
     referenced: &Mutex<BTreeSet<String>>,
     names: &Names,
-) -> Result<(), Failure> {
+) -> Result<(), DocFailure> {
     let bytes = json::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
     if let Some((folder, id)) = &job.record {
         let found = value.get("id").and_then(Value::as_i64);
         if found != Some(*id) {
-            return Err(Failure::Data(Problem::new(
+            return Err(DocFailure::Data(Problem::new(
                 &job.source,
                 "$.id",
                 format!("the record's id is {found:?} but its folder and the list say {id}"),
@@ -399,7 +399,7 @@ fn import_document(
         out.push(b'\n');
         fsutil::write(&target, &out)
     };
-    write().map_err(Failure::Write)
+    write().map_err(DocFailure::Write)
 }
 
 /// Refuses an output folder that is the source, holds it, or lies inside it: replacing it would

@@ -32,6 +32,3 @@ pub mod fsutil;
 pub mod date;
 
 pub use build::{BuildOptions, BuildSummary, build, check};
-
-/// The program and version, as written into trees.
-pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));

@@ -10,6 +10,9 @@ use std::path::Path;
 /// File name of the manifest, at the top of the output folder (beside `api/`).
 pub const MANIFEST_FILE: &str = "manifest.json";
 
+/// The program and version, as written into trees.
+pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
+
 /// Version of the manifest's format.
 pub const FORMAT: u32 = 1;
 
@@ -42,7 +45,7 @@ pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> Stri
 /// The manifest embeds it (its fields sit at the manifest's top level); the renderer reads its
 /// options from it; the meta document shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Settings {
+pub struct TreeSettings {
     /// Version of the manifest's format.
     pub format: u32,
     /// The program and version that built the tree.
@@ -63,18 +66,19 @@ pub struct Settings {
     pub built_at: Option<String>,
 }
 
-impl Settings {
+impl TreeSettings {
     /// True when trees built with `self` and `other` from the same data have the same bytes:
     /// equal in everything but the data's hash.
-    pub fn same_options(&self, other: &Settings) -> bool {
-        Settings { data_hash: String::new(), ..self.clone() } == Settings { data_hash: String::new(), ..other.clone() }
+    pub fn same_options(&self, other: &TreeSettings) -> bool {
+        TreeSettings { data_hash: String::new(), ..self.clone() }
+            == TreeSettings { data_hash: String::new(), ..other.clone() }
     }
 
     /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
     /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
     /// settings are built; the list of files is skipped.
-    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<Settings> {
-        let settings: Settings = serde_json::from_slice(bytes).ok()?;
+    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<TreeSettings> {
+        let settings: TreeSettings = serde_json::from_slice(bytes).ok()?;
         let ours = settings.generator.starts_with("gen ")
             && settings.data_hash.len() == 64
             && settings.data_hash.bytes().all(|b| b.is_ascii_hexdigit());
@@ -86,7 +90,7 @@ impl Settings {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Manifest {
     #[serde(flatten)]
-    pub settings: Settings,
+    pub settings: TreeSettings,
     /// Each resource's segment and entry count.
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
@@ -111,8 +115,7 @@ impl Manifest {
     /// Reads the manifest of the tree in `dir`: its bytes (to tell a new build from the one in
     /// hand) and what they say. Errors say what to do: build, or point at a built tree.
     pub fn read_with_bytes(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
-        let shown = dir.display().to_string();
-        let shown = if shown.ends_with('/') { shown } else { format!("{shown}/") };
+        let shown = crate::fsutil::show_dir(dir);
         if !dir.is_dir() {
             anyhow::bail!(
                 "no tree in {shown}: {}; run `gen build` first, or point --dir at a built tree",
@@ -151,7 +154,7 @@ impl Manifest {
             #[serde(default)]
             files: BTreeMap<String, String>,
         }
-        let settings: Settings = serde_json::from_slice(bytes)?;
+        let settings: TreeSettings = serde_json::from_slice(bytes)?;
         let Rest { resources, files } = serde_json::from_slice(bytes)?;
         Ok(Manifest { settings, resources, files })
     }
@@ -166,37 +169,63 @@ impl Manifest {
     /// The bytes of this manifest (whose `files` is empty) with `files` listing the given paths
     /// and hashes, sorted by path: the same bytes as [`Manifest::to_bytes`] with those files,
     /// without building a map of them (a tree of millions of files would need gigabytes).
-    pub fn to_bytes_with(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
+    pub fn to_bytes_listing(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
         let mut bytes = Vec::new();
-        self.write_with(files, &mut bytes).expect("writing to memory cannot fail");
+        self.write_listing(files, &mut bytes).expect("writing to memory cannot fail");
         bytes
     }
 
-    /// Writes what [`Manifest::to_bytes_with`] returns to `out`, without holding it in memory.
-    pub fn write_with(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
+    /// Writes what [`Manifest::to_bytes_listing`] returns to `out`, without holding it in memory.
+    pub fn write_listing(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        #[derive(Serialize)]
-        struct WithFiles<'a> {
-            #[serde(flatten)]
-            manifest: &'a Manifest,
-            files: Files<'a>,
-        }
-        struct Files<'a>(&'a [(&'a str, blake3::Hash)]);
-        impl Serialize for Files<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(Some(self.0.len()))?;
-                for (path, hash) in self.0 {
-                    map.serialize_entry(path, hash.to_hex().as_str())?;
-                }
-                map.end()
-            }
-        }
         use std::io::Write as _;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-        serde_json::to_writer_pretty(&mut out, &WithFiles { manifest: self, files: Files(files) })?;
+        let listing =
+            WithFiles { head: self, files: FileList { pairs: files, value: |hash| Hex(*hash), skip_empty: false } };
+        serde_json::to_writer_pretty(&mut out, &listing)?;
         out.write_all(b"\n")?;
         out.flush()
+    }
+}
+
+/// `head`'s fields, then `files`: a map written from a list of pairs as it is serialised, so
+/// that the millions of files of a tree need no map in memory (the manifest's and the build
+/// index's listings).
+#[derive(Serialize)]
+#[serde(bound(serialize = "H: Serialize, V: Serialize"))]
+pub(crate) struct WithFiles<'a, H, T, V> {
+    #[serde(flatten)]
+    pub head: &'a H,
+    #[serde(skip_serializing_if = "FileList::is_skipped")]
+    pub files: FileList<'a, T, V>,
+}
+
+/// The `files` of [`WithFiles`]: each path with `value` of its item, in the order given.
+pub(crate) struct FileList<'a, T, V> {
+    pub pairs: &'a [(&'a str, T)],
+    pub value: fn(&T) -> V,
+    /// Leave `files` out when there are none.
+    pub skip_empty: bool,
+}
+
+impl<T, V> FileList<'_, T, V> {
+    fn is_skipped(&self) -> bool {
+        self.skip_empty && self.pairs.is_empty()
+    }
+}
+
+impl<T, V: Serialize> Serialize for FileList<'_, T, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.pairs.iter().map(|(path, item)| (path, (self.value)(item))))
+    }
+}
+
+/// A BLAKE3 hash as the manifest writes it: hex.
+struct Hex(blake3::Hash);
+
+impl Serialize for Hex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.to_hex().as_str())
     }
 }
 
@@ -208,7 +237,7 @@ mod tests {
     fn files_written_from_a_list_are_the_bytes_of_the_map() {
         let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
         let mut manifest = Manifest {
-            settings: Settings {
+            settings: TreeSettings {
                 format: FORMAT,
                 generator: "gen test".into(),
                 base_url: "http://x".into(),
@@ -223,7 +252,7 @@ mod tests {
             files: BTreeMap::new(),
         };
         let mut list = vec![("b/index.json", hashes[1]), ("a/index.json", hashes[0]), ("c.json", hashes[2])];
-        let streamed = manifest.to_bytes_with(&mut list);
+        let streamed = manifest.to_bytes_listing(&mut list);
         for (path, hash) in &list {
             manifest.files.insert(path.to_string(), hash.to_hex().to_string());
         }

@@ -93,7 +93,7 @@ pub fn precomputed_pages(count: u64, size: u64, style: LinkStyle) -> BTreeSet<Pa
 }
 
 /// How `next` and `previous` are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkStyle {
     /// `<base>/api/v2/<segment>/?offset=O&limit=L`, as the public API writes them.

@@ -80,7 +80,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
     if !options.quiet {
         eprintln!(
             "serving {} ({} resources, {} documents) at {}",
-            tree::show_dir(&options.dir),
+            crate::fsutil::show_dir(&options.dir),
             tree.resources(),
             tree.documents(),
             crate::layout::root_url(&origin)
@@ -99,7 +99,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
     preview.set_problems(problems);
     let shared = Arc::new(server::Shared {
         tree: RwLock::new(tree),
-        settings: respond::Settings {
+        settings: respond::ResponsePolicy {
             cache_control: format!("public, max-age={}", options.max_age),
             preview: preview.clone(),
         },
@@ -153,13 +153,11 @@ fn load_at_start(dir: &Path, rebase: Option<&str>) -> Result<Tree> {
 }
 
 /// What identifies one manifest file: a build that changes anything writes a new one and
-/// swaps the whole folder, so its inode changes; modification time and size are checked too.
-type Signature = Option<(u64, u64, i64, i64, u64)>;
+/// swaps the whole folder, so its inode changes; size and times are checked too.
+type Signature = Option<crate::fsutil::Stamp>;
 
 fn manifest_signature(dir: &Path) -> Signature {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(dir.join(crate::manifest::MANIFEST_FILE)).ok()?;
-    Some((meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()))
+    crate::fsutil::Stamp::of_path(&dir.join(crate::manifest::MANIFEST_FILE))
 }
 
 /// Loads the tree in `dir` and swaps it in, unless it is the tree already served.
@@ -177,7 +175,7 @@ fn reload(dir: &Path, shared: &server::Shared, quiet: bool, rebase: Option<&str>
     if !quiet {
         eprintln!(
             "gen serve: loaded the new build of {} ({} resources, {} documents)",
-            tree::show_dir(dir),
+            crate::fsutil::show_dir(dir),
             tree.resources(),
             tree.documents()
         );

@@ -1,4 +1,4 @@
-//! Replacing a folder safely: the lock that keeps two writers of one folder apart ([`Target`]),
+//! Replacing a folder safely: the lock that keeps two writers of one folder apart ([`FolderLock`]),
 //! and a folder staged beside another and swapped in whole ([`Staging`]). Used by the build
 //! and by `gen import`.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The output folder of a build, locked against other builds and imports for as long as this
 /// value lives (an advisory `flock` on the folder itself, or on its parent while it does not
 /// exist yet: released by the kernel when the process ends, however it ends).
-pub struct Target {
+pub struct FolderLock {
     /// The folder the tree is in: a symlinked `--out` is followed to the folder it points to.
     pub dir: PathBuf,
     /// False when the folder does not exist yet: the tree is then staged beside it and renamed
@@ -18,10 +18,10 @@ pub struct Target {
     locks: Vec<std::fs::File>,
 }
 
-impl Target {
+impl FolderLock {
     /// Resolves and locks `out`. When another build or import holds the lock, says so on
     /// stderr and waits for it.
-    pub fn open(out: &Path) -> Result<Target> {
+    pub fn open(out: &Path) -> Result<FolderLock> {
         loop {
             match std::fs::symlink_metadata(out) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -31,7 +31,7 @@ impl Target {
                     if std::fs::symlink_metadata(out).is_ok() {
                         continue; // another build made it while we waited
                     }
-                    return Ok(Target { dir: out.to_path_buf(), exists: false, locks: vec![lock] });
+                    return Ok(FolderLock { dir: out.to_path_buf(), exists: false, locks: vec![lock] });
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
                 Ok(meta) => {
@@ -51,14 +51,14 @@ impl Target {
                     }
                     split_out(&dir)?;
                     let lock = lock(&dir, out)?;
-                    return Ok(Target { dir, exists: true, locks: vec![lock] });
+                    return Ok(FolderLock { dir, exists: true, locks: vec![lock] });
                 }
             }
         }
     }
 }
 
-impl Target {
+impl FolderLock {
     /// Also locks `folder` (a staged tree about to be renamed into place as the target), so
     /// that the lock is held on the folder itself once it is the target.
     pub fn hold(&mut self, folder: &Path) -> Result<()> {
@@ -96,12 +96,12 @@ pub struct Staging {
     pub dir: PathBuf,
     out: PathBuf,
     committed: bool,
-    _lock: Option<Target>,
+    _lock: Option<FolderLock>,
 }
 
 impl Staging {
     /// Creates an empty staging folder beside `out`, after removing what killed runs left.
-    /// The caller holds the lock on `out` (see [`Target`]).
+    /// The caller holds the lock on `out` (see [`FolderLock`]).
     pub fn begin_unlocked(out: &Path) -> Result<Staging> {
         let (parent, name) = split_out(out)?;
         remove_leftovers(&parent, &name);
@@ -114,7 +114,7 @@ impl Staging {
     /// Like [`Staging::begin_unlocked`], after taking the lock on `out` (held until the staging
     /// folder is committed or dropped): for writers of whole folders, such as `gen import`.
     pub fn begin(out: &Path) -> Result<Staging> {
-        let lock = Target::open(out)?;
+        let lock = FolderLock::open(out)?;
         let mut staging = Staging::begin_unlocked(out)?;
         staging._lock = Some(lock);
         Ok(staging)
@@ -143,11 +143,7 @@ fn split_out(out: &Path) -> Result<(PathBuf, String)> {
         .map(|n| n.to_string_lossy().to_string())
         .filter(|n| n != "." && n != "..")
         .with_context(|| format!("--out {} must name a folder, e.g. --out out", out.display()))?;
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((parent, name))
+    Ok((fsutil::parent_of(out), name))
 }
 
 /// Removes what killed runs left beside `out` (their staging folders); the caller holds the
@@ -159,7 +155,7 @@ pub fn clean_leftovers(out: &Path) {
 }
 
 /// Removes the staging folders that killed builds left beside `out`. Called only with the lock
-/// on `out` held (see [`Target`]), so no other build can be writing one: whatever is there is
+/// on `out` held (see [`FolderLock`]), so no other build can be writing one: whatever is there is
 /// left over, whoever left it (no process table is consulted, so this works on any Unix).
 fn remove_leftovers(parent: &Path, name: &str) {
     let prefix = format!(".{name}.gen-staging-");

@@ -156,6 +156,41 @@ fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
     assert!(refused.stderr().contains("is inside --data"), "{}", refused.stderr());
 }
 
+#[test]
+fn watch_refuses_a_bad_source_date_epoch_at_start_as_build_does() {
+    let tmp = TempDir::new("watch-epoch");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20))]);
+    run(&["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let built = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(built.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&built.stderr).to_string();
+    assert!(said.contains("SOURCE_DATE_EPOCH=\"yesterday\" is not a number of seconds"), "{said}");
+
+    let mut serve = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["serve", "--quiet", "--watch", "--data", data.to_str().unwrap(), "--dir", out.to_str().unwrap()])
+        .args(["--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = eventually(LIMIT, || serve.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = serve.kill();
+    }
+    let output = serve.wait_with_output().unwrap();
+    assert!(ended, "gen serve --watch kept serving with a bad SOURCE_DATE_EPOCH");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(stderr.contains(said.trim()), "{stderr}\n--- gen build said\n{said}");
+}
+
 /// The CPU time `pid` has used so far, in clock ticks (user + system, from `/proc/<pid>/stat`).
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

@@ -1,7 +1,7 @@
 //! The dataset: what `load` makes of the data folder (resources, their records in list order,
 //! ids and names, the files they come from) and what every later stage reads.
 
-use crate::config::SiteConfig;
+use crate::config::DataSettings;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -11,7 +11,7 @@ pub struct Dataset {
     /// The data folder.
     pub dir: PathBuf,
     /// Site settings from `gen.json` (defaults when absent).
-    pub config: SiteConfig,
+    pub config: DataSettings,
     /// Resources by segment, sorted.
     pub resources: BTreeMap<String, Resource>,
     /// A hash of every file read, for the meta document.

@@ -18,7 +18,8 @@
 use crate::build::schema::Inferred;
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead};
-use crate::manifest::{MANIFEST_FILE, Settings, is_tree_path};
+use crate::fsutil::{Stamp, beside};
+use crate::manifest::{FileList, MANIFEST_FILE, TreeSettings, WithFiles, is_tree_path};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,35 +47,6 @@ pub enum Verified {
     /// Every file is; `rehashed` when some had to be read to tell (their stamps were too
     /// recent to trust), so that a new index would let the next build trust them.
     Intact { rehashed: bool },
-}
-
-/// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
-/// place, even with its old size and modification time restored, has a new change time
-/// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamp {
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub ino: u64,
-}
-
-impl Stamp {
-    /// The stamp of a file's metadata.
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp {
-            size: meta.len(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-            ino: meta.ino(),
-        }
-    }
-
-    /// The stamp of the regular file at `path` (links are not followed), if there is one.
-    pub fn of_file(path: &Path) -> Option<Stamp> {
-        std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_file()).map(|m| Stamp::of(&m))
-    }
 }
 
 /// A BLAKE3 hash, written as hex in the index (32 bytes in memory, not a 64-character string).
@@ -124,7 +96,7 @@ pub struct Index {
     pub manifest: Stamp,
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
-    pub settings: Settings,
+    pub settings: TreeSettings,
     /// Data files by path relative to the data folder.
     pub data: BTreeMap<String, DataFile>,
     /// Hash of each resource's list entries (ids and names, in list order).
@@ -171,30 +143,12 @@ impl Index {
 
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
-        self.write_with(out, &[])
+        self.write_listing(out, &[])
     }
 
     /// Writes this index with `files` listed besides its own (the new tree's files, given as a
     /// list of references: a map of a million paths would cost far more memory).
-    pub fn write_with(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
-        #[derive(Serialize)]
-        struct WithFiles<'a> {
-            #[serde(flatten)]
-            index: &'a Index,
-            #[serde(skip_serializing_if = "Files::is_empty")]
-            files: Files<'a>,
-        }
-        struct Files<'a>(&'a [(&'a str, &'a TreeFile)]);
-        impl Files<'_> {
-            fn is_empty(&self) -> bool {
-                self.0.is_empty()
-            }
-        }
-        impl Serialize for Files<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_map(self.0.iter().map(|(path, file)| (path, file)))
-            }
-        }
+    pub fn write_listing(&self, out: &Path, files: &[(&str, &TreeFile)]) -> Result<()> {
         let path = Index::path(out);
         // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
         // killed build's leftover is simply overwritten by the next one.
@@ -203,7 +157,9 @@ impl Index {
             use std::io::Write as _;
             let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
             let mut file = std::io::BufWriter::with_capacity(1 << 16, file);
-            serde_json::to_writer(&mut file, &WithFiles { index: self, files: Files(files) })?;
+            let listing =
+                WithFiles { head: self, files: FileList { pairs: files, value: |file| *file, skip_empty: true } };
+            serde_json::to_writer(&mut file, &listing)?;
             file.flush()
         })();
         written
@@ -286,16 +242,6 @@ pub fn gz_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".gz");
     PathBuf::from(name)
-}
-
-/// A file beside the folder `out`: `.<name>.<what>` in its parent.
-pub fn beside(out: &Path, what: &str) -> PathBuf {
-    let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    parent.join(format!(".{name}.{what}"))
 }
 
 /// Nanoseconds since the epoch, now.

@@ -9,8 +9,8 @@ use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
 use super::walk::{Entry, walk};
-use crate::config::{self, CONFIG_FILE, SiteConfig};
-use crate::fsutil::NotRead;
+use crate::config::{self, CONFIG_FILE, DataSettings};
+use crate::fsutil::{self, NotRead};
 use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
 use rayon::prelude::*;
@@ -59,7 +59,7 @@ pub fn load_reusing(
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
-        config: SiteConfig::default(),
+        config: DataSettings::default(),
         resources: BTreeMap::new(),
         data_hash: String::new(),
     };
@@ -152,18 +152,18 @@ fn sort_out(
         match item {
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
-                file_hashes.push((relative(dir, &record.file), hash));
+                file_hashes.push((fsutil::relative(dir, &record.file), hash));
                 if found.is_empty() {
                     parsed.records.entry(segment).or_default().push(record);
                 }
                 problems.extend(found);
             }
             Loaded::Order { segment, file, value, hash } => {
-                file_hashes.push((relative(dir, &file), hash));
+                file_hashes.push((fsutil::relative(dir, &file), hash));
                 parsed.orders.insert(segment, (file, value));
             }
             Loaded::SubDoc { segment, id, subdoc, hash } => {
-                file_hashes.push((relative(dir, &subdoc.file), hash));
+                file_hashes.push((fsutil::relative(dir, &subdoc.file), hash));
                 parsed.subdocs.push((segment, id, subdoc));
             }
         }
@@ -261,7 +261,7 @@ fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
 
 /// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
 /// reported as such, not as a bad record).
-fn read_settings(path: &Path) -> Result<(SiteConfig, blake3::Hash), Vec<Problem>> {
+fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
     let bytes = read_data_file(path).map_err(|p| vec![p])?;
     let hash = blake3::hash(&bytes);
     let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";
@@ -339,8 +339,4 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
             }
         }
     }
-}
-
-fn relative(dir: &Path, file: &Path) -> String {
-    file.strip_prefix(dir).unwrap_or(file).to_string_lossy().replace('\\', "/")
 }

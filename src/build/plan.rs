@@ -3,7 +3,7 @@
 
 use crate::build::load::Dataset;
 use crate::layout::{self, META_PATH, ROOT_PATH};
-use crate::manifest::Settings;
+use crate::manifest::TreeSettings;
 use crate::paging::{self, LinkStyle, Page};
 use std::collections::BTreeMap;
 
@@ -30,7 +30,7 @@ pub struct Output<'a> {
 }
 
 /// Lists every document of the tree, in a deterministic order.
-pub fn plan<'a>(dataset: &'a Dataset, options: &Settings) -> Vec<Output<'a>> {
+pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>> {
     let mut outputs = vec![
         Output { content: Content::Root, paths: vec![ROOT_PATH.to_string()] },
         Output { content: Content::Meta, paths: vec![META_PATH.to_string()] },

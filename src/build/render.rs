@@ -6,7 +6,7 @@ use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
 use crate::json::parse_json;
 use crate::layout::{self, API_PREFIX};
-use crate::manifest::Settings;
+use crate::manifest::TreeSettings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use serde_json::Value;
@@ -23,7 +23,7 @@ pub struct Renderer<'a> {
 
 /// What a reference url points at.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Target<'s> {
+pub enum Referent<'s> {
     /// `/api/v2/<segment>/`
     List { segment: &'s str },
     /// `/api/v2/<segment>/<id>/`
@@ -33,7 +33,7 @@ pub enum Target<'s> {
 }
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
-pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
+pub fn parse_reference(url: &str) -> Result<Referent<'_>, String> {
     let form = || format!("expected {API_PREFIX}<segment>/<id>/, e.g. {API_PREFIX}berry-firmness/2/");
     let rest = url.strip_prefix(API_PREFIX).ok_or_else(form)?;
     let parts: Vec<&str> = rest.split('/').collect();
@@ -46,10 +46,10 @@ pub fn parse_reference(url: &str) -> Result<Target<'_>, String> {
             .ok_or_else(|| format!("malformed url {url:?}: refer to a record by its integer id ({})", form()))
     };
     match parts.as_slice() {
-        [_, ""] => Ok(Target::List { segment }),
-        [_, record, ""] => Ok(Target::Record { segment, id: id(record)? }),
+        [_, ""] => Ok(Referent::List { segment }),
+        [_, record, ""] => Ok(Referent::Record { segment, id: id(record)? }),
         [_, record, name] | [_, record, name, ""] if crate::config::is_valid_name(name) => {
-            Ok(Target::SubDoc { segment, id: id(record)?, name })
+            Ok(Referent::SubDoc { segment, id: id(record)?, name })
         }
         _ => Err(format!("malformed url {url:?}: {}", form())),
     }
@@ -169,7 +169,7 @@ impl Renderer<'_> {
     fn check_reference(&self, url: &str, claimed_name: Option<&str>) -> Result<(), String> {
         let target = parse_reference(url).map_err(|message| self.hint(url, message))?;
         let segment = match target {
-            Target::List { segment } | Target::Record { segment, .. } | Target::SubDoc { segment, .. } => segment,
+            Referent::List { segment } | Referent::Record { segment, .. } | Referent::SubDoc { segment, .. } => segment,
         };
         let config = &self.dataset.config;
         let Some(resource) = self.dataset.resources.get(segment) else {
@@ -187,9 +187,9 @@ impl Renderer<'_> {
             ));
         };
         let (id, subdoc) = match target {
-            Target::List { .. } => return Ok(()),
-            Target::Record { id, .. } => (id, None),
-            Target::SubDoc { id, name, .. } => (id, Some(name)),
+            Referent::List { .. } => return Ok(()),
+            Referent::Record { id, .. } => (id, None),
+            Referent::SubDoc { id, name, .. } => (id, Some(name)),
         };
         let Some(record) = resource.get(id) else {
             return Err(format!(
@@ -219,7 +219,7 @@ impl Renderer<'_> {
 /// Renders every kind of document of the tree.
 pub struct TreeRenderer<'a> {
     pub records: Renderer<'a>,
-    pub options: &'a Settings,
+    pub options: &'a TreeSettings,
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
     meta: Vec<u8>,
@@ -230,7 +230,7 @@ pub struct TreeRenderer<'a> {
 
 impl<'a> TreeRenderer<'a> {
     /// Prepares the renderer: list entries of every resource and the meta document.
-    pub fn new(dataset: &'a Dataset, options: &'a Settings) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a TreeSettings) -> TreeRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let entries = dataset
             .resources
@@ -364,12 +364,15 @@ mod tests {
 
     #[test]
     fn reference_forms() {
-        assert_eq!(parse_reference("/api/v2/berry/"), Ok(Target::List { segment: "berry" }));
-        assert_eq!(parse_reference("/api/v2/berry/1/"), Ok(Target::Record { segment: "berry", id: 1 }));
-        assert_eq!(parse_reference("/api/v2/move-ailment/-1/"), Ok(Target::Record { segment: "move-ailment", id: -1 }));
+        assert_eq!(parse_reference("/api/v2/berry/"), Ok(Referent::List { segment: "berry" }));
+        assert_eq!(parse_reference("/api/v2/berry/1/"), Ok(Referent::Record { segment: "berry", id: 1 }));
+        assert_eq!(
+            parse_reference("/api/v2/move-ailment/-1/"),
+            Ok(Referent::Record { segment: "move-ailment", id: -1 })
+        );
         assert_eq!(
             parse_reference("/api/v2/creature/132/encounters"),
-            Ok(Target::SubDoc { segment: "creature", id: 132, name: "encounters" })
+            Ok(Referent::SubDoc { segment: "creature", id: 132, name: "encounters" })
         );
         for bad in [
             "/api/v2/",

@@ -6,15 +6,15 @@
 //! file is opened relative to the one above it with `O_NOFOLLOW`, so that a link inside the tree
 //! (`out/api/v2/x -> /elsewhere`) never leads a write or a removal out of it. The tree's folder
 //! itself may be a link: a symlinked `--out` is followed on purpose (see
-//! [`crate::staging::Target`]).
+//! [`crate::staging::FolderLock`]).
 //!
 //! What a link inside the tree means: gen never writes one, so it is not part of the tree. A
 //! write below it removes the link itself (never what it points to) and makes a real folder in
 //! its place, with a note; a removal below it has nothing to remove; stamps and reads find no
 //! file there, so a tree holding one is never taken as intact. See docs/builds.md.
 
-use crate::build::index::Stamp;
 use crate::fsutil;
+use crate::fsutil::Stamp;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::ffi::CString;

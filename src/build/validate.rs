@@ -3,7 +3,7 @@
 //! documents are rendered (`render`), once every record is known.
 
 use super::dataset::{Dataset, Record};
-use crate::config::{self, CONFIG_FILE, SiteConfig};
+use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::json::{is_integer_text, kind_of, parse_json};
 use crate::layout::API_PREFIX;
 use crate::problem::Problem;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-pub(crate) fn check_config(path: &Path, config: &SiteConfig, problems: &mut Vec<Problem>) {
+pub(crate) fn check_config(path: &Path, config: &DataSettings, problems: &mut Vec<Problem>) {
     if let Err(message) = config::check_base_url(&config.base_url) {
         problems.push(Problem::new(path, "$.base_url", message));
     }
@@ -192,7 +192,7 @@ pub(crate) fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mu
 pub(crate) fn check_unique_names(
     segment: &str,
     records: &[Record],
-    config: &SiteConfig,
+    config: &DataSettings,
     problems: &mut Vec<Problem>,
 ) -> HashSet<i64> {
     let mut first: HashMap<&str, &Record> = HashMap::new();

@@ -12,7 +12,7 @@ use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead, gzip_bytes};
 use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest, is_tree_path};
 use crate::problem::{Problem, Problems};
-use crate::staging::{Staging, Target};
+use crate::staging::{FolderLock, Staging};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -90,7 +90,7 @@ pub struct TreeWrite<'a, 'o> {
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-pub fn write_tree(target: &mut Target, write: TreeWrite<'_, '_>) -> Result<Written> {
+pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<Written> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
@@ -184,7 +184,7 @@ fn write_manifest(mut manifest: Manifest, stage: &Path, all_paths: &[&[String]],
     let path = stage.join(MANIFEST_FILE);
     let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut counting = CountingWriter { inner: file, bytes: 0 };
-    manifest.write_with(&mut files, &mut counting).with_context(|| format!("cannot write {}", path.display()))?;
+    manifest.write_listing(&mut files, &mut counting).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(counting.bytes)
 }
 
@@ -264,7 +264,7 @@ fn commit_in_place(
     // Written whole, then renamed into place: a build killed while writing it leaves no
     // journal with a cut line, only a leftover the next journal replaces.
     let journal = journal_path(tree.path());
-    let temporary = crate::build::index::beside(tree.path(), "gen-journal.tmp");
+    let temporary = fsutil::beside(tree.path(), "gen-journal.tmp");
     fsutil::write_new(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &journal).with_context(|| format!("cannot write {}", journal.display()))?;
     // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
@@ -297,7 +297,7 @@ fn commit_in_place(
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
 /// only while a commit runs (and after a killed one, until the next build completes).
 pub fn journal_path(out: &Path) -> PathBuf {
-    crate::build::index::beside(out, "gen-journal")
+    fsutil::beside(out, "gen-journal")
 }
 
 /// What a killed commit's journal says.

@@ -1,7 +1,7 @@
 //! `gen build`: data/ → out/.
 
 use crate::cli::BuildArgs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use genapi::build::write::Progress;
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
@@ -9,15 +9,10 @@ use std::time::{Duration, Instant};
 
 pub fn execute(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
-    let source_date_epoch = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(text) => Some(text.trim().parse::<i64>().with_context(|| {
-            format!("SOURCE_DATE_EPOCH={text:?} is not a number of seconds since 1970: unset it or fix it")
-        })?),
-        Err(_) => None,
-    };
+    let source_date_epoch = genapi::date::source_date_epoch()?;
     let options = genapi::BuildOptions {
         base_url: args.base_url,
-        links: Some(args.links),
+        links: Some(args.links.into()),
         pretty: args.pretty,
         gzip: args.gzip,
         source_date_epoch,

@@ -4,7 +4,7 @@ use crate::cli::ConfigArgs;
 use anyhow::Result;
 
 pub fn execute(args: ConfigArgs) -> Result<()> {
-    let config = genapi::hosts::config_with(args.host, &args.dir, &args.listen, args.max_age)?;
+    let config = genapi::hosts::render_config(args.host.into(), &args.dir, &args.listen, args.max_age)?;
     super::emit(super::To::Stdout, 0, &config, false);
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
-use crate::answers::{ALLOW, MAX_SHOWN_PATH};
+use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use std::fmt::Write as _;
 
@@ -38,7 +38,7 @@ pub fn config(site: &Site) -> String {
         r#"http://:{port} {{
 {bind}	root * "{root}"
 	header {{
-		Access-Control-Allow-Origin "*"
+		Access-Control-Allow-Origin "{ALLOW_ORIGIN}"
 		Content-Type "application/json; charset=utf-8"
 		Cache-Control "public, max-age={max_age}"
 	}}
@@ -102,9 +102,9 @@ pub fn config(site: &Site) -> String {
 		handle @options {{
 			header {{
 				Allow "{allow}"
-				Access-Control-Allow-Methods "GET, HEAD"
-				Access-Control-Max-Age 86400
-				Vary Access-Control-Request-Headers
+				Access-Control-Allow-Methods "{ALLOW_METHODS}"
+				Access-Control-Max-Age {PREFLIGHT_MAX_AGE}
+				Vary {PREFLIGHT_VARY}
 				-Content-Type
 				-Cache-Control
 			}}

@@ -9,7 +9,7 @@
 
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
-use crate::answers::{ALLOW, MAX_SHOWN_PATH};
+use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use std::fmt::Write as _;
 
@@ -46,7 +46,7 @@ pub fn config(site: &Site) -> String {
     charset utf-8;
     charset_types application/json;
     etag on;
-{gzip}    add_header Access-Control-Allow-Origin "*" always;
+{gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
     add_header Cache-Control "public, max-age={max_age}";
 
     error_page 400 @gen_400;
@@ -168,8 +168,10 @@ fn file_locations(site: &Site) -> String {
 /// The named locations that answer errors.
 // Long on purpose: a template, the error locations in the order nginx tries them.
 fn errors(site: &Site) -> String {
-    let headers = "        add_header Access-Control-Allow-Origin \"*\" always;\n        \
-                   add_header Cache-Control \"no-store\" always;\n";
+    let headers = format!(
+        "        add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n        \
+                   add_header Cache-Control \"no-store\" always;\n"
+    );
     let value = |h: Hole| match h {
         Hole::Value => "${gen_value}".to_string(),
         other => panic!("no {other:?} in a 400"),
@@ -253,12 +255,12 @@ fn errors(site: &Site) -> String {
         return 405 '{method}';
     }}
     location @gen_options {{
-        add_header Access-Control-Allow-Origin "*" always;
+        add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
         add_header Allow "{allow}" always;
-        add_header Access-Control-Allow-Methods "GET, HEAD" always;
+        add_header Access-Control-Allow-Methods "{ALLOW_METHODS}" always;
         add_header Access-Control-Allow-Headers $http_access_control_request_headers always;
-        add_header Access-Control-Max-Age 86400 always;
-        add_header Vary Access-Control-Request-Headers always;
+        add_header Access-Control-Max-Age {PREFLIGHT_MAX_AGE} always;
+        add_header Vary {PREFLIGHT_VARY} always;
         return 204;
     }}
 "#,

@@ -126,7 +126,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         "<p class=\"status s{}\">GET {} · {status} {}",
         status / 100,
         escape(&title),
-        super::respond::reason(status)
+        crate::answers::reason(status)
     );
     if status < 400 {
         let json_href = with_format_json(target);

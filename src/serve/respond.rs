@@ -6,7 +6,7 @@
 use super::html::{self, Preview};
 use super::route::{BadParam, Route, route};
 use super::tree::{Doc, Tree};
-use crate::answers::{self, ALLOW};
+use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -91,7 +91,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub(crate) fn decide_with(tree: &Tree, request: &Request<'_>, settings: &Settings) -> Reply {
+pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
         && html::wants_html(request.accept, request.target);
@@ -194,7 +194,7 @@ pub enum Connection {
 
 /// Fixed settings of the responses.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct ResponsePolicy {
     /// `Cache-Control` of documents.
     pub cache_control: String,
     /// What the HTML view links to and shows beyond the tree.
@@ -223,9 +223,9 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`.
-    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &Settings) {
+    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &ResponsePolicy) {
         let status = self.status();
-        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
             Reply::Doc { doc, gzip, not_modified } => {
                 if !not_modified {
@@ -256,14 +256,14 @@ impl Reply {
                 }
             }
             Reply::Options { allow_headers } => {
-                let _ = write!(out, "Allow: {ALLOW}\r\nAccess-Control-Allow-Methods: GET, HEAD\r\n");
+                let _ = write!(out, "Allow: {ALLOW}\r\nAccess-Control-Allow-Methods: {ALLOW_METHODS}\r\n");
                 if let Some(headers) = allow_headers {
                     let _ = write!(out, "Access-Control-Allow-Headers: {headers}\r\n");
                 }
-                out.extend_from_slice(b"Access-Control-Max-Age: 86400\r\nVary: Access-Control-Request-Headers\r\n");
+                let _ = write!(out, "Access-Control-Max-Age: {PREFLIGHT_MAX_AGE}\r\nVary: {PREFLIGHT_VARY}\r\n");
             }
         }
-        out.extend_from_slice(b"Access-Control-Allow-Origin: *\r\n");
+        let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
@@ -271,21 +271,6 @@ impl Reply {
             Connection::Close => out.extend_from_slice(b"Connection: close\r\n"),
         }
         out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// The reason phrase of a status code.
-pub(crate) fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        414 => "URI Too Long",
-        431 => "Request Header Fields Too Large",
-        _ => "Error",
     }
 }
 
@@ -311,7 +296,7 @@ mod tests {
             std::fs::write(data.join(format!("note/{id}.json")), format!(r#"{{"id": {id}}}"#)).unwrap();
         }
         let out = dir.join("out");
-        crate::build(&data, &out, &crate::BuildOptions::default(), &Default::default()).unwrap();
+        crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
         let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(&out).unwrap();
         let tree = Tree::load(&out, bytes, manifest, None).unwrap();
         tree.compress_all();
@@ -420,7 +405,7 @@ mod tests {
 
     #[test]
     fn heads() {
-        let settings = Settings { cache_control: "public, max-age=60".into(), preview: Default::default() };
+        let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();

@@ -21,7 +21,7 @@
 //! - A connection thread that panics (e.g. `peer_addr` of a client that already reset) loses
 //!   only that connection.
 
-use super::respond::{self, Connection, Settings};
+use super::respond::{self, Connection, ResponsePolicy};
 use super::tree::Tree;
 use anyhow::{Result, anyhow};
 use std::cell::RefCell;
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
     pub tree: RwLock<Arc<Tree>>,
-    pub settings: Settings,
+    pub settings: ResponsePolicy,
     /// No line per request.
     pub quiet: bool,
     /// How long a request's body may take to arrive (it is read only up to [`MAX_BODY`]).
@@ -182,7 +182,7 @@ thread_local! {
 }
 
 /// Answers `request`; with `close`, or when the answer cannot be sent, the connection ends.
-fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: bool, close: bool) {
+fn answer(request: tiny_http::Request, tree: &Tree, settings: &ResponsePolicy, quiet: bool, close: bool) {
     let started = Instant::now();
     let mut facts = respond::Request { method: request.method().as_str(), target: request.url(), ..Default::default() };
     let mut connection_header = None;
@@ -211,7 +211,7 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &Settings, quiet: 
         Some(value) if value.contains("keep-alive") => Connection::KeepAlive10,
         _ => Connection::Close,
     };
-    let reply = respond::decide_with(tree, &facts, settings);
+    let reply = respond::decide_browsable(tree, &facts, settings);
     let head_only = facts.method == "HEAD";
     let log = (!quiet).then(|| format!("{} {}", facts.method, printable(facts.target)));
 

@@ -310,7 +310,7 @@ fn load_lists(
     let mut lists = HashMap::new();
     for (segment, info) in &manifest.resources {
         let list = load_list(docs, manifest, base_url, segment, info.count)
-            .with_context(|| format!("cannot serve the list of {segment} in {}", show_dir(dir)))?;
+            .with_context(|| format!("cannot serve the list of {segment} in {}", crate::fsutil::show_dir(dir)))?;
         lists.insert(segment.clone(), list);
     }
     Ok(lists)
@@ -435,7 +435,7 @@ fn regular_files(dir: &Path) -> Result<HashSet<String>> {
     let mut files = HashSet::new();
     let api = dir.join("api");
     for entry in walkdir::WalkDir::new(&api).follow_links(false) {
-        let entry = entry.with_context(|| format!("cannot read the tree in {}", show_dir(dir)))?;
+        let entry = entry.with_context(|| format!("cannot read the tree in {}", crate::fsutil::show_dir(dir)))?;
         if entry.file_type().is_file()
             && let Ok(rel) = entry.path().strip_prefix(dir)
             && let Some(rel) = rel.to_str()
@@ -444,12 +444,6 @@ fn regular_files(dir: &Path) -> Result<HashSet<String>> {
         }
     }
     Ok(files)
-}
-
-/// A folder as messages show it: `out/`.
-pub(crate) fn show_dir(dir: &Path) -> String {
-    let shown = dir.display().to_string();
-    if shown.ends_with('/') { shown } else { format!("{shown}/") }
 }
 
 #[cfg(test)]

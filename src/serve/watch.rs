@@ -20,18 +20,15 @@ use std::time::{Duration, Instant};
 const DEBOUNCE: Duration = Duration::from_millis(150);
 
 /// The build options of a rebuild: the data's settings, with the link style, indentation and
-/// gzip copies of the tree already in `out`, so that a rebuild changes only what the data does.
-fn options(out: &Path) -> crate::BuildOptions {
-    let mut options = crate::BuildOptions {
-        source_date_epoch: std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|t| t.trim().parse().ok()),
-        ..Default::default()
+/// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
+/// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
+fn options(out: &Path) -> Result<crate::build::BuildOptions> {
+    let mut options = match crate::manifest::Manifest::read_with_bytes(out) {
+        Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
+        Err(_) => crate::build::BuildOptions::default(),
     };
-    if let Ok((_, manifest)) = crate::manifest::Manifest::read_with_bytes(out) {
-        options.links = Some(manifest.settings.links);
-        options.pretty = manifest.settings.pretty;
-        options.gzip = manifest.settings.gzip;
-    }
-    options
+    options.source_date_epoch = crate::date::source_date_epoch()?;
+    Ok(options)
 }
 
 /// What one rebuild came to.
@@ -43,14 +40,14 @@ enum Outcome {
 
 fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
     let started = Instant::now();
-    match crate::build(data, out, &options(out), &Default::default()) {
+    match options(out).and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
         Ok(summary) => {
             if !quiet && summary.up_to_date {
                 eprintln!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
                 eprintln!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s",
-                    super::tree::show_dir(out),
+                    crate::fsutil::show_dir(out),
                     summary.resources,
                     summary.records,
                     started.elapsed().as_secs_f64()
@@ -86,6 +83,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
     if !data.is_dir() {
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
+    crate::date::source_date_epoch()?;
     match rebuild(data, out, quiet) {
         Outcome::Built => Ok(None),
         Outcome::Failed(problems) => {
@@ -190,8 +188,8 @@ fn quiet_for(events: &mpsc::Receiver<notify::Result<notify::Event>>, quiet: Dura
     }
 }
 
-/// The device and inode of a folder, to notice it was replaced.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// The inode of a folder, to notice it was replaced (its stamp's times change with every
+/// entry added or removed; its inode does not).
+fn identity(path: &Path) -> Option<u64> {
+    crate::fsutil::Stamp::of_path(path).map(|stamp| stamp.ino)
 }
