@@ -8,7 +8,8 @@
 //!   committed). The build `index` kept beside the tree tells what changed since the previous
 //!   build (docs/builds.md).
 //! - [`serve`]: the preview server; [`hosts`]: nginx and Caddy configurations; [`import`]: the
-//!   published data into a data folder.
+//!   published data into a data folder; [`publish`]: the tree onto object storage, uploading
+//!   only what changed.
 //! - The vocabulary they share: [`config`] (settings and names), [`paging`], [`manifest`],
 //!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`].
 
@@ -23,6 +24,7 @@ pub mod json;
 pub mod manifest;
 pub mod paging;
 pub mod problem;
+pub mod publish;
 pub mod serve;
 pub mod staging;
 
