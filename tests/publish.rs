@@ -159,13 +159,13 @@ impl Weed {
     }
 
     /// Every object of the bucket: key → (size, last modified).
-    fn list(&self) -> BTreeMap<String, (u64, chrono_free::Stamp)> {
+    fn list(&self) -> BTreeMap<String, (u64, Stamp)> {
         let client = self.client();
         let metas: Vec<object_store::ObjectMeta> =
             block_on(futures_util::TryStreamExt::try_collect(client.list(None))).expect("the bucket lists");
         metas
             .into_iter()
-            .map(|m| (m.location.to_string(), (m.size, chrono_free::Stamp(m.last_modified.timestamp_millis()))))
+            .map(|m| (m.location.to_string(), (m.size, Stamp(m.last_modified.timestamp_millis()))))
             .collect()
     }
 
@@ -213,11 +213,9 @@ impl Drop for Weed {
     }
 }
 
-/// Whole-millisecond modification times, comparable.
-mod chrono_free {
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    pub struct Stamp(pub i64);
-}
+/// An object's modification time as the server states it, in milliseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Stamp(i64);
 
 /// Runs a future of the S3 client on one runtime shared by the tests (a client's connections
 /// belong to the runtime they were made on).
@@ -332,7 +330,7 @@ fn next_second() {
 }
 
 /// The keys whose modification time is later than in `before`, or that are new.
-fn written_since(weed: &Weed, before: &BTreeMap<String, (u64, chrono_free::Stamp)>) -> BTreeSet<String> {
+fn written_since(weed: &Weed, before: &BTreeMap<String, (u64, Stamp)>) -> BTreeSet<String> {
     weed.list().into_iter().filter(|(k, (_, t))| before.get(k).is_none_or(|(_, old)| t > old)).map(|(k, _)| k).collect()
 }
 
