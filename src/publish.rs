@@ -81,6 +81,10 @@ pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
     verify_tree(&options.dir, &manifest)?;
     // rustls over ring (see Cargo.toml); a second install in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // A `file://` folder is created to open it; a dry run removes it again if it was not there.
+    let new_folder = (target.kind == target::Kind::File && !Path::new(&target.prefix).exists())
+        .then(|| PathBuf::from(&target.prefix))
+        .filter(|_| options.dry_run);
     let store = target.open(options.endpoint.as_deref(), options.retries)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.jobs.clamp(1, 4))
@@ -88,7 +92,11 @@ pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
         .build()
         .context("cannot start the runtime of the uploads")?;
     let tree = remote::Tree { dir: &options.dir, manifest: &manifest, manifest_bytes: &manifest_bytes };
-    let mut summary = runtime.block_on(remote::publish(&tree, &target, store, options))?;
+    let result = runtime.block_on(remote::publish(&tree, &target, store, options));
+    if let Some(folder) = new_folder {
+        let _ = std::fs::remove_dir(folder);
+    }
+    let mut summary = result?;
     if let Some(path) = &options.changed_urls
         && !options.dry_run
     {

@@ -578,6 +578,12 @@ fn file_targets_behave_the_same() {
     let mirrored = || -> BTreeMap<String, Vec<u8>> {
         read_tree(mirror.path()).into_iter().filter(|(p, _)| p != ".nojekyll").collect()
     };
+    // a dry run into a folder that does not exist leaves no folder behind
+    let absent = mirror.join("absent");
+    let absent_target = format!("file://{}", absent.display());
+    let run = publish_with(&["publish", "--dry-run", "--dir", path_str(&out), &absent_target], &[]).ok();
+    assert!(run.stdout().contains("dry run, nothing changed"), "{}", run.stdout());
+    assert!(!absent.exists(), "--dry-run created the target folder");
     publish(&[]).ok();
     assert_eq!(mirrored(), tree(&site));
 
