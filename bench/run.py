@@ -19,6 +19,10 @@ HUGE=1 adds the 1M-record memory run; DURATION (wrk seconds per run, default 10)
 between removing the destinations and the timed build steps of a round; ONLY=build
 skips the serve benchmarks, ONLY=serve reuses the last built tree.
 
+`python3 bench/run.py publish` runs the publish benchmark alone (bench/publish.py: gen publish
+against aws s3 sync on a local SeaweedFS; needs API_DATA); `make bench` runs it after the rest
+when API_DATA is set.
+
 Targets: on the real published tree (API_DATA), `ditto transform` / `gen build` >= 3 and
 `gen build` / `cp -r` <= 1.0; on the synthetic tree, the older >= 2.5 and <= 1.5.
 """
@@ -391,7 +395,18 @@ def main():
     report["p99 ms"] = {f"{label}: {server}": v for (label, server), v in latency.items()}
     (WORK / "results.json").write_text(json.dumps(report, indent=2))
     print(f"\nraw figures: {WORK / 'results.json'}")
+    if real:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import publish
+
+        publish.main()
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["publish"]:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import publish
+
+        publish.main()
+    else:
+        main()

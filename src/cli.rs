@@ -57,6 +57,28 @@ Run it again after a build that adds or removes records or resources. Details: d
     /// HTML view with links, and --watch rebuilds the tree whenever the data changes.
     #[command(after_help = serve_examples())]
     Serve(ServeArgs),
+    /// Upload a built tree to object storage (S3 and S3-compatible stores, GCS, Azure) or a
+    /// folder, sending only what changed.
+    ///
+    /// Compares the tree's manifest with the one on the target (by content hash, not by time, so
+    /// a fresh clone that rebuilds unchanged data uploads nothing). Records and page files go
+    /// first, then list roots, meta and openapi.json, manifest.json last; objects of removed
+    /// files are deleted only after that. Only objects a published manifest listed are ever
+    /// deleted. The tree is checked against its manifest first, and .gz siblings are not
+    /// uploaded. Credentials and region come from the environment (AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL; GOOGLE_APPLICATION_CREDENTIALS;
+    /// AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY).
+    #[command(after_help = "Examples:
+  gen build --links path --base-url https://api.example.org
+  gen publish s3://my-bucket                            AWS S3, keys from the environment
+  gen publish s3://bucket/api --endpoint http://127.0.0.1:8333    an S3-compatible store
+  gen publish s3://my-bucket --dry-run                  print the plan, change nothing
+  gen publish s3://my-bucket --changed-urls purge.txt   the urls to purge from the CDN
+  gen publish file:///srv/www/api                       a local folder
+
+Exit status: 0 published (or already up to date), 2 any error (nothing deleted).
+Details: docs/deploy.md")]
+    Publish(PublishArgs),
 }
 
 /// The examples under `gen serve --help`.
@@ -138,6 +160,50 @@ pub struct ServeArgs {
     /// Folder holding the records, for --watch.
     #[arg(long, default_value = "data", value_name = "DIR", requires = "watch")]
     pub data: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// Where to publish: s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX], az://CONTAINER[/PREFIX] or
+    /// file:///PATH.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// Folder holding the tree written by `gen build`.
+    #[arg(long, default_value = "out", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// S3-compatible endpoint, e.g. http://127.0.0.1:8333 (path-style requests; plain HTTP is
+    /// allowed for an http:// endpoint) [default: AWS_ENDPOINT_URL, else AWS].
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// `Cache-Control: public, max-age=SECS` on every object (manifest.json and meta get
+    /// `no-cache`).
+    #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
+    pub max_age: u64,
+    /// Requests in flight at once.
+    #[arg(long, short, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=512))]
+    pub jobs: u16,
+    /// Retries of a request that fails with a server error or a timeout, with backoff.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub retries: u16,
+    /// Print what would be uploaded and deleted (counts and the first paths), change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// List the target and compare every object's content, even when it holds a manifest, so
+    /// that a damaged or hand-edited bucket is repaired.
+    #[arg(long)]
+    pub verify: bool,
+    /// Write the public urls of the objects that changed or were deleted to FILE, one a line
+    /// (for a CDN purge).
+    #[arg(long, value_name = "FILE")]
+    pub changed_urls: Option<PathBuf>,
+    /// Publish a tree built with --links query all the same. Refused by default: a store
+    /// ignores query strings, so a client following `next` gets page one again forever. Only
+    /// for a target behind a host that answers ?offset=&limit= itself.
+    #[arg(long)]
+    pub allow_query_links: bool,
+    /// Print nothing but errors (no progress bar, no summary).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]

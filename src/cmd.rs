@@ -4,6 +4,7 @@ pub mod build;
 pub mod check;
 pub mod config;
 pub mod import;
+pub mod publish;
 pub mod serve;
 
 /// Where a line goes.

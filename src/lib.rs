@@ -6,7 +6,8 @@
 //!   build left → load what changed → decide `UpToDate | Partial | Full` → plan every document
 //!   → render those that need it → write them (staged, then committed) → record the index.
 //! - [`serve`]: the preview server over a built tree; [`hosts`]: nginx and Caddy
-//!   configurations for it; [`import`]: the published data into a data folder.
+//!   configurations for it; [`import`]: the published data into a data folder; [`publish`]: the
+//!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
 //!   (where each document lives), [`paging`], [`manifest`] (the tree's settings and files),
 //!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`].
@@ -14,10 +15,11 @@
 // The pipeline.
 pub mod build;
 
-// Its uses: preview, host configurations, import.
+// Its uses: preview, host configurations, import, publish.
 pub mod serve;
 pub mod hosts;
 pub mod import;
+pub mod publish;
 
 // The vocabulary they share.
 pub mod config;

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         cli::Command::Import(cli::ImportSource::ApiData(args)) => cmd::import::execute(args),
         cli::Command::Config(args) => cmd::config::execute(args),
         cli::Command::Serve(args) => cmd::serve::execute(args),
+        cli::Command::Publish(args) => cmd::publish::execute(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

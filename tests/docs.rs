@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use std::collections::BTreeSet;
 
-const SUBCOMMANDS: [&[&str]; 5] = [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"]];
+const SUBCOMMANDS: [&[&str]; 6] =
+    [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"], &["publish"]];
 
 /// The long flags a help text lists (`--data <DIR>` → `--data`), but `--help` and `--version`.
 fn flags(help: &str) -> BTreeSet<String> {

