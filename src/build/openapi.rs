@@ -11,8 +11,6 @@ use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, OPE
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// Path of the document in the tree (re-exported for `build.rs` until it asks `layout` itself).
-
 /// What the document describes.
 #[derive(Debug, Clone)]
 pub struct ApiDescription<'a> {

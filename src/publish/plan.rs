@@ -7,6 +7,7 @@
 //! reaches an object that is not there yet, and the remote manifest describes the old tree until
 //! every new object is in place.
 
+use crate::layout;
 use crate::manifest::MANIFEST_FILE;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,16 +27,17 @@ pub fn phase(path: &str) -> Phase {
     if path == MANIFEST_FILE {
         return Phase::Manifest;
     }
-    let parts: Vec<&str> = path.split('/').collect();
-    match parts.as_slice() {
-        ["api", "v2", "index.json"] | ["api", "v2", "openapi.json"] | ["api", "v2", _, "index.json"] => Phase::Roots,
+    // The root index, `openapi.json`, and one document per segment (a list root, `meta`) are
+    // directly below the root; records, sub-documents and pages are deeper.
+    match layout::key_of(path).map(layout::below_root) {
+        Some(below) if !below.contains('/') => Phase::Roots,
         _ => Phase::Leaves,
     }
 }
 
 /// True for the documents that must never be cached: `manifest.json` and `meta`.
 pub fn no_cache(path: &str) -> bool {
-    path == MANIFEST_FILE || path == "api/v2/meta/index.json"
+    path == MANIFEST_FILE || path == layout::META_PATH
 }
 
 /// What the target holds, as far as the plan goes.

@@ -267,7 +267,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Deletes the object of a file a published manifest listed.
-    async fn delete(&self, path: &String) -> Result<()> {
+    async fn delete(&self, path: &str) -> Result<()> {
         match self.store.delete(&self.target.key(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(explain(e, "deleting", self.target, &self.place)),
