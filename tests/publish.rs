@@ -18,8 +18,10 @@ const SECRET: &str = "gensecret";
 const BUCKET: &str = "gen";
 
 /// The `weed` binary: in the test virtual environment (`make test` installs it there with
-/// tests/tools/python-venv.sh), else on PATH; `None` under the skip policy.
+/// tests/tools/python-venv.sh), else on PATH; `None` under the skip policy, and in the quick
+/// tier (`make test-quick`).
 fn weed_bin() -> Option<PathBuf> {
+    common::heavy("it starts a SeaweedFS server")?;
     let venv = std::env::var_os("GEN_PYVENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyvenv"));
