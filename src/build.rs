@@ -145,6 +145,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     let written = write::write_tree(
         &mut previous.target,
         write::TreeWrite {
+            dataset,
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
@@ -154,22 +155,20 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     )?;
     let dir = previous.target.dir.clone();
     drop(previous);
+    drop(outputs);
     let schemas = rendering.renderer.schemas();
-    let paths = outputs.iter().flat_map(|o| o.paths.iter().map(String::as_str)).chain([layout::OPENAPI_PATH]);
-    let files: Vec<(&str, &index::TreeFile)> = paths.zip(&written.files).collect();
     let manifest_path = dir.join(manifest::MANIFEST_FILE);
     let index = index::Index {
-        format: index::FORMAT,
         manifest: fsutil::Stamp::of_file(&manifest_path)
             .with_context(|| format!("cannot read {}", manifest_path.display()))?,
         started_ns,
         settings,
-        data: loaded.files,
         lists: list_hashes(dataset),
         schemas,
-        files: BTreeMap::new(),
+        data: loaded.files,
+        docs: written.docs,
     };
-    record_index(&dir, &index, &files);
+    record_index(&dir, &index);
     Ok(summary(written.report, false))
 }
 
@@ -215,11 +214,11 @@ impl PreviousBuild {
     /// Ends a build that found the tree up to date: the stamps of data files touched without
     /// a change, and of tree files read to be checked, are recorded so that the next build
     /// need not read them again.
-    fn record_up_to_date(&self, started_ns: i64, files: BTreeMap<String, index::DataFile>, rehashed: bool) {
-        let Some(index) = &self.index else { return };
-        let data_touched = index.data.iter().any(|(rel, old)| files.get(rel).is_none_or(|new| new.stamp != old.stamp));
+    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, rehashed: bool) {
+        let Some(index) = self.index.take() else { return };
+        let data_touched = !index.data.same_stamps(&files);
         if data_touched || rehashed {
-            let index = index::Index { started_ns, data: files, ..clone_index(index) };
+            let index = index::Index { started_ns, data: files, ..index };
             let _ = index.write(&self.target.dir);
         }
         crate::staging::clean_leftovers(&self.target.dir);
@@ -230,7 +229,7 @@ impl PreviousBuild {
 /// for the index.
 struct Loaded {
     dataset: load::Dataset,
-    files: BTreeMap<String, index::DataFile>,
+    files: index::DataFiles,
 }
 
 /// Loads `data`, reading only the files whose stamps say they may have changed since the
@@ -247,7 +246,8 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let old =
             previous.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
         stamps.lock().expect("no panic while loading").insert(key, stamp);
-        Some(load::Known { name: old?.name.clone(), hash: old?.hash.0 })
+        let old = old?;
+        Some(load::Known { name: old.name, hash: old.hash.0 })
     };
     let (dataset, problems, hashes) = load::load_reusing(data, &known);
     if !problems.is_empty() {
@@ -255,18 +255,20 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
     }
     let stamps = stamps.into_inner().expect("no panic while loading");
     let unknown = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
-    let mut files: BTreeMap<String, index::DataFile> = hashes
-        .into_iter()
-        .map(|(rel, hash)| {
-            let stamp = stamps.get(&rel).copied().unwrap_or(unknown);
-            (rel, index::DataFile { stamp, hash: index::Hash(hash), name: None })
-        })
-        .collect();
+    let mut names: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for record in dataset.resources.values().flat_map(|r| &r.records) {
-        if let Some(file) = files.get_mut(&fsutil::relative(data, &record.file)) {
-            file.name.clone_from(&record.name);
+        if let Some(name) = &record.name {
+            names.insert(fsutil::relative(data, &record.file), name);
         }
     }
+    let mut files = index::DataFiles::default();
+    for (rel, hash) in hashes {
+        let stamp = stamps.get(&rel).copied().unwrap_or(unknown);
+        let name = names.get(&rel).map(|name| name.to_string());
+        files.insert(&rel, index::DataFile { stamp, hash: index::Hash(hash), name });
+    }
+    files.finish();
+    drop(names);
     Ok(Loaded { dataset, files })
 }
 
@@ -286,11 +288,7 @@ enum Decision<'i> {
 /// Decides what this build does. The tree is checked only when this build could reuse it (up
 /// to date, or in part): a check may read every file the previous build wrote (see
 /// [`index::Index::check_file`]).
-fn decide<'i>(
-    previous: &'i PreviousBuild,
-    settings: &TreeSettings,
-    files: &BTreeMap<String, index::DataFile>,
-) -> Decision<'i> {
+fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &index::DataFiles) -> Decision<'i> {
     let (Some(index), Some(tree)) = (&previous.index, &previous.tree) else { return Decision::Full };
     let same = index.settings == *settings;
     let partial = only_changes_and_additions(index, settings, files);
@@ -325,15 +323,11 @@ impl<'d> Rendering<'d> {
         settings: &'d TreeSettings,
         previous: &PreviousBuild,
         decision: Decision<'_>,
-        files: &BTreeMap<String, index::DataFile>,
+        files: &index::DataFiles,
     ) -> Rendering<'d> {
         let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, data, partial: None };
         let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
-        let changed: HashSet<String> = files
-            .iter()
-            .filter(|(rel, new)| index.data.get(*rel).is_none_or(|old| old.hash != new.hash))
-            .map(|(rel, _)| rel.clone())
-            .collect();
+        let changed: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
         let renderer = render::TreeRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
         if !forget_previous(&renderer, index, tree, &changed) {
@@ -380,8 +374,8 @@ impl write::Documents for Rendering<'_> {
 /// Records the build index beside the tree in `dir`, for the next build, and removes the
 /// journal of the commit: the tree is whole. An index that cannot be written is a warning (the
 /// next build renders every document).
-fn record_index(dir: &Path, index: &index::Index, files: &[(&str, &index::TreeFile)]) {
-    match index.write_listing(dir, files) {
+fn record_index(dir: &Path, index: &index::Index) {
+    match index.write(dir) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }
@@ -421,32 +415,11 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// sub-documents changed or added (and list order), with the same options and `gen.json`:
 /// then only their documents need rendering. A removed or renamed record may be referred to by
 /// any other, so it needs every document checked again.
-fn only_changes_and_additions(
-    index: &index::Index,
-    settings: &TreeSettings,
-    data_files: &BTreeMap<String, index::DataFile>,
-) -> bool {
-    let config_hash = |files: &BTreeMap<String, index::DataFile>| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
+fn only_changes_and_additions(index: &index::Index, settings: &TreeSettings, data_files: &index::DataFiles) -> bool {
+    let config_hash = |files: &index::DataFiles| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
     index.settings.same_options(settings)
         && config_hash(&index.data) == config_hash(data_files)
-        && index.data.iter().all(|(rel, old)| match data_files.get(rel) {
-            Some(new) => new.name == old.name,
-            None => rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", config::ORDER_FILE)),
-        })
-}
-
-/// A copy of an index.
-fn clone_index(index: &index::Index) -> index::Index {
-    index::Index {
-        format: index.format,
-        manifest: index.manifest,
-        started_ns: index.started_ns,
-        settings: index.settings.clone(),
-        data: index.data.clone(),
-        lists: index.lists.clone(),
-        schemas: index.schemas.clone(),
-        files: index.files.clone(),
-    }
+        && data_files.keeps_every_file_and_name_of(&index.data)
 }
 
 /// The files of the tree in `dir` as its manifest lists them, when there is no index: what a
@@ -505,7 +478,7 @@ fn forget_previous(
     tree: &tree_fs::TreeDir,
     changed: &HashSet<String>,
 ) -> bool {
-    for rel in changed.iter().filter(|rel| index.data.contains_key(rel.as_str())) {
+    for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {
         // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
         let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
         let (segment, subdoc, path) = match parts.as_slice() {
@@ -513,7 +486,7 @@ fn forget_previous(
             [segment, id, name] => (*segment, Some(*name), layout::sub_document_path(segment, id, name)),
             _ => continue, // gen.json, order files
         };
-        let Some(entry) = index.files.get(&path) else { return false };
+        let Some(entry) = index.docs.file(&path) else { return false };
         let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
         if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
             return false;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 /// What `stat` says of a file, as far as telling a changed file goes: a file rewritten in
 /// place, even with its old size and modification time restored, has a new change time
 /// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     pub size: u64,
     pub mtime_ns: i64,

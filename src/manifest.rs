@@ -178,45 +178,43 @@ impl Manifest {
     /// Writes what [`Manifest::to_bytes_listing`] returns to `out`, without holding it in memory.
     pub fn write_listing(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.write_sorted_listing(files.iter().map(|(path, hash)| (*path, *hash)), out)
+    }
+
+    /// Writes this manifest (whose `files` is empty) with `files` listing the given paths and
+    /// hashes, which come sorted by path: the files of a large tree are never all in memory.
+    pub fn write_sorted_listing<P: AsRef<str>>(
+        &self,
+        files: impl Iterator<Item = (P, blake3::Hash)>,
+        out: impl std::io::Write,
+    ) -> std::io::Result<()> {
         use std::io::Write as _;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-        let listing =
-            WithFiles { head: self, files: FileList { pairs: files, value: |hash| Hex(*hash), skip_empty: false } };
+        let listing = WithFiles { head: self, files: FileStream { files: std::cell::RefCell::new(Some(files)) } };
         serde_json::to_writer_pretty(&mut out, &listing)?;
         out.write_all(b"\n")?;
         out.flush()
     }
 }
 
-/// `head`'s fields, then `files`: a map written from a list of pairs as it is serialised, so
-/// that the millions of files of a tree need no map in memory (the manifest's and the build
-/// index's listings).
+/// `head`'s fields, then `files`, written as they come.
 #[derive(Serialize)]
-#[serde(bound(serialize = "H: Serialize, V: Serialize"))]
-pub(crate) struct WithFiles<'a, H, T, V> {
+#[serde(bound(serialize = "H: Serialize, F: Serialize"))]
+struct WithFiles<'a, H, F> {
     #[serde(flatten)]
-    pub head: &'a H,
-    #[serde(skip_serializing_if = "FileList::is_skipped")]
-    pub files: FileList<'a, T, V>,
+    head: &'a H,
+    files: F,
 }
 
-/// The `files` of [`WithFiles`]: each path with `value` of its item, in the order given.
-pub(crate) struct FileList<'a, T, V> {
-    pub pairs: &'a [(&'a str, T)],
-    pub value: fn(&T) -> V,
-    /// Leave `files` out when there are none.
-    pub skip_empty: bool,
+/// A map of path to hash written from an iterator, once.
+struct FileStream<I> {
+    files: std::cell::RefCell<Option<I>>,
 }
 
-impl<T, V> FileList<'_, T, V> {
-    fn is_skipped(&self) -> bool {
-        self.skip_empty && self.pairs.is_empty()
-    }
-}
-
-impl<T, V: Serialize> Serialize for FileList<'_, T, V> {
+impl<P: AsRef<str>, I: Iterator<Item = (P, blake3::Hash)>> Serialize for FileStream<I> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.pairs.iter().map(|(path, item)| (path, (self.value)(item))))
+        let files = self.files.borrow_mut().take().into_iter().flatten();
+        serializer.collect_map(files.map(|(path, hash)| (path.as_ref().to_string(), Hex(hash))))
     }
 }
 

@@ -121,10 +121,10 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
             if !is_tree_path(path) {
                 return Some(format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree"));
             }
-            let known = index.as_ref().and_then(|index| Some((index, index.files.get(*path)?)));
+            let known = index.as_ref().and_then(|index| Some((index, index.docs.file(path)?)));
             if let Some((index, file)) = known
                 && file.hash.0.to_hex().as_str() == hash.as_str()
-                && index.check_file(&tree, path, file, index.settings.gzip).is_some()
+                && index.check_file(&tree, path, &file, index.settings.gzip).is_some()
             {
                 return None;
             }

@@ -743,3 +743,51 @@ fn adding_or_removing_a_record_changes_the_files_by_at_most_its_own_and_two_page
         }
     }
 }
+
+/// Issue 21: the build index is binary, with a version and a checksum. One that is damaged
+/// (here: a document's hash changed, which a build that trusted it would copy into the
+/// manifest), cut short, or of an earlier version (the JSON index of format 2) is ignored with
+/// one note, and the build is a full one: its tree and manifest are a fresh build's.
+#[test]
+fn a_damaged_cut_or_old_build_index_gives_a_full_build_with_one_note() {
+    let tmp = TempDir::new("index-damaged");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (out, index) = (tmp.join("out"), tmp.join(".out.gen-index"));
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &[]).ok();
+    let hash = blake3::hash(&std::fs::read(fresh.join("api/v2/berry/1/index.json")).unwrap());
+    let record = std::fs::read(data.join("berry/3.json")).unwrap();
+    let mut changed = read_json(&data.join("berry/3.json"));
+    changed["size"] = serde_json::json!(7.25);
+    type Damage = fn(&mut Vec<u8>, &[u8]);
+    let damages: [(&str, Damage); 3] = [
+        ("a document's hash changed", |bytes, hash| {
+            let at = bytes.windows(32).position(|w| w == hash).expect("the index holds the document's hash");
+            bytes[at..at + 32].fill(0);
+        }),
+        ("cut short", |bytes, _| bytes.truncate(bytes.len() / 2)),
+        ("an index of format 2", |bytes, _| {
+            *bytes = br#"{"format":2,"manifest":{},"started_ns":0,"files":{}}"#.to_vec()
+        }),
+    ];
+    for (what, damage) in damages {
+        let _ = std::fs::remove_dir_all(&out);
+        build(&data, &out, &[]).ok();
+        let mut bytes = std::fs::read(&index).unwrap();
+        damage(&mut bytes, hash.as_bytes());
+        std::fs::write(&index, &bytes).unwrap();
+        // a change, so that a build that trusted the index would take the rest from it
+        std::fs::write(data.join("berry/3.json"), changed.to_string()).unwrap();
+        let stderr = build(&data, &out, &[]).ok().stderr();
+        let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("build index")).collect();
+        assert_eq!(notes.len(), 1, "{what}: {stderr}");
+        assert!(notes[0].starts_with("note: ") && notes[0].contains("checks every file"), "{what}: {}", notes[0]);
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{what}: the tree is a fresh build's");
+        let again = build(&data, &out, &[]).ok();
+        assert!(again.stdout().contains("(0 written)") && !again.stderr().contains("build index"), "{what}");
+        std::fs::write(data.join("berry/3.json"), &record).unwrap();
+        build(&data, &fresh, &[]).ok();
+    }
+}

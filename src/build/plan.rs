@@ -1,6 +1,7 @@
 //! Plan: a pure function from the indexed dataset to the list of documents the tree holds,
 //! each with every path it is published at. Nothing is rendered or written here.
 
+use crate::build::index::Place;
 use crate::build::load::Dataset;
 use crate::layout::{self, META_PATH, ROOT_PATH};
 use crate::manifest::TreeSettings;
@@ -22,34 +23,76 @@ pub enum Content<'a> {
     Page { segment: &'a str, page: Page },
 }
 
-/// A document and the paths (relative to the output folder) it is published at.
+impl<'a> Content<'a> {
+    /// The resource this document belongs to, if any.
+    pub fn segment(&self) -> Option<&'a str> {
+        match *self {
+            Content::Root | Content::Meta => None,
+            Content::Record { segment, .. } | Content::SubDoc { segment, .. } | Content::Page { segment, .. } => {
+                Some(segment)
+            }
+        }
+    }
+}
+
+/// A document of the tree. A record's or sub-document's paths are derived when needed
+/// ([`Output::paths`]), not held: a tree of a million records has millions of them. Other
+/// documents list theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output<'a> {
     pub content: Content<'a>,
-    pub paths: Vec<String>,
+    /// The paths (relative to the output folder) of a document that is not a record's or
+    /// sub-document's; empty for those.
+    pub listed: Box<[String]>,
+}
+
+impl<'a> Output<'a> {
+    fn listed(content: Content<'a>, paths: Vec<String>) -> Output<'a> {
+        Output { content, listed: paths.into_boxed_slice() }
+    }
+
+    /// The record or sub-document this document is, and the name it is also published under.
+    pub fn place(&self, dataset: &'a Dataset) -> Option<(Place<'a>, Option<&'a str>)> {
+        let (segment, index, subdoc) = match self.content {
+            Content::Record { segment, index } => (segment, index, None),
+            Content::SubDoc { segment, index, subdoc } => (segment, index, Some(subdoc)),
+            _ => return None,
+        };
+        let resource = &dataset.resources[segment];
+        let record = &resource.records[index];
+        let kind = subdoc.map(|s| record.subdocs[s].name.as_str());
+        Some((Place { segment, kind, id: record.id }, resource.path_name(record)))
+    }
+
+    /// Every path this document is published at: by id then by name for a record or
+    /// sub-document, as listed for the others.
+    pub fn paths(&self, dataset: &'a Dataset) -> Vec<String> {
+        match self.place(dataset) {
+            Some((place, name)) => {
+                std::iter::once(place.tree_path(place.id)).chain(name.map(|name| place.tree_path(name))).collect()
+            }
+            None => self.listed.to_vec(),
+        }
+    }
 }
 
 /// Lists every document of the tree, in a deterministic order.
 pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>> {
     let mut outputs = vec![
-        Output { content: Content::Root, paths: vec![ROOT_PATH.to_string()] },
-        Output { content: Content::Meta, paths: vec![META_PATH.to_string()] },
+        Output::listed(Content::Root, vec![ROOT_PATH.to_string()]),
+        Output::listed(Content::Meta, vec![META_PATH.to_string()]),
     ];
     for (segment, resource) in &dataset.resources {
         let segment = segment.as_str();
         for (index, record) in resource.records.iter().enumerate() {
-            let mut keys = vec![record.id.to_string()];
-            keys.extend(resource.path_name(record).map(str::to_string));
-            let paths = keys.iter().map(|key| layout::record_path(segment, key)).collect();
-            outputs.push(Output { content: Content::Record { segment, index }, paths });
-            for (subdoc, sub) in record.subdocs.iter().enumerate() {
-                let paths = keys.iter().map(|key| layout::sub_document_path(segment, key, &sub.name)).collect();
-                outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, paths });
+            outputs.push(Output { content: Content::Record { segment, index }, listed: Box::default() });
+            for subdoc in 0..record.subdocs.len() {
+                outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, listed: Box::default() });
             }
         }
         let count = resource.records.len() as u64;
         for (page, paths) in page_files(segment, count, &options.page_sizes, options.links) {
-            outputs.push(Output { content: Content::Page { segment, page }, paths });
+            outputs.push(Output::listed(Content::Page { segment, page }, paths));
         }
     }
     outputs

@@ -6,7 +6,8 @@
 //! Files whose bytes are unchanged are not written, so they keep their modification time and
 //! syncs to object storage skip them.
 
-use crate::build::index::{Index, TreeFile, gz_path};
+use crate::build::index::{Index, Place, TreeDocs, TreeFile, gz_path};
+use crate::build::load::Dataset;
 use crate::build::plan::Output;
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, NotRead, gzip_bytes};
@@ -15,8 +16,9 @@ use crate::problem::{Problem, Problems};
 use crate::staging::{FolderLock, Staging};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Counts documents as they are written, for a progress display.
@@ -51,11 +53,10 @@ pub struct Previous<'i> {
     pub listed: Vec<String>,
 }
 
-/// What a write did, and every file of the tree with its hash and stamp, for the index: in the
-/// order of the outputs' paths, then of the paths `finish` returned.
+/// What a write did, and every document of the tree with its hash and stamp, for the index.
 pub struct Written {
     pub report: WriteReport,
-    pub files: Vec<TreeFile>,
+    pub docs: TreeDocs,
 }
 
 /// The documents a write takes, from the render step: which planned documents need rendering,
@@ -71,6 +72,8 @@ pub trait Documents: Sync {
 
 /// One write of a tree: what [`write_tree`] writes, and what it may reuse.
 pub struct TreeWrite<'a, 'o> {
+    /// The dataset the outputs were planned from: a record's paths are derived from it.
+    pub dataset: &'o Dataset,
     /// Every planned document, in plan order.
     pub outputs: &'a [Output<'o>],
     pub documents: &'a dyn Documents,
@@ -98,31 +101,25 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     let previous = &write.previous;
     let writer =
         TreeWriter { tree: tree.as_ref(), stage: &stage, index: previous.index, gzip: write.manifest.settings.gzip };
-    let mut placed = stage_documents(&writer, write.outputs, write.documents, write.progress)?;
-    let late: Vec<(String, Vec<u8>)> = write.documents.finish();
-    let late_paths: Vec<Vec<String>> = late.iter().map(|(path, _)| vec![path.clone()]).collect();
-    for ((_, bytes), paths) in late.iter().zip(&late_paths) {
-        placed.push(writer.place(paths, bytes)?);
+    let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
+    let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
+    for (path, bytes) in write.documents.finish() {
+        let paths = vec![path];
+        let previous = writer.index.and_then(|index| index.docs.other(&paths));
+        placed.push(writer.place(&paths, previous, &bytes)?);
+        docs.late.push(paths);
     }
-    drop(late);
-    let all_paths: Vec<&[String]> =
-        write.outputs.iter().map(|o| &o.paths[..]).chain(late_paths.iter().map(|p| &p[..])).collect();
-    let manifest_bytes = write_manifest(write.manifest, &stage, &all_paths, &placed)?;
-    let gone = gone_paths(previous, &all_paths);
+    let manifest_bytes = write_manifest(write.manifest, &stage, &docs, &placed)?;
+    let gone = gone_paths(previous, &docs);
 
     if target.exists {
-        let staged: Vec<&str> = all_paths
-            .iter()
-            .zip(&placed)
-            .filter(|(_, p)| p.staged)
-            .flat_map(|(paths, _)| paths.iter().map(String::as_str))
-            .collect();
+        let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(doc));
         // Without --gzip, the .gz siblings a previous build left go too.
-        let stale_gz: Vec<&str> = if writer.gzip {
+        let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()
         } else {
-            let with_gz = previous.index.into_iter().flat_map(|i| &i.files).filter(|(_, f)| f.gz.is_some());
-            with_gz.map(|(path, _)| path.as_str()).chain(previous.listed.iter().map(String::as_str)).collect()
+            let with_gz = previous.index.into_iter().flat_map(|i| i.docs.paths()).filter(|(_, f)| f.gz.is_some());
+            with_gz.map(|(path, _)| path).chain(previous.listed.iter().cloned()).collect()
         };
         let tree = tree.as_ref().expect("an existing tree is open");
         commit_in_place(tree, &stage, &staged, &gone, &stale_gz, writer.gzip)?;
@@ -131,28 +128,112 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
         staging.commit()?;
         target.exists = true;
     }
-    stamps_after_commit(&TreeDir::open(&out)?, previous, &all_paths, &placed, writer.gzip, manifest_bytes)
+    stamps_after_commit(&TreeDir::open(&out)?, previous, &docs, &placed, writer.gzip, manifest_bytes)
+}
+
+/// The documents of one write: the planned outputs, then the late ones (by their paths).
+struct Docs<'a, 'o> {
+    dataset: &'o Dataset,
+    outputs: &'a [Output<'o>],
+    late: Vec<Vec<String>>,
+}
+
+/// One document of [`Docs`].
+#[derive(Clone, Copy)]
+enum Doc<'a, 'o> {
+    Planned(&'a Output<'o>),
+    Late(&'a [String]),
+}
+
+impl<'a, 'o> Docs<'a, 'o> {
+    fn all(&self) -> impl Iterator<Item = Doc<'_, 'o>> + '_ {
+        let planned = self.outputs.iter().map(Doc::Planned);
+        planned.chain(self.late.iter().map(|paths| Doc::Late(paths)))
+    }
+
+    fn paths(&self, doc: Doc<'_, 'o>) -> Vec<String> {
+        match doc {
+            Doc::Planned(output) => output.paths(self.dataset),
+            Doc::Late(paths) => paths.to_vec(),
+        }
+    }
+
+    fn place(&self, doc: Doc<'_, 'o>) -> Option<(Place<'o>, Option<&'o str>)> {
+        match doc {
+            Doc::Planned(output) => output.place(self.dataset),
+            Doc::Late(_) => None,
+        }
+    }
+
+    /// True when the new tree has the file `path`.
+    fn planned(&self, path: &str, others: &HashSet<&str>, names: &OnceLock<Names<'o>>) -> bool {
+        if others.contains(path) {
+            return true;
+        }
+        let rest = path.strip_prefix(crate::layout::API_ROOT).and_then(|r| r.strip_prefix('/'));
+        let Some(rest) = rest.and_then(|r| r.strip_suffix("/index.json")) else {
+            return false;
+        };
+        let mut parts = rest.split('/');
+        let (Some(segment), Some(key), kind, None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return false;
+        };
+        let Some(resource) = self.dataset.resources.get(segment) else { return false };
+        let record = match crate::config::parse_id(key) {
+            Some(id) => resource.get(id),
+            None => {
+                let names = names.get_or_init(|| Names::of(self.dataset));
+                names.get(&(segment, key)).map(|&i| &resource.records[i])
+            }
+        };
+        record.is_some_and(|record| kind.is_none_or(|kind| record.subdocs.iter().any(|s| s.name == kind)))
+    }
+}
+
+/// Each record by (segment, path name).
+type Names<'o> = HashMap<(&'o str, &'o str), usize>;
+
+trait NamesOf<'o> {
+    fn of(dataset: &'o Dataset) -> Self;
+}
+
+impl<'o> NamesOf<'o> for Names<'o> {
+    fn of(dataset: &'o Dataset) -> Names<'o> {
+        let mut names = HashMap::new();
+        for (segment, resource) in &dataset.resources {
+            for (i, record) in resource.records.iter().enumerate() {
+                if let Some(name) = resource.path_name(record) {
+                    names.insert((segment.as_str(), name), i);
+                }
+            }
+        }
+        names
+    }
 }
 
 /// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
 /// parallel; takes the others from the previous tree. Fails with every problem found.
 fn stage_documents(
     writer: &TreeWriter<'_>,
-    outputs: &[Output<'_>],
+    docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     progress: &Progress,
 ) -> Result<Vec<Placed>> {
+    let outputs = docs.outputs;
     progress.total.store(outputs.iter().filter(|o| documents.dirty(o)).count(), Ordering::Relaxed);
     let results: Vec<Result<Placed, DocumentFailure>> = outputs
         .par_iter()
+        .with_min_len(64)
         .map(|output| {
+            let previous = writer.previous(docs, Doc::Planned(output));
             if !documents.dirty(output)
-                && let Some(kept) = writer.kept(&output.paths)
+                && let Some(file) = previous
             {
-                return Ok(kept);
+                return Ok(Placed { hash: file.hash.0, staged: false, written: 0, from_index: true });
             }
             let bytes = documents.render(output).map_err(DocumentFailure::Problems)?;
-            let placed = writer.place(&output.paths, &bytes).map_err(DocumentFailure::Error)?;
+            let paths = output.paths(docs.dataset);
+            let placed = writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)?;
             progress.done.fetch_add(1, Ordering::Relaxed);
             Ok(placed)
         })
@@ -173,92 +254,213 @@ fn stage_documents(
     Ok(placed)
 }
 
-/// Streams `manifest`, listing every path with its document's hash, into the staging folder
-/// `stage` (the manifest of a large tree is large: it is never held whole). Returns its size.
-fn write_manifest(mut manifest: Manifest, stage: &Path, all_paths: &[&[String]], placed: &[Placed]) -> Result<u64> {
-    let mut files: Vec<(&str, blake3::Hash)> = Vec::new();
-    for (paths, output) in all_paths.iter().zip(placed) {
-        files.extend(paths.iter().map(|path| (path.as_str(), output.hash)));
-    }
+/// Streams `manifest`, listing every path with its document's hash in path order, into the
+/// staging folder `stage` (the manifest of a large tree is large: neither it nor the list of
+/// its paths is ever held whole; see [`sorted_files`]). Returns its size.
+fn write_manifest(mut manifest: Manifest, stage: &Path, docs: &Docs<'_, '_>, placed: &[Placed]) -> Result<u64> {
     manifest.files.clear();
     let path = stage.join(MANIFEST_FILE);
     let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut counting = CountingWriter { inner: file, bytes: 0 };
-    manifest.write_listing(&mut files, &mut counting).with_context(|| format!("cannot write {}", path.display()))?;
+    manifest
+        .write_sorted_listing(sorted_files(docs, placed), &mut counting)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(counting.bytes)
+}
+
+/// Every path of the tree with its document's hash, sorted by path, one resource at a time:
+/// the documents outside resources one by one, and each resource's paths sorted by the key
+/// they start with (a record's id or name, `_pages`, ...), so that only one resource's keys
+/// are in memory at once.
+fn sorted_files<'d>(docs: &'d Docs<'_, '_>, placed: &'d [Placed]) -> impl Iterator<Item = (String, blake3::Hash)> + 'd {
+    enum Group {
+        Path(String, blake3::Hash),
+        Resource(std::ops::Range<usize>),
+    }
+    let mut groups: Vec<(String, Group)> = Vec::new();
+    let mut i = 0;
+    let all: Vec<Doc<'_, '_>> = docs.all().collect();
+    while i < all.len() {
+        let segment = match all[i] {
+            Doc::Planned(output) => output.content.segment(),
+            Doc::Late(_) => None,
+        };
+        match segment {
+            Some(segment) => {
+                let start = i;
+                while i < all.len() && matches!(all[i], Doc::Planned(o) if o.content.segment() == Some(segment)) {
+                    i += 1;
+                }
+                groups.push((format!("{}/{segment}/", crate::layout::API_ROOT), Group::Resource(start..i)));
+            }
+            None => {
+                for path in docs.paths(all[i]) {
+                    groups.push((path.clone(), Group::Path(path, placed[i].hash)));
+                }
+                i += 1;
+            }
+        }
+    }
+    groups.sort_by(|a, b| a.0.cmp(&b.0));
+    groups.into_iter().flat_map(move |(_, group)| -> Box<dyn Iterator<Item = (String, blake3::Hash)>> {
+        match group {
+            Group::Path(path, hash) => Box::new(std::iter::once((path, hash))),
+            Group::Resource(range) => Box::new(resource_files(docs, &placed[range.clone()], range.start)),
+        }
+    })
+}
+
+/// The paths of one resource's documents (`placed[0]` is output `first`), sorted: grouped by
+/// the key that follows the segment (`<id>/`, `<name>/`, or the whole rest for list pages),
+/// keys sorted, and each record's paths sorted within its key.
+fn resource_files<'d>(
+    docs: &'d Docs<'_, '_>,
+    placed: &'d [Placed],
+    first: usize,
+) -> impl Iterator<Item = (String, blake3::Hash)> + 'd {
+    let outputs = &docs.outputs[first..first + placed.len()];
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for (i, output) in outputs.iter().enumerate() {
+        match output.place(docs.dataset) {
+            Some((place, name)) if place.kind.is_none() => {
+                keys.push((format!("{}/", place.id), i));
+                if let Some(name) = name {
+                    keys.push((format!("{name}/"), i));
+                }
+            }
+            Some(_) => {}
+            None => keys.extend(output.listed.iter().map(|path| (path.clone(), i))),
+        }
+    }
+    keys.sort_unstable();
+    keys.into_iter().flat_map(move |(key, i)| {
+        let output = &outputs[i];
+        let mut files: Vec<(String, blake3::Hash)> = match output.place(docs.dataset) {
+            None => vec![(key, placed[i].hash)],
+            Some((place, _)) => {
+                let key = key.trim_end_matches('/');
+                let record = std::iter::once((place.tree_path(key), placed[i].hash));
+                let subdocs = (i + 1..outputs.len())
+                    .map_while(|j| {
+                        outputs[j].place(docs.dataset).filter(|(p, _)| p.kind.is_some()).map(|(p, _)| (j, p))
+                    })
+                    .map(|(j, p)| (p.tree_path(key), placed[j].hash));
+                record.chain(subdocs).collect()
+            }
+        };
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        files
+    })
 }
 
 /// The files of the previous tree that the new one no longer has, sorted: only files the
 /// previous index, manifest or journal lists are ever removed.
-fn gone_paths<'p>(previous: &'p Previous<'_>, all_paths: &[&[String]]) -> Vec<&'p str> {
-    let had_files = previous.index.is_some_and(|index| !index.files.is_empty()) || !previous.listed.is_empty();
+fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>) -> Vec<String> {
+    let had_files = previous.index.is_some_and(|index| !index.docs.is_empty()) || !previous.listed.is_empty();
     if !had_files {
         return Vec::new(); // a first build: nothing can be gone
     }
-    let planned: HashSet<&str> = all_paths.iter().flat_map(|paths| paths.iter().map(String::as_str)).collect();
-    let mut gone: Vec<&str> = previous
-        .index
-        .into_iter()
-        .flat_map(|index| index.files.keys())
-        .chain(&previous.listed)
+    let others: HashSet<&str> = docs
+        .outputs
+        .iter()
+        .flat_map(|o| o.listed.iter())
+        .chain(docs.late.iter().flatten())
         .map(String::as_str)
-        .filter(|path| !planned.contains(path))
         .collect();
+    let names = OnceLock::new();
+    let mut gone: Vec<String> = Vec::new();
+    if let Some(index) = previous.index {
+        for (place, name, _) in index.docs.each_keyed() {
+            // Still planned under the same paths: nothing of it is gone.
+            let same = docs.dataset.resources.get(place.segment).and_then(|r| Some((r, r.get(place.id)?))).is_some_and(
+                |(resource, record)| {
+                    resource.path_name(record) == name
+                        && place.kind.is_none_or(|kind| record.subdocs.iter().any(|s| s.name == kind))
+                },
+            );
+            if !same {
+                let paths = std::iter::once(place.tree_path(place.id)).chain(name.map(|n| place.tree_path(n)));
+                gone.extend(paths.filter(|path| !docs.planned(path, &others, &names)));
+            }
+        }
+        let other_paths = index.docs.others().iter().flat_map(|doc| doc.paths.iter());
+        gone.extend(other_paths.filter(|path| !docs.planned(path, &others, &names)).cloned());
+    }
+    gone.extend(previous.listed.iter().filter(|path| !docs.planned(path, &others, &names)).cloned());
     gone.sort_unstable();
     gone.dedup();
     gone
 }
 
-/// Every file of the committed tree with its hash and stamp, for the index (stamps as the
+/// Every document of the committed tree with its hash and stamp, for the index (stamps as the
 /// commit left them: renames and new links change a file's change time), and the write's
 /// report. `manifest_bytes`: the size of the manifest written.
 fn stamps_after_commit(
     committed: &TreeDir,
     previous: &Previous<'_>,
-    all_paths: &[&[String]],
+    docs: &Docs<'_, '_>,
     placed: &[Placed],
     gzip: bool,
     manifest_bytes: u64,
 ) -> Result<Written> {
     let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
-    let mut files = Vec::with_capacity(all_paths.iter().map(|paths| paths.len()).sum());
-    for (paths, output) in all_paths.iter().zip(placed) {
+    let mut index = TreeDocs::default();
+    for (doc, output) in docs.all().zip(placed) {
         report.written += output.written;
-        let hash = crate::build::index::Hash(output.hash);
-        for path in paths.iter() {
-            let kept = previous.index.filter(|_| output.from_index).and_then(|index| index.files.get(path));
-            let file = match kept {
-                Some(kept) => TreeFile { hash, stamp: kept.stamp, gz: kept.gz },
-                None => {
-                    let shown = || format!("cannot read {}", committed.path().join(path).display());
-                    let stamp = committed.stamp(path).with_context(shown)?;
-                    let gz = if gzip { committed.stamp(&format!("{path}.gz")) } else { None };
-                    TreeFile { hash, stamp, gz }
-                }
-            };
-            report.files += 1 + usize::from(file.gz.is_some());
-            report.bytes += file.stamp.size + file.gz.map_or(0, |gz| gz.size);
-            files.push(file);
+        let kept = previous.index.filter(|_| output.from_index).and_then(|index| previous_file(index, docs, doc));
+        let (paths_count, place) = match docs.place(doc) {
+            Some((place, name)) => (1 + usize::from(name.is_some()), Some((place, name))),
+            None => (docs.paths(doc).len(), None),
+        };
+        let file = match kept {
+            Some(kept) => kept,
+            None => {
+                let first = match place {
+                    Some((place, _)) => place.tree_path(place.id),
+                    None => docs.paths(doc).swap_remove(0),
+                };
+                let shown = || format!("cannot read {}", committed.path().join(&first).display());
+                let stamp = committed.stamp(&first).with_context(shown)?;
+                let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
+                TreeFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
+            }
+        };
+        report.files += paths_count * (1 + usize::from(file.gz.is_some()));
+        report.bytes += paths_count as u64 * (file.stamp.size + file.gz.map_or(0, |gz| gz.size));
+        match place {
+            Some((place, name)) => index.push_keyed(&place, name, file),
+            None => index.push_other(docs.paths(doc), file),
         }
     }
-    Ok(Written { report, files })
+    index.finish();
+    Ok(Written { report, docs: index })
+}
+
+/// The previous tree's file of `doc`, as `index` describes it, when it is published at the
+/// same paths (its stamps are checked before a build trusts the index).
+fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+    match (doc, docs.place(doc)) {
+        (_, Some((place, name))) => index.docs.keyed(&place, name),
+        (Doc::Planned(output), None) => index.docs.other(&output.listed),
+        (Doc::Late(paths), None) => index.docs.other(paths),
+    }
 }
 
 /// Moves the staged files over their paths in `tree`, removes the files gone from the tree,
 /// and puts the manifest in place last. The paths touched are first written to a journal
 /// beside the tree, so that the next build knows them as ours if this one is killed. No link
 /// inside the tree is followed (see [`TreeDir`]).
-fn commit_in_place(
+fn commit_in_place<I: Iterator<Item = String>>(
     tree: &TreeDir,
     stage: &Path,
-    staged: &[&str],
-    gone: &[&str],
-    stale_gz: &[&str],
+    staged: &dyn Fn() -> I,
+    gone: &[String],
+    stale_gz: &[String],
     gzip: bool,
 ) -> Result<()> {
     let mut text = String::new();
-    for path in staged.iter().chain(gone) {
-        text.push_str(path);
+    for path in staged().chain(gone.iter().cloned()) {
+        text.push_str(&path);
         text.push('\n');
     }
     // Written whole, then renamed into place: a build killed while writing it leaves no
@@ -273,12 +475,12 @@ fn commit_in_place(
         .ok()
         .and_then(|v| v.parse().ok())
         .map(std::time::Duration::from_micros);
-    for path in staged {
+    for path in staged() {
         if let Some(pause) = pause {
             std::thread::sleep(pause);
         }
-        let from = stage.join(path);
-        tree.rename_into(&from, path)?;
+        let from = stage.join(&path);
+        tree.rename_into(&from, &path)?;
         if gzip {
             tree.rename_into(&gz_path(&from), &format!("{path}.gz"))?;
         }
@@ -358,35 +560,31 @@ struct Placed {
 }
 
 impl TreeWriter<'_> {
-    /// The document at `paths` as the index describes it, when it is in the index at each path
-    /// with one hash (its stamps are checked before a build trusts the index).
-    fn kept(&self, paths: &[String]) -> Option<Placed> {
-        let index = self.index?;
-        let files: Vec<&TreeFile> = paths.iter().map(|p| index.files.get(p)).collect::<Option<_>>()?;
-        let hash = files.first()?.hash.0;
-        if files.iter().any(|f| f.hash.0 != hash) {
-            return None;
-        }
-        Some(Placed { hash, staged: false, written: 0, from_index: true })
+    /// The previous tree's file of `doc` (see [`previous_file`]).
+    fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+        previous_file(self.index?, docs, doc)
     }
 
     /// Places `bytes` at every path in `paths`: kept in place when every path already holds
-    /// them (by the index's verified hash, else by reading the file), staged otherwise (the
-    /// first path written, the others hard links to it).
-    fn place(&self, paths: &[String], bytes: &[u8]) -> Result<Placed> {
+    /// them as one file (by `previous`, the index's verified hash and stamp, else by reading the
+    /// files), staged otherwise (the first path written, the others hard links to it). A
+    /// document's paths are always links of one file, so one stamp stands for all of them.
+    fn place(&self, paths: &[String], previous: Option<TreeFile>, bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
-        let in_place = |path: &String| {
-            let Some(tree) = self.tree else { return false };
-            match self.index.and_then(|index| Some((index, index.files.get(path)?))) {
-                Some((index, file)) => file.hash.0 == hash && index.check_file(tree, path, file, self.gzip).is_some(),
-                None => {
-                    !self.gzip
-                        && tree.stamp(path).is_some_and(|stamp| stamp.size == bytes.len() as u64)
-                        && tree.read(path, bytes.len() as u64).is_some_and(|old| old == bytes)
-                }
+        let in_place = match (self.tree, self.index, previous) {
+            (None, ..) => false,
+            (Some(tree), Some(index), Some(file)) => {
+                file.hash.0 == hash && paths.iter().all(|path| index.check_file(tree, path, &file, self.gzip).is_some())
+            }
+            (Some(tree), ..) => {
+                let first = tree.stamp(&paths[0]);
+                !self.gzip
+                    && first.is_some_and(|stamp| stamp.size == bytes.len() as u64)
+                    && paths.iter().all(|path| tree.stamp(path).map(|s| s.ino) == first.map(|s| s.ino))
+                    && tree.read(&paths[0], bytes.len() as u64).is_some_and(|old| old == bytes)
             }
         };
-        if paths.iter().all(in_place) {
+        if in_place {
             return Ok(Placed { hash, staged: false, written: 0, from_index: false });
         }
         let mut written = 0;
