@@ -289,6 +289,11 @@ fn write_settings(
     fsutil::write(&staging.join(CONFIG_FILE), &config_bytes)
 }
 
+/// Largest published list read (1 GiB): a list is a line per record, so it grows with the
+/// resource (a list of 600,000 records is about 60 MB), unlike a record, which is bounded by
+/// the document size limit.
+const MAX_LIST_BYTES: u64 = 1 << 30;
+
 /// Reads a published list and returns its ids in order.
 fn read_list(root: &Path, segment: &str, source: &Path, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
     let path = root.join(segment).join("index.json");
@@ -296,8 +301,8 @@ fn read_list(root: &Path, segment: &str, source: &Path, problems: &mut Vec<Probl
         problems.push(problem);
         return None;
     }
-    let (value, _) = match json::read_json(&path) {
-        Ok(ok) => ok,
+    let value = match json::read_json_limited(&path, MAX_LIST_BYTES) {
+        Ok(value) => value,
         Err(problem) => {
             problems.push(problem);
             return None;

@@ -22,7 +22,16 @@ pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
 /// Reads a settings or source file: a regular file of at most the default document size limit
 /// (see [`crate::fsutil::read_regular_file`]).
 pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
-    let limit = config::DEFAULT_MAX_DOCUMENT_MB << 20;
+    read_file_limited(path, config::DEFAULT_MAX_DOCUMENT_MB << 20)
+}
+
+/// Like [`read_json`], for a file of at most `limit` bytes.
+pub fn read_json_limited(path: &Path, limit: u64) -> Result<Value, Problem> {
+    let bytes = read_file_limited(path, limit)?;
+    parse_json(path, &bytes)
+}
+
+fn read_file_limited(path: &Path, limit: u64) -> Result<Vec<u8>, Problem> {
     crate::fsutil::read_regular_file(path, limit).map_err(|e| match e {
         NotRead::TooLarge(_) => Problem::whole(path, format!("larger than {} MB: not a file gen reads", limit >> 20)),
         NotRead::Io(e) => Problem::new(path, "-", format!("cannot read: {e}")),

@@ -215,6 +215,21 @@ fn synthetic_tree(dir: &Path) {
     write_files(dir, &files);
 }
 
+/// A published list grows with its resource: a list over the 32 MB a record may have (here
+/// made so with spaces, as a list of a few hundred thousand records is) is read.
+#[test]
+fn a_list_larger_than_a_record_may_be_is_imported() {
+    let tmp = TempDir::new("long-list");
+    let src = tmp.join("src");
+    synthetic_tree(&src);
+    let list = src.join("api/v2/location-area/index.json");
+    let mut text = std::fs::read_to_string(&list).unwrap();
+    text.insert_str(1, &" ".repeat(33 << 20));
+    std::fs::write(&list, text).unwrap();
+    let run = import(&src, &tmp.join("data"), &[]).ok();
+    assert!(run.stdout().contains("imported 2 resources, 3 records"), "{}", run.stdout());
+}
+
 #[test]
 fn sub_documents_and_meta() {
     let tmp = TempDir::new("subdocs");
