@@ -124,9 +124,12 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
 /// - either way, only files whose bytes change are written, and only files gone are removed.
 pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
     let started_ns = index::now_ns();
+    let timer = StepTimer::from_env();
     load::require_folder(data)?;
     let mut previous = PreviousBuild::open(out)?;
+    timer.step("open the previous build (lock, index, journal)");
     let loaded = load_changed(data, previous.index.as_ref())?;
+    timer.step("load (walk and stat the data, read what changed)");
     let settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary {
@@ -136,12 +139,15 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         up_to_date,
     };
     let decision = decide(&previous, &settings, &loaded.files);
+    timer.step("decide (check the tree against the index)");
     if let Decision::UpToDate { rehashed } = decision {
         previous.record_up_to_date(started_ns, loaded.files, rehashed);
+        timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
     let outputs = plan::plan(dataset, &settings);
     let rendering = Rendering::new(data, dataset, &settings, &previous, decision, &loaded.files);
+    timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
         write::TreeWrite {
@@ -153,6 +159,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
             progress,
         },
     )?;
+    timer.step("render, write and commit");
     let dir = previous.target.dir.clone();
     drop(previous);
     drop(outputs);
@@ -169,7 +176,28 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         docs: written.docs,
     };
     record_index(&dir, &index);
+    timer.step("write the index");
     Ok(summary(written.report, false))
+}
+
+/// Prints how long each step of a build took, on stderr, when `GEN_TIMINGS` is set (for
+/// benchmarks: BENCHMARKS.md's phase tables).
+struct StepTimer {
+    last: Option<std::cell::Cell<std::time::Instant>>,
+}
+
+impl StepTimer {
+    fn from_env() -> StepTimer {
+        StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
+    }
+
+    fn step(&self, what: &str) {
+        if let Some(last) = &self.last {
+            let now = std::time::Instant::now();
+            eprintln!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
+            last.set(now);
+        }
+    }
 }
 
 /// What the previous build left in the output folder, opened (and locked) for this one.
@@ -236,39 +264,21 @@ struct Loaded {
 /// build `previous` describes. Fails with the problems found before references are checked.
 fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> {
     use crate::fsutil::Stamp;
-    let stamps: std::sync::Mutex<std::collections::HashMap<String, Stamp>> = Default::default();
-    if let Ok(meta) = std::fs::metadata(data.join(config::CONFIG_FILE)) {
-        stamps.lock().expect("no panic while loading").insert(config::CONFIG_FILE.to_string(), Stamp::of(&meta));
-    }
-    let known = |file: &Path| -> Option<load::Known> {
-        let stamp = Stamp::of(&std::fs::metadata(file).ok()?);
-        let key = fsutil::relative(data, file);
-        let old =
-            previous.and_then(|index| index.data.get(&key).filter(|old| old.stamp == stamp && index.trusted(&stamp)));
-        stamps.lock().expect("no panic while loading").insert(key, stamp);
-        let old = old?;
-        Some(load::Known { name: old.name, hash: old.hash.0 })
+    let seen = |file: &Path| -> load::Seen {
+        let Some(stamp) = std::fs::metadata(file).ok().map(|meta| Stamp::of(&meta)) else {
+            return load::Seen::default();
+        };
+        let old = previous.and_then(|index| {
+            let old = index.data.get(&fsutil::relative(data, file))?;
+            (old.stamp == stamp && index.trusted(&stamp)).then_some(old)
+        });
+        let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
+        load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, problems, hashes) = load::load_reusing(data, &known);
+    let (dataset, problems, files) = load::load_reusing(data, &seen);
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
-    let stamps = stamps.into_inner().expect("no panic while loading");
-    let unknown = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
-    let mut names: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
-    for record in dataset.resources.values().flat_map(|r| &r.records) {
-        if let Some(name) = &record.name {
-            names.insert(fsutil::relative(data, &record.file), name);
-        }
-    }
-    let mut files = index::DataFiles::default();
-    for (rel, hash) in hashes {
-        let stamp = stamps.get(&rel).copied().unwrap_or(unknown);
-        let name = names.get(&rel).map(|name| name.to_string());
-        files.insert(&rel, index::DataFile { stamp, hash: index::Hash(hash), name });
-    }
-    files.finish();
-    drop(names);
     Ok(Loaded { dataset, files })
 }
 

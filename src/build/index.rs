@@ -329,6 +329,19 @@ impl Interned {
     fn get(&self, i: u32) -> &str {
         &self.strings[i as usize]
     }
+
+    /// Sorts the strings; returns each old position's new one.
+    fn sorted(&mut self) -> Vec<u32> {
+        let mut order: Vec<usize> = (0..self.strings.len()).collect();
+        order.sort_by(|a, b| self.strings[*a].cmp(&self.strings[*b]));
+        let mut new_of_old = vec![0u32; order.len()];
+        for (new, old) in order.iter().enumerate() {
+            new_of_old[*old] = new as u32;
+        }
+        let mut strings: Vec<Option<String>> = std::mem::take(&mut self.strings).into_iter().map(Some).collect();
+        self.strings = order.iter().map(|&old| strings[old].take().expect("each once")).collect();
+        new_of_old
+    }
 }
 
 /// A record's place in fixed-size form: indexes into the interned segments and kinds (kind 0:
@@ -453,13 +466,45 @@ impl DataFiles {
         }
     }
 
-    /// Sorts the entries by key, for lookups.
+    /// Makes room for `n` more files.
+    pub fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
+    }
+
+    /// Sorts the entries for lookups, in an order that does not depend on the order files were
+    /// added in: segments and kinds by name, then ids.
     pub fn finish(&mut self) {
-        if !self.sorted {
-            self.entries.sort_unstable_by_key(|e| e.key);
-            self.entries.shrink_to_fit();
-            self.sorted = true;
+        if self.sorted {
+            return;
         }
+        let segments = self.places.segments.sorted();
+        let kinds = self.places.kinds.sorted();
+        for e in &mut self.entries {
+            e.key.segment = segments[e.key.segment as usize];
+            if e.key.kind > 0 {
+                e.key.kind = kinds[e.key.kind as usize - 1] + 1;
+            }
+        }
+        self.entries.sort_unstable_by_key(|e| e.key);
+        self.entries.shrink_to_fit();
+        self.sorted = true;
+    }
+
+    /// One hash of every file's path and hash, in the order of [`DataFiles::finish`].
+    pub fn combined_hash(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        let mut add = |path: &str, hash: &[u8; 32]| {
+            hasher.update(path.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(hash);
+        };
+        for (rel, file) in &self.other {
+            add(rel, file.hash.0.as_bytes());
+        }
+        for e in &self.entries {
+            add(&self.places.place(e.key).data_file(), &e.hash);
+        }
+        hasher.finalize().to_hex().to_string()
     }
 
     /// Number of files.

@@ -9,8 +9,9 @@ use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
 use super::walk::{Entry, walk};
+use crate::build::index::{DataFile, DataFiles, Hash};
 use crate::config::{self, CONFIG_FILE, DataSettings};
-use crate::fsutil::{self, NotRead};
+use crate::fsutil::{self, NotRead, Stamp};
 use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
 use rayon::prelude::*;
@@ -36,8 +37,16 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
-    let (dataset, problems, _) = load_reusing(dir, &|_| None);
+    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default());
     (dataset, problems)
+}
+
+/// What the caller of [`load_reusing`] saw of a file before it is read: its stamp, and what it
+/// already knows of it when it has not changed.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub stamp: Option<Stamp>,
+    pub known: Option<Known>,
 }
 
 /// What an incremental build already knows of a record or sub-document file that has not
@@ -49,13 +58,9 @@ pub struct Known {
     pub hash: blake3::Hash,
 }
 
-/// Like [`load`], asking `known` about each record and sub-document file first (it is called
-/// before the file is read): a file it answers for is not read. Also returns each file's path
-/// relative to `dir` with its hash.
-pub fn load_reusing(
-    dir: &Path,
-    known: &(dyn Fn(&Path) -> Option<Known> + Sync),
-) -> (Dataset, Vec<Problem>, Vec<(String, blake3::Hash)>) {
+/// Like [`load`], asking `seen` about each file first (it is called before the file is read): a
+/// file it knows is not read. Also returns every file with its stamp, hash and name.
+pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
@@ -65,20 +70,29 @@ pub fn load_reusing(
     };
     if let Some(problem) = not_a_data_folder(dir) {
         problems.push(problem);
-        return (dataset, problems, Vec::new());
+        return (dataset, problems, DataFiles::default());
     }
 
-    let mut file_hashes: Vec<(String, blake3::Hash)> = Vec::new();
+    let mut files = DataFiles::default();
     let config_path = dir.join(CONFIG_FILE);
-    read_config(&config_path, &mut dataset, &mut file_hashes, &mut problems);
+    read_config(&config_path, seen, &mut dataset, &mut files, &mut problems);
 
     let entries = walk(dir, &mut problems);
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
-    let loaded: Vec<Loaded> =
-        entries.into_par_iter().map(|entry| reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit))).collect();
-    let parsed = sort_out(dir, loaded, &mut file_hashes, &mut problems);
+    let loaded: Vec<(Loaded, Option<Stamp>)> = entries
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|entry| {
+            let file = match &entry {
+                Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
+            };
+            let Seen { stamp, known } = seen(file);
+            (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
+        })
+        .collect();
+    let parsed = sort_out(dir, loaded, &mut files, &mut problems);
 
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
@@ -92,10 +106,10 @@ pub fn load_reusing(
              (the format: docs/data.md)",
         ));
     }
-    file_hashes.sort_by(|a, b| a.0.cmp(&b.0));
-    dataset.data_hash = combine_hashes(&file_hashes);
+    files.finish();
+    dataset.data_hash = files.combined_hash();
     problems.sort();
-    (dataset, problems, file_hashes)
+    (dataset, problems, files)
 }
 
 /// The problem with `dir` when it is missing or not a folder.
@@ -114,14 +128,16 @@ fn not_a_data_folder(dir: &Path) -> Option<Problem> {
 /// Reads the settings file at `config_path` into `dataset`, when there is one, and checks them.
 fn read_config(
     config_path: &Path,
+    seen: &(dyn Fn(&Path) -> Seen + Sync),
     dataset: &mut Dataset,
-    file_hashes: &mut Vec<(String, blake3::Hash)>,
+    files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) {
     if config_path.exists() {
+        let stamp = seen(config_path).stamp.unwrap_or(UNKNOWN);
         match read_settings(config_path) {
             Ok((config, hash)) => {
-                file_hashes.push((CONFIG_FILE.to_string(), hash));
+                files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None });
                 dataset.config = config;
             }
             Err(found) => problems.extend(found),
@@ -140,30 +156,35 @@ struct Parsed {
     subdocs: Vec<(String, i64, SubDoc)>,
 }
 
-/// Sorts the parsed files out by kind, noting each file's hash and every problem found.
+/// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
+const UNKNOWN: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
+
+/// Sorts the parsed files out by kind, noting each file's stamp, hash and name in `files`, and
+/// every problem found.
 fn sort_out(
     dir: &Path,
-    loaded: Vec<Loaded>,
-    file_hashes: &mut Vec<(String, blake3::Hash)>,
+    loaded: Vec<(Loaded, Option<Stamp>)>,
+    files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) -> Parsed {
     let mut parsed = Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: Vec::new() };
-    for item in loaded {
+    files.reserve(loaded.len());
+    for (item, stamp) in loaded {
         match item {
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
-                file_hashes.push((fsutil::relative(dir, &record.file), hash));
+                files.insert(&fsutil::relative(dir, &record.file), data_file(stamp, hash, record.name.as_ref()));
                 if found.is_empty() {
                     parsed.records.entry(segment).or_default().push(record);
                 }
                 problems.extend(found);
             }
             Loaded::Order { segment, file, value, hash } => {
-                file_hashes.push((fsutil::relative(dir, &file), hash));
+                files.insert(&fsutil::relative(dir, &file), data_file(stamp, hash, None));
                 parsed.orders.insert(segment, (file, value));
             }
             Loaded::SubDoc { segment, id, subdoc, hash } => {
-                file_hashes.push((fsutil::relative(dir, &subdoc.file), hash));
+                files.insert(&fsutil::relative(dir, &subdoc.file), data_file(stamp, hash, None));
                 parsed.subdocs.push((segment, id, subdoc));
             }
         }
@@ -225,38 +246,27 @@ fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Prob
     }
 }
 
-/// What `known` says of an entry, as loading it would give (order files are always read).
-fn reuse(entry: &Entry, known: &(dyn Fn(&Path) -> Option<Known> + Sync)) -> Option<Loaded> {
+fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&String>) -> DataFile {
+    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned() }
+}
+
+/// What is `known` of an entry, as loading it would give (order files are always read).
+fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
     match entry {
-        Entry::Record { segment, id, file } => known(file).map(|k| Loaded::Record {
+        Entry::Record { segment, id, file } => known.map(|k| Loaded::Record {
             segment: segment.clone(),
             record: Record { id: *id, name: k.name, file: file.clone(), subdocs: Vec::new() },
             hash: k.hash,
             problems: Vec::new(),
         }),
-        Entry::SubDoc { segment, id, name, file } => known(file).map(|k| Loaded::SubDoc {
+        Entry::SubDoc { segment, id, name, file } => known.map(|k| Loaded::SubDoc {
             segment: segment.clone(),
             id: *id,
             subdoc: SubDoc { name: name.clone(), file: file.clone() },
             hash: k.hash,
         }),
-        Entry::Order { file, .. } => {
-            known(file);
-            None
-        }
+        Entry::Order { .. } => None,
     }
-}
-
-/// Combines the hashes of a data folder's files (path relative to the folder, content hash)
-/// into one hash of the data.
-fn combine_hashes(file_hashes: &[(String, blake3::Hash)]) -> String {
-    let mut hasher = blake3::Hasher::new();
-    for (path, hash) in file_hashes {
-        hasher.update(path.as_bytes());
-        hasher.update(b"\0");
-        hasher.update(hash.as_bytes());
-    }
-    hasher.finalize().to_hex().to_string()
 }
 
 /// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is

@@ -16,26 +16,22 @@
 use crate::fsutil;
 use crate::fsutil::Stamp;
 use anyhow::{Context, Result};
-use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 /// The folder of a tree, open, for changes and reads relative to it.
 pub struct TreeDir {
     path: PathBuf,
     root: OwnedFd,
-    /// Folders (relative paths) already found to be real folders, not links.
-    real_dirs: RwLock<HashSet<String>>,
 }
 
 impl TreeDir {
     /// Opens the tree's folder (a link to it is followed: see the module's doc).
     pub fn open(path: &Path) -> Result<TreeDir> {
         let file = std::fs::File::open(path).with_context(|| format!("cannot open the folder {}", path.display()))?;
-        Ok(TreeDir { path: path.to_path_buf(), root: OwnedFd::from(file), real_dirs: Default::default() })
+        Ok(TreeDir { path: path.to_path_buf(), root: OwnedFd::from(file) })
     }
 
     /// The tree's folder.
@@ -46,17 +42,58 @@ impl TreeDir {
     /// The stamp of the regular file at `rel`, when every folder on its way is a real folder
     /// and it is a regular file itself (no link followed).
     pub fn stamp(&self, rel: &str) -> Option<Stamp> {
-        self.real_parents(rel).then(|| Stamp::of_file(&self.path.join(rel))).flatten()
+        let fd = self.open_beneath(rel, libc::O_PATH).ok()?;
+        let meta = std::fs::File::from(fd).metadata().ok()?;
+        meta.file_type().is_file().then(|| Stamp::of(&meta))
     }
 
     /// The bytes of the regular file at `rel` (at most `limit`), found as [`TreeDir::stamp`]
     /// finds it.
     pub fn read(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
-        if !self.real_parents(rel) {
+        // Non-blocking: a FIFO put in a file's place does not wait for a writer.
+        let file = std::fs::File::from(self.open_beneath(rel, libc::O_RDONLY | libc::O_NONBLOCK).ok()?);
+        let meta = file.metadata().ok()?;
+        if !meta.file_type().is_file() || meta.len() > limit {
             return None;
         }
-        let file = fsutil::open_regular_file(&self.path.join(rel), limit, true).ok()?;
         fsutil::read_bounded(file, limit).ok()
+    }
+
+    /// Opens `rel` below the tree's folder without following a link anywhere on the way: with
+    /// `openat2` (Linux 5.6 and later), one call that refuses any link and any step outside
+    /// the tree; else folder by folder, each opened with `O_NOFOLLOW`.
+    fn open_beneath(&self, rel: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let name = cstring(rel)?;
+        // SAFETY: `open_how` is plain data; every field is set below.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = flags as u64;
+        how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH;
+        // SAFETY: a valid NUL-terminated path, an open folder descriptor and an `open_how` of
+        // the size given.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.root.as_raw_fd(),
+                name.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(e);
+        }
+        let (dirs, name) = self.walk(rel, false)?.ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
+        // SAFETY: a valid NUL-terminated name and an open folder descriptor.
+        let fd = check(unsafe { libc::openat(parent, cstring(name)?.as_ptr(), flags) })?;
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
     /// Renames the file `from` (outside the tree) to `rel` in the tree, making the folders on
@@ -143,24 +180,6 @@ impl TreeDir {
             dirs.push(opened);
         }
         Ok(Some((dirs, name)))
-    }
-
-    /// True when every folder on the way to `rel` is a real folder, not a link (each checked
-    /// once, by `lstat`).
-    fn real_parents(&self, rel: &str) -> bool {
-        for (end, _) in rel.match_indices('/') {
-            let dir = &rel[..end];
-            if self.real_dirs.read().is_ok_and(|known| known.contains(dir)) {
-                continue;
-            }
-            if !std::fs::symlink_metadata(self.path.join(dir)).is_ok_and(|m| m.file_type().is_dir()) {
-                return false;
-            }
-            if let Ok(mut known) = self.real_dirs.write() {
-                known.insert(dir.to_string());
-            }
-        }
-        true
     }
 }
 
