@@ -100,11 +100,15 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
     if problems.is_empty() {
         // References can only be checked once the whole index is known.
         let renderer = render::Renderer { dataset: &dataset, base_url: "", pretty: false };
-        let files: Vec<&Path> = dataset
+        let dataset_ref = &dataset;
+        let files: Vec<std::path::PathBuf> = dataset
             .resources
-            .values()
-            .flat_map(|r| &r.records)
-            .flat_map(|r| std::iter::once(r.file.as_path()).chain(r.subdocs.iter().map(|s| s.file.as_path())))
+            .iter()
+            .flat_map(|(segment, resource)| resource.records.iter().map(move |r| (segment, r)))
+            .flat_map(|(segment, r)| {
+                let subdocs = r.subdocs.iter().map(move |s| dataset_ref.subdoc_file(segment, r.id, &s.name));
+                std::iter::once(dataset_ref.record_file(segment, r.id)).chain(subdocs)
+            })
             .collect();
         use rayon::prelude::*;
         problems = files.par_iter().filter_map(|f| renderer.render_file(f).err()).flatten().collect();
@@ -146,7 +150,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
         return Ok(summary(write::WriteReport::default(), true));
     }
     let outputs = plan::plan(dataset, &settings);
-    let rendering = Rendering::new(data, dataset, &settings, &previous, decision, &loaded.files);
+    let rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
     timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
@@ -318,7 +322,6 @@ fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &inde
 struct Rendering<'d> {
     renderer: render::TreeRenderer<'d>,
     dataset: &'d load::Dataset,
-    data: &'d Path,
     /// In a partial build: the data files whose hash changed, and the lists whose entries did.
     partial: Option<(HashSet<String>, HashSet<String>)>,
 }
@@ -328,14 +331,13 @@ impl<'d> Rendering<'d> {
     /// the previous versions of the changed files showed them; when it cannot, every document
     /// is rendered.
     fn new(
-        data: &'d Path,
         dataset: &'d load::Dataset,
         settings: &'d TreeSettings,
         previous: &PreviousBuild,
         decision: Decision<'_>,
         files: &index::DataFiles,
     ) -> Rendering<'d> {
-        let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, data, partial: None };
+        let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, partial: None };
         let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
         let changed: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
         let renderer = render::TreeRenderer::new(dataset, settings);
@@ -348,11 +350,7 @@ impl<'d> Rendering<'d> {
             .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
             .map(|(segment, _)| segment)
             .collect();
-        Rendering { renderer, dataset, data, partial: Some((changed, lists_changed)) }
-    }
-
-    fn is_changed(&self, changed: &HashSet<String>, file: &Path) -> bool {
-        changed.contains(&fsutil::relative(self.data, file))
+        Rendering { renderer, dataset, partial: Some((changed, lists_changed)) }
     }
 }
 
@@ -363,10 +361,13 @@ impl write::Documents for Rendering<'_> {
         match output.content {
             plan::Content::Root | plan::Content::Meta => true,
             plan::Content::Record { segment, index } => {
-                self.is_changed(changed, &resources[segment].records[index].file)
+                let id = resources[segment].records[index].id;
+                changed.contains(&index::Place { segment, kind: None, id }.data_file())
             }
             plan::Content::SubDoc { segment, index, subdoc } => {
-                self.is_changed(changed, &resources[segment].records[index].subdocs[subdoc].file)
+                let record = &resources[segment].records[index];
+                let kind = Some(record.subdocs[subdoc].name.as_str());
+                changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
         }

@@ -3,7 +3,7 @@
 
 use crate::config::DataSettings;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The whole data folder, indexed.
 #[derive(Debug)]
@@ -31,12 +31,13 @@ pub struct Resource {
     pub shadowed: HashSet<i64>,
 }
 
-/// One record: where it is and how it is reached.
+/// One record: how it is reached. Its file is `<data>/<segment>/<id>.json` (see
+/// [`Dataset::record_file`]): derived, not held, as a million records would need a hundred MB
+/// of paths.
 #[derive(Debug)]
 pub struct Record {
     pub id: i64,
     pub name: Option<String>,
-    pub file: PathBuf,
     /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
     pub subdocs: Vec<SubDoc>,
 }
@@ -45,7 +46,16 @@ pub struct Record {
 #[derive(Debug)]
 pub struct SubDoc {
     pub name: String,
-    pub file: PathBuf,
+}
+
+/// The file of the record `id` of `segment` in the data folder `dir`.
+pub fn record_file(dir: &Path, segment: &str, id: i64) -> PathBuf {
+    dir.join(segment).join(format!("{id}.json"))
+}
+
+/// The file of the sub-document `name` of the record `id` of `segment` in the data folder `dir`.
+pub fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
+    dir.join(segment).join(id.to_string()).join(format!("{name}.json"))
 }
 
 impl Resource {
@@ -62,6 +72,16 @@ impl Resource {
 }
 
 impl Dataset {
+    /// The file of the record `id` of `segment`.
+    pub fn record_file(&self, segment: &str, id: i64) -> PathBuf {
+        record_file(&self.dir, segment, id)
+    }
+
+    /// The file of the sub-document `name` of the record `id` of `segment`.
+    pub fn subdoc_file(&self, segment: &str, id: i64, name: &str) -> PathBuf {
+        subdoc_file(&self.dir, segment, id, name)
+    }
+
     /// Number of records across all resources.
     pub fn record_count(&self) -> usize {
         self.resources.values().map(|r| r.records.len()).sum()

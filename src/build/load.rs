@@ -9,7 +9,7 @@ use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
 use super::walk::{Entry, walk};
-use crate::build::index::{DataFile, DataFiles, Hash};
+use crate::build::index::{DataFile, DataFiles, Hash, Place};
 use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::fsutil::{self, NotRead, Stamp};
 use crate::json::{parse_json, read_data_file};
@@ -173,7 +173,8 @@ fn sort_out(
         match item {
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
-                files.insert(&fsutil::relative(dir, &record.file), data_file(stamp, hash, record.name.as_ref()));
+                let rel = Place { segment: &segment, kind: None, id: record.id }.data_file();
+                files.insert(&rel, data_file(stamp, hash, record.name.as_ref()));
                 if found.is_empty() {
                     parsed.records.entry(segment).or_default().push(record);
                 }
@@ -184,7 +185,8 @@ fn sort_out(
                 parsed.orders.insert(segment, (file, value));
             }
             Loaded::SubDoc { segment, id, subdoc, hash } => {
-                files.insert(&fsutil::relative(dir, &subdoc.file), data_file(stamp, hash, None));
+                let rel = Place { segment: &segment, kind: Some(&subdoc.name), id }.data_file();
+                files.insert(&rel, data_file(stamp, hash, None));
                 parsed.subdocs.push((segment, id, subdoc));
             }
         }
@@ -203,7 +205,7 @@ fn index_resources(
 ) {
     for (segment, mut list) in records {
         list.sort_by_key(|r| r.id);
-        let shadowed = check_unique_names(&segment, &list, &dataset.config, problems);
+        let shadowed = check_unique_names(&dataset.dir, &segment, &list, &dataset.config, problems);
         if let Some((file, order)) = orders.remove(&segment) {
             list = apply_order(&file, order, list, problems);
         }
@@ -224,7 +226,7 @@ fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>
         match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
             Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
             None => problems.push(Problem::whole(
-                &subdoc.file,
+                &dataset.subdoc_file(&segment, id, &subdoc.name),
                 format!(
                     "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
                 ),
@@ -253,16 +255,16 @@ fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&String>) ->
 /// What is `known` of an entry, as loading it would give (order files are always read).
 fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
     match entry {
-        Entry::Record { segment, id, file } => known.map(|k| Loaded::Record {
+        Entry::Record { segment, id, .. } => known.map(|k| Loaded::Record {
             segment: segment.clone(),
-            record: Record { id: *id, name: k.name, file: file.clone(), subdocs: Vec::new() },
+            record: Record { id: *id, name: k.name, subdocs: Vec::new() },
             hash: k.hash,
             problems: Vec::new(),
         }),
-        Entry::SubDoc { segment, id, name, file } => known.map(|k| Loaded::SubDoc {
+        Entry::SubDoc { segment, id, name, .. } => known.map(|k| Loaded::SubDoc {
             segment: segment.clone(),
             id: *id,
-            subdoc: SubDoc { name: name.clone(), file: file.clone() },
+            subdoc: SubDoc { name: name.clone() },
             hash: k.hash,
         }),
         Entry::Order { .. } => None,
@@ -334,7 +336,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
             Ok(head) => {
                 let mut problems = Vec::new();
                 let name = check_record(&file, id, &head, &mut problems);
-                Loaded::Record { segment, record: Record { id, name, file, subdocs: Vec::new() }, hash, problems }
+                Loaded::Record { segment, record: Record { id, name, subdocs: Vec::new() }, hash, problems }
             }
         },
         Entry::Order { segment, file } => match parse_json(&file, &bytes) {
@@ -344,7 +346,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
         Entry::SubDoc { segment, id, name, file } => {
             let checked = check_syntax(&bytes).map_err(|_| parse_json(&file, &bytes).err());
             match checked {
-                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name, file }, hash },
+                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name }, hash },
                 Err(problem) => Loaded::Failed(problem.unwrap_or_else(|| Problem::whole(&file, "invalid JSON"))),
             }
         }

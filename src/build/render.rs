@@ -282,12 +282,14 @@ impl<'a> TreeRenderer<'a> {
             }
             Content::Meta => Ok(self.meta.clone()),
             Content::Record { segment, index } => {
-                let file = &dataset.resources[segment].records[index].file;
-                self.records.render_file_observed(file, |value| self.observe(segment, None, value))
+                let file = dataset.record_file(segment, dataset.resources[segment].records[index].id);
+                self.records.render_file_observed(&file, |value| self.observe(segment, None, value))
             }
             Content::SubDoc { segment, index, subdoc } => {
-                let sub = &dataset.resources[segment].records[index].subdocs[subdoc];
-                self.records.render_file_observed(&sub.file, |value| self.observe(segment, Some(&sub.name), value))
+                let record = &dataset.resources[segment].records[index];
+                let sub = &record.subdocs[subdoc];
+                let file = dataset.subdoc_file(segment, record.id, &sub.name);
+                self.records.render_file_observed(&file, |value| self.observe(segment, Some(&sub.name), value))
             }
             Content::Page { segment, page } => {
                 let list_url = layout::list_url(&self.options.base_url, segment);

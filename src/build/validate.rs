@@ -190,6 +190,7 @@ pub(crate) fn check_record(file: &Path, file_id: i64, head: &Head, problems: &mu
 /// declares shared. Returns the ids of records whose name path belongs to another record: a
 /// shared name's path serves the lowest id that carries it (`records` is sorted by id).
 pub(crate) fn check_unique_names(
+    dir: &Path,
     segment: &str,
     records: &[Record],
     config: &DataSettings,
@@ -208,13 +209,13 @@ pub(crate) fn check_unique_names(
             continue;
         }
         problems.push(Problem::new(
-            &record.file,
+            &super::dataset::record_file(dir, segment, record.id),
             "$.name",
             format!(
                 "duplicate name {name:?}: {} has it too; names are unique within a resource. If the records \
                  share it on purpose, declare it in {CONFIG_FILE}: \"shared_names\": {{\"{segment}\": [{name:?}]}} \
                  ({API_PREFIX}{segment}/{name}/ then serves the lowest id, {})",
-                owner.file.display(),
+                super::dataset::record_file(dir, segment, owner.id).display(),
                 owner.id
             ),
         ));
@@ -326,7 +327,7 @@ mod tests {
     }
 
     fn record(id: i64) -> Record {
-        Record { id, name: None, file: PathBuf::from(format!("{id}.json")), subdocs: Vec::new() }
+        Record { id, name: None, subdocs: Vec::new() }
     }
 
     #[test]
