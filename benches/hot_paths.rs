@@ -42,11 +42,11 @@ fn main() {
     println!("{:<52} {:>10} {:>10} {:>10}", "ns per operation", "min", "median", "max");
 
     // The largest record of the default data: the most references to check and rewrite.
+    let all = &dataset;
     let largest: PathBuf = dataset
         .resources
-        .values()
-        .flat_map(|r| &r.records)
-        .map(|r| r.file.clone())
+        .iter()
+        .flat_map(|(segment, r)| r.records.iter().map(move |r| all.record_file(segment, r.id)))
         .max_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .expect("a record");
     let size = std::fs::metadata(&largest).unwrap().len();

@@ -298,7 +298,6 @@ pub(crate) fn apply_order(file: &Path, order: Value, records: Vec<Record>, probl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     /// The problems `check_record` finds in `text`, as `location: message`, and the name.
     fn check(file_id: i64, text: &str) -> (Vec<String>, Option<String>) {
