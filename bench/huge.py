@@ -12,7 +12,7 @@ Steps, each with its seconds and peak RSS (`wait4`):
    generator's tree is removed;
 3. a fresh `gen build` into an empty folder, `cp -r` of its output (then removed at once);
 4. an unchanged rebuild, cold (kernel caches dropped first) and warm (HUGE_WARM runs, default 3,
-   fewer when one takes over HUGE_WARM_BUDGET seconds, default 120), median of the warm runs;
+   fewer once they have taken HUGE_WARM_BUDGET seconds, default 120), median of the warm runs;
 5. a one-record edit (one number of a creature record), cold and warm as above, each warm run
    a new number;
 6. `gen serve`, caches dropped: seconds from start to the first 200 for that record; VmRSS
@@ -23,9 +23,11 @@ Steps, each with its seconds and peak RSS (`wait4`):
    one-record edit in the data folder to the first answer that shows it.
 
 The trees are target/bench/huge-out and huge-out-copy; both are removed before the run, the
-copy right after it is timed, the tree at the end (HUGE_KEEP_TREE=1 keeps it). The edited record is restored at the end (the tree then
-holds the last edit). A step that fails (a server that exits, an answer that never comes)
-is recorded as failed with its reason, and the run goes on.
+copy right after it is timed, the tree at the end (HUGE_KEEP_TREE=1 keeps it). HUGE_SKIP_CP=1
+leaves the copy out (it needs more inodes than the tree). The edited record is restored at the
+end. A server step that fails (a server that exits, an answer that never comes within
+HUGE_SERVE_TIMEOUT seconds, default 3600) is recorded with its reason and the run goes on; a
+build that fails ends the run with its message.
 """
 
 import json
@@ -87,16 +89,18 @@ def room(records, importing, copy=True):
 
 
 def check_room(records, importing):
+    """Refuses to start when the disk has too few free inodes for the run (see room)."""
     log(subprocess.run(["df", "-i", str(WORK)], capture_output=True, text=True).stdout.strip())
-    need, free = room(records, importing), free_inodes()
+    copy = not os.environ.get("HUGE_SKIP_CP")
+    need, free = room(records, importing, copy), free_inodes()
     if free < need:
-        without_cp = room(records, importing, copy=False)
+        what = "the generator's tree and the import, then " if importing else ""
+        what += f"the tree ({TREE_INODES} inodes a record)" + (f" and its cp -r copy ({COPY_INODES})" if copy else "")
+        skip = f"; HUGE_SKIP_CP=1 leaves the cp -r step out (about {room(records, importing, False):,} needed then)" if copy else ""
         raise SystemExit(
-            f"not enough free inodes on {WORK}: {free:,} free, about {need:,} needed for {records:,} records "
-            f"({'generating and importing the data, then ' if importing else ''}the tree, {TREE_INODES} inodes a record, "
-            f"and its cp -r copy, {COPY_INODES}). Remove old trees (target/bench/huge-*, other 1M trees), or point "
-            f"HUGE_DATA at an imported data folder, or set HUGE_RECORDS lower; HUGE_SKIP_CP=1 leaves the cp -r step out "
-            f"(needs about {without_cp:,})."
+            f"not enough free inodes on {WORK}: {free:,} free, about {need:,} needed for {records:,} records: {what}. "
+            f"Remove old trees (target/bench/huge-*, other large trees), point HUGE_DATA at an imported data folder, "
+            f"or set HUGE_RECORDS lower{skip}."
         )
     log(f"room: {free:,} free inodes, about {need:,} needed")
 
