@@ -229,7 +229,9 @@ def builds(data, out, record, figures, notes):
         t = timed(["cp", "-r", str(out), str(copy)])[0]
         figures["cp -r (s)"] = t
         figures["fresh build / cp -r"] = figures["fresh build (s)"] / t
+        started = time.perf_counter()
         remove(copy)
+        figures["rm -rf of the copy (s, not a target)"] = time.perf_counter() - started
     cold_and_warm(build, lambda: None, "unchanged", figures, notes)
     edits = iter(range(1, 1000))
     cold_and_warm(build, lambda: edit_one_number(record, next(edits)), "one-record edit", figures, notes)
