@@ -33,7 +33,7 @@ when API_DATA is set.
 Targets: on the real published tree (API_DATA), `ditto transform` / `gen build` >= 3 and
 `gen build` / `cp -r` <= 1.0; on the synthetic tree, the older >= 2.5 and <= 1.5. Issue 21, on
 the published tree: one record changed / fresh build <= 0.05 (medians of the rounds) and under
-0.5 s; gen serve's RSS after the crawl <= 200 MB.
+0.5 s; gen serve's RSS after the crawl <= 200 MB; gen serve / nginx >= 1.0 (the synthetic: 0.8).
 """
 
 import json
@@ -397,8 +397,9 @@ def build_tables(build, memory, real):
     return ratios
 
 
-def serve_tables(serve, latency, startup, paths, size, report):
-    """Prints the wrk rounds, the ratios against nginx and the startup figures."""
+def serve_tables(serve, latency, startup, paths, size, report, real):
+    """Prints the wrk rounds, the ratios against nginx (on the published tree, issue 21 asks
+    for no worse than the 1.0 measured before it) and the startup figures."""
     rows = [("serve (requests/s, wrk -t2 -c64)", "min", "median", "max", "p99 ms (med)")]
     for (label, server), values in serve.items():
         rows.append((f"{label}: {server}", *(f"{v:.0f}" for v in stats(values)), f"{statistics.median(latency[(label, server)]):.2f}"))
@@ -408,7 +409,7 @@ def serve_tables(serve, latency, startup, paths, size, report):
     for label in paths:
         if (label, "nginx") in serve:
             ratio = statistics.median(serve[(label, "gen serve")]) / statistics.median(serve[(label, "nginx")])
-            rows.append((label, f"{ratio:.2f}", ">= 0.8"))
+            rows.append((label, f"{ratio:.2f}", ">= 1.0" if real else ">= 0.8"))
             report[f"serve ratio: {label}"] = ratio
     pre = statistics.median(serve[("precomputed page (limit=50, offset=100)", "gen serve")])
     comp = statistics.median(serve[("computed page (limit=37, offset=101)", "gen serve")])
@@ -455,7 +456,7 @@ def main():
     real = bool(os.environ.get("API_DATA"))
     report.update({"build": build, "memory": memory, "ratios": build_tables(build, memory, real) if build else {}})
     if only not in ("build", "crawl"):
-        serve_tables(*bench_serve(tree), size, report)
+        serve_tables(*bench_serve(tree), size, report, real)
     if only != "build":
         crawl, documents = bench_crawl(tree)
         crawl_table(crawl, documents, real)
