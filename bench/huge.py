@@ -72,8 +72,19 @@ TARGETS = {  # figure: (target as text, test)
 
 
 def remove(path):
-    """`rm -rf`: much faster than shutil.rmtree on millions of files."""
-    subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True)
+    """Removes a large tree with 8 `rm -rf` at once, over the entries a few levels down (on this
+    disk about 5 times as fast as one `rm -rf`, itself much faster than shutil.rmtree)."""
+    frontier = [str(path)] if os.path.lexists(path) else []
+    for _ in range(4):
+        if len(frontier) >= 64:
+            break
+        below = []
+        for entry in frontier:
+            is_folder = os.path.isdir(entry) and not os.path.islink(entry)
+            below += [os.path.join(entry, name) for name in os.listdir(entry)] if is_folder else [entry]
+        frontier = below
+    subprocess.run(["xargs", "-0", "-r", "-P", "8", "-n", "1000", "rm", "-rf", "--"], input="\0".join(frontier).encode(), check=True)
+    subprocess.run(["rm", "-rf", str(path)], check=True)
 
 
 def free_inodes():
@@ -231,7 +242,7 @@ def builds(data, out, record, figures, notes):
         figures["fresh build / cp -r"] = figures["fresh build (s)"] / t
         started = time.perf_counter()
         remove(copy)
-        figures["rm -rf of the copy (s, not a target)"] = time.perf_counter() - started
+        figures["removing the copy (s, not a target)"] = time.perf_counter() - started
     cold_and_warm(build, lambda: None, "unchanged", figures, notes)
     edits = iter(range(1, 1000))
     cold_and_warm(build, lambda: edit_one_number(record, next(edits)), "one-record edit", figures, notes)

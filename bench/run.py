@@ -47,6 +47,9 @@ import sys
 import time
 from pathlib import Path
 
+import load
+from load import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "target" / "bench"
 GEN = ROOT / "target" / "release" / "gen"
@@ -204,12 +207,6 @@ def bench_build(ditto, src, kind):
     return results, {"peak RSS of gen build (MB)": [m / 1024 for m in rss]}, out
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_gen(tree):
     proc = subprocess.Popen(
         [str(GEN), "serve", "--quiet", "--keep-urls", "--dir", str(tree), "--addr", "127.0.0.1:0"],
@@ -304,9 +301,6 @@ def targets(tree):
 def bench_crawl(tree):
     """ROUNDS times: a fresh `gen serve`, every document of the manifest asked once, its memory
     after."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import load
-
     urls = load.manifest_urls(tree)
     probe = next(u for u in urls if re.fullmatch(r"/api/v2/[a-z0-9-]+/\d+/", u))
     crawl = {"RSS after start (MB)": [], "RSS after the crawl (MB)": [], "peak RSS, VmHWM (MB)": [], "requests/s (4 Python clients)": []}
@@ -428,8 +422,7 @@ def serve_tables(serve, latency, startup, paths, size, report, real):
 
 
 def run_huge():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import huge
+    import huge  # it imports this file's helpers
 
     huge.main()
 
