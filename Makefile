@@ -32,9 +32,12 @@ test:
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet
 
-## bench: build and serve benchmarks against cp -r, ditto and nginx (see BENCHMARKS.md);
-## API_DATA=<path> uses the real published tree and adds gen publish against aws s3 sync on a
-## local SeaweedFS (alone: python3 bench/run.py publish), HUGE=1 adds the 1M-record memory run
+## bench: build and serve benchmarks against cp -r, ditto and nginx, and gen serve's memory after
+## asking for every document once (see BENCHMARKS.md); API_DATA=<path> uses the real published tree
+## and adds gen publish against aws s3 sync on a local SeaweedFS (alone: python3 bench/run.py publish);
+## ONLY=build|serve|crawl runs one part. HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
+## and warm, cp -r, gen serve, --watch; checks df -i first), ONLY=huge runs it alone;
+## HUGE_DATA=<imported data folder> reuses one, HUGE_RECORDS=<n> tries it at another size
 bench:
 	API_DATA="$(API_DATA)" python3 bench/run.py
 
