@@ -20,13 +20,14 @@ pub(crate) fn is_ignored(name: &str) -> bool {
 }
 
 /// Walks the data folder and classifies every file by its place; anything else is a problem.
+/// Entries come in the order the file system lists them (not sorted: a folder of a million
+/// records would take a second to sort, and every later step sorts what it needs).
 pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
     let mut entries = Vec::new();
     let walker = walkdir::WalkDir::new(dir)
         .min_depth(1)
         .max_depth(3)
         .follow_links(true)
-        .sort_by_file_name()
         .into_iter()
         .filter_entry(|entry| entry.depth() == 0 || !is_ignored(&entry.file_name().to_string_lossy()));
     for item in walker {
