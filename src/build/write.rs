@@ -18,8 +18,8 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Counts documents as they are written, for a progress display.
 #[derive(Debug, Default)]
@@ -151,6 +151,14 @@ impl<'a, 'o> Docs<'a, 'o> {
         planned.chain(self.late.iter().map(|paths| Doc::Late(paths)))
     }
 
+    /// The `i`-th document of [`Docs::all`].
+    fn doc(&self, i: usize) -> Doc<'_, 'o> {
+        match self.outputs.get(i) {
+            Some(output) => Doc::Planned(output),
+            None => Doc::Late(&self.late[i - self.outputs.len()]),
+        }
+    }
+
     fn paths(&self, doc: Doc<'_, 'o>) -> Vec<String> {
         match doc {
             Doc::Planned(output) => output.paths(self.dataset),
@@ -221,7 +229,12 @@ fn stage_documents(
 ) -> Result<Vec<Placed>> {
     let outputs = docs.outputs;
     progress.total.store(outputs.iter().filter(|o| documents.dirty(o)).count(), Ordering::Relaxed);
-    let results: Vec<Result<Placed, DocumentFailure>> = outputs
+    // Failures are gathered aside, so that the results of a million documents are one vector of
+    // small records, not of `Result`s.
+    let problems: Mutex<Vec<Problem>> = Mutex::default();
+    let error: Mutex<Option<anyhow::Error>> = Mutex::default();
+    let failed = Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false };
+    let placed: Vec<Placed> = outputs
         .par_iter()
         .with_min_len(64)
         .map(|output| {
@@ -229,24 +242,30 @@ fn stage_documents(
             if !documents.dirty(output)
                 && let Some(file) = previous
             {
-                return Ok(Placed { hash: file.hash.0, staged: false, written: 0, from_index: true });
+                return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
             }
-            let bytes = documents.render(output).map_err(DocumentFailure::Problems)?;
-            let paths = output.paths(docs.dataset);
-            let placed = writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)?;
+            let placed = documents.render(output).map_err(DocumentFailure::Problems).and_then(|bytes| {
+                let paths = output.paths(docs.dataset);
+                writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
+            });
             progress.done.fetch_add(1, Ordering::Relaxed);
-            Ok(placed)
+            match placed {
+                Ok(placed) => placed,
+                Err(DocumentFailure::Problems(found)) => {
+                    problems.lock().expect("no panic while writing").extend(found);
+                    failed
+                }
+                Err(DocumentFailure::Error(e)) => {
+                    error.lock().expect("no panic while writing").get_or_insert(e);
+                    failed
+                }
+            }
         })
         .collect();
-    let mut problems = Vec::new();
-    let mut placed = Vec::with_capacity(results.len());
-    for result in results {
-        match result {
-            Ok(output) => placed.push(output),
-            Err(DocumentFailure::Problems(found)) => problems.extend(found),
-            Err(DocumentFailure::Error(e)) => return Err(e),
-        }
+    if let Some(e) = error.into_inner().expect("no panic while writing") {
+        return Err(e);
     }
+    let mut problems = problems.into_inner().expect("no panic while writing");
     if !problems.is_empty() {
         problems.sort();
         return Err(Problems::all(problems).into());
@@ -279,22 +298,22 @@ fn sorted_files<'d>(docs: &'d Docs<'_, '_>, placed: &'d [Placed]) -> impl Iterat
     }
     let mut groups: Vec<(String, Group)> = Vec::new();
     let mut i = 0;
-    let all: Vec<Doc<'_, '_>> = docs.all().collect();
-    while i < all.len() {
-        let segment = match all[i] {
+    let count = docs.outputs.len() + docs.late.len();
+    while i < count {
+        let segment = match docs.doc(i) {
             Doc::Planned(output) => output.content.segment(),
             Doc::Late(_) => None,
         };
         match segment {
             Some(segment) => {
                 let start = i;
-                while i < all.len() && matches!(all[i], Doc::Planned(o) if o.content.segment() == Some(segment)) {
+                while i < count && matches!(docs.doc(i), Doc::Planned(o) if o.content.segment() == Some(segment)) {
                     i += 1;
                 }
                 groups.push((format!("{}/{segment}/", crate::layout::API_ROOT), Group::Resource(start..i)));
             }
             None => {
-                for path in docs.paths(all[i]) {
+                for path in docs.paths(docs.doc(i)) {
                     groups.push((path.clone(), Group::Path(path, placed[i].hash)));
                 }
                 i += 1;
@@ -548,6 +567,7 @@ struct TreeWriter<'w> {
 }
 
 /// One document, placed at all its paths.
+#[derive(Clone, Copy)]
 struct Placed {
     hash: blake3::Hash,
     /// True when its new bytes are in the staging folder.
