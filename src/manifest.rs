@@ -125,25 +125,24 @@ impl Manifest {
         Ok((bytes, manifest))
     }
 
-    /// Reads the manifest of the tree in `dir` as it streams from disk, never holding its bytes
-    /// or its list of files: each listed file is handed to `on_file` (path, hash) in the order
-    /// written, and what is returned is the manifest without files, with the BLAKE3 hash of its
-    /// bytes (to tell a new build from the one in hand). An error of `on_file` ends the read.
-    pub fn stream(
+    /// Reads the manifest of the tree in `dir` without building its list of files: each listed
+    /// file is handed to `on_file` (path, hash) in the order written, and what is returned is
+    /// the manifest without files, with the BLAKE3 hash of its bytes (to tell a new build from
+    /// the one in hand). The bytes are held once, while they are parsed (parsing from memory is
+    /// three times as fast as from a reader: a tree of a million records has a manifest of
+    /// about 400 MB). An error of `on_file` ends the read.
+    pub fn read_each_file(
         dir: &Path,
         mut on_file: impl FnMut(&str, blake3::Hash) -> std::result::Result<(), String>,
     ) -> Result<(Manifest, blake3::Hash)> {
         let path = manifest_path(dir)?;
-        let file =
-            crate::fsutil::open_regular_file(&path, MAX_MANIFEST_BYTES, false).map_err(|e| not_read(dir, &path, e))?;
-        let mut reader =
-            Hashing { inner: std::io::Read::take(file, MAX_MANIFEST_BYTES + 1), hasher: blake3::Hasher::new() };
-        let mut json = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, &mut reader));
+        let bytes = crate::fsutil::read_regular_file(&path, MAX_MANIFEST_BYTES).map_err(|e| not_read(dir, &path, e))?;
+        let mut json = serde_json::Deserializer::from_slice(&bytes);
         let manifest = serde::Deserializer::deserialize_map(&mut json, Streamed { on_file: &mut on_file })
             .and_then(|manifest| json.end().map(|()| manifest))
             .with_context(|| not_ours(&path))?;
         check_format(&path, &manifest.settings)?;
-        Ok((manifest, reader.hasher.finalize()))
+        Ok((manifest, blake3::hash(&bytes)))
     }
 
     /// Parses a manifest: its settings and the rest are read as two views of the same bytes
@@ -228,24 +227,7 @@ fn check_format(path: &Path, settings: &TreeSettings) -> Result<()> {
     Ok(())
 }
 
-/// A reader that hashes what is read through it.
-struct Hashing<R> {
-    inner: R,
-    hasher: blake3::Hasher,
-}
-
-impl<R: std::io::Read> std::io::Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if self.hasher.count() + n as u64 > MAX_MANIFEST_BYTES {
-            return Err(std::io::Error::other(format!("larger than {} MB", MAX_MANIFEST_BYTES >> 20)));
-        }
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// The manifest's top level, read by [`Manifest::stream`]: `files` goes to `on_file` entry by
+/// The manifest's top level, read by [`Manifest::read_each_file`]: `files` goes to `on_file` entry by
 /// entry, `resources` is kept, everything else is the settings.
 struct Streamed<'f, F> {
     on_file: &'f mut F,
@@ -411,22 +393,22 @@ mod tests {
         let read = Manifest::from_bytes(&manifest.to_bytes()).unwrap();
         assert_eq!(read, manifest);
 
-        // streamed: the same settings, resources and files, and the hash of the bytes
+        // read file by file: the same settings, resources and files, and the hash of the bytes
         let dir = std::env::temp_dir().join(format!("gen-manifest-stream-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(MANIFEST_FILE), manifest.to_bytes()).unwrap();
         let mut files = BTreeMap::new();
-        let (streamed, digest) = Manifest::stream(&dir, |path, hash| {
+        let (streamed, digest) = Manifest::read_each_file(&dir, |path, hash| {
             files.insert(path.to_string(), hash.to_hex().to_string());
             Ok(())
         })
         .unwrap();
         assert_eq!(Manifest { files, ..streamed }, manifest);
         assert_eq!(digest, blake3::hash(&manifest.to_bytes()));
-        let refused = Manifest::stream(&dir, |path, _| Err(format!("no {path}"))).unwrap_err();
+        let refused = Manifest::read_each_file(&dir, |path, _| Err(format!("no {path}"))).unwrap_err();
         assert!(format!("{refused:#}").contains("no a/index.json"), "{refused:#}");
         std::fs::write(dir.join(MANIFEST_FILE), b"{\"files\": {\"a\": \"nothex\"}}").unwrap();
-        let refused = Manifest::stream(&dir, |_, _| Ok(())).unwrap_err();
+        let refused = Manifest::read_each_file(&dir, |_, _| Ok(())).unwrap_err();
         assert!(format!("{refused:#}").contains("not a manifest written by gen"), "{refused:#}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

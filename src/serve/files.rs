@@ -31,18 +31,14 @@ impl Listing {
         self.entries.push((path_key(path), *hash.as_bytes()));
     }
 
-    /// Sorts the listing for lookups; a path listed twice keeps its last hash (as a JSON
-    /// object read into a map does).
-    pub(crate) fn finish(&mut self) {
+    /// Sorts the listing for lookups. A path listed twice (which no build writes) is an error.
+    pub(crate) fn finish(&mut self) -> Result<(), String> {
         use rayon::slice::ParallelSliceMut as _;
-        self.entries.par_sort_by_key(|(key, _)| *key); // stable: the last of equal paths stays last
-        self.entries.dedup_by(|later, earlier| {
-            let same = later.0 == earlier.0;
-            if same {
-                earlier.1 = later.1;
-            }
-            same
-        });
+        self.entries.par_sort_unstable_by_key(|(key, _)| *key);
+        if self.entries.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return Err("lists a file twice, which no build does: rebuild with `gen build`".to_string());
+        }
+        Ok(())
     }
 
     /// The hash the manifest gives `path`, when it lists it.
@@ -158,17 +154,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn listing_finds_what_was_pushed_and_keeps_the_last_of_a_path_listed_twice() {
+    fn listing_finds_what_was_pushed_and_refuses_a_path_listed_twice() {
         let mut listing = Listing::default();
         let (a, b, c) = (blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c"));
-        listing.push("api/v2/x/index.json", a);
         listing.push("api/v2/y/index.json", b);
-        listing.push("api/v2/x/index.json", c);
-        listing.finish();
+        listing.push("api/v2/x/index.json", a);
+        listing.finish().unwrap();
         assert_eq!(listing.len(), 2);
-        assert_eq!(listing.hash_of("api/v2/x/index.json"), Some(c));
+        assert_eq!(listing.hash_of("api/v2/x/index.json"), Some(a));
         assert_eq!(listing.hash_of("api/v2/y/index.json"), Some(b));
         assert_eq!(listing.hash_of("api/v2/z/index.json"), None);
+        listing.push("api/v2/x/index.json", c);
+        assert!(listing.finish().unwrap_err().contains("twice"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The served tree: the manifest of a built tree, held compactly, and its documents read from
 //! disk on first use, kept in a bounded [`Cache`].
 //!
-//! Loading reads only the manifest, streamed ([`Manifest::stream`]): for each file it keeps a
+//! Loading reads only the manifest ([`Manifest::read_each_file`]): for each file it keeps a
 //! key and the hash the manifest records (see [`Listing`]), nothing more. A document is read
 //! when it is first asked for, only at a path the manifest lists and that has the shape of a
 //! tree path, without following links, and served only when its bytes hash to what the
@@ -142,7 +142,7 @@ impl Tree {
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
         let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());
-        let (manifest, digest) = Manifest::stream(dir, |path, hash| {
+        let (manifest, digest) = Manifest::read_each_file(dir, |path, hash| {
             match classify(path) {
                 Key::Refuse => {
                     return Err(format!(
@@ -162,7 +162,7 @@ impl Tree {
             }
             Ok(())
         })?;
-        listing.finish();
+        listing.finish().map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(MANIFEST_FILE).display()))?;
         if listing.hash_of(ROOT_PATH).is_none() {
             bail!("{MANIFEST_FILE} lists no {ROOT_PATH}: rebuild with `gen build`");
         }
