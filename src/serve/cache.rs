@@ -89,6 +89,23 @@ impl Cache {
         generations.admit(key, item, bytes, self.budget / 2);
     }
 
+    /// Counts `bytes` more for the entry under `key` (its gzip body, made after it was held).
+    pub fn charge(&self, key: &Key, bytes: usize) {
+        let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generations = &mut *generations;
+        if let Some((_, held)) = generations.current.get_mut(key) {
+            *held += bytes;
+            generations.current_bytes += bytes;
+            if generations.current_bytes > self.budget / 2 {
+                generations.old = std::mem::take(&mut generations.current);
+                generations.old_bytes = std::mem::replace(&mut generations.current_bytes, 0);
+            }
+        } else if let Some((item, held)) = generations.old.remove(key) {
+            generations.old_bytes -= held;
+            generations.admit(*key, item, held + bytes, self.budget / 2);
+        }
+    }
+
     /// Drops every entry.
     pub fn clear(&self) {
         *self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Generations::default();
@@ -144,6 +161,9 @@ mod tests {
         assert!(cache.get(&key(99)).is_some());
         cache.insert(key(200), doc(7 * 1000), 7 * 1000);
         assert!(cache.get(&key(200)).is_none(), "more than half the budget is not held");
+        let before = cache.usage().0;
+        cache.charge(&key(99), 500);
+        assert_eq!(cache.usage().0, before + 500, "a gzip body made later is counted");
         cache.clear();
         assert_eq!(cache.usage(), (0, 0));
     }

@@ -81,7 +81,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
     };
     match found {
         Ok(Some(doc)) => {
-            let gzip = doc.gzip().is_some() && accepts_gzip(request.accept_encoding);
+            let gzip = accepts_gzip(request.accept_encoding) && tree.gzip_of(&doc).is_some();
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
             Reply::Doc { doc, gzip, not_modified }
         }
@@ -418,6 +418,7 @@ mod tests {
     fn heads() {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
+        doc.compress();
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::Close, "D", &settings);

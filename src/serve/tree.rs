@@ -22,7 +22,7 @@ use crate::paging::{self, LinkStyle, Page};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Trees of at most this many files are checked whole at load (see the module's doc).
 pub const CHECK_AT_LOAD: usize = 100_000;
@@ -31,32 +31,45 @@ pub const CHECK_AT_LOAD: usize = 100_000;
 #[derive(Debug)]
 pub struct Doc {
     pub body: Vec<u8>,
-    /// The body gzip-compressed, when that is smaller.
-    gzip: Option<Vec<u8>>,
+    /// The body gzip-compressed (when that is smaller), once a client has asked for it.
+    gzip: OnceLock<Option<Vec<u8>>>,
     /// Strong ETag of the body: its BLAKE3 hash, quoted.
     pub etag: String,
     /// ETag of the gzip-encoded representation (a different representation needs its own
     /// strong validator): the same hash with `-gz`.
     pub etag_gzip: String,
+    /// Its key in the cache, to count its gzip body there once it is compressed.
+    cached_as: Option<CacheKey>,
 }
 
 impl Doc {
-    /// Prepares a body whose BLAKE3 hash is `hash`, compressing it.
+    /// Prepares a body whose BLAKE3 hash is `hash` (compressed later, see [`Doc::compress`]).
     pub fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
-        let gzip = (body.len() >= MIN_GZIP).then(|| gzip(&body)).filter(|gz| gz.len() < body.len());
         let hash = hash.to_hex();
-        Doc { body, gzip, etag: format!("\"{hash}\""), etag_gzip: format!("\"{hash}-gz\"") }
+        let (etag, etag_gzip) = (format!("\"{hash}\""), format!("\"{hash}-gz\""));
+        Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None }
     }
 
-    /// Prepares a body computed here (hashed and compressed here).
+    /// Prepares a body computed here (hashed here).
     pub fn computed(body: Vec<u8>) -> Doc {
         let hash = blake3::hash(&body);
         Doc::new(body, &hash)
     }
 
-    /// The gzip-compressed body, when it is smaller than the body.
+    /// The gzip-compressed body, once compressed, when it is smaller than the body.
     pub fn gzip(&self) -> Option<&[u8]> {
-        self.gzip.as_deref()
+        self.gzip.get().and_then(|gz| gz.as_deref())
+    }
+
+    /// Compresses the body, once; the bytes this call added (0 when it was done before).
+    pub fn compress(&self) -> usize {
+        let mut added = 0;
+        self.gzip.get_or_init(|| {
+            let gz = (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len());
+            added = gz.as_ref().map_or(0, Vec::len);
+            gz
+        });
+        added
     }
 
     /// Bytes held: the body and its gzip.
@@ -249,10 +262,13 @@ impl Tree {
             return Ok(doc);
         }
         let body = files::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
-        let doc = match rebase(&body, &self.built_base_url, &self.base_url) {
+        let rebased =
+            (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
+        let mut doc = match rebased.flatten() {
             Some(rebased) => Doc::computed(rebased),
             None => Doc::new(body, hash),
         };
+        doc.cached_as = Some(key);
         let doc = Arc::new(doc);
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(doc)
@@ -260,6 +276,15 @@ impl Tree {
 
     fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
         Unserved { path: path.to_string(), detail: why.explain(&self.dir, path) }
+    }
+
+    /// The gzip body of `doc`, compressed now when it was not yet (and counted in the cache).
+    pub fn gzip_of<'d>(&self, doc: &'d Doc) -> Option<&'d [u8]> {
+        let added = doc.compress();
+        if let Some(key) = doc.cached_as.filter(|_| added > 0) {
+            self.cache.charge(&key, added);
+        }
+        doc.gzip()
     }
 
     /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
@@ -280,7 +305,7 @@ impl Tree {
             return Ok(Some(doc));
         }
         let list = self.list(segment, count, &all_path, &all_hash)?;
-        let doc = Arc::new(Doc::computed(render(&list, page, self.links, self.pretty)));
+        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(Some(doc))
     }
@@ -457,9 +482,13 @@ mod tests {
     #[test]
     fn small_bodies_are_not_compressed_and_etags_differ_by_encoding() {
         let doc = Doc::computed(b"{}".to_vec());
+        assert_eq!(doc.compress(), 0);
         assert!(doc.gzip().is_none());
         let body = vec![b'a'; 10_000];
         let big = Doc::new(body.clone(), &blake3::hash(&body));
+        assert!(big.gzip().is_none(), "not compressed until asked");
+        assert!(big.compress() > 0);
+        assert_eq!(big.compress(), 0, "once");
         assert!(big.gzip().unwrap().len() < 1000);
         assert_ne!(big.etag, big.etag_gzip);
         assert_eq!(big.etag, format!("\"{}\"", blake3::hash(&big.body).to_hex()));
