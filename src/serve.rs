@@ -82,7 +82,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
     let rebase = (!options.keep_urls).then_some(origin.as_str());
     let signature = manifest_signature(&options.dir);
     let cache = Arc::new(cache::Cache::new(options.cache_bytes));
-    let tree = load_at_start(&options.dir, &cache, rebase)?;
+    let (tree, to_check) = load_at_start(&options.dir, &cache, rebase)?;
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "http://{addr}")?;
@@ -113,6 +113,10 @@ pub fn run(options: ServeOptions) -> Result<()> {
         rebase: rebase.map(str::to_string),
         loaded: Mutex::new(signature),
     });
+    if let Some(paths) = to_check {
+        let shared = shared.clone();
+        std::thread::Builder::new().name("gen-check".into()).spawn(move || check_at_start(&shared, &paths))?;
+    }
     {
         let shared = shared.clone();
         std::thread::Builder::new().name("gen-reload".into()).spawn(move || poll(&shared))?;
@@ -141,17 +145,37 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
     format!("http://{}", std::net::SocketAddr::new(ip, addr.port()))
 }
 
-/// Loads the tree at start. A build swapping the tree in while it is read makes a load fail
-/// its checks; that is retried for a few seconds before giving up.
-fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<Tree> {
+/// Loads the tree at start (its manifest only: see [`check_at_start`]). A build swapping the
+/// tree in while it is read can make a load fail; that is retried for a few seconds before
+/// giving up.
+fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(Tree, tree::ToCheck)> {
     let mut attempts = 0;
     loop {
-        match Tree::load_rebased(dir, cache.clone(), rebase) {
+        match Tree::load_unchecked(dir, cache.clone(), rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// Checks the tree served from start whole (every file against its hash), while it is served
+/// (each document is checked as it is read anyway), so that the first answer does not wait for
+/// it. A tree that does not match its manifest ends the server (exit status 2) with the file
+/// named, unless a build swaps in a tree that does within two seconds (see [`poll`]).
+fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
+    let first = shared.tree().digest;
+    for attempt in 0.. {
+        if shared.tree().digest != first {
+            return; // a new build was loaded, checked whole
+        }
+        let Err(e) = files::check_all(&shared.dir, paths) else { return };
+        if attempt >= 8 {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+        std::thread::sleep(POLL); // meanwhile the poll loads a new manifest, if one comes
     }
 }
 

@@ -11,8 +11,9 @@
 //!
 //! A tree of at most [`CHECK_AT_LOAD`] files is also checked whole when it is loaded (every
 //! file read and hashed, nothing kept), so that a tree that does not match its manifest (a
-//! build killed mid-commit, a build swapping the tree in while it is read) is refused before
-//! anything of it is served, and the previous tree is served meanwhile.
+//! build killed mid-commit, a build swapping the tree in while it is read) is refused: a
+//! reload before it is swapped in (the previous tree is served meanwhile), the first load
+//! while serving (see [`super::run`]).
 
 use super::cache::{Cache, Item, Key as CacheKey};
 use super::files::{self, Listing, Unservable};
@@ -26,6 +27,9 @@ use std::sync::{Arc, OnceLock};
 
 /// Trees of at most this many files are checked whole at load (see the module's doc).
 pub const CHECK_AT_LOAD: usize = 100_000;
+
+/// The files of a tree still to check whole, with their hashes, when it is small enough.
+pub(crate) type ToCheck = Option<Vec<(String, blake3::Hash)>>;
 
 /// One response body, prepared for every way it is sent.
 #[derive(Debug)]
@@ -152,6 +156,16 @@ impl Tree {
     /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
     /// `base_url` instead (see [`rebase`]), once per document as it is read.
     pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<Tree> {
+        let (tree, to_check) = Tree::load_unchecked(dir, cache, base_url)?;
+        if let Some(paths) = to_check {
+            files::check_all(dir, &paths)?;
+        }
+        Ok(tree)
+    }
+
+    /// [`Tree::load_rebased`] without checking the files: the tree, and the files to check
+    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`files::check_all`]).
+    pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(Tree, ToCheck)> {
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
         let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());
@@ -185,12 +199,9 @@ impl Tree {
                 bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: rebuild with `gen build`");
             }
         }
-        if let Some(paths) = checked {
-            files::check_all(dir, &paths)?;
-        }
         let built_base = manifest.settings.base_url;
         let served_base = base_url.unwrap_or(&built_base).to_string();
-        Ok(Tree {
+        let tree = Tree {
             dir: dir.to_path_buf(),
             listing,
             lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),
@@ -200,7 +211,8 @@ impl Tree {
             base_url: served_base,
             built_base_url: built_base,
             cache,
-        })
+        };
+        Ok((tree, checked))
     }
 
     /// Number of files served.
