@@ -170,7 +170,13 @@ fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
         if shared.tree().digest != first {
             return; // a new build was loaded, checked whole
         }
-        let Err(e) = files::check_all(&shared.dir, paths) else { return };
+        let Err(e) = files::check_all(&shared.dir, paths) else {
+            if !shared.quiet {
+                let shown = crate::fsutil::show_dir(&shared.dir);
+                eprintln!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
+            }
+            return;
+        };
         if attempt >= 8 {
             eprintln!("error: {e:#}");
             std::process::exit(2);

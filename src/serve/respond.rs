@@ -310,8 +310,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        let tree = Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap();
-        tree
+        Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
     }
 
     fn get(target: &str) -> Request<'_> {
