@@ -108,9 +108,8 @@ fn main() {
     // Whole answers from a loaded tree of the default data.
     let out = std::env::temp_dir().join(format!("gen-bench-tree-{}", std::process::id()));
     genapi::build(&data, &out, &genapi::BuildOptions::default(), &Default::default()).expect("the default data builds");
-    let (bytes, manifest) = genapi::manifest::Manifest::read_with_bytes(&out).unwrap();
-    let tree = Tree::load(&out, bytes, manifest, None).unwrap();
-    tree.compress_all();
+    // documents are read on first use, into a cache large enough to keep them all
+    let tree = Tree::load(&out, std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20))).unwrap();
     for (label, target) in [
         ("answer a record by name, gzip", "/api/v2/berry/cheri/"),
         ("answer a precomputed page", "/api/v2/berry/?limit=50&offset=50"),

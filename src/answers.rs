@@ -124,6 +124,16 @@ pub(crate) fn headers_too_large(count: usize, bytes: usize, max_count: usize, ma
     ) })
 }
 
+/// 503 for a document whose file on disk no longer matches the manifest the server holds (a
+/// build may be replacing the tree, or the file was edited): `path` is the file in the tree.
+pub(crate) fn tree_changed(path: &str) -> Value {
+    json!({ "detail": format!(
+        "the tree on disk changed: {path:?} does not match the manifest this server read (a build may be \
+         replacing the tree, or the file was edited); retry in a moment, and if this goes on, rebuild with \
+         `gen build`"
+    ) })
+}
+
 /// A body's bytes, as every answer sends them (compact JSON).
 pub(crate) fn to_bytes(body: &Value) -> Vec<u8> {
     serde_json::to_vec(body).expect("a JSON value serialises")
@@ -308,6 +318,7 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
         _ => "Error",
     }
 }
@@ -332,6 +343,7 @@ mod tests {
             ("Error", page_not_held(value, "1", "2", "3", &[20, 50])),
             ("Error", target_too_long(9000, 8192)),
             ("Error", headers_too_large(101, 5, 100, 16384)),
+            ("Error", tree_changed(value)),
         ]
     }
 

@@ -153,6 +153,10 @@ pub struct ServeArgs {
     /// URL is made to start with the address served on, so that links work in the preview.
     #[arg(long)]
     pub keep_urls: bool,
+    /// Most memory, in MiB, for documents and lists read from the tree (each read on first
+    /// request and checked against the manifest, then kept while used).
+    #[arg(long, default_value_t = genapi::serve::DEFAULT_CACHE_MB, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub cache_mb: u64,
     /// Rebuild the tree from --data whenever anything in it changes, and serve each new build
     /// at once; a build with problems prints them and keeps the last good tree served.
     #[arg(long)]

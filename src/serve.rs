@@ -1,26 +1,31 @@
-//! `gen serve`: answers API requests from an in-memory index of a built tree, as the public
-//! API answers them.
+//! `gen serve`: answers API requests from a built tree, as the public API answers them.
 //!
-//! - [`tree`]: the tree in memory, every body prepared at load (bytes, gzip, ETag), each
-//!   file checked against the manifest's hash; pages not precomputed are rendered from the
-//!   list's entries, byte for byte as `gen build` writes them.
+//! - [`tree`]: the tree served: its manifest, held compactly, and each document read on first
+//!   use, checked against the manifest's hash, prepared once (bytes, gzip, ETag) and cached;
+//!   pages not precomputed are rendered from the list's entries, byte for byte as `gen build`
+//!   writes them.
+//! - [`files`]: the compact listing of the manifest, and reading a listed file without
+//!   following links.
+//! - [`cache`]: the documents and lists read so far, bounded by bytes (`--cache-mb`).
 //! - [`route`]: request target → what it asks for (pure, table-tested).
-//! - [`respond`]: request facts + tree → status, headers, body (pure).
+//! - [`respond`]: request facts + tree → status, headers, body.
 //! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
 //! - [`listen`]: the listening socket and the options connections inherit from it.
 //! - [`html`]: the HTML view for browsers.
 //! - [`watch`]: `--watch`, rebuilding the tree when the data changes.
 //!
-//! By default every url of the tree is rebased at load from the tree's base URL onto the
-//! address the server listens on, so that links work wherever the preview runs
+//! By default every url of the tree is rebased as each document is read, from the tree's base
+//! URL onto the address the server listens on, so that links work wherever the preview runs
 //! (`--keep-urls` serves the tree's own bytes).
 //!
-//! Defences, by construction: a request path is looked up in a map of the tree's documents,
-//! never joined onto the file system, and only paths made of `[A-Za-z0-9_-]` segments are
-//! looked up at all; loading reads only the paths the manifest lists, with the shape of tree
-//! paths, without following links, and only bytes whose hash the manifest records are served;
-//! a new build is swapped in whole or not at all.
+//! Defences, by construction: a request path is looked up in the manifest's listing, never
+//! joined onto the file system, and only paths made of `[A-Za-z0-9_-]` segments are looked up
+//! at all; only the paths the manifest lists, with the shape of tree paths, are read, without
+//! following links, and only bytes whose hash the manifest in use records are served; a new
+//! build is swapped in whole or not at all.
 
+pub mod cache;
+pub mod files;
 pub mod html;
 pub mod listen;
 pub mod respond;
@@ -32,7 +37,7 @@ pub mod watch;
 use anyhow::Result;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tree::Tree;
 
@@ -50,7 +55,12 @@ pub struct ServeOptions {
     pub keep_urls: bool,
     /// Rebuild the tree from this data folder whenever it changes.
     pub watch: Option<PathBuf>,
+    /// Most bytes of documents and lists held in memory (see [`cache`]).
+    pub cache_bytes: usize,
 }
+
+/// The default of `--cache-mb`.
+pub const DEFAULT_CACHE_MB: u64 = 128;
 
 /// How often the manifest is checked for a new build.
 const POLL: Duration = Duration::from_millis(250);
@@ -71,7 +81,8 @@ pub fn run(options: ServeOptions) -> Result<()> {
     let origin = origin_of(addr);
     let rebase = (!options.keep_urls).then_some(origin.as_str());
     let signature = manifest_signature(&options.dir);
-    let tree = load_at_start(&options.dir, rebase)?;
+    let cache = Arc::new(cache::Cache::new(options.cache_bytes));
+    let (tree, to_check) = load_at_start(&options.dir, &cache, rebase)?;
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "http://{addr}")?;
@@ -88,39 +99,36 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
         eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
     }
-    let tree = Arc::new(tree);
-    if tree.compress_now() {
-        tree.compress_all();
-    } else {
-        let tree = tree.clone();
-        std::thread::Builder::new().name("gen-compress".into()).spawn(move || tree.compress_all())?;
-    }
     let preview = Arc::new(html::Preview::new());
     preview.set_problems(problems);
     let shared = Arc::new(server::Shared {
-        tree: RwLock::new(tree),
+        tree: RwLock::new(Arc::new(tree)),
         settings: respond::ResponsePolicy {
             cache_control: format!("public, max-age={}", options.max_age),
             preview: preview.clone(),
         },
         quiet: options.quiet,
         body_time: options.idle_timeout,
+        dir: options.dir.clone(),
+        rebase: rebase.map(str::to_string),
+        loaded: Mutex::new(signature),
     });
-    let rebase = rebase.map(str::to_string);
+    if let Some(paths) = to_check {
+        let shared = shared.clone();
+        std::thread::Builder::new().name("gen-check".into()).spawn(move || check_at_start(&shared, &paths))?;
+    }
     {
-        let (dir, shared, quiet, rebase) = (options.dir.clone(), shared.clone(), options.quiet, rebase.clone());
-        std::thread::Builder::new()
-            .name("gen-reload".into())
-            .spawn(move || poll(&dir, &shared, signature, quiet, rebase.as_deref()))?;
+        let shared = shared.clone();
+        std::thread::Builder::new().name("gen-reload".into()).spawn(move || poll(&shared))?;
     }
     if let Some(data) = options.watch.clone() {
-        let (dir, shared, quiet) = (options.dir.clone(), shared.clone(), options.quiet);
+        let shared_for_watch = shared.clone();
         let reload = move || {
-            if let Err(e) = reload(&dir, &shared, quiet, rebase.as_deref()) {
+            if let Err(e) = reload(&shared_for_watch) {
                 eprintln!("gen serve: cannot load the new build yet (retried): {e:#}");
             }
         };
-        watch::start(data, options.dir.clone(), preview, quiet, reload)?;
+        watch::start(data, options.dir.clone(), preview, options.quiet, reload)?;
     }
     server::run(listener, shared)
 }
@@ -137,18 +145,43 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
     format!("http://{}", std::net::SocketAddr::new(ip, addr.port()))
 }
 
-/// Loads the tree at start. A build swapping the tree in while it is read makes a load fail
-/// its hash checks; that is retried for a few seconds before giving up.
-fn load_at_start(dir: &Path, rebase: Option<&str>) -> Result<Tree> {
+/// Loads the tree at start (its manifest only: see [`check_at_start`]). A build swapping the
+/// tree in while it is read can make a load fail; that is retried for a few seconds before
+/// giving up.
+fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(Tree, tree::ToCheck)> {
     let mut attempts = 0;
     loop {
-        let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(dir)?;
-        match Tree::load_rebased(dir, bytes, manifest, None, rebase) {
+        match Tree::load_unchecked(dir, cache.clone(), rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// Checks the tree served from start whole (every file against its hash), while it is served
+/// (each document is checked as it is read anyway), so that the first answer does not wait for
+/// it. A tree that does not match its manifest ends the server (exit status 2) with the file
+/// named, unless a build swaps in a tree that does within two seconds (see [`poll`]).
+fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
+    let first = shared.tree().digest;
+    for attempt in 0.. {
+        if shared.tree().digest != first {
+            return; // a new build was loaded, checked whole
+        }
+        let Err(e) = files::check_all(&shared.dir, paths) else {
+            if !shared.quiet {
+                let shown = crate::fsutil::show_dir(&shared.dir);
+                eprintln!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
+            }
+            return;
+        };
+        if attempt >= 8 {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+        std::thread::sleep(POLL); // meanwhile the poll loads a new manifest, if one comes
     }
 }
 
@@ -160,54 +193,79 @@ fn manifest_signature(dir: &Path) -> Signature {
     crate::fsutil::Stamp::of_path(&dir.join(crate::manifest::MANIFEST_FILE))
 }
 
-/// Loads the tree in `dir` and swaps it in, unless it is the tree already served.
-/// `Ok(false)`: nothing new. One load at a time (the poll and `--watch` both call this).
-fn reload(dir: &Path, shared: &server::Shared, quiet: bool, rebase: Option<&str>) -> Result<bool> {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// One load at a time (the poll, `--watch` and requests that found a file changed all load).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Loads the tree in the served folder and swaps it in, unless it is the tree already served
+/// (the same manifest bytes). `Ok(false)`: nothing new.
+fn reload(shared: &server::Shared) -> Result<bool> {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    load_new(shared)
+}
+
+/// [`reload`], with the lock held.
+fn load_new(shared: &server::Shared) -> Result<bool> {
+    let signature = manifest_signature(&shared.dir);
     let current = shared.tree();
-    let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(dir)?;
-    if bytes == current.manifest_bytes {
+    let tree = Tree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
+    *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = signature;
+    if tree.digest == current.digest {
         return Ok(false);
     }
-    let tree = Tree::load_rebased(dir, bytes, manifest, Some(&current), rebase)?;
-    drop(current);
-    if !quiet {
+    if tree.built_base_url != current.built_base_url {
+        tree.cache.clear(); // its documents were rebased from another base URL
+    }
+    if !shared.quiet {
         eprintln!(
             "gen serve: loaded the new build of {} ({} resources, {} documents)",
-            crate::fsutil::show_dir(dir),
+            crate::fsutil::show_dir(&shared.dir),
             tree.resources(),
             tree.documents()
         );
     }
-    let tree = Arc::new(tree);
-    if tree.compress_now() {
-        tree.compress_all();
-    }
-    *shared.tree.write().expect("tree lock") = tree.clone();
-    tree.compress_all(); // what is left: only documents new in this build
+    *shared.tree.write().expect("tree lock") = Arc::new(tree);
     Ok(true)
+}
+
+/// Called when a request found a file of `seen` that does not match its manifest: true when a
+/// newer tree than `seen` is now served (another build was swapped in; the request is answered
+/// again from it), false when the manifest on disk is still the one `seen` was loaded from.
+pub(crate) fn refresh(shared: &server::Shared, seen: &Tree) -> bool {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if shared.tree().digest != seen.digest {
+        return true;
+    }
+    let unchanged =
+        manifest_signature(&shared.dir) == *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if unchanged {
+        return false;
+    }
+    match load_new(shared) {
+        Ok(swapped) => swapped,
+        Err(e) => {
+            eprintln!("gen serve: cannot load the new build yet: {e:#}");
+            false
+        }
+    }
 }
 
 /// Polls the manifest and swaps in each new tree once it has loaded whole. A failed load (a
 /// build swapping the tree mid-read, a broken tree) is retried on the next poll; the previous
 /// tree is served meanwhile, and each failure is reported once.
-fn poll(dir: &Path, shared: &server::Shared, mut loaded: Signature, quiet: bool, rebase: Option<&str>) {
+fn poll(shared: &server::Shared) {
     let mut reported: Option<Signature> = None;
     let mut failed_at = std::time::Instant::now();
     loop {
         std::thread::sleep(POLL);
-        let signature = manifest_signature(dir);
+        let signature = manifest_signature(&shared.dir);
+        let loaded = *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // A failed load is retried at once when the manifest changes, else once a second.
         let retrying = reported == Some(signature) && failed_at.elapsed() < RETRY;
         if signature == loaded || retrying {
             continue;
         }
-        match reload(dir, shared, quiet, rebase) {
-            Ok(_) => {
-                loaded = signature;
-                reported = None;
-            }
+        match reload(shared) {
+            Ok(_) => reported = None,
             Err(e) => {
                 failed_at = std::time::Instant::now();
                 if reported != Some(signature) {

@@ -138,9 +138,10 @@ fn router_never_panics_and_never_serves_outside_the_tree() {
     sample_data(&tmp.join("data"));
     let out = tmp.join("out");
     build(&tmp.join("data"), &out, &[]).ok();
-    let (bytes, manifest) = genapi::manifest::Manifest::read_with_bytes(&out).unwrap();
+    let manifest = genapi::manifest::Manifest::read(&out).unwrap();
     let hashes: HashSet<String> = manifest.files.values().cloned().collect();
-    let tree = Tree::load(&out, bytes, manifest, None).unwrap();
+    let cache = std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20));
+    let tree = Tree::load(&out, cache).unwrap();
     // a file beside the tree that must never be served
     std::fs::write(tmp.join("secret.json"), "{\"secret\": true}").unwrap();
 

@@ -1016,3 +1016,135 @@ fn the_html_view_links_work_whatever_the_host_and_json_ignores_host() {
         assert!(!text.contains("localhost") && !text.contains("api.example.org"), "{target}: {text}");
     }
 }
+
+/// The url of a file of the tree, as `every_document_the_manifest_lists_is_served_as_written`
+/// asks for it.
+fn target_of(path: &str) -> String {
+    match path.strip_suffix("index.json") {
+        Some(dir) => format!("/{dir}"),
+        None => format!("/{path}"),
+    }
+}
+
+/// The files the manifest of `out` lists, with their hashes.
+fn listed(out: &std::path::Path) -> Vec<(String, String)> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let files = manifest["files"].as_object().unwrap();
+    files.iter().map(|(path, hash)| (path.clone(), hash.as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn a_file_changed_after_start_is_never_served_with_its_new_bytes() {
+    let site = site();
+    let server = Server::start_with(&site.out(), &[], None);
+    // the check of every file at start is done: edits from here on are edits after start
+    assert!(eventually(Duration::from_secs(10), || server.stderr().contains("files checked")), "{}", server.stderr());
+    let original = site.file("api/v2/item/6/index.json");
+    let read_before = server.get("/api/v2/item/5/").expect(200).body;
+    // Edited on disk after start, before and after it was first read.
+    for (id, path) in [(6, "api/v2/item/6/index.json"), (5, "api/v2/item/5/index.json")] {
+        std::fs::write(site.out().join(path), br#"{"id": 0, "edited": true}"#).unwrap();
+        let response = server.get(&format!("/api/v2/item/{id}/"));
+        assert!(!response.text().contains("\"edited\": true"), "{id}: the edited bytes were served");
+        match id {
+            // never read before: the server cannot serve what the manifest says, and says so
+            6 => {
+                assert_eq!(response.status, 503, "{}", response.text());
+                assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"));
+                assert_eq!(response.header("Cache-Control"), Some("no-store"));
+                let detail = response.json()["detail"].as_str().unwrap().to_string();
+                assert!(detail.contains("the tree on disk changed") && detail.contains(path), "{detail}");
+                assert!(detail.contains("gen build"), "{detail}");
+            }
+            // read before: the bytes the manifest names, from memory
+            _ => assert_eq!(response.expect(200).body, read_before),
+        }
+    }
+    assert!(eventually(Duration::from_secs(5), || server.stderr().contains("does not match its hash")));
+    // A file replaced by a link to the same bytes is not read either.
+    let elsewhere = site.tmp.join("elsewhere.json");
+    std::fs::write(&elsewhere, &original).unwrap();
+    std::fs::remove_file(site.out().join("api/v2/item/6/index.json")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, site.out().join("api/v2/item/6/index.json")).unwrap();
+    server.get("/api/v2/item/6/").expect(503);
+    // The bytes the manifest names, back in place: served again.
+    std::fs::remove_file(site.out().join("api/v2/item/6/index.json")).unwrap();
+    std::fs::write(site.out().join("api/v2/item/6/index.json"), &original).unwrap();
+    assert_eq!(server.get("/api/v2/item/6/").expect(200).body, original);
+}
+
+#[test]
+fn a_tiny_cache_still_answers_every_document_with_the_manifests_etag() {
+    let site = site();
+    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
+    let files = listed(&site.out());
+    assert!(files.len() > 300, "{}", files.len());
+    let mut conn = server.connect();
+    // Twice over: the second round finds most documents evicted and reads them again.
+    for round in 0..2 {
+        for (path, hash) in &files {
+            let target = target_of(path);
+            let response = conn.get(&target);
+            assert_eq!(response.status, 200, "{round} {target}");
+            assert_eq!(response.body, site.file(path), "{round} {target}");
+            assert_eq!(response.header("ETag"), Some(format!("\"{hash}\"").as_str()), "{round} {target}");
+        }
+        // computed pages, their lists read again when evicted
+        for offset in [3, 17, 101] {
+            let page = conn.get(&format!("/api/v2/item/?offset={offset}&limit=9")).expect(200).json();
+            assert_eq!(page, expected_page("item", &entries("item", 0), offset, 9), "{round} {offset}");
+        }
+    }
+    // gzip copies are of the same bytes
+    let zipped = server.get_with("/api/v2/item/3/", &["Accept-Encoding: gzip"]).expect(200);
+    assert_eq!(zipped.header("Content-Encoding"), Some("gzip"));
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(&zipped.body[..]).read_to_end(&mut unzipped).unwrap();
+    assert_eq!(unzipped, site.file("api/v2/item/3/index.json"));
+}
+
+#[test]
+fn a_rebuild_under_a_crawl_answers_each_document_from_one_build_whole() {
+    let site = site();
+    let before = common::read_tree(&site.out());
+    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
+    let files = listed(&site.out());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let crawler = {
+        let (addr, stop, files) = (server.addr.clone(), stop.clone(), files.clone());
+        std::thread::spawn(move || {
+            let mut conn = serve_support::Conn::new(TcpStream::connect(&addr).unwrap());
+            let mut answers = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (path, _) in &files {
+                    let response = conn.get(&target_of(path));
+                    answers.push((path.clone(), response.status, response.body));
+                }
+            }
+            answers
+        })
+    };
+    // every document changes: its urls carry the new base URL
+    site.build(&["--base-url", "https://next.example.test"]);
+    let after = common::read_tree(&site.out());
+    assert_ne!(before["api/v2/berry/1/index.json"], after["api/v2/berry/1/index.json"]);
+    assert!(eventually(Duration::from_secs(10), || {
+        server.get("/api/v2/berry/1/").body == after["api/v2/berry/1/index.json"]
+    }));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let answers = crawler.join().unwrap();
+    let mut changed = 0;
+    for (path, status, body) in &answers {
+        match status {
+            200 => assert!(body == &before[path] || body == &after[path], "{path}: a body of neither build"),
+            // a file renamed into place before the new manifest: never its bytes with the old one
+            503 => changed += 1,
+            other => panic!("{path}: {other}"),
+        }
+    }
+    eprintln!("{} answers, {changed} said the tree changed", answers.len());
+    for (path, _) in listed(&site.out()) {
+        assert_eq!(server.get(&target_of(&path)).expect(200).body, after[&path], "{path}");
+    }
+}

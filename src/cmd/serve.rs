@@ -13,5 +13,6 @@ pub fn execute(args: ServeArgs) -> Result<()> {
         idle_timeout: Duration::from_secs(args.idle_timeout),
         keep_urls: args.keep_urls,
         watch: args.watch.then_some(args.data),
+        cache_bytes: usize::try_from(args.cache_mb << 20).unwrap_or(usize::MAX),
     })
 }

@@ -92,14 +92,14 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
 /// Links to the documents the index does not list, where the tree has them.
 fn extras(tree: &Tree) -> String {
     let mut out = String::new();
-    if tree.doc(META_KEY).is_some() {
+    if tree.has_doc(META_KEY) {
         let _ = writeln!(
             out,
             "<li><a href=\"{meta}\">{meta}</a> <span class=\"note\">what the tree holds: generator, data hash, build date</span></li>",
             meta = url_path(META_KEY),
         );
     }
-    if tree.doc(OPENAPI_PATH).is_some() {
+    if tree.has_doc(OPENAPI_PATH) {
         let _ = writeln!(
             out,
             "<li><a href=\"/{OPENAPI_PATH}\">/{OPENAPI_PATH}</a> <span class=\"note\">the OpenAPI description</span></li>"

@@ -75,19 +75,26 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
             Ok(page) => tree.page(&segment, page),
             Err(bad) => return bad_param(&bad),
         },
-        Route::List { segment, .. } => tree.doc(&layout::list_key(&segment)).cloned(),
-        Route::Doc(key) => tree.doc(&key).cloned(),
-        Route::NotFound => None,
+        Route::List { segment, .. } => tree.doc(&layout::list_key(&segment)),
+        Route::Doc(key) => tree.doc(&key),
+        Route::NotFound => Ok(None),
     };
     match found {
-        Some(doc) => {
-            let gzip = doc.gzip().is_some() && accepts_gzip(request.accept_encoding);
+        Ok(Some(doc)) => {
+            let gzip = accepts_gzip(request.accept_encoding) && tree.gzip_of(&doc).is_some();
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
             Reply::Doc { doc, gzip, not_modified }
         }
-        None => not_found(tree, request.target),
+        Ok(None) => not_found(tree, request.target),
+        Err(unserved) => {
+            eprintln!("gen serve: {}", unserved.detail);
+            error(TREE_CHANGED, answers::tree_changed(&unserved.path))
+        }
     }
 }
+
+/// The status of an answer from a tree whose file does not match its manifest.
+const TREE_CHANGED: u16 = 503;
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
@@ -130,7 +137,7 @@ fn not_found(tree: &Tree, target: &str) -> Reply {
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
     let body = match parts.as_slice() {
-        [segment, ..] if !tree.has_list(segment) && tree.doc(&layout::list_key(segment)).is_none() => {
+        [segment, ..] if !tree.has_list(segment) && !tree.has_doc(&layout::list_key(segment)) => {
             answers::no_resource(segment, &tree.segments())
         }
         [segment, record] if tree.has_list(segment) => answers::no_record(segment, record),
@@ -202,6 +209,12 @@ pub struct ResponsePolicy {
 }
 
 impl Reply {
+    /// True for the answer of a tree whose file does not match its manifest (see
+    /// [`answers::tree_changed`]).
+    pub fn is_tree_changed(&self) -> bool {
+        matches!(self, Reply::Error { status: TREE_CHANGED, .. })
+    }
+
     /// Status code.
     pub fn status(&self) -> u16 {
         match self {
@@ -297,11 +310,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        let (bytes, manifest) = crate::manifest::Manifest::read_with_bytes(&out).unwrap();
-        let tree = Tree::load(&out, bytes, manifest, None).unwrap();
-        tree.compress_all();
-        let _ = std::fs::remove_dir_all(&dir);
-        tree
+        Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
     }
 
     fn get(target: &str) -> Request<'_> {
@@ -311,8 +320,9 @@ mod tests {
     #[test]
     fn decisions() {
         let tree = sample_tree();
-        let page = |offset, limit| tree.page("berry", crate::paging::Page { offset, limit }).unwrap().body.clone();
-        let doc = |key: &str| tree.doc(key).unwrap().body.clone();
+        let page =
+            |offset, limit| tree.page("berry", crate::paging::Page { offset, limit }).unwrap().unwrap().body.clone();
+        let doc = |key: &str| tree.doc(key).unwrap().unwrap().body.clone();
         let long = "/api/v2/".repeat(2000);
         // (request, status, body when it is a document)
         let table: Vec<(Request, u16, Option<Vec<u8>>)> = vec![
@@ -352,7 +362,7 @@ mod tests {
         assert_eq!(example["next"], "http://x.test/api/v2/berry/?offset=4&limit=1");
         assert_eq!(example["previous"], "http://x.test/api/v2/berry/?offset=0&limit=2");
         // gzip and 304 are chosen from the request's headers
-        let big = tree.page("berry", crate::paging::Page { offset: 0, limit: 5 }).unwrap();
+        let big = tree.page("berry", crate::paging::Page { offset: 0, limit: 5 }).unwrap().unwrap();
         let etag = big.etag.clone();
         let reply = decide(&tree, &Request { if_none_match: Some(&etag), ..get("/api/v2/berry/") });
         assert_eq!(reply.status(), 304);
@@ -407,6 +417,7 @@ mod tests {
     fn heads() {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
+        doc.compress();
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::Close, "D", &settings);

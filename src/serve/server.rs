@@ -40,6 +40,12 @@ pub struct Shared {
     pub quiet: bool,
     /// How long a request's body may take to arrive (it is read only up to [`MAX_BODY`]).
     pub body_time: Duration,
+    /// The folder of the tree.
+    pub dir: std::path::PathBuf,
+    /// The base URL urls are rebased on, unless the tree's own are kept.
+    pub rebase: Option<String>,
+    /// The signature of the manifest the tree served was loaded from.
+    pub(crate) loaded: std::sync::Mutex<Option<crate::fsutil::Stamp>>,
 }
 
 impl Shared {
@@ -157,7 +163,7 @@ fn handle(mut request: tiny_http::Request, shared: &Shared) {
             printable(request.url())
         );
     }
-    answer(request, &shared.tree(), &shared.settings, shared.quiet, !body_read);
+    answer(request, shared, !body_read);
 }
 
 /// Reads a request body to its end and drops it; false when it is longer than [`MAX_BODY`],
@@ -182,7 +188,8 @@ thread_local! {
 }
 
 /// Answers `request`; with `close`, or when the answer cannot be sent, the connection ends.
-fn answer(request: tiny_http::Request, tree: &Tree, settings: &ResponsePolicy, quiet: bool, close: bool) {
+fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
+    let (settings, quiet) = (&shared.settings, shared.quiet);
     let started = Instant::now();
     let mut facts = respond::Request { method: request.method().as_str(), target: request.url(), ..Default::default() };
     let mut connection_header = None;
@@ -211,7 +218,7 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &ResponsePolicy, q
         Some(value) if value.contains("keep-alive") => Connection::KeepAlive10,
         _ => Connection::Close,
     };
-    let reply = respond::decide_browsable(tree, &facts, settings);
+    let reply = decide(shared, &facts, settings);
     let head_only = facts.method == "HEAD";
     let log = (!quiet).then(|| format!("{} {}", facts.method, printable(facts.target)));
 
@@ -243,6 +250,18 @@ fn answer(request: tiny_http::Request, tree: &Tree, settings: &ResponsePolicy, q
         let line = format!("{line} {} {}B {micros}µs{outcome}\n", reply.status(), body.len());
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
+}
+
+/// The answer to `facts` from the current tree. When a file of the tree no longer matches its
+/// manifest, a new build may have been swapped in: if the manifest changed, the new tree is
+/// loaded and the request answered from it, once; otherwise the answer says the tree changed.
+fn decide(shared: &Shared, facts: &respond::Request<'_>, settings: &ResponsePolicy) -> respond::Reply {
+    let tree = shared.tree();
+    let reply = respond::decide_browsable(&tree, facts, settings);
+    if reply.is_tree_changed() && super::refresh(shared, &tree) {
+        return respond::decide_browsable(&shared.tree(), facts, settings);
+    }
+    reply
 }
 
 /// The current HTTP date, formatted once per second per thread.

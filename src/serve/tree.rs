@@ -1,63 +1,82 @@
-//! The served tree, in memory: every document of a built tree keyed by its request path, each
-//! with its response bodies prepared once (the bytes, their gzip, their ETag), and each list's
-//! entries so that any page can be rendered without JSON serialisation.
+//! The served tree: the manifest of a built tree, held compactly, and its documents read from
+//! disk on first use, kept in a bounded [`Cache`].
 //!
-//! Loading trusts nothing on disk beyond the manifest: only paths the manifest lists and that
-//! have the shape of a tree path are read, symbolic links are never followed, and every file
-//! read must hash to what the manifest says. A tree swapped in by `gen build` while it is being
-//! read fails that check, and the load is retried; the server keeps answering from the tree it
-//! has until a load succeeds whole.
+//! Loading reads only the manifest ([`Manifest::read_each_file`]): for each file it keeps a
+//! key and the hash the manifest records (see [`Listing`]), nothing more. A document is read
+//! when it is first asked for, only at a path the manifest lists and that has the shape of a
+//! tree path, without following links, and served only when its bytes hash to what the
+//! manifest says; its response bodies (the bytes rebased, their gzip, their ETag) are prepared
+//! then, once, and cached. A list's entries are read from its `_pages/all` file the first time
+//! a page that no file holds is asked for, and cached too.
+//!
+//! A tree of at most [`CHECK_AT_LOAD`] files is also checked whole when it is loaded (every
+//! file read and hashed, nothing kept), so that a tree that does not match its manifest (a
+//! build killed mid-commit, a build swapping the tree in while it is read) is refused: a
+//! reload before it is swapped in (the previous tree is served meanwhile), the first load
+//! while serving (see [`super::run`]).
 
-use crate::layout::{self, API_PREFIX, API_ROOT, ROOT_PATH};
+use super::cache::{Cache, Item, Key as CacheKey};
+use super::files::{self, Listing, Unservable};
+use crate::layout::{self, API_PREFIX, ROOT_PATH};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
-use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use anyhow::{Result, bail};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Trees of at most this many files are checked whole at load (see the module's doc).
+pub const CHECK_AT_LOAD: usize = 100_000;
+
+/// The files of a tree still to check whole, with their hashes, when it is small enough.
+pub(crate) type ToCheck = Option<Vec<(String, blake3::Hash)>>;
 
 /// One response body, prepared for every way it is sent.
 #[derive(Debug)]
 pub struct Doc {
     pub body: Vec<u8>,
-    /// The body gzip-compressed (when that is smaller), once [`Doc::compress`] has run.
+    /// The body gzip-compressed (when that is smaller), once a client has asked for it.
     gzip: OnceLock<Option<Vec<u8>>>,
     /// Strong ETag of the body: its BLAKE3 hash, quoted.
     pub etag: String,
     /// ETag of the gzip-encoded representation (a different representation needs its own
     /// strong validator): the same hash with `-gz`.
     pub etag_gzip: String,
+    /// Its key in the cache, to count its gzip body there once it is compressed.
+    cached_as: Option<CacheKey>,
 }
 
 impl Doc {
-    /// Prepares a body whose BLAKE3 hash (hex) is `hash`; it is compressed later, once
-    /// ([`Tree::compress_all`]), so that loading a large tree is not held up by compression.
-    pub fn new(body: Vec<u8>, hash: &str) -> Doc {
-        Doc { body, gzip: OnceLock::new(), etag: format!("\"{hash}\""), etag_gzip: format!("\"{hash}-gz\"") }
+    /// Prepares a body whose BLAKE3 hash is `hash` (compressed later, see [`Doc::compress`]).
+    pub fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
+        let hash = hash.to_hex();
+        let (etag, etag_gzip) = (format!("\"{hash}\""), format!("\"{hash}-gz\""));
+        Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None }
     }
 
-    /// Prepares a body computed here (hashed and compressed here).
+    /// Prepares a body computed here (hashed here).
     pub fn computed(body: Vec<u8>) -> Doc {
-        let hash = blake3::hash(&body).to_hex();
-        let doc = Doc::new(body, &hash);
-        doc.compress();
-        doc
+        let hash = blake3::hash(&body);
+        Doc::new(body, &hash)
     }
 
-    /// The gzip-compressed body, when it is ready and smaller than the body. Never waits: until
-    /// the body is compressed, clients get it uncompressed.
+    /// The gzip-compressed body, once compressed, when it is smaller than the body.
     pub fn gzip(&self) -> Option<&[u8]> {
         self.gzip.get().and_then(|gz| gz.as_deref())
     }
 
-    /// Compresses the body, once.
-    pub fn compress(&self) {
+    /// Compresses the body, once; the bytes this call added (0 when it was done before).
+    pub fn compress(&self) -> usize {
+        let mut added = 0;
         self.gzip.get_or_init(|| {
-            (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len())
+            let gz = (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len());
+            added = gz.as_ref().map_or(0, Vec::len);
+            gz
         });
+        added
     }
 
+    /// Bytes held: the body and its gzip.
     fn bytes(&self) -> usize {
         self.body.len() + self.gzip().map_or(0, <[u8]>::len)
     }
@@ -66,116 +85,139 @@ impl Doc {
 /// Bodies shorter than this are not worth compressing.
 const MIN_GZIP: usize = 200;
 
-/// Computed pages kept in memory, at most this many bytes; past it the cache starts over.
-const PAGE_CACHE_BYTES: usize = 64 << 20;
-
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut compressed = crate::fsutil::gzip_bytes(bytes, flate2::Compression::default());
-    compressed.shrink_to_fit(); // held for the life of the tree: no slack
+    compressed.shrink_to_fit(); // held in the cache: no slack
     compressed
 }
 
-/// One resource's list.
+/// The entries of one resource's list, each serialised as it appears inside a page, end to end
+/// in one buffer.
 #[derive(Debug)]
 pub struct List {
-    pub count: u64,
     /// The list url, `<base_url>/api/v2/<segment>/`.
     url: String,
-    /// Each entry serialised as it appears inside a page.
-    entries: Vec<Vec<u8>>,
-    /// The precomputed page files, by page.
-    pages: HashMap<Page, Arc<Doc>>,
-    /// The whole list (`_pages/all`).
-    all: Arc<Doc>,
+    entries: Vec<u8>,
+    /// Where each entry ends in `entries`.
+    ends: Vec<usize>,
 }
 
-/// A loaded tree.
+impl List {
+    fn count(&self) -> u64 {
+        self.ends.len() as u64
+    }
+
+    fn entry(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.entries[start..self.ends[i]]
+    }
+
+    fn bytes(&self) -> usize {
+        self.entries.len() + self.ends.len() * std::mem::size_of::<usize>() + self.url.len()
+    }
+}
+
+/// A listed file that cannot be served as the manifest says.
+#[derive(Debug)]
+pub struct Unserved {
+    /// The file, relative to the tree's folder.
+    pub path: String,
+    /// What is wrong, and what to do, for the server's log.
+    pub detail: String,
+}
+
+/// A loaded tree: one build's manifest, and the cache its documents are read into.
 #[derive(Debug)]
 pub struct Tree {
-    /// Documents by key (`api/v2/berry/1`, see [`super::route::normalize`]).
-    docs: HashMap<String, Arc<Doc>>,
-    /// Lists by segment.
-    lists: HashMap<String, List>,
+    dir: PathBuf,
+    /// The files served, with their hashes.
+    listing: Listing,
+    /// Each list's entry count, by segment.
+    lists: HashMap<String, u64>,
     links: LinkStyle,
     pretty: bool,
-    /// The manifest's bytes, to tell whether a new manifest describes another tree.
-    pub manifest_bytes: Vec<u8>,
-    /// The base URL the answers carry: the tree's own, or the one it was rebased on at load.
+    /// The BLAKE3 hash of the manifest's bytes, to tell whether a new manifest describes
+    /// another tree.
+    pub digest: blake3::Hash,
+    /// The base URL the answers carry: the tree's own, or the one it is rebased on.
     pub base_url: String,
     /// The base URL the tree was built with.
-    built_base_url: String,
-    /// Documents by the hash of their body, to reuse them in the next load.
-    by_hash: HashMap<String, Arc<Doc>>,
-    /// Pages computed on request, kept for the next request.
-    computed: Mutex<PageCache>,
-}
-
-#[derive(Debug, Default)]
-struct PageCache {
-    pages: HashMap<(String, Page), Arc<Doc>>,
-    bytes: usize,
+    pub(crate) built_base_url: String,
+    /// Documents and lists read so far (shared with the trees loaded after this one).
+    pub(crate) cache: Arc<Cache>,
 }
 
 impl Tree {
-    /// Loads the tree in `dir` whose manifest is `manifest` (read from `manifest_bytes`),
-    /// reusing the documents of `previous` whose hash is unchanged.
-    pub fn load(dir: &Path, manifest_bytes: Vec<u8>, manifest: Manifest, previous: Option<&Tree>) -> Result<Tree> {
-        Tree::load_rebased(dir, manifest_bytes, manifest, previous, None)
+    /// Loads the tree in `dir`, reading its documents into `cache` as they are asked for.
+    pub fn load(dir: &Path, cache: Arc<Cache>) -> Result<Tree> {
+        Tree::load_rebased(dir, cache, None)
     }
 
     /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
-    /// `base_url` instead (see [`rebase`]), once per document, before anything is served.
-    /// `previous` must have been loaded with the same `base_url`.
-    pub(crate) fn load_rebased(
-        dir: &Path,
-        manifest_bytes: Vec<u8>,
-        manifest: Manifest,
-        previous: Option<&Tree>,
-        base_url: Option<&str>,
-    ) -> Result<Tree> {
-        let built_base = manifest.settings.base_url.as_str();
-        let rebase_to = base_url.filter(|to| *to != built_base);
-        // A document is reused only when it was rebased the same way.
-        let served_base = rebase_to.unwrap_or(built_base);
-        let previous = previous.filter(|p| p.base_url == served_base && p.built_base_url == built_base);
-        let by_path = served_files(&manifest)?;
-        check_present(dir, &by_path)?;
-        let by_hash = read_bodies(dir, &by_path, previous, built_base, rebase_to)?;
-        let docs: HashMap<String, Arc<Doc>> =
-            by_path.into_iter().map(|(_, hash, key)| (key, by_hash[hash].clone())).collect();
-        if !docs.contains_key(API_ROOT) {
+    /// `base_url` instead (see [`rebase`]), once per document as it is read.
+    pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<Tree> {
+        let (tree, to_check) = Tree::load_unchecked(dir, cache, base_url)?;
+        if let Some(paths) = to_check {
+            files::check_all(dir, &paths)?;
+        }
+        Ok(tree)
+    }
+
+    /// [`Tree::load_rebased`] without checking the files: the tree, and the files to check
+    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`files::check_all`]).
+    pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(Tree, ToCheck)> {
+        let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
+        let mut listing = Listing::with_capacity(estimate.min(1 << 26));
+        let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());
+        let (manifest, digest) = Manifest::read_each_file(dir, |path, hash| {
+            match classify(path) {
+                Key::Refuse => {
+                    return Err(format!(
+                        "{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`"
+                    ));
+                }
+                Key::Skip => {}
+                Key::Serve(_) => {
+                    listing.push(path, hash);
+                    if let Some(paths) = checked.as_mut() {
+                        paths.push((path.to_string(), hash));
+                    }
+                    if listing.len() > CHECK_AT_LOAD {
+                        checked = None;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        listing.finish().map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(MANIFEST_FILE).display()))?;
+        if listing.hash_of(ROOT_PATH).is_none() {
             bail!("{MANIFEST_FILE} lists no {ROOT_PATH}: rebuild with `gen build`");
         }
-        let lists = load_lists(dir, &docs, &manifest, served_base)?;
-        Ok(Tree {
-            docs,
-            lists,
+        for segment in manifest.resources.keys() {
+            let all = layout::all_page_path(segment);
+            if listing.hash_of(&all).is_none() {
+                bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: rebuild with `gen build`");
+            }
+        }
+        let built_base = manifest.settings.base_url;
+        let served_base = base_url.unwrap_or(&built_base).to_string();
+        let tree = Tree {
+            dir: dir.to_path_buf(),
+            listing,
+            lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),
             links: manifest.settings.links,
             pretty: manifest.settings.pretty,
-            manifest_bytes,
-            base_url: served_base.to_string(),
-            built_base_url: built_base.to_string(),
-            by_hash,
-            computed: Mutex::default(),
-        })
+            digest,
+            base_url: served_base,
+            built_base_url: built_base,
+            cache,
+        };
+        Ok((tree, checked))
     }
 
-    /// Compresses every stored document not compressed yet, across all cores. Until a document
-    /// is compressed it is sent uncompressed, so a large tree is compressed in the background
-    /// once it is served ([`Tree::compress_now`] says when to do it at once).
-    pub fn compress_all(&self) {
-        self.by_hash.par_iter().for_each(|(_, doc)| doc.compress());
-    }
-
-    /// True when the bodies are small enough (under 64 MiB in all) to compress before serving:
-    /// well under a second, and every answer is compressed from the first request on.
-    pub(crate) fn compress_now(&self) -> bool {
-        self.by_hash.values().map(|doc| doc.body.len()).sum::<usize>() < 64 << 20
-    }
-
-    /// Number of paths served.
+    /// Number of files served.
     pub fn documents(&self) -> usize {
-        self.docs.len()
+        self.listing.len()
     }
 
     /// Number of lists.
@@ -185,12 +227,7 @@ impl Tree {
 
     /// The number of entries in the list of `segment`.
     pub fn count(&self, segment: &str) -> Option<u64> {
-        self.lists.get(segment).map(|list| list.count)
-    }
-
-    /// The document at `key`.
-    pub fn doc(&self, key: &str) -> Option<&Arc<Doc>> {
-        self.docs.get(key)
+        self.lists.get(segment).copied()
     }
 
     /// True when `segment` is a list of this tree.
@@ -205,177 +242,158 @@ impl Tree {
         segments
     }
 
-    /// `page` of the list of `segment`: the precomputed file when there is one, else rendered
-    /// from the list's entries (byte for byte as the build would have written it) and kept.
-    pub fn page(&self, segment: &str, page: Page) -> Option<Arc<Doc>> {
-        let list = self.lists.get(segment)?;
-        if page.is_everything(list.count) {
-            return Some(list.all.clone());
+    /// The file of the document at `key` (`api/v2/berry/1`, see [`super::route::normalize`]),
+    /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
+    /// (`api/v2/openapi.json`).
+    fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
+        let index = format!("{key}/{}", layout::DOCUMENT_FILE);
+        if let Some(hash) = self.listing.hash_of(&index) {
+            return Some((index, hash));
         }
-        if let Some(doc) = list.pages.get(&page) {
-            return Some(doc.clone());
+        let own = (layout::key_of(key) == Some(key)).then(|| self.listing.hash_of(key)).flatten()?;
+        Some((key.to_string(), own))
+    }
+
+    /// True when the tree holds a document at `key` (nothing is read).
+    pub fn has_doc(&self, key: &str) -> bool {
+        self.file_of(key).is_some()
+    }
+
+    /// The document at `key`, read on first use; `Ok(None)` when the tree holds none.
+    pub fn doc(&self, key: &str) -> Result<Option<Arc<Doc>>, Unserved> {
+        match self.file_of(key) {
+            Some((path, hash)) => self.read(&path, &hash).map(Some),
+            None => Ok(None),
         }
-        let key = (segment.to_string(), page);
-        if let Some(doc) = self.computed.lock().expect("page cache lock").pages.get(&key) {
-            return Some(doc.clone());
+    }
+
+    /// The listed file `path` whose hash is `hash`, from the cache or read now.
+    fn read(&self, path: &str, hash: &blake3::Hash) -> Result<Arc<Doc>, Unserved> {
+        let key = CacheKey::Doc(*hash.as_bytes());
+        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
+            return Ok(doc);
         }
-        let doc = Arc::new(Doc::computed(render(list, page, self.links, self.pretty)));
-        let mut cache = self.computed.lock().expect("page cache lock");
-        if cache.bytes + doc.bytes() > PAGE_CACHE_BYTES {
-            *cache = PageCache::default();
+        let body = files::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
+        let rebased =
+            (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
+        let mut doc = match rebased.flatten() {
+            Some(rebased) => Doc::computed(rebased),
+            None => Doc::new(body, hash),
+        };
+        doc.cached_as = Some(key);
+        let doc = Arc::new(doc);
+        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
+        Ok(doc)
+    }
+
+    fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
+        Unserved { path: path.to_string(), detail: why.explain(&self.dir, path) }
+    }
+
+    /// The gzip body of `doc`, compressed now when it was not yet (and counted in the cache).
+    pub fn gzip_of<'d>(&self, doc: &'d Doc) -> Option<&'d [u8]> {
+        let added = doc.compress();
+        if let Some(key) = doc.cached_as.filter(|_| added > 0) {
+            self.cache.charge(&key, added);
         }
-        cache.bytes += doc.bytes();
-        cache.pages.insert(key, doc.clone());
-        Some(doc)
+        doc.gzip()
+    }
+
+    /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
+    /// from the list's entries (byte for byte as the build would have written it) and cached.
+    pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
+        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
+        if page.is_everything(count) {
+            return self.doc(&layout::all_page_key(segment));
+        }
+        let file = layout::page_path(segment, page.limit, page.offset);
+        if let Some(hash) = self.listing.hash_of(&file) {
+            return self.read(&file, &hash).map(Some);
+        }
+        let all_path = layout::all_page_path(segment);
+        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
+        let key = CacheKey::Page(*all_hash.as_bytes(), page);
+        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
+            return Ok(Some(doc));
+        }
+        let list = self.list(segment, count, &all_path, &all_hash)?;
+        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
+        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
+        Ok(Some(doc))
+    }
+
+    /// The entries of the list of `segment`, from its `_pages/all` file (`all_path`, whose hash
+    /// is `all_hash`): cached, or read and checked now.
+    fn list(&self, segment: &str, count: u64, all_path: &str, all_hash: &blake3::Hash) -> Result<Arc<List>, Unserved> {
+        let key = CacheKey::List(*all_hash.as_bytes());
+        if let Some(Item::List(list)) = self.cache.get(&key) {
+            return Ok(list);
+        }
+        let all = self.read(all_path, all_hash)?;
+        let url = layout::list_url(&self.base_url, segment);
+        let list = parse_list(&all.body, url, count, self.links, self.pretty).map_err(|why| Unserved {
+            path: all_path.to_string(),
+            detail: format!("{}: {why}", self.dir.join(all_path).display()),
+        })?;
+        let list = Arc::new(list);
+        self.cache.insert(key, Item::List(list.clone()), list.bytes());
+        Ok(list)
     }
 }
 
-/// The files of the manifest the server serves, as (path, hash, key); a path no build writes
-/// refuses the whole tree.
-fn served_files(manifest: &Manifest) -> Result<Vec<(&str, &str, String)>> {
-    let mut by_path = Vec::with_capacity(manifest.files.len());
-    for (path, hash) in &manifest.files {
-        match classify(path) {
-            Key::Serve(key) => by_path.push((path.as_str(), hash.as_str(), key)),
-            Key::Skip => {}
-            Key::Refuse => {
-                bail!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`")
-            }
-        }
-    }
-    Ok(by_path)
-}
-
-/// Fails when a served file is missing or not a regular file (links are not followed).
-fn check_present(dir: &Path, by_path: &[(&str, &str, String)]) -> Result<()> {
-    let present = regular_files(dir)?;
-    if let Some((path, _, _)) = by_path.iter().find(|(path, _, _)| !present.contains(*path)) {
-        bail!(
-            "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed)",
-            dir.join(path).display()
-        );
-    }
-    Ok(())
-}
-
-/// Every distinct body by hash: reused from `previous` when it has it, else read once (a
-/// record's id and name paths share their bytes), checked against its hash, and rebased from
-/// `built_base` to `rebase_to` when given.
-fn read_bodies(
-    dir: &Path,
-    by_path: &[(&str, &str, String)],
-    previous: Option<&Tree>,
-    built_base: &str,
-    rebase_to: Option<&str>,
-) -> Result<HashMap<String, Arc<Doc>>> {
-    let mut first_path: HashMap<&str, &str> = HashMap::new();
-    for (path, hash, _) in by_path {
-        first_path.entry(hash).or_insert(path);
-    }
-    let reused: HashMap<&str, Arc<Doc>> = first_path
-        .keys()
-        .filter_map(|hash| previous.and_then(|p| p.by_hash.get(*hash)).map(|doc| (*hash, doc.clone())))
-        .collect();
-    let to_read: Vec<(&str, &str)> =
-        first_path.iter().filter(|(hash, _)| !reused.contains_key(*hash)).map(|(h, p)| (*h, *p)).collect();
-    let read: Vec<(&str, Arc<Doc>)> = to_read
-        .par_iter()
-        .map(|&(hash, path)| {
-            let file = dir.join(path);
-            let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            if blake3::hash(&body).to_hex().as_str() != hash {
-                bail!(
-                    "{} does not match its hash in {MANIFEST_FILE} (a build replaced the tree while it was read, \
-                     or the file was edited: rebuild with `gen build`)",
-                    file.display()
-                );
-            }
-            let doc = match rebase_to.and_then(|to| rebase(&body, built_base, to)) {
-                Some(rebased) => Doc::new(rebased.clone(), &blake3::hash(&rebased).to_hex()),
-                None => Doc::new(body, hash),
-            };
-            Ok((hash, Arc::new(doc)))
-        })
-        .collect::<Result<_>>()?;
-    Ok(reused.into_iter().chain(read).map(|(hash, doc)| (hash.to_string(), doc)).collect())
-}
-
-/// Every resource's list, by segment, with its urls starting with `base_url`.
-fn load_lists(
-    dir: &Path,
-    docs: &HashMap<String, Arc<Doc>>,
-    manifest: &Manifest,
-    base_url: &str,
-) -> Result<HashMap<String, List>> {
-    let mut lists = HashMap::new();
-    for (segment, info) in &manifest.resources {
-        let list = load_list(docs, manifest, base_url, segment, info.count)
-            .with_context(|| format!("cannot serve the list of {segment} in {}", crate::fsutil::show_dir(dir)))?;
-        lists.insert(segment.clone(), list);
-    }
-    Ok(lists)
-}
-
-/// Renders a page of `list` as `gen build` does.
-fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
-    paging::render_list_page(&list.entries, &list.url, page, links, pretty)
-}
-
-/// The whole list of one resource, from its `_pages/all` document, and its page files.
-fn load_list(
-    docs: &HashMap<String, Arc<Doc>>,
-    manifest: &Manifest,
-    base_url: &str,
-    segment: &str,
-    count: u64,
-) -> Result<List> {
+/// The entries of a list from its whole-list page `all`, checked: `count` entries, and laid out
+/// as this gen renders pages (so that the pages computed from it are the bytes a build writes).
+fn parse_list(all: &[u8], url: String, count: u64, links: LinkStyle, pretty: bool) -> Result<List, String> {
     #[derive(serde::Deserialize)]
-    struct AllPage {
+    struct AllPage<'a> {
         count: u64,
-        results: Vec<Entry>,
+        #[serde(borrow)]
+        results: Vec<Entry<'a>>,
     }
     #[derive(serde::Deserialize)]
-    struct Entry {
-        name: Option<String>,
-        url: String,
+    struct Entry<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        url: std::borrow::Cow<'a, str>,
     }
-    let all_key = layout::all_page_key(segment);
-    let all = docs.get(&all_key).with_context(|| format!("{all_key}/index.json is missing"))?.clone();
     let parsed: AllPage =
-        serde_json::from_slice(&all.body).with_context(|| format!("{all_key}/index.json is not a list page"))?;
+        serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; rebuild with `gen build`"))?;
     if parsed.count != count || parsed.results.len() as u64 != count {
-        bail!(
-            "{all_key}/index.json holds {} entries (count {}) but {MANIFEST_FILE} says {count}",
+        return Err(format!(
+            "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: rebuild with `gen build`",
             parsed.results.len(),
             parsed.count
-        );
+        ));
     }
-    let entries: Vec<Vec<u8>> = parsed
-        .results
-        .iter()
-        .map(|e| paging::render_entry(e.name.as_deref(), &e.url, manifest.settings.pretty))
-        .collect();
-    let url = layout::list_url(base_url, segment);
-
-    let prefix = layout::pages_prefix(segment);
-    let mut pages = HashMap::new();
-    for (key, doc) in docs {
-        let Some(rest) = key.strip_prefix(&prefix) else { continue };
-        let Some((limit, offset)) = rest.split_once('/') else { continue };
-        if let (Ok(limit), Ok(offset)) = (limit.parse(), offset.parse()) {
-            pages.insert(Page { offset, limit }, doc.clone());
-        }
+    let mut list = List { url, entries: Vec::with_capacity(all.len()), ends: Vec::with_capacity(parsed.results.len()) };
+    for entry in &parsed.results {
+        list.entries.extend_from_slice(&paging::render_entry(entry.name.as_deref(), &entry.url, pretty));
+        list.ends.push(list.entries.len());
     }
-    let list = List { count, url, entries, pages, all };
-    // Pages computed here must be the bytes the build writes: check on the whole list.
-    let whole =
-        render(&list, Page { offset: 0, limit: count.max(1) }, manifest.settings.links, manifest.settings.pretty);
-    if whole != list.all.body {
-        bail!(
-            "{all_key}/index.json is not laid out as this gen renders pages: rebuild with this version's `gen build`"
-        );
+    list.entries.shrink_to_fit();
+    if render(&list, Page { offset: 0, limit: count.max(1) }, links, pretty) != all {
+        return Err("not laid out as this gen renders pages: rebuild with this version's `gen build`".to_string());
     }
     Ok(list)
+}
+
+/// Renders a page of `list` as `gen build` does (see [`paging::render_list_page`]).
+fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
+    let count = list.count();
+    let shown: Vec<&[u8]> = page.range(count).map(|i| list.entry(i)).collect();
+    let link = |p: Option<Page>| p.map(|p| paging::page_url(&list.url, p, links));
+    let size: usize = shown.iter().map(|e| e.len() + 6).sum();
+    let mut out = Vec::with_capacity(size + 2 * list.url.len() + 128);
+    paging::render_page(
+        &mut out,
+        count,
+        link(page.next_linked(count, links)).as_deref(),
+        link(page.previous()).as_deref(),
+        &shown,
+        pretty,
+    );
+    out
 }
 
 /// `body` with each JSON string that starts with `from` followed by `/api/v2/` (a url of the
@@ -407,10 +425,10 @@ pub(crate) fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
 
 /// What the server does with a file the manifest lists.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Key {
+pub enum Key<'a> {
     /// Serves it under this key: `api/v2/berry/1/index.json` → `api/v2/berry/1`, other JSON
     /// files (`api/v2/openapi.json`) by their own path.
-    Serve(String),
+    Serve(&'a str),
     /// Leaves it out: not JSON, or not under `api/v2/`.
     Skip,
     /// Refuses the whole tree: a path no build writes (`..`, empty or odd segments), so that no
@@ -420,30 +438,14 @@ pub enum Key {
 
 /// Classifies a path listed in the manifest: refused unless it has the shape of a tree path,
 /// else served under its [`layout::key_of`] when it has one.
-pub(crate) fn classify(path: &str) -> Key {
+pub(crate) fn classify(path: &str) -> Key<'_> {
     if !crate::manifest::is_tree_path(path) {
         return Key::Refuse;
     }
     match layout::key_of(path) {
-        Some(key) => Key::Serve(key.to_string()),
+        Some(key) => Key::Serve(key),
         None => Key::Skip,
     }
-}
-
-/// Every regular file under `dir/api`, relative to `dir`, found without following links.
-fn regular_files(dir: &Path) -> Result<HashSet<String>> {
-    let mut files = HashSet::new();
-    let api = dir.join("api");
-    for entry in walkdir::WalkDir::new(&api).follow_links(false) {
-        let entry = entry.with_context(|| format!("cannot read the tree in {}", crate::fsutil::show_dir(dir)))?;
-        if entry.file_type().is_file()
-            && let Ok(rel) = entry.path().strip_prefix(dir)
-            && let Some(rel) = rel.to_str()
-        {
-            files.insert(rel.replace(std::path::MAIN_SEPARATOR, "/"));
-        }
-    }
-    Ok(files)
 }
 
 #[cfg(test)]
@@ -452,7 +454,7 @@ mod tests {
 
     #[test]
     fn keys_of_tree_paths() {
-        let serve = |key: &str| Key::Serve(key.to_string());
+        let serve = Key::Serve;
         assert_eq!(classify("api/v2/index.json"), serve("api/v2"));
         assert_eq!(classify("api/v2/berry/-1/index.json"), serve("api/v2/berry/-1"));
         assert_eq!(classify("api/v2/berry/_pages/20/40/index.json"), serve("api/v2/berry/_pages/20/40"));
@@ -492,11 +494,13 @@ mod tests {
     #[test]
     fn small_bodies_are_not_compressed_and_etags_differ_by_encoding() {
         let doc = Doc::computed(b"{}".to_vec());
+        assert_eq!(doc.compress(), 0);
         assert!(doc.gzip().is_none());
         let body = vec![b'a'; 10_000];
-        let big = Doc::new(body.clone(), &blake3::hash(&body).to_hex());
+        let big = Doc::new(body.clone(), &blake3::hash(&body));
         assert!(big.gzip().is_none(), "not compressed until asked");
-        big.compress();
+        assert!(big.compress() > 0);
+        assert_eq!(big.compress(), 0, "once");
         assert!(big.gzip().unwrap().len() < 1000);
         assert_ne!(big.etag, big.etag_gzip);
         assert_eq!(big.etag, format!("\"{}\"", blake3::hash(&big.body).to_hex()));

@@ -1,0 +1,170 @@
+//! The documents and lists read so far, bounded by bytes.
+//!
+//! Two generations: new entries go into the current one; when it would pass half the budget
+//! it becomes the old one and the old one is dropped. A hit in the old generation moves the
+//! entry back into the current one, so what is used stays and what is not goes within two
+//! turns. Every step is O(1); memory never passes the budget. Hits in the current generation
+//! take a read lock only, so concurrent readers do not wait on each other.
+//!
+//! Entries are keyed by the BLAKE3 hash the manifest gives a file (and pages by the hash of the
+//! list they are computed from), so an entry can only ever stand for those bytes: entries of a
+//! previous build are reused when the new manifest lists the same bytes, and are unreachable
+//! otherwise.
+
+use super::tree::{Doc, List};
+use crate::paging::Page;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// What an entry stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// A file of the tree, by its hash.
+    Doc([u8; 32]),
+    /// The entries of a list, by the hash of its `_pages/all` file.
+    List([u8; 32]),
+    /// A page computed from that list.
+    Page([u8; 32], Page),
+}
+
+/// A cached value.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Doc(Arc<Doc>),
+    List(Arc<List>),
+}
+
+/// Bytes an entry costs beyond its bodies: its key, map slot and headers.
+const OVERHEAD: usize = 256;
+
+/// A byte-bounded cache (see the module's doc).
+#[derive(Debug)]
+pub struct Cache {
+    budget: usize,
+    generations: RwLock<Generations>,
+}
+
+#[derive(Debug, Default)]
+struct Generations {
+    current: HashMap<Key, (Item, usize)>,
+    old: HashMap<Key, (Item, usize)>,
+    current_bytes: usize,
+    old_bytes: usize,
+}
+
+impl Cache {
+    /// A cache of at most `budget` bytes.
+    pub fn new(budget: usize) -> Cache {
+        Cache { budget, generations: RwLock::default() }
+    }
+
+    /// The entry for `key`, if held.
+    pub fn get(&self, key: &Key) -> Option<Item> {
+        {
+            let generations = self.generations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((item, _)) = generations.current.get(key) {
+                return Some(item.clone());
+            }
+            if !generations.old.contains_key(key) {
+                return None;
+            }
+        }
+        let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((item, bytes)) = generations.old.remove(key) {
+            generations.old_bytes -= bytes;
+            generations.admit(*key, item.clone(), bytes, self.budget / 2);
+            return Some(item);
+        }
+        generations.current.get(key).map(|(item, _)| item.clone())
+    }
+
+    /// Holds `item`, which takes `bytes` (its bodies), under `key`. An item larger than half
+    /// the budget is not held.
+    pub fn insert(&self, key: Key, item: Item, bytes: usize) {
+        let bytes = bytes + OVERHEAD;
+        if bytes > self.budget / 2 {
+            return;
+        }
+        let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        generations.admit(key, item, bytes, self.budget / 2);
+    }
+
+    /// Counts `bytes` more for the entry under `key` (its gzip body, made after it was held).
+    pub fn charge(&self, key: &Key, bytes: usize) {
+        let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generations = &mut *generations;
+        if let Some((_, held)) = generations.current.get_mut(key) {
+            *held += bytes;
+            generations.current_bytes += bytes;
+            if generations.current_bytes > self.budget / 2 {
+                generations.old = std::mem::take(&mut generations.current);
+                generations.old_bytes = std::mem::replace(&mut generations.current_bytes, 0);
+            }
+        } else if let Some((item, held)) = generations.old.remove(key) {
+            generations.old_bytes -= held;
+            generations.admit(*key, item, held + bytes, self.budget / 2);
+        }
+    }
+
+    /// Drops every entry.
+    pub fn clear(&self) {
+        *self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Generations::default();
+    }
+
+    /// Bytes held, and the number of entries.
+    pub fn usage(&self) -> (usize, usize) {
+        let generations = self.generations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (generations.current_bytes + generations.old_bytes, generations.current.len() + generations.old.len())
+    }
+}
+
+impl Generations {
+    /// Puts an entry into the current generation, turning generations first when it would pass
+    /// `half` bytes.
+    fn admit(&mut self, key: Key, item: Item, bytes: usize, half: usize) {
+        if let Some((_, replaced)) = self.current.remove(&key) {
+            self.current_bytes -= replaced;
+        }
+        if self.current_bytes + bytes > half {
+            self.old = std::mem::take(&mut self.current);
+            self.old_bytes = std::mem::replace(&mut self.current_bytes, 0);
+        }
+        if let Some((_, dropped)) = self.old.remove(&key) {
+            self.old_bytes -= dropped;
+        }
+        self.current.insert(key, (item, bytes));
+        self.current_bytes += bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(n: usize) -> Item {
+        Item::Doc(Arc::new(Doc::new(vec![b'x'; n], &blake3::hash(&[]))))
+    }
+
+    fn key(i: u8) -> Key {
+        Key::Doc([i; 32])
+    }
+
+    #[test]
+    fn stays_within_its_budget_and_keeps_what_is_used() {
+        let cache = Cache::new(10 * (1000 + OVERHEAD));
+        for i in 0..100u8 {
+            cache.insert(key(i), doc(1000), 1000);
+            assert!(cache.get(&key(0)).is_some(), "the entry used all along stays ({i})");
+            assert!(cache.usage().0 <= 10 * (1000 + OVERHEAD), "{:?}", cache.usage());
+        }
+        assert!(cache.get(&key(1)).is_none(), "an entry not used is dropped");
+        assert!(cache.get(&key(99)).is_some());
+        cache.insert(key(200), doc(7 * 1000), 7 * 1000);
+        assert!(cache.get(&key(200)).is_none(), "more than half the budget is not held");
+        let before = cache.usage().0;
+        cache.charge(&key(99), 500);
+        assert_eq!(cache.usage().0, before + 500, "a gzip body made later is counted");
+        cache.clear();
+        assert_eq!(cache.usage(), (0, 0));
+    }
+}
