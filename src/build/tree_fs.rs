@@ -50,13 +50,22 @@ impl TreeDir {
     /// The bytes of the regular file at `rel` (at most `limit`), found as [`TreeDir::stamp`]
     /// finds it.
     pub fn read(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
+        self.read_file(rel, limit).ok()
+    }
+
+    /// Like [`TreeDir::read`], saying why not: no such file, a link on the way, not a regular
+    /// file, larger than `limit`.
+    pub fn read_file(&self, rel: &str, limit: u64) -> io::Result<Vec<u8>> {
         // Non-blocking: a FIFO put in a file's place does not wait for a writer.
-        let file = std::fs::File::from(self.open_beneath(rel, libc::O_RDONLY | libc::O_NONBLOCK).ok()?);
-        let meta = file.metadata().ok()?;
-        if !meta.file_type().is_file() || meta.len() > limit {
-            return None;
+        let file = std::fs::File::from(self.open_beneath(rel, libc::O_RDONLY | libc::O_NONBLOCK)?);
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() {
+            return Err(io::Error::other("not a regular file"));
         }
-        fsutil::read_bounded(file, limit).ok()
+        if meta.len() > limit {
+            return Err(io::Error::other(format!("larger than {} MB", limit >> 20)));
+        }
+        fsutil::read_bounded(file, limit).map_err(|e| io::Error::other(e.to_string()))
     }
 
     /// Opens `rel` below the tree's folder without following a link anywhere on the way: with

@@ -3,9 +3,7 @@
 
 use crate::manifest::MANIFEST_FILE;
 use anyhow::{Result, bail};
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// Largest document read (1 GiB): the whole list of a resource of millions of records is tens
@@ -106,35 +104,8 @@ pub fn read_listed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<Vec<u8
 }
 
 fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
-    let root = std::fs::File::open(dir)?;
-    let mut parts: Vec<&str> = path.split('/').collect();
-    let name = parts.pop().unwrap_or_default();
-    let mut folder: Option<OwnedFd> = None;
-    for part in parts {
-        let above = folder.as_ref().map_or(root.as_raw_fd(), AsRawFd::as_raw_fd);
-        folder = Some(open_at(above, part, libc::O_DIRECTORY)?);
-    }
-    let above = folder.as_ref().map_or(root.as_raw_fd(), AsRawFd::as_raw_fd);
-    // Non-blocking: a FIFO put in the file's place does not wait for a writer.
-    let file = std::fs::File::from(open_at(above, name, libc::O_NONBLOCK)?);
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    crate::fsutil::read_bounded(file, MAX_DOCUMENT_BYTES).map_err(|e| io::Error::other(e.to_string()))
-}
-
-/// Opens `name` in the folder `dir` for reading, refusing a link.
-fn open_at(dir: RawFd, name: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let flags = flags | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: a valid NUL-terminated name and an open folder descriptor.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(io::Error::other)?;
+    tree.read_file(path, MAX_DOCUMENT_BYTES)
 }
 
 /// Reads every listed file of `listing` and checks it against its hash, across all cores,
