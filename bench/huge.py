@@ -27,7 +27,8 @@ copy right after it is timed, the tree at the end (HUGE_KEEP_TREE=1 keeps it). H
 leaves the copy out (it needs more inodes than the tree). The edited record is restored at the
 end. A server step that fails (a server that exits, an answer that never comes within
 HUGE_SERVE_TIMEOUT seconds, default 3600) is recorded with its reason and the run goes on; a
-build that fails ends the run with its message.
+build that fails ends the run with its message. HUGE_OUT=<tree built from HUGE_DATA> runs only
+the serve steps (6 and 7) on that tree, and keeps it.
 """
 
 import json
@@ -327,9 +328,11 @@ def table(figures, notes):
 
 def main():
     WORK.mkdir(parents=True, exist_ok=True)
-    out = WORK / "huge-out"
-    remove(WORK / "huge-out-copy")  # the old trees first, never beside the next run's
-    remove(out)
+    given_out = os.environ.get("HUGE_OUT")  # a tree built from HUGE_DATA: only the serve steps run
+    out = Path(given_out).resolve() if given_out else WORK / "huge-out"
+    if not given_out:
+        remove(WORK / "huge-out-copy")  # the old trees first, never beside the next run's
+        remove(out)
     figures, notes = {}, []
     given = os.environ.get("HUGE_DATA")
     data = Path(given).resolve() if given else WORK / f"huge-data-{RECORDS}"
@@ -348,13 +351,14 @@ def main():
     probe = f"/api/v2/{segment}/{record.stem}/"
     original = record.read_bytes()
     try:
-        builds(data, out, record, figures, notes)
+        if not given_out:
+            builds(data, out, record, figures, notes)
         serve(out, data, probe, segments, figures, notes)
         watch(out, data, record, probe, folders, figures, notes)
     finally:
         record.write_bytes(original)
     figures["load average at the end (1 min)"] = os.getloadavg()[0]
-    if not os.environ.get("HUGE_KEEP_TREE"):
+    if not os.environ.get("HUGE_KEEP_TREE") and not given_out:
         log("removing the tree")
         remove(out)
     print(f"\n1M run: {data}, {figures['records']:,} records; warm = median of up to {WARM} runs\n")
