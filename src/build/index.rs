@@ -680,17 +680,22 @@ impl TreeDocs {
         self.other.push(OtherDoc { paths, file });
     }
 
-    /// Sorts the entries by key, for lookups.
+    /// Makes room for `n` more documents.
+    pub fn reserve(&mut self, n: usize) {
+        self.entries.reserve_exact(n);
+    }
+
+    /// Sorts the entries by key, for lookups (in place: a tree of a million records has a
+    /// hundred MB of them).
     pub fn finish(&mut self) {
-        if !self.gz.is_empty() {
-            self.gz.resize(self.entries.len(), Stamp::default());
+        if self.gz.is_empty() {
+            self.entries.sort_unstable_by_key(|e| e.key);
+            return;
         }
-        let mut order: Vec<usize> = (0..self.entries.len()).collect();
-        order.sort_unstable_by_key(|&i| self.entries[i].key);
-        self.entries = order.iter().map(|&i| self.entries[i]).collect();
-        if !self.gz.is_empty() {
-            self.gz = order.iter().map(|&i| self.gz[i]).collect();
-        }
+        self.gz.resize(self.entries.len(), Stamp::default());
+        let mut pairs: Vec<(DocEntry, Stamp)> = self.entries.drain(..).zip(self.gz.drain(..)).collect();
+        pairs.sort_unstable_by_key(|(e, _)| e.key);
+        (self.entries, self.gz) = pairs.into_iter().unzip();
     }
 
     /// Number of documents.

@@ -78,11 +78,17 @@ impl<'a> Output<'a> {
 
 /// Lists every document of the tree, in a deterministic order.
 pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>> {
-    let mut outputs = vec![
-        Output::listed(Content::Root, vec![ROOT_PATH.to_string()]),
-        Output::listed(Content::Meta, vec![META_PATH.to_string()]),
-    ];
-    for (segment, resource) in &dataset.resources {
+    let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
+        .resources
+        .iter()
+        .map(|(segment, r)| page_files(segment, r.records.len() as u64, &options.page_sizes, options.links))
+        .collect();
+    let documents: usize = dataset.resources.values().flat_map(|r| &r.records).map(|r| 1 + r.subdocs.len()).sum();
+    // Sized exactly: a vector that grows by doubling holds up to twice a million entries.
+    let mut outputs = Vec::with_capacity(2 + documents + pages.iter().map(BTreeMap::len).sum::<usize>());
+    outputs.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
+    outputs.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
+    for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
         let segment = segment.as_str();
         for (index, record) in resource.records.iter().enumerate() {
             outputs.push(Output { content: Content::Record { segment, index }, listed: Box::default() });
@@ -90,8 +96,7 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>>
                 outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, listed: Box::default() });
             }
         }
-        let count = resource.records.len() as u64;
-        for (page, paths) in page_files(segment, count, &options.page_sizes, options.links) {
+        for (page, paths) in pages {
             outputs.push(Output::listed(Content::Page { segment, page }, paths));
         }
     }

@@ -424,6 +424,7 @@ fn stamps_after_commit(
 ) -> Result<Written> {
     let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
     let mut index = TreeDocs::default();
+    index.reserve(placed.len());
     for (doc, output) in docs.all().zip(placed) {
         report.written += output.written;
         let kept = previous.index.filter(|_| output.from_index).and_then(|index| previous_file(index, docs, doc));
