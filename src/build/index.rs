@@ -50,11 +50,9 @@ pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
 /// A larger file is not one gen wrote; it is ignored (and replaced) with a note.
 pub const MAX_INDEX_BYTES: u64 = 4 << 30;
 
-/// Bytes of one data file's entry in the index file (see [`DataFiles`]).
-pub const DATA_ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
-/// Bytes of one document's entry in the index file (see [`TreeDocs`]), plus [`STAMP_BYTES`]
-/// for its `.gz` sibling in a tree built with `--gzip`.
-pub const DOC_ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
+/// Bytes of one entry in the index file: a data file's (see [`DataFiles`]) or a document's (see
+/// [`TreeDocs`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
+pub const ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
 const KEY_BYTES: usize = 16;
 const NAME_BYTES: usize = 8;
 const STAMP_BYTES: usize = 32;
@@ -430,13 +428,31 @@ impl Places {
     }
 }
 
-/// One data file's entry: [`DATA_ENTRY_BYTES`] in the file.
+/// One data file's or document's entry: [`ENTRY_BYTES`] in the file.
 #[derive(Debug, Clone, Copy)]
-struct DataEntry {
+struct Entry {
     key: Key,
+    /// A record's name; for a document, the name it is also published under, when it is.
     name: (u32, u32),
     stamp: Stamp,
     hash: [u8; 32],
+}
+
+impl Entry {
+    fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut bytes = [0u8; ENTRY_BYTES];
+        let rest = put_key(&mut bytes, self.key, self.name);
+        rest[..STAMP_BYTES].copy_from_slice(&stamp_bytes(&self.stamp));
+        rest[STAMP_BYTES..].copy_from_slice(&self.hash);
+        out.write_all(&bytes)
+    }
+
+    fn decode(input: &mut Decoder<impl Read>) -> Result<Entry, String> {
+        let bytes: [u8; ENTRY_BYTES] = input.array()?;
+        let (key, name, rest) = get_key(&bytes);
+        let hash = rest[STAMP_BYTES..].try_into().expect("32 bytes");
+        Ok(Entry { key, name, stamp: get_stamp(&rest[..STAMP_BYTES]), hash })
+    }
 }
 
 /// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
@@ -444,7 +460,7 @@ struct DataEntry {
 #[derive(Debug, Clone, Default)]
 pub struct DataFiles {
     places: Places,
-    entries: Vec<DataEntry>,
+    entries: Vec<Entry>,
     other: BTreeMap<String, DataFile>,
     sorted: bool,
 }
@@ -457,7 +473,7 @@ impl DataFiles {
             Some(place) => {
                 let key = self.places.key(&place);
                 let name = self.places.names.add(file.name.as_deref());
-                self.entries.push(DataEntry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
+                self.entries.push(Entry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
                 self.sorted = false;
             }
             None => {
@@ -531,7 +547,7 @@ impl DataFiles {
         Some(self.file(&self.entries[at]))
     }
 
-    fn file(&self, entry: &DataEntry) -> DataFile {
+    fn file(&self, entry: &Entry) -> DataFile {
         DataFile {
             stamp: entry.stamp,
             hash: Hash(blake3::Hash::from_bytes(entry.hash)),
@@ -585,11 +601,7 @@ impl DataFiles {
         self.places.encode(out)?;
         put_u64(out, self.entries.len() as u64)?;
         for e in &self.entries {
-            let mut bytes = [0u8; DATA_ENTRY_BYTES];
-            let rest = put_key(&mut bytes, e.key, e.name);
-            rest[..STAMP_BYTES].copy_from_slice(&stamp_bytes(&e.stamp));
-            rest[STAMP_BYTES..].copy_from_slice(&e.hash);
-            out.write_all(&bytes)?;
+            e.encode(out)?;
         }
         put_u64(out, self.other.len() as u64)?;
         for (rel, file) in &self.other {
@@ -602,39 +614,17 @@ impl DataFiles {
 
     fn decode(input: &mut Decoder<impl Read>) -> Result<DataFiles, String> {
         let places = Places::decode(input)?;
-        let n = input.count(DATA_ENTRY_BYTES)?;
-        let mut entries = Vec::with_capacity(n);
-        let mut bytes = [0u8; DATA_ENTRY_BYTES];
-        for _ in 0..n {
-            input.exact(&mut bytes)?;
-            let (key, name, rest) = get_key(&bytes);
-            let hash = rest[STAMP_BYTES..].try_into().expect("32 bytes");
-            entries.push(DataEntry { key, name, stamp: get_stamp(&rest[..STAMP_BYTES]), hash });
-        }
+        let n = input.count(ENTRY_BYTES)?;
+        let entries = (0..n).map(|_| Entry::decode(input)).collect::<Result<Vec<_>, _>>()?;
         let mut other = BTreeMap::new();
         for _ in 0..input.count(1)? {
             let rel = input.string()?;
             let (stamp, hash) = (input.stamp()?, input.hash()?);
             other.insert(rel, DataFile { stamp, hash, name: None });
         }
-        let files = DataFiles { places, entries, other, sorted: true };
-        files.check(|e| e.key)?;
-        Ok(files)
+        check_entries(&places, &entries)?;
+        Ok(DataFiles { places, entries, other, sorted: true })
     }
-
-    fn check(&self, key: impl Fn(&DataEntry) -> Key) -> Result<(), String> {
-        check_entries(&self.places, &self.entries, key, |e| e.name)
-    }
-}
-
-/// One document's entry: [`DOC_ENTRY_BYTES`] in the file.
-#[derive(Debug, Clone, Copy)]
-struct DocEntry {
-    key: Key,
-    /// The name it is also published under, when it is.
-    name: (u32, u32),
-    stamp: Stamp,
-    hash: [u8; 32],
 }
 
 /// A document of the tree that is not a record's or a sub-document's (the root, meta, OpenAPI,
@@ -651,7 +641,7 @@ pub struct OtherDoc {
 #[derive(Debug, Clone, Default)]
 pub struct TreeDocs {
     places: Places,
-    entries: Vec<DocEntry>,
+    entries: Vec<Entry>,
     /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
     gz: Vec<Stamp>,
     other: Vec<OtherDoc>,
@@ -669,7 +659,7 @@ impl TreeDocs {
             self.gz.resize(self.entries.len(), Stamp::default());
             self.gz.push(gz);
         }
-        self.entries.push(DocEntry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
+        self.entries.push(Entry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
     }
 
     /// Adds a document that is not a record's or a sub-document's, published at `paths`.
@@ -693,7 +683,7 @@ impl TreeDocs {
             return;
         }
         self.gz.resize(self.entries.len(), Stamp::default());
-        let mut pairs: Vec<(DocEntry, Stamp)> = self.entries.drain(..).zip(self.gz.drain(..)).collect();
+        let mut pairs: Vec<(Entry, Stamp)> = self.entries.drain(..).zip(self.gz.drain(..)).collect();
         pairs.sort_unstable_by_key(|(e, _)| e.key);
         (self.entries, self.gz) = pairs.into_iter().unzip();
     }
@@ -796,11 +786,7 @@ impl TreeDocs {
         put_u64(out, self.entries.len() as u64)?;
         out.write_all(&[u8::from(!self.gz.is_empty())])?;
         for (i, e) in self.entries.iter().enumerate() {
-            let mut bytes = [0u8; DOC_ENTRY_BYTES];
-            let rest = put_key(&mut bytes, e.key, e.name);
-            rest[..STAMP_BYTES].copy_from_slice(&stamp_bytes(&e.stamp));
-            rest[STAMP_BYTES..].copy_from_slice(&e.hash);
-            out.write_all(&bytes)?;
+            e.encode(out)?;
             if let Some(gz) = self.gz.get(i) {
                 out.write_all(&stamp_bytes(gz))?;
             }
@@ -826,15 +812,11 @@ impl TreeDocs {
 
     fn decode(input: &mut Decoder<impl Read>) -> Result<TreeDocs, String> {
         let mut docs = TreeDocs { places: Places::decode(input)?, ..TreeDocs::default() };
-        let n = input.count(DOC_ENTRY_BYTES)?;
+        let n = input.count(ENTRY_BYTES)?;
         let with_gz = input.byte()? == 1;
         docs.entries.reserve_exact(n);
-        let mut bytes = [0u8; DOC_ENTRY_BYTES];
         for _ in 0..n {
-            input.exact(&mut bytes)?;
-            let (key, name, rest) = get_key(&bytes);
-            let hash = rest[STAMP_BYTES..].try_into().expect("32 bytes");
-            docs.entries.push(DocEntry { key, name, stamp: get_stamp(&rest[..STAMP_BYTES]), hash });
+            docs.entries.push(Entry::decode(input)?);
             if with_gz {
                 docs.gz.push(input.stamp()?);
             }
@@ -845,7 +827,7 @@ impl TreeDocs {
             let gz = if input.byte()? == 1 { Some(input.stamp()?) } else { None };
             docs.push_other(paths, TreeFile { hash, stamp, gz });
         }
-        check_entries(&docs.places, &docs.entries, |e| e.key, |e| e.name)?;
+        check_entries(&docs.places, &docs.entries)?;
         Ok(docs)
     }
 }
@@ -853,19 +835,13 @@ impl TreeDocs {
 /// Checks what decoding cannot: entries sorted by key without repeats, and every index into
 /// the interned strings and names in range (a file that passes its checksum but was not written
 /// by this version would otherwise panic on lookup).
-fn check_entries<E>(
-    places: &Places,
-    entries: &[E],
-    key: impl Fn(&E) -> Key,
-    name: impl Fn(&E) -> (u32, u32),
-) -> Result<(), String> {
-    let in_range = |e: &E| {
-        let (k, n) = (key(e), name(e));
-        (k.segment as usize) < places.segments.strings.len()
-            && (k.kind as usize) <= places.kinds.strings.len()
-            && (n == NO_NAME || places.names.get(n).is_some())
+fn check_entries(places: &Places, entries: &[Entry]) -> Result<(), String> {
+    let in_range = |e: &Entry| {
+        (e.key.segment as usize) < places.segments.strings.len()
+            && (e.key.kind as usize) <= places.kinds.strings.len()
+            && (e.name == NO_NAME || places.names.get(e.name).is_some())
     };
-    let sorted = entries.windows(2).all(|w| key(&w[0]) < key(&w[1]));
+    let sorted = entries.windows(2).all(|w| w[0].key < w[1].key);
     match sorted && entries.iter().all(in_range) {
         true => Ok(()),
         false => Err("is not one this version of gen wrote (its entries do not add up)".to_string()),

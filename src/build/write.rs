@@ -190,7 +190,7 @@ impl<'a, 'o> Docs<'a, 'o> {
         let record = match crate::config::parse_id(key) {
             Some(id) => resource.get(id),
             None => {
-                let names = names.get_or_init(|| Names::of(self.dataset));
+                let names = names.get_or_init(|| names_of(self.dataset));
                 names.get(&(segment, key)).map(|&i| &resource.records[i])
             }
         };
@@ -201,22 +201,17 @@ impl<'a, 'o> Docs<'a, 'o> {
 /// Each record by (segment, path name).
 type Names<'o> = HashMap<(&'o str, &'o str), usize>;
 
-trait NamesOf<'o> {
-    fn of(dataset: &'o Dataset) -> Self;
-}
-
-impl<'o> NamesOf<'o> for Names<'o> {
-    fn of(dataset: &'o Dataset) -> Names<'o> {
-        let mut names = HashMap::new();
-        for (segment, resource) in &dataset.resources {
-            for (i, record) in resource.records.iter().enumerate() {
-                if let Some(name) = resource.path_name(record) {
-                    names.insert((segment.as_str(), name), i);
-                }
+/// The records of `dataset` that have a name path, by (segment, name).
+fn names_of(dataset: &Dataset) -> Names<'_> {
+    let mut names = HashMap::new();
+    for (segment, resource) in &dataset.resources {
+        for (i, record) in resource.records.iter().enumerate() {
+            if let Some(name) = resource.path_name(record) {
+                names.insert((segment.as_str(), name), i);
             }
         }
-        names
     }
+    names
 }
 
 /// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
