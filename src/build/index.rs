@@ -20,19 +20,22 @@
 //! its stamp is unchanged and it last changed well before the build that recorded it started
 //! (see [`Index::trusted`]); it is read only from a regular file, at most [`MAX_INDEX_BYTES`].
 //!
-//! Its parts, one idea each: [`format`] (the bytes on disk: magic, version, entry codec,
-//! checksum), [`places`] (the interned segments, kinds and names that key the entries),
-//! [`data_files`] and [`tree_docs`] (the two tables), and [`trust`] (when a stamp may stand for
-//! a file's bytes, and the check of a tree against its index).
+//! Its parts, one idea each: [`format`] (the file: magic, version, head, tables, checksum),
+//! [`codec`] (the fixed-size entries, stamps and counted strings it is made of), [`places`]
+//! (the interned segments, kinds and names that key the entries), [`data_files`] and
+//! [`tree_docs`] (the two tables), and [`trust`] (when a stamp may stand for a file's bytes,
+//! and the check of a tree against its index).
 
+mod codec;
 mod data_files;
 mod format;
 mod places;
 mod tree_docs;
 mod trust;
 
+pub use codec::ENTRY_BYTES;
 pub use data_files::DataFiles;
-pub use format::{ENTRY_BYTES, FORMAT};
+pub use format::FORMAT;
 pub use tree_docs::{OtherDoc, TreeDocs};
 pub use trust::{UNTRUSTED_WINDOW_NS, Verified};
 
@@ -42,7 +45,8 @@ use crate::fsutil::{Stamp, beside};
 use crate::layout;
 use crate::manifest::{MANIFEST_FILE, TreeSettings, is_tree_path};
 use anyhow::{Context, Result};
-use format::{Checksummed, decode};
+use codec::Checksummed;
+use format::decode;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 //! record name) when the tree was built, and the comparisons a rebuild makes against it (what
 //! changed, whether anything was removed or renamed).
 
-use super::format::{Decoder, ENTRY_BYTES, Entry, check_entries, put_bytes, put_u64, stamp_bytes};
-use super::places::Places;
+use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! the index's tables is a few fixed-size numbers (a million records, a few hundred MB less).
 
 use super::Place;
-use super::format::{Decoder, put_bytes, put_u64};
+use super::codec::{Decoder, Entry, Key, put_bytes, put_u64};
 use std::io::{Read, Write};
 
 /// Strings stored once, each named by its position: resource segments and sub-document kinds.
@@ -40,15 +40,6 @@ impl Interned {
         self.strings = order.iter().map(|&old| strings[old].take().expect("each once")).collect();
         new_of_old
     }
-}
-
-/// A record's place in fixed-size form: indexes into the interned segments and kinds (kind 0:
-/// the record itself, k: the sub-document kind k − 1). Ordered by segment, id, kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) struct Key {
-    pub(super) segment: u32,
-    pub(super) id: i64,
-    pub(super) kind: u32,
 }
 
 /// Names stored one after another in one string; an entry holds (offset, length).
@@ -125,5 +116,21 @@ impl Places {
         }
         places.names.text = input.string()?;
         Ok(places)
+    }
+}
+
+/// Checks what decoding cannot: entries sorted by key without repeats, and every index into
+/// the interned strings and names in range (a file that passes its checksum but was not written
+/// by this version would otherwise panic on lookup).
+pub(super) fn check_entries(places: &Places, entries: &[Entry]) -> Result<(), String> {
+    let in_range = |e: &Entry| {
+        (e.key.segment as usize) < places.segments.strings.len()
+            && (e.key.kind as usize) <= places.kinds.strings.len()
+            && (e.name == NO_NAME || places.names.get(e.name).is_some())
+    };
+    let sorted = entries.windows(2).all(|w| w[0].key < w[1].key);
+    match sorted && entries.iter().all(in_range) {
+        true => Ok(()),
+        false => Err("is not one this version of gen wrote (its entries do not add up)".to_string()),
     }
 }

@@ -2,8 +2,8 @@
 //! its file had when the build left it, looked up by place (a record or sub-document) or by
 //! path (the root, meta, OpenAPI, list pages).
 
-use super::format::{Decoder, ENTRY_BYTES, Entry, check_entries, put_bytes, put_u64, stamp_bytes};
-use super::places::Places;
+use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use super::places::{Places, check_entries};
 use super::{Hash, Place, TreeFile};
 use crate::fsutil::Stamp;
 use crate::layout;
