@@ -122,16 +122,7 @@ pub(super) fn commit_in_place<I: Iterator<Item = String>>(
     let temporary = fsutil::beside(tree.path(), "gen-journal.tmp");
     fsutil::write_new(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &journal).with_context(|| format!("cannot write {}", journal.display()))?;
-    // For the tests that kill a build during its commit (tests/killed.rs): a pause after each
-    // file, so that kills land inside the commit rather than around it.
-    let pause = std::env::var("GEN_TEST_COMMIT_PAUSE_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(std::time::Duration::from_micros);
     for path in staged() {
-        if let Some(pause) = pause {
-            std::thread::sleep(pause);
-        }
         let from = stage.join(&path);
         tree.rename_into(&from, &path)?;
         if gzip {
