@@ -117,13 +117,7 @@ impl TreeWriter<'_> {
             (Some(tree), Some(index), Some(file)) => {
                 file.hash.0 == hash && paths.iter().all(|path| index.check_file(tree, path, &file, self.gzip).is_some())
             }
-            (Some(tree), ..) => {
-                let first = tree.stamp(&paths[0]);
-                !self.gzip
-                    && first.is_some_and(|stamp| stamp.size == bytes.len() as u64)
-                    && paths.iter().all(|path| tree.stamp(path).map(|s| s.ino) == first.map(|s| s.ino))
-                    && tree.read(&paths[0], bytes.len() as u64).is_some_and(|old| old == bytes)
-            }
+            (Some(tree), ..) => same_file(tree, paths, bytes) && (!self.gzip || same_gz(tree, paths, bytes)),
         };
         if in_place {
             return Ok(Placed { hash, staged: false, written: 0, from_index: false });
@@ -160,4 +154,21 @@ impl TreeWriter<'_> {
 pub(super) enum DocumentFailure {
     Problems(Vec<Problem>),
     Error(anyhow::Error),
+}
+
+/// True when every path of `paths` in `tree` is one file (one inode) holding `bytes`, read.
+fn same_file(tree: &TreeDir, paths: &[String], bytes: &[u8]) -> bool {
+    let first = tree.stamp(&paths[0]);
+    first.is_some_and(|stamp| stamp.size == bytes.len() as u64)
+        && paths.iter().all(|path| tree.stamp(path).map(|s| s.ino) == first.map(|s| s.ino))
+        && tree.read(&paths[0], bytes.len() as u64).is_some_and(|old| old == bytes)
+}
+
+/// True when the `.gz` siblings of `paths` in `tree` are one file holding `bytes` compressed as
+/// a build compresses them, read.
+fn same_gz(tree: &TreeDir, paths: &[String], bytes: &[u8]) -> bool {
+    let gz_paths: Vec<String> = paths.iter().map(|path| format!("{path}.gz")).collect();
+    let Some(size) = tree.stamp(&gz_paths[0]).map(|s| s.size) else { return false };
+    let packed = gzip_bytes(bytes, flate2::Compression::best());
+    size == packed.len() as u64 && same_file(tree, &gz_paths, &packed)
 }
