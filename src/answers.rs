@@ -2,8 +2,8 @@
 //!
 //! `gen serve` calls these functions with the request's values; the host configurations call
 //! the same functions with placeholders ([`template`]) and write the result in their own
-//! syntax, so a body cannot drift between the two. The OpenAPI document's error schemas
-//! (`crate::build::openapi`) are tested against every body here.
+//! syntax, so a body cannot drift between the two. The error schemas the OpenAPI document
+//! quotes ([`error_schemas`]) live here too, below it, and are tested against every body here.
 
 use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
 use serde_json::{Value, json};

@@ -46,6 +46,10 @@ pub struct BuildOptions {
     pub gzip: bool,
     /// Seconds since the epoch to record as the build date (from `SOURCE_DATE_EPOCH`).
     pub source_date_epoch: Option<i64>,
+    /// Trust nothing of the previous build's index (`gen build --verify`): every data file is
+    /// read, every document rendered and compared with the file in place by reading it. Not a
+    /// setting of the tree: the tree built is the same.
+    pub verify: bool,
 }
 
 impl BuildOptions {
@@ -78,6 +82,7 @@ impl BuildOptions {
             pretty: settings.pretty,
             gzip: settings.gzip,
             source_date_epoch: None,
+            verify: false,
         }
     }
 }
@@ -130,7 +135,7 @@ pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::
     let started_ns = index::now_ns();
     let timer = StepTimer::from_env();
     load::require_folder(data)?;
-    let mut previous = PreviousBuild::open(out)?;
+    let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
     let loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
@@ -220,8 +225,9 @@ struct PreviousBuild {
 }
 
 impl PreviousBuild {
-    /// Locks `out` (waiting for another build) and reads what the previous build left there.
-    fn open(out: &Path) -> Result<PreviousBuild> {
+    /// Locks `out` (waiting for another build) and reads what the previous build left there:
+    /// its index only when `use_index` (else the build reads every file, as without one).
+    fn open(out: &Path, use_index: bool) -> Result<PreviousBuild> {
         let target = crate::staging::FolderLock::open(out)?;
         if !target.exists {
             return Ok(PreviousBuild {
@@ -234,7 +240,7 @@ impl PreviousBuild {
         }
         let dir = target.dir.clone();
         let journal = write::read_journal(&dir);
-        let index = index::Index::read(&dir);
+        let index = if use_index { index::Index::read(&dir) } else { None };
         let mut listed = journal.paths.clone();
         if index.is_none() {
             listed.extend(previous_files(&dir, !journal.paths.is_empty())?);

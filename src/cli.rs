@@ -27,6 +27,7 @@ pub enum Command {
   gen build --base-url https://api.example.org for the address clients will use
   gen build --links path --gzip                for object storage; .gz copies for nginx/Caddy
   SOURCE_DATE_EPOCH=0 gen build                record a fixed build date in meta
+  gen build --verify                           trust nothing of the index: read every file, repair
 
 Exit status: 0 built (or already up to date), 1 problems in the data, 2 any other error.
 The data format: docs/data.md")]
@@ -119,6 +120,11 @@ pub struct BuildArgs {
     /// Also write a gzip-compressed `.gz` beside every document, for hosts that serve them.
     #[arg(long)]
     pub gzip: bool,
+    /// Trust nothing of the build index: read every data file and every file of the tree, and
+    /// rewrite each file that is not what the data makes (for a tree or an index changed by
+    /// hand; see docs/builds.md).
+    #[arg(long)]
+    pub verify: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,

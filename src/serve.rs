@@ -27,6 +27,7 @@
 pub mod cache;
 pub mod files;
 pub mod html;
+pub mod item;
 pub mod listen;
 pub mod respond;
 pub mod route;

@@ -791,3 +791,63 @@ fn a_damaged_cut_or_old_build_index_gives_a_full_build_with_one_note() {
         build(&data, &fresh, &[]).ok();
     }
 }
+
+/// Issue 26, item 17: the index's checksum guards against damage, not against an index
+/// rewritten on purpose. Here a document of the tree is put back to its bytes before an edit of
+/// its record, and the index is rewritten to agree (that file's stamp and hash, the checksum
+/// recomputed): a plain build trusts it and says the stale tree is up to date, as docs/builds.md
+/// says it may; `gen build --verify` reads every data file and every file of the tree, rewrites
+/// that document, and leaves the tree a fresh build gives, with an index the next build trusts.
+#[test]
+fn build_verify_repairs_a_tree_whose_index_was_rewritten_on_purpose() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = TempDir::new("index-forged");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (out, index) = (tmp.join("out"), tmp.join(".out.gen-index"));
+    build(&data, &out, &[]).ok();
+    let doc = out.join("api/v2/berry/3/index.json");
+    let before = std::fs::read(&doc).unwrap();
+    let mut changed = read_json(&data.join("berry/3.json"));
+    changed["size"] = serde_json::json!(7.25);
+    std::fs::write(data.join("berry/3.json"), changed.to_string()).unwrap();
+    build(&data, &out, &[]).ok();
+    let after = std::fs::read(&doc).unwrap();
+    assert_ne!(before, after, "the edit changes the document");
+
+    // The tree's file put back in place (its name path, a link of it, with it), and the index
+    // rewritten to say so: the entry holding the new bytes' hash gets the file's stamp and the
+    // old bytes' hash, and the checksum at the end is recomputed.
+    std::fs::write(&doc, &before).unwrap();
+    let mut bytes = std::fs::read(&index).unwrap();
+    let new_hash = blake3::hash(&after);
+    let found: Vec<usize> = (0..bytes.len() - 32).filter(|&i| bytes[i..i + 32] == *new_hash.as_bytes()).collect();
+    assert_eq!(found.len(), 1, "the index holds the document's hash once");
+    let meta = std::fs::metadata(&doc).unwrap();
+    let mut stamp = Vec::new();
+    stamp.extend_from_slice(&meta.len().to_le_bytes());
+    stamp.extend_from_slice(&(meta.mtime() * 1_000_000_000 + meta.mtime_nsec()).to_le_bytes());
+    stamp.extend_from_slice(&(meta.ctime() * 1_000_000_000 + meta.ctime_nsec()).to_le_bytes());
+    stamp.extend_from_slice(&meta.ino().to_le_bytes());
+    let at = found[0];
+    bytes[at - 32..at].copy_from_slice(&stamp);
+    bytes[at..at + 32].copy_from_slice(blake3::hash(&before).as_bytes());
+    let body = bytes.len() - 32;
+    let sum = blake3::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(sum.as_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+
+    let plain = build(&data, &out, &[]).ok();
+    assert!(plain.stdout().contains("is up to date"), "the rewritten index is trusted: {}", plain.stdout());
+    assert_eq!(std::fs::read(&doc).unwrap(), before, "a plain build leaves the stale document");
+
+    let verified = build(&data, &out, &["--verify"]).ok();
+    assert!(verified.stdout().contains("every file of the tree read"), "{}", verified.stdout());
+    let rewritten = "3 files rewritten"; // the document at its id and name paths, and the manifest
+    assert!(verified.stdout().contains(rewritten), "{}", verified.stdout());
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&out) == read_tree(&fresh), "after --verify the tree is a fresh build's");
+    let again = build(&data, &out, &[]).ok();
+    assert!(again.stdout().contains("(0 written)"), "the index --verify wrote is used: {}", again.stdout());
+}

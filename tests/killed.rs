@@ -145,31 +145,35 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(path).ok().map(|m| (m.ino(), m.mtime_nsec(), m.size()))
     };
-    for extra_ms in [0, 20, 200, 800] {
-        // A pause after each file renamed into the tree stretches the commit; the kill comes
-        // once this build's journal exists (its commit has begun), after `extra_ms`.
+    // Driven from outside, as a user's binary runs (no test hook in gen): the build is stopped
+    // (SIGSTOP) as soon as its journal exists (its commit has begun), let run `run_ms` more,
+    // and killed (SIGKILL) while stopped, so that kills land inside the commit.
+    let signal = |child: &std::process::Child, signal: i32| {
+        // SAFETY: kill(2) on the pid of a child this test started and has not yet reaped.
+        unsafe { libc::kill(child.id() as i32, signal) };
+    };
+    for run_ms in [0, 1, 5, 20, 80] {
         let old_journal = stamp(&journal);
-        let mut child = gen_bin()
-            .env("GEN_TEST_COMMIT_PAUSE_US", "100")
-            .args(["build", "--quiet", "--data"])
-            .arg(&data)
-            .arg("--out")
-            .arg(&out)
-            .spawn()
-            .unwrap();
+        let mut child =
+            gen_bin().args(["build", "--quiet", "--data"]).arg(&data).arg("--out").arg(&out).spawn().unwrap();
         while stamp(&journal) == old_journal && child.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_micros(200));
+            std::thread::sleep(Duration::from_micros(50));
         }
-        std::thread::sleep(Duration::from_millis(extra_ms));
+        signal(&child, libc::SIGSTOP);
+        if run_ms > 0 {
+            signal(&child, libc::SIGCONT);
+            std::thread::sleep(Duration::from_millis(run_ms));
+            signal(&child, libc::SIGSTOP);
+        }
         let finished = child.try_wait().unwrap().is_some();
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let now = read_tree(&out);
         if now != before && now != after {
             mixed += 1;
-            assert!(!consistent(&out), "a mix that matches its manifest after a kill at {extra_ms} ms into the commit");
+            assert!(!consistent(&out), "a mix that matches its manifest after a kill {run_ms} ms into the commit");
             if refused == 0 {
-                assert!(serve_refuses(&out), "gen serve serves a mixed tree (kill at {extra_ms} ms into the commit)");
+                assert!(serve_refuses(&out), "gen serve serves a mixed tree (kill {run_ms} ms into the commit)");
                 refused += 1;
             }
         }
@@ -183,4 +187,14 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
     assert!(!tmp.join(".out.gen-journal").exists());
     assert!(read_tree(&out) == after, "the tree after kills differs from a clean build");
     assert!(consistent(&out));
+}
+
+/// Issue 26, item 16: test hooks must not change what a user's binary does. The kill tests
+/// above drive gen from outside (signals, the journal's appearance), so the binary has no
+/// environment variable that pauses its commit: its name is nowhere in it.
+#[test]
+fn the_binary_has_no_commit_pause_hook() {
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_gen")).unwrap();
+    let hook = ["GEN_TEST", "COMMIT_PAUSE_US"].join("_");
+    assert!(!binary.windows(hook.len()).any(|w| w == hook.as_bytes()), "the gen binary reads {hook}");
 }

@@ -16,6 +16,7 @@ pub fn execute(args: BuildArgs) -> Result<()> {
         pretty: args.pretty,
         gzip: args.gzip,
         source_date_epoch,
+        verify: args.verify,
     };
     let progress = Progress::default();
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
@@ -37,7 +38,18 @@ pub fn execute(args: BuildArgs) -> Result<()> {
         done.store(true, Ordering::Relaxed);
         result
     })?;
-    if !args.quiet && summary.up_to_date {
+    if !args.quiet && args.verify {
+        let report = &summary.report;
+        super::say(&format!(
+            "verified {} against {}: every data file and every file of the tree read; {} files rewritten \
+             (the manifest always), {} already right, in {:.2} s",
+            args.out.display(),
+            args.data.display(),
+            report.written,
+            report.files - report.written,
+            started.elapsed().as_secs_f64()
+        ));
+    } else if !args.quiet && summary.up_to_date {
         super::say(&format!(
             "{} is up to date: {} resources, {} records (0 written) in {:.2} s",
             args.out.display(),

@@ -11,28 +11,9 @@
 //! previous build are reused when the new manifest lists the same bytes, and are unreachable
 //! otherwise.
 
-use super::tree::{Doc, List};
-use crate::paging::Page;
+use super::item::{Item, Key};
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-
-/// What an entry stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Key {
-    /// A file of the tree, by its hash.
-    Doc([u8; 32]),
-    /// The entries of a list, by the hash of its `_pages/all` file.
-    List([u8; 32]),
-    /// A page computed from that list.
-    Page([u8; 32], Page),
-}
-
-/// A cached value.
-#[derive(Debug, Clone)]
-pub enum Item {
-    Doc(Arc<Doc>),
-    List(Arc<List>),
-}
+use std::sync::RwLock;
 
 /// Bytes an entry costs beyond its bodies: its key, map slot and headers.
 const OVERHEAD: usize = 256;
@@ -139,7 +120,9 @@ impl Generations {
 
 #[cfg(test)]
 mod tests {
+    use super::super::item::Doc;
     use super::*;
+    use std::sync::Arc;
 
     fn doc(n: usize) -> Item {
         Item::Doc(Arc::new(Doc::new(vec![b'x'; n], &blake3::hash(&[]))))

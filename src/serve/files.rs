@@ -110,7 +110,8 @@ fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
 
 /// Reads every listed file of `listing` and checks it against its hash, across all cores,
 /// keeping nothing: a tree that does not match its manifest is refused whole. `paths` are the
-/// listed paths (only small trees are checked so, see [`super::tree::CHECK_AT_LOAD`]).
+/// listed paths (the caller checks only small trees so: reading every file costs the whole
+/// tree's bytes).
 pub(crate) fn check_all(dir: &Path, paths: &[(String, blake3::Hash)]) -> Result<()> {
     use rayon::prelude::*;
     let bad = paths.par_iter().find_map_any(|(path, hash)| read_listed(dir, path, hash).err().map(|e| (path, e)));

@@ -4,8 +4,9 @@
 //! and a small body leave in a single write; stored bodies are never serialised again.
 
 use super::html::{self, Preview};
+use super::item::Doc;
 use super::route::{BadParam, Route, route};
-use super::tree::{Doc, Tree};
+use super::tree::Tree;
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout;
 use std::io::Write as _;

@@ -15,107 +15,22 @@
 //! reload before it is swapped in (the previous tree is served meanwhile), the first load
 //! while serving (see [`super::run`]).
 
-use super::cache::{Cache, Item, Key as CacheKey};
+use super::cache::Cache;
 use super::files::{self, Listing, Unservable};
+use super::item::{Doc, Item, Key as CacheKey, List};
 use crate::layout::{self, API_PREFIX, ROOT_PATH};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Trees of at most this many files are checked whole at load (see the module's doc).
 pub const CHECK_AT_LOAD: usize = 100_000;
 
 /// The files of a tree still to check whole, with their hashes, when it is small enough.
 pub(crate) type ToCheck = Option<Vec<(String, blake3::Hash)>>;
-
-/// One response body, prepared for every way it is sent.
-#[derive(Debug)]
-pub struct Doc {
-    pub body: Vec<u8>,
-    /// The body gzip-compressed (when that is smaller), once a client has asked for it.
-    gzip: OnceLock<Option<Vec<u8>>>,
-    /// Strong ETag of the body: its BLAKE3 hash, quoted.
-    pub etag: String,
-    /// ETag of the gzip-encoded representation (a different representation needs its own
-    /// strong validator): the same hash with `-gz`.
-    pub etag_gzip: String,
-    /// Its key in the cache, to count its gzip body there once it is compressed.
-    cached_as: Option<CacheKey>,
-}
-
-impl Doc {
-    /// Prepares a body whose BLAKE3 hash is `hash` (compressed later, see [`Doc::compress`]).
-    pub fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
-        let hash = hash.to_hex();
-        let (etag, etag_gzip) = (format!("\"{hash}\""), format!("\"{hash}-gz\""));
-        Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None }
-    }
-
-    /// Prepares a body computed here (hashed here).
-    pub fn computed(body: Vec<u8>) -> Doc {
-        let hash = blake3::hash(&body);
-        Doc::new(body, &hash)
-    }
-
-    /// The gzip-compressed body, once compressed, when it is smaller than the body.
-    pub fn gzip(&self) -> Option<&[u8]> {
-        self.gzip.get().and_then(|gz| gz.as_deref())
-    }
-
-    /// Compresses the body, once; the bytes this call added (0 when it was done before).
-    pub fn compress(&self) -> usize {
-        let mut added = 0;
-        self.gzip.get_or_init(|| {
-            let gz = (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len());
-            added = gz.as_ref().map_or(0, Vec::len);
-            gz
-        });
-        added
-    }
-
-    /// Bytes held: the body and its gzip.
-    fn bytes(&self) -> usize {
-        self.body.len() + self.gzip().map_or(0, <[u8]>::len)
-    }
-}
-
-/// Bodies shorter than this are not worth compressing.
-const MIN_GZIP: usize = 200;
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut compressed = crate::fsutil::gzip_bytes(bytes, flate2::Compression::default());
-    compressed.shrink_to_fit(); // held in the cache: no slack
-    compressed
-}
-
-/// The entries of one resource's list, each serialised as it appears inside a page, end to end
-/// in one buffer.
-#[derive(Debug)]
-pub struct List {
-    /// The list url, `<base_url>/api/v2/<segment>/`.
-    url: String,
-    entries: Vec<u8>,
-    /// Where each entry ends in `entries`.
-    ends: Vec<usize>,
-}
-
-impl List {
-    fn count(&self) -> u64 {
-        self.ends.len() as u64
-    }
-
-    fn entry(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.entries[start..self.ends[i]]
-    }
-
-    fn bytes(&self) -> usize {
-        self.entries.len() + self.ends.len() * std::mem::size_of::<usize>() + self.url.len()
-    }
-}
 
 /// A listed file that cannot be served as the manifest says.
 #[derive(Debug)]

@@ -1,0 +1,181 @@
+//! The build index's table of data files: what each file of the data folder was (stamp, hash,
+//! record name) when the tree was built, and the comparisons a rebuild makes against it (what
+//! changed, whether anything was removed or renamed).
+
+use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use super::places::{Places, check_entries};
+use super::{DataFile, Hash, Place};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
+/// key; the few others (`gen.json`, order files) by path.
+#[derive(Debug, Clone, Default)]
+pub struct DataFiles {
+    pub(super) places: Places,
+    pub(super) entries: Vec<Entry>,
+    pub(super) other: BTreeMap<String, DataFile>,
+    pub(super) sorted: bool,
+}
+
+impl DataFiles {
+    /// Adds the data file `rel` (relative to the data folder). Call [`DataFiles::finish`] once
+    /// every file is in.
+    pub fn insert(&mut self, rel: &str, file: DataFile) {
+        match Place::of_data_file(rel) {
+            Some(place) => {
+                let key = self.places.key(&place);
+                let name = self.places.names.add(file.name.as_deref());
+                self.entries.push(Entry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
+                self.sorted = false;
+            }
+            None => {
+                self.other.insert(rel.to_string(), file);
+            }
+        }
+    }
+
+    /// Makes room for `n` more files.
+    pub fn reserve(&mut self, n: usize) {
+        self.entries.reserve(n);
+    }
+
+    /// Sorts the entries for lookups, in an order that does not depend on the order files were
+    /// added in: segments and kinds by name, then ids.
+    pub fn finish(&mut self) {
+        if self.sorted {
+            return;
+        }
+        let segments = self.places.segments.sorted();
+        let kinds = self.places.kinds.sorted();
+        for e in &mut self.entries {
+            e.key.segment = segments[e.key.segment as usize];
+            if e.key.kind > 0 {
+                e.key.kind = kinds[e.key.kind as usize - 1] + 1;
+            }
+        }
+        self.entries.sort_unstable_by_key(|e| e.key);
+        self.entries.shrink_to_fit();
+        self.sorted = true;
+    }
+
+    /// One hash of every file's path and hash, in the order of [`DataFiles::finish`].
+    pub fn combined_hash(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        let mut add = |path: &str, hash: &[u8; 32]| {
+            hasher.update(path.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(hash);
+        };
+        for (rel, file) in &self.other {
+            add(rel, file.hash.0.as_bytes());
+        }
+        for e in &self.entries {
+            add(&self.places.place(e.key).data_file(), &e.hash);
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
+    /// Number of files.
+    pub fn len(&self) -> usize {
+        self.entries.len() + self.other.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The file `rel` (relative to the data folder).
+    pub fn get(&self, rel: &str) -> Option<DataFile> {
+        match Place::of_data_file(rel) {
+            Some(place) => self.get_place(&place),
+            None => self.other.get(rel).cloned(),
+        }
+    }
+
+    pub(super) fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
+        let key = self.places.find(place)?;
+        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
+        Some(self.file(&self.entries[at]))
+    }
+
+    pub(super) fn file(&self, entry: &Entry) -> DataFile {
+        DataFile {
+            stamp: entry.stamp,
+            hash: Hash(blake3::Hash::from_bytes(entry.hash)),
+            name: self.places.names.get(entry.name).map(str::to_string),
+        }
+    }
+
+    /// Every file: (path relative to the data folder, file).
+    pub fn iter(&self) -> impl Iterator<Item = (String, DataFile)> + '_ {
+        let keyed = self.entries.iter().map(|e| (self.places.place(e.key).data_file(), self.file(e)));
+        keyed.chain(self.other.iter().map(|(rel, file)| (rel.clone(), file.clone())))
+    }
+
+    /// True when every file of `self` is in `other` with the same stamp, and no more.
+    pub fn same_stamps(&self, other: &DataFiles) -> bool {
+        self.len() == other.len()
+            && self
+                .entries
+                .iter()
+                .all(|e| other.get_place(&self.places.place(e.key)).is_some_and(|o| o.stamp == e.stamp))
+            && self.other.iter().all(|(rel, f)| other.other.get(rel).is_some_and(|o| o.stamp == f.stamp))
+    }
+
+    /// The files of `self` that `before` does not have with the same hash (paths relative to the
+    /// data folder).
+    pub fn changed_since(&self, before: &DataFiles) -> Vec<String> {
+        let keyed = self.entries.iter().filter_map(|e| {
+            let place = self.places.place(e.key);
+            let same = before.get_place(&place).is_some_and(|old| old.hash.0.as_bytes() == &e.hash);
+            (!same).then(|| place.data_file())
+        });
+        let other = self.other.iter().filter(|(rel, f)| before.other.get(*rel).is_none_or(|old| old.hash != f.hash));
+        keyed.chain(other.map(|(rel, _)| rel.clone())).collect()
+    }
+
+    /// True when every record and sub-document of `before` is in `self` under the same name,
+    /// and every other file of `before` is too, order files excepted.
+    pub fn keeps_every_file_and_name_of(&self, before: &DataFiles) -> bool {
+        let keyed = before.entries.iter().all(|e| {
+            let old_name = before.places.names.get(e.name);
+            self.get_place(&before.places.place(e.key)).is_some_and(|new| new.name.as_deref() == old_name)
+        });
+        keyed
+            && before.other.keys().all(|rel| {
+                self.other.contains_key(rel)
+                    || (rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", crate::config::ORDER_FILE)))
+            })
+    }
+
+    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.places.encode(out)?;
+        put_u64(out, self.entries.len() as u64)?;
+        for e in &self.entries {
+            e.encode(out)?;
+        }
+        put_u64(out, self.other.len() as u64)?;
+        for (rel, file) in &self.other {
+            put_bytes(out, rel.as_bytes())?;
+            out.write_all(&stamp_bytes(&file.stamp))?;
+            out.write_all(file.hash.0.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<DataFiles, String> {
+        let places = Places::decode(input)?;
+        let n = input.count(ENTRY_BYTES)?;
+        let entries = (0..n).map(|_| Entry::decode(input)).collect::<Result<Vec<_>, _>>()?;
+        let mut other = BTreeMap::new();
+        for _ in 0..input.count(1)? {
+            let rel = input.string()?;
+            let (stamp, hash) = (input.stamp()?, input.hash()?);
+            other.insert(rel, DataFile { stamp, hash, name: None });
+        }
+        check_entries(&places, &entries)?;
+        Ok(DataFiles { places, entries, other, sorted: true })
+    }
+}

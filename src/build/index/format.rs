@@ -1,0 +1,88 @@
+//! The build index's bytes on disk (docs/builds.md, "The build index"): a magic and a version,
+//! a small JSON head, the two tables of fixed-size entries, and a BLAKE3 checksum of everything
+//! before it. Decoding refuses, with a one-line reason, a file of another version, a damaged or
+//! cut one, and one whose entries do not add up; it never panics on what it reads.
+
+use super::codec::{Checksummed, Decoder, damaged, put_bytes};
+use super::{DataFiles, Index, TreeDocs};
+use crate::build::schema::Inferred;
+use crate::fsutil::Stamp;
+use crate::manifest::TreeSettings;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// Version of the index's format; another version is ignored (the next build is a full one).
+/// 3: binary, one fixed-size entry per data file and per document (2 was JSON, one entry per
+/// path of the tree).
+pub const FORMAT: u32 = 3;
+
+/// The first bytes of an index file.
+pub(super) const MAGIC: &[u8; 8] = b"genindex";
+
+/// The small part of the index, stored as JSON inside the binary file.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Head {
+    pub(super) manifest: Stamp,
+    pub(super) started_ns: i64,
+    pub(super) settings: TreeSettings,
+    pub(super) lists: BTreeMap<String, String>,
+    pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
+}
+
+impl Index {
+    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT.to_le_bytes())?;
+        let head = Head {
+            manifest: self.manifest,
+            started_ns: self.started_ns,
+            settings: self.settings.clone(),
+            lists: self.lists.clone(),
+            schemas: self.schemas.clone(),
+        };
+        put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
+        self.data.encode(out)?;
+        self.docs.encode(out)
+    }
+}
+
+/// Decodes an index file: magic, version, the head, the data files, the documents, and the
+/// checksum of all that at the end.
+pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
+    let mut input = Decoder { inner: Checksummed::new(reader), left: size };
+    let mut magic = [0u8; 8];
+    let read = input.exact(&mut magic);
+    if read.is_err() || &magic != MAGIC {
+        return Err(
+            "is not a build index of this version of gen (a JSON index of an earlier version, or another file)"
+                .to_string(),
+        );
+    }
+    input.left = input.left.checked_sub(32).ok_or_else(damaged)?;
+    let format = u32::from_le_bytes(input.array()?);
+    if format != FORMAT {
+        return Err(format!("has format {format}, this gen reads format {FORMAT}"));
+    }
+    let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
+    let data = DataFiles::decode(&mut input)?;
+    let docs = TreeDocs::decode(&mut input)?;
+    if input.left != 0 {
+        return Err(damaged());
+    }
+    let (mut reader, sum) = input.inner.finish();
+    let mut stored = [0u8; 32];
+    reader.read_exact(&mut stored).map_err(|_| damaged())?;
+    if stored != *sum.as_bytes() {
+        return Err(damaged());
+    }
+    Ok(Index {
+        manifest: head.manifest,
+        started_ns: head.started_ns,
+        settings: head.settings,
+        lists: head.lists,
+        schemas: head.schemas,
+        data,
+        docs,
+    })
+}

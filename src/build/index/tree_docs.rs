@@ -1,0 +1,217 @@
+//! The build index's table of documents: every document of the tree, its hash and the stamp
+//! its file had when the build left it, looked up by place (a record or sub-document) or by
+//! path (the root, meta, OpenAPI, list pages).
+
+use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use super::places::{Places, check_entries};
+use super::{Hash, Place, TreeFile};
+use crate::fsutil::Stamp;
+use crate::layout;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::OnceLock;
+
+/// A document of the tree that is not a record's or a sub-document's (the root, meta, OpenAPI,
+/// list pages), with its paths.
+#[derive(Debug, Clone)]
+pub struct OtherDoc {
+    pub paths: Vec<String>,
+    pub file: TreeFile,
+}
+
+/// Every document of a tree. A record or sub-document is a fixed-size entry keyed by its
+/// place, its paths derived (by id, and by name when it has a name path); other documents are
+/// listed with their paths (a few per list and page size).
+#[derive(Debug, Clone, Default)]
+pub struct TreeDocs {
+    pub(super) places: Places,
+    pub(super) entries: Vec<Entry>,
+    /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
+    pub(super) gz: Vec<Stamp>,
+    pub(super) other: Vec<OtherDoc>,
+    pub(super) other_by_path: HashMap<String, usize>,
+    /// Entries by (segment, name, kind), built on first lookup by name.
+    pub(super) by_name: OnceLock<HashMap<(u32, String, u32), usize>>,
+}
+
+impl TreeDocs {
+    /// Adds the document at `place`, also published under `name` when given.
+    pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: TreeFile) {
+        let key = self.places.key(place);
+        let name = self.places.names.add(name);
+        if let Some(gz) = file.gz {
+            self.gz.resize(self.entries.len(), Stamp::default());
+            self.gz.push(gz);
+        }
+        self.entries.push(Entry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
+    }
+
+    /// Adds a document that is not a record's or a sub-document's, published at `paths`.
+    pub fn push_other(&mut self, paths: Vec<String>, file: TreeFile) {
+        for path in &paths {
+            self.other_by_path.insert(path.clone(), self.other.len());
+        }
+        self.other.push(OtherDoc { paths, file });
+    }
+
+    /// Makes room for `n` more documents.
+    pub fn reserve(&mut self, n: usize) {
+        self.entries.reserve_exact(n);
+    }
+
+    /// Sorts the entries by key, for lookups (in place: a tree of a million records has a
+    /// hundred MB of them).
+    pub fn finish(&mut self) {
+        if self.gz.is_empty() {
+            self.entries.sort_unstable_by_key(|e| e.key);
+            return;
+        }
+        self.gz.resize(self.entries.len(), Stamp::default());
+        let mut pairs: Vec<(Entry, Stamp)> = self.entries.drain(..).zip(self.gz.drain(..)).collect();
+        pairs.sort_unstable_by_key(|(e, _)| e.key);
+        (self.entries, self.gz) = pairs.into_iter().unzip();
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.entries.len() + self.other.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(super) fn entry(&self, i: usize) -> (Place<'_>, Option<&str>, TreeFile) {
+        let e = &self.entries[i];
+        let file =
+            TreeFile { hash: Hash(blake3::Hash::from_bytes(e.hash)), stamp: e.stamp, gz: self.gz.get(i).copied() };
+        (self.places.place(e.key), self.places.names.get(e.name), file)
+    }
+
+    /// The document at `place`, when it is published under the same name as `name` (or under
+    /// none when `None`): its paths are then the same.
+    pub fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<TreeFile> {
+        let key = self.places.find(place)?;
+        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
+        let (_, old_name, file) = self.entry(at);
+        (old_name == name).then_some(file)
+    }
+
+    /// The other document at exactly `paths`.
+    pub fn other(&self, paths: &[String]) -> Option<TreeFile> {
+        let doc = &self.other[*self.other_by_path.get(paths.first()?)?];
+        (doc.paths == paths).then_some(doc.file)
+    }
+
+    /// The document at the tree path `path`, whatever its other paths.
+    pub fn file(&self, path: &str) -> Option<TreeFile> {
+        if let Some(&at) = self.other_by_path.get(path) {
+            return Some(self.other[at].file);
+        }
+        let rest = path.strip_prefix(layout::API_ROOT)?.strip_prefix('/')?.strip_suffix("/index.json")?;
+        let mut parts = rest.split('/');
+        let (segment, key, kind) = (parts.next()?, parts.next()?, parts.next());
+        if parts.next().is_some() {
+            return None;
+        }
+        match crate::config::parse_id(key) {
+            Some(id) => self.keyed_any_name(&Place { segment, kind, id }),
+            None => {
+                let by_name = self.by_name.get_or_init(|| self.names_map());
+                let segment = self.places.segments.find(segment)?;
+                let kind = match kind {
+                    None => 0,
+                    Some(kind) => self.places.kinds.find(kind)? + 1,
+                };
+                let at = *by_name.get(&(segment, key.to_string(), kind))?;
+                Some(self.entry(at).2)
+            }
+        }
+    }
+
+    pub(super) fn keyed_any_name(&self, place: &Place<'_>) -> Option<TreeFile> {
+        let key = self.places.find(place)?;
+        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
+        Some(self.entry(at).2)
+    }
+
+    pub(super) fn names_map(&self) -> HashMap<(u32, String, u32), usize> {
+        let named = self.entries.iter().enumerate().filter_map(|(i, e)| {
+            let name = self.places.names.get(e.name)?;
+            Some(((e.key.segment, name.to_string(), e.key.kind), i))
+        });
+        named.collect()
+    }
+
+    /// Every path of every document, with its file.
+    pub fn paths(&self) -> impl Iterator<Item = (String, TreeFile)> + '_ {
+        let keyed = (0..self.entries.len()).flat_map(move |i| {
+            let (place, name, file) = self.entry(i);
+            let by_name = name.map(|name| (place.tree_path(name), file));
+            std::iter::once((place.tree_path(place.id), file)).chain(by_name)
+        });
+        keyed.chain(self.other.iter().flat_map(|doc| doc.paths.iter().map(|path| (path.clone(), doc.file))))
+    }
+
+    /// Every document's paths with its file, one document at a time: for each keyed document
+    /// its place, the name it is published under, and its file; then the others.
+    pub fn each_keyed(&self) -> impl Iterator<Item = (Place<'_>, Option<&str>, TreeFile)> + '_ {
+        (0..self.entries.len()).map(move |i| self.entry(i))
+    }
+
+    /// The documents that are not records' or sub-documents'.
+    pub fn others(&self) -> &[OtherDoc] {
+        &self.other
+    }
+
+    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.places.encode(out)?;
+        put_u64(out, self.entries.len() as u64)?;
+        out.write_all(&[u8::from(!self.gz.is_empty())])?;
+        for (i, e) in self.entries.iter().enumerate() {
+            e.encode(out)?;
+            if let Some(gz) = self.gz.get(i) {
+                out.write_all(&stamp_bytes(gz))?;
+            }
+        }
+        put_u64(out, self.other.len() as u64)?;
+        for doc in &self.other {
+            put_u64(out, doc.paths.len() as u64)?;
+            for path in &doc.paths {
+                put_bytes(out, path.as_bytes())?;
+            }
+            out.write_all(&stamp_bytes(&doc.file.stamp))?;
+            out.write_all(doc.file.hash.0.as_bytes())?;
+            match doc.file.gz {
+                Some(gz) => {
+                    out.write_all(&[1])?;
+                    out.write_all(&stamp_bytes(&gz))?;
+                }
+                None => out.write_all(&[0])?,
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<TreeDocs, String> {
+        let mut docs = TreeDocs { places: Places::decode(input)?, ..TreeDocs::default() };
+        let n = input.count(ENTRY_BYTES)?;
+        let with_gz = input.byte()? == 1;
+        docs.entries.reserve_exact(n);
+        for _ in 0..n {
+            docs.entries.push(Entry::decode(input)?);
+            if with_gz {
+                docs.gz.push(input.stamp()?);
+            }
+        }
+        for _ in 0..input.count(1)? {
+            let paths = (0..input.count(1)?).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?;
+            let (stamp, hash) = (input.stamp()?, input.hash()?);
+            let gz = if input.byte()? == 1 { Some(input.stamp()?) } else { None };
+            docs.push_other(paths, TreeFile { hash, stamp, gz });
+        }
+        check_entries(&docs.places, &docs.entries)?;
+        Ok(docs)
+    }
+}

@@ -1,0 +1,97 @@
+//! What the build index is trusted for: a file whose stamp is unchanged and old enough is taken
+//! as unchanged without reading it; any other is read and checked against its hash. Here are
+//! that rule and the check of a whole tree against its index.
+
+use super::{Index, TreeFile};
+use crate::build::tree_fs::TreeDir;
+use crate::fsutil::Stamp;
+use std::io::Read;
+
+/// How long before a build started a file must have last changed for its stamp to be trusted:
+/// a file changed later may have changed again within the same tick of the file system's clock
+/// (coarse clocks tick every few milliseconds; some file systems keep seconds or two).
+pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
+
+/// What a check of the tree against its index found (see [`Index::verify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// A file is not as the index says the build left it.
+    Changed,
+    /// Every file is; `rehashed` when some had to be read to tell (their stamps were too
+    /// recent to trust), so that a new index would let the next build trust them.
+    Intact { rehashed: bool },
+}
+
+impl Index {
+    /// True when a file whose stamp is unchanged since this index recorded it can be taken as
+    /// unchanged: it last changed well before that build started. A file that changed just
+    /// before or during that build is hashed again, whatever its stamp says. The same rule
+    /// holds for data files and for the tree's own files (whose stamps are taken after the
+    /// build's commit, so every file a build wrote is read once more by the next build).
+    pub fn trusted(&self, stamp: &Stamp) -> bool {
+        stamp.ctime_ns < self.started_ns - UNTRUSTED_WINDOW_NS && stamp.mtime_ns < self.started_ns - UNTRUSTED_WINDOW_NS
+    }
+
+    /// Whether every file of the tree is as this index says the build left it (see
+    /// [`Index::check_file`]): every path of every document, in parallel.
+    pub fn verify(&self, tree: &TreeDir) -> Verified {
+        use rayon::prelude::*;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let rehashed = AtomicBool::new(false);
+        let gzip = self.settings.gzip;
+        let check = |path: &str, file: &TreeFile| match self.check_file(tree, path, file, gzip) {
+            Some(read) => {
+                if read {
+                    rehashed.store(true, Ordering::Relaxed);
+                }
+                true
+            }
+            None => false,
+        };
+        let docs = &self.docs;
+        let keyed = (0..docs.entries.len()).into_par_iter().with_min_len(4096).all(|i| {
+            let (place, name, file) = docs.entry(i);
+            check(&place.tree_path(place.id), &file) && name.is_none_or(|name| check(&place.tree_path(name), &file))
+        });
+        let intact = keyed && docs.other.par_iter().all(|doc| doc.paths.iter().all(|path| check(path, &doc.file)));
+        match intact {
+            true => Verified::Intact { rehashed: rehashed.into_inner() },
+            false => Verified::Changed,
+        }
+    }
+
+    /// Whether the file at `path` in `tree` is as `file` says the build left it, with its `.gz`
+    /// sibling when `gzip` wants one (and without one otherwise): `None` when it is not;
+    /// `Some(true)` when telling took reading it. A stamp is enough only when it is unchanged
+    /// and [`Index::trusted`]: a file changed just before its stamp was taken (during the
+    /// commit, say) may have changed again within the same clock tick, so its bytes are read
+    /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
+    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &TreeFile, gzip: bool) -> Option<bool> {
+        let gz_rel = || format!("{path}.gz");
+        let same_gz = match file.gz {
+            Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),
+            None => !gzip,
+        };
+        if !same_gz || tree.stamp(path) != Some(file.stamp) {
+            return None;
+        }
+        let gz_trusted = file.gz.is_none_or(|gz| self.trusted(&gz));
+        if self.trusted(&file.stamp) && gz_trusted {
+            return Some(false);
+        }
+        let bytes = tree.read(path, file.stamp.size)?;
+        if blake3::hash(&bytes) != file.hash.0 {
+            return None;
+        }
+        if let Some(gz) = file.gz.filter(|_| !gz_trusted) {
+            let packed = tree.read(&gz_rel(), gz.size)?;
+            let mut unpacked = Vec::with_capacity(bytes.len() + 1);
+            let decoder = flate2::read::GzDecoder::new(&packed[..]);
+            decoder.take(bytes.len() as u64 + 1).read_to_end(&mut unpacked).ok()?;
+            if unpacked != bytes {
+                return None;
+            }
+        }
+        (tree.stamp(path) == Some(file.stamp)).then_some(true)
+    }
+}

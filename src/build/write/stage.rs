@@ -1,0 +1,174 @@
+//! Staging: renders the documents that changed, in parallel, and places each one: kept in the
+//! tree when its bytes are already there, else written (with its hard links and `.gz`) into
+//! the staging folder beside the tree. Nothing in the tree changes here.
+
+use super::docs::{Doc, Docs};
+use super::{Documents, Progress};
+use crate::build::index::{Index, TreeFile, gz_path};
+use crate::build::tree_fs::TreeDir;
+use crate::fsutil::{self, gzip_bytes};
+use crate::problem::{Problem, Problems};
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+/// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
+/// parallel; takes the others from the previous tree. Fails with every problem found.
+pub(super) fn stage_documents(
+    writer: &TreeWriter<'_>,
+    docs: &Docs<'_, '_>,
+    documents: &dyn Documents,
+    progress: &Progress,
+) -> Result<Vec<Placed>> {
+    let outputs = docs.outputs;
+    progress.total.store(outputs.iter().filter(|o| documents.dirty(o)).count(), Ordering::Relaxed);
+    // Failures are gathered aside, so that the results of a million documents are one vector of
+    // small records, not of `Result`s.
+    let problems: Mutex<Vec<Problem>> = Mutex::default();
+    let error: Mutex<Option<anyhow::Error>> = Mutex::default();
+    let failed = Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false };
+    let placed: Vec<Placed> = outputs
+        .par_iter()
+        .with_min_len(64)
+        .map(|output| {
+            let previous = writer.previous(docs, Doc::Planned(output));
+            if !documents.dirty(output)
+                && let Some(file) = previous
+            {
+                return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
+            }
+            let placed = documents.render(output).map_err(DocumentFailure::Problems).and_then(|bytes| {
+                let paths = output.paths(docs.dataset);
+                writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
+            });
+            progress.done.fetch_add(1, Ordering::Relaxed);
+            match placed {
+                Ok(placed) => placed,
+                Err(DocumentFailure::Problems(found)) => {
+                    problems.lock().expect("no panic while writing").extend(found);
+                    failed
+                }
+                Err(DocumentFailure::Error(e)) => {
+                    error.lock().expect("no panic while writing").get_or_insert(e);
+                    failed
+                }
+            }
+        })
+        .collect();
+    if let Some(e) = error.into_inner().expect("no panic while writing") {
+        return Err(e);
+    }
+    let mut problems = problems.into_inner().expect("no panic while writing");
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Problems::all(problems).into());
+    }
+    Ok(placed)
+}
+
+/// The previous tree's file of `doc`, as `index` describes it, when it is published at the
+/// same paths (its stamps are checked before a build trusts the index).
+pub(super) fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+    match (doc, docs.place(doc)) {
+        (_, Some((place, name))) => index.docs.keyed(&place, name),
+        (Doc::Planned(output), None) => index.docs.other(&output.listed),
+        (Doc::Late(paths), None) => index.docs.other(paths),
+    }
+}
+
+/// Places documents: taken from the previous tree when unchanged, staged otherwise.
+pub(super) struct TreeWriter<'w> {
+    /// The tree in place, when there is one.
+    pub(super) tree: Option<&'w TreeDir>,
+    pub(super) stage: &'w Path,
+    pub(super) index: Option<&'w Index>,
+    pub(super) gzip: bool,
+}
+
+/// One document, placed at all its paths.
+#[derive(Clone, Copy)]
+pub(super) struct Placed {
+    pub(super) hash: blake3::Hash,
+    /// True when its new bytes are in the staging folder.
+    pub(super) staged: bool,
+    /// Files written anew, at each path (with `.gz` siblings): a document's paths share one
+    /// file's bytes through hard links, as in every build.
+    pub(super) written: usize,
+    /// True when it was taken from the index unchanged: its stamps are the index's.
+    pub(super) from_index: bool,
+}
+
+impl TreeWriter<'_> {
+    /// The previous tree's file of `doc` (see [`previous_file`]).
+    pub(super) fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+        previous_file(self.index?, docs, doc)
+    }
+
+    /// Places `bytes` at every path in `paths`: kept in place when every path already holds
+    /// them as one file (by `previous`, the index's verified hash and stamp, else by reading the
+    /// files), staged otherwise (the first path written, the others hard links to it). A
+    /// document's paths are always links of one file, so one stamp stands for all of them.
+    pub(super) fn place(&self, paths: &[String], previous: Option<TreeFile>, bytes: &[u8]) -> Result<Placed> {
+        let hash = blake3::hash(bytes);
+        let in_place = match (self.tree, self.index, previous) {
+            (None, ..) => false,
+            (Some(tree), Some(index), Some(file)) => {
+                file.hash.0 == hash && paths.iter().all(|path| index.check_file(tree, path, &file, self.gzip).is_some())
+            }
+            (Some(tree), ..) => same_file(tree, paths, bytes) && (!self.gzip || same_gz(tree, paths, bytes)),
+        };
+        if in_place {
+            return Ok(Placed { hash, staged: false, written: 0, from_index: false });
+        }
+        let mut written = 0;
+        let first = self.stage.join(&paths[0]);
+        for (i, path) in paths.iter().enumerate() {
+            let target = self.stage.join(path);
+            if let Some(dir) = target.parent() {
+                fsutil::create_dir_all(dir)?;
+            }
+            written += 1 + usize::from(self.gzip);
+            if i == 0 {
+                fsutil::write(&target, bytes)?;
+            } else {
+                std::fs::hard_link(&first, &target)
+                    .with_context(|| format!("cannot link {} to {}", target.display(), first.display()))?;
+            }
+            if self.gzip {
+                if i == 0 {
+                    fsutil::write(&gz_path(&target), &gzip_bytes(bytes, flate2::Compression::best()))?;
+                } else {
+                    let (from, to) = (gz_path(&first), gz_path(&target));
+                    std::fs::hard_link(&from, &to)
+                        .with_context(|| format!("cannot link {} to {}", to.display(), from.display()))?;
+                }
+            }
+        }
+        Ok(Placed { hash, staged: true, written, from_index: false })
+    }
+}
+
+/// Why a document was not placed: problems in its source, or an error writing it.
+pub(super) enum DocumentFailure {
+    Problems(Vec<Problem>),
+    Error(anyhow::Error),
+}
+
+/// True when every path of `paths` in `tree` is one file (one inode) holding `bytes`, read.
+fn same_file(tree: &TreeDir, paths: &[String], bytes: &[u8]) -> bool {
+    let first = tree.stamp(&paths[0]);
+    first.is_some_and(|stamp| stamp.size == bytes.len() as u64)
+        && paths.iter().all(|path| tree.stamp(path).map(|s| s.ino) == first.map(|s| s.ino))
+        && tree.read(&paths[0], bytes.len() as u64).is_some_and(|old| old == bytes)
+}
+
+/// True when the `.gz` siblings of `paths` in `tree` are one file holding `bytes` compressed as
+/// a build compresses them, read.
+fn same_gz(tree: &TreeDir, paths: &[String], bytes: &[u8]) -> bool {
+    let gz_paths: Vec<String> = paths.iter().map(|path| format!("{path}.gz")).collect();
+    let Some(size) = tree.stamp(&gz_paths[0]).map(|s| s.size) else { return false };
+    let packed = gzip_bytes(bytes, flate2::Compression::best());
+    size == packed.len() as u64 && same_file(tree, &gz_paths, &packed)
+}
