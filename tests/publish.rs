@@ -685,13 +685,12 @@ fn file_targets_behave_the_same() {
 const BESIDE: [&str; 4] = ["index.html", "foreign.txt", "other-site/app.js", "Site/Index.HTML"];
 
 #[test]
-fn no_marker_or_manifest_in_the_bucket_deletes_what_gen_could_not_have_written() {
+fn a_tree_whose_manifest_lists_the_marker_is_refused() {
     let Some(weed) = Weed::start() else { return };
     let site = Site::new(&[]);
     for key in BESIDE {
         weed.put(key, b"not gen's");
     }
-    // A tree whose manifest lists the marker (or anything outside api/v2/) is refused.
     let manifest_path = site.out().join("manifest.json");
     let good_manifest = std::fs::read(&manifest_path).unwrap();
     let mut manifest: serde_json::Value = serde_json::from_slice(&good_manifest).unwrap();
@@ -702,8 +701,15 @@ fn no_marker_or_manifest_in_the_bucket_deletes_what_gen_could_not_have_written()
     let run = weed.publish(&site.out(), &[]).fails_with(2);
     assert!(run.stderr().contains(".gen-publish.json"), "{}", run.stderr());
     assert_eq!(weed.list().len(), BESIDE.len(), "a tree listing the marker was published");
-    std::fs::write(&manifest_path, &good_manifest).unwrap();
-    std::fs::remove_file(site.out().join(".gen-publish.json")).unwrap();
+}
+
+#[test]
+fn a_marker_in_the_bucket_deletes_nothing_gen_could_not_have_written() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for key in BESIDE {
+        weed.put(key, b"not gen's");
+    }
     weed.publish(&site.out(), &[]).ok();
 
     // A marker put in by hand, naming the others as leftovers to delete.
@@ -711,6 +717,16 @@ fn no_marker_or_manifest_in_the_bucket_deletes_what_gen_could_not_have_written()
     weed.put(".gen-publish.json", &serde_json::to_vec(&hand_marker).unwrap());
     weed.publish(&site.out(), &[]).ok();
     assert_bucket_is_tree(&weed, &site, &BESIDE);
+}
+
+#[test]
+fn a_manifest_in_the_bucket_deletes_nothing_gen_could_not_have_written() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for key in BESIDE {
+        weed.put(key, b"not gen's");
+    }
+    weed.publish(&site.out(), &[]).ok();
 
     // A manifest in the bucket that lists them: the next publish (which no longer has them)
     // would delete what it listed.
@@ -864,8 +880,7 @@ fn the_changed_urls_are_never_lost_and_never_written_through_a_link() {
 }
 
 #[test]
-fn errors_hide_the_endpoints_password_and_a_stalled_store_is_said_to_stall() {
-    let Some(weed) = Weed::start() else { return };
+fn errors_never_show_the_endpoints_password() {
     let site = Site::new(&[]);
     let closed = format!("http://gen-user:hunter2secret@127.0.0.1:{}", free_port());
     let keys = [("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)];
@@ -881,8 +896,12 @@ fn errors_hide_the_endpoints_password_and_a_stalled_store_is_said_to_stall() {
         assert!(!text.contains("hunter2secret") && !text.contains("gen-user:"), "{text}");
         assert!(text.contains("cannot reach") && text.contains("***@127.0.0.1"), "{text}");
     }
+}
 
-    // A store that takes requests and never answers.
+#[test]
+fn a_store_that_stops_answering_is_said_to_stall() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
     let proxy = weed.proxy();
     proxy.fault(None, "", Fault::Stall);
     let run =
