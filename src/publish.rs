@@ -4,8 +4,11 @@
 //! - The local tree is checked against its manifest before anything is sent ([`verify_tree`]).
 //! - What to send is decided from the target's own `manifest.json` (hash against hash), or, with
 //!   no manifest, `--verify` or an unfinished publish, from a listing of the target and each
-//!   object's content ([`remote`]); [`plan`] orders it: leaves, roots, manifest, then deletes.
-//! - Only objects a published manifest listed are ever deleted.
+//!   object's content ([`remote`]); [`plan`] orders it: by links (an object before what links
+//!   to it), manifest last, then deletes.
+//! - Only objects a published manifest listed are ever deleted, and only files of the tree
+//!   ([`crate::layout::is_tree_file`]).
+//! - A lock object (`.gen-publish.lock`, created only if absent) keeps two publishes apart.
 //! - An unfinished publish leaves a marker (`.gen-publish.json`) that the next one reads: it
 //!   then compares every object and finishes the deletes the killed one had planned.
 //!

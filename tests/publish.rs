@@ -793,29 +793,44 @@ fn a_new_record_is_in_place_before_the_changed_record_that_links_to_it() {
     let new_effect = "api/v2/effect/4/index.json";
     assert!(String::from_utf8_lossy(&site.bytes("api/v2/berry/5/index.json")).contains("/api/v2/effect/4/"));
 
-    // The upload of the new record fails: the berry that links to it is never uploaded.
+    // The upload of the new record fails (a server error, then a reset connection): the berry
+    // that links to it is never uploaded.
     let proxy = weed.proxy();
-    proxy.fault(Some("PUT"), new_effect, Fault::Status500);
-    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0"], &[]).fails_with(2);
-    assert!(run.stderr().contains("published manifest is still the previous one"), "{}", run.stderr());
-    let puts = proxy.puts();
-    assert!(puts.iter().any(|k| k == new_effect), "{puts:?}");
-    assert!(
-        !puts.iter().any(|k| k.starts_with("api/v2/berry/")),
-        "a berry linking to the new effect was uploaded: {puts:?}"
-    );
-    assert_eq!(weed.get("api/v2/berry/5/index.json").0, old_berry);
-    assert_eq!(weed.get("manifest.json").0, published_manifest(&weed, &published));
+    for fault in [Fault::Status500, Fault::Reset] {
+        proxy.fault(Some("PUT"), new_effect, fault);
+        let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0"], &[]).fails_with(2);
+        assert!(run.stderr().contains("published manifest is still the previous one"), "{}", run.stderr());
+        let puts = proxy.puts();
+        assert!(puts.iter().any(|k| k == new_effect), "{puts:?}");
+        let berries: Vec<&String> = puts.iter().filter(|k| k.starts_with("api/v2/berry/")).collect();
+        assert!(berries.is_empty(), "{fault:?}: uploaded, linking to the new effect: {berries:?}");
+        assert_eq!(weed.get("api/v2/berry/5/index.json").0, old_berry);
+        assert_eq!(weed.get("manifest.json").0, published_manifest(&weed, &published));
+        proxy.clear();
+    }
 
-    // Without the fault, one at a time: the new record first, the manifest last.
-    proxy.clear();
-    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--jobs", "1", "--take-over-lock"], &[]).ok();
+    // The new record slow to store, many uploads at once: what links to it is sent only once it
+    // is stored; the manifest once everything else is.
+    proxy.fault(Some("PUT"), new_effect, Fault::Slow(Duration::from_millis(500)));
+    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--jobs", "8"], &[]).ok();
     assert!(run.stdout().contains("published to s3://gen"), "{}", run.stdout());
-    let puts: Vec<String> = proxy.puts().into_iter().filter(|k| !k.starts_with(".gen-publish")).collect();
-    let at = |key: &str| puts.iter().rposition(|k| k == key).unwrap_or_else(|| panic!("{key} not in {puts:?}"));
-    assert!(at(new_effect) < at("api/v2/berry/5/index.json"), "{puts:?}");
-    assert!(at(new_effect) < at("api/v2/effect/index.json"), "{puts:?}");
-    assert_eq!(puts.last().map(String::as_str), Some("manifest.json"), "{puts:?}");
+    let log: Vec<String> = proxy
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT" && !s.key.starts_with(".gen-publish"))
+        .map(|s| format!("{} {}", if s.answered { "stored" } else { "sent" }, s.key))
+        .collect();
+    let at = |event: &str| log.iter().rposition(|e| e == event).unwrap_or_else(|| panic!("no {event} in {log:?}"));
+    let stored = at(&format!("stored {new_effect}"));
+    for linking in ["api/v2/berry/5/index.json", "api/v2/berry/berry-5/index.json", "api/v2/effect/index.json"] {
+        assert!(stored < at(&format!("sent {linking}")), "{linking} sent before the effect was stored: {log:?}");
+    }
+    let manifest = at("sent manifest.json");
+    assert!(
+        log[..manifest].iter().filter(|e| e.starts_with("sent ")).count()
+            == log[..manifest].iter().filter(|e| e.starts_with("stored ")).count(),
+        "{log:?}"
+    );
     assert_bucket_is_tree(&weed, &site, &[]);
 }
 

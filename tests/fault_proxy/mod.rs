@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 /// What the proxy does with a request a rule matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
 pub enum Fault {
     /// Answers `500 Internal Server Error` with an S3 error body, never forwarding it.
     Status500,
@@ -35,11 +34,13 @@ struct Rule {
     fault: Fault,
 }
 
-/// A request the proxy saw: its method and the object key (the path without the bucket).
+/// A request the proxy saw: its method and the object key (the path without the bucket); seen
+/// twice when forwarded: as it arrives, and `answered` once the server's answer is sent back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
     pub method: String,
     pub key: String,
+    pub answered: bool,
 }
 
 #[derive(Default)]
@@ -124,11 +125,13 @@ impl FaultProxy {
         true
     }
 
-    /// Drops every rule and hold and lets stalled and held connections go (closed unanswered).
+    /// Drops every rule, hold and request seen, and lets stalled and held connections go
+    /// (closed unanswered).
     pub fn clear(&self) {
         let (lock, changed) = &*self.state;
         let mut state = lock.lock().unwrap();
         state.rules.clear();
+        state.seen.clear();
         (state.hold_after, state.holding) = (None, false);
         state.release += 1;
         changed.notify_all();
@@ -141,7 +144,7 @@ impl FaultProxy {
 
     /// The keys written (PUT) so far, in the order the requests arrived.
     pub fn puts(&self) -> Vec<String> {
-        self.seen().into_iter().filter(|s| s.method == "PUT").map(|s| s.key).collect()
+        self.seen().into_iter().filter(|s| s.method == "PUT" && !s.answered).map(|s| s.key).collect()
     }
 }
 
@@ -249,7 +252,7 @@ fn serve(client: TcpStream, upstream: &str, state: &(Mutex<State>, Condvar)) -> 
     let fault = {
         let (lock, changed) = state;
         let mut state = lock.lock().unwrap();
-        state.seen.extend(keys.iter().map(|key| Seen { method: method.clone(), key: key.clone() }));
+        state.seen.extend(keys.iter().map(|key| Seen { method: method.clone(), key: key.clone(), answered: false }));
         let write = matches!(method.as_str(), "PUT" | "DELETE")
             && keys.iter().any(|key| !is_bookkeeping(key) && !key.is_empty());
         let mut fault = state
@@ -298,7 +301,10 @@ fn serve(client: TcpStream, upstream: &str, state: &(Mutex<State>, Condvar)) -> 
         Some(Fault::Slow(delay)) => std::thread::sleep(delay),
         None => {}
     }
-    forward(&client, upstream, &head, &body)
+    forward(&client, upstream, &head, &body, || {
+        let mut state = state.0.lock().unwrap();
+        state.seen.extend(keys.iter().map(|key| Seen { method: method.clone(), key: key.clone(), answered: true }));
+    })
 }
 
 /// Closes the connection with a reset (SO_LINGER 0) rather than an orderly close.
@@ -317,8 +323,15 @@ fn reset(stream: &TcpStream) {
     }
 }
 
-/// Sends the request to the server (`Connection: close`) and its whole answer back.
-fn forward(mut client: &TcpStream, upstream: &str, head: &Head, body: &[u8]) -> std::io::Result<()> {
+/// Sends the request to the server (`Connection: close`) and its whole answer back, calling
+/// `answered` just before the answer goes.
+fn forward(
+    mut client: &TcpStream,
+    upstream: &str,
+    head: &Head,
+    body: &[u8],
+    answered: impl FnOnce(),
+) -> std::io::Result<()> {
     let mut server = TcpStream::connect(upstream)?;
     let mut request = format!("{} {} HTTP/1.1\r\n", head.method, head.target);
     for (name, value) in &head.headers {
@@ -342,6 +355,7 @@ fn forward(mut client: &TcpStream, upstream: &str, head: &Head, body: &[u8]) -> 
         }
     }
     head_text.push_str("Connection: close\r\n\r\n");
+    answered();
     client.write_all(head_text.as_bytes())?;
     client.write_all(answer_body)?;
     client.flush()
