@@ -211,6 +211,11 @@ pub struct PublishArgs {
     /// for a target behind a host that answers ?offset=&limit= itself.
     #[arg(long)]
     pub allow_query_links: bool,
+    /// Take over the lock (`.gen-publish.lock`) another publish to this target left: only when
+    /// that publish is known to be over (killed, or its machine gone). The lock says who took
+    /// it and when.
+    #[arg(long)]
+    pub take_over_lock: bool,
     /// Print nothing but errors (no progress bar, no summary).
     #[arg(long, short)]
     pub quiet: bool,

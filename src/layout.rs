@@ -97,6 +97,41 @@ pub fn key_of(path: &str) -> Option<&str> {
     (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
 }
 
+/// True when `path` names a file a build writes into the tree: a tree path
+/// ([`crate::manifest::is_tree_path`]) under `api/v2/`. The rule for every path a manifest or
+/// a publish marker lists: `manifest.json`, the publish marker and whatever else lies beside
+/// the API (`index.html`, `other-site/app.js`) are never such a path, so no manifest can list
+/// them and no publish deletes them.
+pub fn is_tree_file(path: &str) -> bool {
+    crate::manifest::is_tree_path(path) && path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The tree paths of the documents a document links to: every url path under `/api/v2/` in its
+/// bytes (`"/api/v2/berry/3/"`, or after the base URL), as the file that answers it
+/// (`api/v2/berry/3/index.json`); a query string or fragment is dropped. Only paths that pass
+/// [`is_tree_file`] are kept.
+pub fn linked_files(document: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = document;
+    while let Some(at) = find(rest, API_PREFIX.as_bytes()) {
+        let after = &rest[at + 1..];
+        let end = after.iter().position(|b| b"\"?#\\ ".contains(b)).unwrap_or(after.len());
+        let link = String::from_utf8_lossy(&after[..end]);
+        let path = if link.ends_with('/') { format!("{link}{DOCUMENT_FILE}") } else { link.into_owned() };
+        if is_tree_file(&path) {
+            found.push(path);
+        }
+        rest = &after[end..];
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|window| window == needle)
+}
+
 /// True when `key` is the root's key or a key under it (`api/v2`, `api/v2/berry`; not `api/v22`).
 pub fn is_api_key(key: &str) -> bool {
     key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
@@ -154,6 +189,30 @@ mod tests {
         assert_eq!(root_url("http://h"), "http://h/api/v2/");
         assert_eq!(below_root("api/v2/berry/3"), "berry/3");
         assert_eq!(below_root(API_ROOT), "");
+    }
+
+    #[test]
+    fn tree_files_are_under_the_api_and_links_name_them() {
+        for path in [ROOT_PATH, META_PATH, OPENAPI_PATH, "api/v2/berry/_pages/20/40/index.json"] {
+            assert!(is_tree_file(path), "{path}");
+        }
+        for path in ["manifest.json", ".gen-publish.json", "index.html", "foreign.txt", "other-site/app.js"] {
+            assert!(!is_tree_file(path), "{path}");
+        }
+        for path in ["api/v2", "api/v2/", "api/v22/x.json", "api/v2/../x.json", "api/v2/Site/Index.HTML"] {
+            assert!(!is_tree_file(path), "{path}");
+        }
+        let doc = br#"{"url": "http://h/api/v2/berry/3/", "next": "/api/v2/berry/_pages/20/20/",
+            "list": "/api/v2/berry/?offset=20&limit=20", "spec": "/api/v2/openapi.json", "up": "/api/v2/../x/"}"#;
+        assert_eq!(
+            linked_files(doc),
+            [
+                "api/v2/berry/3/index.json",
+                "api/v2/berry/_pages/20/20/index.json",
+                "api/v2/berry/index.json",
+                "api/v2/openapi.json"
+            ]
+        );
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! - The local tree is checked against its manifest before anything is sent ([`verify_tree`]).
 //! - What to send is decided from the target's own `manifest.json` (hash against hash), or, with
 //!   no manifest, `--verify` or an unfinished publish, from a listing of the target and each
-//!   object's content ([`remote`]); [`plan`] orders it: leaves, roots, manifest, then deletes.
-//! - Only objects a published manifest listed are ever deleted.
+//!   object's content ([`remote`]); [`plan`] orders it: by links (an object before what links
+//!   to it), manifest last, then deletes.
+//! - Only objects a published manifest listed are ever deleted, and only files of the tree
+//!   ([`crate::layout::is_tree_file`]).
+//! - A lock object (`.gen-publish.lock`, created only if absent) keeps two publishes apart.
 //! - An unfinished publish leaves a marker (`.gen-publish.json`) that the next one reads: it
 //!   then compares every object and finishes the deletes the killed one had planned.
 //!
@@ -17,7 +20,7 @@ pub mod target;
 
 use crate::build::index::Index;
 use crate::build::tree_fs::TreeDir;
-use crate::manifest::{MANIFEST_FILE, Manifest, is_tree_path};
+use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::LinkStyle;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -49,6 +52,8 @@ pub struct PublishOptions {
     pub changed_urls: Option<PathBuf>,
     /// Publish a tree built with `--links query` all the same.
     pub allow_query_links: bool,
+    /// Take over a lock another publish left on the target.
+    pub take_over_lock: bool,
     /// Show a progress bar (on a terminal, not with `-q`).
     pub progress: bool,
 }
@@ -57,6 +62,9 @@ pub struct PublishOptions {
 #[derive(Debug)]
 pub struct PublishSummary {
     pub plan: Plan,
+    /// The paths whose urls go to `--changed-urls`: what this publish uploaded and deleted, and
+    /// what an unfinished one before it did.
+    pub changed: std::collections::BTreeSet<String>,
     /// Bytes uploaded.
     pub bytes: u64,
     /// True when the target was listed and every object compared.
@@ -66,8 +74,14 @@ pub struct PublishSummary {
     pub seconds: f64,
 }
 
-/// Publishes the tree in `options.dir` to `options.target`.
+/// Publishes the tree in `options.dir` to `options.target`. A user and password in the
+/// endpoint's url never appear in its errors.
 pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
+    publish_unredacted(options)
+        .map_err(|e| anyhow::anyhow!(target::redact_endpoints(&format!("{e:#}"), options.endpoint.as_deref())))
+}
+
+fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
     let started = Instant::now();
     let (manifest_bytes, manifest) = Manifest::read_with_bytes(&options.dir)?;
     if manifest.settings.links == LinkStyle::Query && !options.allow_query_links {
@@ -98,11 +112,6 @@ pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
         let _ = std::fs::remove_dir(folder);
     }
     let mut summary = result?;
-    if let Some(path) = &options.changed_urls
-        && !options.dry_run
-    {
-        write_changed_urls(path, &manifest.settings.base_url, &summary.plan)?;
-    }
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -118,8 +127,10 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
     let mut bad: Vec<String> = files
         .par_iter()
         .filter_map(|(path, hash)| {
-            if !is_tree_path(path) {
-                return Some(format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree"));
+            if !crate::layout::is_tree_file(path) {
+                return Some(format!(
+                    "{MANIFEST_FILE} lists {path:?}, which is not a file of a gen tree (one under api/v2/)"
+                ));
             }
             let known = index.as_ref().and_then(|index| Some((index, index.docs.file(path)?)));
             if let Some((index, file)) = known
@@ -167,16 +178,38 @@ pub fn public_url(base_url: &str, path: &str) -> String {
     }
 }
 
-/// Writes the public urls of every uploaded and deleted object, sorted, one a line.
-fn write_changed_urls(path: &Path, base_url: &str, plan: &Plan) -> Result<()> {
-    let mut urls: Vec<String> = plan.uploads.iter().chain(&plan.deletes).map(|p| public_url(base_url, p)).collect();
+/// Writes the public urls of `changed` to the `--changed-urls` file, sorted, one a line; the
+/// file is created anew (a link at its path is replaced, never written through). `marker_kept`:
+/// the publish marker still holds the paths, so that the next publish writes them when this
+/// write fails.
+fn write_changed_urls(
+    options: &PublishOptions,
+    base_url: &str,
+    changed: &std::collections::BTreeSet<String>,
+    marker_kept: bool,
+) -> Result<()> {
+    let Some(path) = &options.changed_urls else { return Ok(()) };
+    let mut urls: Vec<String> = changed.iter().map(|p| public_url(base_url, p)).collect();
     urls.sort();
     urls.dedup();
     let mut text = urls.join("\n");
     if !text.is_empty() {
         text.push('\n');
     }
-    crate::fsutil::write(path, text.as_bytes())
+    crate::fsutil::write_new(path, text.as_bytes()).map_err(|e| {
+        let keep = if marker_kept {
+            "; they are kept in the target's publish marker: fix that, then run the same gen publish again and it \
+             writes them"
+        } else {
+            ""
+        };
+        anyhow::anyhow!(
+            "the publish to {} succeeded, but the {} changed urls could not be written to --changed-urls {}: {e:#}{keep}",
+            options.target,
+            urls.len(),
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]

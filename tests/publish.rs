@@ -4,8 +4,10 @@
 //! modification times, not by gen's summary.
 
 mod common;
+mod fault_proxy;
 
 use common::{Run, TempDir, free_port, gen_bin, read_tree, sample_data};
+use fault_proxy::{Fault, FaultProxy};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::{Attribute, ObjectStore, ObjectStoreExt, PutPayload};
 use std::collections::{BTreeMap, BTreeSet};
@@ -201,12 +203,53 @@ impl Weed {
         publish_with(&args, &vars)
     }
 
-    /// Runs a publish (`--jobs 1`) that kills itself (SIGKILL) after `after` writes; returns its
-    /// exit code (`None`: killed by a signal).
+    /// Runs a publish (`--jobs 1`) through a proxy that holds the write of a tree object after
+    /// `after` of them, and kills gen (SIGKILL) once that write arrives; returns its exit code
+    /// (`None`: killed, as expected). The killed publish leaves its lock: the next one takes it
+    /// over (`--take-over-lock`).
     fn publish_killed(&self, out: &Path, after: usize) -> Option<i32> {
-        let after = after.to_string();
-        self.publish_env(out, &["-q", "--jobs", "1"], &[("GEN_PUBLISH_TEST_KILL_AFTER", &after)]).code()
+        let proxy = self.proxy();
+        proxy.hold_write_after(after);
+        let mut child = spawn_publish(&proxy.endpoint(), out, &["-q", "--jobs", "1", "--take-over-lock"], &[]);
+        let held = proxy.wait_for_hold(|| child.try_wait().unwrap().is_some());
+        if held {
+            child.kill().unwrap();
+        }
+        let status = child.wait().unwrap();
+        proxy.clear();
+        use std::os::unix::process::ExitStatusExt;
+        assert!(held || status.code().is_some(), "gen publish ended by {:?}", status.signal());
+        status.code()
     }
+
+    /// A fault-injecting proxy in front of this server.
+    fn proxy(&self) -> FaultProxy {
+        FaultProxy::start(&format!("127.0.0.1:{}", self.ports[0]))
+    }
+
+    /// Runs `gen publish` with the server's keys against `endpoint` (a proxy in front of it).
+    fn publish_via(&self, endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut args = vec!["publish", "--dir", path_str(out), "--endpoint", endpoint];
+        args.extend_from_slice(extra);
+        args.push("s3://gen");
+        let mut vars = vec![("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)];
+        vars.extend_from_slice(env);
+        publish_with(&args, &vars)
+    }
+}
+
+/// Starts `gen publish` of `out` to the test bucket at `endpoint` with the test keys, not
+/// waiting for it.
+fn spawn_publish(endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
+    let mut command = gen_bin();
+    for (name, _) in std::env::vars() {
+        if name.starts_with("AWS_") {
+            command.env_remove(name);
+        }
+    }
+    command.args(["publish", "--dir", path_str(out), "--endpoint", endpoint]).args(extra).arg("s3://gen");
+    command.envs([("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)]).envs(env.iter().copied());
+    command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the gen binary starts")
 }
 
 impl Drop for Weed {
@@ -432,7 +475,7 @@ fn a_removed_record_is_deleted_only_after_the_new_manifest() {
     assert_eq!(weed.get("manifest.json").0, site.bytes("manifest.json"));
     let listed = weed.list();
     assert!(gone.iter().all(|p| listed.contains_key(p)), "deleted before the manifest was replaced");
-    let run = weed.publish(&site.out(), &[]).ok();
+    let run = weed.publish(&site.out(), &["--take-over-lock"]).ok();
     assert!(run.stdout().contains(&format!(" {} deleted", gone.len())), "{}", run.stdout());
     let listed = weed.list();
     assert!(gone.iter().all(|p| !listed.contains_key(p)), "the next publish did not finish the deletes");
@@ -458,11 +501,11 @@ fn a_publish_killed_at_any_point_is_completed_by_the_next() {
         let expected = if after < uploads { old.bytes("manifest.json") } else { new.bytes("manifest.json") };
         assert!(live == expected, "after {after} of {uploads} writes the live manifest is the wrong one");
         // Publishing the old tree back over a killed publish restores it exactly...
-        weed.publish(&old.out(), &[]).ok();
+        weed.publish(&old.out(), &["--take-over-lock"]).ok();
         assert_bucket_is_tree(&weed, &old, &[]);
         // ... and so does publishing the new one.
         assert_eq!(weed.publish_killed(&new.out(), after), None);
-        weed.publish(&new.out(), &[]).ok();
+        weed.publish(&new.out(), &["--take-over-lock"]).ok();
         assert_bucket_is_tree(&weed, &new, &[]);
         weed.publish(&old.out(), &[]).ok();
     }
@@ -608,12 +651,17 @@ fn file_targets_behave_the_same() {
         text.split("would upload ").nth(1).and_then(|r| r.split(',').next()).unwrap().trim().parse::<usize>().unwrap()
     };
     assert_eq!(uploads, expected.len());
-    // killed after the manifest: the removed files are still there; the next publish ends the job
-    let after = uploads.to_string();
-    let mut args = vec!["publish", "-q", "--jobs", "1", "--dir", path_str(&out)];
-    args.push(&target);
-    assert_eq!(publish_with(&args, &[("GEN_PUBLISH_TEST_KILL_AFTER", &after)]).code(), None);
-    assert!(mirror.join("api/v2/berry/1017/index.json").is_file());
+    // stopped after the manifest (the first delete fails: a folder where the removed record
+    // was): the other removed file is still there; the next publish ends the job
+    let record = mirror.join("api/v2/berry/1017/index.json");
+    let record_bytes = std::fs::read(&record).unwrap();
+    std::fs::remove_file(&record).unwrap();
+    std::fs::create_dir_all(record.join("blocker")).unwrap();
+    let run = publish(&["-q", "--jobs", "1"]).fails_with(2);
+    assert!(run.stderr().contains("the new manifest is published"), "{}", run.stderr());
+    assert!(mirror.join("api/v2/berry/berry-1017/index.json").is_file());
+    std::fs::remove_dir_all(&record).unwrap();
+    std::fs::write(&record, record_bytes).unwrap();
     publish(&[]).ok();
     let now = inodes();
     let rewritten: BTreeSet<String> =
@@ -631,4 +679,260 @@ fn file_targets_behave_the_same() {
     std::fs::write(site.out().join("api/v2/berry/3/index.json"), b"{").unwrap();
     let run = publish(&[]).fails_with(2);
     assert!(run.stderr().contains("api/v2/berry/3/index.json"), "{}", run.stderr());
+}
+
+/// Objects of others beside a published tree, at the top of the bucket.
+const BESIDE: [&str; 4] = ["index.html", "foreign.txt", "other-site/app.js", "Site/Index.HTML"];
+
+#[test]
+fn a_tree_whose_manifest_lists_the_marker_is_refused() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for key in BESIDE {
+        weed.put(key, b"not gen's");
+    }
+    let manifest_path = site.out().join("manifest.json");
+    let good_manifest = std::fs::read(&manifest_path).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&good_manifest).unwrap();
+    let marker = br#"{"publishing": "", "deletes": ["index.html"], "created": ["foreign.txt"]}"#;
+    std::fs::write(site.out().join(".gen-publish.json"), marker).unwrap();
+    manifest["files"][".gen-publish.json"] = blake3::hash(marker).to_hex().to_string().into();
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let run = weed.publish(&site.out(), &[]).fails_with(2);
+    assert!(run.stderr().contains(".gen-publish.json"), "{}", run.stderr());
+    assert_eq!(weed.list().len(), BESIDE.len(), "a tree listing the marker was published");
+}
+
+#[test]
+fn a_marker_in_the_bucket_deletes_nothing_gen_could_not_have_written() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for key in BESIDE {
+        weed.put(key, b"not gen's");
+    }
+    weed.publish(&site.out(), &[]).ok();
+
+    // A marker put in by hand, naming the others as leftovers to delete.
+    let hand_marker = serde_json::json!({"publishing": "", "deletes": BESIDE, "created": BESIDE});
+    weed.put(".gen-publish.json", &serde_json::to_vec(&hand_marker).unwrap());
+    weed.publish(&site.out(), &[]).ok();
+    assert_bucket_is_tree(&weed, &site, &BESIDE);
+}
+
+#[test]
+fn a_manifest_in_the_bucket_deletes_nothing_gen_could_not_have_written() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for key in BESIDE {
+        weed.put(key, b"not gen's");
+    }
+    weed.publish(&site.out(), &[]).ok();
+
+    // A manifest in the bucket that lists them: the next publish (which no longer has them)
+    // would delete what it listed.
+    let mut live: serde_json::Value = serde_json::from_slice(&weed.get("manifest.json").0).unwrap();
+    for key in BESIDE {
+        live["files"][key] = "0".repeat(64).into();
+    }
+    weed.put("manifest.json", &serde_json::to_vec(&live).unwrap());
+    let run = weed.publish(&site.out(), &[]).ok();
+    assert!(run.stdout().contains(" 0 deleted"), "{}", run.stdout());
+    assert_bucket_is_tree(&weed, &site, &BESIDE);
+    for key in BESIDE {
+        assert_eq!(weed.get(key).0, b"not gen's", "{key}");
+    }
+}
+
+#[test]
+fn a_second_publish_at_once_is_refused_and_a_stale_lock_is_taken_over() {
+    let Some(weed) = Weed::start() else { return };
+    let first = Site::new(&[]);
+    let second = Site::new(&[]);
+    second.edit_record();
+    second.remove_record();
+    second.build(&[]);
+    weed.publish(&first.out(), &[]).ok();
+    first.remove_record();
+    first.build(&[]);
+    // The first publish is stopped in the middle of its uploads by the proxy...
+    let proxy = weed.proxy();
+    proxy.hold_write_after(1);
+    let mut running = spawn_publish(&proxy.endpoint(), &first.out(), &["-q", "--jobs", "1"], &[]);
+    assert!(proxy.wait_for_hold(|| running.try_wait().unwrap().is_some()), "the first publish ended early");
+    // ... while a second one starts: refused, saying by whom, and it writes nothing.
+    let before = weed.list();
+    let run = weed.publish(&second.out(), &[]).fails_with(2);
+    let text = run.stderr();
+    assert!(text.contains("another publish to s3://gen is under way"), "{text}");
+    assert!(text.contains(".gen-publish.lock taken by") && text.contains("--take-over-lock"), "{text}");
+    assert!(text.contains(&format!("pid {}", running.id())), "{text}");
+    assert_eq!(weed.list(), before, "the refused publish changed the bucket");
+    // The first one dies; its lock stays, and keeps refusing until taken over.
+    running.kill().unwrap();
+    running.wait().unwrap();
+    proxy.clear();
+    let run = weed.publish(&second.out(), &[]).fails_with(2);
+    assert!(run.stderr().contains("under way"), "{}", run.stderr());
+    weed.publish(&second.out(), &["--take-over-lock"]).ok();
+    assert_bucket_is_tree(&weed, &second, &[]);
+}
+
+#[test]
+fn a_new_record_is_in_place_before_the_changed_record_that_links_to_it() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let published = weed.list();
+    let old_berry = weed.get("api/v2/berry/5/index.json").0;
+    // A new effect, linked from a changed berry (whose path sorts first).
+    std::fs::write(site.data().join("effect/4.json"), r#"{"id": 4, "appeal": 4}"#).unwrap();
+    let berry = site.data().join("berry/5.json");
+    let text = std::fs::read_to_string(&berry).unwrap().replace("/api/v2/effect/3/", "/api/v2/effect/4/");
+    std::fs::write(&berry, text).unwrap();
+    site.build(&[]);
+    let new_effect = "api/v2/effect/4/index.json";
+    assert!(String::from_utf8_lossy(&site.bytes("api/v2/berry/5/index.json")).contains("/api/v2/effect/4/"));
+
+    // The upload of the new record fails (a server error, then a reset connection): the berry
+    // that links to it is never uploaded.
+    let proxy = weed.proxy();
+    for fault in [Fault::Status500, Fault::Reset] {
+        proxy.fault(Some("PUT"), new_effect, fault);
+        let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0"], &[]).fails_with(2);
+        assert!(run.stderr().contains("published manifest is still the previous one"), "{}", run.stderr());
+        let puts = proxy.puts();
+        assert!(puts.iter().any(|k| k == new_effect), "{puts:?}");
+        let berries: Vec<&String> = puts.iter().filter(|k| k.starts_with("api/v2/berry/")).collect();
+        assert!(berries.is_empty(), "{fault:?}: uploaded, linking to the new effect: {berries:?}");
+        assert_eq!(weed.get("api/v2/berry/5/index.json").0, old_berry);
+        assert_eq!(weed.get("manifest.json").0, published_manifest(&weed, &published));
+        proxy.clear();
+    }
+
+    // The new record slow to store, many uploads at once: what links to it is sent only once it
+    // is stored; the manifest once everything else is.
+    proxy.fault(Some("PUT"), new_effect, Fault::Slow(Duration::from_millis(500)));
+    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--jobs", "8"], &[]).ok();
+    assert!(run.stdout().contains("published to s3://gen"), "{}", run.stdout());
+    let log: Vec<String> = proxy
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT" && !s.key.starts_with(".gen-publish"))
+        .map(|s| format!("{} {}", if s.answered { "stored" } else { "sent" }, s.key))
+        .collect();
+    let at = |event: &str| log.iter().rposition(|e| e == event).unwrap_or_else(|| panic!("no {event} in {log:?}"));
+    let stored = at(&format!("stored {new_effect}"));
+    for linking in ["api/v2/berry/5/index.json", "api/v2/berry/berry-5/index.json", "api/v2/effect/index.json"] {
+        assert!(stored < at(&format!("sent {linking}")), "{linking} sent before the effect was stored: {log:?}");
+    }
+    let manifest = at("sent manifest.json");
+    assert!(
+        log[..manifest].iter().filter(|e| e.starts_with("sent ")).count()
+            == log[..manifest].iter().filter(|e| e.starts_with("stored ")).count(),
+        "{log:?}"
+    );
+    assert_bucket_is_tree(&weed, &site, &[]);
+}
+
+/// The bytes of the manifest as it was when `listing` was taken (it is unchanged since).
+fn published_manifest(weed: &Weed, listing: &BTreeMap<String, (u64, Stamp)>) -> Vec<u8> {
+    assert_eq!(weed.list().get("manifest.json"), listing.get("manifest.json"), "the manifest was rewritten");
+    weed.get("manifest.json").0
+}
+
+#[test]
+fn a_marker_left_behind_is_reported_as_a_finished_publish() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    site.remove_record();
+    site.build(&[]);
+    let proxy = weed.proxy();
+    proxy.fault(Some("DELETE"), ".gen-publish.json", Fault::Status500);
+    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0"], &[]).fails_with(2);
+    let text = run.stderr();
+    assert!(text.contains("the publish itself succeeded"), "{text}");
+    assert!(!text.contains("nothing was deleted") && !text.contains("still the previous one"), "{text}");
+    assert!(weed.list().contains_key(".gen-publish.json"));
+    assert_bucket_is_tree(&weed, &site, &[".gen-publish.json"]);
+    // the next publish removes it
+    weed.publish(&site.out(), &[]).ok();
+    assert_bucket_is_tree(&weed, &site, &[]);
+}
+
+#[test]
+fn the_changed_urls_are_never_lost_and_never_written_through_a_link() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let old_files = site.files();
+    site.edit_record();
+    site.build(&[]);
+    let expected: Vec<String> = {
+        let mut urls: Vec<String> = changed(&old_files, &site.files())
+            .iter()
+            .map(|p| format!("http://127.0.0.1:8080/{}", p.strip_suffix("index.json").unwrap_or(p)))
+            .collect();
+        urls.sort();
+        urls
+    };
+    // The list cannot be written: the publish says it succeeded...
+    let unwritable = site.root.join("no-such-folder/urls.txt");
+    let run = weed.publish(&site.out(), &["--changed-urls", path_str(&unwritable)]).fails_with(2);
+    assert!(run.stderr().contains("the publish to s3://gen succeeded"), "{}", run.stderr());
+    assert_eq!(weed.get("manifest.json").0, site.bytes("manifest.json"));
+    // ... and the next publish, with nothing left to upload, writes the list all the same.
+    let urls = site.root.join("urls.txt");
+    let victim = site.root.join("victim.txt");
+    std::fs::write(&victim, b"keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, &urls).unwrap();
+    let run = weed.publish(&site.out(), &["--changed-urls", path_str(&urls)]).ok();
+    assert!(run.stdout().contains("0 uploaded") || run.stdout().contains("up to date"), "{}", run.stdout());
+    assert_eq!(std::fs::read_to_string(&urls).unwrap(), expected.join("\n") + "\n");
+    assert!(!std::fs::symlink_metadata(&urls).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me", "written through the link");
+    assert_bucket_is_tree(&weed, &site, &[]);
+}
+
+#[test]
+fn errors_never_show_the_endpoints_password() {
+    let site = Site::new(&[]);
+    let closed = format!("http://gen-user:hunter2secret@127.0.0.1:{}", free_port());
+    let keys = [("AWS_ACCESS_KEY_ID", KEY), ("AWS_SECRET_ACCESS_KEY", SECRET)];
+    let out = site.out();
+    let flag =
+        publish_with(&["publish", "--retries", "0", "--dir", path_str(&out), "--endpoint", &closed, "s3://gen"], &keys);
+    let mut env = keys.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &closed));
+    let from_env = publish_with(&["publish", "--retries", "0", "--dir", path_str(&out), "s3://gen"], &env);
+    for run in [flag, from_env] {
+        let run = run.fails_with(2);
+        let text = run.stderr();
+        assert!(!text.contains("hunter2secret") && !text.contains("gen-user:"), "{text}");
+        assert!(text.contains("cannot reach") && text.contains("***@127.0.0.1"), "{text}");
+    }
+}
+
+#[test]
+fn a_store_that_stops_answering_is_said_to_stall() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    let proxy = weed.proxy();
+    proxy.fault(None, "", Fault::Stall);
+    let run =
+        weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0"], &[("AWS_TIMEOUT", "2s")]).fails_with(2);
+    let text = run.stderr();
+    assert!(text.contains("stopped answering") && text.contains("timed out"), "{text}");
+    assert!(!text.contains("cannot reach"), "{text}");
+    proxy.clear();
+    assert!(weed.list().is_empty(), "a stalled publish wrote objects");
+}
+
+#[test]
+fn the_release_binary_has_no_test_hook_to_kill_a_publish() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    let run = weed.publish_env(&site.out(), &["--jobs", "1"], &[("GEN_PUBLISH_TEST_KILL_AFTER", "1")]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_bucket_is_tree(&weed, &site, &[]);
 }

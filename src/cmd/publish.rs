@@ -17,6 +17,7 @@ pub fn execute(args: PublishArgs) -> Result<()> {
         verify: args.verify,
         changed_urls: args.changed_urls,
         allow_query_links: args.allow_query_links,
+        take_over_lock: args.take_over_lock,
         progress: !args.quiet && !args.dry_run && std::io::stderr().is_terminal(),
     };
     let summary = genapi::publish::publish(&options)?;

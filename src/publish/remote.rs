@@ -1,28 +1,32 @@
-//! The async half of `gen publish`: reads what the target holds, then uploads and deletes as the
-//! plan says, `--jobs` requests at a time, phase after phase.
+//! The async half of `gen publish`: takes the target's lock, reads what the target holds, then
+//! uploads and deletes as the plan says, `--jobs` requests at a time, wave after wave.
 
-use super::plan::{self, Listed, Phase, Remote};
-use super::target::{Target, explain};
+use super::plan::{self, Listed, Remote};
+use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
-use crate::manifest::{MANIFEST_FILE, Manifest};
+use crate::build::tree_fs::TreeDir;
+use crate::layout;
+use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
-use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
+use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The object an unfinished publish leaves on the target (beside `manifest.json`): written before
 /// the first upload, removed after the last delete.
 pub const MARKER: &str = ".gen-publish.json";
 
-/// Test hook: `gen publish` kills itself (SIGKILL) once this many objects were written or
-/// deleted, so that the tests can stop it at a chosen point.
-const KILL_AFTER: &str = "GEN_PUBLISH_TEST_KILL_AFTER";
+/// The object a publish holds while it runs (beside `manifest.json`), created only if absent (a
+/// conditional put): a second publish to the same target finds it and stops.
+pub const LOCK: &str = ".gen-publish.lock";
 
-/// What the marker says: what the next publish may delete if this one does not finish.
+/// What the marker says: what the next publish may delete if this one does not finish. Every
+/// path it lists is checked with [`layout::is_tree_file`] before it is acted on: a marker is
+/// read from the bucket, where anyone with write access may have put it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Marker {
     /// BLAKE3 of the manifest being published.
@@ -33,6 +37,21 @@ struct Marker {
     /// the tree published next lacks them, they are its leftovers, not someone else's files.
     #[serde(default)]
     created: BTreeSet<String>,
+    /// Paths uploaded or deleted whose urls are not yet written to a `--changed-urls` file: the
+    /// next publish adds them to its own list, so a purge list is never lost.
+    #[serde(default)]
+    changed: BTreeSet<String>,
+}
+
+/// What the lock says: who holds it, since when.
+#[derive(Debug, Serialize, Deserialize)]
+struct Lock {
+    /// `user@host, pid N`.
+    holder: String,
+    /// When it was taken (RFC 3339, UTC).
+    since: String,
+    /// Tells this publish's lock from another's (the holder may publish twice).
+    token: String,
 }
 
 /// The local tree being published.
@@ -42,16 +61,126 @@ pub struct Tree<'a> {
     pub manifest_bytes: &'a [u8],
 }
 
-/// Reads the target, plans, and (unless `--dry-run`) carries the plan out.
+/// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
+/// plan out; the lock is given back however it ends.
 pub async fn publish(
     tree: &Tree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
     options: &PublishOptions,
 ) -> Result<PublishSummary> {
+    if options.dry_run {
+        return publish_locked(tree, target, store, options, None).await;
+    }
+    let place = target.place(options.endpoint.as_deref());
+    let lock = take_lock(&*store, target, &place, options.take_over_lock).await?;
+    let result = publish_locked(tree, target, store.clone(), options, Some(&lock)).await;
+    let released = store.delete(&target.key(LOCK)).await;
+    match (result, released) {
+        (Ok(summary), Ok(())) => Ok(summary),
+        (Ok(_), Err(e)) => Err(explain(e, "removing the publish lock", target, &place, Stage::LockLeft)),
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(_)) => Err(e.context(format!(
+            "(the lock {LOCK} could not be removed either: the next publish must pass --take-over-lock)"
+        ))),
+    }
+}
+
+/// Creates the lock object if there is none (`If-None-Match: *`); with `take_over`, replaces the
+/// one there. Returns this publish's token.
+async fn take_lock(store: &dyn ObjectStore, target: &Target, place: &str, take_over: bool) -> Result<String> {
+    // A read first: a missing bucket or a denied key is reported as such (some stores create a
+    // bucket on the first write).
+    store
+        .list_with_delimiter(target.list_prefix().as_ref())
+        .await
+        .map_err(|e| explain(e, "listing", target, place, Stage::Before))?;
+    let token = lock_token();
+    let lock = Lock { holder: holder(), since: crate::date::rfc3339(now_secs()), token: token.clone() };
+    let bytes = serde_json::to_vec_pretty(&lock).expect("a lock always serialises");
+    let mode = if take_over { PutMode::Overwrite } else { PutMode::Create };
+    let options = PutOptions { mode, ..PutOptions::default() };
+    match store.put_opts(&target.key(LOCK), PutPayload::from(bytes), options).await {
+        Ok(_) => {}
+        Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
+            bail!(
+                "another publish to {} is under way ({}): wait for it to end and publish again. If it is over \
+                 (killed, or its machine gone), run again with --take-over-lock; nothing was changed",
+                target.shown,
+                read_lock(store, target).await.map_or("its lock cannot be read".into(), |l| held_by(&l))
+            );
+        }
+        Err(e @ object_store::Error::NotImplemented { .. }) => {
+            return Err(explain(e, "taking the publish lock", target, place, Stage::Before).context(format!(
+                "{place} does not offer conditional writes (If-None-Match: *), which the publish lock needs"
+            )));
+        }
+        Err(e) => return Err(explain(e, "taking the publish lock", target, place, Stage::Before)),
+    }
+    check_lock(store, target, &token).await?;
+    Ok(token)
+}
+
+/// Fails unless the lock on the target is still this publish's: another publish took it over
+/// (or, on a store that ignores conditional writes, took it at the same time).
+async fn check_lock(store: &dyn ObjectStore, target: &Target, token: &str) -> Result<()> {
+    match read_lock(store, target).await {
+        Some(lock) if lock.token == token => Ok(()),
+        other => bail!(
+            "the lock of {} is not this publish's any more ({}): this publish stopped; the published manifest is \
+             what the other publish leaves. Publish again once it is done",
+            target.shown,
+            other.map_or("it is gone".into(), |l| held_by(&l))
+        ),
+    }
+}
+
+async fn read_lock(store: &dyn ObjectStore, target: &Target) -> Option<Lock> {
+    let bytes = read_optional(store, target, LOCK).await.ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn held_by(lock: &Lock) -> String {
+    format!("{LOCK} taken by {} at {}", lock.holder, lock.since)
+}
+
+/// `user@host, pid N`, for the lock.
+fn holder() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "?".into());
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its length; gethostname writes at most that many bytes.
+    let host = if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0 {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        "?".into()
+    };
+    format!("{user}@{host}, pid {}", std::process::id())
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A value no other publish's lock holds: the holder, the time to the nanosecond, a counter.
+fn lock_token() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let seed = format!("{} {nanos} {}", holder(), COUNT.fetch_add(1, Ordering::Relaxed));
+    blake3::hash(seed.as_bytes()).to_hex()[..32].to_string()
+}
+
+/// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
+async fn publish_locked(
+    tree: &Tree<'_>,
+    target: &Target,
+    store: Arc<dyn ObjectStore>,
+    options: &PublishOptions,
+    lock: Option<&str>,
+) -> Result<PublishSummary> {
     let place = target.place(options.endpoint.as_deref());
     let place = place.as_str();
-    let fail = |doing: &'static str| move |e| explain(e, doing, target, place);
+    let fail = |doing: &'static str| move |e| explain(e, doing, target, place, Stage::Before);
     let old_manifest = read_optional(&*store, target, MANIFEST_FILE).await.map_err(fail("reading manifest.json"))?;
     let marker = read_optional(&*store, target, MARKER).await.map_err(fail("reading the publish marker"))?;
     let marker: Option<Marker> = marker.map(|bytes| serde_json::from_slice(&bytes).unwrap_or_default());
@@ -84,16 +213,25 @@ pub async fn publish(
         pending_deletes: marker.as_ref().map(|m| m.deletes.union(&m.created).cloned().collect()).unwrap_or_default(),
         listed,
     };
-    let plan = plan::plan(files, &remote);
+    let tree_dir = TreeDir::open(tree.dir)?;
+    let plan = plan::plan(files, &remote, |path| {
+        tree_dir.read(path, MAX_MANIFEST_BYTES).map(|bytes| layout::linked_files(&bytes)).unwrap_or_default()
+    });
     let remote_files = remote.manifest_files.take();
     drop(remote);
-    let mut summary = PublishSummary { plan, bytes: 0, listed: listed_because.is_some(), listed_because, seconds: 0.0 };
+    // what this publish changes, with what an unfinished one changed and did not report
+    let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
+    changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
+    let mut summary =
+        PublishSummary { plan, changed, bytes: 0, listed: listed_because.is_some(), listed_because, seconds: 0.0 };
     if options.dry_run {
         return Ok(summary);
     }
     if summary.plan.is_empty() && marker.is_none() {
+        super::write_changed_urls(options, &tree.manifest.settings.base_url, &summary.changed, false)?;
         return Ok(summary);
     }
+    let lock = lock.expect("a publish that writes holds the lock");
     let writer =
         Writer::new(tree, target, store.clone(), options, summary.plan.uploads.len() + summary.plan.deletes.len());
     let listed_before = |path: &String| remote_files.as_ref().is_some_and(|old| old.contains_key(path));
@@ -106,21 +244,36 @@ pub async fn publish(
             .uploads
             .iter()
             .chain(marker.iter().flat_map(|m| &m.created))
-            .filter(|p| !listed_before(p) && *p != MANIFEST_FILE)
+            .filter(|p| !listed_before(p) && layout::is_tree_file(p))
             .cloned()
             .collect(),
+        changed: summary.changed.clone(),
     };
     let marker_bytes = serde_json::to_vec(&new_marker).expect("a marker always serialises");
     writer.put(MARKER, marker_bytes).await.map_err(fail("writing the publish marker"))?;
-    for phase in [Phase::Leaves, Phase::Roots, Phase::Manifest] {
-        let paths: Vec<&String> = summary.plan.uploads_in(phase).collect();
-        writer.run(paths, |path| writer.upload(path)).await?;
+    for wave in summary.plan.upload_waves() {
+        if wave.iter().any(|path| path == MANIFEST_FILE) {
+            // the commit point: only while this publish still holds the lock
+            check_lock(&*store, target, lock).await?;
+        }
+        writer.run(wave.iter().collect(), |path| writer.upload(path)).await?;
     }
     writer.run(summary.plan.deletes.iter().collect(), |path| writer.delete(path)).await?;
-    store.delete(&target.key(MARKER)).await.map_err(fail("removing the publish marker"))?;
     writer.bar.finish_and_clear();
     summary.bytes = writer.bytes.load(Ordering::Relaxed);
+    // The list of changed urls is written before the marker goes: if it cannot be, the marker
+    // keeps the paths for the next publish.
+    super::write_changed_urls(options, &tree.manifest.settings.base_url, &summary.changed, true)?;
+    store
+        .delete(&target.key(MARKER))
+        .await
+        .map_err(|e| explain(e, "removing the publish marker", target, place, Stage::MarkerLeft))?;
     Ok(summary)
+}
+
+/// True for a path a publish writes: `manifest.json` or a file of the tree.
+fn is_object_of_tree(path: &str) -> bool {
+    path == MANIFEST_FILE || layout::is_tree_file(path)
 }
 
 /// The bytes of the object at `path` of the tree, or `None` when there is none.
@@ -199,8 +352,6 @@ struct Writer<'a> {
     place: String,
     bar: indicatif::ProgressBar,
     bytes: AtomicU64,
-    done: AtomicUsize,
-    kill_after: Option<usize>,
 }
 
 impl<'a> Writer<'a> {
@@ -228,8 +379,6 @@ impl<'a> Writer<'a> {
             place: target.place(options.endpoint.as_deref()),
             bar,
             bytes: AtomicU64::new(0),
-            done: AtomicUsize::new(0),
-            kill_after: std::env::var(KILL_AFTER).ok().and_then(|v| v.parse().ok()),
         }
     }
 
@@ -259,7 +408,7 @@ impl<'a> Writer<'a> {
             bytes
         };
         let size = bytes.len() as u64;
-        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place))?;
+        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, Stage::Before))?;
         self.bytes.fetch_add(size, Ordering::Relaxed);
         self.bar.set_message(format!("{:.1} MB", self.bytes.load(Ordering::Relaxed) as f64 / 1e6));
         self.count();
@@ -270,7 +419,7 @@ impl<'a> Writer<'a> {
     async fn delete(&self, path: &str) -> Result<()> {
         match self.store.delete(&self.target.key(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(explain(e, "deleting", self.target, &self.place)),
+            Err(e) => return Err(explain(e, "deleting", self.target, &self.place, Stage::Deleting)),
         }
         self.count();
         Ok(())
@@ -281,7 +430,7 @@ impl<'a> Writer<'a> {
         let mut attributes = Attributes::new();
         if self.target.has_headers() {
             attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
-            let cache = if plan::no_cache(path) || path == MARKER {
+            let cache = if plan::no_cache(path) || path == MARKER || path == LOCK {
                 "no-cache".to_string()
             } else {
                 format!("public, max-age={}", self.options.max_age)
@@ -292,15 +441,8 @@ impl<'a> Writer<'a> {
         self.store.put_opts(&self.target.key(path), PutPayload::from(bytes), options).await.map(|_| ())
     }
 
-    /// Counts one write done; the test hook may end the process here.
+    /// Counts one write done.
     fn count(&self) {
         self.bar.inc(1);
-        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.kill_after == Some(done) {
-            // SAFETY: kill and getpid have no preconditions.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
-        }
     }
 }

@@ -162,18 +162,54 @@ impl Target {
         builder.build().with_context(|| format!("cannot open {}", self.shown))
     }
 
-    /// Where the store is, for messages: the endpoint or the bucket's url.
+    /// Where the store is, for messages: the endpoint (a user and password in it hidden) or the
+    /// bucket's url.
     pub fn place(&self, endpoint: Option<&str>) -> String {
         let endpoint = endpoint.map(String::from).or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
         match (self.kind, endpoint) {
-            (Kind::S3, Some(endpoint)) => format!("{} at {endpoint}", self.shown),
+            (Kind::S3, Some(endpoint)) => format!("{} at {}", self.shown, redact(&endpoint, &endpoint)),
             _ => self.shown.clone(),
         }
     }
 }
 
+/// `text` with the user and password of the url `endpoint` (`http://user:password@host`)
+/// replaced by `***` wherever they appear, so that no message shows them.
+pub fn redact(text: &str, endpoint: &str) -> String {
+    let Some((_, rest)) = endpoint.split_once("://") else { return text.to_string() };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    match authority.rsplit_once('@') {
+        Some((user_info, _)) if !user_info.is_empty() => text.replace(&format!("{user_info}@"), "***@"),
+        _ => text.to_string(),
+    }
+}
+
+/// [`redact`] for every endpoint gen may have used: `--endpoint`, `AWS_ENDPOINT_URL_S3` and
+/// `AWS_ENDPOINT_URL`.
+pub fn redact_endpoints(text: &str, endpoint: Option<&str>) -> String {
+    let env = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].map(|name| std::env::var(name).ok());
+    endpoint
+        .map(String::from)
+        .into_iter()
+        .chain(env.into_iter().flatten())
+        .fold(text.to_string(), |text, url| redact(&text, &url))
+}
+
+/// How far a publish got when a request failed: what the error says about the target's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before the new manifest was written: nothing deleted, the old manifest live.
+    Before,
+    /// Deleting removed objects, after the new manifest.
+    Deleting,
+    /// Everything done but removing the marker.
+    MarkerLeft,
+    /// Everything done but removing the lock.
+    LockLeft,
+}
+
 /// An error of the store, worded for a user: what went wrong with which target, and what to do.
-pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: &str) -> anyhow::Error {
+pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: &str, stage: Stage) -> anyhow::Error {
     use object_store::Error as E;
     let text = format!("{error}");
     let chain = error_chain(&error);
@@ -198,6 +234,10 @@ pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: 
                 target.bucket
             )
         }
+        _ if chain.contains("timed out") || chain.contains("deadline has elapsed") => format!(
+            "{place} stopped answering while {doing} (a request timed out): the store is reachable but stalled or \
+             overloaded; try again later (--retries sets how often a timed-out request is retried)"
+        ),
         _ if chain.contains("onnection refused")
             || chain.contains("error sending request")
             || chain.contains("dns error") =>
@@ -208,10 +248,19 @@ pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: 
         }
         _ => format!("{doing} on {place} failed"),
     };
-    let state = if doing == "deleting" {
-        "the new manifest is published, but some removed objects are left: run gen publish again to delete them"
-    } else {
-        "nothing was deleted, and the published manifest is still the previous one"
+    let state = match stage {
+        Stage::Before => "nothing was deleted, and the published manifest is still the previous one",
+        Stage::Deleting => {
+            "the new manifest is published, but some removed objects are left: run gen publish again to delete them"
+        }
+        Stage::MarkerLeft => {
+            "the publish itself succeeded (the new manifest is live, every removed object deleted), but its marker \
+             .gen-publish.json is left: the next gen publish compares every object once and removes it"
+        }
+        Stage::LockLeft => {
+            "the publish itself succeeded, but its lock .gen-publish.lock is left: the next gen publish must pass \
+             --take-over-lock (or delete that object by hand)"
+        }
     };
     anyhow::anyhow!("{advice}; {state}\n  cause: {text}")
 }
