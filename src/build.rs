@@ -131,7 +131,12 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
 ///   their documents, the lists whose entries changed, the root, meta and OpenAPI documents are
 ///   rendered; otherwise every document is;
 /// - either way, only files whose bytes change are written, and only files gone are removed.
-pub fn build(data: &Path, out: &Path, options: &BuildOptions, progress: &write::Progress) -> Result<BuildSummary> {
+pub fn build(
+    data: &Path,
+    out: &Path,
+    options: &BuildOptions,
+    progress: &crate::progress::Progress,
+) -> Result<BuildSummary> {
     let started_ns = index::now_ns();
     let timer = StepTimer::from_env();
     load::require_folder(data)?;

@@ -10,7 +10,7 @@
 //!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
 //!   (where each document lives), [`paging`], [`manifest`] (the tree's settings and files),
-//!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`].
+//!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`].
 
 // The pipeline.
 pub mod build;
@@ -32,5 +32,6 @@ pub mod answers;
 pub mod staging;
 pub mod fsutil;
 pub mod date;
+pub mod progress;
 
 pub use build::{BuildOptions, BuildSummary, build, check};

@@ -851,3 +851,33 @@ fn build_verify_repairs_a_tree_whose_index_was_rewritten_on_purpose() {
     let again = build(&data, &out, &[]).ok();
     assert!(again.stdout().contains("(0 written)"), "the index --verify wrote is used: {}", again.stdout());
 }
+
+/// Issue 28: `gen build` shows progress as `gen publish` does, through the one progress display
+/// (src/progress.rs, an indicatif bar), only on a terminal and never with `-q`. Run under
+/// `script`, which gives it a pseudo-terminal; then with `-q`, and with stderr a pipe.
+#[test]
+fn build_progress_is_one_bar_on_a_terminal_only_and_never_with_quiet() {
+    let Some(script) = find_tool("script").or_else(|| unavailable("script", "install util-linux")) else { return };
+    let tmp = TempDir::new("progress");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let on_terminal = |out: &str, extra: &str| {
+        let binary = env!("CARGO_BIN_EXE_gen");
+        let command = format!("{binary} build --data {} --out {} {extra}", utf8(&data), utf8(&tmp.join(out)));
+        let run = std::process::Command::new(&script)
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{command}: {}", String::from_utf8_lossy(&run.stderr));
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    let shown = on_terminal("out", "");
+    assert!(shown.contains("writing [") && shown.contains(" documents"), "a bar on a terminal: {shown:?}");
+    assert!(shown.contains("\u{1b}[2K") && shown.contains("built "), "cleared before the summary: {shown:?}");
+    let quiet = on_terminal("quiet", "-q");
+    assert_eq!(quiet, "", "nothing with -q on a terminal");
+    let piped = build(&data, &tmp.join("piped"), &[]).ok();
+    assert!(!piped.stderr().contains("writing") && !piped.stderr().contains('\r'), "{:?}", piped.stderr());
+    assert!(piped.stdout().starts_with("built "), "the summary alone: {:?}", piped.stdout());
+}

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const SUBCOMMANDS: [&[&str]; 6] =
     [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"], &["publish"]];
@@ -46,4 +46,152 @@ fn every_flag_is_documented_and_every_help_has_examples() {
         }
     }
     assert!(seen >= 15, "only {seen} flags found: is the help parsed right?");
+}
+
+/// Every `.rs` file under `src/`, by module path (`build/index/codec` for
+/// `src/build/index/codec.rs`; `lib`, the library's root, is `[]`), with its path and its text
+/// up to its unit tests.
+fn source_files() -> BTreeMap<Vec<String>, (String, String)> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(&src) {
+        let path = entry.unwrap().into_path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(&src).unwrap().with_extension("");
+        let mut module: Vec<String> = rel.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+        if module == ["lib"] {
+            module.clear(); // the library's root; main.rs, the binary's, is a file like the others
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+        files.insert(module, (rel.display().to_string(), code));
+    }
+    files
+}
+
+/// The files of `src/` that `file` (at `module`) names: `crate::a::b`, `super::x`, and the
+/// items of `use crate::{a, b}` and `use super::{x, y}` groups, in code or in doc comments
+/// (a doc link is a dependency a reader follows too). A parent naming its own child module is
+/// not counted: that is how Rust declares modules.
+fn named_files(
+    module: &[String],
+    code: &str,
+    files: &BTreeMap<Vec<String>, (String, String)>,
+) -> BTreeSet<Vec<String>> {
+    let resolve = |path: Vec<String>| -> Option<Vec<String>> {
+        (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|candidate| files.contains_key(candidate))
+    };
+    let mut named = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::").chain(code.match_indices("super::")) {
+        if at > 0 && code[..at].ends_with("super::") {
+            continue; // the middle of super::super::
+        }
+        let mut base: Vec<String> = Vec::new();
+        let mut rest = &code[at..];
+        if rest.starts_with("super::") {
+            let mut up = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                up += 1;
+                rest = r;
+            }
+            base = module[..module.len().saturating_sub(up)].to_vec();
+        } else {
+            rest = &rest["crate::".len()..];
+        }
+        let leading = |text: &str| -> Vec<String> {
+            let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(text.len());
+            text[..end].split("::").filter(|s| !s.is_empty()).map(str::to_string).collect()
+        };
+        let paths: Vec<Vec<String>> = match rest.strip_prefix('{') {
+            Some(group) => {
+                let (mut depth, mut items, mut start) = (0, Vec::new(), 0);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                items.into_iter().map(|item| leading(item.trim())).collect()
+            }
+            None => vec![leading(rest)],
+        };
+        for path in paths {
+            let mut full = base.clone();
+            full.extend(path);
+            if let Some(target) = resolve(full) {
+                let parent_of_child = target.len() == module.len() + 1 && target.starts_with(module);
+                if target != module && !parent_of_child {
+                    named.insert(target);
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Issue 28: no import circle between files of `src/`: a type two files share has one home
+/// below both (e.g. the serve cache's items in `serve/item.rs`, the error schemas the OpenAPI
+/// document quotes in `answers.rs`).
+#[test]
+fn no_import_circle_between_files_of_src() {
+    let files = source_files();
+    let graph: BTreeMap<&Vec<String>, BTreeSet<Vec<String>>> =
+        files.iter().map(|(module, (_, code))| (module, named_files(module, code, &files))).collect();
+    assert!(graph.values().map(BTreeSet::len).sum::<usize>() > 100, "the references are found: {graph:?}");
+    // Depth-first from each file: a path back to a file on the current path is a circle.
+    fn visit<'g>(
+        at: &'g Vec<String>,
+        graph: &'g BTreeMap<&Vec<String>, BTreeSet<Vec<String>>>,
+        path: &mut Vec<&'g Vec<String>>,
+        done: &mut BTreeSet<&'g Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(from) = path.iter().position(|p| *p == at) {
+            return Some(path[from..].iter().chain([&at]).map(|m| m.join("/")).collect());
+        }
+        if !done.insert(at) {
+            return None;
+        }
+        path.push(at);
+        for next in &graph[at] {
+            let Some((next, _)) = graph.get_key_value(next) else { continue };
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in graph.keys() {
+        if let Some(circle) = visit(module, &graph, &mut Vec::new(), &mut done) {
+            panic!("an import circle between files of src/: {}", circle.join(" -> "));
+        }
+    }
+}
+
+/// Issue 28: every file of `src/` opens with a comment saying what it is, and none holds more
+/// than about 400 lines of code (non-blank, non-comment, before its unit tests) unless its
+/// opening comment says why (a table, a template).
+#[test]
+fn every_file_of_src_says_what_it_is_and_stays_short_or_says_why() {
+    for (rel, code) in source_files().values() {
+        assert!(code.starts_with("//!"), "src/{rel}.rs does not open with a //! comment saying what it is");
+        let lines = code.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("//")).count();
+        let opening: String = code.lines().take_while(|l| l.starts_with("//!")).collect::<Vec<_>>().join("\n");
+        assert!(
+            lines <= 420 || opening.contains("lines of code"),
+            "src/{rel}.rs has {lines} lines of code: split it, or say at its top why it is long (\"... lines of code: ...\")"
+        );
+    }
 }

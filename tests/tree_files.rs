@@ -316,43 +316,61 @@ fn make_hostile(path: &Path, what: &str) {
 
 #[test]
 fn a_hostile_manifest_ends_build_and_serve_promptly_with_a_clear_error() {
-    for what in ["zero", "fifo"] {
-        let s = Setup::new(&format!("manifest-{what}"));
-        make_hostile(&s.out.join("manifest.json"), what);
-        let ended = build(&s.data, &s.out);
-        assert!(!ended.killed, "build hung on a {what} manifest:\n{}", ended.describe());
-        assert_eq!(ended.code, Some(2), "{}", ended.describe());
-        assert!(
-            ended.stderr.contains("manifest.json") && ended.stderr.contains("not a regular file"),
-            "{}",
-            ended.describe()
-        );
-        let refused = serve_accepts(&s.out).unwrap_err();
-        assert!(refused.contains("manifest.json") && refused.contains("not a regular file"), "{refused}");
-        // What the error says to do: delete it, and build again.
-        std::fs::remove_file(s.out.join("manifest.json")).unwrap();
-        std::fs::remove_dir_all(&s.out).unwrap();
-        build_ok(&s.data, &s.out);
-        s.assert_repaired();
-    }
+    // The cases at once, each in its own folders (they spend their time waiting on processes).
+    std::thread::scope(|scope| {
+        for what in ["zero", "fifo"] {
+            scope.spawn(move || {
+                let s = Setup::new(&format!("manifest-{what}"));
+                make_hostile(&s.out.join("manifest.json"), what);
+                let ended = build(&s.data, &s.out);
+                assert!(!ended.killed, "build hung on a {what} manifest:\n{}", ended.describe());
+                assert_eq!(ended.code, Some(2), "{}", ended.describe());
+                assert!(
+                    ended.stderr.contains("manifest.json") && ended.stderr.contains("not a regular file"),
+                    "{}",
+                    ended.describe()
+                );
+                let refused = serve_accepts(&s.out).unwrap_err();
+                assert!(refused.contains("manifest.json") && refused.contains("not a regular file"), "{refused}");
+                // What the error says to do: delete it, and build again.
+                std::fs::remove_file(s.out.join("manifest.json")).unwrap();
+                std::fs::remove_dir_all(&s.out).unwrap();
+                build_ok(&s.data, &s.out);
+                s.assert_repaired();
+            });
+        }
+    });
 }
 
 #[test]
 fn a_hostile_index_or_journal_ends_in_a_full_rebuild() {
-    for what in ["zero", "fifo"] {
-        for index in [true, false] {
-            let s = Setup::new(&format!("beside-{what}-{index}"));
-            let path = if index { s.index() } else { s.journal() };
-            make_hostile(&path, what);
-            s.change_a_record(6);
-            let ended = build(&s.data, &s.out);
-            assert!(!ended.killed, "build hung on a {what} beside the tree:\n{}", ended.describe());
-            assert_eq!(ended.code, Some(0), "{}", ended.describe());
-            let name = path.file_name().unwrap().to_str().unwrap();
-            assert!(ended.stderr.contains(name) && ended.stderr.contains("not a regular file"), "{}", ended.describe());
-            let meta = std::fs::symlink_metadata(&path);
-            assert!(meta.is_err() || meta.unwrap().is_file(), "{} is replaced by a regular file", path.display());
-            s.assert_repaired();
+    // The cases at once, each in its own folders (they spend their time waiting on processes).
+    std::thread::scope(|scope| {
+        for what in ["zero", "fifo"] {
+            for index in [true, false] {
+                scope.spawn(move || {
+                    let s = Setup::new(&format!("beside-{what}-{index}"));
+                    let path = if index { s.index() } else { s.journal() };
+                    make_hostile(&path, what);
+                    s.change_a_record(6);
+                    let ended = build(&s.data, &s.out);
+                    assert!(!ended.killed, "build hung on a {what} beside the tree:\n{}", ended.describe());
+                    assert_eq!(ended.code, Some(0), "{}", ended.describe());
+                    let name = path.file_name().unwrap().to_str().unwrap();
+                    assert!(
+                        ended.stderr.contains(name) && ended.stderr.contains("not a regular file"),
+                        "{}",
+                        ended.describe()
+                    );
+                    let meta = std::fs::symlink_metadata(&path);
+                    assert!(
+                        meta.is_err() || meta.unwrap().is_file(),
+                        "{} is replaced by a regular file",
+                        path.display()
+                    );
+                    s.assert_repaired();
+                });
+            }
         }
-    }
+    });
 }

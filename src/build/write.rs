@@ -29,16 +29,9 @@ use crate::build::plan::Output;
 use crate::build::tree_fs::TreeDir;
 use crate::manifest::Manifest;
 use crate::problem::Problem;
+use crate::progress::Progress;
 use crate::staging::{FolderLock, Staging};
 use anyhow::{Context, Result};
-use std::sync::atomic::AtomicUsize;
-
-/// Counts documents as they are written, for a progress display.
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub done: AtomicUsize,
-    pub total: AtomicUsize,
-}
 
 /// What a write did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -2,10 +2,8 @@
 
 use crate::cli::BuildArgs;
 use anyhow::Result;
-use genapi::build::write::Progress;
-use std::io::IsTerminal;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use genapi::progress::{self, Progress};
+use std::time::Instant;
 
 pub fn execute(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
@@ -18,26 +16,10 @@ pub fn execute(args: BuildArgs) -> Result<()> {
         source_date_epoch,
         verify: args.verify,
     };
-    let progress = Progress::default();
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let summary = std::thread::scope(|scope| {
-        if show_progress {
-            scope.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let total = progress.total.load(Ordering::Relaxed);
-                    if total > 0 && !done.load(Ordering::Relaxed) {
-                        eprint!("\rwriting {}/{} documents", progress.done.load(Ordering::Relaxed), total);
-                    }
-                }
-                eprint!("\r\x1b[K");
-            });
-        }
-        let result = genapi::build(&args.data, &args.out, &options, &progress);
-        done.store(true, Ordering::Relaxed);
-        result
-    })?;
+    let progress = Progress::new(progress::wanted(args.quiet), "writing", "documents");
+    let summary = genapi::build(&args.data, &args.out, &options, &progress);
+    progress.finish();
+    let summary = summary?;
     if !args.quiet && args.verify {
         let report = &summary.report;
         super::say(&format!(

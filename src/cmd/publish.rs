@@ -3,7 +3,6 @@
 use crate::cli::PublishArgs;
 use anyhow::Result;
 use genapi::publish::{PublishOptions, PublishSummary};
-use std::io::IsTerminal;
 
 pub fn execute(args: PublishArgs) -> Result<()> {
     let options = PublishOptions {
@@ -18,7 +17,7 @@ pub fn execute(args: PublishArgs) -> Result<()> {
         changed_urls: args.changed_urls,
         allow_query_links: args.allow_query_links,
         take_over_lock: args.take_over_lock,
-        progress: !args.quiet && !args.dry_run && std::io::stderr().is_terminal(),
+        progress: !args.dry_run && genapi::progress::wanted(args.quiet),
     };
     let summary = genapi::publish::publish(&options)?;
     if args.dry_run {

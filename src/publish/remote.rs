@@ -259,7 +259,7 @@ async fn publish_locked(
         writer.run(wave.iter().collect(), |path| writer.upload(path)).await?;
     }
     writer.run(summary.plan.deletes.iter().collect(), |path| writer.delete(path)).await?;
-    writer.bar.finish_and_clear();
+    writer.bar.finish();
     summary.bytes = writer.bytes.load(Ordering::Relaxed);
     // The list of changed urls is written before the marker goes: if it cannot be, the marker
     // keeps the paths for the next publish.
@@ -350,7 +350,7 @@ struct Writer<'a> {
     store: Arc<dyn ObjectStore>,
     options: &'a PublishOptions,
     place: String,
-    bar: indicatif::ProgressBar,
+    bar: crate::progress::Progress,
     bytes: AtomicU64,
 }
 
@@ -362,15 +362,8 @@ impl<'a> Writer<'a> {
         options: &'a PublishOptions,
         total: usize,
     ) -> Writer<'a> {
-        let bar = if options.progress {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            let style = indicatif::ProgressStyle::with_template("publishing [{bar:30}] {pos}/{len} objects, {msg}")
-                .expect("a valid template");
-            bar.set_style(style.progress_chars("=> "));
-            bar
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
+        let bar = crate::progress::Progress::new(options.progress, "publishing", "objects");
+        bar.set_total(total as u64);
         Writer {
             tree,
             target,
@@ -410,7 +403,7 @@ impl<'a> Writer<'a> {
         let size = bytes.len() as u64;
         self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, Stage::Before))?;
         self.bytes.fetch_add(size, Ordering::Relaxed);
-        self.bar.set_message(format!("{:.1} MB", self.bytes.load(Ordering::Relaxed) as f64 / 1e6));
+        self.bar.set_message(format!(", {:.1} MB", self.bytes.load(Ordering::Relaxed) as f64 / 1e6));
         self.count();
         Ok(())
     }

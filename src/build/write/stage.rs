@@ -2,17 +2,17 @@
 //! tree when its bytes are already there, else written (with its hard links and `.gz`) into
 //! the staging folder beside the tree. Nothing in the tree changes here.
 
+use super::Documents;
 use super::docs::{Doc, Docs};
-use super::{Documents, Progress};
 use crate::build::index::{Index, TreeFile, gz_path};
 use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, gzip_bytes};
 use crate::problem::{Problem, Problems};
+use crate::progress::Progress;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
 
 /// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
 /// parallel; takes the others from the previous tree. Fails with every problem found.
@@ -23,7 +23,7 @@ pub(super) fn stage_documents(
     progress: &Progress,
 ) -> Result<Vec<Placed>> {
     let outputs = docs.outputs;
-    progress.total.store(outputs.iter().filter(|o| documents.dirty(o)).count(), Ordering::Relaxed);
+    progress.set_total(outputs.iter().filter(|o| documents.dirty(o)).count() as u64);
     // Failures are gathered aside, so that the results of a million documents are one vector of
     // small records, not of `Result`s.
     let problems: Mutex<Vec<Problem>> = Mutex::default();
@@ -43,7 +43,7 @@ pub(super) fn stage_documents(
                 let paths = output.paths(docs.dataset);
                 writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
             });
-            progress.done.fetch_add(1, Ordering::Relaxed);
+            progress.inc(1);
             match placed {
                 Ok(placed) => placed,
                 Err(DocumentFailure::Problems(found)) => {

@@ -1,0 +1,59 @@
+//! The progress display of the long commands, `gen build` and `gen publish`: one indicatif bar
+//! on stderr, in one style, drawn only when the command asks for it (on a terminal, never with
+//! `-q`: see [`wanted`]). Hidden otherwise, when a step costs one atomic add.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+
+/// Whether a command shows progress: not with `-q`, and only when stderr is a terminal (a log
+/// file or a pipe gets the summary line alone).
+pub fn wanted(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
+/// A bar counting steps toward a total: `<what> [=====>    ] <done>/<total> <unit><message>`.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Default for Progress {
+    /// A hidden bar (library callers, `gen serve --watch`'s rebuilds).
+    fn default() -> Progress {
+        Progress { bar: ProgressBar::hidden() }
+    }
+}
+
+impl Progress {
+    /// A bar labelled `what`, counting `unit`, drawn on stderr when `show` (see [`wanted`]).
+    pub fn new(show: bool, what: &str, unit: &str) -> Progress {
+        if !show {
+            return Progress::default();
+        }
+        let bar = ProgressBar::new(0);
+        let template = format!("{what} [{{bar:30}}] {{pos}}/{{len}} {unit}{{msg}}");
+        let style = ProgressStyle::with_template(&template).expect("a valid template");
+        bar.set_style(style.progress_chars("=> "));
+        Progress { bar }
+    }
+
+    /// Sets the number of steps.
+    pub fn set_total(&self, total: u64) {
+        self.bar.set_length(total);
+    }
+
+    /// Counts `n` more steps done.
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    /// Shown after the unit, e.g. `, 12.5 MB`.
+    pub fn set_message(&self, message: String) {
+        self.bar.set_message(message);
+    }
+
+    /// Removes the bar from the terminal (the command's summary line follows).
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
