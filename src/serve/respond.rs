@@ -235,8 +235,16 @@ impl Reply {
         }
     }
 
-    /// Writes the status line and headers (through the blank line) into `out`.
-    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &ResponsePolicy) {
+    /// Writes the status line and headers (through the blank line) into `out`; `deploy` is the
+    /// tree's deploy header lines ([`Tree::deploy_head`]), sent with every answer.
+    pub(crate) fn write_head(
+        &self,
+        out: &mut Vec<u8>,
+        connection: Connection,
+        date: &str,
+        settings: &ResponsePolicy,
+        deploy: &str,
+    ) {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
@@ -277,6 +285,7 @@ impl Reply {
             }
         }
         let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
+        out.extend_from_slice(deploy.as_bytes());
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
@@ -420,7 +429,7 @@ mod tests {
         doc.compress();
         let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
         let mut out = Vec::new();
-        reply.write_head(&mut out, Connection::Close, "D", &settings);
+        reply.write_head(&mut out, Connection::Close, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
         assert!(head.contains(&format!("Content-Length: {}\r\n", doc.gzip().unwrap().len())));
@@ -432,7 +441,7 @@ mod tests {
 
         let reply = Reply::Doc { doc, gzip: false, not_modified: true };
         let mut out = Vec::new();
-        reply.write_head(&mut out, Connection::KeepAlive, "D", &settings);
+        reply.write_head(&mut out, Connection::KeepAlive, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
         assert!(head.starts_with("HTTP/1.1 304 Not Modified\r\n"));
         assert!(!head.contains("Content-Length"));
