@@ -271,7 +271,11 @@ mod tests {
 
     #[test]
     fn keys_are_the_settings_fields() {
-        let config = DataSettings { shared_names: BTreeMap::from([("a".into(), vec![])]), ..DataSettings::default() };
+        let config = DataSettings {
+            shared_names: BTreeMap::from([("a".into(), vec![])]),
+            deploy_headers: DeployHeaders::public_api(),
+            ..DataSettings::default()
+        };
         let value = serde_json::to_value(&config).unwrap();
         let fields: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
         let mut keys = KEYS.to_vec();

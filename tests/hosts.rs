@@ -396,6 +396,15 @@ fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: &str
     if got.status == 405 || got.status == 204 {
         assert_eq!(got.header("allow"), serve.header("allow"), "{context}");
     }
+    // the deploy headers, on every answer, under the names the expose line gives (gen.json's)
+    let exposed = serve.header("access-control-expose-headers").unwrap_or_else(|| panic!("gen serve: {context}"));
+    assert_eq!(got.header("access-control-expose-headers"), Some(exposed), "{context}");
+    let names: Vec<&str> = exposed.split(", ").collect();
+    assert_eq!(names.len(), 2, "{exposed}");
+    for name in names {
+        assert!(serve.header(name).is_some_and(|v| !v.is_empty()), "gen serve sent no {name}: {context}");
+        assert_eq!(got.header(name), serve.header(name), "{name}: {context}");
+    }
 }
 
 /// True when the tree (whose files are `held`) holds the page that `target`, a list page's
@@ -733,4 +742,36 @@ fn path_links_walk_every_list_on_a_plain_host() {
 fn path_links_walk_every_published_list_on_a_plain_host() {
     let Some((tmp, data)) = fixture_data("walk-fixture") else { return };
     walk_on_plain_host(tmp, data);
+}
+
+#[test]
+fn hosts_send_the_deploy_headers_under_the_names_the_tree_gives() {
+    // the public API's names, as an import with --keep-segment-names sets them
+    let tmp = TempDir::new("deploy-names");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let mut config = read_json(&data.join("gen.json"));
+    config["deploy_headers"] = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
+    std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
+    let tree = build_tree(tmp, data, &[]);
+    let config = |host: &str, port| gen_config(host, &tree.out, port, &[]);
+    let Some(nginx) = start_nginx("nginx", &tree.out, |port| config("nginx", port)) else { return };
+    let Some(caddy) = start_caddy(&tree.out, |port| config("caddy", port)) else { return };
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&nginx, &caddy], tree.base_url());
+    let meta = read_json(&tree.out.join("api/v2/meta/index.json"));
+    assert_eq!(meta["deploy_date"], TEST_EPOCH);
+    // every answer of the parity set carries them (check_headers), on each host alike; here
+    // the values are the meta document's
+    check_parity(&tree, &mut p);
+    for target in ["/api/v2/meta/", "/api/v2/berry/?limit=20&offset=20", "/api/v2/nothing/"] {
+        let reply = p.same(target);
+        assert_eq!(reply.header("x-pokeapi-deploy-date"), meta["deploy_date"].as_str(), "{target}");
+        assert_eq!(reply.header("x-pokeapi-hash"), meta["hash"].as_str(), "{target}");
+        assert_eq!(reply.header("access-control-expose-headers"), Some("X-PokeAPI-Deploy-Date, X-PokeAPI-Hash"));
+        assert!(reply.header("x-deploy-date").is_none(), "{target}");
+    }
+    // the configuration says its values are this build's
+    let printed = gen_config("nginx", &tree.out, 8080, &[]);
+    assert!(printed.contains("print the\n# configuration again and reload after every build"), "{printed:.1500}");
 }
