@@ -516,7 +516,11 @@ fn the_public_apis_browser_client_lists_gets_caches_and_invalidates() {
     write_data(&site.data(), &[20, 50], 0);
     public_names(&site);
     site.build(&[]);
-    let server = Server::start(&site.out(), &[]);
+    // Not quiet: its log shows which requests reached it. `--max-age 0`: with the default (a
+    // day, on `meta` too), the browser's own HTTP cache answers the client's second read of
+    // `meta` and `invalidateCache()` cannot see a new deploy for a day (`gen publish` gives
+    // `meta` `no-cache`; gen serve, nginx and Caddy do not yet: docs/deploy.md#deploy-headers).
+    let server = Server::start_with(&site.out(), &["--max-age", "0"], None);
     let page = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>client</title><script type=\"module\">\n\
          import {{ Pokedex }} from '/src/index.js';\n\
