@@ -49,7 +49,8 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
   gen config nginx --listen 0.0.0.0:80 > /etc/nginx/conf.d/gen.conf && nginx -t && nginx -s reload
   gen config caddy --listen :80 > /etc/caddy/Caddyfile
 
-Run it again after a build that adds or removes records or resources. Details: docs/deploy.md")]
+Run it again, and reload, after every build that changes the tree: it carries the build's deploy
+date and hash (sent as headers) and each resource's count. Details: docs/deploy.md")]
     Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
     ///
