@@ -144,7 +144,8 @@ pub struct ServeArgs {
     /// Do not log one line per request.
     #[arg(long, short)]
     pub quiet: bool,
-    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`.
+    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
+    /// (`meta` is always `no-cache`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
     /// Close connections that send nothing for this long.
@@ -260,7 +261,7 @@ pub struct ConfigArgs {
     #[arg(long, default_value = genapi::config::DEFAULT_ADDR, value_name = "HOST:PORT")]
     pub listen: String,
     /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
-    /// (the same default as `gen serve`).
+    /// (the same default as `gen serve`; `meta` is always `no-cache`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
 }

@@ -766,6 +766,9 @@ fn hosts_send_the_deploy_headers_under_the_names_the_tree_gives() {
         |tree, p| {
             let meta = read_json(&tree.out.join("api/v2/meta/index.json"));
             assert_eq!(meta["deploy_date"], TEST_EPOCH);
+            // meta is revalidated on every use (check_headers: on each host as on gen serve)
+            assert_eq!(p.same("/api/v2/meta/").header("cache-control"), Some("no-cache"));
+            assert_eq!(p.same("/api/v2/meta").header("cache-control"), Some("no-cache"));
             // the values are the meta document's
             for target in ["/api/v2/meta/", "/api/v2/berry/?limit=20&offset=20", "/api/v2/nothing/"] {
                 let reply = p.same(target);

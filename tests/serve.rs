@@ -1183,6 +1183,10 @@ fn every_answer_carries_the_deploy_headers_of_the_tree_it_came_from() {
     let neutral = ("X-Deploy-Date", "X-Data-Hash");
     let sent = answers(&server);
     assert_eq!(sent[3].status, 304, "{:?}", sent[3].headers);
+    // meta is revalidated on every use, so that a client checking for a new deploy sees it
+    assert_eq!(sent[2].header("Cache-Control"), Some("no-cache"));
+    assert_eq!(server.get("/api/v2/meta").header("Cache-Control"), Some("no-cache"));
+    assert_eq!(sent[1].header("Cache-Control"), Some("public, max-age=86400"));
     for response in &sent {
         let expected = (common::TEST_EPOCH, hash.as_str(), "X-Deploy-Date, X-Data-Hash");
         assert_eq!(deploy_headers_of(response, neutral), expected, "{}", response.status_line);

@@ -44,6 +44,13 @@ pub fn config(site: &Site) -> String {
 {deploy}		Content-Type "application/json; charset=utf-8"
 		Cache-Control "public, max-age={max_age}"
 	}}
+	# meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
+	# a new deploy sees it at once.
+	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/
+	header @gen_meta {{
+		Cache-Control "no-cache"
+		defer
+	}}
 
 	# ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros are
 	# dropped; anything but digits, or more than 2^64 - 1, is malformed.

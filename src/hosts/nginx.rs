@@ -54,7 +54,7 @@ pub fn config(site: &Site) -> String {
     charset_types application/json;
     etag on;
 {gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
-{deploy}    add_header Cache-Control "public, max-age={max_age}";
+{deploy}    add_header Cache-Control $gen_cache_control;
 
     error_page 400 @gen_400;
     error_page 404 @gen_404;
@@ -83,6 +83,12 @@ pub fn config(site: &Site) -> String {
     if ($gen_raw_path ~ "{dot_segment}") {{
         set $gen_refused 1;
         return 404;
+    }}
+    # meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
+    # a new deploy sees it at once.
+    set $gen_cache_control "public, max-age={max_age}";
+    if ($gen_raw_path ~ "^{API_PREFIX}meta/?$") {{
+        set $gen_cache_control "no-cache";
     }}
     # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
     # are dropped; anything but digits, or more than 2^64 - 1, is malformed (limit checked first).
