@@ -57,6 +57,7 @@ impl BuildOptions {
     pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<TreeSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
+        config.deploy_headers.check().map_err(|e| anyhow::anyhow!("{}: {e}", config::CONFIG_FILE))?;
         Ok(TreeSettings {
             format: manifest::FORMAT,
             generator: GENERATOR.to_string(),
@@ -67,7 +68,11 @@ impl BuildOptions {
             page_sizes: paging::page_sizes(&config.page_sizes),
             data_hash,
             built_at: self.source_date_epoch.map(date::rfc3339),
-        })
+            deploy_headers: config.deploy_headers.clone(),
+            deploy_date: self.source_date_epoch.unwrap_or_else(date::now_epoch).to_string(),
+            hash: String::new(),
+        }
+        .with_hash())
     }
 
     /// The options that build a tree like the one with `settings` again (as `gen serve --watch`
@@ -144,7 +149,13 @@ pub fn build(
     timer.step("open the previous build (lock, index, journal)");
     let loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
-    let settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
+    let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
+    if let Some(index) = previous.index.as_ref().filter(|index| index.settings.same_but_date(&settings)) {
+        // The same tree again: it keeps the date it was deployed with (and is found up to date).
+        if options.source_date_epoch.is_none() {
+            settings.deploy_date = index.settings.deploy_date.clone();
+        }
+    }
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary {
         resources: dataset.resources.len(),

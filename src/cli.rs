@@ -50,7 +50,8 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
   gen config nginx --listen 0.0.0.0:80 > /etc/nginx/conf.d/gen.conf && nginx -t && nginx -s reload
   gen config caddy --listen :80 > /etc/caddy/Caddyfile
 
-Run it again after a build that adds or removes records or resources. Details: docs/deploy.md")]
+Run it again, and reload, after every build that changes the tree: it carries the build's deploy
+date and hash (sent as headers) and each resource's count. Details: docs/deploy.md")]
     Config(ConfigArgs),
     /// Serve a built tree at http://<addr>/api/v2/, answering like the public API.
     ///
@@ -149,7 +150,8 @@ pub struct ServeArgs {
     /// Do not log one line per request.
     #[arg(long, short)]
     pub quiet: bool,
-    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`.
+    /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
+    /// (`meta` is always `no-cache`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
     /// Close connections that send nothing for this long.
@@ -270,7 +272,7 @@ pub struct ConfigArgs {
     #[arg(long, default_value = genapi::config::DEFAULT_ADDR, value_name = "HOST:PORT")]
     pub listen: String,
     /// How long clients and caches may reuse a document: `Cache-Control: public, max-age=SECS`
-    /// (the same default as `gen serve`).
+    /// (the same default as `gen serve`; `meta` is always `no-cache`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
 }

@@ -1,5 +1,6 @@
 //! Site settings, kept in `data/gen.json`.
 
+pub use crate::manifest::DeployHeaders;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -26,6 +27,11 @@ pub struct DataSettings {
     /// path of a shared name serves the record with the lowest id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub shared_names: BTreeMap<String, Vec<String>>,
+    /// Names of the headers that carry the deploy date and the tree's hash on every answer
+    /// (`{"date": "X-Deploy-Date", "hash": "X-Data-Hash"}` unless set; an import with
+    /// `--keep-segment-names` sets the public API's).
+    #[serde(skip_serializing_if = "DeployHeaders::is_default")]
+    pub deploy_headers: DeployHeaders,
 }
 
 impl DataSettings {
@@ -43,12 +49,14 @@ impl Default for DataSettings {
             external: Vec::new(),
             max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
             shared_names: BTreeMap::new(),
+            deploy_headers: DeployHeaders::default(),
         }
     }
 }
 
 /// The keys `gen.json` takes.
-pub(crate) const KEYS: [&str; 5] = ["base_url", "page_sizes", "external", "max_document_mb", "shared_names"];
+pub(crate) const KEYS: [&str; 6] =
+    ["base_url", "page_sizes", "external", "max_document_mb", "shared_names", "deploy_headers"];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
@@ -84,7 +92,10 @@ pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, Stri
     if !wrong.is_empty() {
         return Err(wrong);
     }
-    serde_json::from_value(serde_json::Value::Object(known)).map_err(|e| vec![("$".to_string(), e.to_string())])
+    let settings: DataSettings =
+        serde_json::from_value(serde_json::Value::Object(known)).map_err(|e| vec![("$".to_string(), e.to_string())])?;
+    settings.deploy_headers.check().map_err(|e| vec![("$.deploy_headers".to_string(), e)])?;
+    Ok(settings)
 }
 
 /// Default of `max_document_mb`: far above any published record (the largest are a few MB).
@@ -260,7 +271,11 @@ mod tests {
 
     #[test]
     fn keys_are_the_settings_fields() {
-        let config = DataSettings { shared_names: BTreeMap::from([("a".into(), vec![])]), ..DataSettings::default() };
+        let config = DataSettings {
+            shared_names: BTreeMap::from([("a".into(), vec![])]),
+            deploy_headers: DeployHeaders::public_api(),
+            ..DataSettings::default()
+        };
         let value = serde_json::to_value(&config).unwrap();
         let fields: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
         let mut keys = KEYS.to_vec();

@@ -30,6 +30,11 @@ fn parse_source_date_epoch(value: Option<&str>) -> anyhow::Result<Option<i64>> {
     Ok(Some(seconds))
 }
 
+/// The current time in seconds since the Unix epoch.
+pub(crate) fn now_epoch() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// Seconds since the Unix epoch as an RFC 3339 UTC date: `2026-08-06T08:15:22Z`.
 pub(crate) fn rfc3339(epoch: i64) -> String {
     let (year, month, day) = civil_from_days(epoch.div_euclid(86_400));

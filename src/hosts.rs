@@ -142,6 +142,9 @@ impl Site {
              # {include}\n\
              # Resource counts and page sizes are written into the rules below: run `gen config {host}`\n\
              # again after a build that adds or removes records, resources or page sizes.\n\
+             # The deploy headers carry this build's date and hash ({date}, {hash:.12}...): print the\n\
+             # configuration again and reload after every build that changes the tree, or they go on\n\
+             # naming the build before it.\n\
              # A static host answers every document and every page the tree holds as `gen serve` does;\n\
              # other pages (any offset and limit) and paths in other letter cases need `gen serve`.\n",
             root = self.root,
@@ -151,7 +154,15 @@ impl Site {
             links = serde_json::to_value(m.links).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
             sizes = sizes.join(", "),
             gz = if m.gzip { "with .gz siblings" } else { "no .gz siblings: compressed on the fly" },
+            date = m.deploy_date,
+            hash = m.hash,
         )
+    }
+
+    /// The deploy headers and the line exposing them (name, value), sent with every answer:
+    /// none for a tree built before them.
+    fn deploy_headers(&self) -> Vec<(String, String)> {
+        self.manifest.settings.deploy_header_lines().map(Vec::from).unwrap_or_default()
     }
 }
 

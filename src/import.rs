@@ -272,6 +272,10 @@ fn write_settings(
         Some(mut settings) => {
             summary.kept_settings = true;
             settings.insert("external".to_string(), Value::from(summary.external.clone()));
+            if options.keep_segment_names && !settings.contains_key("deploy_headers") {
+                let names = serde_json::to_value(deploy_headers(options)).expect("names serialise");
+                settings.insert("deploy_headers".to_string(), names);
+            }
             if declared.is_empty() {
                 settings.remove("shared_names");
             } else {
@@ -286,13 +290,27 @@ fn write_settings(
             .expect("settings serialise")
         }
         None => {
-            let config =
-                DataSettings { external: summary.external.clone(), shared_names: declared, ..DataSettings::default() };
+            let config = DataSettings {
+                external: summary.external.clone(),
+                shared_names: declared,
+                deploy_headers: deploy_headers(options),
+                ..DataSettings::default()
+            };
             serde_json::to_vec_pretty(&config).expect("settings serialise")
         }
     };
     config_bytes.push(b'\n');
     fsutil::write(&staging.join(CONFIG_FILE), &config_bytes)
+}
+
+/// The deploy headers of an imported tree: the public API's names when its segment names are
+/// kept (its clients, such as its browser client, read them), else the neutral ones.
+fn deploy_headers(options: &ImportOptions) -> crate::config::DeployHeaders {
+    if options.keep_segment_names {
+        crate::config::DeployHeaders::public_api()
+    } else {
+        crate::config::DeployHeaders::default()
+    }
 }
 
 /// Largest published list read (1 GiB): a list is a line per record, so it grows with the

@@ -64,14 +64,112 @@ pub struct TreeSettings {
     pub data_hash: String,
     /// Build date recorded in the meta document (from `SOURCE_DATE_EPOCH`), if any.
     pub built_at: Option<String>,
+    /// Names of the two headers every host sends with the values below (`gen.json`).
+    #[serde(default)]
+    pub deploy_headers: DeployHeaders,
+    /// When the tree was deployed, in Unix seconds as the public API writes it ("1786004122"):
+    /// `SOURCE_DATE_EPOCH`, else the time of the build that wrote the tree (a rebuild that finds
+    /// it up to date keeps it). Meta's `deploy_date`; the value of the date header.
+    #[serde(default)]
+    pub deploy_date: String,
+    /// BLAKE3 of the data's hash and every other setting but the dates: trees with the same
+    /// hash have the same documents (meta's dates aside). Meta's `hash`; the value of the
+    /// hash header.
+    #[serde(default)]
+    pub hash: String,
+}
+
+/// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeployHeaders {
+    /// The header carrying the deploy date.
+    pub date: String,
+    /// The header carrying the tree's hash.
+    pub hash: String,
+}
+
+impl Default for DeployHeaders {
+    /// Neutral names; a tree imported with `--keep-segment-names` uses [`DeployHeaders::public_api`].
+    fn default() -> Self {
+        DeployHeaders { date: "X-Deploy-Date".into(), hash: "X-Data-Hash".into() }
+    }
+}
+
+impl DeployHeaders {
+    /// The names the public API sends (and its browser client reads).
+    pub fn public_api() -> Self {
+        DeployHeaders { date: "X-PokeAPI-Deploy-Date".into(), hash: "X-PokeAPI-Hash".into() }
+    }
+
+    /// Checks the names: each a header name of letters, digits and '-' (so that it can be
+    /// written into any host's configuration as it is), the two different.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        for (key, name) in [("date", &self.date), ("hash", &self.hash)] {
+            let plain =
+                !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            if !plain {
+                return Err(format!(
+                    "deploy_headers.{key} {name:?} is not a header name: use letters, digits and '-' (at most 64), e.g. \"X-Deploy-Date\""
+                ));
+            }
+        }
+        if self.date.eq_ignore_ascii_case(&self.hash) {
+            return Err(format!(
+                "deploy_headers names {:?} twice: give the date and the hash different headers",
+                self.date
+            ));
+        }
+        Ok(())
+    }
+
+    /// True for the default names (left out of a written `gen.json`).
+    pub fn is_default(&self) -> bool {
+        *self == DeployHeaders::default()
+    }
 }
 
 impl TreeSettings {
     /// True when trees built with `self` and `other` from the same data have the same bytes:
     /// equal in everything but the data's hash.
     pub fn same_options(&self, other: &TreeSettings) -> bool {
-        TreeSettings { data_hash: String::new(), ..self.clone() }
-            == TreeSettings { data_hash: String::new(), ..other.clone() }
+        self.without_data() == other.without_data()
+    }
+
+    /// True when `other` is these settings but for the deploy date: the same tree, deployed at
+    /// another time.
+    pub fn same_but_date(&self, other: &TreeSettings) -> bool {
+        TreeSettings { deploy_date: String::new(), ..self.clone() }
+            == TreeSettings { deploy_date: String::new(), ..other.clone() }
+    }
+
+    /// These settings without what the data and the build's date decide.
+    fn without_data(&self) -> TreeSettings {
+        TreeSettings { data_hash: String::new(), hash: String::new(), deploy_date: String::new(), ..self.clone() }
+    }
+
+    /// Fills in [`TreeSettings::hash`]: BLAKE3 of every other setting but the dates.
+    pub fn with_hash(self) -> TreeSettings {
+        let unhashed = TreeSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
+        let bytes = serde_json::to_vec(&unhashed).expect("settings serialise");
+        TreeSettings { hash: blake3::hash(&bytes).to_hex().to_string(), ..self }
+    }
+
+    /// The deploy header lines (`Name: value`) and the `Access-Control-Expose-Headers` line
+    /// naming them, as every host sends them. None for a tree built before deploy headers.
+    pub fn deploy_header_lines(&self) -> Option<[(String, String); 3]> {
+        let date_ok = !self.deploy_date.is_empty()
+            && self.deploy_date.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+        let hash_ok = !self.hash.is_empty() && self.hash.bytes().all(|b| b.is_ascii_hexdigit());
+        if !date_ok || !hash_ok || self.deploy_headers.check().is_err() {
+            return None;
+        }
+        let names = &self.deploy_headers;
+        Some([
+            (names.date.clone(), self.deploy_date.clone()),
+            (names.hash.clone(), self.hash.clone()),
+            ("Access-Control-Expose-Headers".to_string(), format!("{}, {}", names.date, names.hash)),
+        ])
     }
 
     /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
@@ -378,6 +476,9 @@ mod tests {
                 page_sizes: vec![20],
                 data_hash: "d".into(),
                 built_at: None,
+                deploy_headers: DeployHeaders::default(),
+                deploy_date: String::new(),
+                hash: String::new(),
             },
             resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
             files: BTreeMap::new(),

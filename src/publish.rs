@@ -86,9 +86,11 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
     let (manifest_bytes, manifest) = Manifest::read_with_bytes(&options.dir)?;
     if manifest.settings.links == LinkStyle::Query && !options.allow_query_links {
         bail!(
-            "{} was built with --links query: a store ignores query strings, so a client following `next` would \
-             get page one again, forever. Rebuild with `gen build --links path`, or pass --allow-query-links if the \
-             host in front of the target answers ?offset=&limit= itself",
+            "{} was built with --links query: a store alone ignores query strings, so a client asking \
+             ?offset=&limit= (or following `next`) would get page one again, forever. Such a tree is right behind \
+             an edge handler that answers the query from the store: print one with `gen config cloudflare|deno|node` \
+             (docs/deploy.md), put it in front of the target and pass --allow-query-links. To serve the store \
+             alone, rebuild with `gen build --links path`",
             options.dir.display()
         );
     }

@@ -420,3 +420,167 @@ fn the_view_works_when_opened_as_localhost() {
     tab.eval("document.querySelector('.crumbs a:last-of-type').click(); true");
     assert!(tab.shows(&format!("{origin}/api/v2/")), "{}", tab.eval("location.href"));
 }
+
+impl Tab {
+    /// The value of a JavaScript expression that may be a promise, awaited; an exception's
+    /// description when it throws.
+    fn eval_await(&mut self, expression: &str) -> Result<serde_json::Value, String> {
+        let params = serde_json::json!({ "expression": expression, "returnByValue": true, "awaitPromise": true });
+        let result = self.call("Runtime.evaluate", params);
+        match result.get("exceptionDetails") {
+            Some(details) => Err(details["exception"]["description"].as_str().unwrap_or("an exception").to_string()),
+            None => Ok(result["result"]["value"].clone()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The public API's browser client, pokeapi-js-wrapper 2.x, unchanged
+
+/// The package folder of pokeapi-js-wrapper 2.x (installed under target/npm by `make test`), or
+/// `None` under the tests' skip policy.
+fn js_client() -> Option<PathBuf> {
+    common::heavy("it needs chromium and pokeapi-js-wrapper")?;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm/node_modules/pokeapi-js-wrapper");
+    let package: Option<serde_json::Value> =
+        std::fs::read(dir.join("package.json")).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    match package.as_ref().and_then(|p| p["version"].as_str()) {
+        Some(version) if version.starts_with("2.") => Some(dir),
+        _ => common::unavailable(
+            "pokeapi-js-wrapper 2.x (npm)",
+            "run `make test`, which installs it (sh tests/tools/install-js-client.sh)",
+        ),
+    }
+}
+
+/// Serves `page` at `/` and the files under `dir` at their paths, on a loopback port of its own
+/// (another origin than the API's, as a web app's is), until the test ends; returns its origin.
+fn static_origin(dir: PathBuf, page: String) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut line = String::new();
+            let _ = std::io::BufRead::read_line(&mut reader, &mut line);
+            let mut header = String::new();
+            while std::io::BufRead::read_line(&mut reader, &mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+            let (status, kind, body) = match path.as_str() {
+                "/" => ("200 OK", "text/html", page.clone().into_bytes()),
+                _ if path.contains("..") => ("404 Not Found", "text/plain", Vec::new()),
+                _ => match std::fs::read(dir.join(path.trim_start_matches('/'))) {
+                    Ok(bytes) if path.ends_with(".js") => ("200 OK", "text/javascript", bytes),
+                    Ok(bytes) if path.ends_with(".json") => ("200 OK", "application/json", bytes),
+                    _ => ("404 Not Found", "text/plain", Vec::new()),
+                },
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let mut stream = &stream;
+            let _ = std::io::Write::write_all(&mut stream, head.as_bytes());
+            let _ = std::io::Write::write_all(&mut stream, &body);
+        }
+    });
+    origin
+}
+
+/// How many times the server's log shows `GET target` answered.
+fn times_asked(server: &Server, target: &str) -> usize {
+    server.log().matches(&format!("GET {target} ")).count()
+}
+
+/// A JSON answer of the client without the `meta` it adds to what it caches.
+fn without_meta(mut value: serde_json::Value) -> serde_json::Value {
+    value.as_object_mut().map(|object| object.remove("meta"));
+    value
+}
+
+#[test]
+fn the_public_apis_browser_client_lists_gets_caches_and_invalidates() {
+    let Some(browser) = chromium() else { return };
+    let Some(client) = js_client() else { return };
+    // A tree with the public API's header names, as `gen import api-data --keep-segment-names`
+    // records them: the client reads `X-PokeAPI-Deploy-Date`.
+    let site = Site { tmp: TempDir::new("js-client") };
+    let public_names = |site: &Site| {
+        let path = site.data().join("gen.json");
+        let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        config["deploy_headers"] = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
+        std::fs::write(&path, config.to_string()).unwrap();
+    };
+    write_data(&site.data(), &[20, 50], 0);
+    public_names(&site);
+    site.build(&[]);
+    // Not quiet: its log shows which requests reached it. The default `--max-age` (a day) on
+    // documents: `meta` alone is `no-cache`, or the browser's own HTTP cache would answer the
+    // client's second read of it and `invalidateCache()` would not see a new deploy for a day.
+    let server = Server::start_with(&site.out(), &[], None);
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>client</title><script type=\"module\">\n\
+         import {{ Pokedex }} from '/src/index.js';\n\
+         Pokedex.init({{ protocol: 'http', hostName: '{}', cache: true }})\n\
+         .then(p => {{ window.P = p; window.ready = 'yes'; }}, e => {{ window.ready = String(e); }});\n\
+         </script>",
+        server.addr
+    );
+    let origin = static_origin(client, page);
+    let mut tab = Tab::open(&browser, &format!("{origin}/"));
+    assert!(eventually(Duration::from_secs(60), || tab.eval("window.ready || ''") != ""), "the client did not load");
+    assert_eq!(tab.eval("window.ready"), "yes");
+
+    // list: the whole list (the client's default, ?limit=100000&offset=0) and a page
+    let whole = tab.eval_await("P.getBerriesList()").unwrap();
+    assert_eq!(without_meta(whole), server.get("/api/v2/berry/?limit=100000&offset=0").expect(200).json());
+    let page = tab.eval_await("P.getBerriesList({limit: 3, offset: 2})").unwrap();
+    assert_eq!(without_meta(page), server.get("/api/v2/berry/?limit=3&offset=2").expect(200).json());
+    let items = tab.eval_await("P.getItemsList({limit: 50, offset: 100})").unwrap();
+    assert_eq!(without_meta(items), server.get("/api/v2/item/?limit=50&offset=100").expect(200).json());
+
+    // get: by id and by name
+    let (name, id) = entries("berry", 0)[0].clone();
+    let name = name.unwrap();
+    let record = server.get(&format!("/api/v2/berry/{id}/")).expect(200).json();
+    assert_eq!(without_meta(tab.eval_await(&format!("P.getBerryByName({id})")).unwrap()), record);
+    assert_eq!(without_meta(tab.eval_await(&format!("P.getBerryByName('{name}')")).unwrap()), record);
+
+    // cache: each answer stored with the deploy date the server's header gave (read across
+    // origins: exposed), and answered again without asking the server
+    assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 5);
+    let target = format!("/api/v2/berry/{id}/");
+    let asked = times_asked(&server, &target);
+    assert!(asked >= 1, "{}", server.log());
+    let again = tab.eval_await(&format!("P.getBerryByName({id})")).unwrap();
+    assert_eq!(again["meta"]["deploy_date"], common::TEST_EPOCH.parse::<i64>().unwrap(), "{again}");
+    assert_eq!(times_asked(&server, &target), asked, "a cached answer was asked again");
+
+    // invalidateCache(): nothing goes while the tree is the same deploy
+    assert_eq!(tab.eval_await("P.invalidateCache()"), Ok(serde_json::Value::Bool(true)));
+    assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 5);
+    // a new deploy (other data, a later date): every answer cached before it goes, and the
+    // next call asks the server and gets the new data
+    write_data(&site.data(), &[20, 50], 1);
+    public_names(&site);
+    let later = (common::TEST_EPOCH.parse::<i64>().unwrap() + 1000).to_string();
+    let status = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", &later)
+        .args(["build", "--quiet", "--data", site.data().to_str().unwrap(), "--out", site.out().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(eventually(Duration::from_secs(10), || server.get("/api/v2/meta/").json()["deploy_date"] == later.as_str()));
+    assert_eq!(tab.eval_await("P.invalidateCache()"), Ok(serde_json::Value::Bool(true)));
+    assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 0);
+    // (a url asked before may come back from the browser's own HTTP cache, `max-age`, with its
+    // old date: the next invalidateCache() drops it again; a new one reaches the server)
+    let fresh = tab.eval_await("P.getItemsList({limit: 50, offset: 101})").unwrap();
+    assert_eq!(fresh["count"], 131, "{fresh}");
+    assert_eq!(fresh["results"][29]["name"], "item-131", "{fresh}");
+    assert_eq!(fresh["meta"]["deploy_date"], later.parse::<i64>().unwrap());
+    assert_eq!(times_asked(&server, "/api/v2/item/?limit=50&offset=101"), 1);
+    assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 1);
+}

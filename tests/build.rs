@@ -881,3 +881,86 @@ fn build_progress_is_one_bar_on_a_terminal_only_and_never_with_quiet() {
     assert!(!piped.stderr().contains("writing") && !piped.stderr().contains('\r'), "{:?}", piped.stderr());
     assert!(piped.stdout().starts_with("built "), "the summary alone: {:?}", piped.stdout());
 }
+
+/// `gen build` without `SOURCE_DATE_EPOCH` (the deploy date is the clock's).
+fn build_on_the_clock(data: &Path, out: &Path) {
+    let status = gen_bin()
+        .env_remove("SOURCE_DATE_EPOCH")
+        .args(["build", "--quiet", "--data"])
+        .arg(data)
+        .arg("--out")
+        .arg(out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+#[test]
+fn meta_carries_the_deploy_date_and_hash_as_the_public_api_writes_them() {
+    let tmp = TempDir::new("deploy-meta");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // SOURCE_DATE_EPOCH is the deploy date, a string of Unix seconds; the hash is hex
+    build(&data, &tmp.join("a"), &[]).ok();
+    let meta = read_json(&tmp.join("a/api/v2/meta/index.json"));
+    assert_eq!(meta["deploy_date"], TEST_EPOCH);
+    let hash = meta["hash"].as_str().unwrap().to_string();
+    assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()), "{hash}");
+    assert_ne!(hash, meta["data_hash"].as_str().unwrap(), "the hash covers the options too");
+    let manifest = read_json(&tmp.join("a/manifest.json"));
+    assert_eq!((&manifest["deploy_date"], &manifest["hash"]), (&meta["deploy_date"], &meta["hash"]));
+    assert_eq!(manifest["deploy_headers"], serde_json::json!({"date": "X-Deploy-Date", "hash": "X-Data-Hash"}));
+    // other options, another hash
+    build(&data, &tmp.join("b"), &["--pretty"]).ok();
+    assert_ne!(read_json(&tmp.join("b/api/v2/meta/index.json"))["hash"], hash.as_str());
+
+    // Without it: the time of the build that wrote the tree, the same hash.
+    let before = unix_now();
+    build_on_the_clock(&data, &tmp.join("c"));
+    let after = unix_now();
+    let meta = read_json(&tmp.join("c/api/v2/meta/index.json"));
+    let date: i64 = meta["deploy_date"].as_str().unwrap().parse().unwrap();
+    assert!((before..=after).contains(&date), "{date} not in {before}..={after}");
+    assert_eq!(meta["hash"], hash.as_str(), "the date is not part of the hash");
+    // a rebuild that finds the tree up to date keeps the date (and writes nothing)
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let tree = read_tree(&tmp.join("c"));
+    build_on_the_clock(&data, &tmp.join("c"));
+    assert!(read_tree(&tmp.join("c")) == tree, "an up-to-date rebuild changed the tree");
+    // a build that changes the tree deploys it anew: a later date, another hash
+    std::fs::write(data.join("berry/1.json"), r#"{"id": 1, "name": "berry-1"}"#).unwrap();
+    build_on_the_clock(&data, &tmp.join("c"));
+    let edited = read_json(&tmp.join("c/api/v2/meta/index.json"));
+    let new_date: i64 = edited["deploy_date"].as_str().unwrap().parse().unwrap();
+    assert!(new_date > date, "{new_date} after {date}");
+    assert_ne!(edited["hash"], hash.as_str());
+}
+
+#[test]
+fn deploy_header_names_come_from_gen_json_and_bad_ones_are_refused() {
+    let tmp = TempDir::new("deploy-names");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let settings = |names: &str| {
+        let mut config: Value = serde_json::from_slice(&std::fs::read(data.join("gen.json")).unwrap()).unwrap();
+        config["deploy_headers"] = serde_json::from_str(names).unwrap();
+        std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
+    };
+    settings(r#"{"date": "X-Tree-Date", "hash": "X-Tree-Hash"}"#);
+    build(&data, &tmp.join("out"), &[]).ok();
+    let manifest = read_json(&tmp.join("out/manifest.json"));
+    assert_eq!(manifest["deploy_headers"], serde_json::json!({"date": "X-Tree-Date", "hash": "X-Tree-Hash"}));
+    for (bad, says) in [
+        (r#"{"date": "X-Date\r\nX-Evil: 1", "hash": "X-Tree-Hash"}"#, "deploy_headers.date"),
+        (r#"{"date": "X-Same", "hash": "x-same"}"#, "twice"),
+        (r#"{"date": "X-Tree-Date"}"#, "hash"),
+    ] {
+        settings(bad);
+        let run = build(&data, &tmp.join("out"), &[]).fails_with(1);
+        assert!(run.stderr().contains("gen.json") && run.stderr().contains(says), "{bad}: {}", run.stderr());
+    }
+}

@@ -396,6 +396,15 @@ fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: &str
     if got.status == 405 || got.status == 204 {
         assert_eq!(got.header("allow"), serve.header("allow"), "{context}");
     }
+    // the deploy headers, on every answer, under the names the expose line gives (gen.json's)
+    let exposed = serve.header("access-control-expose-headers").unwrap_or_else(|| panic!("gen serve: {context}"));
+    assert_eq!(got.header("access-control-expose-headers"), Some(exposed), "{context}");
+    let names: Vec<&str> = exposed.split(", ").collect();
+    assert_eq!(names.len(), 2, "{exposed}");
+    for name in names {
+        assert!(serve.header(name).is_some_and(|v| !v.is_empty()), "gen serve sent no {name}: {context}");
+        assert_eq!(got.header(name), serve.header(name), "{name}: {context}");
+    }
 }
 
 /// True when the tree (whose files are `held`) holds the page that `target`, a list page's
@@ -634,16 +643,15 @@ fn hosts_answer_as_gen_serve_does_on_the_published_data() {
     parity(&build_tree(tmp, data, &["--gzip"]), &[]);
 }
 
-#[test]
-fn hosts_answer_a_shared_name_from_the_lowest_id_as_gen_serve_does() {
-    let tmp = TempDir::new("parity-shared");
+/// The sample data with `edit` applied (to the folder and its parsed `gen.json`, written back),
+/// built and checked for parity on gen serve, nginx and Caddy; `then` goes on with the same hosts.
+fn sample_parity(label: &str, edit: impl FnOnce(&Path, &mut Value), then: impl FnOnce(&Tree, &mut Parity<'_>)) {
+    let tmp = TempDir::new(label);
     let data = tmp.join("data");
     sample_data(&data);
-    // berry 2000 carries berry 7's name, declared shared: the name path is berry 7's
     let mut config = read_json(&data.join("gen.json"));
-    config["shared_names"] = serde_json::json!({"berry": ["berry-7"]});
+    edit(&data, &mut config);
     std::fs::write(data.join("gen.json"), config.to_string()).unwrap();
-    std::fs::write(data.join("berry/2000.json"), r#"{"id": 2000, "name": "berry-7"}"#).unwrap();
     let tree = build_tree(tmp, data, &[]);
     let config = |host: &str, port| gen_config(host, &tree.out, port, &[]);
     let Some(nginx) = start_nginx("nginx", &tree.out, |port| config("nginx", port)) else { return };
@@ -651,10 +659,22 @@ fn hosts_answer_a_shared_name_from_the_lowest_id_as_gen_serve_does() {
     let serve = start_serve(&tree.out, &[]);
     let mut p = Parity::new(&serve, vec![&nginx, &caddy], tree.base_url());
     check_parity(&tree, &mut p);
-    for target in ["/api/v2/berry/berry-7/", "/api/v2/berry/berry-7"] {
-        assert_eq!(p.same(target).json()["id"], 7, "{target}");
-    }
-    assert_eq!(p.same("/api/v2/berry/2000/").json()["name"], "berry-7");
+    then(&tree, &mut p);
+}
+
+#[test]
+fn hosts_answer_a_shared_name_from_the_lowest_id_as_gen_serve_does() {
+    // berry 2000 carries berry 7's name, declared shared: the name path is berry 7's
+    let edit = |data: &Path, config: &mut Value| {
+        config["shared_names"] = serde_json::json!({"berry": ["berry-7"]});
+        std::fs::write(data.join("berry/2000.json"), r#"{"id": 2000, "name": "berry-7"}"#).unwrap();
+    };
+    sample_parity("parity-shared", edit, |_, p| {
+        for target in ["/api/v2/berry/berry-7/", "/api/v2/berry/berry-7"] {
+            assert_eq!(p.same(target).json()["id"], 7, "{target}");
+        }
+        assert_eq!(p.same("/api/v2/berry/2000/").json()["name"], "berry-7");
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -733,4 +753,39 @@ fn path_links_walk_every_list_on_a_plain_host() {
 fn path_links_walk_every_published_list_on_a_plain_host() {
     let Some((tmp, data)) = fixture_data("walk-fixture") else { return };
     walk_on_plain_host(tmp, data);
+}
+
+#[test]
+fn hosts_send_the_deploy_headers_under_the_names_the_tree_gives() {
+    // the public API's names, as an import with --keep-segment-names sets them; every answer
+    // of the parity set carries them (check_headers), on each host alike
+    let public = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
+    sample_parity(
+        "deploy-names",
+        |_, config| config["deploy_headers"] = public,
+        |tree, p| {
+            let meta = read_json(&tree.out.join("api/v2/meta/index.json"));
+            assert_eq!(meta["deploy_date"], TEST_EPOCH);
+            // meta is revalidated on every use (check_headers: on each host as on gen serve)
+            assert_eq!(p.same("/api/v2/meta/").header("cache-control"), Some("no-cache"));
+            assert_eq!(p.same("/api/v2/meta").header("cache-control"), Some("no-cache"));
+            // the values are the meta document's
+            for target in ["/api/v2/meta/", "/api/v2/berry/?limit=20&offset=20", "/api/v2/nothing/"] {
+                let reply = p.same(target);
+                assert_eq!(reply.header("x-pokeapi-deploy-date"), meta["deploy_date"].as_str(), "{target}");
+                assert_eq!(reply.header("x-pokeapi-hash"), meta["hash"].as_str(), "{target}");
+                assert_eq!(
+                    reply.header("access-control-expose-headers"),
+                    Some("X-PokeAPI-Deploy-Date, X-PokeAPI-Hash")
+                );
+                assert!(reply.header("x-deploy-date").is_none(), "{target}");
+            }
+            // the configuration says its values are this build's
+            let printed = gen_config("nginx", &tree.out, 8080, &[]);
+            assert!(
+                printed.contains("print the\n# configuration again and reload after every build"),
+                "{printed:.1500}"
+            );
+        },
+    );
 }

@@ -51,6 +51,14 @@ fn round_trip(keep: bool) {
     let flags: &[&str] = if keep { &["--keep-segment-names"] } else { &[] };
     import(&src, &data, flags).ok();
     build(&data, &out, &[]).ok();
+    // the deploy headers: the public API's names when its segment names are kept, recorded in
+    // gen.json and carried into the tree
+    let public = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
+    let neutral_names = serde_json::json!({"date": "X-Deploy-Date", "hash": "X-Data-Hash"});
+    let settings = read_json(&data.join("gen.json"));
+    assert_eq!(settings.get("deploy_headers"), keep.then_some(&public), "{settings}");
+    let names = &read_json(&out.join("manifest.json"))["deploy_headers"];
+    assert_eq!(names, if keep { &public } else { &neutral_names });
     let published = src.join("api/v2");
     let mut records = 0;
     let mut segments = 0;

@@ -936,3 +936,22 @@ fn the_release_binary_has_no_test_hook_to_kill_a_publish() {
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     assert_bucket_is_tree(&weed, &site, &[]);
 }
+
+#[test]
+fn a_query_link_tree_is_refused_with_the_edge_handler_route() {
+    // The refusal happens before any store is reached: a folder target is enough.
+    let tmp = TempDir::new("publish-query");
+    sample_data(&tmp.join("data"));
+    let out = tmp.join("out");
+    common::run(&["build", "-q", "--data", path_str(&tmp.join("data")), "--out", path_str(&out)]).ok();
+    let target = tmp.join("bucket");
+    let url = format!("file://{}", target.display());
+    let run = common::run(&["publish", "--dir", path_str(&out), &url]).fails_with(2);
+    let said = run.stderr();
+    for part in
+        ["--links query", "edge handler", "gen config cloudflare|deno|node", "--allow-query-links", "--links path"]
+    {
+        assert!(said.contains(part), "the refusal lacks {part:?}: {said}");
+    }
+    assert!(!target.exists(), "a refused publish created its target");
+}

@@ -1148,3 +1148,70 @@ fn a_rebuild_under_a_crawl_answers_each_document_from_one_build_whole() {
         assert_eq!(server.get(&target_of(&path)).expect(200).body, after[&path], "{path}");
     }
 }
+
+/// The deploy headers of `response` under `names` (date, hash), and the line exposing them.
+fn deploy_headers_of<'r>(response: &'r common::Response, names: (&str, &str)) -> (&'r str, &'r str, &'r str) {
+    let get = |name: &str| {
+        response.header(name).unwrap_or_else(|| panic!("no {name} in {} {:?}", response.status, response.headers))
+    };
+    (get(names.0), get(names.1), get("Access-Control-Expose-Headers"))
+}
+
+#[test]
+fn every_answer_carries_the_deploy_headers_of_the_tree_it_came_from() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    let meta: serde_json::Value = serde_json::from_slice(&site.file("api/v2/meta/index.json")).unwrap();
+    assert_eq!(meta["deploy_date"], common::TEST_EPOCH);
+    let hash = meta["hash"].as_str().unwrap().to_string();
+    let etag = server.get("/api/v2/item/1/").header("ETag").unwrap().to_string();
+    let preflight = "OPTIONS /api/v2/item/ HTTP/1.1\r\nHost: x\r\nOrigin: https://example.org\r\n\
+                     Access-Control-Request-Method: GET\r\n\r\n";
+    let answers = |server: &Server| {
+        vec![
+            server.get("/api/v2/").expect(200),
+            server.get("/api/v2/item/?limit=7&offset=3").expect(200),
+            server.get("/api/v2/meta/").expect(200),
+            server.get_with("/api/v2/item/1/", &[&format!("If-None-Match: {etag}")]),
+            server.get("/api/v2/item/9999/").expect(404),
+            server.get("/api/v2/item/?limit=abc").expect(400),
+            server.send("DELETE /api/v2/item/ HTTP/1.1\r\nHost: x\r\n\r\n", false).expect(405),
+            server.send(preflight, false).expect(204),
+            server.send("HEAD /api/v2/berry/ HTTP/1.1\r\nHost: x\r\n\r\n", true).expect(200),
+        ]
+    };
+    let neutral = ("X-Deploy-Date", "X-Data-Hash");
+    let sent = answers(&server);
+    assert_eq!(sent[3].status, 304, "{:?}", sent[3].headers);
+    // meta is revalidated on every use, so that a client checking for a new deploy sees it
+    assert_eq!(sent[2].header("Cache-Control"), Some("no-cache"));
+    assert_eq!(server.get("/api/v2/meta").header("Cache-Control"), Some("no-cache"));
+    assert_eq!(sent[1].header("Cache-Control"), Some("public, max-age=86400"));
+    for response in &sent {
+        let expected = (common::TEST_EPOCH, hash.as_str(), "X-Deploy-Date, X-Data-Hash");
+        assert_eq!(deploy_headers_of(response, neutral), expected, "{}", response.status_line);
+    }
+
+    // Other names in gen.json and another build: the new tree's names and values, without restart.
+    let config_path = site.data().join("gen.json");
+    let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&config_path).unwrap()).unwrap();
+    config["deploy_headers"] = serde_json::json!({"date": "X-Tree-Date", "hash": "X-Tree-Hash"});
+    write_data(&site.data(), &[20, 50], 1);
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let status = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", "1786009999")
+        .args(["build", "--quiet", "--data", site.data().to_str().unwrap(), "--out", site.out().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(eventually(Duration::from_secs(5), || server.get("/api/v2/item/131/").status == 200));
+    let meta = server.get("/api/v2/meta/").expect(200).json();
+    let new_hash = meta["hash"].as_str().unwrap().to_string();
+    assert_ne!(new_hash, hash);
+    assert_eq!(meta["deploy_date"], "1786009999");
+    for response in answers(&server) {
+        let expected = ("1786009999", new_hash.as_str(), "X-Tree-Date, X-Tree-Hash");
+        assert_eq!(deploy_headers_of(&response, ("X-Tree-Date", "X-Tree-Hash")), expected, "{}", response.status_line);
+        assert!(response.header("X-Deploy-Date").is_none(), "{:?}", response.headers);
+    }
+}

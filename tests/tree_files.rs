@@ -42,7 +42,7 @@ fn guarded(args: &[&str]) -> Ended {
         .arg(format!("ulimit -v {MEMORY_KB} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_gen"))
         .args(args)
-        .env_remove("SOURCE_DATE_EPOCH")
+        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -261,7 +261,7 @@ fn meta_schema() -> Value {
     json!({
         "type": "object",
         "description": "What the tree holds and how it was built.",
-        "required": ["built_at", "data_hash", "generator", "links", "page_sizes", "records", "resources"],
+        "required": ["built_at", "data_hash", "deploy_date", "generator", "hash", "links", "page_sizes", "records", "resources"],
         "properties": {
             "built_at": {
                 "type": ["string", "null"],
@@ -269,7 +269,16 @@ fn meta_schema() -> Value {
                 "description": "Build date, when the build was given SOURCE_DATE_EPOCH; else null."
             },
             "data_hash": { "type": "string" },
+            "deploy_date": {
+                "type": "string",
+                "pattern": "^-?[0-9]+$",
+                "description": "When the tree was deployed, in Unix seconds (SOURCE_DATE_EPOCH, else the time of the build that wrote it), as the public API writes it."
+            },
             "generator": { "type": "string" },
+            "hash": {
+                "type": "string",
+                "description": "Hash of the data and the build's settings: the same for trees with the same documents."
+            },
             "links": { "type": "string", "enum": ["query", "path"] },
             "page_sizes": { "type": "array", "items": { "type": "integer", "minimum": 1 } },
             "records": { "type": "integer", "minimum": 0 },

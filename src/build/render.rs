@@ -250,7 +250,9 @@ impl<'a> TreeRenderer<'a> {
         let meta = records.serialize(&serde_json::json!({
             "built_at": options.built_at,
             "data_hash": options.data_hash,
+            "deploy_date": options.deploy_date,
             "generator": options.generator,
+            "hash": options.hash,
             "links": options.links,
             "page_sizes": options.page_sizes,
             "resources": dataset.resources.len(),

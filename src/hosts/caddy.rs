@@ -33,14 +33,23 @@ pub fn config(site: &Site) -> String {
         "\t\t# The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n\
          \t\tencode gzip\n"
     };
+    let deploy: String =
+        site.deploy_headers().iter().map(|(name, value)| format!("\t\t{name} \"{value}\"\n")).collect();
     let _ = write!(
         out,
         r#"http://:{port} {{
 {bind}	root * "{root}"
 	header {{
 		Access-Control-Allow-Origin "{ALLOW_ORIGIN}"
-		Content-Type "application/json; charset=utf-8"
+{deploy}		Content-Type "application/json; charset=utf-8"
 		Cache-Control "public, max-age={max_age}"
+	}}
+	# meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
+	# a new deploy sees it at once.
+	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/
+	header @gen_meta {{
+		Cache-Control "no-cache"
+		defer
 	}}
 
 	# ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros are

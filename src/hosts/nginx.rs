@@ -32,6 +32,13 @@ pub fn config(site: &Site) -> String {
         "    # The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n    \
          gzip on;\n    gzip_types application/json;\n    gzip_min_length 200;\n    gzip_vary on;\n"
     };
+    // nginx's `add_header` in a location replaces the server's: every block that adds headers
+    // repeats these.
+    let deploy: String = site
+        .deploy_headers()
+        .iter()
+        .map(|(name, value)| format!("    add_header {name} \"{value}\" always;\n"))
+        .collect();
     let _ = write!(
         out,
         r#"server {{
@@ -47,7 +54,7 @@ pub fn config(site: &Site) -> String {
     charset_types application/json;
     etag on;
 {gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
-    add_header Cache-Control "public, max-age={max_age}";
+{deploy}    add_header Cache-Control $gen_cache_control;
 
     error_page 400 @gen_400;
     error_page 404 @gen_404;
@@ -76,6 +83,12 @@ pub fn config(site: &Site) -> String {
     if ($gen_raw_path ~ "{dot_segment}") {{
         set $gen_refused 1;
         return 404;
+    }}
+    # meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
+    # a new deploy sees it at once.
+    set $gen_cache_control "public, max-age={max_age}";
+    if ($gen_raw_path ~ "^{API_PREFIX}meta/?$") {{
+        set $gen_cache_control "no-cache";
     }}
     # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
     # are dropped; anything but digits, or more than 2^64 - 1, is malformed (limit checked first).
@@ -168,8 +181,13 @@ fn file_locations(site: &Site) -> String {
 /// The named locations that answer errors.
 // Long on purpose: a template, the error locations in the order nginx tries them.
 fn errors(site: &Site) -> String {
+    let deploy: String = site
+        .deploy_headers()
+        .iter()
+        .map(|(name, value)| format!("        add_header {name} \"{value}\" always;\n"))
+        .collect();
     let headers = format!(
-        "        add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n        \
+        "        add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n{deploy}        \
                    add_header Cache-Control \"no-store\" always;\n"
     );
     let value = |h: Hole| match h {
@@ -256,7 +274,7 @@ fn errors(site: &Site) -> String {
     }}
     location @gen_options {{
         add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
-        add_header Allow "{allow}" always;
+{deploy}        add_header Allow "{allow}" always;
         add_header Access-Control-Allow-Methods "{ALLOW_METHODS}" always;
         add_header Access-Control-Allow-Headers $http_access_control_request_headers always;
         add_header Access-Control-Max-Age {PREFLIGHT_MAX_AGE} always;

@@ -39,8 +39,10 @@ pub struct Request<'a> {
 /// The answer to a request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// A document: 200, or 304 when the client's copy is current.
-    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool },
+    /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta`, sent
+    /// with `Cache-Control: no-cache` (as `gen publish` uploads it), so that a client checking
+    /// for a new deploy (the public API's browser client's `invalidateCache()`) sees it at once.
+    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool, revalidate: bool },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
     Error { status: u16, body: Vec<u8>, allow: bool },
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
@@ -71,20 +73,28 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
             };
         }
     }
+    let mut revalidate = false;
     let found = match route(request.target) {
         Route::List { segment, page } if tree.has_list(&segment) => match page {
             Ok(page) => tree.page(&segment, page),
             Err(bad) => return bad_param(&bad),
         },
-        Route::List { segment, .. } => tree.doc(&layout::list_key(&segment)),
-        Route::Doc(key) => tree.doc(&key),
+        Route::List { segment, .. } => {
+            let key = layout::list_key(&segment);
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            tree.doc(&key)
+        }
+        Route::Doc(key) => {
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            tree.doc(&key)
+        }
         Route::NotFound => Ok(None),
     };
     match found {
         Ok(Some(doc)) => {
             let gzip = accepts_gzip(request.accept_encoding) && tree.gzip_of(&doc).is_some();
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
-            Reply::Doc { doc, gzip, not_modified }
+            Reply::Doc { doc, gzip, not_modified, revalidate }
         }
         Ok(None) => not_found(tree, request.target),
         Err(unserved) => {
@@ -236,12 +246,20 @@ impl Reply {
         }
     }
 
-    /// Writes the status line and headers (through the blank line) into `out`.
-    pub(crate) fn write_head(&self, out: &mut Vec<u8>, connection: Connection, date: &str, settings: &ResponsePolicy) {
+    /// Writes the status line and headers (through the blank line) into `out`; `deploy` is the
+    /// tree's deploy header lines ([`Tree::deploy_head`]), sent with every answer.
+    pub(crate) fn write_head(
+        &self,
+        out: &mut Vec<u8>,
+        connection: Connection,
+        date: &str,
+        settings: &ResponsePolicy,
+        deploy: &str,
+    ) {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
-            Reply::Doc { doc, gzip, not_modified } => {
+            Reply::Doc { doc, gzip, not_modified, revalidate } => {
                 if !not_modified {
                     out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
                     let _ = write!(out, "Content-Length: {}\r\n", self.body().len());
@@ -250,7 +268,8 @@ impl Reply {
                     }
                 }
                 let etag = if *gzip { &doc.etag_gzip } else { &doc.etag };
-                let _ = write!(out, "ETag: {etag}\r\nCache-Control: {}\r\n", settings.cache_control);
+                let cache_control = if *revalidate { "no-cache" } else { &settings.cache_control };
+                let _ = write!(out, "ETag: {etag}\r\nCache-Control: {cache_control}\r\n");
                 // A browser asking for the same url gets the HTML view.
                 out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
             }
@@ -278,6 +297,7 @@ impl Reply {
             }
         }
         let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
+        out.extend_from_slice(deploy.as_bytes());
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
@@ -419,9 +439,9 @@ mod tests {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         doc.compress();
-        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false };
+        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false };
         let mut out = Vec::new();
-        reply.write_head(&mut out, Connection::Close, "D", &settings);
+        reply.write_head(&mut out, Connection::Close, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
         assert!(head.contains(&format!("Content-Length: {}\r\n", doc.gzip().unwrap().len())));
@@ -431,9 +451,9 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.ends_with("Date: D\r\nConnection: close\r\n\r\n"));
 
-        let reply = Reply::Doc { doc, gzip: false, not_modified: true };
+        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false };
         let mut out = Vec::new();
-        reply.write_head(&mut out, Connection::KeepAlive, "D", &settings);
+        reply.write_head(&mut out, Connection::KeepAlive, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
         assert!(head.starts_with("HTTP/1.1 304 Not Modified\r\n"));
         assert!(!head.contains("Content-Length"));

@@ -218,7 +218,7 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
         Some(value) if value.contains("keep-alive") => Connection::KeepAlive10,
         _ => Connection::Close,
     };
-    let reply = decide(shared, &facts, settings);
+    let (reply, tree) = decide(shared, &facts, settings);
     let head_only = facts.method == "HEAD";
     let log = (!quiet).then(|| format!("{} {}", facts.method, printable(facts.target)));
 
@@ -228,7 +228,7 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
         closer.close();
     }
     let mut buffer = Vec::with_capacity(512 + if body.len() <= ONE_WRITE { body.len() } else { 0 });
-    with_date(|date| reply.write_head(&mut buffer, connection, date, settings));
+    with_date(|date| reply.write_head(&mut buffer, connection, date, settings, &tree.deploy_head));
     let mut writer = request.into_writer();
     let written = if body.len() <= ONE_WRITE {
         buffer.extend_from_slice(body);
@@ -255,13 +255,15 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
 /// The answer to `facts` from the current tree. When a file of the tree no longer matches its
 /// manifest, a new build may have been swapped in: if the manifest changed, the new tree is
 /// loaded and the request answered from it, once; otherwise the answer says the tree changed.
-fn decide(shared: &Shared, facts: &respond::Request<'_>, settings: &ResponsePolicy) -> respond::Reply {
+/// The tree that answered comes with the reply: its deploy headers go with the answer.
+fn decide(shared: &Shared, facts: &respond::Request<'_>, settings: &ResponsePolicy) -> (respond::Reply, Arc<Tree>) {
     let tree = shared.tree();
     let reply = respond::decide_browsable(&tree, facts, settings);
     if reply.is_tree_changed() && super::refresh(shared, &tree) {
-        return respond::decide_browsable(&shared.tree(), facts, settings);
+        let tree = shared.tree();
+        return (respond::decide_browsable(&tree, facts, settings), tree);
     }
-    reply
+    (reply, tree)
 }
 
 /// The current HTTP date, formatted once per second per thread.

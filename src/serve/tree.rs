@@ -60,6 +60,9 @@ pub struct Tree {
     pub(crate) built_base_url: String,
     /// Documents and lists read so far (shared with the trees loaded after this one).
     pub(crate) cache: Arc<Cache>,
+    /// The deploy headers and the line exposing them, `Name: value\r\n` each, sent with every
+    /// answer (empty for a tree built before them).
+    pub(crate) deploy_head: String,
 }
 
 impl Tree {
@@ -114,6 +117,11 @@ impl Tree {
                 bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: rebuild with `gen build`");
             }
         }
+        let deploy_head = manifest
+            .settings
+            .deploy_header_lines()
+            .map(|lines| lines.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect())
+            .unwrap_or_default();
         let built_base = manifest.settings.base_url;
         let served_base = base_url.unwrap_or(&built_base).to_string();
         let tree = Tree {
@@ -126,6 +134,7 @@ impl Tree {
             base_url: served_base,
             built_base_url: built_base,
             cache,
+            deploy_head,
         };
         Ok((tree, checked))
     }

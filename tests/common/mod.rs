@@ -49,10 +49,14 @@ fn make_writable(dir: &Path) {
     }
 }
 
-/// The `gen` binary under test.
+/// The deploy date every test build is given (`SOURCE_DATE_EPOCH`), so that trees built in
+/// different seconds compare equal; a test of the clock's date removes it.
+pub const TEST_EPOCH: &str = "1786004122";
+
+/// The `gen` binary under test, with [`TEST_EPOCH`] as `SOURCE_DATE_EPOCH`.
 pub fn gen_bin() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gen"));
-    command.env_remove("SOURCE_DATE_EPOCH");
+    command.env("SOURCE_DATE_EPOCH", TEST_EPOCH);
     command
 }
 
