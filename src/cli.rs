@@ -59,6 +59,8 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
                                         then: npx wrangler deploy
   gen config deno > handler.js          Deno Deploy / Netlify Edge Functions; set ORIGIN
   gen config node > handler.mjs         Lambda@Edge (origin request), Cloud Functions, Firebase; ORIGIN
+  gen config cloudfront > function.js   a CloudFront Function (viewer request, cloudfront-js-2.0):
+                                        rewrites to the tree's files in S3; pages it holds only
 The edge handlers answer every request as `gen serve --keep-urls` does (any limit and offset);
 --listen does not apply to them.
 
@@ -307,6 +309,8 @@ pub enum HostArg {
     Deno,
     /// Node: AWS Lambda@Edge (origin request), Google Cloud Functions and Firebase, plain Node.
     Node,
+    /// A CloudFront Function (viewer request) that rewrites requests to the tree's files in S3.
+    Cloudfront,
 }
 
 impl From<HostArg> for Host {
@@ -317,6 +321,7 @@ impl From<HostArg> for Host {
             HostArg::Cloudflare => Host::Edge(Edge::Cloudflare),
             HostArg::Deno => Host::Edge(Edge::Deno),
             HostArg::Node => Host::Edge(Edge::Node),
+            HostArg::Cloudfront => Host::Edge(Edge::Cloudfront),
         }
     }
 }

@@ -25,7 +25,7 @@ mod caddy;
 mod edge;
 mod nginx;
 
-pub use edge::Edge;
+pub use edge::{CLOUDFRONT_MAX_BYTES, Edge};
 
 use crate::layout;
 use crate::manifest::Manifest;
@@ -51,7 +51,7 @@ pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Resu
     Ok(match host {
         Host::Nginx => nginx::config(&site),
         Host::Caddy => caddy::config(&site),
-        Host::Edge(edge) => edge::module(&site, edge),
+        Host::Edge(edge) => edge::module(&site, edge)?,
     })
 }
 

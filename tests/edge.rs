@@ -249,3 +249,170 @@ fn edge_handlers_answer_as_gen_serve_does_on_the_published_data() {
     let Some((tmp, data)) = fixture_data("edge-parity-fixture") else { return };
     edge_parity(&build_tree(tmp, data, &[]), &[]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The CloudFront Function, in Node against the event shape AWS documents (this is not
+// CloudFront's own runtime, cloudfront-js-2.0: tests/tools/cloudfront-run.mjs)
+
+/// What the function `function` returns for each `(method, target)`: a rewritten request
+/// (`uri`) or an answer (`statusCode`, `body.data`).
+fn cloudfront_results(node: &Path, function: &Path, requests: &[(String, String)]) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    let input: Vec<serde_json::Value> = requests
+        .iter()
+        .map(|(method, target)| {
+            let headers = if method == "OPTIONS" {
+                serde_json::json!({"Access-Control-Request-Headers": "Content-Type"})
+            } else {
+                serde_json::json!({})
+            };
+            serde_json::json!({"method": method, "target": target, "headers": headers})
+        })
+        .collect();
+    let mut child = Command::new(node)
+        .arg(project().join("tests/tools/cloudfront-run.mjs"))
+        .arg(function)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&input).unwrap().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Every request the CloudFront Function is meant to answer, for `tree`: the root, every list
+/// walked by `next` for each page size with every `previous` the tree holds, the whole list in
+/// several spellings, every document by both slash forms, 400s, 404s for unknown resources, 405,
+/// a preflight: a rewrite to the file whose bytes are `gen serve`'s body, or `gen serve`'s own
+/// answer. Pages the tree holds no file for get a JSON 404, records it does not hold a rewrite
+/// to a file that is not there (the bucket's own 404).
+fn check_cloudfront(tree: &Tree) {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("cloudfront");
+    let function = handler_file("cloudfront", &tree.out, &[], files.path(), "function.js");
+    let size = std::fs::metadata(&function).unwrap().len() as usize;
+    assert!(size <= 10 * 1024, "CloudFront takes functions of at most 10 KB: {size} bytes");
+    let serve = start_serve(&tree.out, &[]);
+    let manifest = tree.manifest();
+    let base = tree.base_url();
+    let target_of = |url: &str| url.strip_prefix(&base).unwrap().to_string();
+    let held: HashSet<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
+    let lists = expected_lists(&tree.data, &base);
+    let page_sizes: Vec<u64> = serde_json::from_value(manifest["page_sizes"].clone()).unwrap();
+
+    let mut answered = Vec::new(); // (method, target)
+    let mut not_held = Vec::new();
+    let mut missing = Vec::new();
+    let get = |target: &str| ("GET".to_string(), target.to_string());
+    answered.extend([get("/api/v2/"), get("/api/v2"), ("HEAD".into(), "/api/v2/".into())]);
+    for (segment, entries) in &lists {
+        let count = entries.len();
+        let list = format!("/api/v2/{segment}/");
+        answered.push(get(list.trim_end_matches('/')));
+        for query in ["?limit=100000".to_string(), format!("?limit={count}"), format!("?limit=000{count}&offset=000")] {
+            answered.push(get(&format!("{list}{query}")));
+        }
+        for &size in &page_sizes {
+            let mut target = if size == 20 { list.clone() } else { format!("{list}?limit={size}") };
+            loop {
+                answered.push(get(&target));
+                let page = serve.get(&target).json();
+                if let Some(previous) = page["previous"].as_str() {
+                    let previous = target_of(previous);
+                    if holds_page(&held, &previous, count) {
+                        answered.push(get(&previous))
+                    } else {
+                        not_held.push(previous)
+                    }
+                }
+                match page["next"].as_str() {
+                    Some(next) => target = target_of(next),
+                    None => break,
+                }
+            }
+        }
+        for entry in entries {
+            let record = target_of(entry["url"].as_str().unwrap());
+            answered.extend([get(&record), get(record.trim_end_matches('/'))]);
+            if let Some(name) = entry["name"].as_str() {
+                answered.extend([get(&format!("{list}{name}/")), get(&format!("{list}{name}"))]);
+            }
+        }
+        for query in ["?limit=abc", "?limit=-1", "?offset=x", "?offset=-20", "?limit=18446744073709551616"] {
+            answered.push(get(&format!("{list}{query}")));
+        }
+        if count >= 2 {
+            not_held.push(format!("{list}?offset=1&limit={}", count - 1));
+        }
+        missing.push(format!("{list}999999999/"));
+    }
+    for file in held.iter().filter(|f| f.starts_with("api/v2/")) {
+        match file.strip_suffix("index.json") {
+            Some(folder) => answered.push(get(&format!("/{folder}"))),
+            None => answered.extend([get(&format!("/{file}")), get(&format!("/{file}/"))]),
+        }
+    }
+    answered.extend([get("/api/v2/no-such-resource/"), get("/api/v2/no-such-resource/1/"), get("/api/v1/")]);
+    answered.extend([("POST".into(), "/api/v2/".into()), ("DELETE".into(), "/api/v2/berry/1/".into())]);
+    answered.push(("OPTIONS".into(), "/api/v2/berry/".into()));
+
+    let mut requests = answered.clone();
+    requests.extend(not_held.iter().map(|t| get(t)));
+    requests.extend(missing.iter().map(|t| get(t)));
+    let results = cloudfront_results(&node, &function, &requests);
+    assert_eq!(results.len(), requests.len());
+    for ((method, target), result) in requests.iter().zip(&results) {
+        let context = format!("{method} {target} → {result}");
+        if let Some(uri) = result["uri"].as_str() {
+            let file = tree.out.join(uri.trim_start_matches('/'));
+            if missing.contains(target) {
+                assert!(!file.exists(), "{context}");
+                continue;
+            }
+            let expected = serve.request(method, target, &[]);
+            assert_eq!(expected.status, 200, "{context}");
+            if method != "HEAD" {
+                assert!(std::fs::read(&file).unwrap() == expected.body, "{context}: another document than gen serve's");
+            }
+            assert_eq!(result["querystring"], serde_json::json!({}), "{context}");
+        } else {
+            let status = result["statusCode"].as_u64().unwrap() as u16;
+            let body = result["body"]["data"].as_str().unwrap_or("");
+            assert_eq!(result["headers"]["access-control-allow-origin"]["value"], "*", "{context}");
+            if not_held.contains(target) {
+                assert_eq!(status, 404, "{context}");
+                assert!(body.starts_with(r#"{"detail":"Not found: ?offset="#), "{context}");
+                continue;
+            }
+            let asked: &[(&str, &str)] =
+                if method == "OPTIONS" { &[("Access-Control-Request-Headers", "Content-Type")] } else { &[] };
+            let expected = serve.request(method, target, asked);
+            assert_eq!(status, expected.status, "{context}");
+            assert_eq!(body.as_bytes(), &expected.body[..], "{context}");
+            for header in ["allow", "access-control-allow-methods", "access-control-allow-headers"] {
+                assert_eq!(result["headers"][header]["value"].as_str(), expected.header(header), "{context}: {header}");
+            }
+        }
+    }
+    eprintln!(
+        "CloudFront Function: {} requests answered as gen serve does, {} pages refused, {} missing records",
+        answered.len(),
+        not_held.len(),
+        missing.len()
+    );
+}
+
+#[test]
+fn cloudfront_function_rewrites_to_the_files_gen_serve_answers_with() {
+    check_cloudfront(&sample_tree("cloudfront", &[]));
+    check_cloudfront(&sample_tree("cloudfront-path", &["--links", "path", "--pretty"]));
+}
+
+#[test]
+fn cloudfront_function_on_the_published_data() {
+    let Some((tmp, data)) = fixture_data("cloudfront-fixture") else { return };
+    check_cloudfront(&build_tree(tmp, data, &[]));
+}

@@ -16,6 +16,11 @@ const HANDLER: &str = include_str!("edge/handler.js");
 const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");
 const DENO: &str = include_str!("edge/deno.js");
 const NODE: &str = include_str!("edge/node.js");
+/// The CloudFront Function: rewrites only (it cannot read the origin), so not the handler.
+const CLOUDFRONT: &str = include_str!("edge/cloudfront.js");
+
+/// CloudFront refuses a function larger than this many bytes.
+pub const CLOUDFRONT_MAX_BYTES: usize = 10 * 1024;
 
 /// An edge runtime `gen config` prints the handler for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,14 +28,27 @@ pub enum Edge {
     Cloudflare,
     Deno,
     Node,
+    Cloudfront,
 }
 
 /// The module for `edge` serving the tree `site` describes: facts, handler, wrapper.
-pub(crate) fn module(site: &Site, edge: Edge) -> String {
+pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
     let (name, wrapper) = match edge {
         Edge::Cloudflare => ("cloudflare", CLOUDFLARE),
         Edge::Deno => ("deno", DENO),
         Edge::Node => ("node", NODE),
+        Edge::Cloudfront => {
+            let function = cloudfront(site);
+            if function.len() > CLOUDFRONT_MAX_BYTES {
+                anyhow::bail!(
+                    "the CloudFront Function for this tree is {} bytes, more than the {CLOUDFRONT_MAX_BYTES} CloudFront \
+                     takes (each resource's name is in it): put the Lambda@Edge handler in front of the bucket \
+                     instead (`gen config node`, docs/deploy.md)",
+                    function.len()
+                );
+            }
+            return Ok(function);
+        }
     };
     let m = &site.manifest.settings;
     let facts = serde_json::to_string_pretty(&facts(site)).expect("facts serialise");
@@ -38,7 +56,7 @@ pub(crate) fn module(site: &Site, edge: Edge) -> String {
     // the host sees only the wrapper's.
     let handler =
         HANDLER.replace("\nexport async function ", "\nasync function ").replace("\nexport function ", "\nfunction ");
-    format!(
+    Ok(format!(
         "// `gen config {name}` for the tree in {root}\n\
          // ({generator}: {n} resources, base URL {base}). Answers every request as `gen serve --keep-urls`\n\
          // does, reading the tree's files from its origin. Resource counts and page sizes are baked in\n\
@@ -52,6 +70,34 @@ pub(crate) fn module(site: &Site, edge: Edge) -> String {
         generator = m.generator,
         n = site.resources.len(),
         base = m.base_url,
+    ))
+}
+
+/// The CloudFront Function for the tree: its facts and the rewrite function, comments and
+/// indentation left out (CloudFront takes at most [`CLOUDFRONT_MAX_BYTES`]).
+fn cloudfront(site: &Site) -> String {
+    let mut facts = facts(site);
+    facts["errors"]["page_not_held"] = json!(parts(&template::page_not_held(&site.page_sizes)));
+    // what a rewrite needs: no urls, headers or rendering
+    let facts = facts.as_object_mut().expect("an object");
+    for unused in ["base_url", "cache_control", "extra_headers", "pretty"] {
+        facts.remove(unused);
+    }
+    let code: Vec<&str> = CLOUDFRONT
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            !line.is_empty() && !line.starts_with("//") && !line.starts_with("/**") && !line.starts_with("*")
+        })
+        .collect();
+    format!(
+        "// `gen config cloudfront` for the tree in {root} (base URL {base}): a CloudFront Function,\n\
+         // runtime cloudfront-js-2.0, viewer request. Print it again after a build that changes counts.\n\
+         var FACTS = {facts};\n{code}\n",
+        facts = Value::Object(facts.clone()),
+        root = site.root,
+        base = site.manifest.settings.base_url,
+        code = code.join("\n"),
     )
 }
 
