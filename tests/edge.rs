@@ -544,3 +544,72 @@ fn a_published_query_links_tree_answers_through_the_worker() {
     check_random_pages(&tree, &mut p, 200);
     eprintln!("{} requests answered alike by gen serve and the Worker reading SeaweedFS", p.asked.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Lambda@Edge: the Node handler's `handler` export, called with origin-request events
+
+#[test]
+fn lambda_edge_entry_point_answers_as_gen_serve_does() {
+    use std::io::Write as _;
+    let Some(node) = node() else { return };
+    let tree = sample_tree("lambda-edge", &[]);
+    let files = TempDir::new("lambda-edge");
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let origin = start_origin(&node, &tree.out);
+    let serve = start_serve(&tree.out, &[]);
+    let mut targets = vec![
+        "/api/v2/".to_string(),
+        "/api/v2/berry/?offset=5&limit=7".to_string(),
+        "/api/v2/berry/?limit=100000".to_string(),
+        "/api/v2/berry/?offset=20&limit=20".to_string(),
+        "/api/v2/berry/?limit=abc".to_string(),
+        "/api/v2/berry/1/".to_string(),
+        "/api/v2/berry/berry-7".to_string(),
+        "/api/v2/berry/999999/".to_string(),
+        "/api/v2/no-such-resource/".to_string(),
+        "/api/v2/openapi.json".to_string(),
+    ];
+    targets.extend((1..30).map(|i| format!("/api/v2/berry/?offset={}&limit={}", i * 3, i * 5)));
+    let mut requests: Vec<serde_json::Value> =
+        targets.iter().map(|t| serde_json::json!({"method": "GET", "target": t})).collect();
+    requests.push(serde_json::json!({"method": "POST", "target": "/api/v2/"}));
+    let input = serde_json::json!({"origin": origin.server.addr, "requests": requests});
+    let mut child = Command::new(&node)
+        .arg(project().join("tests/tools/lambda-edge-run.mjs"))
+        .arg(&handler)
+        .env_remove("ORIGIN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results.len(), requests.len());
+    for (request, result) in requests.iter().zip(&results) {
+        let (method, target) = (request["method"].as_str().unwrap(), request["target"].as_str().unwrap());
+        let expected = serve.request(method, target, &[]);
+        assert_eq!(result["status"], expected.status, "{method} {target}: {result}");
+        assert_eq!(result["body"].as_str().unwrap().as_bytes(), &expected.body[..], "{method} {target}");
+        assert_eq!(result["headers"]["access-control-allow-origin"][0]["value"], "*", "{method} {target}");
+    }
+}
+
+#[test]
+fn a_cloudfront_function_too_large_for_cloudfront_is_refused_saying_what_to_use() {
+    let tmp = TempDir::new("cloudfront-large");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // enough resources that their names alone pass CloudFront's 10 KB
+    for i in 0..150 {
+        write_files(&data, &[(&format!("resource-with-a-long-name-number-{i}/1.json"), r#"{"id": 1}"#.to_string())]);
+    }
+    let tree = build_tree(tmp, data, &[]);
+    let r = run(&["config", "cloudfront", "--dir", tree.out.to_str().unwrap()]).fails_with(2);
+    assert!(r.stderr().contains("10240 CloudFront takes"), "{}", r.stderr());
+    assert!(r.stderr().contains("gen config node"), "{}", r.stderr());
+    // the handlers that read the origin have no such limit
+    run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok();
+}
