@@ -613,3 +613,52 @@ fn a_cloudfront_function_too_large_for_cloudfront_is_refused_saying_what_to_use(
     // the handlers that read the origin have no such limit
     run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok();
 }
+
+#[test]
+fn revalidation_a_missing_page_file_and_an_unreachable_origin() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-errors", &[]);
+    let files = TempDir::new("edge-errors-files");
+    let origin = start_origin(&node, &tree.out);
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let args = |_| vec![handler.to_str().unwrap().to_string()];
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", &tree.out, &node, args, env);
+
+    // an ETag per body, 304 when the client holds it; HEAD sends no body
+    for target in ["/api/v2/berry/1/", "/api/v2/berry/?offset=5&limit=7"] {
+        let reply = edge.server.get(target);
+        assert_eq!(reply.status, 200);
+        let etag = reply.header("etag").expect("an ETag").to_string();
+        let again = edge.server.request("GET", target, &[("If-None-Match", &etag)]);
+        assert_eq!(again.status, 304, "{target}");
+        assert!(again.body.is_empty());
+        assert_eq!(again.header("access-control-allow-origin"), Some("*"));
+        assert_eq!(edge.server.request("GET", target, &[("If-None-Match", "\"other\"")]).status, 200);
+        let head = edge.server.request("HEAD", target, &[]);
+        assert_eq!((head.status, head.body.len()), (200, 0), "{target}");
+    }
+
+    // a page file the handler expects is gone from the store: a JSON 502 that says which
+    let page = tree.out.join("api/v2/berry/_pages/50/0/index.json");
+    std::fs::remove_file(&page).unwrap();
+    let reply = edge.server.get("/api/v2/berry/?offset=5&limit=37");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    let detail = reply.json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("api/v2/berry/_pages/50/0/index.json"), "{detail}");
+    assert_eq!(reply.header("cache-control"), Some("no-store"));
+    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+
+    // an origin that does not answer: a JSON 502 too, never a hang or an HTML page
+    drop(origin);
+    let reply = edge.server.get("/api/v2/berry/2/");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.json()["detail"].as_str().unwrap().contains("origin could not be read"));
+}
