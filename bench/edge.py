@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load  # noqa: E402
+import run  # noqa: E402
 from run import GEN, ROOT, WORK, build_gen, ensure_wrk_and_nginx, log, rm  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -37,14 +38,7 @@ RUNTIMES = ROOT / "target" / "edge-runtimes"
 
 
 def wrk(url):
-    out = subprocess.run(["wrk", "-t2", "-c64", f"-d{DURATION}s", "--latency", url], check=True, capture_output=True, text=True).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
-    scale = {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if errors:
-        raise SystemExit(f"{url}: {errors.group(1)} error responses")
-    return rps, float(p99.group(1)) * scale
+    return run.wrk(url, DURATION)
 
 
 def tree():

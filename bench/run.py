@@ -277,9 +277,10 @@ http {{
     raise SystemExit(f"nginx did not start: see {prefix / 'logs'}")
 
 
-def wrk(url):
+def wrk(url, duration=None):
+    """(requests/s, p99 ms) of wrk -t2 -c64 on `url` for `duration` seconds (DURATION)."""
     out = subprocess.run(
-        ["wrk", "-t2", "-c64", f"-d{DURATION}s", "--latency", url], check=True, capture_output=True, text=True
+        ["wrk", "-t2", "-c64", f"-d{duration or DURATION}s", "--latency", url], check=True, capture_output=True, text=True
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
