@@ -188,6 +188,19 @@ fn check_random_pages(tree: &Tree, p: &mut Parity, n: usize) {
         .map(|(segment, info)| (segment.clone(), info["count"].as_u64().unwrap()))
         .collect();
     let largest = manifest["page_sizes"].as_array().unwrap().iter().filter_map(|s| s.as_u64()).max().unwrap_or(20);
+    // the list calls of the public API's client libraries, as they spell them
+    for (segment, count) in &counts {
+        for query in [
+            "?limit=100000&offset=0".to_string(), // pokedex-promise-v2's get...List()
+            "?offset=0&limit=100000".to_string(),
+            "?limit=10&offset=5".to_string(), // pokenode-ts's list...(10, 5)
+            format!("?limit={count}"),        // pokebase
+            format!("?limit={count}&offset=0"),
+        ] {
+            let target = format!("/api/v2/{segment}/{query}");
+            assert_eq!(p.same(&target).status, 200, "{target}");
+        }
+    }
     let mut rng = Rng(seed("edge random pages", 0x5eed_ed9e));
     let mut asked = 0;
     while asked < n {

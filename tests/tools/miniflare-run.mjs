@@ -35,8 +35,17 @@ if (mode === "r2") {
   const walk = (dir) =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
   const files = walk(where);
-  for (let i = 0; i < files.length; i += 256) {
-    await Promise.all(files.slice(i, i + 256).map((f) => bucket.put(relative(where, f), arrayBuffer(readFileSync(f)))));
-  }
+  // a few puts at a time, each tried again when the local connection to workerd drops
+  const put = async (f) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await bucket.put(relative(where, f), arrayBuffer(readFileSync(f)));
+      } catch (e) {
+        if (attempt === 5) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  };
+  for (let i = 0; i < files.length; i += 32) await Promise.all(files.slice(i, i + 32).map(put));
 }
 console.log("ready");
