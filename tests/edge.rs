@@ -675,3 +675,18 @@ fn revalidation_a_missing_page_file_and_an_unreachable_origin() {
     assert_eq!(reply.status, 502, "{}", reply.text());
     assert!(reply.json()["detail"].as_str().unwrap().contains("origin could not be read"));
 }
+
+#[test]
+fn config_help_gives_the_wrangler_lines_and_every_edge_host() {
+    let help = run(&["config", "cloudflare", "--help"]).ok().stdout();
+    for line in ["main = \"worker.js\"", "[[r2_buckets]]", "binding = \"TREE\"", "ORIGIN = ", "npx wrangler deploy"] {
+        assert!(help.contains(line), "{line} not in:\n{help}");
+    }
+    for host in ["cloudflare", "deno", "node", "cloudfront"] {
+        assert!(help.contains(&format!("gen config {host} >")), "{host}");
+    }
+    // a tree that is not there: the same error as for nginx and Caddy
+    let tmp = TempDir::new("edge-config-missing");
+    let r = run(&["config", "deno", "--dir", tmp.join("nothing").to_str().unwrap()]).fails_with(2);
+    assert!(r.stderr().contains("run `gen build` first"), "{}", r.stderr());
+}
