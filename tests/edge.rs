@@ -1,8 +1,12 @@
 //! `gen config cloudflare|deno|node`, the edge handler, in the real runtimes: workerd (through
 //! miniflare) reading the tree from an R2 bucket and from an HTTP origin, Deno and Node reading
 //! it from an HTTP origin. Each answers the parity set of `tests/hosts.rs` (`tests/parity`) and
-//! at least 200 random `(limit, offset)` pairs the tree holds no file for with the same status
-//! and body as `gen serve --keep-urls`, on the sample data and on the published fixture.
+//! at least 200 random `(limit, offset)` pairs the tree holds no file for, the client libraries'
+//! list spellings and 400 random odd targets (letter cases, escapes, dots, signs, repeated
+//! parameters) with the same status and body as `gen serve --keep-urls`, on the sample data and
+//! on the published fixture. Also: the end-to-end route through SeaweedFS, the Lambda@Edge and
+//! CloudFront Function entry points in Node against AWS's documented event shapes (not AWS's
+//! runtimes), revalidation and the JSON 502s.
 //!
 //! The origin is a bare static store (`tests/tools/static-origin.mjs`: files at their paths,
 //! query strings ignored). Each runtime is one process per tree, on a free loopback port, stopped
@@ -222,6 +226,77 @@ fn check_random_pages(tree: &Tree, p: &mut Parity, n: usize) {
     }
 }
 
+/// `n` random request targets built from the pieces that make routing and query reading
+/// interesting (letter cases, percent-escapes, dots, empty segments, signs, repeated and
+/// unknown parameters), each answered as `gen serve` answers it.
+fn check_random_targets(tree: &Tree, p: &mut Parity, n: usize) {
+    let manifest = tree.manifest();
+    let mut segments: Vec<&str> = manifest["resources"].as_object().unwrap().keys().map(String::as_str).collect();
+    segments.extend(["meta", "openapi.json", "no-such", "Berry", "BERRY", "%62erry", "b%65rry", "berry%2F1"]);
+    let records = [
+        "1",
+        "2",
+        "berry-1",
+        "BERRY-2",
+        "%31",
+        "0",
+        "-1",
+        "999999",
+        "x.json",
+        "index.json",
+        "_pages",
+        ".",
+        "..",
+        "%2e%2e",
+        "",
+    ];
+    let tails = ["", "/", "//", "/index.json", "/_pages/20/0/", "/_pages/all/", "/_pages/7/5/", "/flavor/"];
+    let values = [
+        "",
+        "0",
+        "1",
+        "5",
+        "20",
+        "007",
+        "-1",
+        "+5",
+        "%35",
+        "%2B5",
+        "1e3",
+        "abc",
+        "99999999999999999999",
+        "18446744073709551615",
+        "%zz",
+        "%20",
+    ];
+    let names = ["limit", "offset", "LIMIT", "%6cimit", "format", ""];
+    let mut rng = Rng(seed("edge random targets", 0x7a96_e75));
+    fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+        items[rng.below(items.len())]
+    }
+    for _ in 0..n {
+        let mut target = String::from(pick(&mut rng, &["/api/v2/", "/api/v2/", "/API/V2/", "/api/v2", "/api/", "/"]));
+        if target.ends_with('/') && rng.below(5) > 0 {
+            target.push_str(pick(&mut rng, &segments));
+            if rng.below(2) == 0 {
+                target.push('/');
+                target.push_str(pick(&mut rng, &records));
+            }
+            target.push_str(pick(&mut rng, &tails));
+        }
+        if rng.below(3) > 0 {
+            target.push('?');
+            for i in 0..1 + rng.below(3) {
+                if i > 0 {
+                    target.push('&');
+                }
+                target.push_str(&format!("{}={}", pick(&mut rng, &names), pick(&mut rng, &values)));
+            }
+        }
+        p.same(&target);
+    }
+}
+
 /// The parity set and the random pages against every installed runtime, for `tree`, with
 /// `options` given to `gen serve` and `gen config` alike.
 fn edge_parity(tree: &Tree, options: &[&str]) {
@@ -237,6 +312,7 @@ fn edge_parity(tree: &Tree, options: &[&str]) {
     let started = Instant::now();
     check_parity(tree, &mut p);
     check_random_pages(tree, &mut p, 200);
+    check_random_targets(tree, &mut p, 400);
     let names: Vec<&str> = runtimes.iter().map(|r| r.server.name.as_str()).collect();
     eprintln!(
         "{} requests answered alike by gen serve and {} in {:.1?}",
