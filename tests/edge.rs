@@ -117,13 +117,19 @@ fn handler_file(host: &str, out: &Path, options: &[&str], dir: &Path, file: &str
 
 /// The store the HTTP-origin runtimes read: `out` served as a bare static host.
 fn start_origin(node: &Path, out: &Path) -> Runtime {
+    start_logged_origin(node, out, None)
+}
+
+/// [`start_origin`], writing the path of every request it gets to `reads`, one a line.
+fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime {
     let script = project().join("tests/tools/static-origin.mjs");
-    let out_arg = out.to_str().unwrap().to_string();
+    let args = [script.to_str().unwrap().to_string(), out.to_str().unwrap().to_string()];
+    let log = reads.map(|p| p.to_str().unwrap().to_string());
     start_runtime(
         "origin",
         out,
         node,
-        |port| vec![script.to_str().unwrap().to_string(), out_arg.clone(), port.to_string()],
+        |port| args.iter().cloned().chain([port.to_string()]).chain(log.clone()).collect(),
         |_| vec![],
     )
 }
@@ -765,4 +771,68 @@ fn config_help_gives_the_wrangler_lines_and_every_edge_host() {
     let tmp = TempDir::new("edge-config-missing");
     let r = run(&["config", "deno", "--dir", tmp.join("nothing").to_str().unwrap()]).fails_with(2);
     assert!(r.stderr().contains("run `gen build` first"), "{}", r.stderr());
+}
+
+#[test]
+fn each_request_reads_the_origin_at_most_as_docs_deploy_md_says() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-reads", &[]);
+    let files = TempDir::new("edge-reads-files");
+    let reads = files.join("reads.log");
+    let origin = start_logged_origin(&node, &tree.out, Some(&reads));
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let args = |_| vec![handler.to_str().unwrap().to_string()];
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", &tree.out, &node, args, env);
+    let serve = start_serve(&tree.out, &[]);
+    let count = tree.manifest()["resources"]["berry"]["count"].as_u64().unwrap();
+    assert!(count > 100, "the sample's berry list is longer than the largest page size");
+    let read_lines =
+        || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
+    // (target, the files the handler may read for it: exactly these, in any order)
+    let pages = |size: u64, offsets: &[u64]| -> Vec<String> {
+        offsets.iter().map(|o| format!("/api/v2/berry/_pages/{size}/{o}/index.json")).collect()
+    };
+    let cases: Vec<(String, Vec<String>)> = vec![
+        ("/api/v2/berry/1/".into(), vec!["/api/v2/berry/1/index.json".into()]),
+        ("/api/v2/berry/berry-2".into(), vec!["/api/v2/berry/berry-2/index.json".into()]),
+        ("/api/v2/".into(), vec!["/api/v2/index.json".into()]),
+        ("/api/v2/berry/?offset=40&limit=20".into(), pages(20, &[40])),
+        ("/api/v2/berry/".into(), pages(20, &[0])),
+        (format!("/api/v2/berry/?limit={count}"), vec!["/api/v2/berry/_pages/all/index.json".into()]),
+        // limit 7 ≤ 20: the aligned pages of 20 that hold entries 15 to 21
+        ("/api/v2/berry/?offset=15&limit=7".into(), pages(20, &[0, 20])),
+        ("/api/v2/berry/?offset=3&limit=7".into(), pages(20, &[0])),
+        // limit 37: pages of 50
+        ("/api/v2/berry/?offset=40&limit=37".into(), pages(50, &[0, 50])),
+        // limit 99 ≤ 100: pages of 100
+        ("/api/v2/berry/?offset=1&limit=99".into(), pages(100, &[0])),
+        ("/api/v2/berry/?offset=90&limit=99".into(), pages(100, &[0, 100])),
+        // a limit above the largest page size, not the whole list: the whole list once
+        ("/api/v2/berry/?offset=1&limit=101".into(), vec!["/api/v2/berry/_pages/all/index.json".into()]),
+        // past the end, errors, preflight: nothing
+        (format!("/api/v2/berry/?offset={}&limit=5", count + 10), vec![]),
+        ("/api/v2/berry/?limit=abc".into(), vec![]),
+        ("/api/v2/no-such-resource/".into(), vec![]),
+        ("/api/v2/../manifest.json".into(), vec![]),
+    ];
+    for (target, expected) in cases {
+        let before = read_lines().len();
+        let reply = edge.server.get(&target);
+        let expected_reply = serve.get(&target);
+        assert_eq!((reply.status, &reply.body), (expected_reply.status, &expected_reply.body), "{target}");
+        let mut made: Vec<String> = read_lines()[before..].to_vec();
+        made.sort();
+        let mut expected = expected;
+        expected.sort();
+        assert_eq!(made, expected, "the origin reads of {target}");
+        assert!(made.len() <= 3, "{target}: {} reads", made.len());
+    }
 }

@@ -83,9 +83,12 @@ async function find(facts, origin, target) {
   const key = normalize(path);
   if (key === null) return null;
   const parts = key.split("/");
+  const segment = parts[2];
+  const isList = segment !== undefined && Object.hasOwn(facts.resources, segment);
+  // every document of the tree is the root's, a list's or a singleton's (meta, openapi.json)
+  if (segment !== undefined && !isList && !facts.singletons.includes(segment)) return null;
   if (parts.length === 3 && !key.includes(".")) {
-    const segment = parts[2];
-    if (Object.hasOwn(facts.resources, segment)) {
+    if (isList) {
       const page = pageQuery(facts, query);
       if (page.bad) return { status: 400, error: badParam(facts, page.bad) };
       return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
