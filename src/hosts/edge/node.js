@@ -28,16 +28,24 @@ export async function api(req, res) {
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
+/** The base url of the origin CloudFront sends an origin request to (S3 or custom). */
+function originOf(origin) {
+  const { custom, s3 } = origin ?? {};
+  if (!custom && !s3) throw new Error("the event names no origin: set ORIGIN, or attach the function on origin request");
+  const at = custom ?? s3;
+  const protocol = custom?.protocol ?? "https";
+  const usual = { http: 80, https: 443 }[protocol];
+  const port = custom?.port && custom.port !== usual ? `:${custom.port}` : "";
+  return `${protocol}://${at.domainName}${port}${at.path ?? ""}`;
+}
+
 /** AWS Lambda@Edge, origin request. */
 export async function handler(event) {
   const cf = event.Records[0].cf.request;
   const headers = new Headers();
   for (const list of Object.values(cf.headers ?? {})) for (const { key, value } of list) headers.append(key, value);
   const target = cf.uri + (cf.querystring ? `?${cf.querystring}` : "");
-  const custom = cf.origin?.custom ?? cf.origin?.s3;
-  const origin = process.env.ORIGIN
-    ? envOrigin()
-    : httpOrigin(`${cf.origin?.custom ? custom.protocol ?? "https" : "https"}://${custom.domainName}${custom.path ?? ""}`);
+  const origin = process.env.ORIGIN ? envOrigin() : httpOrigin(originOf(cf.origin));
   const response = await handle(FACTS, { method: cf.method, url: "http://localhost/", headers }, origin, target);
   const out = { status: String(response.status), headers: {} };
   response.headers.forEach((value, name) => (out.headers[name] = [{ key: name, value }]));
