@@ -1,5 +1,7 @@
 //! Configurations for static hosts (nginx, Caddy) that serve a built tree as `gen serve` does,
-//! as far as a static host can.
+//! as far as a static host can; and the edge handlers ([`edge`]: Cloudflare Workers, Deno, Node,
+//! CloudFront Functions), which answer everything `gen serve` answers, reading the tree from
+//! object storage.
 //!
 //! A configuration is written for one built tree: it reads the tree's manifest, so each
 //! resource's count and the page sizes are written into the rules (`limit` ≥ count at offset 0
