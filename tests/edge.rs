@@ -836,3 +836,64 @@ fn each_request_reads_the_origin_at_most_as_docs_deploy_md_says() {
         assert!(made.len() <= 3, "{target}: {} reads", made.len());
     }
 }
+
+/// Adds the deploy facts to a tree's manifest as a build of the edge-meta work writes them
+/// (/work/notes/deploy-headers.md: `deploy_headers`, `deploy_date`, `hash`).
+fn with_deploy_facts(out: &Path, names: Option<(&str, &str)>) {
+    let path = out.join("manifest.json");
+    let mut manifest = read_json(&path);
+    if let Some((date, hash)) = names {
+        manifest["deploy_headers"] = serde_json::json!({"date": date, "hash": hash});
+    }
+    manifest["deploy_date"] = serde_json::json!("1786004122");
+    manifest["hash"] = serde_json::json!("3f1c".repeat(16));
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+}
+
+#[test]
+fn deploy_headers_go_with_every_answer_under_the_names_the_tree_gives() {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("edge-deploy-headers");
+    for (names, date_name, hash_name) in [
+        (None, "x-deploy-date", "x-data-hash"),
+        (Some(("X-PokeAPI-Deploy-Date", "X-PokeAPI-Hash")), "x-pokeapi-deploy-date", "x-pokeapi-hash"),
+    ] {
+        let tree = sample_tree("edge-deploy-headers", &[]);
+        with_deploy_facts(&tree.out, names);
+        let origin = start_origin(&node, &tree.out);
+        let origin_url = format!("http://{}", origin.server.addr);
+        let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+        let args = |_| vec![handler.to_str().unwrap().to_string()];
+        let env = |port: u16| {
+            vec![
+                ("ORIGIN".to_string(), origin_url.clone()),
+                ("HOST".to_string(), "127.0.0.1".to_string()),
+                ("PORT".to_string(), port.to_string()),
+            ]
+        };
+        let edge = start_runtime("node", &tree.out, &node, args, env);
+        let etag = edge.server.get("/api/v2/berry/1/").header("etag").unwrap().to_string();
+        let requests: Vec<(&str, &str, Vec<(&str, &str)>, u16)> = vec![
+            ("GET", "/api/v2/berry/1/", vec![], 200),
+            ("GET", "/api/v2/berry/?offset=5&limit=7", vec![], 200),
+            ("GET", "/api/v2/berry/1/", vec![("If-None-Match", etag.as_str())], 304),
+            ("HEAD", "/api/v2/", vec![], 200),
+            ("GET", "/api/v2/berry/?limit=abc", vec![], 400),
+            ("GET", "/api/v2/no-such/", vec![], 404),
+            ("DELETE", "/api/v2/", vec![], 405),
+            ("OPTIONS", "/api/v2/berry/", vec![("Access-Control-Request-Headers", "Content-Type")], 204),
+        ];
+        for (method, target, headers, status) in requests {
+            let reply = edge.server.request(method, target, &headers);
+            assert_eq!(reply.status, status, "{method} {target}");
+            assert_eq!(reply.header(date_name), Some("1786004122"), "{method} {target}: {:?}", reply.headers);
+            assert_eq!(reply.header(hash_name), Some("3f1c".repeat(16).as_str()), "{method} {target}");
+            let expose = reply.header("access-control-expose-headers").unwrap_or_default().to_ascii_lowercase();
+            assert_eq!(expose, format!("{date_name}, {hash_name}"), "{method} {target}");
+        }
+    }
+    // a tree without the facts (built before them): no such headers, no expose line
+    let tree = sample_tree("edge-no-deploy-headers", &[]);
+    let module = run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok().stdout();
+    assert!(module.contains("\"extra_headers\": []"), "no deploy facts, no headers");
+}

@@ -9,7 +9,9 @@
 
 use super::Site;
 use crate::answers::template::{self, Part, Template};
+use anyhow::{Context, bail};
 use serde_json::{Value, json};
+use std::path::Path;
 
 /// The handler, shared by every edge host.
 const HANDLER: &str = include_str!("edge/handler.js");
@@ -33,6 +35,7 @@ pub enum Edge {
 
 /// The module for `edge` serving the tree `site` describes: facts, handler, wrapper.
 pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
+    let deploy = deploy_headers(Path::new(&site.root))?;
     let (name, wrapper) = match edge {
         Edge::Cloudflare => ("cloudflare", CLOUDFLARE),
         Edge::Deno => ("deno", DENO),
@@ -51,7 +54,9 @@ pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
         }
     };
     let m = &site.manifest.settings;
-    let facts = serde_json::to_string_pretty(&facts(site)).expect("facts serialise");
+    let mut facts = facts(site);
+    facts["extra_headers"] = json!(deploy);
+    let facts = serde_json::to_string_pretty(&facts).expect("facts serialise");
     // One self-contained module: the handler's own exports become plain functions, so that
     // the host sees only the wrapper's.
     let handler =
@@ -101,6 +106,56 @@ fn cloudfront(site: &Site) -> String {
     )
 }
 
+/// The deploy headers a tree's manifest names, `[name, value]`, date then hash: sent with every
+/// answer, and named in `Access-Control-Expose-Headers` (as `gen serve`, nginx and Caddy send
+/// them). The names are `deploy_headers` (`{"date", "hash"}`; absent: `X-Deploy-Date`,
+/// `X-Data-Hash`), the values `deploy_date` and `hash`. A tree built before they existed has no
+/// values: then no header is sent. Baked like every other fact: a build that writes the tree
+/// sets a new date, so the handler is printed again after each.
+fn deploy_headers(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    #[derive(serde::Deserialize, Default)]
+    struct Names {
+        date: Option<String>,
+        hash: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Deploy {
+        #[serde(default)]
+        deploy_headers: Option<Names>,
+        deploy_date: Option<Value>,
+        hash: Option<Value>,
+    }
+    let path = dir.join(crate::manifest::MANIFEST_FILE);
+    let limit = crate::manifest::MAX_MANIFEST_BYTES;
+    let bytes = crate::fsutil::read_regular_file(&path, limit)
+        .map_err(|e| anyhow::anyhow!("{}: rebuild with `gen build`", crate::fsutil::why_not_read(&path, limit, &e)))?;
+    let deploy: Deploy =
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not a manifest gen wrote", path.display()))?;
+    let names = deploy.deploy_headers.unwrap_or_default();
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let mut headers = Vec::new();
+    for (name, value) in [
+        (names.date.unwrap_or_else(|| "X-Deploy-Date".into()), text(deploy.deploy_date)),
+        (names.hash.unwrap_or_else(|| "X-Data-Hash".into()), text(deploy.hash)),
+    ] {
+        let Some(value) = value else { continue };
+        let token =
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !token || !value.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+            bail!(
+                "{} names a deploy header {name:?}: {value:?} that no HTTP answer can carry: rebuild the tree",
+                path.display()
+            );
+        }
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
 /// What the handler knows about the tree, as a JSON object.
 fn facts(site: &Site) -> Value {
     let m = &site.manifest.settings;
@@ -118,7 +173,8 @@ fn facts(site: &Site) -> Value {
         "singletons": site.singletons,
         "files": site.files,
         "cache_control": format!("public, max-age={}", site.max_age),
-        // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers)
+        // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
+        // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),
         "errors": {
             "bad_limit_negative": parts(&template::bad_param("limit", true, true)),
