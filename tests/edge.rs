@@ -873,7 +873,9 @@ fn deploy_headers_go_with_every_answer_under_the_names_the_tree_gives() {
         };
         let edge = start_runtime("node", &tree.out, &node, args, env);
         let etag = edge.server.get("/api/v2/berry/1/").header("etag").unwrap().to_string();
-        let requests: Vec<(&str, &str, Vec<(&str, &str)>, u16)> = vec![
+        // (method, target, request headers, status)
+        type Asked<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, u16);
+        let requests: Vec<Asked> = vec![
             ("GET", "/api/v2/berry/1/", vec![], 200),
             ("GET", "/api/v2/berry/?offset=5&limit=7", vec![], 200),
             ("GET", "/api/v2/berry/1/", vec![("If-None-Match", etag.as_str())], 304),
