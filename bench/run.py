@@ -22,6 +22,9 @@ between removing the destinations and the timed build steps of a round; ONLY=bui
 skips the serve benchmarks and the crawl, ONLY=serve reuses the last built tree, ONLY=crawl runs
 the crawl alone (on the last built tree, built first when there is none).
 
+ONLY=edge runs the edge handler benchmark alone (bench/edge.py: the Cloudflare handler in
+workerd against the bare nginx it reads); a full run runs it after the crawl.
+
 HUGE=1 adds the 1M-record run (bench/huge.py: builds cold and warm, cp -r, gen serve, --watch)
 after the rest; ONLY=huge runs it alone. Its own settings (HUGE_DATA, HUGE_RECORDS, ...) are
 described in bench/huge.py.
@@ -81,13 +84,18 @@ def timed(cmd, **kw):
     return elapsed, usage.ru_maxrss
 
 
-def ensure_tools():
-    """Installs what the benchmarks need and builds gen; returns the path of ditto."""
+def ensure_wrk_and_nginx():
+    """Installs wrk and nginx from Debian's packages when missing."""
     missing = [p for p, b in (("wrk", "wrk"), ("nginx", "/usr/sbin/nginx")) if not shutil.which(b)]
     if missing:
         log(f"installing {' '.join(missing)} from Debian's packages")
         run(["apt-get", "update", "-qq"])
         run(["apt-get", "install", "-y", "-qq", *missing], stdout=subprocess.DEVNULL)
+
+
+def ensure_tools():
+    """Installs what the benchmarks need and builds gen; returns the path of ditto."""
+    ensure_wrk_and_nginx()
     venv = WORK / "venv"
     if not (venv / "bin" / "ditto").exists():
         log("installing pokeapi-ditto into target/bench/venv")
@@ -269,9 +277,10 @@ http {{
     raise SystemExit(f"nginx did not start: see {prefix / 'logs'}")
 
 
-def wrk(url):
+def wrk(url, duration=None):
+    """(requests/s, p99 ms) of wrk -t2 -c64 on `url` for `duration` seconds (DURATION)."""
     out = subprocess.run(
-        ["wrk", "-t2", "-c64", f"-d{DURATION}s", "--latency", url], check=True, capture_output=True, text=True
+        ["wrk", "-t2", "-c64", f"-d{duration or DURATION}s", "--latency", url], check=True, capture_output=True, text=True
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
@@ -433,6 +442,10 @@ def main():
     if only == "huge":
         build_gen()
         return run_huge()
+    if only == "edge":
+        import edge  # the edge handler against its origin (bench/edge.py)
+
+        return edge.main()
     ditto = None if only == "crawl" else ensure_tools()
     if ditto is None:
         build_gen()
@@ -456,6 +469,11 @@ def main():
         report["crawl"] = crawl
     (WORK / "results.json").write_text(json.dumps(report, indent=2))
     print(f"\nraw figures: {WORK / 'results.json'}")
+    if not only:
+        import edge
+
+        print()
+        edge.main()
     if os.environ.get("HUGE") and only != "build":
         print()
         run_huge()

@@ -1,7 +1,7 @@
 //! The command line: what users read in `gen --help`.
 
 use clap::{Parser, Subcommand};
-use genapi::hosts::Host;
+use genapi::hosts::{Edge, Host};
 use genapi::paging::LinkStyle;
 use std::path::PathBuf;
 
@@ -45,10 +45,25 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
     /// Import published data into a data folder.
     #[command(subcommand)]
     Import(ImportSource),
-    /// Print a ready configuration for a static host (nginx, caddy) serving a built tree.
+    /// Print a ready configuration for a static host (nginx, caddy) or an edge handler
+    /// (cloudflare, deno, node) serving a built tree.
     #[command(after_help = "Examples:
   gen config nginx --listen 0.0.0.0:80 > /etc/nginx/conf.d/gen.conf && nginx -t && nginx -s reload
   gen config caddy --listen :80 > /etc/caddy/Caddyfile
+  gen config cloudflare > worker.js     a Worker; wrangler.toml:
+                                          main = \"worker.js\"
+                                          compatibility_date = \"2025-01-01\"
+                                          [[r2_buckets]]
+                                          binding = \"TREE\"
+                                          bucket_name = \"<the bucket gen publish wrote>\"
+                                        or, for a tree at an HTTP(S) url:  [vars]  ORIGIN = \"https://...\"
+                                        then: npx wrangler deploy
+  gen config deno > handler.js          Deno Deploy / Netlify Edge Functions; set ORIGIN
+  gen config node > handler.mjs         Lambda@Edge (origin request), Cloud Functions, Firebase; ORIGIN
+  gen config cloudfront > function.js   a CloudFront Function (viewer request, cloudfront-js-2.0):
+                                        rewrites to the tree's files in S3; pages it holds only
+The edge handlers answer every request as `gen serve --keep-urls` does (any limit and offset);
+--listen does not apply to them.
 
 Run it again, and reload, after every build that changes the tree: it carries the build's deploy
 date and hash (sent as headers) and each resource's count. Details: docs/deploy.md")]
@@ -301,6 +316,14 @@ impl From<Links> for LinkStyle {
 pub enum HostArg {
     Nginx,
     Caddy,
+    /// A Cloudflare Worker module reading the R2 binding TREE, or the base url in ORIGIN.
+    Cloudflare,
+    /// Deno Deploy and Netlify Edge Functions, reading the base url in ORIGIN.
+    Deno,
+    /// Node: AWS Lambda@Edge (origin request), Google Cloud Functions and Firebase, plain Node.
+    Node,
+    /// A CloudFront Function (viewer request) that rewrites requests to the tree's files in S3.
+    Cloudfront,
 }
 
 impl From<HostArg> for Host {
@@ -308,6 +331,10 @@ impl From<HostArg> for Host {
         match host {
             HostArg::Nginx => Host::Nginx,
             HostArg::Caddy => Host::Caddy,
+            HostArg::Cloudflare => Host::Edge(Edge::Cloudflare),
+            HostArg::Deno => Host::Edge(Edge::Deno),
+            HostArg::Node => Host::Edge(Edge::Node),
+            HostArg::Cloudfront => Host::Edge(Edge::Cloudfront),
         }
     }
 }

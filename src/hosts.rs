@@ -1,5 +1,7 @@
 //! Configurations for static hosts (nginx, Caddy) that serve a built tree as `gen serve` does,
-//! as far as a static host can.
+//! as far as a static host can; and the edge handlers ([`edge`]: Cloudflare Workers, Deno, Node,
+//! CloudFront Functions), which answer everything `gen serve` answers, reading the tree from
+//! object storage.
 //!
 //! A configuration is written for one built tree: it reads the tree's manifest, so each
 //! resource's count and the page sizes are written into the rules (`limit` ≥ count at offset 0
@@ -22,7 +24,10 @@
 //! `docs/deploy.md`, "What a static host cannot do").
 
 mod caddy;
+mod edge;
 mod nginx;
+
+pub use edge::{CLOUDFRONT_MAX_BYTES, Edge};
 
 use crate::layout;
 use crate::manifest::Manifest;
@@ -34,6 +39,8 @@ use std::path::Path;
 pub enum Host {
     Nginx,
     Caddy,
+    /// An edge runtime: the handler module ([`edge`]).
+    Edge(Edge),
 }
 
 /// `Cache-Control: public, max-age=<secs>` on documents unless told otherwise: `gen serve`'s default.
@@ -46,6 +53,7 @@ pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Resu
     Ok(match host {
         Host::Nginx => nginx::config(&site),
         Host::Caddy => caddy::config(&site),
+        Host::Edge(edge) => edge::module(&site, edge)?,
     })
 }
 

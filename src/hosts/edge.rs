@@ -1,0 +1,174 @@
+//! `gen config cloudflare|deno|node`: the edge handler for a built tree, one JavaScript module
+//! written once (`edge/handler.js`) with the tree's facts baked in and a thin wrapper per host.
+//!
+//! The facts (base URL, link style, pretty, page sizes, each list's count, the documents that are
+//! files of their own, the error bodies of [`crate::answers`] as templates) are read from the
+//! tree's manifest here, as the nginx and Caddy configurations are, so the handler reads nothing
+//! but the documents and pages it answers: a rebuild that changes a count, a resource or the page
+//! sizes needs the handler printed again (docs/deploy.md says so).
+
+use super::Site;
+use crate::answers::template::{self, Part, Template};
+use serde_json::{Value, json};
+
+/// The handler, shared by every edge host.
+const HANDLER: &str = include_str!("edge/handler.js");
+const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");
+const DENO: &str = include_str!("edge/deno.js");
+const NODE: &str = include_str!("edge/node.js");
+/// The CloudFront Function: rewrites only (it cannot read the origin), so not the handler.
+const CLOUDFRONT: &str = include_str!("edge/cloudfront.js");
+
+/// CloudFront refuses a function larger than this many bytes.
+pub const CLOUDFRONT_MAX_BYTES: usize = 10 * 1024;
+
+/// An edge runtime `gen config` prints the handler for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    Cloudflare,
+    Deno,
+    Node,
+    Cloudfront,
+}
+
+/// The module for `edge` serving the tree `site` describes: facts, handler, wrapper.
+pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
+    let (name, wrapper) = match edge {
+        Edge::Cloudflare => ("cloudflare", CLOUDFLARE),
+        Edge::Deno => ("deno", DENO),
+        Edge::Node => ("node", NODE),
+        Edge::Cloudfront => {
+            let function = cloudfront(site);
+            if function.len() > CLOUDFRONT_MAX_BYTES {
+                anyhow::bail!(
+                    "the CloudFront Function for this tree is {} bytes, more than the {CLOUDFRONT_MAX_BYTES} CloudFront \
+                     takes (each resource's name is in it): put the Lambda@Edge handler in front of the bucket \
+                     instead (`gen config node`, docs/deploy.md)",
+                    function.len()
+                );
+            }
+            return Ok(function);
+        }
+    };
+    let m = &site.manifest.settings;
+    let mut facts = facts(site);
+    // the deploy headers (none for a tree built before them), without the expose line the
+    // handler writes itself
+    let deploy = m.deploy_header_lines().map(|lines| lines[..2].to_vec()).unwrap_or_default();
+    facts["extra_headers"] = json!(deploy);
+    let facts = serde_json::to_string_pretty(&facts).expect("facts serialise");
+    // One self-contained module: the handler's own exports become plain functions, so that
+    // the host sees only the wrapper's.
+    let handler =
+        HANDLER.replace("\nexport async function ", "\nasync function ").replace("\nexport function ", "\nfunction ");
+    Ok(format!(
+        "// `gen config {name}` for the tree in {root}\n\
+         // ({generator}: {n} resources, base URL {base}). Answers every request as `gen serve --keep-urls`\n\
+         // does, reading the tree's files from its origin. Resource counts and page sizes are baked in\n\
+         // below: run `gen config {name}` again after a build that adds or removes records, resources\n\
+         // or page sizes, and deploy it with the tree.\n\n\
+         {wrapper}\n\
+         /** The tree's facts, from its manifest. */\n\
+         const FACTS = {facts};\n\n\
+         {handler}",
+        root = site.root,
+        generator = m.generator,
+        n = site.resources.len(),
+        base = m.base_url,
+    ))
+}
+
+/// The CloudFront Function for the tree: its facts and the rewrite function, comments and
+/// indentation left out (CloudFront takes at most [`CLOUDFRONT_MAX_BYTES`]).
+fn cloudfront(site: &Site) -> String {
+    let mut facts = facts(site);
+    facts["errors"]["page_not_held"] = json!(parts(&template::page_not_held(&site.page_sizes)));
+    // what a rewrite needs: no urls, headers or rendering
+    let facts = facts.as_object_mut().expect("an object");
+    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated"] {
+        facts.remove(unused);
+    }
+    let code: Vec<&str> = CLOUDFRONT
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            !line.is_empty() && !line.starts_with("//") && !line.starts_with("/**") && !line.starts_with("*")
+        })
+        .collect();
+    format!(
+        "// `gen config cloudfront` for the tree in {root} (base URL {base}): a CloudFront Function,\n\
+         // runtime cloudfront-js-2.0, viewer request. Print it again after a build that changes counts.\n\
+         var FACTS = {facts};\n{code}\n",
+        facts = Value::Object(facts.clone()),
+        root = site.root,
+        base = site.manifest.settings.base_url,
+        code = code.join("\n"),
+    )
+}
+
+/// What the handler knows about the tree, as a JSON object.
+fn facts(site: &Site) -> Value {
+    let m = &site.manifest.settings;
+    let links = serde_json::to_value(m.links).expect("a link style serialises");
+    let resources: serde_json::Map<String, Value> =
+        site.resources.iter().map(|(segment, count)| (segment.clone(), json!(count))).collect();
+    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    json!({
+        "base_url": m.base_url,
+        "links": links,
+        "pretty": m.pretty,
+        "page_sizes": site.page_sizes,
+        "default_limit": crate::layout::DEFAULT_PAGE_SIZE,
+        "resources": resources,
+        "singletons": site.singletons,
+        "files": site.files,
+        "cache_control": format!("public, max-age={}", site.max_age),
+        // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
+        "revalidated": crate::layout::META_KEY,
+        // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
+        // the deploy headers, set by `module`
+        "extra_headers": Vec::<(String, String)>::new(),
+        "errors": {
+            "bad_limit_negative": parts(&template::bad_param("limit", true, true)),
+            "bad_limit": parts(&template::bad_param("limit", true, false)),
+            "bad_offset": parts(&template::bad_param("offset", true, false)),
+            "no_resource": parts(&template::no_resource(&segments)),
+            "no_record": parts(&template::no_record()),
+            "not_a_document": parts(&template::not_a_document(true)),
+            "method_not_allowed": parts(&template::method_not_allowed()),
+        },
+    })
+}
+
+/// A body template as the handler's `fill` reads it: JSON text at even places, hole names at
+/// odd ones (empty text between two holes, or at either end).
+fn parts(template: &Template) -> Vec<String> {
+    // always an odd number of parts: the last one is text
+    let mut out = vec![String::new()];
+    for part in &template.0 {
+        match part {
+            Part::Text(text) => out.last_mut().expect("never empty").push_str(text),
+            Part::Hole(hole) => out.extend([format!("{hole:?}"), String::new()]),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_alternate_text_and_holes() {
+        let t = template::no_record();
+        let p = parts(&t);
+        assert_eq!(p.len() % 2, 1, "{p:?}");
+        for (i, part) in p.iter().enumerate() {
+            if i % 2 == 1 {
+                assert!(["Segment", "Record"].contains(&part.as_str()), "{p:?}");
+            }
+        }
+        let filled: String = p.iter().enumerate().map(|(i, s)| if i % 2 == 1 { "x" } else { s.as_str() }).collect();
+        assert_eq!(filled, t.fill(|_| "x".into()));
+    }
+}

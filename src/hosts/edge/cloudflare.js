@@ -1,0 +1,20 @@
+// Cloudflare Worker (module syntax). The tree is read from the R2 bucket bound as TREE (keys are
+// the tree's paths, as `gen publish` writes them), or from the HTTP(S) base url in the variable
+// ORIGIN when that is set (a bucket's public endpoint, any static host). wrangler.toml:
+//   main = "worker.js"
+//   compatibility_date = "2025-01-01"
+//   [[r2_buckets]]
+//   binding = "TREE"
+//   bucket_name = "<your bucket>"
+// or, for an HTTP origin:  [vars]  ORIGIN = "https://<bucket endpoint>"
+export default {
+  async fetch(request, env) {
+    if (env.ORIGIN) return handle(FACTS, request, httpOrigin(env.ORIGIN));
+    if (env.TREE) return handle(FACTS, request, r2Origin(env.TREE));
+    const detail = "this Worker has no tree to read: bind an R2 bucket as TREE, or set the variable ORIGIN to the base url of the tree's files (see `gen config cloudflare --help`)";
+    return new Response(JSON.stringify({ detail }), {
+      status: 500,
+      headers: { "Content-Type": "application/json; charset=utf-8", "Access-Control-Allow-Origin": "*", "Cache-Control": "no-store" },
+    });
+  },
+};

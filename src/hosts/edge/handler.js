@@ -1,0 +1,402 @@
+// The edge handler: answers every request for a built tree as `gen serve --keep-urls` does,
+// byte for byte in the body, reading the tree's files from an origin (an HTTP(S) base url, or a
+// Cloudflare R2 bucket). Written once; `gen config cloudflare|deno|node` print it with the
+// tree's facts (`facts`, baked from out/manifest.json) and a thin wrapper per host
+// (src/hosts/edge.rs). Web-standard Request, Response, URL, fetch and crypto only: no npm
+// dependency at run time.
+//
+// Bounded work per request: a document or a page the tree holds is one origin read; a page it
+// holds no file for, with a limit up to the largest page size, is read from at most two page
+// files of the smallest page size at least the limit (their entries sliced as raw text, never
+// parsed and serialised again); a larger limit reads the list's `_pages/all` file once. A page
+// past the end of a list reads nothing.
+
+const MAX_U64 = 18446744073709551615n;
+const ALLOW = "GET, HEAD, OPTIONS";
+const ALLOW_METHODS = "GET, HEAD";
+const PREFLIGHT_MAX_AGE = "86400";
+const PREFLIGHT_VARY = "Access-Control-Request-Headers";
+const MAX_SHOWN_PATH = 200;
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** An origin reading the tree's files under an HTTP(S) base url (`<base>/api/v2/index.json`). */
+export function httpOrigin(base) {
+  const root = String(base).replace(/\/+$/, "");
+  return {
+    async get(path) {
+      const reply = await fetch(`${root}/${path}`);
+      // a bucket without list permission answers 403 for a key it does not hold
+      if (reply.status === 404 || reply.status === 403) {
+        await reply.body?.cancel();
+        return null;
+      }
+      if (!reply.ok) {
+        await reply.body?.cancel();
+        throw new Error(`the origin answered ${reply.status} for ${path}`);
+      }
+      return new Uint8Array(await reply.arrayBuffer());
+    },
+  };
+}
+
+/** An origin reading the tree's files from an R2 bucket binding whose keys are their paths. */
+export function r2Origin(bucket) {
+  return {
+    async get(path) {
+      const object = await bucket.get(path);
+      return object === null ? null : new Uint8Array(await object.arrayBuffer());
+    },
+  };
+}
+
+/**
+ * The answer to `request` for the tree `facts` describes, read from `origin`. `target` is the
+ * request target as the client sent it (path and query), when the host gives it; else the
+ * request url's path and query.
+ */
+export async function handle(facts, request, origin, target) {
+  if (target === undefined) {
+    const url = new URL(request.url);
+    target = url.pathname + url.search;
+  }
+  const method = request.method;
+  if (method === "OPTIONS") return preflight(facts, request.headers.get("Access-Control-Request-Headers"));
+  if (method !== "GET" && method !== "HEAD") {
+    return errorReply(facts, 405, fill(facts.errors.method_not_allowed, { Method: method }), true);
+  }
+  try {
+    const body = await find(facts, origin, target);
+    if (typeof body === "object" && body !== null && body.error) return errorReply(facts, body.status, body.error);
+    if (body === null) return errorReply(facts, 404, notFound(facts, target));
+    // meta is revalidated on every use, as gen serve and gen publish's upload send it
+    const revalidate = normalize(target.split("?")[0]) === facts.revalidated;
+    return documentReply(facts, request, body, revalidate);
+  } catch (e) {
+    const detail = `the tree's origin could not be read (${e && e.message ? e.message : e}); retry in a moment`;
+    return errorReply(facts, 502, JSON.stringify({ detail }));
+  }
+}
+
+/** The document `target` names (bytes), `null` when the tree holds none, or `{status, error}`. */
+async function find(facts, origin, target) {
+  const question = target.indexOf("?");
+  const path = question < 0 ? target : target.slice(0, question);
+  const query = question < 0 ? "" : target.slice(question + 1);
+  const key = normalize(path);
+  if (key === null) return null;
+  const parts = key.split("/");
+  const segment = parts[2];
+  const isList = segment !== undefined && Object.hasOwn(facts.resources, segment);
+  // every document of the tree is the root's, a list's or a singleton's (meta, openapi.json)
+  if (segment !== undefined && !isList && !facts.singletons.includes(segment)) return null;
+  if (parts.length === 3 && !key.includes(".")) {
+    if (isList) {
+      const page = pageQuery(facts, query);
+      if (page.bad) return { status: 400, error: badParam(facts, page.bad) };
+      return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
+    }
+  }
+  // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
+  return origin.get(facts.files.includes(key) ? key : `${key}/index.json`);
+}
+
+/**
+ * The index key of a request path (`api/v2/berry/1`), or `null` when it cannot name a document:
+ * each segment percent-decoded, made of `[A-Za-z0-9._-]` and not all dots, then lower-cased.
+ */
+function normalize(path) {
+  if (!path.startsWith("/")) return null;
+  let rest = path.slice(1);
+  if (rest.endsWith("/")) rest = rest.slice(0, -1);
+  const segments = [];
+  for (const part of rest.split("/")) {
+    const bytes = percentDecode(part);
+    if (bytes === null) return null;
+    const allowed = bytes.every((b) => isAlphanumeric(b) || b === 45 || b === 95 || b === 46);
+    if (!allowed || bytes.every((b) => b === 46)) return null;
+    segments.push(String.fromCharCode(...bytes).toLowerCase());
+  }
+  const key = segments.join("/");
+  return key === "api/v2" || key.startsWith("api/v2/") ? key : null;
+}
+
+function isAlphanumeric(b) {
+  return (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122);
+}
+
+/** Decodes `%XX` escapes into bytes (the rest as its UTF-8 bytes); `null` for a malformed one. */
+function percentDecode(text) {
+  const bytes = Array.from(new TextEncoder().encode(text));
+  const out = [];
+  for (let i = 0; i < bytes.length; ) {
+    if (bytes[i] === 37) {
+      if (i + 3 > bytes.length) return null;
+      const value = hexByte(bytes[i + 1], bytes[i + 2]);
+      if (value === null) return null;
+      out.push(value);
+      i += 3;
+    } else {
+      out.push(bytes[i]);
+      i += 1;
+    }
+  }
+  return out;
+}
+
+/** Two bytes read as a hex number as Rust's `u8::from_str_radix(_, 16)` reads them. */
+function hexByte(a, b) {
+  const digit = (c) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
+  if (a === 43) return digit(b) < 0 ? null : digit(b); // a leading '+' is allowed there
+  return digit(a) < 0 || digit(b) < 0 ? null : digit(a) * 16 + digit(b);
+}
+
+/** Percent-decodes a query key or value for comparison and display (malformed escapes kept). */
+function decodeLossy(text) {
+  const bytes = percentDecode(text);
+  return bytes === null ? text : new TextDecoder().decode(new Uint8Array(bytes));
+}
+
+/** The page a list query asks for, `{offset, limit}` as BigInts, or `{bad: {name, value}}`. */
+function pageQuery(facts, query) {
+  let limit;
+  let offset;
+  for (const pair of query.split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    const name = decodeLossy(equals < 0 ? pair : pair.slice(0, equals));
+    const value = equals < 0 ? "" : pair.slice(equals + 1);
+    if (name === "limit") limit = value;
+    else if (name === "offset") offset = value;
+  }
+  const l = number("limit", limit);
+  if (l.bad) return l;
+  const o = number("offset", offset);
+  if (o.bad) return o;
+  const defaultLimit = BigInt(facts.default_limit);
+  return { offset: o.value ?? 0n, limit: l.value === null || l.value === 0n ? defaultLimit : l.value };
+}
+
+function number(name, raw) {
+  const value = raw === undefined ? "" : decodeLossy(raw);
+  if (value === "") return { value: null };
+  if (/^[0-9]+$/.test(value)) {
+    const n = BigInt(value);
+    if (n <= MAX_U64) return { value: n };
+  }
+  return { bad: { name, value } };
+}
+
+function badParam(facts, { name, value }) {
+  const which = name === "limit" ? (value.startsWith("-") ? "limit_negative" : "limit") : "offset";
+  return fill(facts.errors[`bad_${which}`], { Value: value });
+}
+
+/** The path of a tree file under the list of `segment`. */
+function listFile(segment, rest) {
+  return `api/v2/${segment}/${rest}index.json`;
+}
+
+const min = (a, b) => (a < b ? a : b);
+
+/** `page` of the list of `segment` (`count` entries): a file of the tree, or rendered from them. */
+async function listPage(facts, origin, segment, count, page) {
+  if (page.offset === 0n && page.limit >= count) return mustGet(origin, listFile(segment, "_pages/all/"));
+  if (holds(facts, count, page)) return mustGet(origin, listFile(segment, `_pages/${page.limit}/${page.offset}/`));
+  const start = min(page.offset, count);
+  const end = min(min(page.offset + page.limit, MAX_U64), count);
+  let entries = [];
+  if (start < end) {
+    const size = facts.page_sizes.map(BigInt).find((s) => s >= page.limit);
+    if (size === undefined) {
+      const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
+      entries = all.slice(Number(start), Number(end));
+    } else {
+      // at most two aligned pages of `size` hold entries [start, end), as limit ≤ size
+      const first = start / size;
+      const last = (end - 1n) / size;
+      for (let k = first; k <= last; k++) {
+        entries.push(...entriesOf(await mustGet(origin, listFile(segment, `_pages/${size}/${k * size}/`))));
+      }
+      entries = entries.slice(Number(start - first * size), Number(end - first * size));
+    }
+  }
+  const url = `${facts.base_url}/api/v2/${segment}/`;
+  const link = (p) => (p === null ? null : pageUrl(facts, url, p));
+  const next = nextPage(page, count);
+  const linked = next !== null && facts.links === "path" ? { offset: next.offset, limit: page.limit } : next;
+  const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
+  return new TextEncoder().encode(renderPage(count, link(linked), link(previous), entries, facts.pretty));
+}
+
+async function mustGet(origin, path) {
+  const body = await origin.get(path);
+  if (body === null) throw new Error(`it holds no ${path}, which the tree's manifest lists: publish the whole tree, or print the handler again for the tree published`);
+  return body;
+}
+
+/** The page `next` points to by the public API's rule (the last page's limit shrinks). */
+function nextPage(page, count) {
+  const end = min(page.offset + page.limit, MAX_U64);
+  return count > end ? { offset: end, limit: min(page.limit, count - end) } : null;
+}
+
+function pageUrl(facts, listUrl, page) {
+  return facts.links === "path"
+    ? `${listUrl}_pages/${page.limit}/${page.offset}/`
+    : `${listUrl}?offset=${page.offset}&limit=${page.limit}`;
+}
+
+/** True when the tree holds `page` as a file: an aligned page of a page size, or (query links)
+ * the shrunken last page that `next` names (docs/tree.md, "Page files"). */
+function holds(facts, count, page) {
+  for (const s of facts.page_sizes) {
+    const size = BigInt(s);
+    const aligned = count === 0n ? 1n : (count + size - 1n) / size;
+    if (page.limit === size && page.offset % size === 0n && page.offset / size < aligned) return true;
+    const last = (aligned - 1n) * size;
+    if (facts.links === "query" && last > 0n && page.offset === last && page.limit === count - last) return true;
+  }
+  return false;
+}
+
+/** The raw text of each entry of a page document's `results` (objects at nesting depth 3). */
+function entriesOf(bytes) {
+  const text = new TextDecoder().decode(bytes);
+  const entries = [];
+  let depth = 0;
+  let inString = false;
+  let start = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++;
+      else if (c === 34) inString = false;
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 123 || c === 91) {
+      depth++;
+      if (c === 123 && depth === 3) start = i;
+    } else if (c === 125 || c === 93) {
+      if (c === 125 && depth === 3) entries.push(text.slice(start, i + 1));
+      depth--;
+    }
+  }
+  return entries;
+}
+
+/** A list page in the API's key order, as gen's page renderer writes it (src/paging.rs). */
+function renderPage(count, next, previous, entries, pretty) {
+  const [open, sep, colon, nl, indent] = pretty ? ["{\n", ",\n", ": ", "\n", "  "] : ["{", ",", ":", "", ""];
+  const field = (key) => `${indent}"${key}"${colon}`;
+  let out = `${open}${field("count")}${count}${sep}`;
+  for (const [key, link] of [["next", next], ["previous", previous]]) {
+    out += `${field(key)}${link === null ? "null" : JSON.stringify(link)}${sep}`;
+  }
+  out += field("results");
+  if (entries.length === 0) {
+    out += "[]";
+  } else {
+    out += "[";
+    entries.forEach((entry, i) => {
+      if (i > 0) out += ",";
+      if (pretty) out += "\n    ";
+      out += entry;
+    });
+    out += `${nl}${indent}]`;
+  }
+  return `${out}${nl}}`;
+}
+
+/** The 404 body for `target`, worded as gen serve words it. */
+function notFound(facts, target) {
+  const path = target.split("?")[0];
+  const key = normalize(path);
+  const parts = key === null ? [] : key.split("/").slice(2);
+  const segment = parts[0];
+  const isList = segment !== undefined && Object.hasOwn(facts.resources, segment);
+  if (segment !== undefined && !isList && !facts.singletons.includes(segment)) {
+    return fill(facts.errors.no_resource, { Segment: segment });
+  }
+  if (parts.length === 2 && isList) return fill(facts.errors.no_record, { Segment: segment, Record: parts[1] });
+  return fill(facts.errors.not_a_document, { Path: Array.from(path).slice(0, MAX_SHOWN_PATH).join("") });
+}
+
+/**
+ * Fills a body template (`[text, hole, text, ...]`: JSON text at even places, hole names at odd
+ * ones) with `values`. A hole right after an escaped quote is quoted as Rust's `{:?}` quotes a
+ * string; every hole is then escaped as a JSON string's content.
+ */
+function fill(template, values) {
+  let out = "";
+  template.forEach((part, i) => {
+    if (i % 2 === 0) {
+      out += part;
+    } else {
+      const value = String(values[part] ?? "");
+      const quoted = template[i - 1].endsWith('\\"') ? debugEscape(value) : value;
+      out += JSON.stringify(quoted).slice(1, -1);
+    }
+  });
+  return out;
+}
+
+/** The inside of Rust's `{:?}` quoting of a string, for ASCII and printable text. */
+function debugEscape(text) {
+  let out = "";
+  for (const ch of text) {
+    const c = ch.codePointAt(0);
+    if (ch === '"' || ch === "\\") out += `\\${ch}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (c === 0) out += "\\0";
+    else if (c < 0x20 || c === 0x7f) out += `\\u{${c.toString(16)}}`;
+    else out += ch;
+  }
+  return out;
+}
+
+/** Headers every answer carries: CORS, and the tree's extra headers (with the expose line). */
+function commonHeaders(facts) {
+  const headers = new Headers({ "Access-Control-Allow-Origin": "*" });
+  for (const [name, value] of facts.extra_headers) headers.set(name, value);
+  if (facts.extra_headers.length > 0) {
+    headers.set("Access-Control-Expose-Headers", facts.extra_headers.map(([name]) => name).join(", "));
+  }
+  return headers;
+}
+
+function errorReply(facts, status, body, allow = false) {
+  const headers = commonHeaders(facts);
+  headers.set("Content-Type", JSON_TYPE);
+  headers.set("Cache-Control", "no-store");
+  if (allow) headers.set("Allow", ALLOW);
+  return new Response(body, { status, headers });
+}
+
+function preflight(facts, requested) {
+  const headers = commonHeaders(facts);
+  headers.set("Allow", ALLOW);
+  headers.set("Access-Control-Allow-Methods", ALLOW_METHODS);
+  const asked = (requested ?? "").trim();
+  if (asked !== "" && asked.length <= 1024 && /^[A-Za-z0-9\-_, \t]+$/.test(asked)) {
+    headers.set("Access-Control-Allow-Headers", asked);
+  }
+  headers.set("Access-Control-Max-Age", PREFLIGHT_MAX_AGE);
+  headers.set("Vary", PREFLIGHT_VARY);
+  return new Response(null, { status: 204, headers });
+}
+
+async function documentReply(facts, request, bytes, revalidate) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const etag = `"${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}"`;
+  const headers = commonHeaders(facts);
+  headers.set("ETag", etag);
+  headers.set("Cache-Control", revalidate ? "no-cache" : facts.cache_control);
+  const tags = request.headers.get("If-None-Match");
+  if (tags !== null && tags.split(",").some((t) => { const tag = t.trim().replace(/^W\//, ""); return tag === "*" || tag === etag; })) {
+    return new Response(null, { status: 304, headers });
+  }
+  headers.set("Content-Type", JSON_TYPE);
+  return new Response(request.method === "HEAD" ? null : bytes, { status: 200, headers });
+}

