@@ -489,98 +489,234 @@ fn static_origin(dir: PathBuf, page: String) -> String {
     origin
 }
 
-/// How many times the server's log shows `GET target` answered.
-fn times_asked(server: &Server, target: &str) -> usize {
-    server.log().matches(&format!("GET {target} ")).count()
-}
-
 /// A JSON answer of the client without the `meta` it adds to what it caches.
 fn without_meta(mut value: serde_json::Value) -> serde_json::Value {
     value.as_object_mut().map(|object| object.remove("meta"));
     value
 }
 
-#[test]
-fn the_public_apis_browser_client_lists_gets_caches_and_invalidates() {
-    let Some(browser) = chromium() else { return };
-    let Some(client) = js_client() else { return };
-    // A tree with the public API's header names, as `gen import api-data --keep-segment-names`
-    // records them: the client reads `X-PokeAPI-Deploy-Date`.
-    let site = Site { tmp: TempDir::new("js-client") };
-    let public_names = |site: &Site| {
-        let path = site.data().join("gen.json");
-        let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        config["deploy_headers"] = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
-        std::fs::write(&path, config.to_string()).unwrap();
-    };
-    write_data(&site.data(), &[20, 50], 0);
-    public_names(&site);
-    site.build(&[]);
-    // Not quiet: its log shows which requests reached it. The default `--max-age` (a day) on
-    // documents: `meta` alone is `no-cache`, or the browser's own HTTP cache would answer the
-    // client's second read of it and `invalidateCache()` would not see a new deploy for a day.
-    let server = Server::start_with(&site.out(), &[], None);
+/// What the client is pointed at: `gen serve`, or the Cloudflare handler in workerd in front of
+/// a bare store.
+trait ClientApi {
+    /// `host:port`.
+    fn addr(&self) -> String;
+    /// How many requests have reached the server, or the store behind the handler, so far.
+    fn asked(&self) -> usize;
+    /// Puts the tree just rebuilt in place live, as a deploy does.
+    fn deploy(&mut self, out: &Path, date: &str);
+}
+
+impl ClientApi for Server {
+    fn addr(&self) -> String {
+        self.addr.clone()
+    }
+
+    fn asked(&self) -> usize {
+        self.log().matches("GET /api/").count()
+    }
+
+    fn deploy(&mut self, _out: &Path, date: &str) {
+        // gen serve picks a rebuild up by itself
+        assert!(eventually(Duration::from_secs(10), || self.get("/api/v2/meta/").json()["deploy_date"] == date));
+    }
+}
+
+/// The Cloudflare handler (`gen config cloudflare`) in workerd (through miniflare), reading the
+/// tree from a bare static store over HTTP (its `ORIGIN`), on a port it keeps across deploys.
+struct CloudflareHandler {
+    node: PathBuf,
+    runtimes: PathBuf,
+    store: Server,
+    reads: PathBuf,
+    port: u16,
+    worker: Option<Server>,
+    files: TempDir,
+}
+
+impl CloudflareHandler {
+    /// `None` under the tests' skip policy when Node or miniflare is missing.
+    fn start(out: &Path) -> Option<CloudflareHandler> {
+        let node = common::find_tool("node").or_else(|| common::unavailable("node", "install Node 18 or later"))?;
+        let runtimes = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/edge-runtimes");
+        if !runtimes.join("node_modules/miniflare/package.json").is_file() {
+            return common::unavailable(
+                "miniflare",
+                "run `make test`, which installs it (tests/tools/edge-runtimes.sh)",
+            );
+        }
+        let files = TempDir::new("js-client-worker");
+        let reads = files.join("reads");
+        std::fs::write(&reads, "").unwrap();
+        let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools");
+        let port = common::free_port();
+        let child = Command::new(&node)
+            .arg(tools.join("static-origin.mjs"))
+            .arg(out)
+            .arg(port.to_string())
+            .arg(&reads)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let store =
+            Server::adopt("store", child, &format!("127.0.0.1:{port}"), &reads, TempDir::new("js-client-store"));
+        assert!(eventually(Duration::from_secs(20), || common::http_request(&store.addr, "GET", "/api/v2/", &[])
+            .is_ok_and(|r| r.status == 200)));
+        let mut handler =
+            CloudflareHandler { node, runtimes, store, reads, port: common::free_port(), worker: None, files };
+        handler.start_worker(out);
+        Some(handler)
+    }
+
+    /// Prints the handler for the tree in `out` and starts it (stopping the one before).
+    fn start_worker(&mut self, out: &Path) {
+        self.worker = None;
+        let worker = self.files.join("worker.js");
+        let printed = common::run(&["config", "cloudflare", "--dir", out.to_str().unwrap()]).ok().stdout();
+        std::fs::write(&worker, printed).unwrap();
+        let log = self.files.join("worker.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(&self.node)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/miniflare-run.mjs"))
+            .arg(&self.runtimes)
+            .arg(&worker)
+            .arg(self.port.to_string())
+            .arg("origin")
+            .arg(format!("http://{}", self.store.addr))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let addr = format!("127.0.0.1:{}", self.port);
+        let worker = Server::adopt("workerd", child, &addr, &log, TempDir::new("js-client-workerd"));
+        let root = std::fs::read(out.join("api/v2/index.json")).unwrap();
+        let ready = eventually(Duration::from_secs(60), || {
+            common::http_request(&addr, "GET", "/api/v2/", &[]).is_ok_and(|r| r.status == 200 && r.body == root)
+        });
+        assert!(ready, "the worker did not answer: {}", worker.log());
+        self.worker = Some(worker);
+    }
+}
+
+impl ClientApi for CloudflareHandler {
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn asked(&self) -> usize {
+        std::fs::read_to_string(&self.reads).unwrap().lines().count()
+    }
+
+    fn deploy(&mut self, out: &Path, _date: &str) {
+        // the handler's facts (the deploy headers among them) are baked: printed again
+        self.start_worker(out);
+    }
+}
+
+/// A tree with the public API's header names, as `gen import api-data --keep-segment-names`
+/// records them (the client reads `X-PokeAPI-Deploy-Date`), built at `date` with `step`'s data.
+fn client_site_build(site: &Site, step: i64, date: &str) {
+    write_data(&site.data(), &[20, 50], step);
+    let path = site.data().join("gen.json");
+    let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["deploy_headers"] = serde_json::json!({"date": "X-PokeAPI-Deploy-Date", "hash": "X-PokeAPI-Hash"});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let status = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", date)
+        .args(["build", "--quiet", "--data", site.data().to_str().unwrap(), "--out", site.out().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The public API's browser client, unchanged, in Chromium, against `api`: list, get, cache,
+/// `invalidateCache()` across a deploy. `reference` is `gen serve` on the same tree: what the
+/// client must get.
+fn check_js_client(browser: &Path, client: PathBuf, site: &Site, api: &mut dyn ClientApi, reference: &Server) {
     let page = format!(
         "<!doctype html><meta charset=\"utf-8\"><title>client</title><script type=\"module\">\n\
          import {{ Pokedex }} from '/src/index.js';\n\
          Pokedex.init({{ protocol: 'http', hostName: '{}', cache: true }})\n\
          .then(p => {{ window.P = p; window.ready = 'yes'; }}, e => {{ window.ready = String(e); }});\n\
          </script>",
-        server.addr
+        api.addr()
     );
     let origin = static_origin(client, page);
-    let mut tab = Tab::open(&browser, &format!("{origin}/"));
+    let mut tab = Tab::open(browser, &format!("{origin}/"));
     assert!(eventually(Duration::from_secs(60), || tab.eval("window.ready || ''") != ""), "the client did not load");
     assert_eq!(tab.eval("window.ready"), "yes");
 
-    // list: the whole list (the client's default, ?limit=100000&offset=0) and a page
-    let whole = tab.eval_await("P.getBerriesList()").unwrap();
-    assert_eq!(without_meta(whole), server.get("/api/v2/berry/?limit=100000&offset=0").expect(200).json());
-    let page = tab.eval_await("P.getBerriesList({limit: 3, offset: 2})").unwrap();
-    assert_eq!(without_meta(page), server.get("/api/v2/berry/?limit=3&offset=2").expect(200).json());
-    let items = tab.eval_await("P.getItemsList({limit: 50, offset: 100})").unwrap();
-    assert_eq!(without_meta(items), server.get("/api/v2/item/?limit=50&offset=100").expect(200).json());
+    // list: the whole list (the client's default, ?limit=100000&offset=0) and pages the tree
+    // holds a file for or not
+    for (call, target) in [
+        ("P.getBerriesList()", "/api/v2/berry/?limit=100000&offset=0"),
+        ("P.getBerriesList({limit: 3, offset: 2})", "/api/v2/berry/?limit=3&offset=2"),
+        ("P.getItemsList({limit: 50, offset: 100})", "/api/v2/item/?limit=50&offset=100"),
+    ] {
+        let got = tab.eval_await(call).unwrap_or_else(|e| panic!("{call}: {e}"));
+        assert_eq!(without_meta(got), reference.get(target).expect(200).json(), "{call}");
+    }
 
     // get: by id and by name
     let (name, id) = entries("berry", 0)[0].clone();
     let name = name.unwrap();
-    let record = server.get(&format!("/api/v2/berry/{id}/")).expect(200).json();
+    let record = reference.get(&format!("/api/v2/berry/{id}/")).expect(200).json();
     assert_eq!(without_meta(tab.eval_await(&format!("P.getBerryByName({id})")).unwrap()), record);
     assert_eq!(without_meta(tab.eval_await(&format!("P.getBerryByName('{name}')")).unwrap()), record);
 
     // cache: each answer stored with the deploy date the server's header gave (read across
     // origins: exposed), and answered again without asking the server
     assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 5);
-    let target = format!("/api/v2/berry/{id}/");
-    let asked = times_asked(&server, &target);
-    assert!(asked >= 1, "{}", server.log());
+    let asked = api.asked();
+    assert!(asked >= 1);
     let again = tab.eval_await(&format!("P.getBerryByName({id})")).unwrap();
     assert_eq!(again["meta"]["deploy_date"], common::TEST_EPOCH.parse::<i64>().unwrap(), "{again}");
-    assert_eq!(times_asked(&server, &target), asked, "a cached answer was asked again");
+    assert_eq!(api.asked(), asked, "a cached answer was asked again");
 
     // invalidateCache(): nothing goes while the tree is the same deploy
     assert_eq!(tab.eval_await("P.invalidateCache()"), Ok(serde_json::Value::Bool(true)));
     assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 5);
     // a new deploy (other data, a later date): every answer cached before it goes, and the
     // next call asks the server and gets the new data
-    write_data(&site.data(), &[20, 50], 1);
-    public_names(&site);
     let later = (common::TEST_EPOCH.parse::<i64>().unwrap() + 1000).to_string();
-    let status = common::gen_bin()
-        .env("SOURCE_DATE_EPOCH", &later)
-        .args(["build", "--quiet", "--data", site.data().to_str().unwrap(), "--out", site.out().to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert!(eventually(Duration::from_secs(10), || server.get("/api/v2/meta/").json()["deploy_date"] == later.as_str()));
+    client_site_build(site, 1, &later);
+    api.deploy(&site.out(), &later);
     assert_eq!(tab.eval_await("P.invalidateCache()"), Ok(serde_json::Value::Bool(true)));
     assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 0);
     // (a url asked before may come back from the browser's own HTTP cache, `max-age`, with its
     // old date: the next invalidateCache() drops it again; a new one reaches the server)
+    let asked = api.asked();
     let fresh = tab.eval_await("P.getItemsList({limit: 50, offset: 101})").unwrap();
     assert_eq!(fresh["count"], 131, "{fresh}");
     assert_eq!(fresh["results"][29]["name"], "item-131", "{fresh}");
     assert_eq!(fresh["meta"]["deploy_date"], later.parse::<i64>().unwrap());
-    assert_eq!(times_asked(&server, "/api/v2/item/?limit=50&offset=101"), 1);
+    assert!(api.asked() > asked, "the new page was not asked for");
     assert_eq!(tab.eval_await("P.getCacheLength()").unwrap(), 1);
+}
+
+#[test]
+fn the_public_apis_browser_client_lists_gets_caches_and_invalidates() {
+    let Some(browser) = chromium() else { return };
+    let Some(client) = js_client() else { return };
+    let site = Site { tmp: TempDir::new("js-client") };
+    client_site_build(&site, 0, common::TEST_EPOCH);
+    // The default `--max-age` (a day) on documents: `meta` alone is `no-cache`, or the
+    // browser's own HTTP cache would answer the client's second read of it and
+    // `invalidateCache()` would not see a new deploy for a day.
+    let mut server = Server::start_with(&site.out(), &[], None);
+    let reference = Server::start_with(&site.out(), &["--quiet"], None);
+    check_js_client(&browser, client, &site, &mut server, &reference);
+}
+
+#[test]
+fn the_public_apis_browser_client_works_through_the_cloudflare_handler() {
+    let Some(browser) = chromium() else { return };
+    let Some(client) = js_client() else { return };
+    let site = Site { tmp: TempDir::new("js-client-edge") };
+    client_site_build(&site, 0, common::TEST_EPOCH);
+    let Some(mut handler) = CloudflareHandler::start(&site.out()) else { return };
+    let reference = Server::start_with(&site.out(), &["--quiet"], None);
+    check_js_client(&browser, client, &site, &mut handler, &reference);
 }
