@@ -103,7 +103,7 @@ impl Site {
         // As `gen serve` reads the manifest ([`layout::key_of`]): `api/v2/<path>/index.json` is
         // the document at `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its
         // own path (its key is the path itself).
-        let plain = crate::manifest::is_tree_path;
+        let plain = crate::layout::is_tree_path;
         let files: Vec<String> = manifest
             .files
             .keys()

@@ -97,13 +97,23 @@ pub fn key_of(path: &str) -> Option<&str> {
     (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
 }
 
+/// True when `path` has the shape of a path a build writes: `/`-separated segments of
+/// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
+/// read only such paths of a manifest, so that no manifest can lead them outside the tree.
+pub fn is_tree_path(path: &str) -> bool {
+    path.split('/').all(|part| {
+        let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+        !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
+    })
+}
+
 /// True when `path` names a file a build writes into the tree: a tree path
-/// ([`crate::manifest::is_tree_path`]) under `api/v2/`. The rule for every path a manifest or
+/// ([`is_tree_path`]) under `api/v2/`. The rule for every path a manifest or
 /// a publish marker lists: `manifest.json`, the publish marker and whatever else lies beside
 /// the API (`index.html`, `other-site/app.js`) are never such a path, so no manifest can list
 /// them and no publish deletes them.
 pub fn is_tree_file(path: &str) -> bool {
-    crate::manifest::is_tree_path(path) && path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
+    is_tree_path(path) && path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The tree paths of the documents a document links to: every url path under `/api/v2/` in its

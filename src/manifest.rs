@@ -20,16 +20,6 @@ pub const FORMAT: u32 = 1;
 /// hundred MB. The limit of a commit's journal too (it lists at most every file of a tree).
 pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 
-/// True when `path` has the shape of a path a build writes: `/`-separated segments of
-/// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
-/// read only such paths of a manifest, so that no manifest can lead them outside the tree.
-pub fn is_tree_path(path: &str) -> bool {
-    path.split('/').all(|part| {
-        let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
-        !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
-    })
-}
-
 /// The error for a `manifest.json` that is not a regular file of at most
 /// [`MAX_MANIFEST_BYTES`]: what it is, and what to do.
 pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> String {

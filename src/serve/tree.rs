@@ -363,7 +363,7 @@ pub enum Key<'a> {
 /// Classifies a path listed in the manifest: refused unless it has the shape of a tree path,
 /// else served under its [`layout::key_of`] when it has one.
 pub(crate) fn classify(path: &str) -> Key<'_> {
-    if !crate::manifest::is_tree_path(path) {
+    if !crate::layout::is_tree_path(path) {
         return Key::Refuse;
     }
     match layout::key_of(path) {
