@@ -32,9 +32,10 @@ test:
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
 ## Chromium or the Python tools, or that take long (the published fixture, kill, concurrency and
 ## random-edit runs); each says on stderr that it is skipped. Installs nothing. GEN_QUICK=1 tells them;
-## under CI=true it is ignored, nothing is skipped: CI runs `make test`. About a minute once compiled:
-## 57-61 s measured on the 2-core machine at load average 3-6 (others compiling; 79 s before issue 28
-## the same way), most of it tests waiting on timeouts (serve, hostile, watch).
+## under CI=true it is ignored, nothing is skipped: CI runs `make test`. Under a minute once compiled:
+## 48, 55 and 54 s (median 54 s) on the 2-core machine nearly idle (load average 0.0-0.5 at each
+## start, 2026-11-24, after the edge handlers were merged); 57-61 s at load 3-6 (79 s before issue 28
+## the same way). Most of it is tests waiting on timeouts (serve, hostile, watch).
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet
 
