@@ -359,16 +359,27 @@ impl Iterator for ClientConnection {
 
             // checking HTTP version
             if *rq.http_version() > (1, 1) {
-                let writer = self.sink.next().unwrap();
-                let response = Response::from_string(
-                    "This server only supports HTTP versions 1.0 and 1.1".to_owned(),
-                )
-                .with_status_code(StatusCode(505));
+                // gen patch: the answer goes through the request's own writer. Asking the sink
+                // for the next writer waited, forever, for this request's writer to be released
+                // (it is, only when `rq` is dropped): the connection got no answer and held its
+                // thread. The answer is in gen's error format.
+                let mut writer = rq.into_writer();
+                let body = "{\"detail\":\"this server speaks HTTP/1.0 and HTTP/1.1 only: send the request as HTTP/1.1\"}";
+                let response = Response::from_data(body.as_bytes().to_vec())
+                    .with_status_code(StatusCode(505))
+                    .with_header(json_header("Content-Type", "application/json; charset=utf-8"))
+                    .with_header(json_header("Access-Control-Allow-Origin", "*"))
+                    .with_header(json_header("Cache-Control", "no-store"))
+                    .with_header(json_header("Connection", "close"));
                 response
-                    .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
+                    .raw_print(&mut writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();
-                // gen patch: close (which also flushes the answer) instead of reading on: what
-                // follows is not HTTP/1.
+                writer.flush().ok();
+                drop(writer);
+                // gen patch: close instead of reading on (what follows is not HTTP/1): the
+                // answer is flushed, then the sending side shut down and what the client still
+                // sends (an HTTP/2 preface's rest) drained briefly, so no reset destroys it.
+                self.shut_down();
                 return None;
             }
 
