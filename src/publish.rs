@@ -98,24 +98,70 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
     verify_tree(&options.dir, &manifest)?;
     // rustls over ring (see Cargo.toml); a second install in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // A `file://` folder is created to open it; a dry run removes it again if it was not there.
-    let new_folder = (target.kind == target::Kind::File && !Path::new(&target.prefix).exists())
-        .then(|| PathBuf::from(&target.prefix))
-        .filter(|_| options.dry_run);
+    // A `file://` folder is created to open it; a dry run removes again every folder it made.
+    let mut new_folders = Vec::new();
+    if target.kind == target::Kind::File {
+        let folder = Path::new(&target.prefix);
+        refuse_links_in_folder_target(folder)?;
+        let mut missing = Some(folder);
+        while let Some(path) = missing.filter(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err()) {
+            new_folders.push(path.to_path_buf());
+            missing = path.parent();
+        }
+    }
     let store = target.open(options.endpoint.as_deref(), options.retries)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.jobs.clamp(1, 4))
         .enable_all()
         .build()
         .context("cannot start the runtime of the uploads")?;
-    let tree = remote::Tree { dir: &options.dir, manifest: &manifest, manifest_bytes: &manifest_bytes };
+    let files = TreeDir::open(&options.dir)?;
+    let tree = remote::Tree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
     let result = runtime.block_on(remote::publish(&tree, &target, store, options));
-    if let Some(folder) = new_folder {
-        let _ = std::fs::remove_dir(folder);
+    if options.dry_run {
+        // deepest first; only empty folders go
+        for folder in &new_folders {
+            let _ = std::fs::remove_dir(folder);
+        }
     }
     let mut summary = result?;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Refuses a `file://` target holding a symbolic link where a publish writes, reads or deletes
+/// (`api/` and below, `manifest.json` and gen's marker and lock beside it): the local store
+/// would follow it, out of the target. gen never makes one there, so one found stops the
+/// publish before anything is written, saying which. The target folder itself may be a link.
+fn refuse_links_in_folder_target(folder: &Path) -> Result<()> {
+    let own = [MANIFEST_FILE, remote::MARKER, remote::LOCK, "api"];
+    let mut links: Vec<PathBuf> = own.iter().map(|name| folder.join(name)).filter(|path| path.is_symlink()).collect();
+    if links.is_empty() && folder.join("api").is_dir() {
+        // not following links: a link is an entry of its own, never walked through
+        links.extend(
+            walkdir::WalkDir::new(folder.join("api"))
+                .into_iter()
+                .filter_map(|entry| entry.ok())
+                .filter(|entry| entry.path_is_symlink())
+                .map(|entry| entry.into_path()),
+        );
+    }
+    if links.is_empty() {
+        return Ok(());
+    }
+    links.sort();
+    let shown: Vec<String> = links.iter().take(5).map(|p| p.display().to_string()).collect();
+    bail!(
+        "the target folder {} holds {} symbolic link{} where gen publishes:\n  {}{}\ngen never follows a link inside a \
+         target (it would write and delete outside it) and nothing was published: remove the link{} (gen writes real \
+         folders and files in their place), then publish again",
+        options_dir(folder),
+        links.len(),
+        if links.len() == 1 { "" } else { "s" },
+        shown.join("\n  "),
+        if links.len() > 5 { "\n  ..." } else { "" },
+        if links.len() == 1 { "" } else { "s" },
+    )
 }
 
 /// Checks every file `manifest` lists against its hash: a torn, missing or hand-edited file
@@ -141,11 +187,16 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
             {
                 return None;
             }
+            // bounded, no link followed, no wait on a pipe (as the build and `gen serve` read)
             let file = dir.join(path);
-            match std::fs::read(&file) {
+            match tree.read_file(path, crate::serve::files::MAX_DOCUMENT_BYTES) {
                 Ok(bytes) if blake3::hash(&bytes).to_hex().as_str() == hash.as_str() => None,
                 Ok(_) => Some(format!("{} does not match its hash in {MANIFEST_FILE}", file.display())),
-                Err(e) => Some(format!("{} cannot be read: {e}", file.display())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!("{} is missing", file.display())),
+                Err(e) => Some(format!(
+                    "{} cannot be read as a file of the tree ({e}; a link, a pipe or a device never is)",
+                    file.display()
+                )),
             }
         })
         .collect();

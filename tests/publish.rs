@@ -623,12 +623,12 @@ fn file_targets_behave_the_same() {
     let mirrored = || -> BTreeMap<String, Vec<u8>> {
         read_tree(mirror.path()).into_iter().filter(|(p, _)| p != ".nojekyll").collect()
     };
-    // a dry run into a folder that does not exist leaves no folder behind
-    let absent = mirror.join("absent");
+    // a dry run into a folder that does not exist leaves no folder behind, nor its parents
+    let absent = mirror.join("absent/deeper/still");
     let absent_target = format!("file://{}", absent.display());
     let run = publish_with(&["publish", "--dry-run", "--dir", path_str(&out), &absent_target], &[]).ok();
     assert!(run.stdout().contains("dry run, nothing changed"), "{}", run.stdout());
-    assert!(!absent.exists(), "--dry-run created the target folder");
+    assert!(!mirror.join("absent").exists(), "--dry-run created the target folder or its parents");
     publish(&[]).ok();
     assert_eq!(mirrored(), tree(&site));
 
@@ -954,4 +954,112 @@ fn a_query_link_tree_is_refused_with_the_edge_handler_route() {
         assert!(said.contains(part), "the refusal lacks {part:?}: {said}");
     }
     assert!(!target.exists(), "a refused publish created its target");
+}
+
+/// `gen publish --dir out TARGET extra…` under a memory limit and a time guard, as the build's
+/// hostile-file tests run it.
+fn guarded_publish(out: &Path, target: &str, extra: &[&str]) -> common::Ended {
+    let mut args = vec!["publish", "--dir", path_str(out)];
+    args.extend_from_slice(extra);
+    args.push(target);
+    common::guarded(&args)
+}
+
+#[test]
+fn publish_reads_the_tree_bounded_and_never_through_a_link_or_a_pipe() {
+    // A document of out/ replaced by a link to /dev/zero, or by a FIFO: the publish ends at
+    // once with exit 2, naming the file and saying to rebuild, and publishes nothing.
+    std::thread::scope(|scope| {
+        for what in ["zero", "fifo"] {
+            scope.spawn(move || {
+                let site = Site::new(&[]);
+                let mirror = TempDir::new("mirror-hostile");
+                let target = format!("file://{}", mirror.path().display());
+                let rel = "api/v2/berry/5/index.json";
+                common::make_hostile(&site.out().join(rel), what);
+                for extra in [&[][..], &["--verify"][..]] {
+                    let ended = guarded_publish(&site.out(), &target, extra);
+                    assert!(!ended.killed, "publish hung on a {what} in the tree:\n{}", ended.describe());
+                    assert_eq!(ended.code, Some(2), "{}", ended.describe());
+                    assert!(ended.stderr.contains(rel) && ended.stderr.contains("gen build"), "{}", ended.describe());
+                    assert!(ended.stderr.contains("nothing was published"), "{}", ended.describe());
+                    assert!(read_tree(mirror.path()).is_empty(), "a refused publish wrote into the target");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_folder_target_never_has_a_link_followed_inside_it() {
+    let site = Site::new(&[]);
+    let mirror = TempDir::new("mirror-links");
+    let target = format!("file://{}", mirror.path().display());
+    let out = site.out();
+    let publish = |extra: &[&str]| {
+        let mut args = vec!["publish", "--dir", path_str(&out)];
+        args.extend_from_slice(extra);
+        args.push(&target);
+        publish_with(&args, &[])
+    };
+    publish(&[]).ok();
+    // Someone's folder outside the target, and a link to it where the berries were.
+    let outside = TempDir::new("outside");
+    std::fs::write(outside.join("keep.txt"), b"not gen's").unwrap();
+    std::fs::create_dir_all(outside.join("1017")).unwrap();
+    std::fs::write(outside.join("1017/index.json"), b"theirs").unwrap();
+    let before_outside = read_tree(outside.path());
+    std::fs::rename(mirror.join("api/v2/berry"), mirror.join("berry-moved")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), mirror.join("api/v2/berry")).unwrap();
+    let before_target = read_tree(mirror.path());
+    site.edit_record();
+    site.remove_record();
+    site.build(&[]);
+    for extra in [&[][..], &["--verify"][..], &["--dry-run"][..]] {
+        let run = publish(extra).fails_with(2);
+        let said = run.stderr();
+        assert!(said.contains("api/v2/berry") && said.contains("symbolic link"), "{extra:?}: {said}");
+        assert!(said.contains("remove the link") && said.contains("nothing was published"), "{said}");
+        assert_eq!(
+            read_tree(outside.path()),
+            before_outside,
+            "{extra:?}: a publish changed a folder outside the target"
+        );
+        assert_eq!(read_tree(mirror.path()), before_target, "{extra:?}: a refused publish changed the target");
+    }
+    // A link in gen's own files beside the tree is refused the same way.
+    std::fs::remove_file(mirror.join("api/v2/berry")).unwrap();
+    std::fs::rename(mirror.join("berry-moved"), mirror.join("api/v2/berry")).unwrap();
+    let manifest = mirror.join("manifest.json");
+    std::fs::rename(&manifest, outside.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink(outside.join("manifest.json"), &manifest).unwrap();
+    let run = publish(&[]).fails_with(2);
+    assert!(run.stderr().contains("manifest.json") && run.stderr().contains("symbolic link"), "{}", run.stderr());
+    // Once the link is gone (the real manifest back in its place), the target is published whole.
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::rename(outside.join("manifest.json"), &manifest).unwrap();
+    publish(&[]).ok();
+    let mirrored: BTreeMap<String, Vec<u8>> = read_tree(mirror.path());
+    let tree: BTreeMap<String, Vec<u8>> = site.files().into_keys().map(|p| (p.clone(), site.bytes(&p))).collect();
+    assert!(mirrored == tree, "the target is not the tree after the links were removed");
+}
+
+#[test]
+fn an_oversized_manifest_or_marker_in_the_target_is_refused_unread() {
+    // More than the 1 GiB gen ever writes, as sparse files: refused by size, never read (the
+    // memory limit of the guard is 4 GiB: a read of either would not end well).
+    let site = Site::new(&[]);
+    for object in ["manifest.json", ".gen-publish.json"] {
+        let mirror = TempDir::new("mirror-oversized");
+        let target = format!("file://{}", mirror.path().display());
+        let file = std::fs::File::create(mirror.join(object)).unwrap();
+        file.set_len((1 << 30) + 1).unwrap();
+        let ended = guarded_publish(&site.out(), &target, &[]);
+        assert!(!ended.killed, "{object}: {}", ended.describe());
+        assert_eq!(ended.code, Some(2), "{object}: {}", ended.describe());
+        let said = &ended.stderr;
+        assert!(said.contains(object) && said.contains("not gen's") && said.contains("remove that object"), "{said}");
+        let files: Vec<String> = read_tree(mirror.path()).into_keys().collect();
+        assert!(files.iter().all(|p| p == object), "a refused publish wrote {files:?}");
+    }
 }

@@ -10,67 +10,6 @@ use common::*;
 use std::io::{BufRead as _, Read as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-
-/// Longest any one command may take here: a command that reads `/dev/zero` for ever or waits
-/// on a FIFO is killed at this point, and the test fails instead of hanging the suite.
-const GUARD: Duration = Duration::from_secs(60);
-
-/// Address space a command may use (`ulimit -v`, KiB): reading `/dev/zero` unboundedly fails
-/// against it at once instead of eating the machine's memory.
-const MEMORY_KB: u64 = 4 << 20;
-
-/// How a guarded command ended.
-struct Ended {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    /// True when it had to be killed at [`GUARD`].
-    killed: bool,
-}
-
-impl Ended {
-    fn describe(&self) -> String {
-        format!("exit {:?}, killed {}\n--- stdout\n{}--- stderr\n{}", self.code, self.killed, self.stdout, self.stderr)
-    }
-}
-
-/// Runs `gen args` under a memory limit, killing it after [`GUARD`].
-fn guarded(args: &[&str]) -> Ended {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {MEMORY_KB} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_gen"))
-        .args(args)
-        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pipe = |mut p: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = p.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = pipe(Box::new(child.stdout.take().unwrap()));
-    let stderr = pipe(Box::new(child.stderr.take().unwrap()));
-    let started = std::time::Instant::now();
-    let mut killed = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > GUARD {
-            killed = true;
-            child.kill().unwrap();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Ended { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), killed }
-}
 
 fn build(data: &Path, out: &Path) -> Ended {
     guarded(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
@@ -303,15 +242,6 @@ fn a_tree_file_changed_during_the_commit_is_repaired_by_the_next_build() {
 
     build_ok(&s.data, &s.out);
     s.assert_repaired();
-}
-
-/// Replaces `path` with `what`: a symbolic link to `/dev/zero`, or a FIFO.
-fn make_hostile(path: &Path, what: &str) {
-    let _ = std::fs::remove_file(path);
-    match what {
-        "zero" => std::os::unix::fs::symlink("/dev/zero", path).unwrap(),
-        _ => assert!(Command::new("mkfifo").arg(path).status().unwrap().success(), "mkfifo {}", path.display()),
-    }
 }
 
 #[test]

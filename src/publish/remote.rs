@@ -7,6 +7,7 @@ use super::{PublishOptions, PublishSummary};
 use crate::build::tree_fs::TreeDir;
 use crate::layout;
 use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
+use crate::serve::files::MAX_DOCUMENT_BYTES;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
@@ -23,6 +24,9 @@ pub const MARKER: &str = ".gen-publish.json";
 /// The object a publish holds while it runs (beside `manifest.json`), created only if absent (a
 /// conditional put): a second publish to the same target finds it and stops.
 pub const LOCK: &str = ".gen-publish.lock";
+
+/// Largest lock object read: gen writes a few hundred bytes (holder and time).
+const MAX_LOCK_BYTES: u64 = 64 << 10;
 
 /// What the marker says: what the next publish may delete if this one does not finish. Every
 /// path it lists is checked with [`layout::is_tree_file`] before it is acted on: a marker is
@@ -57,8 +61,26 @@ struct Lock {
 /// The local tree being published.
 pub struct Tree<'a> {
     pub dir: &'a Path,
+    /// The same folder, read without following a link inside it (see [`Tree::read`]).
+    pub files: &'a TreeDir,
     pub manifest: &'a Manifest,
     pub manifest_bytes: &'a [u8],
+}
+
+impl Tree<'_> {
+    /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
+    /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
+    /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
+    pub fn read(&self, path: &str) -> Result<Vec<u8>> {
+        self.files.read_file(path, MAX_DOCUMENT_BYTES).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
+            anyhow::anyhow!(
+                "cannot read {} ({why}; a link, a pipe or a device is never read as a file of the tree): rebuild \
+                 the tree with `gen build`, then publish again",
+                self.dir.join(path).display()
+            )
+        })
+    }
 }
 
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
@@ -136,7 +158,7 @@ async fn check_lock(store: &dyn ObjectStore, target: &Target, token: &str) -> Re
 }
 
 async fn read_lock(store: &dyn ObjectStore, target: &Target) -> Option<Lock> {
-    let bytes = read_optional(store, target, LOCK).await.ok()??;
+    let bytes = read_optional(store, target, LOCK, MAX_LOCK_BYTES).await.ok()??;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -181,8 +203,13 @@ async fn publish_locked(
     let place = target.place(options.endpoint.as_deref());
     let place = place.as_str();
     let fail = |doing: &'static str| move |e| explain(e, doing, target, place, Stage::Before);
-    let old_manifest = read_optional(&*store, target, MANIFEST_FILE).await.map_err(fail("reading manifest.json"))?;
-    let marker = read_optional(&*store, target, MARKER).await.map_err(fail("reading the publish marker"))?;
+    // both bounded like the local manifest: a marker lists at most what a manifest does
+    let old_manifest = read_optional(&*store, target, MANIFEST_FILE, MAX_MANIFEST_BYTES)
+        .await
+        .map_err(|e| read_failed(e, MANIFEST_FILE, "reading manifest.json", target, place))?;
+    let marker = read_optional(&*store, target, MARKER, MAX_MANIFEST_BYTES)
+        .await
+        .map_err(|e| read_failed(e, MARKER, "reading the publish marker", target, place))?;
     let marker: Option<Marker> = marker.map(|bytes| serde_json::from_slice(&bytes).unwrap_or_default());
     let old = match &old_manifest {
         Some(bytes) => Some(Manifest::from_bytes(bytes).map_err(|_| {
@@ -213,9 +240,8 @@ async fn publish_locked(
         pending_deletes: marker.as_ref().map(|m| m.deletes.union(&m.created).cloned().collect()).unwrap_or_default(),
         listed,
     };
-    let tree_dir = TreeDir::open(tree.dir)?;
     let plan = plan::plan(files, &remote, |path| {
-        tree_dir.read(path, MAX_MANIFEST_BYTES).map(|bytes| layout::linked_files(&bytes)).unwrap_or_default()
+        tree.files.read(path, MAX_DOCUMENT_BYTES).map(|bytes| layout::linked_files(&bytes)).unwrap_or_default()
     });
     let remote_files = remote.manifest_files.take();
     drop(remote);
@@ -276,12 +302,52 @@ fn is_object_of_tree(path: &str) -> bool {
     path == MANIFEST_FILE || layout::is_tree_file(path)
 }
 
-/// The bytes of the object at `path` of the tree, or `None` when there is none.
-async fn read_optional(store: &dyn ObjectStore, target: &Target, path: &str) -> object_store::Result<Option<Vec<u8>>> {
-    match store.get(&target.key(path)).await {
-        Ok(result) => Ok(Some(result.bytes().await?.to_vec())),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
+/// What reading one of gen's own objects of the target (manifest, marker, lock) can end in.
+enum ReadObject {
+    Store(object_store::Error),
+    /// More bytes than gen ever writes there: at least this many.
+    TooLarge(u64),
+}
+
+/// The bytes of the object at `path` of the tree, or `None` when there is none: at most `limit`
+/// bytes, read as a stream. A larger object is refused by the size the store states, or once
+/// the stream passes the limit: it is never held whole.
+async fn read_optional(
+    store: &dyn ObjectStore,
+    target: &Target,
+    path: &str,
+    limit: u64,
+) -> std::result::Result<Option<Vec<u8>>, ReadObject> {
+    let result = match store.get(&target.key(path)).await {
+        Ok(result) => result,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(ReadObject::Store(e)),
+    };
+    let size = result.meta.size;
+    if size > limit {
+        return Err(ReadObject::TooLarge(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    let mut stream = result.into_stream();
+    while let Some(chunk) = stream.try_next().await.map_err(ReadObject::Store)? {
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Err(ReadObject::TooLarge((bytes.len() + chunk.len()) as u64));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
+}
+
+/// The error for [`read_optional`]'s failure on `path`, `doing` it.
+fn read_failed(e: ReadObject, path: &str, doing: &str, target: &Target, place: &str) -> anyhow::Error {
+    match e {
+        ReadObject::Store(e) => explain(e, doing, target, place, Stage::Before),
+        ReadObject::TooLarge(size) => anyhow::anyhow!(
+            "{}/{path} is {size} bytes, more than gen ever writes there ({} MB at most): it is not gen's, and it \
+             was not read. Nothing was published; remove that object from the target, then publish again",
+            target.shown.trim_end_matches('/'),
+            MAX_MANIFEST_BYTES >> 20
+        ),
     }
 }
 
@@ -309,7 +375,7 @@ async fn list_and_compare(
             let md5 = meta.e_tag.as_deref().map(|t| t.trim_matches('"').to_ascii_lowercase());
             match md5.filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
                 Some(md5) => {
-                    let local_size = std::fs::metadata(tree.dir.join(&path)).map(|m| m.len()).ok();
+                    let local_size = tree.files.stamp(&path).map(|stamp| stamp.size);
                     if local_size == Some(meta.size) {
                         checks.push((path.clone(), Check::Md5(md5)));
                     }
@@ -322,7 +388,7 @@ async fn list_and_compare(
     let same: BTreeSet<String> = stream::iter(checks)
         .map(|(path, check)| async move {
             let equal = match check {
-                Check::Md5(md5) => std::fs::read(tree.dir.join(&path)).is_ok_and(|local| md5_hex(&local) == md5),
+                Check::Md5(md5) => tree.read(&path).is_ok_and(|local| md5_hex(&local) == md5),
                 Check::Read => {
                     let bytes = store.get(&target.key(&path)).await?.bytes().await?;
                     Some(&blake3::hash(&bytes).to_hex().to_string()) == tree.manifest.files.get(&path)
@@ -390,7 +456,7 @@ impl<'a> Writer<'a> {
             self.tree.manifest_bytes.to_vec()
         } else {
             let file = self.tree.dir.join(path);
-            let bytes = std::fs::read(&file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            let bytes = self.tree.read(path)?;
             if Some(&blake3::hash(&bytes).to_hex().to_string()) != self.tree.manifest.files.get(path) {
                 bail!(
                     "{} changed while it was published (a build into the same folder?): publish again once it is done; \

@@ -447,3 +447,79 @@ pub fn seed(label: &str, fixed: u64) -> u64 {
     eprintln!("{label} seed {seed} (replay with FUZZ_SEED={seed})");
     seed
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commands that may hang or eat memory on hostile files
+
+/// Longest any one command may take here: a command that reads `/dev/zero` for ever or waits
+/// on a FIFO is killed at this point, and the test fails instead of hanging the suite.
+pub const GUARD: Duration = Duration::from_secs(60);
+
+/// Address space a command may use (`ulimit -v`, KiB): reading `/dev/zero` unboundedly fails
+/// against it at once instead of eating the machine's memory.
+pub const MEMORY_KB: u64 = 4 << 20;
+
+/// How a guarded command ended.
+pub struct Ended {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// True when it had to be killed at [`GUARD`].
+    pub killed: bool,
+}
+
+impl Ended {
+    pub fn describe(&self) -> String {
+        format!("exit {:?}, killed {}\n--- stdout\n{}--- stderr\n{}", self.code, self.killed, self.stdout, self.stderr)
+    }
+}
+
+/// Runs `gen args` under a memory limit, killing it after [`GUARD`].
+pub fn guarded(args: &[&str]) -> Ended {
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {MEMORY_KB} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_gen"))
+        .args(args)
+        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pipe = |mut p: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = p.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = pipe(Box::new(child.stdout.take().unwrap()));
+    let stderr = pipe(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > GUARD {
+            killed = true;
+            child.kill().unwrap();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ended { code: status.code(), stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap(), killed }
+}
+
+/// Replaces `path` with `what`: a symbolic link to `/dev/zero`, or a FIFO.
+pub fn make_hostile(path: &Path, what: &str) {
+    let _ = std::fs::remove_file(path);
+    match what {
+        "zero" => std::os::unix::fs::symlink("/dev/zero", path).unwrap(),
+        _ => assert!(
+            std::process::Command::new("mkfifo").arg(path).status().unwrap().success(),
+            "mkfifo {}",
+            path.display()
+        ),
+    }
+}
