@@ -964,3 +964,23 @@ fn deploy_header_names_come_from_gen_json_and_bad_ones_are_refused() {
         assert!(run.stderr().contains("gen.json") && run.stderr().contains(says), "{bad}: {}", run.stderr());
     }
 }
+
+/// Issue 26, item 14: a tree written inside its own data folder would be read as data by every
+/// later build. It is refused at the first build, as `gen serve --watch` refuses it, and nothing
+/// is written into the data folder; the same through a link to it.
+#[test]
+fn out_inside_data_is_refused_at_the_first_build() {
+    let tmp = TempDir::new("out-inside-data");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let before = read_tree(&data);
+    std::os::unix::fs::symlink(&data, tmp.join("link")).unwrap();
+    for out in [data.join("out"), data.join("deeper/out"), data.clone(), tmp.join("link/out")] {
+        let run = build(&data, &out, &[]).fails_with(2);
+        assert!(run.stderr().contains("is inside --data") && run.stderr().contains("--out"), "{}", run.stderr());
+        assert!(read_tree(&data) == before, "{}: a refused build wrote into the data folder", out.display());
+    }
+    // beside it, as the message says, it builds, and builds again
+    build(&data, &tmp.join("out"), &[]).ok();
+    build(&data, &tmp.join("out"), &[]).ok();
+}
