@@ -52,7 +52,7 @@ pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Problem::whole(path, "empty file: a record is a JSON object with at least an \"id\""));
     }
-    serde_json::from_slice(bytes).map_err(|e| {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         let message = e.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
         let (mut line, mut column) = (e.line(), e.column());
@@ -68,7 +68,117 @@ pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
             format!("invalid JSON: {message}")
         };
         Problem::new(path, format!("line {line}, column {column}"), message)
-    })
+    })?;
+    // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
+    // as `{"v":2}`. A key of an object is there once.
+    if let Some(twice) = duplicate_key(bytes, &value) {
+        let (line, column) = line_column(bytes, twice.offset);
+        return Err(Problem::new(
+            path,
+            twice.object,
+            format!(
+                "the key {:?} appears twice in this object (again at line {line}, column {column}): a JSON reader \
+                 keeps one or the other; keep the one you mean",
+                twice.key
+            ),
+        ));
+    }
+    Ok(value)
+}
+
+/// The first key that appears twice in one object of `bytes` (valid JSON, parsed as `value`):
+/// its offset and text. Cheap when there is none, the common case: the keys in the text (one
+/// `:` outside strings each) are counted against the keys `value` holds, and only when they
+/// differ is the text walked object by object.
+fn duplicate_key(bytes: &[u8], value: &Value) -> Option<Duplicate> {
+    fn keys_held(value: &Value) -> usize {
+        match value {
+            Value::Object(map) => map.len() + map.values().map(keys_held).sum::<usize>(),
+            Value::Array(items) => items.iter().map(keys_held).sum(),
+            _ => 0,
+        }
+    }
+    // Only quotes, backslashes and colons matter, found with memchr's vectorised search.
+    let mut colons = 0;
+    let mut in_string = false;
+    let mut escaped_at = usize::MAX;
+    for at in memchr::memchr3_iter(b'"', b'\\', b':', bytes) {
+        if in_string {
+            if at == escaped_at {
+                continue;
+            }
+            match bytes[at] {
+                b'\\' => escaped_at = at + 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if bytes[at] == b'"' {
+            in_string = true;
+        } else if bytes[at] == b':' {
+            colons += 1;
+        }
+    }
+    if colons == keys_held(value) {
+        return None;
+    }
+    // The slow walk: the keys of each open object (a key being a string followed by `:`) and
+    // the place of each open array, for the JSON path of the object the key is in.
+    enum Open {
+        Object { keys: std::collections::HashSet<String>, current: String },
+        Array { index: usize },
+    }
+    let mut open: Vec<Open> = Vec::new();
+    let mut last_string: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                last_string = Some((start, i + 1));
+            }
+            b'{' => open.push(Open::Object { keys: Default::default(), current: String::new() }),
+            b'[' => open.push(Open::Array { index: 0 }),
+            b'}' | b']' => {
+                open.pop();
+            }
+            b',' => {
+                if let Some(Open::Array { index }) = open.last_mut() {
+                    *index += 1;
+                }
+            }
+            b':' => {
+                let Some((start, end)) = last_string else { continue };
+                let key: String = serde_json::from_slice(&bytes[start..end]).unwrap_or_default();
+                let Some(Open::Object { keys, current }) = open.last_mut() else { continue };
+                if !keys.insert(key.clone()) {
+                    let mut path = String::from("$");
+                    for frame in &open[..open.len() - 1] {
+                        match frame {
+                            Open::Object { current, .. } => path.push_str(&format!(".{current}")),
+                            Open::Array { index } => path.push_str(&format!("[{index}]")),
+                        }
+                    }
+                    return Some(Duplicate { offset: start, key, object: path });
+                }
+                *current = key;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A key found twice in one object: where the second one is, the key, and the JSON path of
+/// the object.
+struct Duplicate {
+    offset: usize,
+    key: String,
+    object: String,
 }
 
 /// The offset of the `,` that precedes, across whitespace, the character at `line` and
@@ -118,6 +228,25 @@ mod tests {
 
     fn problem(text: &str) -> Problem {
         parse_json(Path::new("x.json"), text.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn a_key_twice_in_one_object_is_reported_with_its_object_and_place() {
+        let p = problem(r#"{"v":1,"v":2}"#);
+        assert_eq!(p.location, "$");
+        assert!(p.message.contains(r#""v" appears twice"#) && p.message.contains("line 1, column 8"), "{}", p.message);
+        let p = problem("{\"id\": 1, \"a\": [{\"x\": 1}, {\"b\": {\"k\": 1, \"l\": \"k\",\n \"k\": 2}}]}");
+        assert_eq!(p.location, "$.a[1].b");
+        assert!(p.message.contains("line 2, column 2"), "{}", p.message);
+        // the same key written with an escape is the same key
+        assert_eq!(problem(r#"{"id": 1, "name": 1, "n\u0061me": 2}"#).location, "$");
+        // equal keys in different objects, keys inside strings, colons in strings: all fine
+        for fine in [
+            r#"{"a": {"v": 1}, "b": {"v": 1}, "v": [{"v": 1}, {"v": 2}]}"#,
+            r#"{"a": "x:y", "b": "\"a\": 1, \"a\": 2", "c": ["a", "a"]}"#,
+        ] {
+            assert!(parse_json(Path::new("x.json"), fine.as_bytes()).is_ok(), "{fine}");
+        }
     }
     #[test]
     fn a_trailing_comma_is_reported_where_it_is() {

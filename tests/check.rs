@@ -53,6 +53,22 @@ fn invalid_json_with_line_and_column() {
     );
 }
 
+/// Issue 26, item 13: `{"v":1,"v":2}` was read as `{"v":2}` without a word.
+#[test]
+fn a_key_twice_in_a_record_is_a_problem_with_its_place() {
+    assert_reported(
+        "duplicate-key",
+        &[
+            ("berry/1.json", b"{\"id\": 1, \"name\": \"berry-1\", \"size\": 1,\n \"size\": 2}"),
+            ("berry/2.json", b"{\"id\": 2, \"name\": \"berry-2\", \"flavors\": [{\"v\": 1, \"v\": 2}]}"),
+        ],
+        &[
+            "data/berry/1.json: $: the key \"size\" appears twice in this object (again at line 2, column 2)",
+            "data/berry/2.json: $.flavors[0]: the key \"v\" appears twice",
+        ],
+    );
+}
+
 #[test]
 fn empty_file() {
     assert_reported("empty", &[("berry/1.json", b"")], &["data/berry/1.json: $: empty file"]);
