@@ -5,11 +5,10 @@
 //! stays bounded by the index of ids, not by the size of the data. The data folder is staged
 //! beside its destination and swapped in whole, like a build.
 //!
-//! About 450 lines of code, over the house's 400, for now: one command's steps in the order
-//! they run (scan, write the documents, the settings, keep the user's files, refuse an output
-//! that overlaps the source). `--force`'s handling of the user's files is being reworked on
-//! another branch (issue 26, item 15); the split (reading the published layout apart from
-//! writing the data folder) follows it, so as not to move code under that change.
+//! About 500 lines of code, over the house's 400: one command's steps in the order they run
+//! (scan, write the documents, the settings, keep the user's files, refuse an output that
+//! overlaps the source), each short; reading the published layout apart from writing the data
+//! folder is the split to make when it grows again.
 
 use crate::config::{CONFIG_FILE, DataSettings};
 use crate::config::{ORDER_FILE, parse_id};
@@ -501,6 +500,8 @@ struct Kept {
 /// `out` itself is untouched until the swap). Settings that are not a JSON object are refused.
 fn keep_what_is_not_imported(out: &Path, staging: &Path, imported: &BTreeSet<String>) -> Result<Kept> {
     let mut kept = Kept { replaced: Vec::new(), kept: Vec::new(), settings: None };
+    // files of the user's inside a folder the import replaces: never deleted unsaid
+    let mut theirs = Vec::new();
     let entries = std::fs::read_dir(out).with_context(|| format!("cannot read {}", out.display()))?;
     let mut names: Vec<(String, PathBuf, bool)> = Vec::new();
     for entry in entries {
@@ -521,13 +522,57 @@ fn keep_what_is_not_imported(out: &Path, staging: &Path, imported: &BTreeSet<Str
                 ),
             }
         } else if is_dir && imported.contains(&name) {
+            theirs.extend(files_not_of_records(&path, &name)?);
             kept.replaced.push(format!("{name}/"));
         } else {
             link_tree(&path, &staging.join(&name))?;
             kept.kept.push(if is_dir { format!("{name}/") } else { name });
         }
     }
+    if !theirs.is_empty() {
+        let shown: Vec<String> = theirs.iter().take(10).map(|rel| out.join(rel).display().to_string()).collect();
+        bail!(
+            "--force replaces the folders of the imported segments whole, and {} in them {} not a record (yours, \
+             not the import's):\n  {}{}\nnothing was changed: move {} out of {} (or delete {}), then run again",
+            if theirs.len() == 1 { "this file" } else { "these files" },
+            if theirs.len() == 1 { "is" } else { "are" },
+            shown.join("\n  "),
+            if theirs.len() > 10 { format!("\n  ... {} in all", theirs.len()) } else { String::new() },
+            if theirs.len() == 1 { "it" } else { "them" },
+            out.display(),
+            if theirs.len() == 1 { "it" } else { "them" },
+        );
+    }
     Ok(kept)
+}
+
+/// The files and links under `folder` (an imported segment's folder of the data, `name`) that
+/// are not records: anything but `<id>.json`, `order.json` and the `.json` sub-documents of
+/// an `<id>/` folder. The import replaces the folder whole; these are the user's, and `--force`
+/// refuses rather than delete them.
+fn files_not_of_records(folder: &Path, name: &str) -> Result<Vec<String>> {
+    let is_id = |text: &str| {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    let mut theirs = Vec::new();
+    for entry in walkdir::WalkDir::new(folder).min_depth(1).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("cannot read {}", folder.display()))?;
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let rel = fsutil::relative(folder, entry.path());
+        let parts: Vec<&str> = rel.split('/').collect();
+        let record = match parts.as_slice() {
+            [file] => *file == "order.json" || file.strip_suffix(".json").is_some_and(is_id),
+            [id, .., last] => is_id(id) && last.ends_with(".json"),
+            [] => false,
+        };
+        if !record || !entry.file_type().is_file() {
+            theirs.push(format!("{name}/{rel}"));
+        }
+    }
+    Ok(theirs)
 }
 
 /// Recreates `from` at `to`: folders made anew, files hard-linked (copied if they cannot be),

@@ -312,6 +312,28 @@ fn force_replaces_the_imported_segments_and_keeps_the_rest() {
     assert_eq!(settings["page_sizes"], serde_json::json!([20, 7]));
     assert_eq!(settings["external"], serde_json::json!(["creature-species"]));
 
+    // Issue 26, item 15: a file of the user's inside an imported segment's folder is never
+    // deleted unsaid: refused, naming it, nothing changed; once moved out, the import runs.
+    std::fs::write(data.join("creature/notes.md"), "mine").unwrap();
+    std::fs::create_dir_all(data.join("creature/132")).unwrap();
+    std::fs::write(data.join("creature/132/sketch.png"), "mine too").unwrap();
+    let before = read_tree(&data);
+    let run = import(&src, &data, &["--force"]).fails_with(2);
+    let said = run.stderr();
+    for file in ["creature/132/sketch.png", "creature/notes.md"] {
+        assert!(said.contains(&data.join(file).display().to_string()), "{file}: {said}");
+    }
+    assert!(said.contains("nothing was changed") && said.contains("move them out"), "{said}");
+    assert!(read_tree(&data) == before, "a refused import changed the data folder");
+    std::fs::rename(data.join("creature/notes.md"), data.join("notes.md")).unwrap();
+    std::fs::remove_file(data.join("creature/132/sketch.png")).unwrap();
+    let run = import(&src, &data, &["--force"]).ok();
+    assert!(
+        run.stdout().contains("--force kept (not from the source): NOTES.md, berry/, notes.md"),
+        "{}",
+        run.stdout()
+    );
+
     // settings that are not an object are not silently dropped: refused, nothing changed
     std::fs::write(data.join("gen.json"), "[]").unwrap();
     let before = read_tree(&data);
