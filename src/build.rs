@@ -127,27 +127,6 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
 }
 
-/// True when the folder `out` is `data` or lies inside it, links resolved (`out` itself may not
-/// exist yet: then its nearest existing folder is resolved).
-pub(crate) fn is_inside(data: &Path, out: &Path) -> bool {
-    let Ok(data) = data.canonicalize() else { return false };
-    let Ok(out) = std::path::absolute(out) else { return false };
-    let mut existing = out.as_path();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return false,
-        }
-    }
-    let Ok(mut resolved) = existing.canonicalize() else { return false };
-    resolved.extend(rest.iter().rev());
-    resolved.starts_with(&data)
-}
-
 /// Builds the tree of `data` into `out`: load → plan → render → write, doing only the work that
 /// the change since the previous build needs (docs/builds.md):
 /// - data files whose stamp is unchanged (and old enough to trust) are not read again;
@@ -166,7 +145,7 @@ pub fn build(
     let started_ns = index::now_ns();
     let timer = StepTimer::from_env();
     load::require_folder(data)?;
-    if is_inside(data, out) {
+    if crate::fsutil::is_inside(out, data) {
         anyhow::bail!(
             "--out {} is inside --data {}: every later build would read the tree's own files as data and fail; \
              write the tree beside the data folder instead (e.g. --out out)",

@@ -225,6 +225,28 @@ pub fn gzip_bytes(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
     encoder.finish().expect("writing to memory cannot fail")
 }
 
+/// True when the folder `path` is `folder` or lies inside it, links resolved (`path` itself
+/// may not exist yet: then its nearest existing folder is resolved). A tree is never written
+/// into its own data.
+pub(crate) fn is_inside(path: &Path, folder: &Path) -> bool {
+    let Ok(folder) = folder.canonicalize() else { return false };
+    let Ok(path) = std::path::absolute(path) else { return false };
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return false,
+        }
+    }
+    let Ok(mut resolved) = existing.canonicalize() else { return false };
+    resolved.extend(rest.iter().rev());
+    resolved.starts_with(&folder)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,7 +71,7 @@ fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
 /// back on they end the command (exit status 1, as `gen build`), else the last good tree is
 /// served and the problems are returned, to be shown until they are fixed.
 pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Option<String>> {
-    if crate::build::is_inside(data, out) {
+    if crate::fsutil::is_inside(out, data) {
         bail!(
             "--dir {} is inside --data {}: each rebuild would change the data it watches; write the tree elsewhere",
             out.display(),
