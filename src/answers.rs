@@ -134,6 +134,12 @@ pub(crate) fn tree_changed(path: &str) -> Value {
     ) })
 }
 
+/// The body of a 503 for a large document while the large answers in flight hold their whole
+/// budget (`gen serve --cache-mb`).
+pub(crate) fn busy() -> Value {
+    json!({ "detail": "this server is sending as many large documents as its memory budget allows (--cache-mb): retry in a moment" })
+}
+
 /// A body's bytes, as every answer sends them (compact JSON).
 pub(crate) fn to_bytes(body: &Value) -> Vec<u8> {
     serde_json::to_vec(body).expect("a JSON value serialises")

@@ -24,6 +24,7 @@
 //! following links, and only bytes whose hash the manifest in use records are served; a new
 //! build is swapped in whole or not at all.
 
+pub mod budget;
 pub mod cache;
 pub mod files;
 pub mod html;

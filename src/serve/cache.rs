@@ -11,9 +11,10 @@
 //! previous build are reused when the new manifest lists the same bytes, and are unreachable
 //! otherwise.
 
+use super::budget::Budget;
 use super::item::{Item, Key};
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 /// Bytes an entry costs beyond its bodies: its key, map slot and headers.
 const OVERHEAD: usize = 256;
@@ -23,6 +24,8 @@ const OVERHEAD: usize = 256;
 pub struct Cache {
     budget: usize,
     generations: RwLock<Generations>,
+    /// The bodies too large to be held here, while answers send them: as many bytes again.
+    pub in_flight: Arc<Budget>,
 }
 
 #[derive(Debug, Default)]
@@ -36,7 +39,12 @@ struct Generations {
 impl Cache {
     /// A cache of at most `budget` bytes.
     pub fn new(budget: usize) -> Cache {
-        Cache { budget, generations: RwLock::default() }
+        Cache { budget, generations: RwLock::default(), in_flight: Budget::new(budget) }
+    }
+
+    /// True when an item of `bytes` (its bodies) would be held (see [`Cache::insert`]).
+    pub fn would_hold(&self, bytes: usize) -> bool {
+        bytes + OVERHEAD <= self.budget / 2
     }
 
     /// The entry for `key`, if held.
@@ -62,10 +70,10 @@ impl Cache {
     /// Holds `item`, which takes `bytes` (its bodies), under `key`. An item larger than half
     /// the budget is not held.
     pub fn insert(&self, key: Key, item: Item, bytes: usize) {
-        let bytes = bytes + OVERHEAD;
-        if bytes > self.budget / 2 {
+        if !self.would_hold(bytes) {
             return;
         }
+        let bytes = bytes + OVERHEAD;
         let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         generations.admit(key, item, bytes, self.budget / 2);
     }

@@ -36,6 +36,9 @@ pub struct Doc {
     pub etag_gzip: String,
     /// Its key in the cache, to count its gzip body there once it is compressed.
     pub(super) cached_as: Option<Key>,
+    /// For a body the cache does not hold: its bytes in the budget of answers in flight,
+    /// given back when the last answer sending it is done.
+    pub(super) in_flight: Option<super::budget::Permit>,
 }
 
 impl Doc {
@@ -43,7 +46,7 @@ impl Doc {
     pub fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
         let hash = hash.to_hex();
         let (etag, etag_gzip) = (format!("\"{hash}\""), format!("\"{hash}-gz\""));
-        Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None }
+        Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None, in_flight: None }
     }
 
     /// Prepares a body computed here (hashed here).

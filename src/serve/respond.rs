@@ -99,7 +99,10 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         Ok(None) => not_found(tree, request.target),
         Err(unserved) => {
             eprintln!("gen serve: {}", unserved.detail);
-            error(TREE_CHANGED, answers::tree_changed(&unserved.path))
+            match unserved.busy {
+                true => error(TREE_CHANGED, answers::busy()),
+                false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),
+            }
         }
     }
 }

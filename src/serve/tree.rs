@@ -26,6 +26,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Longest a read waits for room among the large bodies in flight before its request is
+/// answered 503 (see [`super::budget`]).
+pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The reads under way, by key, that other requests for the same file wait on.
+type Flights = std::sync::Mutex<HashMap<CacheKey, Arc<std::sync::OnceLock<Result<Arc<Doc>, Unserved>>>>>;
+
 /// Trees of at most this many files are checked whole at load (see the module's doc).
 pub const CHECK_AT_LOAD: usize = 100_000;
 
@@ -33,12 +40,15 @@ pub const CHECK_AT_LOAD: usize = 100_000;
 pub(crate) type ToCheck = Option<Vec<(String, blake3::Hash)>>;
 
 /// A listed file that cannot be served as the manifest says.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Unserved {
     /// The file, relative to the tree's folder.
     pub path: String,
     /// What is wrong, and what to do, for the server's log.
     pub detail: String,
+    /// True when nothing is wrong with the file: the bodies in flight hold their whole budget
+    /// (answered 503, retry).
+    pub busy: bool,
 }
 
 /// A loaded tree: one build's manifest, and the cache its documents are read into.
@@ -63,6 +73,8 @@ pub struct Tree {
     /// The deploy headers and the line exposing them, `Name: value\r\n` each, sent with every
     /// answer (empty for a tree built before them).
     pub(crate) deploy_head: String,
+    /// Reads under way (see [`Tree::read`]).
+    flights: Flights,
 }
 
 impl Tree {
@@ -135,6 +147,7 @@ impl Tree {
             built_base_url: built_base,
             cache,
             deploy_head,
+            flights: Flights::default(),
         };
         Ok((tree, checked))
     }
@@ -191,12 +204,43 @@ impl Tree {
         }
     }
 
-    /// The listed file `path` whose hash is `hash`, from the cache or read now.
+    /// The listed file `path` whose hash is `hash`, from the cache or read now: once for all the
+    /// requests that ask for it meanwhile (they wait for that read and share its body).
     fn read(&self, path: &str, hash: &blake3::Hash) -> Result<Arc<Doc>, Unserved> {
         let key = CacheKey::Doc(*hash.as_bytes());
         if let Some(Item::Doc(doc)) = self.cache.get(&key) {
             return Ok(doc);
         }
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            flights.entry(key).or_default().clone()
+        };
+        let read = flight.get_or_init(|| self.read_now(path, hash, key)).clone();
+        let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if flights.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            flights.remove(&key);
+        }
+        read
+    }
+
+    /// Reads, checks and prepares the listed file `path`, holding it in the cache, or, when it
+    /// is too large for the cache, counting it in the budget of bodies in flight (waiting for
+    /// room at most [`IN_FLIGHT_WAIT`]).
+    fn read_now(&self, path: &str, hash: &blake3::Hash, key: CacheKey) -> Result<Arc<Doc>, Unserved> {
+        let size = std::fs::symlink_metadata(self.dir.join(path)).map_or(0, |m| m.len() as usize);
+        let in_flight = match self.cache.would_hold(size) {
+            true => None,
+            false => Some(self.cache.in_flight.acquire(size, IN_FLIGHT_WAIT).ok_or_else(|| Unserved {
+                path: path.to_string(),
+                detail: format!(
+                    "{} ({size} bytes) waited {} s for room among the large answers in flight (--cache-mb): \
+                     answered 503; a larger --cache-mb lets more be sent at once",
+                    self.dir.join(path).display(),
+                    IN_FLIGHT_WAIT.as_secs()
+                ),
+                busy: true,
+            })?),
+        };
         let body = files::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
         let rebased =
             (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
@@ -205,13 +249,14 @@ impl Tree {
             None => Doc::new(body, hash),
         };
         doc.cached_as = Some(key);
+        doc.in_flight = in_flight;
         let doc = Arc::new(doc);
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(doc)
     }
 
     fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
-        Unserved { path: path.to_string(), detail: why.explain(&self.dir, path) }
+        Unserved { path: path.to_string(), detail: why.explain(&self.dir, path), busy: false }
     }
 
     /// The gzip body of `doc`, compressed now when it was not yet (and counted in the cache).
@@ -258,6 +303,7 @@ impl Tree {
         let list = parse_list(&all.body, url, count, self.links, self.pretty).map_err(|why| Unserved {
             path: all_path.to_string(),
             detail: format!("{}: {why}", self.dir.join(all_path).display()),
+            busy: false,
         })?;
         let list = Arc::new(list);
         self.cache.insert(key, Item::List(list.clone()), list.bytes());

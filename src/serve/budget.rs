@@ -1,0 +1,86 @@
+//! The byte budget of the answers in flight that the cache does not hold: a document larger
+//! than the cache takes (over half of `--cache-mb`) is read for the requests that ask for it
+//! and dropped once they are answered. Each such body holds a [`Permit`] for its bytes while
+//! any answer still sends it; a read waits until the bytes are free (a while, then the request
+//! is answered 503), so that many large answers at once never hold more than the budget. One
+//! body larger than the whole budget is read alone. Below the cache and the documents it
+//! counts, so that both can hold a permit.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes that bodies in flight may hold together.
+#[derive(Debug)]
+pub struct Budget {
+    limit: usize,
+    used: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Bytes held from a [`Budget`], given back when dropped.
+#[derive(Debug)]
+pub struct Permit {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Arc<Budget> {
+        Arc::new(Budget { limit, used: Mutex::new(0), freed: Condvar::new() })
+    }
+
+    /// Takes `bytes` (waiting at most `wait` for them to be free): `None` when they are not.
+    /// More than the whole budget is taken once nothing else is held.
+    pub fn acquire(self: &Arc<Self>, bytes: usize, wait: Duration) -> Option<Permit> {
+        let deadline = Instant::now() + wait;
+        let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *used > 0 && *used + bytes > self.limit {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            used = self.freed.wait_timeout(used, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+        }
+        *used += bytes;
+        Some(Permit { budget: self.clone(), bytes })
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        *self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *used -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_at_most_its_limit_and_one_larger_body_alone() {
+        let budget = Budget::new(100);
+        let a = budget.acquire(60, Duration::ZERO).unwrap();
+        assert!(budget.acquire(60, Duration::from_millis(20)).is_none(), "over the limit: waits, then no");
+        let b = budget.acquire(40, Duration::ZERO).unwrap();
+        assert_eq!(budget.used(), 100);
+        drop(a);
+        // a waiter is let in once the bytes are given back
+        let waiter = {
+            let budget = budget.clone();
+            std::thread::spawn(move || budget.acquire(50, Duration::from_secs(10)).map(|p| p.bytes))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        drop(b);
+        assert_eq!(waiter.join().unwrap(), Some(50));
+        assert_eq!(budget.used(), 0);
+        let huge = budget.acquire(1000, Duration::ZERO).expect("alone, more than the limit");
+        assert!(budget.acquire(1, Duration::ZERO).is_none());
+        drop(huge);
+        assert_eq!(budget.used(), 0);
+    }
+}
