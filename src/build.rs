@@ -477,7 +477,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
     };
     if let Some(manifest) = bytes.as_deref().filter(|b| TreeSettings::from_manifest_bytes(b).is_some()) {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
-        let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_path(p));
+        let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_file(p));
         for bad in bad {
             eprintln!(
                 "note: {} lists {bad:?}, which is not a path of a gen tree: ignoring it (it is neither read, \

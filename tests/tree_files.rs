@@ -134,6 +134,30 @@ fn manifest_paths_outside_the_tree_are_never_deleted() {
     s.assert_repaired();
 }
 
+/// A manifest that lists files beside the API inside `out/` (a web page, another site's files):
+/// no build of gen could have written them, so none is removed, however the manifest lists them.
+#[test]
+fn manifest_paths_beside_the_api_are_never_deleted() {
+    let s = Setup::new("manifest-beside");
+    let beside = ["index.html", "other-site/app.js", "api/notes.txt"];
+    for rel in beside {
+        let path = s.out.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "not gen's").unwrap();
+    }
+    s.list_in_manifest(&beside);
+    s.change_a_record(1);
+    let ended = build_ok(&s.data, &s.out);
+    for rel in beside {
+        assert_alive(&s.out.join(rel));
+    }
+    assert!(ended.stderr.contains("\"index.html\""), "the build names what it ignores:\n{}", ended.describe());
+    std::fs::remove_file(s.out.join("index.html")).unwrap();
+    std::fs::remove_dir_all(s.out.join("other-site")).unwrap();
+    std::fs::remove_file(s.out.join("api/notes.txt")).unwrap();
+    s.assert_repaired();
+}
+
 #[test]
 fn journal_paths_outside_the_tree_are_never_deleted_nor_their_folders() {
     let s = Setup::new("journal-outside");
