@@ -248,7 +248,8 @@ impl Tree {
     }
 
     /// `page` of the records of the list of `segment` that match `q` (see [`crate::search`]),
-    /// from its names document and its entries; `Ok(None)` for a tree without names documents.
+    /// from its names document and its entries, and cached; `Ok(None)` for a tree without names
+    /// documents.
     pub fn search(&self, segment: &str, q: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
         let Some(&count) = self.lists.get(segment) else { return Ok(None) };
         let names_path = layout::names_path(segment);
@@ -257,6 +258,13 @@ impl Tree {
         else {
             return Ok(None);
         };
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(names_hash.as_bytes()).update(all_hash.as_bytes());
+        hasher.update(&page.offset.to_le_bytes()).update(&page.limit.to_le_bytes()).update(q.as_bytes());
+        let key = CacheKey::Search(*hasher.finalize().as_bytes());
+        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
+            return Ok(Some(doc));
+        }
         let names = self.read(&names_path, &names_hash)?;
         let names: search::NamesDoc = serde_json::from_slice(&names.body)
             .ok()
@@ -282,7 +290,9 @@ impl Tree {
             &shown,
             self.pretty,
         );
-        Ok(Some(Arc::new(Doc::computed(out))))
+        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(out) });
+        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
+        Ok(Some(doc))
     }
 
     /// The entries of the list of `segment`, from its `_pages/all` file (`all_path`, whose hash
