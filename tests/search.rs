@@ -252,3 +252,23 @@ fn q_on_the_published_fixture_equals_a_scan_of_the_data() {
         assert_eq!(page["results"], Value::Array(expected), "{segment} q={q:?} limit={limit} offset={offset}");
     }
 }
+
+#[test]
+fn the_html_view_of_a_list_has_a_search_box_and_shows_the_matches() {
+    let tmp = TempDir::new("search-html");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    write_creatures(&data, CREATURES);
+    build(&data, &out, &[]).ok();
+    let server = Server::start(&out, &[]);
+    let browser = ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+    let plain = server.request("GET", "/api/v2/creature/", &[browser]).expect(200).text();
+    assert!(plain.contains(r#"<input type="search" name="q" value="">"#), "{plain}");
+    let page = server.request("GET", "/api/v2/creature/?q=EMBER&limit=1", &[browser]).expect(200).text();
+    assert!(page.contains(r#"<input type="search" name="q" value="EMBER">"#), "{page}");
+    assert!(page.contains(r#"<input type="hidden" name="q" value="EMBER">"#), "the page form keeps q: {page}");
+    assert!(page.contains("ember-fox") && !page.contains("ember-cub"), "limit 1: {page}");
+    assert!(page.contains("<strong>2</strong> in all"), "{page}");
+    // a q that needs escaping in HTML is escaped
+    let odd = server.request("GET", "/api/v2/creature/?q=%3Cb%3E%22", &[browser]).expect(200).text();
+    assert!(odd.contains(r#"value="&lt;b&gt;&quot;""#), "{odd}");
+}
