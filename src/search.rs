@@ -176,7 +176,7 @@ mod tests {
         assert_eq!(names["en"], "Cheri");
         assert_eq!(names["de"], "Kirsche");
         assert!(localized_names(&serde_json::json!({"names": "x"})).is_empty());
-        let rendered = render_names(vec![entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names: names }]);
+        let rendered = render_names(vec![entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names }]);
         assert_eq!(
             String::from_utf8(rendered).unwrap(),
             r#"{"count":2,"results":[{"id":1,"name":"a","names":{"en":"A"}},{"id":2,"names":{"de":"Kirsche","en":"Cheri"}}]}"#
