@@ -275,3 +275,22 @@ fn the_html_view_of_a_list_has_a_search_box_and_shows_the_matches() {
     let odd = server.request("GET", "/api/v2/creature/?q=%3Cb%3E%22", &[browser]).expect(200).text();
     assert!(odd.contains(r#"value="&lt;b&gt;&quot;""#), "{odd}");
 }
+
+#[test]
+fn under_serve_watch_a_renamed_record_is_found_by_its_new_name() {
+    let tmp = TempDir::new("search-watch");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    write_creatures(&data, CREATURES);
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    let found = |q: &str| server.get(&format!("/api/v2/creature/?q={q}")).expect(200).json()["count"].as_u64();
+    assert_eq!(found("otter"), Some(1));
+    assert_eq!(found("walross"), Some(0));
+    let renamed = json!({"id": 5, "name": "sea-otter", "names": [{"name": "Walross", "language": {"name": "de"}}]});
+    write_files(&data, &[("creature/5.json", renamed.to_string())]);
+    assert!(
+        serve_support::eventually(std::time::Duration::from_secs(30), || found("walross") == Some(1)),
+        "the rebuilt tree's names document is served"
+    );
+    assert_eq!(found("sea-ott"), Some(1), "the name itself still matches");
+    assert_eq!(found("Sea%20Otter"), Some(0), "the old localized name is gone");
+}
