@@ -400,6 +400,13 @@ impl write::Documents for Rendering<'_> {
                 changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
+            plan::Content::Names { segment } => {
+                // a record's file (`<segment>/<id>.json`), not a sub-document's
+                let record_of_segment = |file: &String| {
+                    file.strip_prefix(segment).and_then(|r| r.strip_prefix('/')).is_some_and(|r| !r.contains('/'))
+                };
+                lists_changed.contains(segment) || changed.iter().any(record_of_segment)
+            }
         }
     }
 

@@ -71,6 +71,8 @@ pub(crate) struct Site {
     /// Documents that are files of their own rather than a folder's `index.json`
     /// (`api/v2/openapi.json`), served at their path.
     pub files: Vec<String>,
+    /// The resources whose names document (`?q=`) the tree holds.
+    pub searchable: Vec<String>,
     /// Page sizes whose pages are files (20 included), ascending.
     pub page_sizes: Vec<u64>,
     pub max_age: u64,
@@ -124,7 +126,12 @@ impl Site {
             .collect();
         singletons.sort();
         let page_sizes = crate::paging::page_sizes(&manifest.settings.page_sizes);
-        Ok(Site { root, listen, manifest, resources, singletons, files, page_sizes, max_age })
+        let searchable: Vec<String> = resources
+            .iter()
+            .map(|(segment, _)| segment.clone())
+            .filter(|segment| manifest.files.contains_key(&layout::names_path(segment)))
+            .collect();
+        Ok(Site { root, listen, manifest, resources, singletons, files, searchable, page_sizes, max_age })
     }
 
     /// Resource segments as a regex alternation.

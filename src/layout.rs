@@ -7,6 +7,7 @@
 //! api/v2/meta/index.json, api/v2/openapi.json    what the tree holds; its OpenAPI document
 //! api/v2/<segment>/index.json                    a list's first page (offset 0, limit 20)
 //! api/v2/<segment>/_pages/<limit>/<offset>/...   precomputed pages; _pages/all/ the whole list
+//! api/v2/<segment>/_names/index.json            the names document, for `?q=` (see `search`)
 //! api/v2/<segment>/<id or name>/index.json       a record
 //! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
 //! ```
@@ -22,6 +23,9 @@ pub const API_PREFIX: &str = "/api/v2/";
 /// Folder, inside a resource's folder, that holds the precomputed page files. The underscore
 /// cannot appear in a record name, so it never collides with a record path.
 pub const PAGES_DIR: &str = "_pages";
+
+/// Folder, inside a resource's folder, of its names document (see [`crate::search`]).
+pub const NAMES_DIR: &str = "_names";
 
 /// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
 pub const ALL_PAGE: &str = "all";
@@ -77,6 +81,16 @@ pub fn all_page_key(segment: &str) -> String {
 /// The page file holding a whole list.
 pub fn all_page_path(segment: &str) -> String {
     format!("{}/{DOCUMENT_FILE}", all_page_key(segment))
+}
+
+/// The key of a resource's names document: `api/v2/<segment>/_names`.
+pub fn names_key(segment: &str) -> String {
+    format!("{API_ROOT}/{segment}/{NAMES_DIR}")
+}
+
+/// The file of a resource's names document: `api/v2/<segment>/_names/index.json`.
+pub fn names_path(segment: &str) -> String {
+    format!("{}/{DOCUMENT_FILE}", names_key(segment))
 }
 
 /// The folder of the page of `limit` entries from `offset`, relative to the resource's folder:

@@ -9,7 +9,7 @@
 //!   configurations for it; [`import`]: the published data into a data folder; [`publish`]: the
 //!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
-//!   (where each document lives), [`paging`], [`manifest`] (the tree's settings and files),
+//!   (where each document lives), [`paging`], [`search`] (`?q=`), [`manifest`] (the tree's settings and files),
 //!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`].
 
 // The pipeline.
@@ -25,6 +25,7 @@ pub mod publish;
 pub mod config;
 pub mod layout;
 pub mod paging;
+pub mod search;
 pub mod manifest;
 pub mod json;
 pub mod problem;

@@ -232,6 +232,51 @@ fn check_random_pages(tree: &Tree, p: &mut Parity, n: usize) {
     }
 }
 
+/// `n` random `?q=` searches of random lists, each answered as `gen serve` answers it: pieces of
+/// the names the lists hold, in other letter cases, escaped or not, with random `limit` and
+/// `offset`, and queries that need escaping or match nothing.
+fn check_random_searches(tree: &Tree, p: &mut Parity, n: usize) {
+    let manifest = tree.manifest();
+    let segments: Vec<String> = manifest["resources"].as_object().unwrap().keys().cloned().collect();
+    let odd = [
+        "",
+        "+",
+        "%20",
+        "%C3%A9",
+        "%zz",
+        "a%2F..%2F..%2Fmanifest",
+        "%CE%A3",
+        "%E3%81%9F",
+        "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ",
+        "a&q=b",
+        "%2B",
+    ];
+    let mut rng = Rng(seed("edge random searches", 0x5ea7_c429));
+    for _ in 0..n {
+        let segment = rng.pick(&segments).clone();
+        let all: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tree.out.join(format!("api/v2/{segment}/_pages/all/index.json"))).unwrap(),
+        )
+        .unwrap();
+        let names: Vec<String> =
+            all["results"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str().map(str::to_string)).collect();
+        let q = if names.is_empty() || rng.below(4) == 0 {
+            rng.pick(&odd).to_string()
+        } else {
+            let name: Vec<char> = rng.pick(&names).chars().collect();
+            let start = rng.below(name.len());
+            let piece: String = name[start..start + 1 + rng.below(name.len() - start)].iter().collect();
+            if rng.below(2) == 0 { piece.to_uppercase() } else { piece }
+        };
+        let target = match rng.below(3) {
+            0 => format!("/api/v2/{segment}/?q={q}"),
+            1 => format!("/api/v2/{segment}/?limit={}&q={q}", 1 + rng.below(30)),
+            _ => format!("/api/v2/{segment}/?offset={}&limit={}&q={q}", rng.below(40), 1 + rng.below(30)),
+        };
+        p.same(&target);
+    }
+}
+
 /// `n` random request targets built from the pieces that make routing and query reading
 /// interesting (letter cases, percent-escapes, dots, empty segments, signs, repeated and
 /// unknown parameters), each answered as `gen serve` answers it.
@@ -275,7 +320,7 @@ fn check_random_targets(tree: &Tree, p: &mut Parity, n: usize) {
         "%zz",
         "%20",
     ];
-    let names = ["limit", "offset", "LIMIT", "%6cimit", "format", ""];
+    let names = ["limit", "offset", "LIMIT", "%6cimit", "format", "", "q", "%71"];
     let mut rng = Rng(seed("edge random targets", 0x07a9_6e75));
     fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
         items[rng.below(items.len())]
@@ -319,6 +364,7 @@ fn edge_parity(tree: &Tree, options: &[&str]) {
     check_parity(tree, &mut p);
     check_random_pages(tree, &mut p, 200);
     check_random_targets(tree, &mut p, 400);
+    check_random_searches(tree, &mut p, 200);
     let names: Vec<&str> = runtimes.iter().map(|r| r.server.name.as_str()).collect();
     eprintln!(
         "{} requests answered alike by gen serve and {} in {:.1?}",
@@ -904,4 +950,38 @@ fn deploy_headers_go_with_every_answer_under_the_names_the_tree_gives() {
     std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     let module = run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok().stdout();
     assert!(module.contains("\"extra_headers\": []"), "no deploy facts, no headers");
+}
+
+#[test]
+fn q_on_a_tree_built_before_names_documents_is_answered_as_gen_serve_answers_it() {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("edge-no-names");
+    let tree = sample_tree("edge-no-names", &[]);
+    // a tree of an older gen: no `_names/` documents, in the manifest or on disk
+    let path = tree.out.join("manifest.json");
+    let mut manifest = read_json(&path);
+    let listed = manifest["files"].as_object_mut().unwrap();
+    let names: Vec<String> = listed.keys().filter(|p| p.contains("/_names/")).cloned().collect();
+    assert!(!names.is_empty(), "a build writes names documents");
+    for name in &names {
+        listed.remove(name);
+        std::fs::remove_file(tree.out.join(name)).unwrap();
+    }
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let serve = start_serve(&tree.out, &[]);
+    let origin = start_origin(&node, &tree.out);
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", &tree.out, &node, |_| vec![handler.to_str().unwrap().to_string()], env);
+    for target in ["/api/v2/berry/?q=berry", "/api/v2/berry/?q=", "/api/v2/berry/?limit=5&q=1"] {
+        let (expected, got) = (serve.get(target), edge.server.get(target));
+        assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{target}: {}", got.text());
+    }
 }

@@ -38,13 +38,14 @@ pub struct ResourceDescription<'a> {
 }
 
 /// Component names used by the document itself; resources never take them.
-const SHARED_SCHEMAS: [&str; 10] = [
+const SHARED_SCHEMAS: [&str; 11] = [
     "BadParameter",
     "Error",
     "ListEntry",
     "Meta",
     "NamedListEntry",
     "NamedPage",
+    "NamesDocument",
     "OpenApiDocument",
     "Page",
     "Reference",
@@ -118,6 +119,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
     for (page, entry) in [("NamedPage", "NamedListEntry"), ("Page", "ListEntry")] {
         schemas.insert(page.into(), page_schema(entry));
     }
+    schemas.insert("NamesDocument".into(), names_schema());
     schemas.insert("Root".into(), root_schema(&resources));
     schemas.insert("Meta".into(), meta_schema());
     schemas.insert(
@@ -155,7 +157,17 @@ pub fn openapi(description: &ApiDescription) -> Value {
                 Some(segment),
                 &format!("A page of the {segment} list ({} entries).", resource.count),
                 page,
-                &["Limit", "Offset"],
+                &["Limit", "Offset", "Search"],
+            ),
+        );
+        paths.insert(
+            format!("{API_PREFIX}{segment}/_names/"),
+            operation(
+                &format!("names{name}"),
+                Some(segment),
+                &format!("Every {segment} record's id, name and localized names, in list order: what `q` searches."),
+                "NamesDocument",
+                &[],
             ),
         );
         paths.insert(
@@ -287,6 +299,27 @@ fn meta_schema() -> Value {
     })
 }
 
+/// The names document of a resource (see [`crate::search`]).
+fn names_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Every record's id, name and localized names (by language), in list order: what `?q=` searches.",
+        "required": ["count", "results"],
+        "properties": {
+            "count": { "type": "integer", "minimum": 0 },
+            "results": { "type": "array", "items": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {
+                    "id": { "type": "integer" },
+                    "name": { "type": "string" },
+                    "names": { "type": "object", "additionalProperties": { "type": "string" } }
+                }
+            } }
+        }
+    })
+}
+
 fn parameters() -> Value {
     let id_description = "The record's id";
     json!({
@@ -303,6 +336,13 @@ fn parameters() -> Value {
             "required": false,
             "description": "Index of the first entry; absent or empty means 0. Past the end, results are empty.",
             "schema": { "type": "integer", "minimum": 0, "default": 0 }
+        },
+        "Search": {
+            "name": "q",
+            "in": "query",
+            "required": false,
+            "description": "Only the records whose name or a localized name contains this text, case-folded (accents kept); limit and offset apply to the matches. Absent or empty: the whole list.",
+            "schema": { "type": "string" }
         },
         "Id": {
             "name": "id",
@@ -471,11 +511,14 @@ mod tests {
             vec![
                 "/api/v2/",
                 "/api/v2/berry/",
+                "/api/v2/berry/_names/",
                 "/api/v2/berry/{id}/",
                 "/api/v2/creature/",
+                "/api/v2/creature/_names/",
                 "/api/v2/creature/{id}/",
                 "/api/v2/creature/{id}/encounters/",
                 "/api/v2/evolution-chain/",
+                "/api/v2/evolution-chain/_names/",
                 "/api/v2/evolution-chain/{id}/",
                 "/api/v2/meta/",
                 "/api/v2/openapi.json",
@@ -499,8 +542,9 @@ mod tests {
                 .unwrap_or_default()
         };
         let list = params("/api/v2/berry/");
-        assert_eq!(list.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["limit", "offset"]);
-        for p in &list {
+        assert_eq!(list.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["limit", "offset", "q"]);
+        assert_eq!(list[2]["schema"]["type"], "string");
+        for p in &list[..2] {
             assert_eq!(p["in"], "query");
             assert_eq!(p["schema"]["type"], "integer");
             assert_eq!(p["schema"]["minimum"], 0);

@@ -21,6 +21,8 @@ pub enum Content<'a> {
     SubDoc { segment: &'a str, index: usize, subdoc: usize },
     /// A page of a list.
     Page { segment: &'a str, page: Page },
+    /// A resource's names document, for `?q=` (see [`crate::search`]).
+    Names { segment: &'a str },
 }
 
 impl<'a> Content<'a> {
@@ -28,9 +30,10 @@ impl<'a> Content<'a> {
     pub fn segment(&self) -> Option<&'a str> {
         match *self {
             Content::Root | Content::Meta => None,
-            Content::Record { segment, .. } | Content::SubDoc { segment, .. } | Content::Page { segment, .. } => {
-                Some(segment)
-            }
+            Content::Record { segment, .. }
+            | Content::SubDoc { segment, .. }
+            | Content::Page { segment, .. }
+            | Content::Names { segment } => Some(segment),
         }
     }
 }
@@ -85,7 +88,8 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>>
         .collect();
     let documents: usize = dataset.resources.values().flat_map(|r| &r.records).map(|r| 1 + r.subdocs.len()).sum();
     // Sized exactly: a vector that grows by doubling holds up to twice a million entries.
-    let mut outputs = Vec::with_capacity(2 + documents + pages.iter().map(BTreeMap::len).sum::<usize>());
+    let names = dataset.resources.len();
+    let mut outputs = Vec::with_capacity(2 + documents + names + pages.iter().map(BTreeMap::len).sum::<usize>());
     outputs.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
     outputs.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
     for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
@@ -99,6 +103,7 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>>
         for (page, paths) in pages {
             outputs.push(Output::listed(Content::Page { segment, page }, paths));
         }
+        outputs.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
     }
     outputs
 }

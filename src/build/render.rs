@@ -9,6 +9,8 @@ use crate::layout::{self, API_PREFIX};
 use crate::manifest::TreeSettings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
+use crate::search;
+use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -303,7 +305,34 @@ impl<'a> TreeRenderer<'a> {
                     self.options.pretty,
                 ))
             }
+            Content::Names { segment } => self.names(segment),
         }
+    }
+
+    /// The names document of `segment`: each record's file read again for its `names`.
+    fn names(&self, segment: &str) -> Result<Vec<u8>, Vec<Problem>> {
+        let dataset = self.records.dataset;
+        let records = &dataset.resources[segment].records;
+        let entries: Vec<Result<search::NameEntry, Problem>> = records
+            .par_iter()
+            .with_min_len(64)
+            .map(|record| {
+                let file = dataset.record_file(segment, record.id);
+                let bytes = std::fs::read(&file).map_err(|e| Problem::whole(&file, format!("cannot read: {e}")))?;
+                let value: Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| Problem::whole(&file, format!("not JSON any more: {e}; run the build again")))?;
+                Ok(search::NameEntry {
+                    id: record.id,
+                    name: record.name.clone(),
+                    names: search::localized_names(&value),
+                })
+            })
+            .collect();
+        let (ok, problems): (Vec<_>, Vec<_>) = entries.into_iter().partition(Result::is_ok);
+        if !problems.is_empty() {
+            return Err(problems.into_iter().filter_map(Result::err).collect());
+        }
+        Ok(search::render_names(ok.into_iter().filter_map(Result::ok).collect()))
     }
 }
 

@@ -85,7 +85,7 @@ fn cloudfront(site: &Site) -> String {
     facts["errors"]["page_not_held"] = json!(parts(&template::page_not_held(&site.page_sizes)));
     // what a rewrite needs: no urls, headers or rendering
     let facts = facts.as_object_mut().expect("an object");
-    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated"] {
+    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "searchable"] {
         facts.remove(unused);
     }
     let code: Vec<&str> = CLOUDFRONT
@@ -122,6 +122,8 @@ fn facts(site: &Site) -> Value {
         "resources": resources,
         "singletons": site.singletons,
         "files": site.files,
+        // the resources with a names document (`?q=`): all of them in a tree of this gen
+        "searchable": site.searchable,
         "cache_control": format!("public, max-age={}", site.max_age),
         // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
         "revalidated": crate::layout::META_KEY,

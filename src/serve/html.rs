@@ -6,7 +6,7 @@
 //! or the request is escaped ([`escape`]): a record's string is never markup. JSON clients never
 //! get here ([`wants_html`]), so their answers stay byte for byte what the tree holds.
 
-use super::route::{Route, normalize, route};
+use super::route::{Route, normalize, route, search_query};
 use super::tree::Tree;
 use crate::layout::{API_PREFIX, API_ROOT, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR, url_path};
 use serde_json::Value;
@@ -205,13 +205,25 @@ fn list_controls(
         }
     }
     out.push_str("</p>\n");
+    // The search box (`?q=`, see docs/tree.md) keeps the page size; the page form keeps `q`.
+    let q = search_query(target).unwrap_or_default();
+    let kept_q = if q.is_empty() {
+        String::new()
+    } else {
+        format!("<input type=\"hidden\" name=\"q\" value=\"{}\">", escape(&q))
+    };
     let _ = write!(
         out,
-        "<form class=\"page\" method=\"get\" action=\"{API_PREFIX}{}/\">\
+        "<form class=\"search\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
+         <label>name contains <input type=\"search\" name=\"q\" value=\"{}\"></label> \
+         <input type=\"hidden\" name=\"limit\" value=\"{limit}\">\
+         <button type=\"submit\">search</button></form>\n\
+         <form class=\"page\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
          <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
          <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
-         <button type=\"submit\">show</button></form>\n</div>\n",
-        escape(segment),
+         {kept_q}<button type=\"submit\">show</button></form>\n</div>\n",
+        escape(&q),
+        segment = escape(segment),
     );
     out
 }

@@ -14,6 +14,9 @@ pub enum Key {
     List([u8; 32]),
     /// A page computed from that list.
     Page([u8; 32], Page),
+    /// A `?q=` page: the BLAKE3 hash of the names document's and the list's hashes, the page
+    /// and the search text.
+    Search([u8; 32]),
 }
 
 /// A cached value.

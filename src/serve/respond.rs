@@ -76,7 +76,10 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
     let mut revalidate = false;
     let found = match route(request.target) {
         Route::List { segment, page } if tree.has_list(&segment) => match page {
-            Ok(page) => tree.page(&segment, page),
+            Ok(page) => match super::route::search_query(request.target) {
+                Some(q) => tree.search(&segment, &q, page),
+                None => tree.page(&segment, page),
+            },
             Err(bad) => return bad_param(&bad),
         },
         Route::List { segment, .. } => {

@@ -129,6 +129,20 @@ pub(crate) fn page_query(query: &str) -> Result<Page, BadParam> {
     Ok(Page::requested(offset, limit))
 }
 
+/// The search text a list query asks for: the last `q` given, percent-decoded with `+` as a
+/// space (as HTML forms send it); `None` when there is no `q` or it is empty (the whole list).
+pub(crate) fn search_query(target: &str) -> Option<String> {
+    let query = strip_origin(target).split_once('?').map_or("", |(_, q)| q);
+    let mut q = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if decode_lossy(key) == "q" {
+            q = Some(decode_lossy(&value.replace('+', " ")));
+        }
+    }
+    q.filter(|q| !q.is_empty())
+}
+
 /// A parameter's value: absent or empty is `None`; otherwise digits only, fitting a u64.
 fn number(name: &'static str, value: Option<&str>) -> Result<Option<u64>, BadParam> {
     let Some(value) = value.map(decode_lossy).filter(|v| !v.is_empty()) else { return Ok(None) };
@@ -256,6 +270,20 @@ mod tests {
         for (target, expected) in table {
             assert_eq!(route(target), expected, "{target:?}");
         }
+    }
+
+    #[test]
+    fn search_text() {
+        assert_eq!(search_query("/api/v2/berry/"), None);
+        assert_eq!(search_query("/api/v2/berry/?q="), None);
+        assert_eq!(search_query("/api/v2/berry/?q"), None);
+        assert_eq!(search_query("/api/v2/berry/?q=ch&limit=2").as_deref(), Some("ch"));
+        assert_eq!(search_query("/api/v2/berry/?q=a&q=b").as_deref(), Some("b"));
+        assert_eq!(search_query("/api/v2/berry/?q=a+b%2Bc").as_deref(), Some("a b+c"));
+        assert_eq!(search_query("/api/v2/berry/?q=%C3%A9%2F..%2F").as_deref(), Some("é/../"));
+        assert_eq!(search_query("/api/v2/berry/?%71=x").as_deref(), Some("x"));
+        assert_eq!(search_query("/api/v2/berry/?Q=x"), None);
+        assert_eq!(search_query("http://h/api/v2/berry/?q=x").as_deref(), Some("x"));
     }
 
     #[test]

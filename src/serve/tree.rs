@@ -21,6 +21,7 @@ use super::item::{Doc, Item, Key as CacheKey, List};
 use crate::layout::{self, API_PREFIX, ROOT_PATH};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
+use crate::search;
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -287,6 +288,55 @@ impl Tree {
         }
         let list = self.list(segment, count, &all_path, &all_hash)?;
         let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
+        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
+        Ok(Some(doc))
+    }
+
+    /// `page` of the records of the list of `segment` that match `q` (see [`crate::search`]),
+    /// from its names document and its entries, and cached; `Ok(None)` for a tree without names
+    /// documents.
+    pub fn search(&self, segment: &str, q: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
+        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
+        let names_path = layout::names_path(segment);
+        let all_path = layout::all_page_path(segment);
+        let (Some(names_hash), Some(all_hash)) = (self.listing.hash_of(&names_path), self.listing.hash_of(&all_path))
+        else {
+            return Ok(None);
+        };
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(names_hash.as_bytes()).update(all_hash.as_bytes());
+        hasher.update(&page.offset.to_le_bytes()).update(&page.limit.to_le_bytes()).update(q.as_bytes());
+        let key = CacheKey::Search(*hasher.finalize().as_bytes());
+        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
+            return Ok(Some(doc));
+        }
+        let names = self.read(&names_path, &names_hash)?;
+        let names: search::NamesDoc = serde_json::from_slice(&names.body)
+            .ok()
+            .filter(|doc: &search::NamesDoc| doc.results.len() as u64 == count)
+            .ok_or_else(|| Unserved {
+                path: names_path.clone(),
+                detail: format!(
+                    "{}: not a names document of {count} entries: rebuild with `gen build`",
+                    self.dir.join(&names_path).display()
+                ),
+                busy: false,
+            })?;
+        let list = self.list(segment, count, &all_path, &all_hash)?;
+        let matches = search::matching(&names, q);
+        let found = matches.len() as u64;
+        let shown: Vec<&[u8]> = page.range(found).map(|i| list.entry(matches[i])).collect();
+        let link = |p: Option<Page>| p.map(|p| search::search_page_url(&list.url, q, p));
+        let mut out = Vec::new();
+        paging::render_page(
+            &mut out,
+            found,
+            link(page.next(found)).as_deref(),
+            link(page.previous()).as_deref(),
+            &shown,
+            self.pretty,
+        );
+        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(out) });
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(Some(doc))
     }

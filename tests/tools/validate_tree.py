@@ -77,6 +77,8 @@ def main() -> int:
             label = segment
             if not middle or middle[0] == "_pages":
                 path_key = f"/api/v2/{segment}/"
+            elif middle == ["_names"]:
+                path_key = f"/api/v2/{segment}/_names/"
             else:
                 key, sub = middle[0], middle[1:]
                 path_key = f"/api/v2/{segment}/{{id}}/" + "".join(s + "/" for s in sub)

@@ -9,7 +9,8 @@
 // holds no file for, with a limit up to the largest page size, is read from at most two page
 // files of the smallest page size at least the limit (their entries sliced as raw text, never
 // parsed and serialised again); a larger limit reads the list's `_pages/all` file once. A page
-// past the end of a list reads nothing.
+// past the end of a list reads nothing. A `?q=` search reads two: the resource's names document
+// and its `_pages/all` file.
 
 const MAX_U64 = 18446744073709551615n;
 const ALLOW = "GET, HEAD, OPTIONS";
@@ -93,6 +94,8 @@ async function find(facts, origin, target) {
     if (isList) {
       const page = pageQuery(facts, query);
       if (page.bad) return { status: 400, error: badParam(facts, page.bad) };
+      const q = searchQuery(query);
+      if (q !== null) return searchPage(facts, origin, segment, q, page);
       return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
     }
   }
@@ -232,6 +235,59 @@ async function mustGet(origin, path) {
   const body = await origin.get(path);
   if (body === null) throw new Error(`it holds no ${path}, which the tree's manifest lists: publish the whole tree, or print the handler again for the tree published`);
   return body;
+}
+
+/** The last `q` of a list query, percent-decoded with `+` as a space; `null` when absent or empty. */
+function searchQuery(query) {
+  let q = null;
+  for (const pair of query.split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    if (decodeLossy(equals < 0 ? pair : pair.slice(0, equals)) !== "q") continue;
+    q = decodeLossy((equals < 0 ? "" : pair.slice(equals + 1)).replaceAll("+", " "));
+  }
+  return q === "" ? null : q;
+}
+
+/** Text case-folded for matching, as src/search.rs folds it (accents kept). */
+function fold(text) {
+  return text.toUpperCase().toLowerCase().replaceAll("ς", "σ");
+}
+
+/** `text` percent-encoded for a query value: every byte but `A-Za-z0-9-._~`, as src/search.rs does. */
+function encodeQueryValue(text) {
+  let out = "";
+  for (const b of new TextEncoder().encode(text)) {
+    const keep = isAlphanumeric(b) || b === 45 || b === 46 || b === 95 || b === 126;
+    out += keep ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/**
+ * `page` of the records of the list of `segment` whose name or a localized name contains `q`,
+ * folded: two origin reads, the resource's names document and its `_pages/all` file.
+ */
+async function searchPage(facts, origin, segment, q, page) {
+  // a tree built before names documents: no search, as gen serve answers it (404)
+  if (!facts.searchable.includes(segment)) return null;
+  const names = JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, "_names/"))));
+  const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
+  const folded = fold(q);
+  const matches = [];
+  names.results.forEach((entry, i) => {
+    const candidates = entry.name === undefined ? [] : [entry.name];
+    if (entry.names !== undefined) candidates.push(...Object.values(entry.names));
+    if (candidates.some((name) => fold(name).includes(folded))) matches.push(i);
+  });
+  const found = BigInt(matches.length);
+  const start = min(page.offset, found);
+  const end = min(min(page.offset + page.limit, MAX_U64), found);
+  const shown = matches.slice(Number(start), Number(end)).map((i) => all[i]);
+  const url = `${facts.base_url}/api/v2/${segment}/`;
+  const link = (p) => (p === null ? null : `${url}?offset=${p.offset}&limit=${p.limit}&q=${encodeQueryValue(q)}`);
+  const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
+  return new TextEncoder().encode(renderPage(found, link(nextPage(page, found)), link(previous), shown, facts.pretty));
 }
 
 /** The page `next` points to by the public API's rule (the last page's limit shrinks). */

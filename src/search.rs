@@ -1,0 +1,185 @@
+//! Name search (`?q=`): the names document a build writes per resource, and the matching that
+//! `gen serve` and the edge handlers both apply to it, so that they answer alike.
+//!
+//! The names document, `api/v2/<segment>/_names/index.json`, is compact JSON whatever
+//! `--pretty` says: `{"count": N, "results": [{"id", "name", "names": {language: name}}]}`, one
+//! entry per list entry, in list order (so entry `i` is the list's entry `i`). `names` holds the
+//! record's localized names (`names[].name` by `names[].language.name`, the first per language)
+//! and is left out when there are none; `name` is left out for a nameless record.
+//!
+//! Matching: a record matches `q` when its `name` or one of its localized names contains `q`,
+//! both [`fold`]ed. Folding is Unicode case folding as `to_uppercase` then `to_lowercase` give
+//! it (so `ß` matches `ss`, and `Σ`, `σ` and `ς` match each other); accents do not fold (`é` is
+//! not `e`).
+
+use crate::paging::Page;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One entry of a names document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameEntry {
+    pub id: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
+}
+
+/// A names document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamesDoc {
+    pub count: u64,
+    pub results: Vec<NameEntry>,
+}
+
+/// The localized names of a record's JSON body, by language: the first name per language of
+/// its `names` entries shaped `{"name": "...", "language": {"name": "..."}}` (or with the
+/// language as a plain string); others are ignored.
+pub fn localized_names(record: &serde_json::Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(entries) = record.get("names").and_then(|n| n.as_array()) else { return out };
+    for entry in entries {
+        let name = entry.get("name").and_then(|n| n.as_str());
+        let language = entry.get("language").and_then(|l| l.get("name").unwrap_or(l).as_str());
+        if let (Some(name), Some(language)) = (name, language) {
+            out.entry(language.to_string()).or_insert_with(|| name.to_string());
+        }
+    }
+    out
+}
+
+/// The bytes of a names document (compact).
+pub fn render_names(results: Vec<NameEntry>) -> Vec<u8> {
+    let doc = NamesDoc { count: results.len() as u64, results };
+    serde_json::to_vec(&doc).expect("a names document serialises")
+}
+
+/// `text` case-folded for matching (see the module's doc).
+pub fn fold(text: &str) -> String {
+    text.to_uppercase().to_lowercase().replace('ς', "σ")
+}
+
+/// True when the entry's name or a localized name contains `folded` (already [`fold`]ed).
+pub fn entry_matches(entry: &NameEntry, folded: &str) -> bool {
+    entry.name.iter().chain(entry.names.values()).any(|name| fold(name).contains(folded))
+}
+
+/// The list positions of the entries that match `q` (not yet folded), in list order.
+pub fn matching(doc: &NamesDoc, q: &str) -> Vec<usize> {
+    let folded = fold(q);
+    doc.results.iter().enumerate().filter(|(_, e)| entry_matches(e, &folded)).map(|(i, _)| i).collect()
+}
+
+/// `text` percent-encoded for a query value: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
+/// (upper-case hex), as the edge handler writes it too.
+pub fn encode_query_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The url of `page` of the search for `q` in the list at `list_url` (which ends in `/`):
+/// always query links, whatever the tree's link style, as no file holds a search page.
+pub fn search_page_url(list_url: &str, q: &str, page: Page) -> String {
+    format!("{list_url}?offset={}&limit={}&q={}", page.offset, page.limit, encode_query_value(q))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: i64, name: &str, names: &[(&str, &str)]) -> NameEntry {
+        NameEntry {
+            id,
+            name: Some(name.to_string()),
+            names: names.iter().map(|(l, n)| (l.to_string(), n.to_string())).collect(),
+        }
+    }
+
+    fn doc() -> NamesDoc {
+        let results = vec![
+            entry(1, "cheri", &[("en", "Cheri Berry"), ("ja", "クラボのみ"), ("de", "Amrenabeere")]),
+            entry(2, "chesto", &[("en", "Chesto Berry"), ("fr", "Baie Maron")]),
+            entry(3, "strasse", &[("de", "Straße")]),
+            entry(4, "sigma", &[("el", "ΟΔΟΣ")]),
+            entry(5, "cafe", &[("fr", "Café")]),
+            NameEntry { id: 6, name: None, names: BTreeMap::new() },
+        ];
+        NamesDoc { count: results.len() as u64, results }
+    }
+
+    #[test]
+    fn case_folds_and_localized_names_match() {
+        let doc = doc();
+        assert_eq!(matching(&doc, "CHE"), vec![0, 1]);
+        assert_eq!(matching(&doc, "berry"), vec![0, 1]);
+        assert_eq!(matching(&doc, "クラボ"), vec![0]);
+        assert_eq!(matching(&doc, "maron"), vec![1]);
+        assert_eq!(matching(&doc, "AMRENA"), vec![0]);
+        // full case folding: ß is ss, final sigma is sigma
+        assert_eq!(matching(&doc, "STRASSE"), vec![2]);
+        assert_eq!(matching(&doc, "straß"), vec![2]);
+        assert_eq!(matching(&doc, "οδος"), vec![3]);
+        assert_eq!(matching(&doc, "οδοσ"), vec![3]);
+    }
+
+    #[test]
+    fn accents_do_not_fold() {
+        let doc = doc();
+        assert_eq!(matching(&doc, "café"), vec![4]);
+        assert_eq!(matching(&doc, "CAFÉ"), vec![4]);
+        assert_eq!(matching(&doc, "cafe"), vec![4], "the plain name matches");
+        assert_eq!(matching(&doc, "afé"), vec![4]);
+        assert_eq!(matching(&doc, "afe b"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn empty_long_and_odd_queries() {
+        let doc = doc();
+        assert_eq!(matching(&doc, ""), vec![0, 1, 2, 3, 4], "every named record; the nameless one has nothing");
+        assert!(matching(&doc, &"cheri".repeat(40)).is_empty());
+        assert!(matching(&doc, "a/../b?&=#%").is_empty());
+    }
+
+    #[test]
+    fn urls_escape_every_reserved_byte() {
+        assert_eq!(encode_query_value("a b&c=d/é%?#+"), "a%20b%26c%3Dd%2F%C3%A9%25%3F%23%2B");
+        assert_eq!(encode_query_value("Az09-._~"), "Az09-._~");
+        assert_eq!(
+            search_page_url("https://h/api/v2/berry/", "ch e", Page { offset: 20, limit: 10 }),
+            "https://h/api/v2/berry/?offset=20&limit=10&q=ch%20e"
+        );
+    }
+
+    #[test]
+    fn localized_names_take_the_first_per_language() {
+        let record = serde_json::json!({"names": [
+            {"name": "Cheri", "language": {"name": "en"}},
+            {"name": "Other", "language": {"name": "en"}},
+            {"name": "x"},
+            {"name": "Cerise", "language": "fr"},
+            {"name": "y", "language": 3},
+            {"language": {"name": "fr"}},
+            {"name": "Kirsche", "language": {"name": "de", "url": "u"}}
+        ]});
+        let mut names = localized_names(&record);
+        assert_eq!(names.len(), 3);
+        assert_eq!(names["fr"], "Cerise");
+        names.remove("fr");
+        assert_eq!(names["en"], "Cheri");
+        assert_eq!(names["de"], "Kirsche");
+        assert!(localized_names(&serde_json::json!({"names": "x"})).is_empty());
+        let rendered = render_names(vec![entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names }]);
+        assert_eq!(
+            String::from_utf8(rendered).unwrap(),
+            r#"{"count":2,"results":[{"id":1,"name":"a","names":{"en":"A"}},{"id":2,"names":{"de":"Kirsche","en":"Cheri"}}]}"#
+        );
+    }
+}
