@@ -309,30 +309,23 @@ impl<'a> TreeRenderer<'a> {
         }
     }
 
-    /// The names document of `segment`: each record's file read again for its `names`.
+    /// The names document of `segment`: each record's file read again for its `names`, as
+    /// every data file is read (bounded, a regular file, checked JSON). A file that cannot be
+    /// read so is a problem its record's own document reports (rendered from the same file in
+    /// the same build): it is not reported twice here.
     fn names(&self, segment: &str) -> Result<Vec<u8>, Vec<Problem>> {
         let dataset = self.records.dataset;
         let records = &dataset.resources[segment].records;
-        let entries: Vec<Result<search::NameEntry, Problem>> = records
+        let entries: Vec<search::NameEntry> = records
             .par_iter()
             .with_min_len(64)
             .map(|record| {
                 let file = dataset.record_file(segment, record.id);
-                let bytes = std::fs::read(&file).map_err(|e| Problem::whole(&file, format!("cannot read: {e}")))?;
-                let value: Value = serde_json::from_slice(&bytes)
-                    .map_err(|e| Problem::whole(&file, format!("not JSON any more: {e}; run the build again")))?;
-                Ok(search::NameEntry {
-                    id: record.id,
-                    name: record.name.clone(),
-                    names: search::localized_names(&value),
-                })
+                let names = crate::json::read_json(&file).map(|(value, _)| search::localized_names(&value));
+                search::NameEntry { id: record.id, name: record.name.clone(), names: names.unwrap_or_default() }
             })
             .collect();
-        let (ok, problems): (Vec<_>, Vec<_>) = entries.into_iter().partition(Result::is_ok);
-        if !problems.is_empty() {
-            return Err(problems.into_iter().filter_map(Result::err).collect());
-        }
-        Ok(search::render_names(ok.into_iter().filter_map(Result::ok).collect()))
+        Ok(search::render_names(entries))
     }
 }
 
