@@ -24,7 +24,7 @@ pub const API_PREFIX: &str = "/api/v2/";
 /// cannot appear in a record name, so it never collides with a record path.
 pub const PAGES_DIR: &str = "_pages";
 
-/// Folder, inside a resource's folder, of its names document (see [`crate::search`]).
+/// Folder, inside a resource's folder, of its names document (see `src/search.rs`).
 pub const NAMES_DIR: &str = "_names";
 
 /// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
