@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the static hosts the host tests run against (nginx and Caddy, from Debian's
-# packages), and the headless browser of the HTML view tests (Chromium), when they are missing.
+# packages), the headless browser of the HTML view tests (Chromium), and Node with npm (the edge
+# handler tests' runtime and the installer of the npm packages the tests use), when missing.
 # Used by `make test` and so by CI.
 #
 # Never fails the build: without root or apt the host tests skip with a message instead.
@@ -11,6 +12,8 @@ missing=""
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium fonts-liberation"
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
