@@ -1147,6 +1147,28 @@ fn many_requests_at_once_for_one_large_document_hold_it_about_once() {
     assert!(peak.saturating_sub(before) < 6 * size, "the peak grew by {} MB", (peak - before) >> 20);
 }
 
+/// A large document that a slow client is still being sent is shared with the next request,
+/// not read again: the budget of bodies in flight (`--cache-mb`) holds it once, so the next
+/// request is not kept waiting for room (or answered 503) by the same document.
+#[test]
+fn a_large_document_still_being_sent_is_shared_with_the_next_request() {
+    let site = site();
+    let big = format!(r#"{{"id": 9001, "name": "big-item", "text": "{}"}}"#, "y".repeat(24 << 20));
+    std::fs::write(site.data().join("item/9001.json"), big).unwrap();
+    site.build(&[]);
+    let document = site.file("api/v2/item/9001/index.json");
+    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
+    // a client that asks and reads one byte, then stops reading: its answer stays in flight
+    let mut slow = TcpStream::connect(&server.addr).unwrap();
+    slow.write_all(b"GET /api/v2/item/9001/ HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut first = [0u8; 1];
+    slow.read_exact(&mut first).unwrap();
+    let answer = common::http_request(&server.addr, "GET", "/api/v2/item/9001/", &[]).unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body[..answer.body.len().min(300)]));
+    assert!(answer.body == document, "the shared answer is whole and right");
+    drop(slow);
+}
+
 #[test]
 fn a_rebuild_under_a_crawl_answers_each_document_from_one_build_whole() {
     let site = site();

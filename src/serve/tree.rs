@@ -31,8 +31,18 @@ use std::sync::Arc;
 /// answered 503 (see [`super::budget`]).
 pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The reads under way, by key, that other requests for the same file wait on.
-type Flights = std::sync::Mutex<HashMap<CacheKey, Arc<std::sync::OnceLock<Result<Arc<Doc>, Unserved>>>>>;
+/// The reads under way, by key, that other requests for the same file wait on; and the bodies
+/// too large for the cache that answers still send, which a new request shares while they last.
+#[derive(Debug, Default)]
+struct Reads {
+    reading: HashMap<CacheKey, Arc<Flight>>,
+    sending: HashMap<CacheKey, std::sync::Weak<Doc>>,
+}
+
+type Flights = std::sync::Mutex<Reads>;
+
+/// One read under way: its outcome, once there is one, shared by every request waiting on it.
+type Flight = std::sync::OnceLock<Result<Arc<Doc>, Unserved>>;
 
 /// Trees of at most this many files are checked whole at load (see the module's doc).
 pub const CHECK_AT_LOAD: usize = 100_000;
@@ -214,12 +224,22 @@ impl Tree {
         }
         let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            flights.entry(key).or_default().clone()
+            // a body too large for the cache that an answer still sends: shared, not read again
+            if let Some(doc) = flights.sending.get(&key).and_then(std::sync::Weak::upgrade) {
+                return Ok(doc);
+            }
+            flights.reading.entry(key).or_default().clone()
         };
         let read = flight.get_or_init(|| self.read_now(path, hash, key)).clone();
         let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if flights.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
-            flights.remove(&key);
+        if flights.reading.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            flights.reading.remove(&key);
+            if let Ok(doc) = read.as_ref()
+                && doc.in_flight.is_some()
+            {
+                flights.sending.retain(|_, sent| sent.strong_count() > 0);
+                flights.sending.insert(key, Arc::downgrade(doc));
+            }
         }
         read
     }
