@@ -1114,18 +1114,25 @@ fn peak_and_now(pid: u32) -> (u64, u64) {
     (kb("VmHWM:"), kb("VmRSS:"))
 }
 
+/// The sample site with item `id`, a record of 24 MB, built and served with `--cache-mb 1`
+/// (the document is far too large to be kept); its document's bytes.
+fn large_item_under_a_tiny_cache(id: i64) -> (Site, Vec<u8>, Server) {
+    let site = site();
+    let big = format!(r#"{{"id": {id}, "name": "big-item", "text": "{}"}}"#, "x".repeat(24 << 20));
+    std::fs::write(site.data().join(format!("item/{id}.json")), big).unwrap();
+    site.build(&[]);
+    let document = site.file(&format!("api/v2/item/{id}/index.json"));
+    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
+    (site, document, server)
+}
+
 /// Issue 26, item 8: 60 requests at once for one large document under `--cache-mb 1` held it
 /// 60 times (1.77 GB for 30 MB) and kept most of it. Read once for all who wait on it, it is
 /// held about once: the server's peak grows by a few times the document, not sixty.
 #[test]
 fn many_requests_at_once_for_one_large_document_hold_it_about_once() {
-    let site = site();
-    let big = format!(r#"{{"id": 9000, "name": "big-item", "text": "{}"}}"#, "x".repeat(24 << 20));
-    std::fs::write(site.data().join("item/9000.json"), big).unwrap();
-    site.build(&[]);
-    let document = site.file("api/v2/item/9000/index.json");
+    let (_site, document, server) = large_item_under_a_tiny_cache(9000);
     let size = document.len() as u64;
-    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
     server.get("/api/v2/").expect(200);
     let (before, _) = peak_and_now(server.pid());
     let answers: Vec<Vec<u8>> = std::thread::scope(|scope| {
@@ -1152,12 +1159,7 @@ fn many_requests_at_once_for_one_large_document_hold_it_about_once() {
 /// request is not kept waiting for room (or answered 503) by the same document.
 #[test]
 fn a_large_document_still_being_sent_is_shared_with_the_next_request() {
-    let site = site();
-    let big = format!(r#"{{"id": 9001, "name": "big-item", "text": "{}"}}"#, "y".repeat(24 << 20));
-    std::fs::write(site.data().join("item/9001.json"), big).unwrap();
-    site.build(&[]);
-    let document = site.file("api/v2/item/9001/index.json");
-    let server = Server::start(&site.out(), &["--cache-mb", "1"]);
+    let (_site, document, server) = large_item_under_a_tiny_cache(9001);
     // a client that asks and reads one byte, then stops reading: its answer stays in flight
     let mut slow = TcpStream::connect(&server.addr).unwrap();
     slow.write_all(b"GET /api/v2/item/9001/ HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
