@@ -134,6 +134,23 @@ fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime
     )
 }
 
+/// The handler `gen config node` prints for the tree in `out` (written into `files`), run by
+/// Node and reading the tree from a bare static origin: the origin, then the handler.
+fn start_node_handler(node: &Path, out: &Path, files: &Path) -> (Runtime, Runtime) {
+    let origin = start_origin(node, out);
+    let origin_url = format!("http://{}", origin.server.addr);
+    let handler = handler_file("node", out, &[], files, "handler.mjs");
+    let env = |port: u16| {
+        vec![
+            ("ORIGIN".to_string(), origin_url.clone()),
+            ("HOST".to_string(), "127.0.0.1".to_string()),
+            ("PORT".to_string(), port.to_string()),
+        ]
+    };
+    let edge = start_runtime("node", out, node, |_| vec![handler.to_str().unwrap().to_string()], env);
+    (origin, edge)
+}
+
 /// Every runtime that is installed, serving `tree` with the handler `gen config` prints with
 /// `options`; the HTTP ones read `origin`.
 fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
@@ -760,18 +777,7 @@ fn revalidation_a_missing_page_file_and_an_unreachable_origin() {
     let Some(node) = node() else { return };
     let tree = sample_tree("edge-errors", &[]);
     let files = TempDir::new("edge-errors-files");
-    let origin = start_origin(&node, &tree.out);
-    let origin_url = format!("http://{}", origin.server.addr);
-    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
-    let args = |_| vec![handler.to_str().unwrap().to_string()];
-    let env = |port: u16| {
-        vec![
-            ("ORIGIN".to_string(), origin_url.clone()),
-            ("HOST".to_string(), "127.0.0.1".to_string()),
-            ("PORT".to_string(), port.to_string()),
-        ]
-    };
-    let edge = start_runtime("node", &tree.out, &node, args, env);
+    let (origin, edge) = start_node_handler(&node, &tree.out, files.path());
 
     // an ETag per body, 304 when the client holds it; HEAD sends no body
     for target in ["/api/v2/berry/1/", "/api/v2/berry/?offset=5&limit=7"] {
@@ -906,18 +912,7 @@ fn deploy_headers_go_with_every_answer_under_the_names_the_tree_gives() {
     ] {
         let tree = sample_tree("edge-deploy-headers", &[]);
         with_deploy_facts(&tree.out, names);
-        let origin = start_origin(&node, &tree.out);
-        let origin_url = format!("http://{}", origin.server.addr);
-        let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
-        let args = |_| vec![handler.to_str().unwrap().to_string()];
-        let env = |port: u16| {
-            vec![
-                ("ORIGIN".to_string(), origin_url.clone()),
-                ("HOST".to_string(), "127.0.0.1".to_string()),
-                ("PORT".to_string(), port.to_string()),
-            ]
-        };
-        let edge = start_runtime("node", &tree.out, &node, args, env);
+        let (_origin, edge) = start_node_handler(&node, &tree.out, files.path());
         let etag = edge.server.get("/api/v2/berry/1/").header("etag").unwrap().to_string();
         // (method, target, request headers, status)
         type Asked<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, u16);
@@ -969,17 +964,7 @@ fn q_on_a_tree_built_before_names_documents_is_answered_as_gen_serve_answers_it(
     }
     std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     let serve = start_serve(&tree.out, &[]);
-    let origin = start_origin(&node, &tree.out);
-    let origin_url = format!("http://{}", origin.server.addr);
-    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
-    let env = |port: u16| {
-        vec![
-            ("ORIGIN".to_string(), origin_url.clone()),
-            ("HOST".to_string(), "127.0.0.1".to_string()),
-            ("PORT".to_string(), port.to_string()),
-        ]
-    };
-    let edge = start_runtime("node", &tree.out, &node, |_| vec![handler.to_str().unwrap().to_string()], env);
+    let (_origin, edge) = start_node_handler(&node, &tree.out, files.path());
     for target in ["/api/v2/berry/?q=berry", "/api/v2/berry/?q=", "/api/v2/berry/?limit=5&q=1"] {
         let (expected, got) = (serve.get(target), edge.server.get(target));
         assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{target}: {}", got.text());
