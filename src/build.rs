@@ -14,6 +14,7 @@ pub mod walk;
 pub mod validate;
 pub mod load;
 pub mod dataset;
+pub mod extract;
 
 // Plan: every document and path of the tree, pure.
 pub mod plan;
@@ -71,6 +72,7 @@ impl BuildOptions {
             deploy_headers: config.deploy_headers.clone(),
             deploy_date: self.source_date_epoch.unwrap_or_else(date::now_epoch).to_string(),
             hash: String::new(),
+            filters: config.filters.iter().map(|(segment, declared)| (segment.clone(), declared.fields())).collect(),
         }
         .with_hash())
     }
@@ -122,6 +124,9 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
             .collect();
         use rayon::prelude::*;
         problems = files.par_iter().filter_map(|f| renderer.render_file(f).err()).flatten().collect();
+        // the declared filters: every path reaches a value somewhere
+        let settings = BuildOptions::default().settings(&dataset.config, String::new())?;
+        problems.extend(extract::extract(&dataset, &settings, |_| false).err().unwrap_or_default());
         problems.sort();
     }
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
@@ -178,8 +183,12 @@ pub fn build(
         timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
-    let outputs = plan::plan(dataset, &settings);
-    let rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
+    let mut rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
+    let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment))
+        .map_err(|problems| Problems::all(problems))?;
+    timer.step("extract (names and filter values)");
+    let outputs = plan::plan(dataset, &settings, &extracts);
+    rendering.renderer.extracts = extracts;
     timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
@@ -384,6 +393,19 @@ impl<'d> Rendering<'d> {
     }
 }
 
+impl Rendering<'_> {
+    /// True when the documents made of the extract of `segment` (its names document and its
+    /// filters' files) are rendered: in a partial build, when one of its records' files changed
+    /// (not only a sub-document's) or its list did.
+    fn extract_dirty(&self, segment: &str) -> bool {
+        let Some((changed, lists_changed)) = &self.partial else { return true };
+        let record_of_segment = |file: &String| {
+            file.strip_prefix(segment).and_then(|r| r.strip_prefix('/')).is_some_and(|r| !r.contains('/'))
+        };
+        lists_changed.contains(segment) || changed.iter().any(record_of_segment)
+    }
+}
+
 impl write::Documents for Rendering<'_> {
     fn dirty(&self, output: &plan::Output<'_>) -> bool {
         let Some((changed, lists_changed)) = &self.partial else { return true };
@@ -400,13 +422,9 @@ impl write::Documents for Rendering<'_> {
                 changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
-            plan::Content::Names { segment } => {
-                // a record's file (`<segment>/<id>.json`), not a sub-document's
-                let record_of_segment = |file: &String| {
-                    file.strip_prefix(segment).and_then(|r| r.strip_prefix('/')).is_some_and(|r| !r.contains('/'))
-                };
-                lists_changed.contains(segment) || changed.iter().any(record_of_segment)
-            }
+            plan::Content::Names { segment }
+            | plan::Content::FilterValues { segment, .. }
+            | plan::Content::FilterPage { segment, .. } => self.extract_dirty(segment),
         }
     }
 

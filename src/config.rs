@@ -32,6 +32,77 @@ pub struct DataSettings {
     /// `--keep-segment-names` sets the public API's).
     #[serde(skip_serializing_if = "DeployHeaders::is_default")]
     pub deploy_headers: DeployHeaders,
+    /// Filters by segment (`?FIELD=VALUE`, see [`crate::filters`]): a list of JSON paths, each
+    /// its own parameter name (`{"creature": ["generation.name"]}`), or parameter names with
+    /// their paths (`{"creature": {"type": "types[].type.name"}}`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub filters: BTreeMap<String, FilterDeclaration>,
+}
+
+/// The filters declared for one resource in `gen.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FilterDeclaration {
+    /// JSON paths, each the name of its parameter.
+    Paths(Vec<String>),
+    /// Parameter names and their JSON paths.
+    Named(BTreeMap<String, String>),
+}
+
+impl FilterDeclaration {
+    /// The declared fields, in the order links name them: as listed, or by name.
+    pub fn fields(&self) -> Vec<crate::filters::FilterField> {
+        use crate::filters::FilterField;
+        match self {
+            FilterDeclaration::Paths(paths) => {
+                paths.iter().map(|p| FilterField { name: p.clone(), path: p.clone() }).collect()
+            }
+            FilterDeclaration::Named(named) => {
+                named.iter().map(|(n, p)| FilterField { name: n.clone(), path: p.clone() }).collect()
+            }
+        }
+    }
+
+    /// The JSON location in `gen.json` of the `i`th of [`FilterDeclaration::fields`] of `segment`.
+    pub fn location(&self, segment: &str, i: usize) -> String {
+        use crate::problem::{Step, json_path};
+        match self {
+            FilterDeclaration::Paths(_) => json_path(&[Step::Key("filters"), Step::Key(segment), Step::Index(i)]),
+            FilterDeclaration::Named(named) => {
+                let name = named.keys().nth(i).map_or("", String::as_str);
+                json_path(&[Step::Key("filters"), Step::Key(segment), Step::Key(name)])
+            }
+        }
+    }
+
+    /// Every mistake in the declaration of `segment`'s filters, with its JSON location.
+    fn mistakes(&self, segment: &str) -> Vec<(String, String)> {
+        use crate::problem::{Step, json_path};
+        let mut wrong = Vec::new();
+        let fields = self.fields();
+        for (i, field) in fields.iter().enumerate() {
+            let at = self.location(segment, i);
+            if let Err(why) = crate::filters::FieldPath::parse(&field.path) {
+                wrong.push((at.clone(), why));
+            }
+            let name_ok = matches!(self, FilterDeclaration::Paths(_))
+                || (!field.name.is_empty() && field.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b)));
+            if !name_ok {
+                wrong.push((at.clone(), format!("{:?} is not a filter name: a name is made of a-z, 0-9, '_' and '-'", field.name)));
+            }
+            if crate::filters::RESERVED.contains(&field.name.as_str()) {
+                wrong.push((at.clone(), format!("{:?} is a parameter of every list ({}): give the filter another name, e.g. {{\"{}_\": \"{}\"}}", field.name, crate::filters::RESERVED.join(", "), field.name, field.path)));
+            }
+            if fields[..i].iter().any(|f| f.name == field.name) {
+                wrong.push((at, format!("{:?} is declared twice", field.name)));
+            }
+        }
+        if !is_valid_segment(segment) {
+            let at = json_path(&[Step::Key("filters"), Step::Key(segment)]);
+            wrong.push((at, format!("{segment:?} is not a resource segment: a segment is made of a-z, 0-9 and '-'")));
+        }
+        wrong
+    }
 }
 
 impl DataSettings {
@@ -50,13 +121,14 @@ impl Default for DataSettings {
             max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
             shared_names: BTreeMap::new(),
             deploy_headers: DeployHeaders::default(),
+            filters: BTreeMap::new(),
         }
     }
 }
 
 /// The keys `gen.json` takes.
-pub(crate) const KEYS: [&str; 6] =
-    ["base_url", "page_sizes", "external", "max_document_mb", "shared_names", "deploy_headers"];
+pub(crate) const KEYS: [&str; 7] =
+    ["base_url", "page_sizes", "external", "max_document_mb", "shared_names", "deploy_headers", "filters"];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
@@ -76,7 +148,14 @@ pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, Stri
                 Ok(_) => {
                     known.insert(key, value);
                 }
-                Err(e) => wrong.push((crate::problem::json_path(&[crate::problem::Step::Key(&key)]), e.to_string())),
+                Err(e) => {
+                    let message = if key == "filters" {
+                        r#"filters are declared per resource, as JSON paths or as names with their paths: {"creature": ["generation.name"], "move": {"type": "type.name"}}"#.to_string()
+                    } else {
+                        e.to_string()
+                    };
+                    wrong.push((crate::problem::json_path(&[crate::problem::Step::Key(&key)]), message))
+                }
             }
         } else {
             let hint = match crate::problem::closest(&key, KEYS) {
@@ -95,6 +174,11 @@ pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, Stri
     let settings: DataSettings =
         serde_json::from_value(serde_json::Value::Object(known)).map_err(|e| vec![("$".to_string(), e.to_string())])?;
     settings.deploy_headers.check().map_err(|e| vec![("$.deploy_headers".to_string(), e)])?;
+    let wrong: Vec<(String, String)> =
+        settings.filters.iter().flat_map(|(segment, declared)| declared.mistakes(segment)).collect();
+    if !wrong.is_empty() {
+        return Err(wrong);
+    }
     Ok(settings)
 }
 
@@ -274,6 +358,7 @@ mod tests {
         let config = DataSettings {
             shared_names: BTreeMap::from([("a".into(), vec![])]),
             deploy_headers: DeployHeaders::public_api(),
+            filters: BTreeMap::from([("a".into(), FilterDeclaration::Paths(vec!["x.y".into()]))]),
             ..DataSettings::default()
         };
         let value = serde_json::to_value(&config).unwrap();

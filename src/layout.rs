@@ -8,6 +8,7 @@
 //! api/v2/<segment>/index.json                    a list's first page (offset 0, limit 20)
 //! api/v2/<segment>/_pages/<limit>/<offset>/...   precomputed pages; _pages/all/ the whole list
 //! api/v2/<segment>/_names/index.json            the names document, for `?q=` (see `search`)
+//! api/v2/<segment>/_filters/<field>/...          a declared filter's values and lists (see `filters`)
 //! api/v2/<segment>/<id or name>/index.json       a record
 //! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
 //! ```
@@ -26,6 +27,9 @@ pub const PAGES_DIR: &str = "_pages";
 
 /// Folder, inside a resource's folder, of its names document (see `src/search.rs`).
 pub const NAMES_DIR: &str = "_names";
+
+/// Folder, inside a resource's folder, of its declared filters' files (see `src/filters.rs`).
+pub const FILTERS_DIR: &str = "_filters";
 
 /// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
 pub const ALL_PAGE: &str = "all";
@@ -91,6 +95,25 @@ pub fn names_key(segment: &str) -> String {
 /// The file of a resource's names document: `api/v2/<segment>/_names/index.json`.
 pub fn names_path(segment: &str) -> String {
     format!("{}/{DOCUMENT_FILE}", names_key(segment))
+}
+
+/// The key of the values document of `segment`'s filter `field`:
+/// `api/v2/<segment>/_filters/<field>` (the field's [`crate::filters::folder_name`]).
+pub fn filter_values_key(segment: &str, field: &str) -> String {
+    format!("{API_ROOT}/{segment}/{FILTERS_DIR}/{}", crate::filters::folder_name(field))
+}
+
+/// The file of the values document of `segment`'s filter `field`.
+pub fn filter_values_path(segment: &str, field: &str) -> String {
+    format!("{}/{DOCUMENT_FILE}", filter_values_key(segment, field))
+}
+
+/// The list of the records of `segment` whose `field` takes `value`, named as a list below
+/// `api/v2/` (`<segment>/_filters/<field>/<value>`): every function here that takes a segment
+/// ([`list_path`], [`page_path`], [`all_page_path`], [`list_url`]) takes it too.
+pub fn filter_list(segment: &str, field: &str, value: &str) -> String {
+    use crate::filters::folder_name;
+    format!("{segment}/{FILTERS_DIR}/{}/{}", folder_name(field), folder_name(value))
 }
 
 /// The folder of the page of `limit` entries from `offset`, relative to the resource's folder:

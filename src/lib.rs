@@ -26,6 +26,7 @@ pub mod config;
 pub mod layout;
 pub mod paging;
 pub mod search;
+pub mod filters;
 pub mod manifest;
 pub mod json;
 pub mod problem;

@@ -67,6 +67,9 @@ pub struct TreeSettings {
     /// hash header.
     #[serde(default)]
     pub hash: String,
+    /// The declared filters of each resource that has some (`gen.json`'s `filters`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub filters: BTreeMap<String, Vec<crate::filters::FilterField>>,
 }
 
 /// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.
@@ -469,6 +472,7 @@ mod tests {
                 deploy_headers: DeployHeaders::default(),
                 deploy_date: String::new(),
                 hash: String::new(),
+                filters: BTreeMap::new(),
             },
             resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
             files: BTreeMap::new(),

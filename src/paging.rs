@@ -105,10 +105,7 @@ pub enum LinkStyle {
 
 /// The url of `page` of the list at `list_url` (which ends in `/`).
 pub fn page_url(list_url: &str, page: Page, style: LinkStyle) -> String {
-    match style {
-        LinkStyle::Query => format!("{list_url}?offset={}&limit={}", page.offset, page.limit),
-        LinkStyle::Path => format!("{list_url}{}", layout::page_dir(page.limit, page.offset)),
-    }
+    ListLinks::of_list(list_url, style).url(page)
 }
 
 /// The page sizes whose pages a tree holds as files: the configured ones and the default
@@ -121,25 +118,58 @@ pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
     sizes
 }
 
+/// How the pages of a list link to each other: the plain list's, or a filter's (whose query
+/// links carry its condition and whose path links name its own page files).
+#[derive(Debug, Clone, Copy)]
+pub struct ListLinks<'a> {
+    /// The url `?offset=&limit=` follows in a query link (`<base>/api/v2/berry/`).
+    pub list_url: &'a str,
+    /// What follows `?offset=&limit=` in a query link: empty for a list, `&type=fire` for a filter's.
+    pub query_tail: &'a str,
+    /// The url of the folder of the list's page files, which path links name.
+    pub files_url: &'a str,
+    pub style: LinkStyle,
+}
+
+impl<'a> ListLinks<'a> {
+    /// The links of the list at `list_url` itself.
+    pub fn of_list(list_url: &'a str, style: LinkStyle) -> ListLinks<'a> {
+        ListLinks { list_url, query_tail: "", files_url: list_url, style }
+    }
+
+    /// The url of `page`.
+    pub fn url(&self, page: Page) -> String {
+        match self.style {
+            LinkStyle::Query => format!("{}?offset={}&limit={}{}", self.list_url, page.offset, page.limit, self.query_tail),
+            LinkStyle::Path => format!("{}{}", self.files_url, layout::page_dir(page.limit, page.offset)),
+        }
+    }
+}
+
 /// Renders `page` of a list whose every entry is in `entries` (serialised as
-/// [`render_entry`] does), linking pages from `list_url` in `style`: the one function behind
+/// [`render_entry`] does), linking pages as `links` says: the one function behind
 /// the page files of `gen build` and the pages `gen serve` computes, so they cannot differ.
-pub(crate) fn render_list_page(
-    entries: &[impl AsRef<[u8]>],
-    list_url: &str,
+pub(crate) fn render_list_page(entries: &[impl AsRef<[u8]>], links: &ListLinks, page: Page, pretty: bool) -> Vec<u8> {
+    let count = entries.len() as u64;
+    render_shown_page(count, &entries[page.range(count)], links, page, pretty)
+}
+
+/// Renders `page` of a list of `count` entries, given the entries it shows (`shown`, those of
+/// `page.range(count)`), as [`render_list_page`] does.
+pub(crate) fn render_shown_page(
+    count: u64,
+    shown: &[impl AsRef<[u8]>],
+    links: &ListLinks,
     page: Page,
-    style: LinkStyle,
     pretty: bool,
 ) -> Vec<u8> {
-    let count = entries.len() as u64;
-    let link = |p: Option<Page>| p.map(|p| page_url(list_url, p, style));
-    let shown = &entries[page.range(count)];
+    let link = |p: Option<Page>| p.map(|p| links.url(p));
     let size: usize = shown.iter().map(|e| e.as_ref().len() + 6).sum();
-    let mut out = Vec::with_capacity(size + 2 * list_url.len() + 128);
+    let mut out = Vec::with_capacity(size + 2 * links.list_url.len() + 128);
     render_page(
         &mut out,
         count,
-        link(page.next_linked(count, style)).as_deref(),
+        link(page.next_linked(count, links.style)).as_deref(),
         link(page.previous()).as_deref(),
         shown,
         pretty,

@@ -50,9 +50,13 @@ pub fn localized_names(record: &serde_json::Value) -> BTreeMap<String, String> {
 }
 
 /// The bytes of a names document (compact).
-pub fn render_names(results: Vec<NameEntry>) -> Vec<u8> {
-    let doc = NamesDoc { count: results.len() as u64, results };
-    serde_json::to_vec(&doc).expect("a names document serialises")
+pub fn render_names(results: &[NameEntry]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        count: u64,
+        results: &'a [NameEntry],
+    }
+    serde_json::to_vec(&Borrowed { count: results.len() as u64, results }).expect("a names document serialises")
 }
 
 /// `text` case-folded for matching (see the module's doc).
@@ -176,7 +180,7 @@ mod tests {
         assert_eq!(names["en"], "Cheri");
         assert_eq!(names["de"], "Kirsche");
         assert!(localized_names(&serde_json::json!({"names": "x"})).is_empty());
-        let rendered = render_names(vec![entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names }]);
+        let rendered = render_names(&[entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names }]);
         assert_eq!(
             String::from_utf8(rendered).unwrap(),
             r#"{"count":2,"results":[{"id":1,"name":"a","names":{"en":"A"}},{"id":2,"names":{"de":"Kirsche","en":"Cheri"}}]}"#

@@ -1,7 +1,9 @@
 //! Plan: a pure function from the indexed dataset to the list of documents the tree holds,
 //! each with every path it is published at. Nothing is rendered or written here.
 
+use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
+use crate::filters::FilterField;
 use crate::build::load::Dataset;
 use crate::layout::{self, META_PATH, ROOT_PATH};
 use crate::manifest::TreeSettings;
@@ -23,6 +25,10 @@ pub enum Content<'a> {
     Page { segment: &'a str, page: Page },
     /// A resource's names document, for `?q=` (see [`crate::search`]).
     Names { segment: &'a str },
+    /// The values document of a resource's declared filter (its `field`th, see [`crate::filters`]).
+    FilterValues { segment: &'a str, field: usize },
+    /// A page of the list of the records whose `field`th filter takes its `value`th value.
+    FilterPage { segment: &'a str, field: usize, value: usize, page: Page },
 }
 
 impl<'a> Content<'a> {
@@ -33,7 +39,9 @@ impl<'a> Content<'a> {
             Content::Record { segment, .. }
             | Content::SubDoc { segment, .. }
             | Content::Page { segment, .. }
-            | Content::Names { segment } => Some(segment),
+            | Content::Names { segment }
+            | Content::FilterValues { segment, .. }
+            | Content::FilterPage { segment, .. } => Some(segment),
         }
     }
 }
@@ -79,8 +87,9 @@ impl<'a> Output<'a> {
     }
 }
 
-/// Lists every document of the tree, in a deterministic order.
-pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>> {
+/// Lists every document of the tree, in a deterministic order. The files of a resource's
+/// declared filters are those of its values in `extracts`.
+pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extracts) -> Vec<Output<'a>> {
     let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
         .resources
         .iter()
@@ -104,8 +113,32 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings) -> Vec<Output<'a>>
             outputs.push(Output::listed(Content::Page { segment, page }, paths));
         }
         outputs.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
+        if let (Some(declared), Some(extracted)) = (options.filters.get(segment), extracts.get(segment)) {
+            plan_filters(&mut outputs, segment, declared, extracted, options);
+        }
     }
     outputs
+}
+
+/// The files of the declared filters of `segment`: per field its values document, and per value
+/// the page files of its list (as [`page_files`] names a list's).
+fn plan_filters<'a>(
+    outputs: &mut Vec<Output<'a>>,
+    segment: &'a str,
+    declared: &[FilterField],
+    extracted: &Extracted,
+    options: &TreeSettings,
+) {
+    for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
+        let values_path = layout::filter_values_path(segment, &declared.name);
+        outputs.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
+        for (value, (text, positions)) in values.iter().enumerate() {
+            let list = layout::filter_list(segment, &declared.name, text);
+            for (page, paths) in page_files(&list, positions.len() as u64, &options.page_sizes, options.links) {
+                outputs.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
+            }
+        }
+    }
 }
 
 /// The page files of one list, grouped by content: the list root (offset 0, limit 20), the

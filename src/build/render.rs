@@ -1,6 +1,7 @@
 //! Validate and render one document: every string that starts with `/api/v2/` is checked
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
+use crate::build::extract::{self, Extracts};
 use crate::build::load::Dataset;
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
@@ -10,7 +11,6 @@ use crate::manifest::TreeSettings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
-use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -228,6 +228,9 @@ pub struct TreeRenderer<'a> {
     /// What rendering has seen of each resource's records, and of each kind of sub-document
     /// (`(segment, Some(name))`), for the schemas.
     seen: BTreeMap<(&'a str, Option<&'a str>), Mutex<Inferred>>,
+    /// The names and filter values of the resources whose documents of them this build renders
+    /// (set after the plan, which needs them too).
+    pub extracts: Extracts,
 }
 
 impl<'a> TreeRenderer<'a> {
@@ -269,7 +272,7 @@ impl<'a> TreeRenderer<'a> {
                 }
             }
         }
-        TreeRenderer { records, options, entries, meta, seen }
+        TreeRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
     }
 
     /// Renders one planned document.
@@ -297,35 +300,30 @@ impl<'a> TreeRenderer<'a> {
             }
             Content::Page { segment, page } => {
                 let list_url = layout::list_url(&self.options.base_url, segment);
-                Ok(paging::render_list_page(
-                    &self.entries[segment],
-                    &list_url,
-                    page,
-                    self.options.links,
-                    self.options.pretty,
-                ))
+                let links = paging::ListLinks::of_list(&list_url, self.options.links);
+                Ok(paging::render_list_page(&self.entries[segment], &links, page, self.options.pretty))
             }
-            Content::Names { segment } => self.names(segment),
+            Content::Names { segment } => Ok(self.names(segment)),
+            Content::FilterValues { segment, field } => {
+                let values = &self.extracts[segment].fields[field];
+                let declared = &self.options.filters[segment][field];
+                Ok(extract::values_document(self.options, segment, declared, values))
+            }
+            Content::FilterPage { segment, field, value, page } => {
+                let (text, positions) = &self.extracts[segment].fields[field][value];
+                let declared = &self.options.filters[segment][field];
+                let entries = &self.entries[segment];
+                Ok(extract::filter_page(self.options, segment, entries, (declared, text, positions), page))
+            }
         }
     }
 
-    /// The names document of `segment`: each record's file read again for its `names`, as
-    /// every data file is read (bounded, a regular file, checked JSON). A file that cannot be
-    /// read so is a problem its record's own document reports (rendered from the same file in
-    /// the same build): it is not reported twice here.
-    fn names(&self, segment: &str) -> Result<Vec<u8>, Vec<Problem>> {
-        let dataset = self.records.dataset;
-        let records = &dataset.resources[segment].records;
-        let entries: Vec<search::NameEntry> = records
-            .par_iter()
-            .with_min_len(64)
-            .map(|record| {
-                let file = dataset.record_file(segment, record.id);
-                let names = crate::json::read_json(&file).map(|(value, _)| search::localized_names(&value));
-                search::NameEntry { id: record.id, name: record.name.clone(), names: names.unwrap_or_default() }
-            })
-            .collect();
-        Ok(search::render_names(entries))
+    /// The names document of `segment`, from its extract (made now when the build has none).
+    fn names(&self, segment: &str) -> Vec<u8> {
+        match self.extracts.get(segment) {
+            Some(extracted) => search::render_names(&extracted.names),
+            None => search::render_names(&extract::extract_one(self.records.dataset, segment, &[]).names),
+        }
     }
 }
 

@@ -1,0 +1,147 @@
+//! Extract: what the names document and the declared filters' files of a resource are made of,
+//! read from its records in one pass before the plan (the plan needs each filter's values to
+//! name their files). Each record's file is read again, as every data file is read (bounded, a
+//! regular file, checked JSON); a file that cannot be read so is a problem its record's own
+//! document reports, so it counts here as a record without names or values.
+
+use crate::build::load::Dataset;
+use crate::config::CONFIG_FILE;
+use crate::filters::{FieldPath, FilterField};
+use crate::layout;
+use crate::manifest::TreeSettings;
+use crate::paging::{self, ListLinks, Page};
+use crate::problem::Problem;
+use crate::search::{self, NameEntry};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One resource's names and filter values.
+#[derive(Debug, Default)]
+pub struct Extracted {
+    /// The names document's entries, in list order.
+    pub names: Vec<NameEntry>,
+    /// For each declared field (in declared order): each value it takes, ascending, with the
+    /// list positions of the records that take it, ascending.
+    pub fields: Vec<Vec<(String, Vec<u32>)>>,
+}
+
+/// The extracts of the resources a build needs them of, by segment.
+pub type Extracts = BTreeMap<String, Extracted>;
+
+/// Extracts every resource that `wanted` names or that declares filters. A filter declared for
+/// a resource the data does not hold, or whose path reaches no value in any record, is a
+/// problem of `gen.json`.
+pub fn extract(dataset: &Dataset, settings: &TreeSettings, wanted: impl Fn(&str) -> bool) -> Result<Extracts, Vec<Problem>> {
+    let config_path = dataset.dir.join(CONFIG_FILE);
+    let mut problems = Vec::new();
+    for segment in settings.filters.keys().filter(|s| !dataset.resources.contains_key(*s)) {
+        let at = crate::problem::json_path(&[crate::problem::Step::Key("filters"), crate::problem::Step::Key(segment)]);
+        let message = format!(
+            "filters are declared for {segment:?}, which the data has no folder of: declare them for one of {}",
+            dataset.resources.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+        problems.push(Problem::new(&config_path, at, message));
+    }
+    let mut extracts = Extracts::new();
+    for segment in dataset.resources.keys() {
+        let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
+        if !wanted(segment) && declared.is_empty() {
+            continue;
+        }
+        let extracted = extract_one(dataset, segment, declared);
+        for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {
+            if values.is_empty() {
+                let at = dataset.config.filters.get(segment).map_or_else(String::new, |d| d.location(segment, i));
+                let n = dataset.resources[segment].records.len();
+                let message = format!(
+                    "the path {:?} reaches no value in any of the {n} records of {segment}: correct it (a value is a \
+                     string, number or boolean; write [] after a key whose value is an array) or remove the filter",
+                    field.path
+                );
+                problems.push(Problem::new(&config_path, at, message));
+            }
+        }
+        extracts.insert(segment.clone(), extracted);
+    }
+    if problems.is_empty() { Ok(extracts) } else { Err(problems) }
+}
+
+/// Reads the records of `segment` for their names and the values of `declared`.
+pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -> Extracted {
+    let paths: Vec<FieldPath> = declared.iter().filter_map(|f| FieldPath::parse(&f.path).ok()).collect();
+    let records = &dataset.resources[segment].records;
+    let read: Vec<(NameEntry, Vec<Vec<String>>)> = records
+        .par_iter()
+        .with_min_len(64)
+        .map(|record| {
+            let value = crate::json::read_json(&dataset.record_file(segment, record.id)).ok().map(|(v, _)| v);
+            let names = value.as_ref().map(search::localized_names).unwrap_or_default();
+            let values = paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
+            (NameEntry { id: record.id, name: record.name.clone(), names }, values)
+        })
+        .collect();
+    let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
+    let mut names = Vec::with_capacity(read.len());
+    for (position, (entry, values)) in read.into_iter().enumerate() {
+        names.push(entry);
+        for (field, values) in fields.iter_mut().zip(values) {
+            for value in values {
+                field.entry(value).or_default().push(position as u32);
+            }
+        }
+    }
+    Extracted { names, fields: fields.into_iter().map(|f| f.into_iter().collect()).collect() }
+}
+
+/// The values document of a filter: `{"name", "path", "count", "results": [{"value", "count",
+/// "url", "list"}]}`, a result per value, ascending; `url` asks the list for the value's records
+/// (`?name=value`), `list` is the folder of their list's files (for a client of a bare store).
+pub fn values_document(settings: &TreeSettings, segment: &str, field: &FilterField, values: &[(String, Vec<u32>)]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        name: &'a str,
+        path: &'a str,
+        count: usize,
+        results: Vec<Value<'a>>,
+    }
+    #[derive(Serialize)]
+    struct Value<'a> {
+        value: &'a str,
+        count: usize,
+        url: String,
+        list: String,
+    }
+    let list_url = layout::list_url(&settings.base_url, segment);
+    let results = values
+        .iter()
+        .map(|(value, positions)| Value {
+            value,
+            count: positions.len(),
+            url: format!("{list_url}?{}", &crate::filters::query_tail([(field.name.as_str(), value.as_str())])[1..]),
+            list: layout::list_url(&settings.base_url, &layout::filter_list(segment, &field.name, value)),
+        })
+        .collect();
+    let document = Document { name: &field.name, path: &field.path, count: values.len(), results };
+    let bytes = if settings.pretty { serde_json::to_vec_pretty(&document) } else { serde_json::to_vec(&document) };
+    bytes.expect("a values document serialises")
+}
+
+/// `page` of the list of the records of `segment` whose `field` takes `value` (at `positions`
+/// in the list, whose entries are `entries`): query links keep the condition, path links name
+/// the value's own page files.
+pub fn filter_page(
+    settings: &TreeSettings,
+    segment: &str,
+    entries: &[Vec<u8>],
+    (field, value, positions): (&FilterField, &str, &[u32]),
+    page: Page,
+) -> Vec<u8> {
+    let count = positions.len() as u64;
+    let shown: Vec<&[u8]> = positions[page.range(count)].iter().map(|&i| entries[i as usize].as_slice()).collect();
+    let list_url = layout::list_url(&settings.base_url, segment);
+    let files_url = layout::list_url(&settings.base_url, &layout::filter_list(segment, &field.name, value));
+    let tail = crate::filters::query_tail([(field.name.as_str(), value)]);
+    let links = ListLinks { list_url: &list_url, query_tail: &tail, files_url: &files_url, style: settings.links };
+    paging::render_shown_page(count, &shown, &links, page, settings.pretty)
+}
