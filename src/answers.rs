@@ -61,6 +61,20 @@ pub(crate) fn bad_param(name: &str, value: Option<&str>, negative: bool) -> Valu
     body
 }
 
+/// 400 for a parameter of a list query that is none of the resource's declared filters.
+pub(crate) fn not_a_filter(segment: &str, name: &str, declared: &[crate::filters::FilterField]) -> Value {
+    let names: Vec<&str> = declared.iter().map(|f| f.name.as_str()).collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    json!({
+        "detail": format!(
+            "{name:?} is not a filter of {segment}: its filters are {}; a list also takes limit, offset and q",
+            quoted.join(", ")
+        ),
+        "parameter": name,
+        "filters": names,
+    })
+}
+
 fn not_found(detail: String) -> Value {
     json!({ "detail": format!("Not found: {detail}") })
 }
@@ -299,6 +313,11 @@ pub mod template {
     /// [`super::not_a_document`]; `echo`: the path is quoted (a [`Hole::Path`]).
     pub(crate) fn not_a_document(echo: bool) -> Template {
         split(super::not_a_document(echo.then(|| marker(Hole::Path)).as_deref()))
+    }
+
+    /// [`super::not_a_filter`] of `segment`: the parameter's name is a [`Hole::Value`].
+    pub(crate) fn not_a_filter(segment: &str, declared: &[crate::filters::FilterField]) -> Template {
+        split(super::not_a_filter(segment, &marker(Hole::Value), declared))
     }
 
     /// [`super::method_not_allowed`].

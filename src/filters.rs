@@ -146,15 +146,6 @@ pub fn order_conditions<'a>(
     Ok(out)
 }
 
-/// The message of the 400 answer to a parameter that names no declared filter of `segment`.
-pub fn undeclared_message(segment: &str, name: &str, declared: &[FilterField]) -> String {
-    let names: Vec<String> = declared.iter().map(|f| format!("{:?}", f.name)).collect();
-    format!(
-        "{name:?} is not a filter of {segment}: its filters are {}; a list also takes limit, offset and q",
-        names.join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,8 +213,6 @@ mod tests {
         assert_eq!(order_conditions(&declared, &pairs).unwrap(), [(0, "fire"), (0, "flying"), (1, "true")]);
         let pairs = given(&[("type", "fire"), ("color", "red")]);
         assert_eq!(order_conditions(&declared, &pairs), Err("color"));
-        let message = undeclared_message("creature", "color", &declared);
-        assert!(message.contains("\"type\", \"baby\""), "{message}");
         assert_eq!(
             query_page_url("h/api/v2/x/", "a b", [("type", "fire"), ("t[]", "a&b")], Page { offset: 2, limit: 1 }),
             "h/api/v2/x/?offset=2&limit=1&q=a%20b&type=fire&t%5B%5D=a%26b"

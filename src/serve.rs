@@ -4,6 +4,8 @@
 //!   use, checked against the manifest's hash, prepared once (bytes, gzip, ETag) and cached;
 //!   pages not precomputed are rendered from the list's entries, byte for byte as `gen build`
 //!   writes them.
+//! - [`filtered`]: lists narrowed by `?q=` and the declared filters, from the files the build
+//!   writes for them.
 //! - [`files`]: the compact listing of the manifest, and reading a listed file without
 //!   following links.
 //! - [`cache`]: the documents and lists read so far, bounded by bytes (`--cache-mb`).
@@ -27,6 +29,7 @@
 pub mod budget;
 pub mod cache;
 pub mod files;
+pub mod filtered;
 pub mod html;
 pub mod item;
 pub mod listen;

@@ -76,10 +76,16 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
     let mut revalidate = false;
     let found = match route(request.target) {
         Route::List { segment, page } if tree.has_list(&segment) => match page {
-            Ok(page) => match super::route::search_query(request.target) {
-                Some(q) => tree.search(&segment, &q, page),
-                None => tree.page(&segment, page),
-            },
+            Ok(page) => {
+                let q = super::route::search_query(request.target);
+                let declared = tree.filters(&segment);
+                // a resource without filters ignores other parameters, as the public API does
+                let given = if declared.is_empty() { Vec::new() } else { super::route::filter_params(request.target) };
+                match crate::filters::order_conditions(declared, &given) {
+                    Ok(conditions) => tree.narrowed(&segment, q.as_deref(), &conditions, page),
+                    Err(name) => return error(400, answers::not_a_filter(&segment, name, declared)),
+                }
+            }
             Err(bad) => return bad_param(&bad),
         },
         Route::List { segment, .. } => {

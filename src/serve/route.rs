@@ -143,6 +143,23 @@ pub(crate) fn search_query(target: &str) -> Option<String> {
     q.filter(|q| !q.is_empty())
 }
 
+/// The parameters of a list query but `limit`, `offset` and `q`, in the order given, each name
+/// and value percent-decoded (a value with `+` as a space, as HTML forms send it); a parameter
+/// with an empty value is left out (as an empty `q` is the whole list).
+pub(crate) fn filter_params(target: &str) -> Vec<(String, String)> {
+    let query = strip_origin(target).split_once('?').map_or("", |(_, q)| q);
+    let mut out = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = decode_lossy(key);
+        let value = decode_lossy(&value.replace('+', " "));
+        if !crate::filters::RESERVED.contains(&name.as_str()) && !value.is_empty() {
+            out.push((name, value));
+        }
+    }
+    out
+}
+
 /// A parameter's value: absent or empty is `None`; otherwise digits only, fitting a u64.
 fn number(name: &'static str, value: Option<&str>) -> Result<Option<u64>, BadParam> {
     let Some(value) = value.map(decode_lossy).filter(|v| !v.is_empty()) else { return Ok(None) };
@@ -270,6 +287,16 @@ mod tests {
         for (target, expected) in table {
             assert_eq!(route(target), expected, "{target:?}");
         }
+    }
+
+    #[test]
+    fn filter_parameters() {
+        let pairs = |target: &str| -> Vec<(String, String)> { filter_params(target) };
+        assert!(pairs("/api/v2/x/?limit=2&offset=1&q=a").is_empty());
+        assert_eq!(
+            pairs("/api/v2/x/?type=fire&limit=2&t%5B%5D.n=a+b%2F..&empty=&flag"),
+            [("type".to_string(), "fire".to_string()), ("t[].n".to_string(), "a b/..".to_string())]
+        );
     }
 
     #[test]

@@ -21,7 +21,6 @@ use super::item::{Doc, Item, Key as CacheKey, List};
 use crate::layout::{self, API_PREFIX, ROOT_PATH};
 use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
-use crate::search;
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -65,13 +64,15 @@ pub struct Unserved {
 /// A loaded tree: one build's manifest, and the cache its documents are read into.
 #[derive(Debug)]
 pub struct Tree {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     /// The files served, with their hashes.
-    listing: Listing,
+    pub(super) listing: Listing,
     /// Each list's entry count, by segment.
-    lists: HashMap<String, u64>,
-    links: LinkStyle,
-    pretty: bool,
+    pub(super) lists: HashMap<String, u64>,
+    /// The declared filters of each resource that has some.
+    pub(super) filters: HashMap<String, Vec<crate::filters::FilterField>>,
+    pub(super) links: LinkStyle,
+    pub(super) pretty: bool,
     /// The BLAKE3 hash of the manifest's bytes, to tell whether a new manifest describes
     /// another tree.
     pub digest: blake3::Hash,
@@ -151,6 +152,7 @@ impl Tree {
             dir: dir.to_path_buf(),
             listing,
             lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),
+            filters: manifest.settings.filters.into_iter().collect(),
             links: manifest.settings.links,
             pretty: manifest.settings.pretty,
             digest,
@@ -176,6 +178,11 @@ impl Tree {
     /// The number of entries in the list of `segment`.
     pub fn count(&self, segment: &str) -> Option<u64> {
         self.lists.get(segment).copied()
+    }
+
+    /// The declared filters of `segment` (none for a resource without them).
+    pub(crate) fn filters(&self, segment: &str) -> &[crate::filters::FilterField] {
+        self.filters.get(segment).map_or(&[], Vec::as_slice)
     }
 
     /// True when `segment` is a list of this tree.
@@ -217,7 +224,7 @@ impl Tree {
 
     /// The listed file `path` whose hash is `hash`, from the cache or read now: once for all the
     /// requests that ask for it meanwhile (they wait for that read and share its body).
-    fn read(&self, path: &str, hash: &blake3::Hash) -> Result<Arc<Doc>, Unserved> {
+    pub(super) fn read(&self, path: &str, hash: &blake3::Hash) -> Result<Arc<Doc>, Unserved> {
         let key = CacheKey::Doc(*hash.as_bytes());
         if let Some(Item::Doc(doc)) = self.cache.get(&key) {
             return Ok(doc);
@@ -306,64 +313,21 @@ impl Tree {
         if let Some(Item::Doc(doc)) = self.cache.get(&key) {
             return Ok(Some(doc));
         }
-        let list = self.list(segment, count, &all_path, &all_hash)?;
+        let list = self.list(segment, Some(count), &all_path, &all_hash)?;
         let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
-        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
-        Ok(Some(doc))
-    }
-
-    /// `page` of the records of the list of `segment` that match `q` (see [`crate::search`]),
-    /// from its names document and its entries, and cached; `Ok(None)` for a tree without names
-    /// documents.
-    pub fn search(&self, segment: &str, q: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
-        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
-        let names_path = layout::names_path(segment);
-        let all_path = layout::all_page_path(segment);
-        let (Some(names_hash), Some(all_hash)) = (self.listing.hash_of(&names_path), self.listing.hash_of(&all_path))
-        else {
-            return Ok(None);
-        };
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(names_hash.as_bytes()).update(all_hash.as_bytes());
-        hasher.update(&page.offset.to_le_bytes()).update(&page.limit.to_le_bytes()).update(q.as_bytes());
-        let key = CacheKey::Search(*hasher.finalize().as_bytes());
-        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
-            return Ok(Some(doc));
-        }
-        let names = self.read(&names_path, &names_hash)?;
-        let names: search::NamesDoc = serde_json::from_slice(&names.body)
-            .ok()
-            .filter(|doc: &search::NamesDoc| doc.results.len() as u64 == count)
-            .ok_or_else(|| Unserved {
-                path: names_path.clone(),
-                detail: format!(
-                    "{}: not a names document of {count} entries: rebuild with `gen build`",
-                    self.dir.join(&names_path).display()
-                ),
-                busy: false,
-            })?;
-        let list = self.list(segment, count, &all_path, &all_hash)?;
-        let matches = search::matching(&names, q);
-        let found = matches.len() as u64;
-        let shown: Vec<&[u8]> = page.range(found).map(|i| list.entry(matches[i])).collect();
-        let link = |p: Option<Page>| p.map(|p| search::search_page_url(&list.url, q, p));
-        let mut out = Vec::new();
-        paging::render_page(
-            &mut out,
-            found,
-            link(page.next(found)).as_deref(),
-            link(page.previous()).as_deref(),
-            &shown,
-            self.pretty,
-        );
-        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(out) });
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(Some(doc))
     }
 
     /// The entries of the list of `segment`, from its `_pages/all` file (`all_path`, whose hash
     /// is `all_hash`): cached, or read and checked now.
-    fn list(&self, segment: &str, count: u64, all_path: &str, all_hash: &blake3::Hash) -> Result<Arc<List>, Unserved> {
+    pub(super) fn list(
+        &self,
+        segment: &str,
+        count: Option<u64>,
+        all_path: &str,
+        all_hash: &blake3::Hash,
+    ) -> Result<Arc<List>, Unserved> {
         let key = CacheKey::List(*all_hash.as_bytes());
         if let Some(Item::List(list)) = self.cache.get(&key) {
             return Ok(list);
@@ -381,9 +345,10 @@ impl Tree {
     }
 }
 
-/// The entries of a list from its whole-list page `all`, checked: `count` entries, and laid out
-/// as this gen renders pages (so that the pages computed from it are the bytes a build writes).
-fn parse_list(all: &[u8], url: String, count: u64, links: LinkStyle, pretty: bool) -> Result<List, String> {
+/// The entries of a list from its whole-list page `all`, checked: `count` entries (when given:
+/// the manifest's count of a resource), and laid out as this gen renders pages (so that the pages
+/// computed from it are the bytes a build writes).
+fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pretty: bool) -> Result<List, String> {
     #[derive(serde::Deserialize)]
     struct AllPage<'a> {
         count: u64,
@@ -399,6 +364,7 @@ fn parse_list(all: &[u8], url: String, count: u64, links: LinkStyle, pretty: boo
     }
     let parsed: AllPage =
         serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; rebuild with `gen build`"))?;
+    let count = count.unwrap_or(parsed.count);
     if parsed.count != count || parsed.results.len() as u64 != count {
         return Err(format!(
             "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: rebuild with `gen build`",
@@ -420,20 +386,14 @@ fn parse_list(all: &[u8], url: String, count: u64, links: LinkStyle, pretty: boo
 
 /// Renders a page of `list` as `gen build` does (see [`paging::render_list_page`]).
 fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
+    render_linked(list, page, &paging::ListLinks::of_list(&list.url, links), pretty)
+}
+
+/// Renders a page of `list` linked as `links` says, as `gen build` does.
+pub(super) fn render_linked(list: &List, page: Page, links: &paging::ListLinks, pretty: bool) -> Vec<u8> {
     let count = list.count();
     let shown: Vec<&[u8]> = page.range(count).map(|i| list.entry(i)).collect();
-    let link = |p: Option<Page>| p.map(|p| paging::page_url(&list.url, p, links));
-    let size: usize = shown.iter().map(|e| e.len() + 6).sum();
-    let mut out = Vec::with_capacity(size + 2 * list.url.len() + 128);
-    paging::render_page(
-        &mut out,
-        count,
-        link(page.next_linked(count, links)).as_deref(),
-        link(page.previous()).as_deref(),
-        &shown,
-        pretty,
-    );
-    out
+    paging::render_shown_page(count, &shown, links, page, pretty)
 }
 
 /// `body` with each JSON string that starts with `from` followed by `/api/v2/` (a url of the
