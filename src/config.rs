@@ -86,9 +86,13 @@ impl FilterDeclaration {
                 wrong.push((at.clone(), why));
             }
             let name_ok = matches!(self, FilterDeclaration::Paths(_))
-                || (!field.name.is_empty() && field.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b)));
+                || (!field.name.is_empty()
+                    && field.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b)));
             if !name_ok {
-                wrong.push((at.clone(), format!("{:?} is not a filter name: a name is made of a-z, 0-9, '_' and '-'", field.name)));
+                wrong.push((
+                    at.clone(),
+                    format!("{:?} is not a filter name: a name is made of a-z, 0-9, '_' and '-'", field.name),
+                ));
             }
             if crate::filters::RESERVED.contains(&field.name.as_str()) {
                 wrong.push((at.clone(), format!("{:?} is a parameter of every list ({}): give the filter another name, e.g. {{\"{}_\": \"{}\"}}", field.name, crate::filters::RESERVED.join(", "), field.name, field.path)));

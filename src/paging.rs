@@ -140,7 +140,9 @@ impl<'a> ListLinks<'a> {
     /// The url of `page`.
     pub fn url(&self, page: Page) -> String {
         match self.style {
-            LinkStyle::Query => format!("{}?offset={}&limit={}{}", self.list_url, page.offset, page.limit, self.query_tail),
+            LinkStyle::Query => {
+                format!("{}?offset={}&limit={}{}", self.list_url, page.offset, page.limit, self.query_tail)
+            }
             LinkStyle::Path => format!("{}{}", self.files_url, layout::page_dir(page.limit, page.offset)),
         }
     }

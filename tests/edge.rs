@@ -294,6 +294,80 @@ fn check_random_searches(tree: &Tree, p: &mut Parity, n: usize) {
     }
 }
 
+/// `n` random filter requests (`?FIELD=VALUE`) of the lists with declared filters, each answered as
+/// `gen serve` answers it: one or two values the tree holds (from its values documents), with and
+/// without `q`, values it holds no list of or that would be paths outside the tree, undeclared
+/// parameters, random `limit` and `offset`.
+fn check_random_filters(tree: &Tree, p: &mut Parity, n: usize) {
+    let manifest = tree.manifest();
+    let filters = manifest["filters"].as_object().expect("the tree declares filters (gen.json)");
+    let mut declared: Vec<(String, String, Vec<String>)> = Vec::new();
+    for (segment, fields) in filters {
+        for field in fields.as_array().unwrap() {
+            let name = field["name"].as_str().unwrap().to_string();
+            let folder: String = name
+                .bytes()
+                .map(|b| {
+                    if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' {
+                        char::from(b).to_string()
+                    } else {
+                        format!("_{b:02x}")
+                    }
+                })
+                .collect();
+            let values: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(tree.out.join(format!("api/v2/{segment}/_filters/{folder}/index.json"))).unwrap(),
+            )
+            .unwrap();
+            let values = values["results"].as_array().unwrap().iter().map(|v| v["value"].as_str().unwrap().to_string());
+            declared.push((segment.clone(), name, values.collect()));
+        }
+    }
+    let odd = ["", "..", "..%2F..%2Fmanifest.json", "%2F", "_", "x+y", "%zz", "NONE", "1.0", "TRUE"];
+    let mut rng = Rng(seed("edge random filters", 0xf117_e125));
+    for _ in 0..n {
+        let (segment, ..) = rng.pick(&declared).clone();
+        let fields: Vec<&(String, String, Vec<String>)> = declared.iter().filter(|d| d.0 == segment).collect();
+        let mut query = Vec::new();
+        for _ in 0..1 + rng.below(2) {
+            let (_, name, values) = fields[rng.below(fields.len())];
+            let value = if rng.below(5) == 0 {
+                rng.pick(&odd).to_string()
+            } else {
+                {
+                    let v: &String = rng.pick(values);
+                    enc(v)
+                }
+            };
+            query.push(format!("{}={value}", enc(name)));
+        }
+        match rng.below(6) {
+            0 => query.push(format!("q={}", rng.pick(&["a", "1", "E", "zz", "%C3%BC"]))),
+            1 => query.push(format!("{}=x", rng.pick(&["typo", "format", "Q", "name"]))),
+            _ => {}
+        }
+        match rng.below(3) {
+            0 => {}
+            1 => query.push(format!("limit={}", 1 + rng.below(30))),
+            _ => query.push(format!("offset={}&limit={}", rng.below(40), 1 + rng.below(30))),
+        }
+        p.same(&format!("/api/v2/{segment}/?{}", query.join("&")));
+    }
+}
+
+/// A query value percent-encoded: every byte but `A-Za-z0-9-._~`.
+fn enc(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// `n` random request targets built from the pieces that make routing and query reading
 /// interesting (letter cases, percent-escapes, dots, empty segments, signs, repeated and
 /// unknown parameters), each answered as `gen serve` answers it.
@@ -382,6 +456,7 @@ fn edge_parity(tree: &Tree, options: &[&str]) {
     check_random_pages(tree, &mut p, 200);
     check_random_targets(tree, &mut p, 400);
     check_random_searches(tree, &mut p, 200);
+    check_random_filters(tree, &mut p, 200);
     let names: Vec<&str> = runtimes.iter().map(|r| r.server.name.as_str()).collect();
     eprintln!(
         "{} requests answered alike by gen serve and {} in {:.1?}",
@@ -405,6 +480,7 @@ fn edge_handlers_answer_as_gen_serve_does_with_path_links_pretty() {
 #[test]
 fn edge_handlers_answer_as_gen_serve_does_on_the_published_data() {
     let Some((tmp, data)) = fixture_data("edge-parity-fixture") else { return };
+    declare_fixture_filters(&data);
     edge_parity(&build_tree(tmp, data, &[]), &[]);
 }
 

@@ -32,7 +32,11 @@ pub type Extracts = BTreeMap<String, Extracted>;
 /// Extracts every resource that `wanted` names or that declares filters. A filter declared for
 /// a resource the data does not hold, or whose path reaches no value in any record, is a
 /// problem of `gen.json`.
-pub fn extract(dataset: &Dataset, settings: &TreeSettings, wanted: impl Fn(&str) -> bool) -> Result<Extracts, Vec<Problem>> {
+pub fn extract(
+    dataset: &Dataset,
+    settings: &TreeSettings,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Extracts, Vec<Problem>> {
     let config_path = dataset.dir.join(CONFIG_FILE);
     let mut problems = Vec::new();
     for segment in settings.filters.keys().filter(|s| !dataset.resources.contains_key(*s)) {
@@ -97,7 +101,12 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
 /// The values document of a filter: `{"name", "path", "count", "results": [{"value", "count",
 /// "url", "list"}]}`, a result per value, ascending; `url` asks the list for the value's records
 /// (`?name=value`), `list` is the folder of their list's files (for a client of a bare store).
-pub fn values_document(settings: &TreeSettings, segment: &str, field: &FilterField, values: &[(String, Vec<u32>)]) -> Vec<u8> {
+pub fn values_document(
+    settings: &TreeSettings,
+    segment: &str,
+    field: &FilterField,
+    values: &[(String, Vec<u32>)],
+) -> Vec<u8> {
     #[derive(Serialize)]
     struct Document<'a> {
         name: &'a str,

@@ -3,8 +3,8 @@
 
 use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
-use crate::filters::FilterField;
 use crate::build::load::Dataset;
+use crate::filters::FilterField;
 use crate::layout::{self, META_PATH, ROOT_PATH};
 use crate::manifest::TreeSettings;
 use crate::paging::{self, LinkStyle, Page};

@@ -83,9 +83,10 @@ pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
 fn cloudfront(site: &Site) -> String {
     let mut facts = facts(site);
     facts["errors"]["page_not_held"] = json!(parts(&template::page_not_held(&site.page_sizes)));
+    facts["errors"].as_object_mut().expect("an object").remove("not_a_filter");
     // what a rewrite needs: no urls, headers or rendering
     let facts = facts.as_object_mut().expect("an object");
-    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "searchable"] {
+    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "searchable", "filters"] {
         facts.remove(unused);
     }
     let code: Vec<&str> = CLOUDFRONT
@@ -113,6 +114,16 @@ fn facts(site: &Site) -> Value {
     let resources: serde_json::Map<String, Value> =
         site.resources.iter().map(|(segment, count)| (segment.clone(), json!(count))).collect();
     let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    let filters: serde_json::Map<String, Value> = m
+        .filters
+        .iter()
+        .map(|(segment, declared)| (segment.clone(), json!(declared.iter().map(|f| &f.name).collect::<Vec<_>>())))
+        .collect();
+    let not_a_filter: serde_json::Map<String, Value> = m
+        .filters
+        .iter()
+        .map(|(segment, declared)| (segment.clone(), json!(parts(&template::not_a_filter(segment, declared)))))
+        .collect();
     json!({
         "base_url": m.base_url,
         "links": links,
@@ -124,6 +135,8 @@ fn facts(site: &Site) -> Value {
         "files": site.files,
         // the resources with a names document (`?q=`): all of them in a tree of this gen
         "searchable": site.searchable,
+        // the declared filters' names (`?FIELD=VALUE`) of each resource that has some, in order
+        "filters": filters,
         "cache_control": format!("public, max-age={}", site.max_age),
         // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
         "revalidated": crate::layout::META_KEY,
@@ -138,6 +151,7 @@ fn facts(site: &Site) -> Value {
             "no_record": parts(&template::no_record()),
             "not_a_document": parts(&template::not_a_document(true)),
             "method_not_allowed": parts(&template::method_not_allowed()),
+            "not_a_filter": not_a_filter,
         },
     })
 }

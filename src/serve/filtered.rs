@@ -104,7 +104,13 @@ impl Tree {
 
     /// `page` of the list of the records whose `field` takes `value`, when the tree holds it: its
     /// page file, or a page rendered from its whole list as the build renders pages.
-    fn value_page(&self, segment: &str, field: &FilterField, value: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
+    fn value_page(
+        &self,
+        segment: &str,
+        field: &FilterField,
+        value: &str,
+        page: Page,
+    ) -> Result<Option<Arc<Doc>>, Unserved> {
         let folder = layout::filter_list(segment, &field.name, value);
         let all_path = layout::all_page_path(&folder);
         let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
@@ -125,7 +131,8 @@ impl Tree {
         let list_url = layout::list_url(&self.base_url, segment);
         let tail = query_tail([(field.name.as_str(), value)]);
         let links = ListLinks { list_url: &list_url, query_tail: &tail, files_url: &list.url, style: self.links };
-        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render_linked(&list, page, &links, self.pretty)) });
+        let doc =
+            Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render_linked(&list, page, &links, self.pretty)) });
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(Some(doc))
     }

@@ -144,7 +144,9 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 pub fn sample_data(dir: &Path) {
     let mut files: Vec<(String, String)> = vec![(
         "gen.json".into(),
-        r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item"]}"#.into(),
+        r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item"],
+            "filters": {"berry": {"firmness": "firmness.name", "size": "size"}, "effect": ["appeal"]}}"#
+            .into(),
     )];
     for id in 1..=5 {
         files.push((

@@ -185,6 +185,21 @@ pub fn fixture_data(label: &str) -> Option<(TempDir, PathBuf)> {
     Some((tmp, data))
 }
 
+/// Declares filters in the imported published fixture's `gen.json`: on berry, creature-form,
+/// nature and language (a string, a boolean, a path through an object, one that is null in some
+/// records).
+pub fn declare_fixture_filters(data: &Path) {
+    let path = data.join("gen.json");
+    let mut config = read_json(&path);
+    config["filters"] = serde_json::json!({
+        "berry": {"firmness": "firmness.name", "gift-type": "natural_gift_type.name"},
+        "creature-form": {"mega": "is_mega", "version-group": "version_group.name"},
+        "nature": ["decreased_stat.name", "likes_flavor.name"],
+        "language": {"official": "official"}
+    });
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+}
+
 /// Each resource's list entries as the data folder defines them: ids in order (`order.json`,
 /// else by id), with the record's name when it has one, urls absolute with `base`.
 pub fn expected_lists(data: &Path, base: &str) -> BTreeMap<String, Vec<Value>> {

@@ -10,7 +10,9 @@
 // files of the smallest page size at least the limit (their entries sliced as raw text, never
 // parsed and serialised again); a larger limit reads the list's `_pages/all` file once. A page
 // past the end of a list reads nothing. A `?q=` search reads two: the resource's names document
-// and its `_pages/all` file.
+// and its `_pages/all` file. One declared filter (`?FIELD=VALUE`) reads its value's list as a list
+// is read, after its first page (for the count): at most three reads. Several filters, or a
+// filter with `?q=`, read each value's `_pages/all` file, and for `q` the two a search reads.
 
 const MAX_U64 = 18446744073709551615n;
 const ALLOW = "GET, HEAD, OPTIONS";
@@ -95,8 +97,16 @@ async function find(facts, origin, target) {
       const page = pageQuery(facts, query);
       if (page.bad) return { status: 400, error: badParam(facts, page.bad) };
       const q = searchQuery(query);
-      if (q !== null) return searchPage(facts, origin, segment, q, page);
-      return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
+      // a resource without filters ignores other parameters, as the public API does
+      const declared = facts.filters[segment] ?? [];
+      const conditions = orderConditions(declared, declared.length === 0 ? [] : filterParams(query));
+      if (conditions.bad !== undefined) {
+        return { status: 400, error: fill(facts.errors.not_a_filter[segment], { Value: conditions.bad }) };
+      }
+      if (q === null && conditions.length === 0) {
+        return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
+      }
+      return narrowedPage(facts, origin, segment, q, conditions, page);
     }
   }
   // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
@@ -201,30 +211,36 @@ function listFile(segment, rest) {
 
 const min = (a, b) => (a < b ? a : b);
 
-/** `page` of the list of `segment` (`count` entries): a file of the tree, or rendered from them. */
-async function listPage(facts, origin, segment, count, page) {
-  if (page.offset === 0n && page.limit >= count) return mustGet(origin, listFile(segment, "_pages/all/"));
-  if (holds(facts, count, page)) return mustGet(origin, listFile(segment, `_pages/${page.limit}/${page.offset}/`));
+/**
+ * `page` of the list of `segment` (`count` entries): a file of the tree, or rendered from them.
+ * `folder` (under `api/v2/`) and `tail` name another list of the same entries' shape: a filter's
+ * value's list, whose page files are in its own folder and whose query links carry `tail`.
+ */
+async function listPage(facts, origin, segment, count, page, folder = segment, tail = "") {
+  if (page.offset === 0n && page.limit >= count) return mustGet(origin, listFile(folder, "_pages/all/"));
+  if (holds(facts, count, page)) return mustGet(origin, listFile(folder, `_pages/${page.limit}/${page.offset}/`));
   const start = min(page.offset, count);
   const end = min(min(page.offset + page.limit, MAX_U64), count);
   let entries = [];
   if (start < end) {
     const size = facts.page_sizes.map(BigInt).find((s) => s >= page.limit);
     if (size === undefined) {
-      const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
+      const all = entriesOf(await mustGet(origin, listFile(folder, "_pages/all/")));
       entries = all.slice(Number(start), Number(end));
     } else {
       // at most two aligned pages of `size` hold entries [start, end), as limit ≤ size
       const first = start / size;
       const last = (end - 1n) / size;
       for (let k = first; k <= last; k++) {
-        entries.push(...entriesOf(await mustGet(origin, listFile(segment, `_pages/${size}/${k * size}/`))));
+        entries.push(...entriesOf(await mustGet(origin, listFile(folder, `_pages/${size}/${k * size}/`))));
       }
       entries = entries.slice(Number(start - first * size), Number(end - first * size));
     }
   }
   const url = `${facts.base_url}/api/v2/${segment}/`;
-  const link = (p) => (p === null ? null : pageUrl(facts, url, p));
+  const files = `${facts.base_url}/api/v2/${folder}/`;
+  const link = (p) =>
+    p === null ? null : facts.links === "path" ? `${files}_pages/${p.limit}/${p.offset}/` : `${url}?offset=${p.offset}&limit=${p.limit}${tail}`;
   const next = nextPage(page, count);
   const linked = next !== null && facts.links === "path" ? { offset: next.offset, limit: page.limit } : next;
   const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
@@ -265,41 +281,101 @@ function encodeQueryValue(text) {
 }
 
 /**
- * `page` of the records of the list of `segment` whose name or a localized name contains `q`,
- * folded: two origin reads, the resource's names document and its `_pages/all` file.
+ * The parameters of a list query but `limit`, `offset` and `q`, as `[name, value]` pairs in the
+ * order given, percent-decoded (a value with `+` as a space); an empty value is left out.
  */
-async function searchPage(facts, origin, segment, q, page) {
+function filterParams(query) {
+  const out = [];
+  for (const pair of query.split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    const name = decodeLossy(equals < 0 ? pair : pair.slice(0, equals));
+    const value = decodeLossy((equals < 0 ? "" : pair.slice(equals + 1)).replaceAll("+", " "));
+    if (name !== "limit" && name !== "offset" && name !== "q" && value !== "") out.push([name, value]);
+  }
+  return out;
+}
+
+/**
+ * The conditions `given`, as `[field index, value]` pairs ordered by the field's place among the
+ * `declared` names, then as given, each once (src/filters.rs, `order_conditions`); `{bad: name}`
+ * for the first parameter that is no declared filter.
+ */
+function orderConditions(declared, given) {
+  const out = [];
+  for (const [name, value] of given) {
+    const field = declared.indexOf(name);
+    if (field < 0) return { bad: name };
+    if (!out.some(([f, v]) => f === field && v === value)) out.push([field, value]);
+  }
+  return out.map((c, i) => [c, i]).sort((a, b) => a[0][0] - b[0][0] || a[1] - b[1]).map(([c]) => c);
+}
+
+/** The folder a field name or value is written under, as src/filters.rs `folder_name` names it. */
+function folderName(text) {
+  if (text === "") return "_";
+  let out = "";
+  for (const b of new TextEncoder().encode(text)) {
+    const keep = (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b === 45;
+    out += keep ? String.fromCharCode(b) : `_${b.toString(16).padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/**
+ * `page` of the records of the list of `segment` that match `q` (a name or localized name
+ * containing it, folded; `null`: any) and every condition (`[field index, value]`), as gen serve
+ * answers it (src/serve/filtered.rs): one condition alone, with a value the tree holds, is that
+ * value's list; anything else is rendered with query links.
+ */
+async function narrowedPage(facts, origin, segment, q, conditions, page) {
+  const declared = facts.filters[segment] ?? [];
+  const folderOf = ([field, value]) => `${segment}/_filters/${folderName(declared[field])}/${folderName(value)}`;
+  const tailOf = (list) => list.map(([field, value]) => `&${encodeQueryValue(declared[field])}=${encodeQueryValue(value)}`).join("");
+  if (q === null && conditions.length === 1) {
+    const first = await origin.get(listFile(folderOf(conditions[0]), ""));
+    if (first !== null) {
+      const count = BigInt(JSON.parse(new TextDecoder().decode(first)).count);
+      if (page.offset === 0n && page.limit === BigInt(facts.default_limit) && count > page.limit) return first;
+      return listPage(facts, origin, segment, count, page, folderOf(conditions[0]), tailOf(conditions));
+    }
+  }
   // a tree built before names documents: no search, as gen serve answers it (404)
-  if (!facts.searchable.includes(segment)) return null;
-  const names = JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, "_names/"))));
-  const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
-  const folded = fold(q);
-  const matches = [];
-  names.results.forEach((entry, i) => {
-    const candidates = entry.name === undefined ? [] : [entry.name];
-    if (entry.names !== undefined) candidates.push(...Object.values(entry.names));
-    if (candidates.some((name) => fold(name).includes(folded))) matches.push(i);
-  });
-  const found = BigInt(matches.length);
-  const start = min(page.offset, found);
-  const end = min(min(page.offset + page.limit, MAX_U64), found);
-  const shown = matches.slice(Number(start), Number(end)).map((i) => all[i]);
+  if (q !== null && !facts.searchable.includes(segment)) return null;
+  const sets = [];
+  for (const condition of conditions) {
+    const all = await origin.get(listFile(folderOf(condition), "_pages/all/"));
+    sets.push(new Set(all === null ? [] : entriesOf(all)));
+  }
+  let found;
+  if (q === null) {
+    found = [...sets[0]].filter((entry) => sets.every((set) => set.has(entry)));
+  } else {
+    const names = JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, "_names/"))));
+    const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
+    const folded = fold(q);
+    found = [];
+    names.results.forEach((entry, i) => {
+      const candidates = entry.name === undefined ? [] : [entry.name];
+      if (entry.names !== undefined) candidates.push(...Object.values(entry.names));
+      if (candidates.some((name) => fold(name).includes(folded)) && sets.every((set) => set.has(all[i]))) found.push(all[i]);
+    });
+  }
+  const total = BigInt(found.length);
+  const start = min(page.offset, total);
+  const end = min(min(page.offset + page.limit, MAX_U64), total);
+  const shown = found.slice(Number(start), Number(end));
   const url = `${facts.base_url}/api/v2/${segment}/`;
-  const link = (p) => (p === null ? null : `${url}?offset=${p.offset}&limit=${p.limit}&q=${encodeQueryValue(q)}`);
+  const search = q === null ? "" : `&q=${encodeQueryValue(q)}`;
+  const link = (p) => (p === null ? null : `${url}?offset=${p.offset}&limit=${p.limit}${search}${tailOf(conditions)}`);
   const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
-  return new TextEncoder().encode(renderPage(found, link(nextPage(page, found)), link(previous), shown, facts.pretty));
+  return new TextEncoder().encode(renderPage(total, link(nextPage(page, total)), link(previous), shown, facts.pretty));
 }
 
 /** The page `next` points to by the public API's rule (the last page's limit shrinks). */
 function nextPage(page, count) {
   const end = min(page.offset + page.limit, MAX_U64);
   return count > end ? { offset: end, limit: min(page.limit, count - end) } : null;
-}
-
-function pageUrl(facts, listUrl, page) {
-  return facts.links === "path"
-    ? `${listUrl}_pages/${page.limit}/${page.offset}/`
-    : `${listUrl}?offset=${page.offset}&limit=${page.limit}`;
 }
 
 /** True when the tree holds `page` as a file: an aligned page of a page size, or (query links)
