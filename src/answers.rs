@@ -67,7 +67,7 @@ pub(crate) fn not_a_filter(segment: &str, name: &str, declared: &[crate::filters
     let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     json!({
         "detail": format!(
-            "{name:?} is not a filter of {segment}: its filters are {}; a list also takes limit, offset and q",
+            "{name:?} is not a filter of {segment}: its filters are {}; a list also takes limit, offset, q and format",
             quoted.join(", ")
         ),
         "parameter": name,

@@ -31,8 +31,9 @@ pub struct FilterField {
     pub path: String,
 }
 
-/// Query parameters a filter cannot be named: they are the list's own.
-pub const RESERVED: [&str; 3] = ["limit", "offset", "q"];
+/// Query parameters a filter cannot be named: they are the list's own (`format=json`, which the
+/// public API's clients send, is taken and ignored).
+pub const RESERVED: [&str; 4] = ["limit", "offset", "q", "format"];
 
 /// A parsed field path: each key, and how many `[]` follow it.
 #[derive(Debug, Clone, PartialEq, Eq)]

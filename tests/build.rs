@@ -83,20 +83,37 @@ fn writes_root_records_names_lists_and_meta() {
     assert_eq!(manifest["base_url"], BASE);
 }
 
-/// Maps a link to the page file that answers it, as `gen serve` and host configs do.
+/// The folder docs/tree.md names for a filter's name or value: `a-z0-9-` kept, any other byte
+/// as `_` and two hex digits, the empty text as `_`.
+fn folder_name(text: &str) -> String {
+    if text.is_empty() {
+        return "_".into();
+    }
+    let kept = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    text.bytes().map(|b| if kept(b) { char::from(b).to_string() } else { format!("_{b:02x}") }).collect()
+}
+
+/// Maps a link to the page file that answers it, as `gen serve` and host configs do; a filter's
+/// condition (`&firmness=firm-1`) to the page file of its value's list.
 fn page_file(out: &Path, link: &str) -> std::path::PathBuf {
     let rest = link.strip_prefix(BASE).unwrap().trim_start_matches('/');
     if let Some((list, query)) = rest.split_once('?') {
         let mut offset = 0u64;
         let mut limit = 20u64;
+        let mut folder = list.to_string();
         for pair in query.split('&') {
             match pair.split_once('=') {
                 Some(("offset", v)) => offset = v.parse().unwrap(),
                 Some(("limit", v)) => limit = v.parse().unwrap(),
+                Some((name, value)) if folder == list => {
+                    // the sample data's filter values need no percent-decoding
+                    assert!(!value.contains('%') && !name.contains('%'), "{query}");
+                    folder = format!("{list}_filters/{}/{}/", folder_name(name), folder_name(value));
+                }
                 _ => panic!("unexpected query {query}"),
             }
         }
-        out.join(format!("{list}_pages/{limit}/{offset}/index.json"))
+        out.join(format!("{folder}_pages/{limit}/{offset}/index.json"))
     } else {
         out.join(rest).join("index.json")
     }
@@ -307,7 +324,10 @@ fn rebuild_rewrites_only_changed_files() {
     assert!(run.stdout().contains("(0 written)"), "{}", run.stdout());
     assert_eq!(mtimes(&out), before);
 
-    // change one record: only its two paths (and .gz siblings), the meta and the manifest change
+    // change one record: only its two paths (and .gz siblings), the meta and the manifest change,
+    // and of the files of the declared filters only those its new value touches: the values
+    // document of `size` and the new value's list (the old value's list, of this record alone,
+    // is removed)
     let old = read_tree(&out);
     // (same shape, so the inferred schemas and the OpenAPI document stay as they were)
     let mut record = read_json(&data.join("berry/3.json"));
@@ -316,20 +336,28 @@ fn rebuild_rewrites_only_changed_files() {
     build(&data, &out, &["--gzip"]).ok();
     let new = read_tree(&out);
     let changed: BTreeSet<&str> = new.iter().filter(|(k, v)| old.get(*k) != Some(v)).map(|(k, _)| k.as_str()).collect();
-    let expected: BTreeSet<&str> = [
+    let value_list = |file: &str| format!("api/v2/berry/_filters/size/{}/{file}", folder_name("99.25"));
+    let mut expected: BTreeSet<String> = [
         "api/v2/berry/3/index.json",
-        "api/v2/berry/3/index.json.gz",
         "api/v2/berry/berry-3/index.json",
-        "api/v2/berry/berry-3/index.json.gz",
         "api/v2/meta/index.json",
-        "api/v2/meta/index.json.gz",
-        "manifest.json",
+        "api/v2/berry/_filters/size/index.json",
     ]
+    .map(String::from)
     .into();
+    for page in ["", "_pages/20/0/", "_pages/50/0/", "_pages/100/0/", "_pages/all/"] {
+        expected.insert(value_list(&format!("{page}index.json")));
+    }
+    let expected: BTreeSet<String> =
+        expected.into_iter().flat_map(|f| [format!("{f}.gz"), f]).chain(["manifest.json".to_string()]).collect();
+    let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     assert_eq!(changed, expected);
+    assert!(!out.join(format!("api/v2/berry/_filters/size/{}", folder_name("3.5"))).exists(), "the old value's list");
     let after = mtimes(&out);
-    for ((rel, a), (_, b)) in before.iter().zip(&after) {
-        assert_eq!(a == b, !expected.contains(rel.as_str()), "{rel}");
+    let before: std::collections::BTreeMap<&String, _> = before.iter().map(|(rel, t)| (rel, t)).collect();
+    for (rel, b) in &after {
+        let unchanged = before.get(rel) == Some(&b);
+        assert_eq!(unchanged, !expected.contains(rel.as_str()), "{rel}");
     }
     // .gz siblings decompress to their documents
     let gz = std::fs::read(out.join("api/v2/berry/3/index.json.gz")).unwrap();

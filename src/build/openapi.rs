@@ -35,6 +35,8 @@ pub struct ResourceDescription<'a> {
     pub record_schema: Value,
     /// Sub-document name (e.g. `encounters`) → its schema, inferred over every record that has it.
     pub subdocs: Vec<(&'a str, Value)>,
+    /// Its declared filters (`?FIELD=VALUE`), each a query parameter of its list.
+    pub filters: &'a [crate::filters::FilterField],
 }
 
 /// Component names used by the document itself; resources never take them.
@@ -83,6 +85,7 @@ pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
                 .into_iter()
                 .map(|sub| (sub, renderer.inferred_schema(segment, Some(sub))))
                 .collect(),
+            filters: renderer.options.filters.get(segment).map_or(&[], Vec::as_slice),
         })
         .collect();
     let description = ApiDescription {
@@ -160,6 +163,15 @@ pub fn openapi(description: &ApiDescription) -> Value {
                 &["Limit", "Offset", "Search"],
             ),
         );
+        if !resource.filters.is_empty() {
+            let list = &mut paths[&format!("{API_PREFIX}{segment}/")]["get"];
+            list["parameters"].as_array_mut().expect("the list's parameters").extend(filter_parameters(resource));
+            list["description"] = json!(format!(
+                "Declared filters: {}. A filter's parameter repeated, or several filters given, narrow the list to \
+                 the records matching every one; any other parameter but limit, offset, q and format is a 400.",
+                resource.filters.iter().map(|f| format!("`{}` ({})", f.name, f.path)).collect::<Vec<_>>().join(", ")
+            ));
+        }
         paths.insert(
             format!("{API_PREFIX}{segment}/_names/"),
             operation(
@@ -320,6 +332,29 @@ fn names_schema() -> Value {
     })
 }
 
+/// The query parameters of `resource`'s declared filters, inline in its list operation.
+fn filter_parameters(resource: &ResourceDescription) -> Vec<Value> {
+    let segment = resource.segment;
+    resource
+        .filters
+        .iter()
+        .map(|field| {
+            let values = format!("{API_PREFIX}{segment}/_filters/{}/", crate::filters::folder_name(&field.name));
+            json!({
+                "name": field.name,
+                "in": "query",
+                "required": false,
+                "description": format!(
+                    "Only the records whose `{}` takes this value (a string, a number as JSON writes it, true or \
+                     false), exactly; the values and their counts: {values}. Empty: no condition.",
+                    field.path
+                ),
+                "schema": { "type": "string" }
+            })
+        })
+        .collect()
+}
+
 fn parameters() -> Value {
     let id_description = "The record's id";
     json!({
@@ -467,14 +502,26 @@ mod tests {
                     named: false,
                     record_schema: chain,
                     subdocs: vec![],
+                    filters: &[],
                 },
-                ResourceDescription { segment: "berry", count: 64, named: true, record_schema: berry, subdocs: vec![] },
+                ResourceDescription {
+                    segment: "berry",
+                    count: 64,
+                    named: true,
+                    record_schema: berry,
+                    subdocs: vec![],
+                    filters: Box::leak(Box::new([crate::filters::FilterField {
+                        name: "firmness".into(),
+                        path: "firmness.name".into(),
+                    }])),
+                },
                 ResourceDescription {
                     segment: "creature",
                     count: 1,
                     named: true,
                     record_schema: creature,
                     subdocs: vec![("encounters", encounters)],
+                    filters: &[],
                 },
             ],
         })
@@ -538,11 +585,20 @@ mod tests {
         let params = |path: &str| -> Vec<Value> {
             get(path)["parameters"]
                 .as_array()
-                .map(|ps| ps.iter().map(|p| resolve(&doc, p["$ref"].as_str().unwrap()).unwrap().clone()).collect())
+                .map(|ps| {
+                    let resolved =
+                        |p: &Value| p["$ref"].as_str().map_or(p.clone(), |r| resolve(&doc, r).unwrap().clone());
+                    ps.iter().map(resolved).collect()
+                })
                 .unwrap_or_default()
         };
         let list = params("/api/v2/berry/");
-        assert_eq!(list.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["limit", "offset", "q"]);
+        let names: Vec<&str> = list.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["limit", "offset", "q", "firmness"], "berry declares the filter firmness");
+        assert_eq!(list[3]["in"], "query");
+        assert!(list[3]["description"].as_str().unwrap().contains("/api/v2/berry/_filters/firmness/"));
+        let creature: Vec<Value> = params("/api/v2/creature/");
+        assert_eq!(creature.len(), 3, "creature declares none");
         assert_eq!(list[2]["schema"]["type"], "string");
         for p in &list[..2] {
             assert_eq!(p["in"], "query");
@@ -648,6 +704,7 @@ mod tests {
             named: true,
             record_schema: json!({ "type": "object" }),
             subdocs,
+            filters: &[],
         };
         let doc = openapi(&ApiDescription {
             base_url: "http://h",

@@ -144,6 +144,9 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         && let [_, _, segment, ..] = parts.as_slice()
     {
         main.push_str(&list_controls(target, &parts, segment, map, &links));
+        if parts.len() == 3 {
+            main.push_str(&filter_links(tree, segment));
+        }
     }
     main.push_str("<pre class=\"json\">");
     match &value {
@@ -225,6 +228,33 @@ fn list_controls(
         escape(&q),
         segment = escape(segment),
     );
+    out
+}
+
+/// Most values of one filter the HTML view links to (the values document lists them all).
+const MAX_FILTER_LINKS: usize = 60;
+
+/// The declared filters of `segment` as links, one per value with its count, from the values
+/// documents (`?FIELD=VALUE`, see docs/tree.md); empty for a resource without filters.
+fn filter_links(tree: &Tree, segment: &str) -> String {
+    let mut out = String::new();
+    for field in tree.filters(segment) {
+        let Ok(Some(doc)) = tree.doc(&crate::layout::filter_values_key(segment, &field.name)) else { continue };
+        let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
+        let results = values["results"].as_array().map_or(&[][..], Vec::as_slice);
+        let _ = write!(out, "<p class=\"filters\"><strong>{}</strong>: ", escape(&field.name));
+        for value in results.iter().take(MAX_FILTER_LINKS) {
+            let text = value["value"].as_str().unwrap_or("");
+            let tail = crate::filters::query_tail([(field.name.as_str(), text)]);
+            let href = format!("{API_PREFIX}{segment}/?{}", &tail[1..]);
+            let count = value["count"].as_u64().unwrap_or(0);
+            let _ = write!(out, "<a href=\"{}\">{}</a>&nbsp;({count}) ", escape(&href), escape(text));
+        }
+        if results.len() > MAX_FILTER_LINKS {
+            let _ = write!(out, "… {} more", results.len() - MAX_FILTER_LINKS);
+        }
+        out.push_str("</p>\n");
+    }
     out
 }
 

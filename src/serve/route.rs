@@ -143,7 +143,7 @@ pub(crate) fn search_query(target: &str) -> Option<String> {
     q.filter(|q| !q.is_empty())
 }
 
-/// The parameters of a list query but `limit`, `offset` and `q`, in the order given, each name
+/// The parameters of a list query but `limit`, `offset`, `q` and `format`, in the order given, each name
 /// and value percent-decoded (a value with `+` as a space, as HTML forms send it); a parameter
 /// with an empty value is left out (as an empty `q` is the whole list).
 pub(crate) fn filter_params(target: &str) -> Vec<(String, String)> {

@@ -281,7 +281,7 @@ function encodeQueryValue(text) {
 }
 
 /**
- * The parameters of a list query but `limit`, `offset` and `q`, as `[name, value]` pairs in the
+ * The parameters of a list query but `limit`, `offset`, `q` and `format`, as `[name, value]` pairs in the
  * order given, percent-decoded (a value with `+` as a space); an empty value is left out.
  */
 function filterParams(query) {
@@ -291,7 +291,7 @@ function filterParams(query) {
     const equals = pair.indexOf("=");
     const name = decodeLossy(equals < 0 ? pair : pair.slice(0, equals));
     const value = decodeLossy((equals < 0 ? "" : pair.slice(equals + 1)).replaceAll("+", " "));
-    if (name !== "limit" && name !== "offset" && name !== "q" && value !== "") out.push([name, value]);
+    if (!["limit", "offset", "q", "format"].includes(name) && value !== "") out.push([name, value]);
   }
   return out;
 }
