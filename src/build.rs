@@ -148,7 +148,7 @@ pub fn build(
     progress: &crate::progress::Progress,
 ) -> Result<BuildSummary> {
     let started_ns = index::now_ns();
-    let timer = StepTimer::from_env();
+    let timer = crate::progress::StepTimer::from_env();
     load::require_folder(data)?;
     if crate::fsutil::is_inside(out, data) {
         anyhow::bail!(
@@ -220,26 +220,6 @@ pub fn build(
     record_index(&dir, &index);
     timer.step("write the index");
     Ok(summary(written.report, false))
-}
-
-/// Prints how long each step of a build took, on stderr, when `GEN_TIMINGS` is set (for
-/// benchmarks: BENCHMARKS.md's phase tables).
-struct StepTimer {
-    last: Option<std::cell::Cell<std::time::Instant>>,
-}
-
-impl StepTimer {
-    fn from_env() -> StepTimer {
-        StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
-    }
-
-    fn step(&self, what: &str) {
-        if let Some(last) = &self.last {
-            let now = std::time::Instant::now();
-            eprintln!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
-            last.set(now);
-        }
-    }
 }
 
 /// What the previous build left in the output folder, opened (and locked) for this one.

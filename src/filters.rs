@@ -18,6 +18,7 @@
 //!
 //! where `<field>` and `<value>` are [`folder_name`]s.
 
+pub use crate::layout::folder_name;
 use crate::paging::Page;
 use serde::{Deserialize, Serialize};
 
@@ -89,25 +90,6 @@ fn value_text(value: &serde_json::Value) -> Option<String> {
         serde_json::Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
-}
-
-/// The folder a field name or a value is written under: its bytes `a-z`, `0-9` and `-` as they
-/// are, every other byte (`_` and `.` too) as `_` and two lower-case hex digits, and the empty
-/// text as `_`. Different texts have different folders, and no folder is `.` or `..` or holds a
-/// `/`: a value such as `../../etc` is the folder `_2e_2e_2f_2e_2e_2fetc`.
-pub fn folder_name(text: &str) -> String {
-    if text.is_empty() {
-        return "_".to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("_{b:02x}"));
-        }
-    }
-    out
 }
 
 /// The query string's tail that carries `conditions` (`&type=fire&generation=generation-i`), each

@@ -97,10 +97,29 @@ pub fn names_path(segment: &str) -> String {
     format!("{}/{DOCUMENT_FILE}", names_key(segment))
 }
 
+/// The folder a declared filter's name or value is written under (see `src/filters.rs`): its bytes `a-z`, `0-9` and `-` as they
+/// are, every other byte (`_` and `.` too) as `_` and two lower-case hex digits, and the empty
+/// text as `_`. Different texts have different folders, and no folder is `.` or `..` or holds a
+/// `/`: a value such as `../../etc` is the folder `_2e_2e_2f_2e_2e_2fetc`.
+pub fn folder_name(text: &str) -> String {
+    if text.is_empty() {
+        return "_".to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("_{b:02x}"));
+        }
+    }
+    out
+}
+
 /// The key of the values document of `segment`'s filter `field`:
-/// `api/v2/<segment>/_filters/<field>` (the field's [`crate::filters::folder_name`]).
+/// `api/v2/<segment>/_filters/<field>` (the field's [`folder_name`]).
 pub fn filter_values_key(segment: &str, field: &str) -> String {
-    format!("{API_ROOT}/{segment}/{FILTERS_DIR}/{}", crate::filters::folder_name(field))
+    format!("{API_ROOT}/{segment}/{FILTERS_DIR}/{}", folder_name(field))
 }
 
 /// The file of the values document of `segment`'s filter `field`.
@@ -112,7 +131,6 @@ pub fn filter_values_path(segment: &str, field: &str) -> String {
 /// `api/v2/` (`<segment>/_filters/<field>/<value>`): every function here that takes a segment
 /// ([`list_path`], [`page_path`], [`all_page_path`], [`list_url`]) takes it too.
 pub fn filter_list(segment: &str, field: &str, value: &str) -> String {
-    use crate::filters::folder_name;
     format!("{segment}/{FILTERS_DIR}/{}/{}", folder_name(field), folder_name(value))
 }
 

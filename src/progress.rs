@@ -1,6 +1,7 @@
 //! The progress display of the long commands, `gen build` and `gen publish`: one indicatif bar
 //! on stderr, in one style, drawn only when the command asks for it (on a terminal, never with
-//! `-q`: see [`wanted`]). Hidden otherwise, when a step costs one atomic add.
+//! `-q`: see [`wanted`]). Hidden otherwise, when a step costs one atomic add. Also the build's
+//! step timings (`GEN_TIMINGS`, [`StepTimer`]), for the benchmarks.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -55,5 +56,25 @@ impl Progress {
     /// Removes the bar from the terminal (the command's summary line follows).
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// Prints how long each step of a build took, on stderr, when `GEN_TIMINGS` is set (for
+/// benchmarks: BENCHMARKS.md's phase tables).
+pub struct StepTimer {
+    last: Option<std::cell::Cell<std::time::Instant>>,
+}
+
+impl StepTimer {
+    pub fn from_env() -> StepTimer {
+        StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
+    }
+
+    pub fn step(&self, what: &str) {
+        if let Some(last) = &self.last {
+            let now = std::time::Instant::now();
+            eprintln!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
+            last.set(now);
+        }
     }
 }

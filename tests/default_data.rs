@@ -109,7 +109,7 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
         // the last page under a shrunken limit (`_pages/8/60/` of 68 entries): its previous,
         // by the public API's rule, is not a file of the tree (docs/tree.md, "Page files")
         let parts: Vec<&str> = rel.split('/').collect();
-        if let [_, _, "_pages", limit, offset, _] = parts[..]
+        if let [.., "_pages", limit, offset, _] = parts[..]
             && let (Ok(limit), Ok(offset)) = (limit.parse::<u64>(), offset.parse::<u64>())
             && !([20, 50, 100].contains(&limit) && offset % limit == 0)
         {
@@ -121,9 +121,18 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
         for url in found.iter().filter_map(|s| s.strip_prefix("http://127.0.0.1:8080/")) {
             let file = match url.split_once('?') {
                 Some((list, query)) => {
-                    let get =
-                        |key: &str| query.split('&').find_map(|p| p.strip_prefix(key)).map(|v| v.to_string()).unwrap();
-                    out.join(format!("{list}_pages/{}/{}/index.json", get("limit="), get("offset=")))
+                    let get = |key: &str| query.split('&').find_map(|p| p.strip_prefix(key)).map(|v| v.to_string());
+                    // a filter's condition (`type=fire`): its value's list, in the folders
+                    // docs/tree.md names (the default data's values need no escaping)
+                    let condition = query.split('&').find(|p| !p.starts_with("limit=") && !p.starts_with("offset="));
+                    let list = match condition.and_then(|c| c.split_once('=')) {
+                        Some((name, value)) => format!("{list}_filters/{}/{value}/", name.replace('_', "_5f")),
+                        None => list.to_string(),
+                    };
+                    match (get("limit="), get("offset=")) {
+                        (Some(limit), Some(offset)) => out.join(format!("{list}_pages/{limit}/{offset}/index.json")),
+                        _ => out.join(format!("{list}index.json")),
+                    }
                 }
                 None => out.join(url).join("index.json"),
             };
