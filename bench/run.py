@@ -25,6 +25,10 @@ the crawl alone (on the last built tree, built first when there is none).
 ONLY=edge runs the edge handler benchmark alone (bench/edge.py: the Cloudflare handler in
 workerd against the bare nginx it reads); a full run runs it after the crawl.
 
+ONLY=filters runs the search and filters benchmark alone (bench/filters.py: fresh builds with
+and without declared filters, a one-record edit, gen serve on ?q= and filters; needs API_DATA;
+BASELINE_GEN=<a gen from before issue 29> adds builds without any index file).
+
 HUGE=1 adds the 1M-record run (bench/huge.py: builds cold and warm, cp -r, gen serve, --watch)
 after the rest; ONLY=huge runs it alone. Its own settings (HUGE_DATA, HUGE_RECORDS, ...) are
 described in bench/huge.py.
@@ -446,6 +450,11 @@ def main():
         import edge  # the edge handler against its origin (bench/edge.py)
 
         return edge.main()
+    if only == "filters":
+        import filters  # search and filters on the published data (bench/filters.py)
+
+        build_gen()
+        return filters.main()
     ditto = None if only == "crawl" else ensure_tools()
     if ditto is None:
         build_gen()

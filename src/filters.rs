@@ -65,6 +65,11 @@ impl FieldPath {
         Ok(FieldPath { steps })
     }
 
+    /// The key of the record's own member the path starts at.
+    pub fn first_key(&self) -> &str {
+        &self.steps[0].0
+    }
+
     /// The values `record` takes at this path, sorted, each once.
     pub fn values(&self, record: &serde_json::Value) -> Vec<String> {
         let mut reached = vec![record];

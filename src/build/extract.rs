@@ -74,12 +74,15 @@ pub fn extract(
 /// Reads the records of `segment` for their names and the values of `declared`.
 pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -> Extracted {
     let paths: Vec<FieldPath> = declared.iter().filter_map(|f| FieldPath::parse(&f.path).ok()).collect();
+    let mut keys: Vec<&str> = paths.iter().map(FieldPath::first_key).chain(["names"]).collect();
+    keys.sort_unstable();
+    keys.dedup();
     let records = &dataset.resources[segment].records;
     let read: Vec<(NameEntry, Vec<Vec<String>>)> = records
         .par_iter()
         .with_min_len(64)
         .map(|record| {
-            let value = crate::json::read_json(&dataset.record_file(segment, record.id)).ok().map(|(v, _)| v);
+            let value = read_members(&dataset.record_file(segment, record.id), &keys).map(serde_json::Value::Object);
             let names = value.as_ref().map(search::localized_names).unwrap_or_default();
             let values = paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
             (NameEntry { id: record.id, name: record.name.clone(), names }, values)
@@ -96,6 +99,39 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
         }
     }
     Extracted { names, fields: fields.into_iter().map(|f| f.into_iter().collect()).collect() }
+}
+
+/// The members of a record's top-level object named in `keys`, parsed; the others are checked
+/// as JSON and skipped without being built (a record of the published data holds hundreds of
+/// KB the names and filters never read). `None` when the file cannot be read as an object.
+fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map<String, serde_json::Value>> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    struct Members<'k>(&'k [&'k str]);
+    impl<'de> DeserializeSeed<'de> for Members<'_> {
+        type Value = serde_json::Map<String, serde_json::Value>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Members<'_> {
+        type Value = serde_json::Map<String, serde_json::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a record: a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if self.0.contains(&key.as_ref()) {
+                    out.insert(key.into_owned(), map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+    let bytes = crate::json::read_data_file(path).ok()?;
+    Members(keys).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()
 }
 
 /// The values document of a filter: `{"name", "path", "count", "results": [{"value", "count",
