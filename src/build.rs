@@ -403,6 +403,7 @@ impl write::Documents for Rendering<'_> {
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
             plan::Content::Names { segment }
+            | plan::Content::NamesShard { segment, .. }
             | plan::Content::FilterValues { segment, .. }
             | plan::Content::FilterPage { segment, .. } => self.extract_dirty(segment),
         }

@@ -134,6 +134,16 @@ pub fn filter_list(segment: &str, field: &str, value: &str) -> String {
     format!("{segment}/{FILTERS_DIR}/{}/{}", folder_name(field), folder_name(value))
 }
 
+/// Shard `k` of a split names document: `api/v2/<segment>/_names/<k>/index.json`.
+pub fn names_shard_path(segment: &str, k: usize) -> String {
+    format!("{}/{k}/{DOCUMENT_FILE}", names_key(segment))
+}
+
+/// The url of shard `k` of a split names document: `<origin>/api/v2/<segment>/_names/<k>/`.
+pub fn names_shard_url(origin: &str, segment: &str, k: usize) -> String {
+    format!("{origin}{API_PREFIX}{segment}/{NAMES_DIR}/{k}/")
+}
+
 /// The folder of the page of `limit` entries from `offset`, relative to the resource's folder:
 /// `_pages/<limit>/<offset>/`.
 pub fn page_dir(limit: u64, offset: u64) -> String {

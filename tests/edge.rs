@@ -1046,3 +1046,57 @@ fn q_on_a_tree_built_before_names_documents_is_answered_as_gen_serve_answers_it(
         assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{target}: {}", got.text());
     }
 }
+
+/// A resource of more records than a names file holds (50,000, src/search.rs): its names are
+/// split in shards by list position, each file under the bound, and `?q=` reads them all.
+/// `gen serve` answers as a scan of the data does, and the Node handler as `gen serve` does.
+#[test]
+fn the_names_of_a_resource_over_the_bound_are_split_in_shards_and_searched_whole() {
+    if heavy("it builds 50,003 records").is_none() {
+        return;
+    }
+    let Some(node) = node() else { return };
+    const SHARD: usize = 50_000;
+    let count = SHARD + 3;
+    let tmp = TempDir::new("edge-names-shards");
+    let data = tmp.join("data");
+    std::fs::create_dir_all(data.join("thing")).unwrap();
+    std::fs::write(data.join("gen.json"), r#"{"base_url": "http://127.0.0.1:8080"}"#).unwrap();
+    let name = |id: usize| format!("thing-{id}");
+    for id in 1..=count {
+        let record = serde_json::json!({"id": id, "name": name(id), "names": [{"name": format!("Ding {id}"), "language": {"name": "de"}}]});
+        std::fs::write(data.join(format!("thing/{id}.json")), record.to_string()).unwrap();
+    }
+    let tree = build_tree(tmp, data, &[]);
+    let index = read_json(&tree.out.join("api/v2/thing/_names/index.json"));
+    assert_eq!(index["count"], count);
+    let shards = index["shards"].as_array().expect("a split names document lists its shards");
+    assert_eq!(shards.len(), 2);
+    assert_eq!((shards[0]["offset"].as_u64(), shards[0]["count"].as_u64()), (Some(0), Some(SHARD as u64)));
+    assert_eq!((shards[1]["offset"].as_u64(), shards[1]["count"].as_u64()), (Some(SHARD as u64), Some(3)));
+    let manifest = tree.manifest();
+    for k in 0..2 {
+        let shard = read_json(&tree.out.join(format!("api/v2/thing/_names/{k}/index.json")));
+        assert_eq!(shard["count"], shards[k]["count"]);
+        assert_eq!(shard["results"][0]["id"], 1 + k * SHARD, "shard {k} starts at its offset");
+        assert!(manifest["files"].get(format!("api/v2/thing/_names/{k}/index.json")).is_some());
+    }
+    let serve = start_serve(&tree.out, &[]);
+    let files = TempDir::new("edge-names-shards-runtime");
+    let (_origin, edge) = start_node_handler(&node, &tree.out, files.path());
+    // the records whose name or German name contains each q, by a scan of the ids
+    for q in ["thing-5000", "DING 50001", "ding 5000", "-50003", "zz"] {
+        let folded = q.to_lowercase();
+        let ids: Vec<usize> =
+            (1..=count).filter(|&id| name(id).contains(&folded) || format!("ding {id}").contains(&folded)).collect();
+        let target = format!("/api/v2/thing/?q={}&limit=100", q.replace(' ', "%20"));
+        let page = serve.get(&target).expect(200).json();
+        assert_eq!(page["count"], ids.len(), "{q}");
+        let shown: Vec<&str> =
+            page["results"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+        let expected: Vec<String> = ids.iter().take(100).map(|&id| name(id)).collect();
+        assert_eq!(shown, expected, "{q}");
+        let got = edge.server.get(&target);
+        assert_eq!((got.status, &got.body), (200, &serve.get(&target).body), "{target}");
+    }
+}

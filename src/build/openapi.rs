@@ -315,10 +315,20 @@ fn meta_schema() -> Value {
 fn names_schema() -> Value {
     json!({
         "type": "object",
-        "description": "Every record's id, name and localized names (by language), in list order: what `?q=` searches.",
-        "required": ["count", "results"],
+        "description": "Every record's id, name and localized names (by language), in list order: what `?q=` searches. For a resource of more than 50,000 records, `shards` instead of `results`: each shard (at its `url`, `count` entries from list position `offset`) is a names document of its own.",
+        "required": ["count"],
         "properties": {
             "count": { "type": "integer", "minimum": 0 },
+            "offset": { "type": "integer", "minimum": 0 },
+            "shards": { "type": "array", "items": {
+                "type": "object",
+                "required": ["offset", "count", "url"],
+                "properties": {
+                    "offset": { "type": "integer", "minimum": 0 },
+                    "count": { "type": "integer", "minimum": 0 },
+                    "url": { "type": "string", "format": "uri" }
+                }
+            } },
             "results": { "type": "array", "items": {
                 "type": "object",
                 "required": ["id"],

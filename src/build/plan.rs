@@ -25,6 +25,8 @@ pub enum Content<'a> {
     Page { segment: &'a str, page: Page },
     /// A resource's names document, for `?q=` (see [`crate::search`]).
     Names { segment: &'a str },
+    /// Shard `shard` of the names of a resource whose names document is split.
+    NamesShard { segment: &'a str, shard: usize },
     /// The values document of a resource's declared filter (its `field`th, see [`crate::filters`]).
     FilterValues { segment: &'a str, field: usize },
     /// A page of the list of the records whose `field`th filter takes its `value`th value.
@@ -40,6 +42,7 @@ impl<'a> Content<'a> {
             | Content::SubDoc { segment, .. }
             | Content::Page { segment, .. }
             | Content::Names { segment }
+            | Content::NamesShard { segment, .. }
             | Content::FilterValues { segment, .. }
             | Content::FilterPage { segment, .. } => Some(segment),
         }
@@ -113,6 +116,12 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extract
             outputs.push(Output::listed(Content::Page { segment, page }, paths));
         }
         outputs.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
+        for shard in 0..crate::search::names_shards(resource.records.len()) {
+            outputs.push(Output::listed(
+                Content::NamesShard { segment, shard },
+                vec![layout::names_shard_path(segment, shard)],
+            ));
+        }
         if let (Some(declared), Some(extracted)) = (options.filters.get(segment), extracts.get(segment)) {
             plan_filters(&mut outputs, segment, declared, extracted, options);
         }

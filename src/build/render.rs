@@ -303,7 +303,8 @@ impl<'a> TreeRenderer<'a> {
                 let links = paging::ListLinks::of_list(&list_url, self.options.links);
                 Ok(paging::render_list_page(&self.entries[segment], &links, page, self.options.pretty))
             }
-            Content::Names { segment } => Ok(self.names(segment)),
+            Content::Names { segment } => Ok(self.names(segment, None)),
+            Content::NamesShard { segment, shard } => Ok(self.names(segment, Some(shard))),
             Content::FilterValues { segment, field } => {
                 let values = &self.extracts[segment].fields[field];
                 let declared = &self.options.filters[segment][field];
@@ -318,11 +319,25 @@ impl<'a> TreeRenderer<'a> {
         }
     }
 
-    /// The names document of `segment`, from its extract (made now when the build has none).
-    fn names(&self, segment: &str) -> Vec<u8> {
-        match self.extracts.get(segment) {
-            Some(extracted) => search::render_names(&extracted.names),
-            None => search::render_names(&extract::extract_one(self.records.dataset, segment, &[]).names),
+    /// The names document of `segment` (or its shard `shard`, see [`search::names_shards`]), from
+    /// its extract (made now when the build has none).
+    fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {
+        let count = self.records.dataset.resources[segment].records.len();
+        if shard.is_none() && search::names_shards(count) > 0 {
+            let base = &self.options.base_url;
+            return search::render_names_index(count, |k| layout::names_shard_url(base, segment, k));
+        }
+        let made;
+        let entries = match self.extracts.get(segment) {
+            Some(extracted) => &extracted.names,
+            None => {
+                made = extract::extract_one(self.records.dataset, segment, &[]);
+                &made.names
+            }
+        };
+        match shard {
+            Some(k) => search::render_names_shard(entries, k),
+            None => search::render_names(entries),
         }
     }
 }

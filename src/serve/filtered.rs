@@ -151,19 +151,44 @@ impl Tree {
     fn matching_names(&self, segment: &str, count: u64, q: &str) -> Result<Option<Vec<usize>>, Unserved> {
         let names_path = layout::names_path(segment);
         let Some(names_hash) = self.listing.hash_of(&names_path) else { return Ok(None) };
-        let names = self.read(&names_path, &names_hash)?;
-        let names: search::NamesDoc = serde_json::from_slice(&names.body)
-            .ok()
-            .filter(|doc: &search::NamesDoc| doc.results.len() as u64 == count)
-            .ok_or_else(|| Unserved {
-                path: names_path.clone(),
-                detail: format!(
-                    "{}: not a names document of {count} entries: rebuild with `gen build`",
-                    self.dir.join(&names_path).display()
-                ),
-                busy: false,
-            })?;
+        let mut names = self.names_file(&names_path, &names_hash, count, None)?;
+        // a split names document: its shards, in list order
+        for (k, shard) in std::mem::take(&mut names.shards).into_iter().enumerate() {
+            let path = layout::names_shard_path(segment, k);
+            let hash = self.listing.hash_of(&path).ok_or_else(|| self.missing(&path))?;
+            names.results.extend(self.names_file(&path, &hash, shard.count, Some(shard.offset))?.results);
+        }
+        if names.results.len() as u64 != count {
+            return Err(self.not_names(&names_path, count));
+        }
         Ok(Some(search::matching(&names, q)))
+    }
+
+    /// A names document or shard (`offset`: a shard's first list position), checked: `count`
+    /// entries, or shards for them.
+    fn names_file(
+        &self,
+        path: &str,
+        hash: &blake3::Hash,
+        count: u64,
+        offset: Option<u64>,
+    ) -> Result<search::NamesDoc, Unserved> {
+        let doc = self.read(path, hash)?;
+        serde_json::from_slice(&doc.body)
+            .ok()
+            .filter(|doc: &search::NamesDoc| {
+                let split = !doc.shards.is_empty() && offset.is_none();
+                doc.count == count && doc.offset == offset && (split || doc.results.len() as u64 == count)
+            })
+            .ok_or_else(|| self.not_names(path, count))
+    }
+
+    fn not_names(&self, path: &str, count: u64) -> Unserved {
+        let detail = format!(
+            "{}: not a names document of {count} entries: rebuild with `gen build`",
+            self.dir.join(path).display()
+        );
+        Unserved { path: path.to_string(), detail, busy: false }
     }
 
     /// The answer when the manifest does not list a file every tree holds.

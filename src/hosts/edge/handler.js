@@ -10,7 +10,7 @@
 // files of the smallest page size at least the limit (their entries sliced as raw text, never
 // parsed and serialised again); a larger limit reads the list's `_pages/all` file once. A page
 // past the end of a list reads nothing. A `?q=` search reads two: the resource's names document
-// and its `_pages/all` file. One declared filter (`?FIELD=VALUE`) reads its value's list as a list
+// (and its shards, for a resource of more than 50,000 records) and its `_pages/all` file. One declared filter (`?FIELD=VALUE`) reads its value's list as a list
 // is read, after its first page (for the count): at most three reads. Several filters, or a
 // filter with `?q=`, read each value's `_pages/all` file, and for `q` the two a search reads.
 
@@ -351,11 +351,11 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
   if (q === null) {
     found = [...sets[0]].filter((entry) => sets.every((set) => set.has(entry)));
   } else {
-    const names = JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, "_names/"))));
+    const names = await namesOf(origin, segment);
     const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
     const folded = fold(q);
     found = [];
-    names.results.forEach((entry, i) => {
+    names.forEach((entry, i) => {
       const candidates = entry.name === undefined ? [] : [entry.name];
       if (entry.names !== undefined) candidates.push(...Object.values(entry.names));
       if (candidates.some((name) => fold(name).includes(folded)) && sets.every((set) => set.has(all[i]))) found.push(all[i]);
@@ -370,6 +370,19 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
   const link = (p) => (p === null ? null : `${url}?offset=${p.offset}&limit=${p.limit}${search}${tailOf(conditions)}`);
   const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
   return new TextEncoder().encode(renderPage(total, link(nextPage(page, total)), link(previous), shown, facts.pretty));
+}
+
+/**
+ * The entries of the names document of `segment`, in list order: one read, or for a split one
+ * (more than 50,000 records, src/search.rs) one more per shard.
+ */
+async function namesOf(origin, segment) {
+  const json = async (rest) => JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, rest))));
+  const doc = await json("_names/");
+  if (doc.shards === undefined) return doc.results;
+  let results = [];
+  for (let k = 0; k < doc.shards.length; k++) results = results.concat((await json(`_names/${k}/`)).results);
+  return results;
 }
 
 /** The page `next` points to by the public API's rule (the last page's limit shrinks). */
