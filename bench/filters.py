@@ -113,16 +113,20 @@ def main():
     record_path = data / "creature" / "25.json"
     original = record_path.read_text()
     record = json.loads(original)
-    record["types"][0]["type"]["name"] = "fire" if record["types"][0]["type"]["name"] != "fire" else "water"
+    # electric (13) becomes fire (10), or fire becomes water (11)
+    fire = record["types"][0]["type"]["name"] == "fire"
+    record["types"][0]["type"] = {"name": "water", "url": "/api/v2/type/11/"} if fire else {"name": "fire", "url": "/api/v2/type/10/"}
     record_path.write_text(json.dumps(record))
-    started = time.perf_counter()
-    subprocess.run([str(GEN), "build", "-q", "--data", str(data), "--out", str(out)], check=True)
-    rebuild = time.perf_counter() - started
+    try:
+        started = time.perf_counter()
+        subprocess.run([str(GEN), "build", "-q", "--data", str(data), "--out", str(out)], check=True)
+        rebuild = time.perf_counter() - started
+    finally:
+        record_path.write_text(original)
     after = json.loads((out / "manifest.json").read_text())["files"]
     written = sorted(p for p in after if before.get(p) != (out / p).stat().st_mtime_ns)
     index_total = sum(1 for p in after if index_file(p))
     index_written = [p for p in written if index_file(p)]
-    record_path.write_text(original)
     report.append(
         f"One creature's type edited: the rebuild took {rebuild:.2f} s and wrote {len(written)} files, "
         f"{len(index_written)} of them index files (of {index_total} in the tree): "

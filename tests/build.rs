@@ -83,16 +83,6 @@ fn writes_root_records_names_lists_and_meta() {
     assert_eq!(manifest["base_url"], BASE);
 }
 
-/// The folder docs/tree.md names for a filter's name or value: `a-z0-9-` kept, any other byte
-/// as `_` and two hex digits, the empty text as `_`.
-fn folder_name(text: &str) -> String {
-    if text.is_empty() {
-        return "_".into();
-    }
-    let kept = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
-    text.bytes().map(|b| if kept(b) { char::from(b).to_string() } else { format!("_{b:02x}") }).collect()
-}
-
 /// Maps a link to the page file that answers it, as `gen serve` and host configs do; a filter's
 /// condition (`&firmness=firm-1`) to the page file of its value's list.
 fn page_file(out: &Path, link: &str) -> std::path::PathBuf {
@@ -108,7 +98,7 @@ fn page_file(out: &Path, link: &str) -> std::path::PathBuf {
                 Some((name, value)) if folder == list => {
                     // the sample data's filter values need no percent-decoding
                     assert!(!value.contains('%') && !name.contains('%'), "{query}");
-                    folder = format!("{list}_filters/{}/{}/", folder_name(name), folder_name(value));
+                    folder = format!("{list}_filters/{}/{}/", filter_folder(name), filter_folder(value));
                 }
                 _ => panic!("unexpected query {query}"),
             }
@@ -336,7 +326,7 @@ fn rebuild_rewrites_only_changed_files() {
     build(&data, &out, &["--gzip"]).ok();
     let new = read_tree(&out);
     let changed: BTreeSet<&str> = new.iter().filter(|(k, v)| old.get(*k) != Some(v)).map(|(k, _)| k.as_str()).collect();
-    let value_list = |file: &str| format!("api/v2/berry/_filters/size/{}/{file}", folder_name("99.25"));
+    let value_list = |file: &str| format!("api/v2/berry/_filters/size/{}/{file}", filter_folder("99.25"));
     let mut expected: BTreeSet<String> = [
         "api/v2/berry/3/index.json",
         "api/v2/berry/berry-3/index.json",
@@ -352,7 +342,7 @@ fn rebuild_rewrites_only_changed_files() {
         expected.into_iter().flat_map(|f| [format!("{f}.gz"), f]).chain(["manifest.json".to_string()]).collect();
     let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     assert_eq!(changed, expected);
-    assert!(!out.join(format!("api/v2/berry/_filters/size/{}", folder_name("3.5"))).exists(), "the old value's list");
+    assert!(!out.join(format!("api/v2/berry/_filters/size/{}", filter_folder("3.5"))).exists(), "the old value's list");
     let after = mtimes(&out);
     let before: std::collections::BTreeMap<&String, _> = before.iter().map(|(rel, t)| (rel, t)).collect();
     for (rel, b) in &after {

@@ -123,10 +123,12 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
                 Some((list, query)) => {
                     let get = |key: &str| query.split('&').find_map(|p| p.strip_prefix(key)).map(|v| v.to_string());
                     // a filter's condition (`type=fire`): its value's list, in the folders
-                    // docs/tree.md names (the default data's values need no escaping)
+                    // docs/tree.md names (the default data's values need no percent-decoding)
                     let condition = query.split('&').find(|p| !p.starts_with("limit=") && !p.starts_with("offset="));
                     let list = match condition.and_then(|c| c.split_once('=')) {
-                        Some((name, value)) => format!("{list}_filters/{}/{value}/", name.replace('_', "_5f")),
+                        Some((name, value)) => {
+                            format!("{list}_filters/{}/{}/", filter_folder(name), filter_folder(value))
+                        }
                         None => list.to_string(),
                     };
                     match (get("limit="), get("offset=")) {

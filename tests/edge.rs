@@ -305,16 +305,7 @@ fn check_random_filters(tree: &Tree, p: &mut Parity, n: usize) {
     for (segment, fields) in filters {
         for field in fields.as_array().unwrap() {
             let name = field["name"].as_str().unwrap().to_string();
-            let folder: String = name
-                .bytes()
-                .map(|b| {
-                    if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' {
-                        char::from(b).to_string()
-                    } else {
-                        format!("_{b:02x}")
-                    }
-                })
-                .collect();
+            let folder = filter_folder(&name);
             let values: serde_json::Value = serde_json::from_slice(
                 &std::fs::read(tree.out.join(format!("api/v2/{segment}/_filters/{folder}/index.json"))).unwrap(),
             )
@@ -336,10 +327,10 @@ fn check_random_filters(tree: &Tree, p: &mut Parity, n: usize) {
             } else {
                 {
                     let v: &String = rng.pick(values);
-                    enc(v)
+                    query_escape(v)
                 }
             };
-            query.push(format!("{}={value}", enc(name)));
+            query.push(format!("{}={value}", query_escape(name)));
         }
         match rng.below(6) {
             0 => query.push(format!("q={}", rng.pick(&["a", "1", "E", "zz", "%C3%BC"]))),
@@ -353,19 +344,6 @@ fn check_random_filters(tree: &Tree, p: &mut Parity, n: usize) {
         }
         p.same(&format!("/api/v2/{segment}/?{}", query.join("&")));
     }
-}
-
-/// A query value percent-encoded: every byte but `A-Za-z0-9-._~`.
-fn enc(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// `n` random request targets built from the pieces that make routing and query reading

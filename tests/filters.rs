@@ -362,13 +362,7 @@ fn filters_on_the_published_fixture_equal_a_scan_of_the_data() {
             (0..records.len()).filter(|&i| values_at(&records[i], &path).contains(&value)).collect();
         let limit = 1 + rng.below(30) as u64;
         let offset = rng.below(matched.len() + 3) as u64;
-        let encoded: String =
-            value
-                .bytes()
-                .map(|b| {
-                    if b.is_ascii_alphanumeric() || b == b'-' { char::from(b).to_string() } else { format!("%{b:02X}") }
-                })
-                .collect();
+        let encoded = query_escape(&value);
         let target = format!("/api/v2/{segment}/?{name}={encoded}&limit={limit}&offset={offset}");
         let page = server.get(&target).expect(200).json();
         assert_eq!(page["count"], matched.len(), "{target}");

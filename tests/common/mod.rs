@@ -525,3 +525,26 @@ pub fn make_hostile(path: &Path, what: &str) {
         ),
     }
 }
+
+/// A query value percent-encoded: every byte but `A-Za-z0-9-._~` as `%XX`.
+pub fn query_escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The folder docs/tree.md names for a declared filter's name or value: `a-z0-9-` kept, any
+/// other byte as `_` and two lower-case hex digits, the empty text as `_`.
+pub fn filter_folder(text: &str) -> String {
+    if text.is_empty() {
+        return "_".into();
+    }
+    let kept = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    text.bytes().map(|b| if kept(b) { char::from(b).to_string() } else { format!("_{b:02x}") }).collect()
+}
