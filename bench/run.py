@@ -453,6 +453,7 @@ def main():
     if only == "filters":
         import filters  # search and filters on the published data (bench/filters.py)
 
+        ensure_wrk_and_nginx()
         build_gen()
         return filters.main()
     ditto = None if only == "crawl" else ensure_tools()
