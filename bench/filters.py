@@ -18,6 +18,7 @@ Prints a Markdown report on stdout. Work folder: BENCH_DIR (default target/bench
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,11 +53,15 @@ def set_filters(data, filters):
 
 
 def fresh_build(gen, data, out):
+    """(wall seconds, CPU seconds: user + sys) of one build into an empty folder."""
     shutil.rmtree(out, ignore_errors=True)
     subprocess.run(["sync"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([str(gen), "build", "-q", "--data", str(data), "--out", str(out)], check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def index_file(path):
@@ -93,22 +98,30 @@ def main():
     if baseline:
         kinds.append(("before issue 29 (no index files)", Path(baseline), None))
     times = {name: [] for name, _, _ in kinds}
+    cpu = {name: [] for name, _, _ in kinds}
     for round_ in range(ROUNDS):
         for name, gen, filters in kinds:
             set_filters(data, filters)
-            seconds = fresh_build(gen, data, out)
-            times[name].append(seconds)
-            log(f"round {round_ + 1}: {name}: {seconds:.2f} s")
-    base = statistics.median(times["without filters"])
-    report += ["| build | min | median | max | median / without filters |", "| --- | --- | --- | --- | --- |"]
+            wall, used = fresh_build(gen, data, out)
+            times[name].append(wall)
+            cpu[name].append(used)
+            log(f"round {round_ + 1}: {name}: {wall:.2f} s wall, {used:.2f} s CPU")
+    base, base_cpu = statistics.median(times["without filters"]), statistics.median(cpu["without filters"])
+    report += [
+        "| fresh build | wall min | wall median | wall max | median / without filters | CPU median | CPU median / without filters |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, values in times.items():
-        m = statistics.median(values)
-        report.append(f"| {name} | {min(values):.2f} s | {m:.2f} s | {max(values):.2f} s | {m / base:.3f} |")
+        m, c = statistics.median(values), statistics.median(cpu[name])
+        report.append(
+            f"| {name} | {min(values):.2f} s | {m:.2f} s | {max(values):.2f} s | {m / base:.3f} | {c:.2f} s | {c / base_cpu:.3f} |"
+        )
     report.append("")
 
     # 2. one record edited
     set_filters(data, FILTERS)
     fresh_build(GEN, data, out)
+    time.sleep(0.05)
     before = {p: (out / p).stat().st_mtime_ns for p in json.loads((out / "manifest.json").read_text())["files"]}
     record_path = data / "creature" / "25.json"
     original = record_path.read_text()
