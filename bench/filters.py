@@ -34,7 +34,7 @@ WORK = Path(os.environ.get("BENCH_DIR", ROOT / "target/bench/filters"))
 ROUNDS = int(os.environ.get("ROUNDS", "7"))
 DURATION = int(os.environ.get("DURATION", "5"))
 FILTERS = {
-    "creature": {"type": "types[].type.name", "default": "is_default", "species": "species.name"},
+    "creature": {"type": "types[].type.name", "default": "is_default", "ability": "abilities[].ability.name"},
     "move": {"type": "type.name", "class": "damage_class.name"},
 }
 

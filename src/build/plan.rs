@@ -143,7 +143,15 @@ fn plan_filters<'a>(
         outputs.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
         for (value, (text, positions)) in values.iter().enumerate() {
             let list = layout::filter_list(segment, &declared.name, text);
-            for (page, paths) in page_files(&list, positions.len() as u64, &options.page_sizes, options.links) {
+            let count = positions.len() as u64;
+            let whole = [layout::list_path(&list), layout::all_page_path(&list)];
+            for (page, mut paths) in page_files(&list, count, &options.page_sizes, options.links) {
+                // the whole list once, as `all` (and the first page when that is all of it): no
+                // link names `_pages/<size>/0/` of a list it fits in, and no host maps a
+                // filter's `?limit=` onto files
+                if page.is_everything(count) {
+                    paths.retain(|path| whole.contains(path));
+                }
                 outputs.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
             }
         }

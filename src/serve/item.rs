@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 pub enum Key {
     /// A file of the tree, by its hash.
     Doc([u8; 32]),
-    /// The entries of a list, by the hash of its `_pages/all` file.
+    /// The entries of a list, by the hash of its `_pages/all` file and that file's path.
     List([u8; 32]),
     /// A page computed from that list.
     Page([u8; 32], Page),

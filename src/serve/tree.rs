@@ -328,7 +328,11 @@ impl Tree {
         all_path: &str,
         all_hash: &blake3::Hash,
     ) -> Result<Arc<List>, Unserved> {
-        let key = CacheKey::List(*all_hash.as_bytes());
+        // by path too: two lists may have the same entries (a filter's value that every record
+        // takes) but not the same url
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(all_hash.as_bytes()).update(all_path.as_bytes());
+        let key = CacheKey::List(*hasher.finalize().as_bytes());
         if let Some(Item::List(list)) = self.cache.get(&key) {
             return Ok(list);
         }

@@ -232,7 +232,9 @@ async function listPage(facts, origin, segment, count, page, folder = segment, t
       const first = start / size;
       const last = (end - 1n) / size;
       for (let k = first; k <= last; k++) {
-        entries.push(...entriesOf(await mustGet(origin, listFile(folder, `_pages/${size}/${k * size}/`))));
+        // the page holding the whole list is `_pages/all/` (a filter's value list has no other)
+        const file = k === 0n && size >= count ? "_pages/all/" : `_pages/${size}/${k * size}/`;
+        entries.push(...entriesOf(await mustGet(origin, listFile(folder, file))));
       }
       entries = entries.slice(Number(start - first * size), Number(end - first * size));
     }
