@@ -95,7 +95,13 @@ impl FilterDeclaration {
                 ));
             }
             if crate::filters::RESERVED.contains(&field.name.as_str()) {
-                wrong.push((at.clone(), format!("{:?} is a parameter of every list ({}): give the filter another name, e.g. {{\"{}_\": \"{}\"}}", field.name, crate::filters::RESERVED.join(", "), field.name, field.path)));
+                let (name, path) = (&field.name, &field.path);
+                let reserved = crate::filters::RESERVED.join(", ");
+                let example = format!("{{\"{name}_\": \"{path}\"}}");
+                let message = format!(
+                    "{name:?} is a parameter of every list ({reserved}): give the filter another name, e.g. {example}"
+                );
+                wrong.push((at.clone(), message));
             }
             if fields[..i].iter().any(|f| f.name == field.name) {
                 wrong.push((at, format!("{:?} is declared twice", field.name)));
