@@ -117,6 +117,16 @@ def main():
             f"| {name} | {min(values):.2f} s | {m:.2f} s | {max(values):.2f} s | {m / base:.3f} | {c:.2f} s | {c / base_cpu:.3f} |"
         )
     report.append("")
+    # the machine's speed drifts within minutes: the ratio within each round, then its median
+    for name in times:
+        if name != "without filters":
+            ratios = [a / b for a, b in zip(times[name], times["without filters"])]
+            cpu_ratios = [a / b for a, b in zip(cpu[name], cpu["without filters"])]
+            report.append(
+                f"- {name} / without filters, within each round: median {statistics.median(ratios):.3f} wall "
+                f"({min(ratios):.2f} to {max(ratios):.2f}), {statistics.median(cpu_ratios):.3f} CPU."
+            )
+    report.append("")
 
     # 2. one record edited
     set_filters(data, FILTERS)

@@ -33,7 +33,7 @@ pub struct NameEntry {
 }
 
 /// Most entries a names file holds: a resource of more records has its names in shards of this
-/// many (the last one fewer). At the published data's densest (item: 558 KB for 2,229 records,
+/// many (the last one fewer). At the published data's densest (item: 558 KB for 2,223 records,
 /// ten languages) a full shard is about 12.5 MB.
 pub const NAMES_SHARD_ENTRIES: usize = 50_000;
 
