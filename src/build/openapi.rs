@@ -5,6 +5,9 @@
 //! Pure: a description of the tree in, a JSON value out. Component and operation names are
 //! derived from segments (`berry-firmness` → `BerryFirmness`, `getBerryFirmness`); names that
 //! would collide with the shared components or with each other get a suffix, deterministically.
+//!
+//! About 430 lines of code: most of them are the document's own JSON literals (the shared
+//! schemas, parameters and responses), which read best beside the paths that use them.
 
 use crate::build::schema;
 use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR};
