@@ -164,7 +164,7 @@ pub(crate) fn to_bytes(body: &Value) -> Vec<u8> {
 /// `{"detail": ...}` for every error, as the public API answers, and for a malformed `limit` or
 /// `offset` also the parameter, the value sent (when the server can quote it) and what is
 /// expected.
-pub(crate) fn error_schemas() -> [(&'static str, Value); 2] {
+pub(crate) fn error_schemas() -> [(&'static str, Value); 3] {
     [
         (
             "Error",
@@ -190,6 +190,19 @@ pub(crate) fn error_schemas() -> [(&'static str, Value); 2] {
                                         host leaves it out when the value holds characters it cannot quote."
                     },
                     "expected": { "type": "string" }
+                }
+            }),
+        ),
+        (
+            "NotAFilter",
+            json!({
+                "type": "object",
+                "description": "A parameter of a list query that is none of the resource's declared filters.",
+                "required": ["detail", "parameter", "filters"],
+                "properties": {
+                    "detail": { "type": "string" },
+                    "parameter": { "type": "string", "description": "The parameter as sent, percent-decoded." },
+                    "filters": { "type": "array", "items": { "type": "string" }, "description": "The declared filters." }
                 }
             }),
         ),
@@ -369,6 +382,14 @@ mod tests {
             ("Error", target_too_long(9000, 8192)),
             ("Error", headers_too_large(101, 5, 100, 16384)),
             ("Error", tree_changed(value)),
+            (
+                "NotAFilter",
+                not_a_filter(
+                    "berry",
+                    value,
+                    &[crate::filters::FilterField { name: "firmness".into(), path: "firmness.name".into() }],
+                ),
+            ),
         ]
     }
 
@@ -384,6 +405,11 @@ mod tests {
             let properties = schema["properties"].as_object().unwrap();
             for (key, value) in object {
                 let property = properties.get(key).unwrap_or_else(|| panic!("{body}: {key} is not in {name}"));
+                if property["type"] == "array" {
+                    assert_eq!(property["items"]["type"], "string", "{key}");
+                    assert!(value.as_array().is_some_and(|a| a.iter().all(Value::is_string)), "{body}: {key}");
+                    continue;
+                }
                 assert_eq!(property["type"], "string", "{key}");
                 assert!(value.is_string(), "{body}: {key}");
                 if let Some(allowed) = property["enum"].as_array() {

@@ -43,9 +43,11 @@ pub struct ResourceDescription<'a> {
 }
 
 /// Component names used by the document itself; resources never take them.
-const SHARED_SCHEMAS: [&str; 11] = [
+const SHARED_SCHEMAS: [&str; 13] = [
     "BadParameter",
     "Error",
+    "FilterValues",
+    "NotAFilter",
     "ListEntry",
     "Meta",
     "NamedListEntry",
@@ -67,6 +69,13 @@ fn error_responses() -> Value {
         "BadParameter": {
             "description": "`limit` or `offset` is not a whole number in digits (0 to 18446744073709551615).",
             "content": { "application/json": { "schema": { "$ref": "#/components/schemas/BadParameter" } } }
+        },
+        "BadParameterOrFilter": {
+            "description": "`limit` or `offset` is not a whole number in digits, or a parameter is none of the resource's declared filters.",
+            "content": { "application/json": { "schema": { "oneOf": [
+                { "$ref": "#/components/schemas/BadParameter" },
+                { "$ref": "#/components/schemas/NotAFilter" }
+            ] } } }
         }
     })
 }
@@ -126,6 +135,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
         schemas.insert(page.into(), page_schema(entry));
     }
     schemas.insert("NamesDocument".into(), names_schema());
+    schemas.insert("FilterValues".into(), filter_values_schema());
     schemas.insert("Root".into(), root_schema(&resources));
     schemas.insert("Meta".into(), meta_schema());
     schemas.insert(
@@ -169,11 +179,40 @@ pub fn openapi(description: &ApiDescription) -> Value {
         if !resource.filters.is_empty() {
             let list = &mut paths[&format!("{API_PREFIX}{segment}/")]["get"];
             list["parameters"].as_array_mut().expect("the list's parameters").extend(filter_parameters(resource));
+            list["responses"]["400"] = json!({ "$ref": "#/components/responses/BadParameterOrFilter" });
             list["description"] = json!(format!(
                 "Declared filters: {}. A filter's parameter repeated, or several filters given, narrow the list to \
                  the records matching every one; any other parameter but limit, offset, q and format is a 400.",
                 resource.filters.iter().map(|f| format!("`{}` ({})", f.name, f.path)).collect::<Vec<_>>().join(", ")
             ));
+        }
+        for (i, field) in resource.filters.iter().enumerate() {
+            let folder = format!("{API_PREFIX}{segment}/_filters/{}/", crate::filters::folder_name(&field.name));
+            let values_summary = format!("The values of the filter `{}` of {segment} and their counts.", field.name);
+            paths.insert(
+                folder.clone(),
+                operation(&format!("filter{name}{i}Values"), Some(segment), &values_summary, "FilterValues", &[]),
+            );
+            let mut list = operation(
+                &format!("filter{name}{i}List"),
+                Some(segment),
+                &format!(
+                    "A page of the {segment} records whose `{}` takes a value: the list `?{}=VALUE` answers.",
+                    field.path, field.name
+                ),
+                page,
+                &[],
+            );
+            list["get"]["parameters"] = json!([{
+                "name": "value",
+                "in": "path",
+                "required": true,
+                "description": "The value's folder name: its bytes a-z, 0-9 and '-' as they are, any other as '_' and two hex digits (docs/tree.md).",
+                "schema": { "type": "string", "pattern": "^[a-z0-9_-]+$" }
+            }]);
+            // a value no record takes has no list
+            list["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
+            paths.insert(format!("{folder}{{value}}/"), list);
         }
         paths.insert(
             format!("{API_PREFIX}{segment}/_names/"),
@@ -185,6 +224,21 @@ pub fn openapi(description: &ApiDescription) -> Value {
                 &[],
             ),
         );
+        if crate::search::names_shards(resource.count as usize) > 0 {
+            let mut shard = operation(
+                &format!("names{name}Shard"),
+                Some(segment),
+                &format!("A shard of the {segment} names: the entries from its list position `offset`."),
+                "NamesDocument",
+                &[],
+            );
+            shard["get"]["parameters"] = json!([{
+                "name": "shard", "in": "path", "required": true,
+                "schema": { "type": "integer", "minimum": 0 }
+            }]);
+            shard["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
+            paths.insert(format!("{API_PREFIX}{segment}/_names/{{shard}}/"), shard);
+        }
         paths.insert(
             format!("{API_PREFIX}{segment}/{{id}}/"),
             operation(&format!("get{name}"), Some(segment), &format!("A {segment} record."), &name, &[id]),
@@ -339,6 +393,29 @@ fn names_schema() -> Value {
                     "id": { "type": "integer" },
                     "name": { "type": "string" },
                     "names": { "type": "object", "additionalProperties": { "type": "string" } }
+                }
+            } }
+        }
+    })
+}
+
+fn filter_values_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "A declared filter's values, ascending, each with the number of records that take it, the url asking the list for them and the folder of their list.",
+        "required": ["name", "path", "count", "results"],
+        "properties": {
+            "name": { "type": "string" },
+            "path": { "type": "string" },
+            "count": { "type": "integer", "minimum": 0 },
+            "results": { "type": "array", "items": {
+                "type": "object",
+                "required": ["value", "count", "url", "list"],
+                "properties": {
+                    "value": { "type": "string" },
+                    "count": { "type": "integer", "minimum": 1 },
+                    "url": { "type": "string", "format": "uri" },
+                    "list": { "type": "string", "format": "uri" }
                 }
             } }
         }
@@ -571,6 +648,8 @@ mod tests {
             vec![
                 "/api/v2/",
                 "/api/v2/berry/",
+                "/api/v2/berry/_filters/firmness/",
+                "/api/v2/berry/_filters/firmness/{value}/",
                 "/api/v2/berry/_names/",
                 "/api/v2/berry/{id}/",
                 "/api/v2/creature/",

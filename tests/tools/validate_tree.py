@@ -79,6 +79,13 @@ def main() -> int:
                 path_key = f"/api/v2/{segment}/"
             elif middle == ["_names"]:
                 path_key = f"/api/v2/{segment}/_names/"
+            elif middle[:1] == ["_names"]:
+                path_key = f"/api/v2/{segment}/_names/{{shard}}/"
+            elif middle[:1] == ["_filters"] and len(middle) == 2:
+                path_key = f"/api/v2/{segment}/_filters/{middle[1]}/"
+            elif middle[:1] == ["_filters"]:
+                # a value list's pages are pages of that list
+                path_key = f"/api/v2/{segment}/_filters/{middle[1]}/{{value}}/"
             else:
                 key, sub = middle[0], middle[1:]
                 path_key = f"/api/v2/{segment}/{{id}}/" + "".join(s + "/" for s in sub)
