@@ -353,6 +353,11 @@ fn changed(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> BT
     new.iter().filter(|(p, h)| old.get(*p) != Some(h)).map(|(p, _)| p.clone()).collect()
 }
 
+/// The paths of `old` that `new` no longer holds (a filter's value list no record takes any more).
+fn removed(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> BTreeSet<String> {
+    old.keys().filter(|p| !new.contains_key(*p)).cloned().collect()
+}
+
 /// Asserts that the bucket holds exactly the tree (plus `others`), byte for byte.
 fn assert_bucket_is_tree(weed: &Weed, site: &Site, others: &[&str]) {
     let listed: BTreeSet<String> = weed.list().into_keys().collect();
@@ -417,9 +422,11 @@ fn an_edit_writes_exactly_the_changed_objects_and_a_fresh_clone_writes_none() {
     assert_eq!(written_since(&weed, &before), expected, "the server saw other writes");
     assert!(run.stdout().contains(&format!("{} uploaded", expected.len())), "{}", run.stdout());
     assert_bucket_is_tree(&weed, &site, &[]);
+    // the urls to purge: those uploaded and those deleted
     let base = "http://127.0.0.1:8080";
     let mut expected_urls: Vec<String> = expected
         .iter()
+        .chain(&removed(&old_files, &site.files()))
         .map(|p| match p.strip_suffix("index.json") {
             Some(folder) => format!("{base}/{folder}"),
             None => format!("{base}/{p}"),
@@ -869,8 +876,10 @@ fn the_changed_urls_are_never_lost_and_never_written_through_a_link() {
     site.edit_record();
     site.build(&[]);
     let expected: Vec<String> = {
-        let mut urls: Vec<String> = changed(&old_files, &site.files())
+        let (new_files, deleted) = (site.files(), removed(&old_files, &site.files()));
+        let mut urls: Vec<String> = changed(&old_files, &new_files)
             .iter()
+            .chain(&deleted)
             .map(|p| format!("http://127.0.0.1:8080/{}", p.strip_suffix("index.json").unwrap_or(p)))
             .collect();
         urls.sort();
