@@ -184,8 +184,8 @@ pub fn build(
         return Ok(summary(write::WriteReport::default(), true));
     }
     let mut rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
-    let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment))
-        .map_err(|problems| Problems::all(problems))?;
+    let extracts =
+        extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment)).map_err(Problems::all)?;
     timer.step("extract (names and filter values)");
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.extracts = extracts;
