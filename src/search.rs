@@ -78,18 +78,11 @@ pub fn render_names_index(count: usize, shard_url: impl Fn(usize) -> String) -> 
     serde_json::to_vec(&doc).expect("a names document serialises")
 }
 
-/// The bytes of shard `k` of a split names document, whose entries are `all`.
-pub fn render_names_shard(all: &[NameEntry], k: usize) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Borrowed<'a> {
-        count: u64,
-        offset: u64,
-        results: &'a [NameEntry],
-    }
+/// The bytes of shard `k` of a split names document, whose entries are `all` (serialised, see
+/// [`entry_bytes`]).
+pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize) -> Vec<u8> {
     let offset = k * NAMES_SHARD_ENTRIES;
-    let results = &all[offset..all.len().min(offset + NAMES_SHARD_ENTRIES)];
-    let doc = Borrowed { count: results.len() as u64, offset: offset as u64, results };
-    serde_json::to_vec(&doc).expect("a names shard serialises")
+    render_names_of(&all[offset..all.len().min(offset + NAMES_SHARD_ENTRIES)], Some(offset))
 }
 
 /// The localized names of a record's JSON body, by language: the first name per language of
@@ -110,12 +103,39 @@ pub fn localized_names(record: &serde_json::Value) -> BTreeMap<String, String> {
 
 /// The bytes of a names document (compact).
 pub fn render_names(results: &[NameEntry]) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Borrowed<'a> {
-        count: u64,
-        results: &'a [NameEntry],
+    let entries: Vec<Vec<u8>> = results.iter().map(entry_bytes).collect();
+    render_names_of(&entries, None)
+}
+
+/// One entry of a names document, serialised (compact), as a build holds it until the document
+/// is written: a few dozen bytes where the parsed entry takes hundreds.
+pub fn entry_bytes(entry: &NameEntry) -> Vec<u8> {
+    serde_json::to_vec(entry).expect("a names entry serialises")
+}
+
+/// A names document (`offset`: `None`) or shard (the list position of its first entry) of the
+/// serialised `entries`: `{"count", ["offset",] "results"}`, the bytes serde writes for it.
+fn render_names_of(entries: &[impl AsRef<[u8]>], offset: Option<usize>) -> Vec<u8> {
+    let size: usize = entries.iter().map(|e| e.as_ref().len() + 1).sum();
+    let mut out = Vec::with_capacity(size + 64);
+    out.extend_from_slice(format!("{{\"count\":{}", entries.len()).as_bytes());
+    if let Some(offset) = offset {
+        out.extend_from_slice(format!(",\"offset\":{offset}").as_bytes());
     }
-    serde_json::to_vec(&Borrowed { count: results.len() as u64, results }).expect("a names document serialises")
+    out.extend_from_slice(b",\"results\":[");
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(entry.as_ref());
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// The bytes of the names document of serialised `entries` (see [`entry_bytes`]).
+pub fn render_names_raw(entries: &[impl AsRef<[u8]>]) -> Vec<u8> {
+    render_names_of(entries, None)
 }
 
 /// `text` case-folded for matching (see the module's doc).
@@ -216,8 +236,8 @@ mod tests {
         assert_eq!((names_shards(0), names_shards(NAMES_SHARD_ENTRIES)), (0, 0));
         assert_eq!(names_shards(NAMES_SHARD_ENTRIES + 1), 2);
         let count = 2 * NAMES_SHARD_ENTRIES + 7;
-        let all: Vec<NameEntry> =
-            (0..count as i64).map(|id| NameEntry { id, name: None, names: BTreeMap::new() }).collect();
+        let all: Vec<Vec<u8>> =
+            (0..count as i64).map(|id| entry_bytes(&NameEntry { id, name: None, names: BTreeMap::new() })).collect();
         let index: NamesDoc = serde_json::from_slice(&render_names_index(count, |k| format!("u/{k}/"))).unwrap();
         assert_eq!(index.count, count as u64);
         assert!(index.results.is_empty());
@@ -231,6 +251,16 @@ mod tests {
         }
         assert_eq!(seen, (0..count as i64).collect::<Vec<_>>());
         assert_eq!(index.shards.last().unwrap().count, 7);
+    }
+
+    #[test]
+    fn documents_of_serialised_entries_are_the_bytes_serde_writes() {
+        let doc = doc();
+        assert_eq!(render_names(&doc.results), serde_json::to_vec(&doc).unwrap());
+        let shard = NamesDoc { offset: Some(0), ..doc.clone() };
+        let entries: Vec<Vec<u8>> = doc.results.iter().map(entry_bytes).collect();
+        assert_eq!(render_names_shard(&entries, 0), serde_json::to_vec(&shard).unwrap());
+        assert_eq!(render_names_raw(&Vec::<Vec<u8>>::new()), br#"{"count":0,"results":[]}"#);
     }
 
     #[test]

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 /// One resource's names and filter values.
 #[derive(Debug, Default)]
 pub struct Extracted {
-    /// The names document's entries, in list order.
-    pub names: Vec<NameEntry>,
+    /// The names document's entries, in list order, serialised ([`search::entry_bytes`]).
+    pub names: Vec<Box<[u8]>>,
     /// For each declared field (in declared order): each value it takes, ascending, with the
     /// list positions of the records that take it, ascending.
     pub fields: Vec<Vec<(String, Vec<u32>)>>,
@@ -78,14 +78,17 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
     keys.sort_unstable();
     keys.dedup();
     let records = &dataset.resources[segment].records;
-    let read: Vec<(NameEntry, Vec<Vec<String>>)> = records
+    // per record: its names entry, serialised, and the values it takes for each field
+    type Read = (Box<[u8]>, Vec<Vec<String>>);
+    let read: Vec<Read> = records
         .par_iter()
         .with_min_len(64)
         .map(|record| {
             let value = read_members(&dataset.record_file(segment, record.id), &keys).map(serde_json::Value::Object);
             let names = value.as_ref().map(search::localized_names).unwrap_or_default();
             let values = paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
-            (NameEntry { id: record.id, name: record.name.clone(), names }, values)
+            let entry = NameEntry { id: record.id, name: record.name.clone(), names };
+            (search::entry_bytes(&entry).into_boxed_slice(), values)
         })
         .collect();
     let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];

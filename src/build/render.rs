@@ -337,7 +337,7 @@ impl<'a> TreeRenderer<'a> {
         };
         match shard {
             Some(k) => search::render_names_shard(entries, k),
-            None => search::render_names(entries),
+            None => search::render_names_raw(entries),
         }
     }
 }
