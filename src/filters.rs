@@ -206,5 +206,9 @@ mod tests {
             "h/api/v2/x/?offset=2&limit=1&q=a%20b&type=fire&t%5B%5D=a%26b"
         );
         assert_eq!(query_page_url("u/", "", [], Page { offset: 0, limit: 5 }), "u/?offset=0&limit=5");
+        assert_eq!(
+            query_page_url("https://h/api/v2/berry/", "ch e", [], Page { offset: 20, limit: 10 }),
+            "https://h/api/v2/berry/?offset=20&limit=10&q=ch%20e"
+        );
     }
 }

@@ -18,7 +18,6 @@
 //! it (so `ß` matches `ss`, and `Σ`, `σ` and `ς` match each other); accents do not fold (`é` is
 //! not `e`).
 
-use crate::paging::Page;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -168,12 +167,6 @@ pub fn encode_query_value(text: &str) -> String {
     out
 }
 
-/// The url of `page` of the search for `q` in the list at `list_url` (which ends in `/`):
-/// always query links, whatever the tree's link style, as no file holds a search page.
-pub fn search_page_url(list_url: &str, q: &str, page: Page) -> String {
-    format!("{list_url}?offset={}&limit={}&q={}", page.offset, page.limit, encode_query_value(q))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,10 +260,6 @@ mod tests {
     fn urls_escape_every_reserved_byte() {
         assert_eq!(encode_query_value("a b&c=d/é%?#+"), "a%20b%26c%3Dd%2F%C3%A9%25%3F%23%2B");
         assert_eq!(encode_query_value("Az09-._~"), "Az09-._~");
-        assert_eq!(
-            search_page_url("https://h/api/v2/berry/", "ch e", Page { offset: 20, limit: 10 }),
-            "https://h/api/v2/berry/?offset=20&limit=10&q=ch%20e"
-        );
     }
 
     #[test]

@@ -97,11 +97,6 @@ impl Tree {
         Ok(Some(doc))
     }
 
-    /// `page` of the list of `segment` narrowed by `q` alone.
-    pub fn search(&self, segment: &str, q: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
-        self.narrowed(segment, Some(q), &[], page)
-    }
-
     /// `page` of the list of the records whose `field` takes `value`, when the tree holds it: its
     /// page file, or a page rendered from its whole list as the build renders pages.
     fn value_page(
@@ -111,9 +106,7 @@ impl Tree {
         value: &str,
         page: Page,
     ) -> Result<Option<Arc<Doc>>, Unserved> {
-        let folder = layout::filter_list(segment, &field.name, value);
-        let all_path = layout::all_page_path(&folder);
-        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
+        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value) else { return Ok(None) };
         let file = layout::page_path(&folder, page.limit, page.offset);
         if let Some(hash) = self.listing.hash_of(&file) {
             return self.read(&file, &hash).map(Some);
@@ -140,10 +133,17 @@ impl Tree {
     /// The entries of the list of the records whose `field` takes `value`; `None` when the tree
     /// holds no such list (no record takes the value).
     fn value_list(&self, segment: &str, field: &FilterField, value: &str) -> Result<Option<Arc<List>>, Unserved> {
+        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value) else { return Ok(None) };
+        self.list(&folder, None, &all_path, &all_hash).map(Some)
+    }
+
+    /// The folder of the list of the records whose `field` takes `value`, its `_pages/all` file
+    /// and that file's hash, when the tree holds that list.
+    fn value_files(&self, segment: &str, field: &FilterField, value: &str) -> Option<(String, String, blake3::Hash)> {
         let folder = layout::filter_list(segment, &field.name, value);
         let all_path = layout::all_page_path(&folder);
-        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
-        self.list(&folder, None, &all_path, &all_hash).map(Some)
+        let all_hash = self.listing.hash_of(&all_path)?;
+        Some((folder, all_path, all_hash))
     }
 
     /// The list positions of the records of `segment` (a list of `count`) whose names match `q`,
