@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sums a heaptrack collapsed-stack file by the innermost frame of gen's own code, to show where
 the peak heap goes. Usage:
-  heaptrack -o gen.heap target/release/gen build ...
+  cargo build --profile profiling; heaptrack -o gen.heap target/profiling/gen build ...
   heaptrack_print -f gen.heap.zst -F stacks.txt --flamegraph-cost-type peak
   python3 bench/heapsum.py stacks.txt [N]
 """
