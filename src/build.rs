@@ -163,10 +163,16 @@ pub fn build(
     let loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
-    if let Some(index) = previous.index.as_ref().filter(|index| index.settings.same_but_date(&settings)) {
-        // The same tree again: it keeps the date it was deployed with (and is found up to date).
-        if options.source_date_epoch.is_none() {
-            settings.deploy_date = index.settings.deploy_date.clone();
+    if options.source_date_epoch.is_none() {
+        match previous.index.as_ref().filter(|index| index.settings.same_but_date(&settings)) {
+            // The same tree again: it keeps the date it was deployed with (and is found up to date).
+            Some(index) => settings.deploy_date = index.settings.deploy_date.clone(),
+            // Committed data: the commit's date, the same for every clone of it.
+            None => {
+                if let Some(committed) = date::data_commit_epoch(data) {
+                    settings.deploy_date = committed.to_string();
+                }
+            }
         }
     }
     let dataset = &loaded.dataset;

@@ -29,6 +29,10 @@ pub enum Command {
   SOURCE_DATE_EPOCH=0 gen build                record a fixed build date in meta
   gen build --verify                           trust nothing of the index: read every file, repair
 
+meta's deploy_date is SOURCE_DATE_EPOCH, else the time of the last git commit that touched the
+data folder (when nothing under it is uncommitted), else the build's clock: fresh clones of one
+commit build the same bytes.
+
 Exit status: 0 built (or already up to date), 1 problems in the data, 2 any other error.
 The data format: docs/data.md")]
     Build(BuildArgs),

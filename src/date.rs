@@ -30,6 +30,33 @@ fn parse_source_date_epoch(value: Option<&str>) -> anyhow::Result<Option<i64>> {
     Ok(Some(seconds))
 }
 
+/// The time of the last git commit that touched the data folder `data`, in seconds since the
+/// epoch: the deploy date of a build without `SOURCE_DATE_EPOCH`, so that two fresh clones of the
+/// same commit build the same bytes. `None`, and the build's clock is used, when git is not
+/// installed, `data` is not in a git work tree, no commit touched it, or it holds a change git
+/// has not committed (a modified, staged, deleted or untracked file under it: the data is newer
+/// than any commit).
+pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
+    let git = |args: &[&str]| -> Option<String> {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(data)
+            .args(args)
+            // a status must not write git's index (a refresh would take its lock)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let uncommitted = git(&["status", "--porcelain", "--untracked-files=all", "--", "."])?;
+    if !uncommitted.trim().is_empty() {
+        return None;
+    }
+    git(&["log", "-1", "--format=%ct", "--", "."])?.trim().parse().ok()
+}
+
 /// The current time in seconds since the Unix epoch.
 pub(crate) fn now_epoch() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)

@@ -918,6 +918,65 @@ fn build_on_the_clock(data: &Path, out: &Path) {
     assert!(status.success());
 }
 
+/// Runs git in `dir` with a fixed identity and dates, so the test does not depend on the
+/// user's git settings.
+fn git(dir: &Path, args: &[&str], date: &str) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=gen tests", "-c", "user.email=tests@example.invalid", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?} failed");
+}
+
+#[test]
+fn fresh_builds_of_committed_data_give_the_same_bytes_dated_by_the_commit() {
+    if find_tool("git").is_none() {
+        return unavailable("git", "install git (Debian's package git)").unwrap_or(());
+    }
+    let tmp = TempDir::new("commit-date");
+    let repo = tmp.join("repo");
+    let data = repo.join("data");
+    sample_data(&data);
+    std::fs::write(repo.join("notes.txt"), "not data").unwrap();
+    git(&repo, &["init", "-q"], "@0");
+    git(&repo, &["add", "data"], "@0");
+    git(&repo, &["commit", "-q", "-m", "data"], "@1700000000 +0000");
+    // a later commit outside the data folder does not date the data
+    git(&repo, &["add", "notes.txt"], "@0");
+    git(&repo, &["commit", "-q", "-m", "notes"], "@1800000000 +0000");
+
+    // two fresh builds, as two CI runs from fresh clones: the commit's date, the same bytes
+    build_on_the_clock(&data, &tmp.join("a"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    build_on_the_clock(&data, &tmp.join("b"));
+    let meta = read_json(&tmp.join("a/api/v2/meta/index.json"));
+    assert_eq!(meta["deploy_date"], "1700000000", "the date of the last commit that touched data/");
+    let (a, b) = (read_tree(&tmp.join("a")), read_tree(&tmp.join("b")));
+    assert!(a == b, "two fresh builds of the same commit differ");
+
+    // an edit not yet committed is newer than the commit: the build's clock
+    std::fs::write(data.join("berry/1.json"), r#"{"id": 1, "name": "berry-1"}"#).unwrap();
+    let before = unix_now();
+    build_on_the_clock(&data, &tmp.join("c"));
+    let date: i64 = read_json(&tmp.join("c/api/v2/meta/index.json"))["deploy_date"].as_str().unwrap().parse().unwrap();
+    assert!(date >= before, "an uncommitted edit is dated by the clock: {date} < {before}");
+    // committed, a fresh build takes the new commit's date
+    git(&repo, &["commit", "-q", "-a", "-m", "edit"], "@1750000000 +0000");
+    build_on_the_clock(&data, &tmp.join("d"));
+    assert_eq!(read_json(&tmp.join("d/api/v2/meta/index.json"))["deploy_date"], "1750000000");
+    // an untracked file in the data folder is an uncommitted change too
+    std::fs::write(data.join("berry/500.json"), r#"{"id": 500, "name": "berry-500"}"#).unwrap();
+    build_on_the_clock(&data, &tmp.join("e"));
+    let date: i64 = read_json(&tmp.join("e/api/v2/meta/index.json"))["deploy_date"].as_str().unwrap().parse().unwrap();
+    assert!(date >= before, "an untracked record is dated by the clock: {date} < {before}");
+}
+
 fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }

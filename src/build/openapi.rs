@@ -353,7 +353,7 @@ fn meta_schema() -> Value {
             "deploy_date": {
                 "type": "string",
                 "pattern": "^-?[0-9]+$",
-                "description": "When the tree was deployed, in Unix seconds (SOURCE_DATE_EPOCH, else the time of the build that wrote it), as the public API writes it."
+                "description": "When the tree was deployed, in Unix seconds (SOURCE_DATE_EPOCH, else the time of the last git commit of the data folder when it has no uncommitted change, else the time of the build that wrote it), as the public API writes it."
             },
             "generator": { "type": "string" },
             "hash": {
