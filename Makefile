@@ -3,9 +3,11 @@ CARGO ?= cargo
 
 .PHONY: build serve check test test-quick bench conformance soak fuzz fmt
 
-## build: write the default tree from data/ into out/
+## build: write the default tree from data/ into out/ (the first one compiles gen first, and says so)
+FIRST_BUILD_NOTE = test -x "$${CARGO_TARGET_DIR:-target}/release/gen" || echo "The first build compiles gen and its dependencies: about 2 minutes on 2 cores (after that, seconds)."
 build:
-	$(CARGO) run --release --quiet -- build
+	@$(FIRST_BUILD_NOTE)
+	$(CARGO) run --release -- build
 
 ## serve: preview out/ at http://$(ADDR)/ (default 127.0.0.1:8080), rebuilding it as data/ changes
 ADDR ?= 127.0.0.1:8080
@@ -14,7 +16,8 @@ serve: build
 
 ## check: validate data/ without writing anything
 check:
-	$(CARGO) run --release --quiet -- check
+	@$(FIRST_BUILD_NOTE)
+	$(CARGO) run --release -- check
 
 ## test: every test (unit, integration against the real binary, the host configs against real
 ## nginx and Caddy, the OpenAPI document against Python tools, gen publish against SeaweedFS).
