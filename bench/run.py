@@ -29,6 +29,9 @@ ONLY=filters runs the search and filters benchmark alone (bench/filters.py: fres
 and without declared filters, a one-record edit, gen serve on ?q= and filters; needs API_DATA;
 BASELINE_GEN=<a gen from before issue 29> adds builds without any index file).
 
+ONLY=compile measures `make build`'s compile time, from a fresh clone and after a one-file edit,
+for f3d1d49 (before issue 35) and HEAD in alternating rounds (bench/compile.py).
+
 HUGE=1 adds the 1M-record run (bench/huge.py: builds cold and warm, cp -r, gen serve, --watch)
 after the rest; ONLY=huge runs it alone. Its own settings (HUGE_DATA, HUGE_RECORDS, ...) are
 described in bench/huge.py.
@@ -450,6 +453,10 @@ def main():
         import edge  # the edge handler against its origin (bench/edge.py)
 
         return edge.main()
+    if only == "compile":
+        import compile  # make build's compile time, fresh and after a one-file edit (bench/compile.py)
+
+        return compile.main()
     if only == "filters":
         import filters  # search and filters on the published data (bench/filters.py)
 
