@@ -31,6 +31,8 @@ pub mod cache;
 pub mod files;
 pub mod filtered;
 pub mod html;
+mod html_escape;
+mod html_list;
 pub mod item;
 pub mod listen;
 pub mod respond;

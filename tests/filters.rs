@@ -386,7 +386,9 @@ fn the_html_view_of_a_list_links_each_value_with_its_count() {
     let browser = ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
     let page = server.request("GET", "/api/v2/creature/", &[browser]).expect(200).text();
     let fire = scan(CREATURES, &[("type", "fire")]).len();
-    assert!(page.contains(&format!(r#"<a href="/api/v2/creature/?type=fire">fire</a>&nbsp;({fire})"#)), "{page}");
+    let counted =
+        format!(r#"<span class="n" title="records of the whole list with type = fire: {fire}">({fire})</span>"#);
+    assert!(page.contains(&format!(r#"<a href="/api/v2/creature/?type=fire">fire</a>&nbsp;{counted}"#)), "{page}");
     assert!(page.contains(r#"href="/api/v2/creature/?baby=true""#), "{page}");
     // a value that needs escaping is escaped in the link
     assert!(page.contains(r#"href="/api/v2/creature/?type=..%2F..%2Fmanifest.json""#), "{page}");

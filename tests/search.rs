@@ -260,7 +260,8 @@ fn the_html_view_of_a_list_has_a_search_box_and_shows_the_matches() {
     assert!(page.contains(r#"<input type="search" name="q" value="EMBER">"#), "{page}");
     assert!(page.contains(r#"<input type="hidden" name="q" value="EMBER">"#), "the page form keeps q: {page}");
     assert!(page.contains("ember-fox") && !page.contains("ember-cub"), "limit 1: {page}");
-    assert!(page.contains("<strong>2</strong> in all"), "{page}");
+    assert!(page.contains(&format!("<strong>2</strong> of {} match", CREATURES.len())), "{page}");
+    assert!(plain.contains(&format!("<strong>{}</strong> in all", CREATURES.len())), "{plain}");
     // a q that needs escaping in HTML is escaped
     let odd = server.request("GET", "/api/v2/creature/?q=%3Cb%3E%22", &[browser]).expect(200).text();
     assert!(odd.contains(r#"value="&lt;b&gt;&quot;""#), "{odd}");

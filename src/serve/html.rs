@@ -6,9 +6,10 @@
 //! or the request is escaped ([`escape`]): a record's string is never markup. JSON clients never
 //! get here ([`wants_html`]), so their answers stay byte for byte what the tree holds.
 
-use super::route::{Route, normalize, route, search_query};
+use super::html_escape::escape;
+use super::route::normalize;
 use super::tree::Tree;
-use crate::layout::{API_PREFIX, API_ROOT, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR, url_path};
+use crate::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;
@@ -116,8 +117,9 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
     let value: Option<Value> = serde_json::from_slice(body).ok();
     let links = Links { tree_base: &tree.base_url };
     let mut main = String::new();
+    // The request with its query, as the heading and the status line show it.
     let title = match &key {
-        Some(key) => format!("/{key}/"),
+        Some(key) => super::html_list::shown_request(&format!("/{key}/"), target),
         None => path.chars().take(200).collect(),
     };
     let _ = writeln!(main, "<h1>{}</h1>", escape(&title));
@@ -143,10 +145,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         && map.contains_key("results")
         && let [_, _, segment, ..] = parts.as_slice()
     {
-        main.push_str(&list_controls(target, &parts, segment, map, &links));
-        if parts.len() == 3 {
-            main.push_str(&filter_links(tree, segment));
-        }
+        main.push_str(&super::html_list::controls(tree, target, &parts, segment, map, &|url| links.href(url)));
     }
     main.push_str("<pre class=\"json\">");
     match &value {
@@ -161,101 +160,6 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         }
     }
     layout(preview, &title, &crumbs(&parts), status, &main)
-}
-
-/// Count, previous/next buttons and the limit/offset form of a list page.
-fn list_controls(
-    target: &str,
-    parts: &[&str],
-    segment: &str,
-    map: &serde_json::Map<String, Value>,
-    links: &Links,
-) -> String {
-    let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
-    let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
-    // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
-    let (offset, limit) = match route(target) {
-        Route::List { page: Ok(page), .. } => (page.offset, page.limit),
-        _ => match parts {
-            [_, _, _, PAGES_DIR, limit, offset] => {
-                (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
-            }
-            _ => (0, count.max(1)),
-        },
-    };
-    let mut out = String::new();
-    let range = if shown == 0 {
-        "no entries".to_string()
-    } else {
-        format!("entries {}–{}", offset.saturating_add(1), offset.saturating_add(shown))
-    };
-    let _ = write!(
-        out,
-        "<div class=\"list\">\n<p class=\"count\"><strong>{count}</strong> in all · {range}</p>\n<p class=\"pager\">"
-    );
-    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
-        match map.get(field).and_then(Value::as_str).and_then(|url| links.href(url)) {
-            Some(href) => {
-                let _ = write!(
-                    out,
-                    "<a class=\"button\" rel=\"{rel}\" id=\"{field}\" href=\"{}\">{label}</a> ",
-                    escape(&href)
-                );
-            }
-            None => {
-                let _ = write!(out, "<span class=\"button disabled\">{label}</span> ");
-            }
-        }
-    }
-    out.push_str("</p>\n");
-    // The search box (`?q=`, see docs/tree.md) keeps the page size; the page form keeps `q`.
-    let q = search_query(target).unwrap_or_default();
-    let kept_q = if q.is_empty() {
-        String::new()
-    } else {
-        format!("<input type=\"hidden\" name=\"q\" value=\"{}\">", escape(&q))
-    };
-    let _ = write!(
-        out,
-        "<form class=\"search\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
-         <label>name contains <input type=\"search\" name=\"q\" value=\"{}\"></label> \
-         <input type=\"hidden\" name=\"limit\" value=\"{limit}\">\
-         <button type=\"submit\">search</button></form>\n\
-         <form class=\"page\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
-         <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
-         <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
-         {kept_q}<button type=\"submit\">show</button></form>\n</div>\n",
-        escape(&q),
-        segment = escape(segment),
-    );
-    out
-}
-
-/// Most values of one filter the HTML view links to (the values document lists them all).
-const MAX_FILTER_LINKS: usize = 60;
-
-/// The declared filters of `segment` as links, one per value with its count, from the values
-/// documents (`?FIELD=VALUE`, see docs/tree.md); empty for a resource without filters.
-fn filter_links(tree: &Tree, segment: &str) -> String {
-    let mut out = String::new();
-    for field in tree.filters(segment) {
-        let Ok(Some(doc)) = tree.doc(&crate::layout::filter_values_key(segment, &field.name)) else { continue };
-        let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
-        let results = values["results"].as_array().map_or(&[][..], Vec::as_slice);
-        let _ = write!(out, "<p class=\"filters\"><strong>{}</strong>: ", escape(&field.name));
-        for value in results.iter().take(MAX_FILTER_LINKS) {
-            let text = value["value"].as_str().unwrap_or("");
-            let tail = crate::filters::query_tail([(field.name.as_str(), text)]);
-            let href = format!("{API_PREFIX}{segment}/?{}", &tail[1..]);
-            let count = value["count"].as_u64().unwrap_or(0);
-            let _ = write!(out, "<a href=\"{}\">{}</a>&nbsp;({count}) ", escape(&href), escape(text));
-        }
-        if results.len() > MAX_FILTER_LINKS {
-            let _ = write!(out, "… {} more", results.len() - MAX_FILTER_LINKS);
-        }
-        out.push_str("</p>\n");
-    }
-    out
 }
 
 /// The target with `format=json` added to its query.
@@ -378,22 +282,6 @@ fn layout(preview: &Preview, title: &str, crumbs: &str, status: u16, main: &str)
     out.into_bytes()
 }
 
-/// Escapes text for HTML content and quoted attribute values.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 const STYLE: &str = r#"
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e; --panel: #f6f8fa;
   --border: #d1d9e0; --link: #0550ae; --key: #953800; --str: #0a3069; --num: #0550ae; --lit: #8250df;
@@ -420,6 +308,9 @@ pre.json { background: var(--panel); border: 1px solid var(--border); border-rad
 .k { color: var(--key); } .s { color: var(--str); } .n { color: var(--num); } .l { color: var(--lit); }
 .s a { color: inherit; }
 .pager, form.page { display: inline-block; margin: 0 1rem 0.5rem 0; }
+.chip { display: inline-block; padding: 0 0.4rem; border: 1px solid var(--border); border-radius: 6px;
+  background: var(--panel); }
+.chip .remove { text-decoration: none; padding: 0 0.2rem; } strong.active { color: var(--key); }
 .button, button { display: inline-block; padding: 0.25rem 0.75rem; border: 1px solid var(--border);
   border-radius: 6px; background: var(--panel); color: var(--link); text-decoration: none; font: inherit; }
 .button.disabled { color: var(--muted); }

@@ -104,7 +104,7 @@ fn percent_decode(text: &str) -> Option<Vec<u8>> {
 }
 
 /// Decodes a query key or value for comparison and display (malformed escapes stay as sent).
-fn decode_lossy(text: &str) -> String {
+pub(crate) fn decode_lossy(text: &str) -> String {
     match percent_decode(text) {
         Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         None => text.to_string(),

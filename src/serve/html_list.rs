@@ -1,0 +1,315 @@
+//! The controls of a list page in the HTML view: the count, previous/next, the search box, the
+//! page form, the active filters and the filters' values as links.
+//!
+//! Every control keeps the list's state ([`ListState`]: the page size, `q` and the filters):
+//! both forms carry what they do not ask for as hidden fields, and every link is the current
+//! state with one thing changed, from the first page. A value link of a field a record takes
+//! several values of (a path with `[]`, such as `types[].type.name`) adds its value to the
+//! field's current ones (the records that take all of them, as `gen serve` answers two values
+//! of one field); a value link of a field a record takes one value of replaces that field's
+//! value (two values of it match nothing).
+
+use super::html_escape::escape;
+use super::route::{Route, decode_lossy, filter_params, route, search_query};
+use super::tree::Tree;
+use crate::filters::FilterField;
+use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::search::encode_query_value as encode;
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+/// What a list page asks for beyond the page: its page size, `q` and its filters.
+struct ListState<'a> {
+    segment: &'a str,
+    limit: u64,
+    q: String,
+    /// `(field, value)` as given, each once.
+    filters: Vec<(String, String)>,
+}
+
+impl ListState<'_> {
+    /// True when the list is narrowed by `q` or a filter.
+    fn narrowed(&self) -> bool {
+        !self.q.is_empty() || !self.filters.is_empty()
+    }
+
+    /// The first page of the list with this page size, `q` and `filters`:
+    /// `/api/v2/<segment>/?limit=&q=&FIELD=VALUE...` (`limit` left out when it is the default).
+    fn url(&self, q: &str, filters: &[(String, String)]) -> String {
+        let mut params = Vec::new();
+        if self.limit != DEFAULT_PAGE_SIZE {
+            params.push(format!("limit={}", self.limit));
+        }
+        if !q.is_empty() {
+            params.push(format!("q={}", encode(q)));
+        }
+        params.extend(filters.iter().map(|(name, value)| format!("{}={}", encode(name), encode(value))));
+        let query = if params.is_empty() { String::new() } else { format!("?{}", params.join("&")) };
+        format!("{API_PREFIX}{}/{query}", self.segment)
+    }
+
+    /// The link that sets `field` to `value`: added to the field's values, or replacing them.
+    fn with_value(&self, field: &FilterField, value: &str) -> String {
+        let mut filters = self.filters.clone();
+        if !takes_several(field) {
+            filters.retain(|(name, _)| *name != field.name);
+        }
+        filters.push((field.name.clone(), value.to_string()));
+        self.url(&self.q, &filters)
+    }
+
+    /// The link without the filter `(name, value)`.
+    fn without(&self, name: &str, value: &str) -> String {
+        let filters: Vec<_> = self.filters.iter().filter(|(n, v)| !(n == name && v == value)).cloned().collect();
+        self.url(&self.q, &filters)
+    }
+
+    /// The hidden fields that carry the filters (and `q` when `with_q`) through a form.
+    fn hidden(&self, with_q: bool) -> String {
+        let mut out = String::new();
+        let q = [("q".to_string(), self.q.clone())];
+        let carried = q.iter().filter(|(_, q)| with_q && !q.is_empty()).chain(&self.filters);
+        for (name, value) in carried {
+            let _ = write!(out, "<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value));
+        }
+        out
+    }
+}
+
+/// True when a record can take several values of `field`: its path steps into an array.
+fn takes_several(field: &FilterField) -> bool {
+    field.path.contains("[]")
+}
+
+/// The request as the view shows it: the path, then the query as sent, each name and value
+/// percent-decoded (`/api/v2/creature/?type=fire&q=salamèche`).
+pub(super) fn shown_request(path: &str, target: &str) -> String {
+    let query = target.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, q)| q);
+    let pairs: Vec<String> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) => format!("{}={}", decode_lossy(key), decode_lossy(&value.replace('+', " "))),
+            None => decode_lossy(pair),
+        })
+        .collect();
+    if pairs.is_empty() { path.to_string() } else { format!("{path}?{}", pairs.join("&")) }
+}
+
+/// Count, previous/next, the forms, the active filters and (on a resource's own list) the
+/// filters' values of a list page; `parts` are the key's segments, `map` the page's JSON, `href`
+/// the link of a url of the tree.
+pub(super) fn controls(
+    tree: &Tree,
+    target: &str,
+    parts: &[&str],
+    segment: &str,
+    map: &serde_json::Map<String, Value>,
+    href: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
+    let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+    // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
+    let (offset, limit) = match route(target) {
+        Route::List { page: Ok(page), .. } => (page.offset, page.limit),
+        _ => match parts {
+            [_, _, _, PAGES_DIR, limit, offset] => {
+                (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
+            }
+            _ => (0, count.max(1)),
+        },
+    };
+    let mut filters: Vec<(String, String)> = Vec::new();
+    for pair in filter_params(target) {
+        if !filters.contains(&pair) {
+            filters.push(pair);
+        }
+    }
+    let state = ListState { segment, limit, q: search_query(target).unwrap_or_default(), filters };
+    let mut out = String::new();
+    let range = if shown == 0 {
+        "no entries".to_string()
+    } else {
+        format!("entries {}–{}", offset.saturating_add(1), offset.saturating_add(shown))
+    };
+    let of_all = match tree.count(segment) {
+        Some(all) if state.narrowed() => format!(" of {all} match"),
+        _ => " in all".to_string(),
+    };
+    let _ = write!(
+        out,
+        "<div class=\"list\">\n<p class=\"count\"><strong>{count}</strong>{of_all} · {range}</p>\n<p class=\"pager\">"
+    );
+    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
+        match map.get(field).and_then(Value::as_str).and_then(href) {
+            Some(href) => {
+                let _ = write!(
+                    out,
+                    "<a class=\"button\" rel=\"{rel}\" id=\"{field}\" href=\"{}\">{label}</a> ",
+                    escape(&href)
+                );
+            }
+            None => {
+                let _ = write!(out, "<span class=\"button disabled\">{label}</span> ");
+            }
+        }
+    }
+    out.push_str("</p>\n");
+    // The search box (`?q=`, see docs/tree.md) keeps the page size and the filters; the page
+    // form keeps `q` and the filters.
+    let _ = write!(
+        out,
+        "<form class=\"search\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
+         <label>name contains <input type=\"search\" name=\"q\" value=\"{}\"></label> \
+         <input type=\"hidden\" name=\"limit\" value=\"{limit}\">{}\
+         <button type=\"submit\">search</button></form>\n\
+         <form class=\"page\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
+         <label>limit <input type=\"number\" name=\"limit\" min=\"0\" value=\"{limit}\"></label> \
+         <label>offset <input type=\"number\" name=\"offset\" min=\"0\" value=\"{offset}\"></label> \
+         {}<button type=\"submit\">show</button></form>\n",
+        escape(&state.q),
+        state.hidden(false),
+        state.hidden(true),
+        segment = escape(segment),
+    );
+    out.push_str(&active(&state));
+    out.push_str("</div>\n");
+    if parts.len() == 3 {
+        out.push_str(&filter_links(tree, &state));
+    }
+    out
+}
+
+/// The active `q` and filters, each with a link that removes it, and one that clears them all;
+/// empty when the list is not narrowed.
+fn active(state: &ListState) -> String {
+    if !state.narrowed() {
+        return String::new();
+    }
+    let mut out = String::from("<p class=\"active\" id=\"active\">Narrowed by: ");
+    let mut chip = |label: String, href: String| {
+        let _ = write!(
+            out,
+            "<span class=\"chip\">{label} <a class=\"remove\" href=\"{}\" title=\"remove\" aria-label=\"remove {label}\">×</a></span> ",
+            escape(&href)
+        );
+    };
+    if !state.q.is_empty() {
+        chip(format!("name contains “{}”", escape(&state.q)), state.url("", &state.filters));
+    }
+    for (name, value) in &state.filters {
+        chip(format!("{} = {}", escape(name), escape(value)), state.without(name, value));
+    }
+    let _ = writeln!(out, "· <a id=\"clear\" href=\"{}\">clear all</a></p>", escape(&state.url("", &[])));
+    out
+}
+
+/// Most values of one filter the HTML view links to (the values document lists them all).
+const MAX_FILTER_LINKS: usize = 60;
+
+/// The declared filters of the list as links, one per value with its count in the whole list,
+/// from the values documents (`?FIELD=VALUE`, see docs/tree.md), numbers in numeric order; an
+/// active value is marked, with a link that removes it. Empty for a resource without filters.
+fn filter_links(tree: &Tree, state: &ListState) -> String {
+    let segment = state.segment;
+    let mut out = String::new();
+    for field in tree.filters(segment) {
+        let Ok(Some(doc)) = tree.doc(&crate::layout::filter_values_key(segment, &field.name)) else { continue };
+        let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
+        let mut results: Vec<(&str, u64)> = values["results"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|v| (v["value"].as_str().unwrap_or(""), v["count"].as_u64().unwrap_or(0)))
+            .collect();
+        results.sort_by(|a, b| value_order(a.0, b.0));
+        let how = if takes_several(field) { "adds to the current ones" } else { "replaces the current one" };
+        let _ = write!(
+            out,
+            "<p class=\"filters\" data-field=\"{name}\"><strong>{name}</strong> \
+             <span class=\"note\">(counts: records of the whole list, not of the current matches; a value {how})</span>: ",
+            name = escape(&field.name),
+        );
+        for (text, count) in results.iter().take(MAX_FILTER_LINKS) {
+            let title = format!("records of the whole list with {} = {text}: {count}", field.name);
+            let count = format!("<span class=\"n\" title=\"{}\">({count})</span>", escape(&title));
+            if state.filters.iter().any(|(name, value)| *name == field.name && value == text) {
+                let _ = write!(
+                    out,
+                    "<span class=\"chip\"><strong class=\"active\" aria-current=\"true\">{t}</strong>&nbsp;{count} \
+                     <a class=\"remove\" href=\"{}\" title=\"remove\" aria-label=\"remove {n} = {t}\">×</a></span> ",
+                    escape(&state.without(&field.name, text)),
+                    t = escape(text),
+                    n = escape(&field.name),
+                );
+            } else {
+                let href = state.with_value(field, text);
+                let _ = write!(out, "<a href=\"{}\">{}</a>&nbsp;{count} ", escape(&href), escape(text));
+            }
+        }
+        if results.len() > MAX_FILTER_LINKS {
+            let _ = write!(out, "… {} more", results.len() - MAX_FILTER_LINKS);
+        }
+        out.push_str("</p>\n");
+    }
+    out
+}
+
+/// The view's order of filter values: numbers first, by value (`9` before `10`), then the rest
+/// in byte order (the values document's order).
+fn value_order(a: &str, b: &str) -> Ordering {
+    match (number(a), number(b)) {
+        (Some(x), Some(y)) => x.total_cmp(&y).then_with(|| a.cmp(b)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// A value as a number, when it is written as JSON writes one (`-1`, `2.5`, `1e3`).
+fn number(text: &str) -> Option<f64> {
+    let looks = text.bytes().next().is_some_and(|b| b == b'-' || b.is_ascii_digit())
+        && text.bytes().all(|b| b.is_ascii_digit() || b"-+.eE".contains(&b));
+    looks.then(|| text.parse::<f64>().ok()).flatten().filter(|n| n.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_sort_as_numbers_then_text() {
+        let mut values = vec!["10", "9", "true", "-1", "2.5", "abc", "1e3", "false", "100"];
+        values.sort_by(|a, b| value_order(a, b));
+        assert_eq!(values, ["-1", "2.5", "9", "10", "100", "1e3", "abc", "false", "true"]);
+    }
+
+    #[test]
+    fn links_keep_the_state() {
+        let several = FilterField { name: "type".into(), path: "types[].type.name".into() };
+        let one = FilterField { name: "generation".into(), path: "generation.name".into() };
+        let state = ListState {
+            segment: "creature",
+            limit: 2,
+            q: "a b".into(),
+            filters: vec![("type".into(), "fire".into()), ("generation".into(), "generation-i".into())],
+        };
+        assert_eq!(
+            state.with_value(&several, "flying"),
+            "/api/v2/creature/?limit=2&q=a%20b&type=fire&generation=generation-i&type=flying"
+        );
+        assert_eq!(
+            state.with_value(&one, "generation-ii"),
+            "/api/v2/creature/?limit=2&q=a%20b&type=fire&generation=generation-ii"
+        );
+        assert_eq!(state.without("type", "fire"), "/api/v2/creature/?limit=2&q=a%20b&generation=generation-i");
+        assert_eq!(state.url("", &[]), "/api/v2/creature/?limit=2");
+        let plain = ListState { segment: "creature", limit: DEFAULT_PAGE_SIZE, q: String::new(), filters: vec![] };
+        assert_eq!(plain.url("", &[]), "/api/v2/creature/");
+        assert_eq!(
+            shown_request("/api/v2/x/", "/api/v2/x/?q=salam%C3%A8che+x&type=fire&flag"),
+            "/api/v2/x/?q=salamèche x&type=fire&flag"
+        );
+    }
+}
