@@ -800,6 +800,70 @@ fn click_through(
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
+/// A list page the HTML view should show: (url, q, filters, offset), page size 2.
+type Shown<'a> = (String, &'a str, Vec<(&'a str, &'a str)>, usize);
+
+/// Checks what click-view.mjs saw on one page against `shown` and the data: the url, the
+/// heading and status line, the entries and count, the active `q` and filters, the forms'
+/// fields and the filters' values (counts of the whole list, marked when active, in order).
+fn check_page(page: &serde_json::Value, (url, q, filters, offset): &Shown) {
+    let list = "/api/v2/creature/";
+    let context = format!("{url}: {page}");
+    assert_eq!(page["url"], url.as_str(), "{context}");
+    assert_eq!(page["h1"], url.as_str(), "the heading shows the request with its query: {context}");
+    assert!(page["status"].as_str().unwrap().starts_with(&format!("GET {url} · 200")), "{context}");
+    let matches = matching(q, filters);
+    let shown: Vec<&String> = matches.iter().skip(*offset).take(2).collect();
+    assert_eq!(page["entries"], serde_json::json!(shown), "{context}");
+    let range = if shown.is_empty() {
+        "no entries".to_string()
+    } else {
+        format!("entries {}–{}", offset + 1, offset + shown.len())
+    };
+    assert_eq!(page["count"], format!("{} of 12 match · {range}", matches.len()), "{context}");
+    // what is active, each marked; the forms carry the rest
+    let mut active: Vec<String> = Vec::new();
+    if !q.is_empty() {
+        active.push(format!("name contains “{q}”"));
+    }
+    active.extend(filters.iter().map(|(f, v)| format!("{f} = {v}")));
+    assert_eq!(page["active"], serde_json::json!(active), "{context}");
+    assert_eq!(page["clear"], format!("{list}?limit=2"), "{context}");
+    let hidden: Vec<serde_json::Value> = filters.iter().map(|(f, v)| serde_json::json!(["hidden", f, v])).collect();
+    let mut search_form = vec![serde_json::json!(["search", "q", q]), serde_json::json!(["hidden", "limit", "2"])];
+    search_form.extend(hidden.iter().cloned());
+    assert_eq!(page["search_form"], serde_json::json!(search_form), "{context}");
+    let mut page_form =
+        vec![serde_json::json!(["number", "limit", "2"]), serde_json::json!(["number", "offset", offset.to_string()])];
+    if !q.is_empty() {
+        page_form.push(serde_json::json!(["hidden", "q", q]));
+    }
+    page_form.extend(hidden);
+    assert_eq!(page["page_form"], serde_json::json!(page_form), "{context}");
+    // every value with its count in the whole list (so said), marked when active; numbers
+    // in numeric order
+    for (field, values) in [
+        ("generation", (1..=3).map(|g| format!("generation-{g}")).collect::<Vec<_>>()),
+        ("stage", (1..=12).map(|s| s.to_string()).collect()),
+        ("type", ["bug", "fire", "flying", "grass", "water"].map(String::from).to_vec()),
+    ] {
+        let line = &page["values"][field];
+        let note = line["note"].as_str().unwrap_or_default();
+        assert!(note.contains("records of the whole list, not of the current matches"), "{field} on {context}");
+        let how = if field == "type" { "adds to the current ones" } else { "replaces the current one" };
+        assert!(note.contains(how), "{field} on {context}");
+        let want: Vec<serde_json::Value> = values
+            .iter()
+            .map(|value| {
+                let count = KINDS.iter().filter(|(id, types)| takes(*id, types, field, value)).count();
+                let active = filters.contains(&(field, value.as_str()));
+                serde_json::json!({"value": value, "active": active, "count": format!("({count})")})
+            })
+            .collect();
+        assert_eq!(line["shown"], serde_json::json!(want), "{field} on {context}");
+    }
+}
+
 #[test]
 fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
     let Some(browser) = chromium() else { return };
@@ -839,8 +903,8 @@ fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
         {"click": "#clear"},
     ]);
     let seen = click_through(&node, &dir, &browser, &format!("http://{}{start}", server.addr), steps);
-    // (url, q, filters, offset) of each page shown, as the rules in docs/serve.md make them
-    let expected: [(String, &str, Vec<(&str, &str)>, usize); 8] = [
+    // each page shown, as the rules in docs/serve.md make them
+    let expected: [Shown; 8] = [
         (start.clone(), "", vec![("type", "fire")], 0),
         (format!("{list}?q=c-1&limit=2&type=fire"), "c-1", vec![("type", "fire")], 0),
         (format!("{list}?limit=2&offset=2&q=c-1&type=fire"), "c-1", vec![("type", "fire")], 2),
@@ -865,60 +929,8 @@ fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
             0,
         ),
     ];
-    for (page, (url, q, filters, offset)) in seen.iter().zip(&expected) {
-        let context = format!("{url}: {page}");
-        assert_eq!(page["url"], url.as_str(), "{context}");
-        assert_eq!(page["h1"], url.as_str(), "the heading shows the request with its query: {context}");
-        assert!(page["status"].as_str().unwrap().starts_with(&format!("GET {url} · 200")), "{context}");
-        let matches = matching(q, filters);
-        let shown: Vec<&String> = matches.iter().skip(*offset).take(2).collect();
-        assert_eq!(page["entries"], serde_json::json!(shown), "{context}");
-        let range = if shown.is_empty() {
-            "no entries".to_string()
-        } else {
-            format!("entries {}–{}", offset + 1, offset + shown.len())
-        };
-        assert_eq!(page["count"], format!("{} of 12 match · {range}", matches.len()), "{context}");
-        // what is active, each marked; the forms carry the rest
-        let mut active: Vec<String> = Vec::new();
-        if !q.is_empty() {
-            active.push(format!("name contains “{q}”"));
-        }
-        active.extend(filters.iter().map(|(f, v)| format!("{f} = {v}")));
-        assert_eq!(page["active"], serde_json::json!(active), "{context}");
-        assert_eq!(page["clear"], format!("{list}?limit=2"), "{context}");
-        let hidden: Vec<serde_json::Value> = filters.iter().map(|(f, v)| serde_json::json!(["hidden", f, v])).collect();
-        let mut search_form = vec![serde_json::json!(["search", "q", q]), serde_json::json!(["hidden", "limit", "2"])];
-        search_form.extend(hidden.iter().cloned());
-        assert_eq!(page["search_form"], serde_json::json!(search_form), "{context}");
-        let mut page_form = vec![
-            serde_json::json!(["number", "limit", "2"]),
-            serde_json::json!(["number", "offset", offset.to_string()]),
-        ];
-        if !q.is_empty() {
-            page_form.push(serde_json::json!(["hidden", "q", q]));
-        }
-        page_form.extend(hidden);
-        assert_eq!(page["page_form"], serde_json::json!(page_form), "{context}");
-        // every value with its count in the whole list (so said), marked when active; numbers
-        // in numeric order
-        for (field, values) in [
-            ("generation", (1..=3).map(|g| format!("generation-{g}")).collect::<Vec<_>>()),
-            ("stage", (1..=12).map(|s| s.to_string()).collect()),
-            ("type", ["bug", "fire", "flying", "grass", "water"].map(String::from).to_vec()),
-        ] {
-            let line = &page["values"][field];
-            assert!(line["note"].as_str().unwrap().contains("records of the whole list, not of the current matches"));
-            let want: Vec<serde_json::Value> = values
-                .iter()
-                .map(|value| {
-                    let count = KINDS.iter().filter(|(id, types)| takes(*id, types, field, value)).count();
-                    let active = filters.contains(&(field, value.as_str()));
-                    serde_json::json!({"value": value, "active": active, "count": format!("({count})")})
-                })
-                .collect();
-            assert_eq!(line["shown"], serde_json::json!(want), "{field} on {context}");
-        }
+    for (page, shown) in seen.iter().zip(&expected) {
+        check_page(page, shown);
     }
     assert_eq!(seen.len(), expected.len() + 1, "{seen:?}");
     // clear all: the whole list, with the page size kept, nothing active
