@@ -62,7 +62,12 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
                                           bucket_name = \"<the bucket gen publish wrote>\"
                                         or, for a tree at an HTTP(S) url:  [vars]  ORIGIN = \"https://...\"
                                         then: npx wrangler deploy
+  gen config cloudflare --project api   a Worker project in api/ (worker.js, wrangler.toml, README.md);
+                                        try it: cd api && npm install &&
+                                          npx wrangler r2 bulk put gen-tree --local --filename tree-files.json &&
+                                          npx wrangler dev
   gen config deno > handler.js          Deno Deploy / Netlify Edge Functions; set ORIGIN
+  gen config deno --project api         a Deno project in api/ (main.js, deno.json); try it: deno task serve
   gen config node > handler.mjs         Lambda@Edge (origin request), Cloud Functions, Firebase; ORIGIN
   gen config cloudfront > function.js   a CloudFront Function (viewer request, cloudfront-js-2.0):
                                         rewrites to the tree's files in S3; pages it holds only
@@ -297,6 +302,11 @@ pub struct ConfigArgs {
     /// (the same default as `gen serve`; `meta` is always `no-cache`).
     #[arg(long, default_value_t = genapi::hosts::DEFAULT_MAX_AGE, value_name = "SECS")]
     pub max_age: u64,
+    /// Write a ready project into DIR instead of printing (cloudflare, deno): the handler, its
+    /// configuration (wrangler.toml, deno.json) and a README; `npx wrangler dev` or
+    /// `deno task serve` in DIR runs it on the local tree.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 /// `--links`: the command line's names for [`LinkStyle`].

@@ -26,8 +26,10 @@
 mod caddy;
 mod edge;
 mod nginx;
+mod project;
 
 pub use edge::{CLOUDFRONT_MAX_BYTES, Edge};
+pub use project::{ProjectReport, write_project};
 
 use crate::layout;
 use crate::manifest::Manifest;

@@ -6,7 +6,8 @@
 //! parameters) with the same status and body as `gen serve --keep-urls`, on the sample data and
 //! on the published fixture. Also: the end-to-end route through SeaweedFS, the Lambda@Edge and
 //! CloudFront Function entry points in Node against AWS's documented event shapes (not AWS's
-//! runtimes), revalidation and the JSON 502s.
+//! runtimes), revalidation and the JSON 502s. And the ready projects of `gen config
+//! cloudflare|deno --project`, run as their README says (`npx wrangler dev`, `deno task serve`).
 //!
 //! The origin is a bare static store (`tests/tools/static-origin.mjs`: files at their paths,
 //! query strings ignored). Each runtime is one process per tree, on a free loopback port, stopped
@@ -59,6 +60,18 @@ fn miniflare() -> Option<()> {
         Some(())
     } else {
         unavailable("miniflare", install_hint())
+    }
+}
+
+/// `npx`, beside Node, when wrangler is installed (it runs `wrangler dev`, in workerd).
+fn wrangler() -> Option<PathBuf> {
+    heavy("it runs wrangler dev")?;
+    let npx = node()?.parent().map(|bin| bin.join("npx")).filter(|npx| npx.is_file());
+    let Some(npx) = npx else { return unavailable("npx", "install Node 18 or later with npm") };
+    if runtimes_dir().join("node_modules/wrangler/package.json").is_file() {
+        Some(npx)
+    } else {
+        unavailable("wrangler", install_hint())
     }
 }
 
@@ -877,6 +890,179 @@ fn config_help_gives_the_wrangler_lines_and_every_edge_host() {
     let tmp = TempDir::new("edge-config-missing");
     let r = run(&["config", "deno", "--dir", tmp.join("nothing").to_str().unwrap()]).fails_with(2);
     assert!(r.stderr().contains("run `gen build` first"), "{}", r.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ready projects: `gen config cloudflare|deno --project DIR`, run as their README says
+
+/// `gen config HOST --project DIR` for the tree in `out`: the lines it says run the project.
+fn write_project(host: &str, out: &Path, project: &Path) -> Vec<String> {
+    let r = run(&["config", host, "--dir", out.to_str().unwrap(), "--project", project.to_str().unwrap()]).ok();
+    let said = r.stderr();
+    let (_, steps) = said.split_once("run it on this machine:\n").unwrap_or_else(|| panic!("no steps in:\n{said}"));
+    let steps: Vec<String> = steps.lines().map(|line| line.trim().to_string()).collect();
+    assert_eq!(steps[0], format!("cd {}", project.display()), "{said}");
+    steps[1..].to_vec()
+}
+
+/// Starts `program args_for(port)` in the project folder `project` (its own process group),
+/// serving the tree in `out`.
+fn start_project(
+    name: &str,
+    out: &Path,
+    project: &Path,
+    program: &Path,
+    args_for: impl Fn(u16) -> Vec<String>,
+) -> Runtime {
+    use std::os::unix::process::CommandExt;
+    let server = start_host(name, out, |dir, port| {
+        let log = dir.join("log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(program)
+            .args(args_for(port))
+            .env("NO_COLOR", "1")
+            .env("WRANGLER_SEND_METRICS", "false")
+            .env("DENO_DIR", dir.join("deno"))
+            .env("HOST", "127.0.0.1")
+            .env("PORT", port.to_string())
+            .current_dir(project)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name} starts: {e}"));
+        (child, log)
+    });
+    Runtime { server }
+}
+
+/// A list, pages, records, `?q=` and filters, from the project `host` runs and from `gen serve`
+/// alike: each named request, then random pages, searches and filters.
+fn check_project(tree: &Tree, host: &Runtime) {
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&host.server], tree.base_url());
+    p.every_page = true;
+    p.resolves_dots = [host.server.name.clone()].into();
+    for target in [
+        "/api/v2/",
+        "/api/v2/berry/",
+        "/api/v2/berry/?limit=7&offset=5",
+        "/api/v2/berry/?limit=100000&offset=0",
+        "/api/v2/berry/1/",
+        "/api/v2/berry/berry-1001",
+        "/api/v2/berry/?q=RY-10",
+        "/api/v2/berry/?firmness=firm-2&limit=3&offset=1",
+        "/api/v2/berry/?firmness=firm-3&q=11",
+        "/api/v2/effect/?appeal=2",
+        "/api/v2/meta/",
+    ] {
+        assert_eq!(p.same(target).status, 200, "{target}");
+    }
+    for target in ["/api/v2/berry/?limit=x", "/api/v2/berry/99999/", "/api/v2/berry/?typo=1", "/api/v2/nothing/"] {
+        assert!(p.same(target).status >= 400, "{target}");
+    }
+    check_random_pages(tree, &mut p, 30);
+    check_random_searches(tree, &mut p, 30);
+    check_random_filters(tree, &mut p, 30);
+}
+
+#[test]
+fn a_cloudflare_project_runs_with_wrangler_dev_and_answers_as_gen_serve_does() {
+    let Some(npx) = wrangler() else { return };
+    let wrangler_package = runtimes_dir().join("node_modules/wrangler/package.json");
+    let tree = sample_tree("edge-project-cloudflare", &[]);
+    let files = TempDir::new("edge-project-cloudflare-dir");
+    let project = files.join("api");
+    let steps = write_project("cloudflare", &tree.out, &project);
+    let toml = std::fs::read_to_string(project.join("wrangler.toml")).unwrap();
+    for line in ["main = \"worker.js\"", "compatibility_date = \"2025-01-01\"", "[[r2_buckets]]", "binding = \"TREE\""]
+    {
+        assert!(toml.contains(line), "{line} not in:\n{toml}");
+    }
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    // `npm install` is the one step that needs the network: the pinned wrangler, as installed here
+    assert_eq!(steps[0], "npm install");
+    let package = read_json(&project.join("package.json"));
+    assert_eq!(
+        package["devDependencies"]["wrangler"],
+        read_json(&wrangler_package)["version"],
+        "package.json pins the wrangler the tests run"
+    );
+    std::os::unix::fs::symlink(runtimes_dir().join("node_modules"), project.join("node_modules")).unwrap();
+    // the other steps, as written, and in the README too
+    let (fill, dev) = (&steps[1], &steps[2]);
+    assert_eq!(dev, "npx wrangler dev");
+    for step in [fill, dev] {
+        assert!(readme.contains(step.as_str()), "{step} not in the README:\n{readme}");
+        assert!(step.starts_with("npx "), "{step}");
+    }
+    let filled = Command::new(&npx)
+        .args(fill.split_whitespace().skip(1))
+        .current_dir(&project)
+        .env("WRANGLER_SEND_METRICS", "false")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        filled.status.success(),
+        "{fill}: {}{}",
+        String::from_utf8_lossy(&filled.stdout),
+        String::from_utf8_lossy(&filled.stderr)
+    );
+    let dev = start_project("wrangler-dev", &tree.out, &project, &npx, |port| {
+        ["wrangler", "dev", "--ip", "127.0.0.1", "--port", &port.to_string()].map(String::from).to_vec()
+    });
+    check_project(&tree, &dev);
+}
+
+#[test]
+fn a_deno_project_runs_with_deno_task_serve_and_answers_as_gen_serve_does() {
+    let Some(deno) = deno() else { return };
+    let tree = sample_tree("edge-project-deno", &[]);
+    let files = TempDir::new("edge-project-deno-dir");
+    let project = files.join("api");
+    let steps = write_project("deno", &tree.out, &project);
+    assert_eq!(steps, ["deno task serve"]);
+    let config = read_json(&project.join("deno.json"));
+    assert!(config["tasks"]["serve"].as_str().unwrap().contains("main.js"), "{config}");
+    assert!(std::fs::read_to_string(project.join("README.md")).unwrap().contains("deno task serve"));
+    let serve = start_project("deno-task", &tree.out, &project, &deno, |_| vec!["task".into(), "serve".into()]);
+    check_project(&tree, &serve);
+}
+
+#[test]
+fn a_project_keeps_your_settings_and_is_refused_for_other_hosts() {
+    let tree = sample_tree("edge-project-rewrite", &[]);
+    let files = TempDir::new("edge-project-rewrite-dir");
+    let project = files.join("api");
+    write_project("cloudflare", &tree.out, &project);
+    let toml = project.join("wrangler.toml");
+    let mine = std::fs::read_to_string(&toml).unwrap().replace("gen-tree", "my-bucket");
+    std::fs::write(&toml, &mine).unwrap();
+    std::fs::write(project.join("worker.js"), "stale").unwrap();
+    let r = run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap(), "--project", project.to_str().unwrap()])
+        .ok();
+    assert!(r.stderr().contains("kept wrangler.toml, package.json (your settings)"), "{}", r.stderr());
+    assert_eq!(std::fs::read_to_string(&toml).unwrap(), mine);
+    let printed = run(&["config", "cloudflare", "--dir", tree.out.to_str().unwrap()]).ok().stdout();
+    assert_eq!(std::fs::read_to_string(project.join("worker.js")).unwrap(), printed);
+    // the tree's every file, at its path, for `wrangler r2 bulk put`
+    let listed = read_json(&project.join("tree-files.json"));
+    let manifest = tree.manifest();
+    assert_eq!(listed.as_array().unwrap().len(), manifest["files"].as_object().unwrap().len());
+    for entry in listed.as_array().unwrap() {
+        let key = entry["key"].as_str().unwrap();
+        assert!(manifest["files"].get(key).is_some(), "{key}");
+        assert_eq!(Path::new(entry["file"].as_str().unwrap()), std::path::absolute(&tree.out).unwrap().join(key));
+    }
+    for host in ["nginx", "caddy", "node", "cloudfront"] {
+        let other = files.join(host);
+        let r = run(&["config", host, "--dir", tree.out.to_str().unwrap(), "--project", other.to_str().unwrap()])
+            .fails_with(2);
+        assert!(r.stderr().contains(&format!("`gen config {host} > FILE`")), "{}", r.stderr());
+        assert!(!other.exists(), "{host}: nothing written");
+    }
 }
 
 #[test]
