@@ -713,11 +713,18 @@ impl PublicBucket {
 
     /// Publishes `out` (a `--links query` tree) into the bucket, once the server answers.
     fn publish(&self, out: &Path) {
+        self.publish_with(out, &["-q", "--allow-query-links"]);
+    }
+
+    /// Publishes `out` with `options` into the bucket, once the server answers: what gen said.
+    fn publish_with(&self, out: &Path, options: &[&str]) -> std::process::Output {
         let endpoint = format!("http://127.0.0.1:{}", self.s3_port);
         let deadline = Instant::now() + std::time::Duration::from_secs(90);
         loop {
             let output = gen_bin()
-                .args(["publish", "-q", "--allow-query-links", "--dir", out.to_str().unwrap(), "--endpoint", &endpoint])
+                .arg("publish")
+                .args(options)
+                .args(["--dir", out.to_str().unwrap(), "--endpoint", &endpoint])
                 .arg("s3://gen")
                 .env("AWS_ACCESS_KEY_ID", "genkey")
                 .env("AWS_SECRET_ACCESS_KEY", "gensecret")
@@ -726,7 +733,7 @@ impl PublicBucket {
                 .output()
                 .unwrap();
             if output.status.success() {
-                return;
+                return output;
             }
             assert!(
                 Instant::now() < deadline,
@@ -768,6 +775,45 @@ fn a_published_query_links_tree_answers_through_the_worker() {
     check_parity(&tree, &mut p);
     check_random_pages(&tree, &mut p, 200);
     eprintln!("{} requests answered alike by gen serve and the Worker reading SeaweedFS", p.asked.len());
+}
+
+#[test]
+fn a_path_tree_on_a_bare_bucket_misses_its_folder_urls_and_publish_says_what_to_do() {
+    let Some(bucket) = PublicBucket::start() else { return };
+    let tree = sample_tree("edge-bare-bucket", &["--links", "path"]);
+    let said = bucket.publish_with(&tree.out, &[]);
+    let said = String::from_utf8_lossy(&said.stderr);
+    // the trap: the first page's `next` is a folder url, which the bucket does not answer with the page
+    let first = read_json(&tree.out.join("api/v2/berry/index.json"));
+    let next = first["next"].as_str().unwrap().strip_prefix(&tree.base_url()).unwrap().to_string();
+    assert!(next.ends_with("/_pages/20/20/"), "{next}");
+    let page = std::fs::read(tree.out.join(format!("{}index.json", &next[1..]))).unwrap();
+    let s3 = format!("127.0.0.1:{}", bucket.s3_port);
+    let folder = http_request(s3.as_str(), "GET", &format!("/gen{next}"), &[]).unwrap();
+    assert_ne!(folder.body, page, "the bucket answered the folder url {next} with the page");
+    let file = http_request(s3.as_str(), "GET", &format!("/gen{next}index.json"), &[]).unwrap();
+    assert_eq!((file.status, &file.body), (200, &page), "the page is in the bucket at its file's key");
+    eprintln!(
+        "the bucket answers {next} with {} {:?}, {} bytes",
+        folder.status,
+        folder.header("content-type"),
+        folder.body.len()
+    );
+    // and gen publish said so, with the ways out
+    for needed in [
+        "note: the tree's links are folder urls (http://127.0.0.1:8080/api/v2/",
+        "--index-document index.json",
+        "--web-main-page-suffix=index.json",
+        "gen config cloudflare|deno|node",
+        "docs/deploy.md",
+    ] {
+        assert!(said.contains(needed), "{needed} not in:\n{said}");
+    }
+    // not after a quiet publish, nor for a --links query tree (it goes behind an edge handler)
+    assert!(!String::from_utf8_lossy(&bucket.publish_with(&tree.out, &["-q"]).stderr).contains("note:"));
+    let query = sample_tree("edge-bare-bucket-query", &["--links", "query"]);
+    let said = bucket.publish_with(&query.out, &["--allow-query-links"]);
+    assert!(!String::from_utf8_lossy(&said.stderr).contains("note:"), "{}", String::from_utf8_lossy(&said.stderr));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,8 +24,32 @@ pub fn execute(args: PublishArgs) -> Result<()> {
         super::say(&dry_run_text(&summary, &options.target));
     } else if !args.quiet {
         super::say(&summary_text(&summary, &options.target));
+        if let Some(note) = folder_urls_note(&options.dir) {
+            super::emit(super::To::Stderr, 0, &note, true);
+        }
     }
     Ok(())
+}
+
+/// After a publish of a `--links path` tree: its links are folder urls, which a bare bucket
+/// answers with its own error or an empty object, not the folder's `index.json`; what to do.
+fn folder_urls_note(dir: &std::path::Path) -> Option<String> {
+    let manifest = genapi::manifest::Manifest::read(dir).ok()?;
+    let settings = &manifest.settings;
+    if settings.links != genapi::paging::LinkStyle::Path {
+        return None;
+    }
+    let example = manifest.resources.keys().next().map_or("<resource>", String::as_str);
+    Some(format!(
+        "note: the tree's links are folder urls ({base}/api/v2/{example}/_pages/20/20/), and a bare bucket answers a \
+         folder url with an error or an empty object, not the folder's index.json. Serve it with one of:\n  \
+         website hosting, index document index.json (`aws s3 website s3://BUCKET/ --index-document index.json`; \
+         GCS: `gcloud storage buckets update gs://BUCKET --web-main-page-suffix=index.json`)\n  \
+         a CDN rule that maps a folder url to its index.json\n  \
+         an edge handler in front of the bucket (`gen config cloudflare|deno|node`)\n\
+         docs/deploy.md begins with which build and which host answer what.",
+        base = settings.base_url
+    ))
 }
 
 /// The one-line summary of a publish.
