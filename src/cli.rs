@@ -335,7 +335,7 @@ pub enum HostArg {
     Caddy,
     /// A Cloudflare Worker module reading the R2 binding TREE, or the base url in ORIGIN.
     Cloudflare,
-    /// Deno Deploy and Netlify Edge Functions, reading the base url in ORIGIN.
+    /// Deno Deploy and Netlify Edge Functions, reading the base url (or file:// folder) in ORIGIN.
     Deno,
     /// Node: AWS Lambda@Edge (origin request), Google Cloud Functions and Firebase, plain Node.
     Node,
