@@ -164,16 +164,12 @@ pub fn build(
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
-        match previous.index.as_ref().filter(|index| index.settings.same_but_date(&settings)) {
-            // The same tree again: it keeps the date it was deployed with (and is found up to date).
-            Some(index) => settings.deploy_date = index.settings.deploy_date.clone(),
-            // Committed data: the commit's date, the same for every clone of it.
-            None => {
-                if let Some(committed) = date::data_commit_epoch(data) {
-                    settings.deploy_date = committed.to_string();
-                }
-            }
-        }
+        // The same tree again keeps the date it was deployed with (and is found up to date);
+        // committed data is dated by its commit, the same for every clone of it.
+        settings.deploy_date = match previous.index.as_ref().filter(|i| i.settings.same_but_date(&settings)) {
+            Some(index) => index.settings.deploy_date.clone(),
+            None => date::data_commit_epoch(data).map_or(settings.deploy_date, |epoch| epoch.to_string()),
+        };
     }
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary {
