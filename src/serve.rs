@@ -38,7 +38,9 @@ pub mod listen;
 pub mod respond;
 pub mod route;
 pub mod server;
+pub mod stream;
 pub mod tree;
+pub mod view;
 pub mod watch;
 
 use anyhow::Result;

@@ -1171,6 +1171,155 @@ fn a_large_document_still_being_sent_is_shared_with_the_next_request() {
     drop(slow);
 }
 
+/// Issue 34, item 10: one client reading a large document at 32 KB/s held the budget of bodies
+/// in flight, and every other request for a large document waited 10 s and got 503 (8 of 8).
+/// A document too large for the cache is now sent from its file, a piece at a time: a slow
+/// reader holds a piece of it and no one waits on it; and a client that reads too slowly is cut
+/// off.
+#[test]
+fn a_slow_reader_of_a_large_document_keeps_no_one_waiting_and_is_cut_off() {
+    let site = site();
+    let big = format!(r#"{{"id": 9100, "name": "big-item", "text": "{}"}}"#, "x".repeat(24 << 20));
+    std::fs::write(site.data().join("item/9100.json"), big).unwrap();
+    // eight more, each over half of --cache-mb 1: none is kept by the cache
+    for id in 9101..9109 {
+        let text = format!("{id} ").repeat(200_000);
+        let record =
+            format!(r#"{{"id": {id}, "name": "large-{id}", "text": "{text}", "see": "{PRODUCTION}/api/v2/item/1/"}}"#);
+        std::fs::write(site.data().join(format!("item/{id}.json")), record).unwrap();
+    }
+    site.build(&["--base-url", PRODUCTION]);
+    // as a user runs it: urls rebased onto the served address, one log line per request
+    let server = Server::start_preview(&site.out(), &["--cache-mb", "1"]);
+    let origin = format!("http://{}", server.addr);
+    let expected = |id: i64| moved(&site.file(&format!("api/v2/item/{id}/index.json")), &origin);
+
+    // a client that reads its answer at 24 KiB/s
+    let mut slow = TcpStream::connect(&server.addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    slow.write_all(b"GET /api/v2/item/9100/ HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut head = [0u8; 12];
+    slow.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (mut buffer, mut total) = ([0u8; 12 << 10], 0usize);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match slow.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => total += n,
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            total
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+
+    // meanwhile, eight requests for the other large documents, at once
+    let answers: Vec<(i64, common::Response, Duration)> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (9101..9109)
+            .map(|id| {
+                let addr = server.addr.clone();
+                scope.spawn(move || {
+                    let started = Instant::now();
+                    let response = common::http_request(&addr, "GET", &format!("/api/v2/item/{id}/"), &[]).unwrap();
+                    (id, response, started.elapsed())
+                })
+            })
+            .collect();
+        clients.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let waits: Vec<String> = answers.iter().map(|(_, r, wait)| format!("{} in {wait:.2?}", r.status)).collect();
+    eprintln!("beside a slow reader of a 24 MB document, 8 others: {}", waits.join(", "));
+    for (id, response, _) in &answers {
+        assert_eq!(response.status, 200, "item {id}: {}", String::from_utf8_lossy(&response.body));
+        assert!(response.body == expected(*id), "item {id}: whole and rebased");
+        // the ETag is the hash of the bytes sent, as for every document
+        let etag = format!("\"{}\"", blake3::hash(&response.body).to_hex());
+        assert_eq!(response.header("ETag"), Some(etag.as_str()), "item {id}");
+        let again = server.get_with(&format!("/api/v2/item/{id}/"), &[&format!("If-None-Match: {etag}")]);
+        assert_eq!(again.status, 304, "item {id}");
+    }
+    // its HTML view is not rendered: a page says how large it is and links the JSON
+    let view = server.get_with("/api/v2/item/9100/", &["Accept: text/html"]).expect(200);
+    let page = String::from_utf8(view.body).unwrap();
+    assert!(page.contains(&format!("{} bytes of JSON", expected(9100).len())), "{page}");
+    assert!(page.contains("href=\"/api/v2/item/9100/?format=json\""), "{page}");
+
+    // the slow reader is cut off: by the send timeout when its reads free too little room for
+    // 10 s, else by the minimum rate
+    let cut = eventually(Duration::from_secs(90), || {
+        server.log().lines().any(|line| line.starts_with("GET /api/v2/item/9100/ 200") && line.contains("not sent"))
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let read = trickle.join().unwrap();
+    let log = server.log();
+    let line = log.lines().find(|line| line.starts_with("GET /api/v2/item/9100/ 200") && line.contains("not sent"));
+    let line = line.unwrap_or("");
+    eprintln!("the slow reader read {read} bytes; the server: {line}");
+    assert!(cut, "the slow reader was not cut off:\n{log}");
+}
+
+/// Issue 34, item 11: the HTML view rendered a page for each request, outside the budgets: 24
+/// slow readers of a 12 MB record's view took 865 MB (77 MB for its JSON). The render is
+/// counted in the budget of answers in flight and its page shared by the requests for it, so
+/// the server's peak stays within what `--cache-mb` allows.
+#[test]
+fn slow_readers_of_a_large_html_view_stay_within_the_memory_budget() {
+    const CACHE_MB: u64 = 32;
+    let site = site();
+    let words: Vec<String> = (0..1_100_000).map(|i| format!("w{i:08}")).collect();
+    let record = serde_json::json!({"id": 9200, "name": "big-view", "words": words});
+    std::fs::write(site.data().join("item/9200.json"), serde_json::to_vec(&record).unwrap()).unwrap();
+    site.build(&[]);
+    let json = site.file("api/v2/item/9200/index.json");
+    assert!(json.len() > 12 << 20 && json.len() as u64 <= (CACHE_MB << 20) / 2, "kept by the cache: {}", json.len());
+    let server = Server::start(&site.out(), &["--cache-mb", &CACHE_MB.to_string()]);
+    server.get("/api/v2/").expect(200);
+    let (before, _) = peak_and_now(server.pid());
+    // 24 clients ask for the view at once, read the start of their answer, and read no more
+    let readers: Vec<TcpStream> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..24)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut reader = TcpStream::connect(&server.addr).unwrap();
+                    reader.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+                    let request = "GET /api/v2/item/9200/ HTTP/1.1\r\nHost: x\r\nAccept: text/html\r\n\r\n";
+                    reader.write_all(request.as_bytes()).unwrap();
+                    let mut head = [0u8; 12];
+                    reader.read_exact(&mut head).unwrap();
+                    assert_eq!(&head, b"HTTP/1.1 200");
+                    reader
+                })
+            })
+            .collect();
+        clients.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    // while they hold it, the same view and another page are answered
+    let view = server.get_with("/api/v2/item/9200/", &["Accept: text/html"]).expect(200);
+    assert!(String::from_utf8_lossy(&view.body).contains("w01099999"), "the whole page");
+    server.get_with("/api/v2/item/1/", &["Accept: text/html"]).expect(200);
+    let (peak, _) = peak_and_now(server.pid());
+    let grown = peak.saturating_sub(before);
+    // the cache and the budget of answers in flight (--cache-mb each), or one render alone when
+    // it counts more (docs/serve.md: 6 bytes a byte of JSON and 112 a value), and 32 MB for
+    // the threads and buffers of the connections
+    let values = json.iter().filter(|b| matches!(b, b',' | b':' | b'[' | b'{')).count() as u64 + 1;
+    let render = 6 * json.len() as u64 + 112 * values;
+    let bound = (CACHE_MB << 20) + (CACHE_MB << 20).max(render) + (32 << 20);
+    eprintln!(
+        "24 slow readers of the HTML view of a {} MB record: the server's peak grew by {} MB (bound {} MB)",
+        json.len() >> 20,
+        grown >> 20,
+        bound >> 20
+    );
+    assert!(grown < bound, "the peak grew by {} MB, over {} MB", grown >> 20, bound >> 20);
+    drop(readers);
+}
+
 #[test]
 fn a_rebuild_under_a_crawl_answers_each_document_from_one_build_whole() {
     let site = site();

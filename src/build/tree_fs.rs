@@ -56,6 +56,13 @@ impl TreeDir {
     /// Like [`TreeDir::read`], saying why not: no such file, a link on the way, not a regular
     /// file, larger than `limit`.
     pub fn read_file(&self, rel: &str, limit: u64) -> io::Result<Vec<u8>> {
+        let file = self.open_file(rel, limit)?;
+        fsutil::read_bounded(file, limit).map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// The regular file at `rel`, open for reading, found as [`TreeDir::read_file`] finds it
+    /// (refused when larger than `limit`).
+    pub fn open_file(&self, rel: &str, limit: u64) -> io::Result<std::fs::File> {
         // Non-blocking: a FIFO put in a file's place does not wait for a writer.
         let file = std::fs::File::from(self.open_beneath(rel, libc::O_RDONLY | libc::O_NONBLOCK)?);
         let meta = file.metadata()?;
@@ -65,7 +72,7 @@ impl TreeDir {
         if meta.len() > limit {
             return Err(io::Error::other(format!("larger than {} MB", limit >> 20)));
         }
-        fsutil::read_bounded(file, limit).map_err(|e| io::Error::other(e.to_string()))
+        Ok(file)
     }
 
     /// Opens `rel` below the tree's folder without following a link anywhere on the way: with

@@ -49,6 +49,18 @@ impl Budget {
     }
 }
 
+impl Permit {
+    /// Gives back all but `bytes` of what is held (nothing when it holds no more).
+    pub fn shrink_to(&mut self, bytes: usize) {
+        if bytes < self.bytes {
+            let mut used = self.budget.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *used -= self.bytes - bytes;
+            self.bytes = bytes;
+            self.budget.freed.notify_all();
+        }
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut used = self.budget.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -78,6 +90,10 @@ mod tests {
         drop(b);
         assert_eq!(waiter.join().unwrap(), Some(50));
         assert_eq!(budget.used(), 0);
+        let mut shrunk = budget.acquire(90, Duration::ZERO).unwrap();
+        shrunk.shrink_to(30);
+        assert_eq!(budget.used(), 30, "what a permit no longer needs is given back");
+        drop(shrunk);
         let huge = budget.acquire(1000, Duration::ZERO).expect("alone, more than the limit");
         assert!(budget.acquire(1, Duration::ZERO).is_none());
         drop(huge);

@@ -162,6 +162,24 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
     layout(preview, &title, &crumbs(&parts), status, &main)
 }
 
+/// The page of a document too large for the view (`bytes` of JSON, more than the cache keeps):
+/// its size, and a link to it as JSON.
+pub fn too_large(preview: &Preview, target: &str, bytes: u64) -> Vec<u8> {
+    let path = target.split(['?', '#']).next().unwrap_or(target);
+    let key = normalize(path);
+    let parts: Vec<&str> = key.as_deref().map(|k| k.split('/').collect()).unwrap_or_default();
+    let title = key.as_deref().map_or_else(|| path.chars().take(200).collect(), |key| format!("/{key}/"));
+    let json_href = escape(&with_format_json(target));
+    let main = format!(
+        "<h1>{title}</h1>\n<p class=\"status s2\">GET {title} · 200 OK · <a href=\"{json_href}\">as JSON</a></p>\n\
+         <p>This document is {bytes} bytes of JSON: more than the HTML view shows (it shows the documents the \
+         cache keeps, up to half of <code>--cache-mb</code>). Open it <a href=\"{json_href}\">as JSON</a>, or \
+         restart <code>gen serve</code> with a larger <code>--cache-mb</code>.</p>\n",
+        title = escape(&title),
+    );
+    layout(preview, &title, &crumbs(&parts), 200, &main)
+}
+
 /// The target with `format=json` added to its query.
 fn with_format_json(target: &str) -> String {
     let target = target.split('#').next().unwrap_or(target);

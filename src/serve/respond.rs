@@ -6,6 +6,7 @@
 use super::html::{self, Preview};
 use super::item::Doc;
 use super::route::{BadParam, Route, route};
+use super::stream::Streamed;
 use super::tree::Tree;
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout;
@@ -48,7 +49,10 @@ pub enum Reply {
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
     Options { allow_headers: Option<String> },
     /// The HTML view of a document or an error, for a browser.
-    Html { status: u16, body: Vec<u8> },
+    Html { status: u16, body: Arc<super::view::HtmlPage> },
+    /// A document too large for the cache, sent from its file (see [`super::stream`]): 200, or
+    /// 304 as for [`Reply::Doc`]; never gzip-compressed.
+    Stream { stream: Arc<Streamed>, not_modified: bool, revalidate: bool },
 }
 
 /// Decides the answer to `request` from `tree`.
@@ -82,7 +86,16 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
                 // a resource without filters ignores other parameters, as the public API does
                 let given = if declared.is_empty() { Vec::new() } else { super::route::filter_params(request.target) };
                 match crate::filters::order_conditions(declared, &given) {
-                    Ok(conditions) => tree.narrowed(&segment, q.as_deref(), &conditions, page),
+                    Ok(conditions) => {
+                        let whole = tree.count(&segment).is_some_and(|count| page.is_everything(count));
+                        if let Some(reply) = (q.is_none() && conditions.is_empty() && whole)
+                            .then(|| streamed(tree, &layout::all_page_key(&segment), request, false))
+                            .flatten()
+                        {
+                            return reply;
+                        }
+                        tree.narrowed(&segment, q.as_deref(), &conditions, page)
+                    }
                     Err(name) => return error(400, answers::not_a_filter(&segment, name, declared)),
                 }
             }
@@ -91,10 +104,16 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         Route::List { segment, .. } => {
             let key = layout::list_key(&segment);
             revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            if let Some(reply) = streamed(tree, &key, request, revalidate) {
+                return reply;
+            }
             tree.doc(&key)
         }
         Route::Doc(key) => {
             revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            if let Some(reply) = streamed(tree, &key, request, revalidate) {
+                return reply;
+            }
             tree.doc(&key)
         }
         Route::NotFound => Ok(None),
@@ -106,13 +125,26 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
             Reply::Doc { doc, gzip, not_modified, revalidate }
         }
         Ok(None) => not_found(tree, request.target),
-        Err(unserved) => {
-            eprintln!("gen serve: {}", unserved.detail);
-            match unserved.busy {
-                true => error(TREE_CHANGED, answers::busy()),
-                false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),
-            }
+        Err(unserved) => unserved_reply(&unserved),
+    }
+}
+
+/// The answer for the document at `key` when it is too large for the cache: sent from its file.
+fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
+    Some(match tree.streamed(key)? {
+        Ok(stream) => {
+            let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
+            Reply::Stream { stream, not_modified, revalidate }
         }
+        Err(unserved) => unserved_reply(&unserved),
+    })
+}
+
+fn unserved_reply(unserved: &super::tree::Unserved) -> Reply {
+    eprintln!("gen serve: {}", unserved.detail);
+    match unserved.busy {
+        true => error(TREE_CHANGED, answers::busy()),
+        false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),
     }
 }
 
@@ -131,17 +163,16 @@ pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &Re
     let path = super::route::strip_origin(request.target);
     let path = path.split(['?', '#']).next().unwrap_or(path);
     if path == "/" || path.is_empty() {
-        return Reply::Html { status: 200, body: html::root(tree, &settings.preview) };
+        return Reply::Html { status: 200, body: super::view::HtmlPage::unheld(html::root(tree, &settings.preview)) };
     }
     // The page shows the document itself, whatever copy the browser holds.
     let plain = Request { if_none_match: None, accept_encoding: None, ..request.clone() };
     match decide(tree, &plain) {
-        Reply::Doc { doc, .. } => {
-            Reply::Html { status: 200, body: html::document(tree, &settings.preview, request.target, 200, &doc.body) }
-        }
+        Reply::Doc { doc, .. } => super::view::document(tree, settings, request.target, 200, &doc.body),
         Reply::Error { status: status @ (400 | 404), body, .. } => {
-            Reply::Html { status, body: html::document(tree, &settings.preview, request.target, status, &body) }
+            super::view::document(tree, settings, request.target, status, &body)
         }
+        Reply::Stream { stream, .. } => super::view::too_large(settings, request.target, stream.len),
         other => other,
     }
 }
@@ -196,9 +227,14 @@ pub(crate) fn accepts_gzip(header: Option<&str>) -> bool {
 /// True when an `If-None-Match` list names this document's ETag (either encoding) or is `*`.
 /// The comparison is weak, as RFC 9110 asks for `If-None-Match`.
 pub(crate) fn etag_matches(header: &str, doc: &Doc) -> bool {
+    names_etag(header, &doc.etag, Some(&doc.etag_gzip))
+}
+
+/// True when an `If-None-Match` list names `etag` or `other` (weakly compared) or is `*`.
+fn names_etag(header: &str, etag: &str, other: Option<&str>) -> bool {
     header.split(',').map(str::trim).any(|tag| {
         let tag = tag.strip_prefix("W/").unwrap_or(tag);
-        tag == "*" || tag == doc.etag || tag == doc.etag_gzip
+        tag == "*" || tag == etag || Some(tag) == other
     })
 }
 
@@ -241,20 +277,30 @@ impl Reply {
     /// Status code.
     pub fn status(&self) -> u16 {
         match self {
-            Reply::Doc { not_modified: true, .. } => 304,
-            Reply::Doc { .. } => 200,
+            Reply::Doc { not_modified: true, .. } | Reply::Stream { not_modified: true, .. } => 304,
+            Reply::Doc { .. } | Reply::Stream { .. } => 200,
             Reply::Error { status, .. } | Reply::Html { status, .. } => *status,
             Reply::Options { .. } => 204,
         }
     }
 
-    /// The body a GET gets (empty for 304 and 204).
+    /// The body a GET gets from memory (empty for 304 and 204, and for a body sent from its
+    /// file: see [`Reply::body_len`]).
     pub fn body(&self) -> &[u8] {
         match self {
-            Reply::Doc { not_modified: true, .. } | Reply::Options { .. } => &[],
+            Reply::Doc { not_modified: true, .. } | Reply::Options { .. } | Reply::Stream { .. } => &[],
             Reply::Doc { doc, gzip: true, .. } => doc.gzip().unwrap_or(&doc.body),
             Reply::Doc { doc, .. } => &doc.body,
-            Reply::Error { body, .. } | Reply::Html { body, .. } => body,
+            Reply::Error { body, .. } => body,
+            Reply::Html { body, .. } => &body.bytes,
+        }
+    }
+
+    /// The length of the body a GET gets.
+    pub fn body_len(&self) -> u64 {
+        match self {
+            Reply::Stream { stream, not_modified: false, .. } => stream.len,
+            _ => self.body().len() as u64,
         }
     }
 
@@ -285,9 +331,19 @@ impl Reply {
                 // A browser asking for the same url gets the HTML view.
                 out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
             }
+            Reply::Stream { stream, not_modified, revalidate } => {
+                if !not_modified {
+                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
+                    let _ = write!(out, "Content-Length: {}\r\n", stream.len);
+                }
+                let cache_control = if *revalidate { "no-cache" } else { &settings.cache_control };
+                let _ = write!(out, "ETag: {}\r\nCache-Control: {cache_control}\r\n", stream.etag);
+                out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
+            }
             Reply::Html { body, .. } => {
                 out.extend_from_slice(b"Content-Type: text/html; charset=utf-8\r\n");
-                let _ = write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\nVary: Accept\r\n", body.len());
+                let _ =
+                    write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\nVary: Accept\r\n", body.bytes.len());
                 // The page holds no script and loads nothing: a defence behind the escaping.
                 out.extend_from_slice(
                     b"Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; form-action 'self'\r\n",

@@ -21,7 +21,8 @@
 //! - A connection thread that panics (e.g. `peer_addr` of a client that already reset) loses
 //!   only that connection.
 
-use super::respond::{self, Connection, ResponsePolicy};
+use super::respond::{self, Connection, Reply, ResponsePolicy};
+use super::stream::MinRate;
 use super::tree::Tree;
 use anyhow::{Result, anyhow};
 use std::cell::RefCell;
@@ -230,11 +231,16 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
     let mut buffer = Vec::with_capacity(512 + if body.len() <= ONE_WRITE { body.len() } else { 0 });
     with_date(|date| reply.write_head(&mut buffer, connection, date, settings, &tree.deploy_head));
     let mut writer = request.into_writer();
-    let written = if body.len() <= ONE_WRITE {
-        buffer.extend_from_slice(body);
-        writer.write_all(&buffer)
-    } else {
-        writer.write_all(&buffer).and_then(|()| writer.write_all(body))
+    let written = match &reply {
+        Reply::Stream { stream, not_modified: false, .. } if !head_only => {
+            writer.write_all(&buffer).and_then(|()| stream.send(&mut MinRate::new(&mut writer)))
+        }
+        _ if body.len() <= ONE_WRITE => {
+            buffer.extend_from_slice(body);
+            writer.write_all(&buffer)
+        }
+        // a client must keep reading (see `stream`) while a large body is sent
+        _ => writer.write_all(&buffer).and_then(|()| MinRate::new(&mut writer).write_all(body)),
     };
     let written = written.and_then(|()| writer.flush());
     if written.is_err() {
@@ -247,7 +253,8 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
             Ok(()) => String::new(),
             Err(e) => format!(" (not sent: {e})"),
         };
-        let line = format!("{line} {} {}B {micros}µs{outcome}\n", reply.status(), body.len());
+        let sent = if head_only { 0 } else { reply.body_len() };
+        let line = format!("{line} {} {sent}B {micros}µs{outcome}\n", reply.status());
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 }

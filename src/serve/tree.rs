@@ -200,7 +200,7 @@ impl Tree {
     /// The file of the document at `key` (`api/v2/berry/1`, see [`super::route::normalize`]),
     /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
     /// (`api/v2/openapi.json`).
-    fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
+    pub(super) fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
         let index = format!("{key}/{}", layout::DOCUMENT_FILE);
         if let Some(hash) = self.listing.hash_of(&index) {
             return Some((index, hash));
@@ -283,7 +283,7 @@ impl Tree {
         Ok(doc)
     }
 
-    fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
+    pub(super) fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
         Unserved { path: path.to_string(), detail: why.explain(&self.dir, path), busy: false }
     }
 
