@@ -186,10 +186,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub keep_urls: bool,
     /// Most memory, in MiB, for documents and lists read from the tree (each read on first
-    /// request and checked against the manifest, then kept while used); as much again for
-    /// documents too large to keep, while they are sent. A document is read once for all the
-    /// requests that wait for it; one larger than the whole budget is sent alone, and a request
-    /// that waits 10 s for room is answered 503 (docs/serve.md).
+    /// request and checked against the manifest, then kept while used); as much again for the
+    /// lists too large to keep while they are used, and for the HTML view's pages. A document
+    /// too large to keep is sent from its file, a piece at a time; a read or render larger than
+    /// the whole budget goes alone, and a request that waits 10 s for room is answered 503
+    /// (docs/serve.md).
     #[arg(long, default_value_t = genapi::serve::DEFAULT_CACHE_MB, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub cache_mb: u64,
     /// Rebuild the tree from --data whenever anything in it changes, and serve each new build

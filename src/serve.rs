@@ -12,6 +12,10 @@
 //! - [`route`]: request target → what it asks for (pure, table-tested).
 //! - [`respond`]: request facts + tree → status, headers, body.
 //! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
+//! - [`stream`]: documents too large for the cache, sent from their file a piece at a time, and
+//!   the least a client must read.
+//! - [`view`]: the HTML view's pages within `--cache-mb`, one render shared by the requests for
+//!   a page.
 //! - [`listen`]: the listening socket and the options connections inherit from it.
 //! - [`html`]: the HTML view for browsers.
 //! - [`watch`]: `--watch`, rebuilding the tree when the data changes.

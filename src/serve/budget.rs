@@ -1,10 +1,11 @@
-//! The byte budget of the answers in flight that the cache does not hold: a document larger
-//! than the cache takes (over half of `--cache-mb`) is read for the requests that ask for it
-//! and dropped once they are answered. Each such body holds a [`Permit`] for its bytes while
-//! any answer still sends it; a read waits until the bytes are free (a while, then the request
-//! is answered 503), so that many large answers at once never hold more than the budget. One
-//! body larger than the whole budget is read alone. Below the cache and the documents it
-//! counts, so that both can hold a permit.
+//! The byte budget of what answers in flight hold that the cache does not: a file larger than
+//! the cache takes (over half of `--cache-mb`) read whole for the requests that use it (a
+//! list's entries, a names document; a document served as it is goes from its file instead,
+//! see [`super::stream`]), and the HTML view's renders and pages ([`super::view`]). Each holds a
+//! [`Permit`] for its bytes while it is used; taking one waits until the bytes are free (a
+//! while, then the request is answered 503), so that many large answers at once never hold
+//! more than the budget. One larger than the whole budget is taken alone. Below the cache and
+//! the documents it counts, so that both can hold a permit.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -279,6 +279,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_file_changed_in_place_after_its_check_is_cut_short() {
+        let dir = std::env::temp_dir().join(format!("gen-stream-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("api/v2/x")).unwrap();
+        let path = "api/v2/x/index.json";
+        let body = format!("{{\"url\": \"https://a.test/api/v2/x/\", \"text\": \"{}\"}}", "y".repeat(300_000));
+        std::fs::write(dir.join(path), &body).unwrap();
+        let hash = blake3::hash(body.as_bytes());
+        let rebase = Some(("https://a.test".to_string(), "http://127.0.0.1:9".to_string()));
+        let streamed = Streamed::open(&dir, path, hash, rebase.clone()).unwrap();
+        let expected = super::super::tree::rebase(body.as_bytes(), "https://a.test", "http://127.0.0.1:9").unwrap();
+        assert_eq!(streamed.len, expected.len() as u64);
+        assert_eq!(streamed.etag, format!("\"{}\"", blake3::hash(&expected).to_hex()));
+        let mut sent = Vec::new();
+        streamed.send(&mut sent).unwrap();
+        assert!(sent == expected, "the body sent is the whole rebase");
+        // the same length, other bytes, written into the open file
+        let edit = std::fs::OpenOptions::new().write(true).open(dir.join(path)).unwrap();
+        edit.write_all_at(b"z", 200_000).unwrap();
+        let mut sent = Vec::new();
+        assert!(streamed.send(&mut sent).is_err());
+        assert!(sent.len() < expected.len(), "the last piece is not sent");
+        assert!(matches!(Streamed::open(&dir, path, hash, rebase), Err(Unservable::Changed)));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A writer that accepts `per_write` bytes a call, taking `pause` for it.
     struct Slow {
         per_write: usize,
