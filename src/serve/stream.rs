@@ -51,6 +51,10 @@ impl Tree {
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
     pub fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
         let (path, hash) = self.file_of(key)?;
+        // a document in the cache is small enough; only the others are looked at on disk
+        if self.cache.get(&super::item::Key::Doc(*hash.as_bytes())).is_some() {
+            return None;
+        }
         let size = std::fs::symlink_metadata(self.dir.join(&path)).map_or(0, |m| m.len() as usize);
         if self.cache.would_hold(size) {
             return None;
