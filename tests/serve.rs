@@ -1243,6 +1243,13 @@ fn a_slow_reader_of_a_large_document_keeps_no_one_waiting_and_is_cut_off() {
         let again = server.get_with(&format!("/api/v2/item/{id}/"), &[&format!("If-None-Match: {etag}")]);
         assert_eq!(again.status, 304, "item {id}");
     }
+    // sent as it is whatever the client accepts, and HEAD says its length
+    let zipped = server.get_with("/api/v2/item/9101/", &["Accept-Encoding: gzip"]).expect(200);
+    assert_eq!(zipped.header("Content-Encoding"), None);
+    assert!(zipped.body == expected(9101));
+    let head = server.request("HEAD", "/api/v2/item/9101/", &[]).expect(200);
+    assert_eq!(head.header("Content-Length"), Some(expected(9101).len().to_string().as_str()));
+    assert!(head.body.is_empty());
     // its HTML view is not rendered: a page says how large it is and links the JSON
     let view = server.get_with("/api/v2/item/9100/", &["Accept: text/html"]).expect(200);
     let page = String::from_utf8(view.body).unwrap();

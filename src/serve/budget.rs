@@ -1,7 +1,7 @@
 //! The byte budget of what answers in flight hold that the cache does not: a file larger than
 //! the cache takes (over half of `--cache-mb`) read whole for the requests that use it (a
 //! list's entries, a names document; a document served as it is goes from its file instead,
-//! see [`super::stream`]), and the HTML view's renders and pages ([`super::view`]). Each holds a
+//! see `stream.rs`), and the HTML view's renders and pages (`view.rs`). Each holds a
 //! [`Permit`] for its bytes while it is used; taking one waits until the bytes are free (a
 //! while, then the request is answered 503), so that many large answers at once never hold
 //! more than the budget. One larger than the whole budget is taken alone. Below the cache and

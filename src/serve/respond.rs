@@ -8,6 +8,7 @@ use super::item::Doc;
 use super::route::{BadParam, Route, route};
 use super::stream::Streamed;
 use super::tree::Tree;
+use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::layout;
 use std::io::Write as _;
@@ -49,7 +50,7 @@ pub enum Reply {
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
     Options { allow_headers: Option<String> },
     /// The HTML view of a document or an error, for a browser.
-    Html { status: u16, body: Arc<super::view::HtmlPage> },
+    Html { status: u16, body: Arc<HtmlPage> },
     /// A document too large for the cache, sent from its file (see [`super::stream`]): 200, or
     /// 304 as for [`Reply::Doc`]; never gzip-compressed.
     Stream { stream: Arc<Streamed>, not_modified: bool, revalidate: bool },
@@ -163,17 +164,30 @@ pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &Re
     let path = super::route::strip_origin(request.target);
     let path = path.split(['?', '#']).next().unwrap_or(path);
     if path == "/" || path.is_empty() {
-        return Reply::Html { status: 200, body: super::view::HtmlPage::unheld(html::root(tree, &settings.preview)) };
+        return Reply::Html { status: 200, body: HtmlPage::unheld(html::root(tree, &settings.preview)) };
     }
     // The page shows the document itself, whatever copy the browser holds.
     let plain = Request { if_none_match: None, accept_encoding: None, ..request.clone() };
     match decide(tree, &plain) {
-        Reply::Doc { doc, .. } => super::view::document(tree, settings, request.target, 200, &doc.body),
-        Reply::Error { status: status @ (400 | 404), body, .. } => {
-            super::view::document(tree, settings, request.target, status, &body)
+        Reply::Doc { doc, .. } => {
+            html_reply(200, view::document(tree, &settings.preview, request.target, 200, &doc.body))
         }
-        Reply::Stream { stream, .. } => super::view::too_large(settings, request.target, stream.len),
+        Reply::Error { status: status @ (400 | 404), body, .. } => {
+            html_reply(status, view::document(tree, &settings.preview, request.target, status, &body))
+        }
+        Reply::Stream { stream, .. } => {
+            let page = html::too_large(&settings.preview, request.target, stream.len);
+            Reply::Html { status: 200, body: HtmlPage::unheld(page) }
+        }
         other => other,
+    }
+}
+
+/// The HTML view's page with `status`, or 503 when it found no room (see [`view::document`]).
+fn html_reply(status: u16, page: Option<Arc<HtmlPage>>) -> Reply {
+    match page {
+        Some(body) => Reply::Html { status, body },
+        None => error(503, answers::busy()),
     }
 }
 

@@ -11,8 +11,7 @@
 //! rendered at all: its page says so and links its JSON.
 
 use super::budget::Permit;
-use super::html;
-use super::respond::{Reply, ResponsePolicy};
+use super::html::{self, Preview};
 use super::tree::{IN_FLIGHT_WAIT, Tree};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
@@ -63,22 +62,28 @@ struct Pages {
 
 static PAGES: LazyLock<Mutex<Pages>> = LazyLock::new(Mutex::default);
 
-/// The HTML view of `json`, the answer to `target` with `status` (see the module's doc).
-pub(crate) fn document(tree: &Tree, settings: &ResponsePolicy, target: &str, status: u16, json: &[u8]) -> Reply {
+/// The HTML view of `json`, the answer to `target` with `status` (see the module's doc); `None`
+/// when no room came for its render within [`IN_FLIGHT_WAIT`] (answered 503).
+pub(crate) fn document(
+    tree: &Tree,
+    preview: &Preview,
+    target: &str,
+    status: u16,
+    json: &[u8],
+) -> Option<Arc<HtmlPage>> {
     if json.len() <= SMALL_JSON {
-        let page = html::document(tree, &settings.preview, target, status, json);
-        return Reply::Html { status, body: HtmlPage::unheld(page) };
+        return Some(HtmlPage::unheld(html::document(tree, preview, target, status, json)));
     }
-    let key = page_key(tree, settings, target, status, json);
+    let key = page_key(tree, preview, target, status, json);
     let lock = || PAGES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let flight = {
         let mut pages = lock();
         if let Some(page) = pages.sending.get(&key).and_then(Weak::upgrade) {
-            return Reply::Html { status, body: page };
+            return Some(page);
         }
         pages.rendering.entry(key).or_default().clone()
     };
-    let page = flight.get_or_init(|| render(tree, settings, target, status, json)).clone();
+    let page = flight.get_or_init(|| render(tree, preview, target, status, json)).clone();
     {
         let mut pages = lock();
         if pages.rendering.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
@@ -89,28 +94,20 @@ pub(crate) fn document(tree: &Tree, settings: &ResponsePolicy, target: &str, sta
             }
         }
     }
-    match page {
-        Some(page) => Reply::Html { status, body: page },
-        None => Reply::Error { status: 503, body: crate::answers::to_bytes(&crate::answers::busy()), allow: false },
-    }
-}
-
-/// The page of a document too large for the cache: its size, and a link to it as JSON.
-pub(crate) fn too_large(settings: &ResponsePolicy, target: &str, bytes: u64) -> Reply {
-    Reply::Html { status: 200, body: HtmlPage::unheld(html::too_large(&settings.preview, target, bytes)) }
+    page
 }
 
 /// Renders the page within the budget; `None` when no room came within [`IN_FLIGHT_WAIT`].
-fn render(tree: &Tree, settings: &ResponsePolicy, target: &str, status: u16, json: &[u8]) -> Option<Arc<HtmlPage>> {
+fn render(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> Option<Arc<HtmlPage>> {
     let mut held = tree.cache.in_flight.acquire(render_cost(json), IN_FLIGHT_WAIT)?;
-    let bytes = html::document(tree, &settings.preview, target, status, json);
+    let bytes = html::document(tree, preview, target, status, json);
     held.shrink_to(bytes.len());
     Some(Arc::new(HtmlPage { bytes, _held: Some(held) }))
 }
 
 /// What a page is made from: the tree, the target, the status, the JSON and the problems shown.
-fn page_key(tree: &Tree, settings: &ResponsePolicy, target: &str, status: u16, json: &[u8]) -> [u8; 32] {
-    let problems = settings.preview.problems.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+fn page_key(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> [u8; 32] {
+    let problems = preview.problems.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut hasher = blake3::Hasher::new();
     hasher.update(tree.digest.as_bytes()).update(&status.to_le_bytes());
     for part in [target.as_bytes(), problems.as_deref().unwrap_or("").as_bytes(), json] {
