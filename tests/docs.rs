@@ -195,3 +195,11 @@ fn every_file_of_src_says_what_it_is_and_stays_short_or_says_why() {
         );
     }
 }
+
+/// Issue 35: the README stays a front page (details belong in docs/).
+#[test]
+fn the_readme_stays_a_front_page_of_at_most_250_lines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lines = std::fs::read_to_string(root.join("README.md")).unwrap().lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines: move details into docs/ (at most 250)");
+}
