@@ -14,6 +14,7 @@
 //!
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
+mod lock;
 pub mod plan;
 pub mod remote;
 pub mod target;
@@ -134,7 +135,7 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
 /// would follow it, out of the target. gen never makes one there, so one found stops the
 /// publish before anything is written, saying which. The target folder itself may be a link.
 fn refuse_links_in_folder_target(folder: &Path) -> Result<()> {
-    let own = [MANIFEST_FILE, remote::MARKER, remote::LOCK, "api"];
+    let own = [MANIFEST_FILE, remote::MARKER, remote::LOCK, remote::STOPPED, "api"];
     let mut links: Vec<PathBuf> = own.iter().map(|name| folder.join(name)).filter(|path| path.is_symlink()).collect();
     if links.is_empty() && folder.join("api").is_dir() {
         // not following links: a link is an entry of its own, never walked through

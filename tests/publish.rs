@@ -784,6 +784,135 @@ fn a_second_publish_at_once_is_refused_and_a_stale_lock_is_taken_over() {
     assert_bucket_is_tree(&weed, &second, &[]);
 }
 
+/// The published tree, a first tree that edits a record (its record object changes) and a second
+/// tree that removes another record, for two publishes that overlap.
+fn overlapping_trees(weed: &Weed) -> (Site, Site) {
+    let first = Site::new(&[]);
+    weed.publish(&first.out(), &[]).ok();
+    first.edit_record();
+    first.build(&[]);
+    let second = Site::new(&[]);
+    second.remove_record();
+    second.build(&[]);
+    (first, second)
+}
+
+/// Starts a publish of `out` (`--jobs 1`) through `proxy`, held at its first write of a tree
+/// object (its lock taken, its marker written).
+fn publish_held(proxy: &FaultProxy, out: &Path, extra: &[&str]) -> Child {
+    proxy.hold_write_after(0);
+    let mut args = vec!["-q", "--jobs", "1"];
+    args.extend_from_slice(extra);
+    let mut child = spawn_publish(&proxy.endpoint(), out, &args, &[]);
+    assert!(proxy.wait_for_hold(|| child.try_wait().unwrap().is_some()), "the publish ended before its first upload");
+    child
+}
+
+/// Waits for a spawned publish to end: its exit code and what it wrote on stderr.
+fn ended(child: Child) -> (Option<i32>, String) {
+    let output = child.wait_with_output().unwrap();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The keys under the folder of the records stopped publishes leave.
+fn stopped_records(weed: &Weed) -> Vec<String> {
+    weed.list().into_keys().filter(|k| k.starts_with(".gen-publish-stopped/")).collect()
+}
+
+/// Publishes `site` again: the publish must not trust the manifest (a stopped publish wrote
+/// beside the one that published it), and leaves the bucket exactly the tree.
+fn next_publish_repairs(weed: &Weed, site: &Site) {
+    let run = weed.publish(&site.out(), &[]).ok();
+    let text = run.stdout();
+    assert!(!text.contains("is up to date"), "the torn bucket was said to be up to date: {text}");
+    assert!(text.contains("every object compared: a publish stopped when its lock was taken"), "{text}");
+    assert_bucket_is_tree(weed, site, &[]);
+    let run = weed.publish(&site.out(), &[]).ok();
+    assert!(run.stdout().contains("is up to date") && !run.stdout().contains("compared"), "{}", run.stdout());
+}
+
+#[test]
+fn a_publish_whose_lock_is_removed_stops_and_the_next_one_repairs_what_it_wrote() {
+    let Some(weed) = Weed::start() else { return };
+    let (first, second) = overlapping_trees(&weed);
+    let record = "api/v2/berry/5/index.json";
+    assert_ne!(first.bytes(record), second.bytes(record));
+    // The first publish is held at its first upload; its lock is removed by another hand, and a
+    // second publish takes the lock and runs to its end.
+    let proxy = weed.proxy();
+    let running = publish_held(&proxy, &first.out(), &[]);
+    block_on(weed.client().delete(&".gen-publish.lock".into())).unwrap();
+    let run = weed.publish(&second.out(), &[]).ok();
+    assert!(run.stdout().contains("a previous publish did not finish"), "{}", run.stdout());
+    assert_eq!(weed.get("manifest.json").0, second.bytes("manifest.json"));
+    // The first one goes on: it finds its lock gone at its next wave, and stops without its
+    // manifest and without touching the lock, leaving a record.
+    proxy.clear();
+    let (code, said) = ended(running);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains(".gen-publish.lock is gone") && said.contains("stopped before writing its manifest"),
+        "{said}"
+    );
+    assert_eq!(weed.get("manifest.json").0, second.bytes("manifest.json"), "the stopped publish wrote its manifest");
+    assert!(!weed.list().contains_key(".gen-publish.lock"));
+    assert_eq!(stopped_records(&weed).len(), 1, "{:?}", weed.list().keys());
+    // What it uploaded before it stopped sits under the second one's manifest ...
+    assert_eq!(weed.get(record).0, first.bytes(record), "the overlap tore nothing: the test proves nothing");
+    // ... and the next publish compares every object rather than trusting that manifest.
+    next_publish_repairs(&weed, &second);
+}
+
+#[test]
+fn a_publish_whose_lock_was_taken_over_leaves_the_new_holders_lock() {
+    let Some(weed) = Weed::start() else { return };
+    let (first, second) = overlapping_trees(&weed);
+    // The first publish is held mid-upload; a second takes its lock over and is held too.
+    let (first_proxy, second_proxy) = (weed.proxy(), weed.proxy());
+    let first_run = publish_held(&first_proxy, &first.out(), &[]);
+    let second_run = publish_held(&second_proxy, &second.out(), &["--take-over-lock"]);
+    let holder = format!("pid {}", second_run.id());
+    // The first goes on, finds the lock taken over, and stops, leaving the lock as it is.
+    first_proxy.clear();
+    let (code, said) = ended(first_run);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("not this publish's any more") && said.contains(&holder), "{said}");
+    let lock = String::from_utf8(weed.get(".gen-publish.lock").0).unwrap();
+    assert!(lock.contains(&holder) && !lock.contains("released"), "the second publish's lock was removed: {lock}");
+    // So a third, plain publish is still refused while the second runs ...
+    let before = weed.list();
+    let run = weed.publish(&first.out(), &[]).fails_with(2);
+    assert!(run.stderr().contains("under way") && run.stderr().contains(&holder), "{}", run.stderr());
+    assert_eq!(weed.list(), before, "the refused publish changed the bucket");
+    // ... and the second one ends well, giving its lock back.
+    second_proxy.clear();
+    let (code, said) = ended(second_run);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!weed.list().contains_key(".gen-publish.lock"), "the second publish left its lock");
+    assert_eq!(weed.get("manifest.json").0, second.bytes("manifest.json"));
+    next_publish_repairs(&weed, &second);
+}
+
+#[test]
+fn a_lock_object_not_written_by_gen_is_refused_saying_to_remove_it() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    for (lock, says) in [
+        (vec![b' '; 1 << 20], ".gen-publish.lock is 1048576 bytes"),
+        (b"[1, 2]".to_vec(), "is not a lock written by gen"),
+    ] {
+        weed.put(".gen-publish.lock", &lock);
+        for extra in [&[][..], &["--take-over-lock"]] {
+            let run = weed.publish(&site.out(), extra).fails_with(2);
+            let text = run.stderr();
+            assert!(text.contains(says) && text.contains("not gen's"), "{extra:?}: {text}");
+            assert!(text.contains("remove that object from the target"), "{extra:?}: {text}");
+            assert_eq!(weed.list().into_keys().collect::<Vec<_>>(), [".gen-publish.lock"], "{extra:?}");
+            assert_eq!(weed.get(".gen-publish.lock").0, lock);
+        }
+    }
+}
+
 #[test]
 fn a_new_record_is_in_place_before_the_changed_record_that_links_to_it() {
     let Some(weed) = Weed::start() else { return };

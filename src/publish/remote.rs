@@ -1,6 +1,8 @@
 //! The async half of `gen publish`: takes the target's lock, reads what the target holds, then
 //! uploads and deletes as the plan says, `--jobs` requests at a time, wave after wave.
 
+pub use super::lock::LOCK;
+use super::lock::{self, Held};
 use super::plan::{self, Listed, Remote};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
@@ -10,7 +12,7 @@ use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
 use crate::serve::files::MAX_DOCUMENT_BYTES;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
-use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -20,13 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The object an unfinished publish leaves on the target (beside `manifest.json`): written before
 /// the first upload, removed after the last delete.
 pub const MARKER: &str = ".gen-publish.json";
-
-/// The object a publish holds while it runs (beside `manifest.json`), created only if absent (a
-/// conditional put): a second publish to the same target finds it and stops.
-pub const LOCK: &str = ".gen-publish.lock";
-
-/// Largest lock object read: gen writes a few hundred bytes (holder and time).
-const MAX_LOCK_BYTES: u64 = 64 << 10;
 
 /// What the marker says: what the next publish may delete if this one does not finish. Every
 /// path it lists is checked with [`layout::is_tree_file`] before it is acted on: a marker is
@@ -47,15 +42,14 @@ struct Marker {
     changed: BTreeSet<String>,
 }
 
-/// What the lock says: who holds it, since when.
-#[derive(Debug, Serialize, Deserialize)]
-struct Lock {
-    /// `user@host, pid N`.
-    holder: String,
-    /// When it was taken (RFC 3339, UTC).
-    since: String,
-    /// Tells this publish's lock from another's (the holder may publish twice).
-    token: String,
+impl Marker {
+    /// Both markers' paths together (`publishing` stays this one's).
+    fn merge(mut self, other: Marker) -> Marker {
+        self.deletes.extend(other.deletes);
+        self.created.extend(other.created);
+        self.changed.extend(other.changed);
+        self
+    }
 }
 
 /// The local tree being published.
@@ -83,8 +77,18 @@ impl Tree<'_> {
     }
 }
 
+/// The folder of the records stopped publishes leave, `<token>.json` each (a marker, as
+/// [`MARKER`]): a publish that finds its lock is not its own any more writes nothing more to the
+/// tree and leaves one, after its last write, so that the next publish compares every object
+/// whatever the other publish did meanwhile. A record is deleted only by a publish that read it
+/// before comparing every object, and finished.
+pub const STOPPED: &str = ".gen-publish-stopped";
+
+/// Most records of stopped publishes one publish reads (the rest are left for the next).
+const MAX_STOPPED: usize = 16;
+
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
-/// plan out; the lock is given back however it ends.
+/// plan out; the lock is given back however it ends, if it is still this publish's.
 pub async fn publish(
     tree: &Tree<'_>,
     target: &Target,
@@ -95,123 +99,40 @@ pub async fn publish(
         return publish_locked(tree, target, store, options, None).await;
     }
     let place = target.place(options.endpoint.as_deref());
-    let lock = take_lock(&*store, target, &place, options.take_over_lock).await?;
-    let result = publish_locked(tree, target, store.clone(), options, Some(&lock)).await;
-    let released = store.delete(&target.key(LOCK)).await;
+    let held = lock::take(&*store, target, &place, options.take_over_lock).await?;
+    let result = publish_locked(tree, target, store.clone(), options, Some(&held)).await;
+    // a lock that is not this publish's any more is left alone
+    let released = lock::release(&*store, target, &held).await;
     match (result, released) {
-        (Ok(summary), Ok(())) => Ok(summary),
+        (Ok(summary), Ok(_)) => Ok(summary),
         (Ok(_), Err(e)) => Err(explain(e, "removing the publish lock", target, &place, Stage::LockLeft)),
-        (Err(e), Ok(())) => Err(e),
+        (Err(e), Ok(_)) => Err(e),
         (Err(e), Err(_)) => Err(e.context(format!(
             "(the lock {LOCK} could not be removed either: the next publish must pass --take-over-lock)"
         ))),
     }
 }
 
-/// Creates the lock object if there is none (`If-None-Match: *`); with `take_over`, replaces the
-/// one there. Returns this publish's token.
-async fn take_lock(store: &dyn ObjectStore, target: &Target, place: &str, take_over: bool) -> Result<String> {
-    // A read first: a missing bucket or a denied key is reported as such (some stores create a
-    // bucket on the first write).
-    store
-        .list_with_delimiter(target.list_prefix().as_ref())
-        .await
-        .map_err(|e| explain(e, "listing", target, place, Stage::Before))?;
-    let token = lock_token();
-    let lock = Lock { holder: holder(), since: crate::date::rfc3339(now_secs()), token: token.clone() };
-    let bytes = serde_json::to_vec_pretty(&lock).expect("a lock always serialises");
-    let mode = if take_over { PutMode::Overwrite } else { PutMode::Create };
-    let options = PutOptions { mode, ..PutOptions::default() };
-    match store.put_opts(&target.key(LOCK), PutPayload::from(bytes), options).await {
-        Ok(_) => {}
-        Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
-            bail!(
-                "another publish to {} is under way ({}): wait for it to end and publish again. If it is over \
-                 (killed, or its machine gone), run again with --take-over-lock; nothing was changed",
-                target.shown,
-                read_lock(store, target).await.map_or("its lock cannot be read".into(), |l| held_by(&l))
-            );
-        }
-        Err(e @ object_store::Error::NotImplemented { .. }) => {
-            return Err(explain(e, "taking the publish lock", target, place, Stage::Before).context(format!(
-                "{place} does not offer conditional writes (If-None-Match: *), which the publish lock needs"
-            )));
-        }
-        Err(e) => return Err(explain(e, "taking the publish lock", target, place, Stage::Before)),
-    }
-    check_lock(store, target, &token).await?;
-    Ok(token)
+/// What the target holds besides the tree's files.
+struct Found {
+    manifest_bytes: Option<Vec<u8>>,
+    manifest: Option<Manifest>,
+    /// The marker of an unfinished publish and the records of stopped ones, merged.
+    marker: Option<Marker>,
+    /// The records of stopped publishes read (paths under [`STOPPED`]).
+    stopped: Vec<String>,
 }
 
-/// Fails unless the lock on the target is still this publish's: another publish took it over
-/// (or, on a store that ignores conditional writes, took it at the same time).
-async fn check_lock(store: &dyn ObjectStore, target: &Target, token: &str) -> Result<()> {
-    match read_lock(store, target).await {
-        Some(lock) if lock.token == token => Ok(()),
-        other => bail!(
-            "the lock of {} is not this publish's any more ({}): this publish stopped; the published manifest is \
-             what the other publish leaves. Publish again once it is done",
-            target.shown,
-            other.map_or("it is gone".into(), |l| held_by(&l))
-        ),
-    }
-}
-
-async fn read_lock(store: &dyn ObjectStore, target: &Target) -> Option<Lock> {
-    let bytes = read_optional(store, target, LOCK, MAX_LOCK_BYTES).await.ok()??;
-    serde_json::from_slice(&bytes).ok()
-}
-
-fn held_by(lock: &Lock) -> String {
-    format!("{LOCK} taken by {} at {}", lock.holder, lock.since)
-}
-
-/// `user@host, pid N`, for the lock.
-fn holder() -> String {
-    let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "?".into());
-    let mut name = [0u8; 256];
-    // SAFETY: the buffer is writable for its length; gethostname writes at most that many bytes.
-    let host = if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0 {
-        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        String::from_utf8_lossy(&name[..end]).into_owned()
-    } else {
-        "?".into()
+/// Reads the target's manifest, marker and records of stopped publishes, each bounded like the
+/// local manifest (a marker lists at most what a manifest does).
+async fn read_target(target: &Target, store: &dyn ObjectStore, place: &str) -> Result<Found> {
+    let read = |path: String, doing: &'static str| async move {
+        read_optional(store, target, &path, MAX_MANIFEST_BYTES)
+            .await
+            .map_err(|e| read_failed(e, &path, MAX_MANIFEST_BYTES, doing, target, place))
     };
-    format!("{user}@{host}, pid {}", std::process::id())
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
-/// A value no other publish's lock holds: the holder, the time to the nanosecond, a counter.
-fn lock_token() -> String {
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let seed = format!("{} {nanos} {}", holder(), COUNT.fetch_add(1, Ordering::Relaxed));
-    blake3::hash(seed.as_bytes()).to_hex()[..32].to_string()
-}
-
-/// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
-async fn publish_locked(
-    tree: &Tree<'_>,
-    target: &Target,
-    store: Arc<dyn ObjectStore>,
-    options: &PublishOptions,
-    lock: Option<&str>,
-) -> Result<PublishSummary> {
-    let place = target.place(options.endpoint.as_deref());
-    let place = place.as_str();
-    let fail = |doing: &'static str| move |e| explain(e, doing, target, place, Stage::Before);
-    // both bounded like the local manifest: a marker lists at most what a manifest does
-    let old_manifest = read_optional(&*store, target, MANIFEST_FILE, MAX_MANIFEST_BYTES)
-        .await
-        .map_err(|e| read_failed(e, MANIFEST_FILE, "reading manifest.json", target, place))?;
-    let marker = read_optional(&*store, target, MARKER, MAX_MANIFEST_BYTES)
-        .await
-        .map_err(|e| read_failed(e, MARKER, "reading the publish marker", target, place))?;
-    let marker: Option<Marker> = marker.map(|bytes| serde_json::from_slice(&bytes).unwrap_or_default());
-    let old = match &old_manifest {
+    let manifest_bytes = read(MANIFEST_FILE.into(), "reading manifest.json").await?;
+    let manifest = match &manifest_bytes {
         Some(bytes) => Some(Manifest::from_bytes(bytes).map_err(|_| {
             anyhow::anyhow!(
                 "{}/{MANIFEST_FILE} is not a manifest written by gen: publish into an empty bucket or another prefix",
@@ -220,31 +141,73 @@ async fn publish_locked(
         })?),
         None => None,
     };
+    let stopped: Vec<String> = store
+        .list(Some(&target.key(STOPPED)))
+        .try_filter_map(|meta| async move { Ok(target.relative(&meta.location)) })
+        .take(MAX_STOPPED)
+        .try_collect()
+        .await
+        .map_err(|e| explain(e, "listing the records of stopped publishes", target, place, Stage::Before))?;
+    let mut marker: Option<Marker> = None;
+    let mut merge = |bytes: Vec<u8>| {
+        let found: Marker = serde_json::from_slice(&bytes).unwrap_or_default();
+        marker = Some(match marker.take() {
+            Some(marker) => marker.merge(found),
+            None => found,
+        });
+    };
+    if let Some(bytes) = read(MARKER.into(), "reading the publish marker").await? {
+        merge(bytes);
+    }
+    for path in &stopped {
+        if let Some(bytes) = read(path.clone(), "reading the record of a stopped publish").await? {
+            merge(bytes);
+        }
+    }
+    Ok(Found { manifest_bytes, manifest, marker, stopped })
+}
+
+/// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
+async fn publish_locked(
+    tree: &Tree<'_>,
+    target: &Target,
+    store: Arc<dyn ObjectStore>,
+    options: &PublishOptions,
+    lock: Option<&Held>,
+) -> Result<PublishSummary> {
+    let place = target.place(options.endpoint.as_deref());
+    let found = read_target(target, &*store, &place).await?;
+    let marker = &found.marker;
     let listed_because = if options.verify {
         Some("--verify")
+    } else if !found.stopped.is_empty() {
+        Some("a publish stopped when its lock was taken")
     } else if marker.is_some() {
         Some("a previous publish did not finish")
-    } else if old.is_none() {
+    } else if found.manifest.is_none() {
         Some("the target holds no manifest")
     } else {
         None
     };
     let files = &tree.manifest.files;
     let listed = match listed_because {
-        Some(_) => Some(list_and_compare(tree, target, &*store, options.jobs).await.map_err(fail("listing"))?),
+        Some(_) => Some(
+            list_and_compare(tree, target, &*store, options.jobs)
+                .await
+                .map_err(|e| explain(e, "listing", target, &place, Stage::Before))?,
+        ),
         None => None,
     };
-    let mut remote = Remote {
-        manifest_current: old_manifest.as_deref() == Some(tree.manifest_bytes),
-        manifest_files: old.map(|m| m.files),
+    let remote = Remote {
+        manifest_current: found.manifest_bytes.as_deref() == Some(tree.manifest_bytes),
+        manifest_files: found.manifest.map(|m| m.files),
         pending_deletes: marker.as_ref().map(|m| m.deletes.union(&m.created).cloned().collect()).unwrap_or_default(),
         listed,
     };
     let plan = plan::plan(files, &remote, |path| {
         tree.files.read(path, MAX_DOCUMENT_BYTES).map(|bytes| layout::linked_files(&bytes)).unwrap_or_default()
     });
-    let remote_files = remote.manifest_files.take();
-    drop(remote);
+    let remote_files = remote.manifest_files;
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
@@ -257,9 +220,7 @@ async fn publish_locked(
         super::write_changed_urls(options, &tree.manifest.settings.base_url, &summary.changed, false)?;
         return Ok(summary);
     }
-    let lock = lock.expect("a publish that writes holds the lock");
-    let writer =
-        Writer::new(tree, target, store.clone(), options, summary.plan.uploads.len() + summary.plan.deletes.len());
+    let held = lock.expect("a publish that writes holds the lock");
     let listed_before = |path: &String| remote_files.as_ref().is_some_and(|old| old.contains_key(path));
     let new_marker = Marker {
         publishing: blake3::hash(tree.manifest_bytes).to_hex().to_string(),
@@ -275,25 +236,8 @@ async fn publish_locked(
             .collect(),
         changed: summary.changed.clone(),
     };
-    let marker_bytes = serde_json::to_vec(&new_marker).expect("a marker always serialises");
-    writer.put(MARKER, marker_bytes).await.map_err(fail("writing the publish marker"))?;
-    for wave in summary.plan.upload_waves() {
-        if wave.iter().any(|path| path == MANIFEST_FILE) {
-            // the commit point: only while this publish still holds the lock
-            check_lock(&*store, target, lock).await?;
-        }
-        writer.run(wave.iter().collect(), |path| writer.upload(path)).await?;
-    }
-    writer.run(summary.plan.deletes.iter().collect(), |path| writer.delete(path)).await?;
-    writer.bar.finish();
-    summary.bytes = writer.bytes.load(Ordering::Relaxed);
-    // The list of changed urls is written before the marker goes: if it cannot be, the marker
-    // keeps the paths for the next publish.
-    super::write_changed_urls(options, &tree.manifest.settings.base_url, &summary.changed, true)?;
-    store
-        .delete(&target.key(MARKER))
-        .await
-        .map_err(|e| explain(e, "removing the publish marker", target, place, Stage::MarkerLeft))?;
+    let writer = Writer::new(tree, target, store, options, summary.plan.uploads.len() + summary.plan.deletes.len());
+    writer.carry_out(&mut summary, held, &new_marker, &found.stopped).await?;
     Ok(summary)
 }
 
@@ -303,7 +247,7 @@ fn is_object_of_tree(path: &str) -> bool {
 }
 
 /// What reading one of gen's own objects of the target (manifest, marker, lock) can end in.
-enum ReadObject {
+pub(super) enum ReadObject {
     Store(object_store::Error),
     /// More bytes than gen ever writes there: at least this many.
     TooLarge(u64),
@@ -318,6 +262,16 @@ async fn read_optional(
     path: &str,
     limit: u64,
 ) -> std::result::Result<Option<Vec<u8>>, ReadObject> {
+    Ok(read_object(store, target, path, limit).await?.map(|(bytes, _)| bytes))
+}
+
+/// [`read_optional`], with the version (ETag) the store gave for the bytes read.
+pub(super) async fn read_object(
+    store: &dyn ObjectStore,
+    target: &Target,
+    path: &str,
+    limit: u64,
+) -> std::result::Result<Option<(Vec<u8>, Option<String>)>, ReadObject> {
     let result = match store.get(&target.key(path)).await {
         Ok(result) => result,
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -327,6 +281,7 @@ async fn read_optional(
     if size > limit {
         return Err(ReadObject::TooLarge(size));
     }
+    let e_tag = result.meta.e_tag.clone();
     let mut bytes = Vec::with_capacity(size as usize);
     let mut stream = result.into_stream();
     while let Some(chunk) = stream.try_next().await.map_err(ReadObject::Store)? {
@@ -335,18 +290,25 @@ async fn read_optional(
         }
         bytes.extend_from_slice(&chunk);
     }
-    Ok(Some(bytes))
+    Ok(Some((bytes, e_tag)))
 }
 
-/// The error for [`read_optional`]'s failure on `path`, `doing` it.
-fn read_failed(e: ReadObject, path: &str, doing: &str, target: &Target, place: &str) -> anyhow::Error {
+/// The error for [`read_optional`]'s failure on `path` (read up to `limit` bytes), `doing` it.
+pub(super) fn read_failed(
+    e: ReadObject,
+    path: &str,
+    limit: u64,
+    doing: &str,
+    target: &Target,
+    place: &str,
+) -> anyhow::Error {
     match e {
         ReadObject::Store(e) => explain(e, doing, target, place, Stage::Before),
         ReadObject::TooLarge(size) => anyhow::anyhow!(
-            "{}/{path} is {size} bytes, more than gen ever writes there ({} MB at most): it is not gen's, and it \
+            "{}/{path} is {size} bytes, more than gen ever writes there ({} at most): it is not gen's, and it \
              was not read. Nothing was published; remove that object from the target, then publish again",
             target.shown.trim_end_matches('/'),
-            MAX_MANIFEST_BYTES >> 20
+            if limit >= 1 << 20 { format!("{} MB", limit >> 20) } else { format!("{} KiB", limit >> 10) }
         ),
     }
 }
@@ -441,6 +403,70 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Carries the plan out: the marker, the uploads wave by wave, the deletes, the
+    /// `--changed-urls` file, then the marker and the `stopped` records read go. The lock is
+    /// re-read before each wave, before the deletes and before the marker goes (see
+    /// [`Writer::keep_lock`]).
+    async fn carry_out(
+        &self,
+        summary: &mut PublishSummary,
+        held: &Held,
+        marker: &Marker,
+        stopped: &[String],
+    ) -> Result<()> {
+        let (target, place) = (self.target, self.place.as_str());
+        let marker = serde_json::to_vec(marker).expect("a marker always serialises");
+        self.put(MARKER, marker.clone())
+            .await
+            .map_err(|e| explain(e, "writing the publish marker", target, place, Stage::Before))?;
+        for wave in summary.plan.upload_waves() {
+            self.keep_lock(held, &marker, "before writing its manifest (the published manifest is not this one's)")
+                .await?;
+            self.run(wave.iter().collect(), |path| self.upload(path)).await?;
+        }
+        let manifest_live = "after its manifest went live";
+        self.keep_lock(held, &marker, &format!("{manifest_live}, before deleting removed objects")).await?;
+        self.run(summary.plan.deletes.iter().collect(), |path| self.delete(path)).await?;
+        self.bar.finish();
+        summary.bytes = self.bytes.load(Ordering::Relaxed);
+        // The list of changed urls is written before the marker goes: if it cannot be, the marker
+        // keeps the paths for the next publish.
+        super::write_changed_urls(self.options, &self.tree.manifest.settings.base_url, &summary.changed, true)?;
+        self.keep_lock(held, &marker, &format!("{manifest_live}, its deletes done")).await?;
+        for path in std::iter::once(MARKER).chain(stopped.iter().map(String::as_str)) {
+            match self.store.delete(&target.key(path)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(explain(e, "removing the publish marker", target, place, Stage::MarkerLeft)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-reads the lock. If it is not `held` any more (gone, or another publish's), another
+    /// publish may be writing beside this one: this one writes nothing more to the tree, leaves
+    /// its `marker` as a record under [`STOPPED`] (after its last write) and fails, saying it
+    /// stopped `when`.
+    async fn keep_lock(&self, held: &Held, marker: &[u8], when: &str) -> Result<()> {
+        let Err(lock::Lost(why)) = lock::check(&*self.store, self.target, held).await else { return Ok(()) };
+        let record = format!("{STOPPED}/{}.json", held.token);
+        let left = match self.put(&record, marker.to_vec()).await {
+            Ok(()) => format!(
+                "it left {record} so that the next gen publish compares every object and repairs what the two \
+                 publishes wrote over each other"
+            ),
+            Err(e) => format!(
+                "its record {record} could not be written ({e}): once the other publish is done, run gen publish \
+                 --verify, which compares every object"
+            ),
+        };
+        bail!(
+            "the lock of {} is not this publish's any more ({why}), so another publish may be writing there: this \
+             publish stopped {when} and wrote nothing more to the tree; {left}. Publish again once the other \
+             publish is done",
+            self.target.shown
+        )
+    }
+
     /// Runs `each` over `paths`, `--jobs` at a time; the first error stops the rest.
     async fn run<'p, F, Fut>(&self, paths: Vec<&'p String>, each: F) -> Result<()>
     where
@@ -489,7 +515,7 @@ impl<'a> Writer<'a> {
         let mut attributes = Attributes::new();
         if self.target.has_headers() {
             attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
-            let cache = if plan::no_cache(path) || path == MARKER || path == LOCK {
+            let cache = if plan::no_cache(path) || path == MARKER || path == LOCK || path.starts_with(STOPPED) {
                 "no-cache".to_string()
             } else {
                 format!("public, max-age={}", self.options.max_age)

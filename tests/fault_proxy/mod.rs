@@ -64,9 +64,9 @@ pub struct FaultProxy {
     stop: Arc<AtomicBool>,
 }
 
-/// Keys that are not tree objects: gen's lock and marker.
+/// Keys that are not tree objects: gen's lock, marker and records of stopped publishes.
 fn is_bookkeeping(key: &str) -> bool {
-    key.ends_with(".gen-publish.lock") || key.ends_with(".gen-publish.json")
+    key.ends_with(".gen-publish.lock") || key.ends_with(".gen-publish.json") || key.contains(".gen-publish-stopped/")
 }
 
 impl FaultProxy {
