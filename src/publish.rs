@@ -15,6 +15,7 @@
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
 mod lock;
+mod marker;
 pub mod plan;
 pub mod remote;
 pub mod target;

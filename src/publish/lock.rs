@@ -82,7 +82,7 @@ pub async fn take(store: &dyn ObjectStore, target: &Target, place: &str, take_ov
             }
             Err(e) => return Err(failed(e)),
         }
-        let Some((found, e_tag)) = read(store, target, place).await? else { continue };
+        let Some((found, version)) = read(store, target, place).await? else { continue };
         if found.released && polls < RELEASE_WAIT_POLLS {
             // its holder deletes it next
             polls += 1;
@@ -98,7 +98,7 @@ pub async fn take(store: &dyn ObjectStore, target: &Target, place: &str, take_ov
             );
         }
         // asked to take it over, or released by a holder that did not get to delete it
-        match swap(store, target, &bytes, e_tag).await.map_err(failed)? {
+        match swap(store, target, &bytes, version).await.map_err(failed)? {
             Swap::Done => return checked(store, target, token).await,
             Swap::Changed => continue,
             Swap::Unsupported => {
@@ -145,9 +145,9 @@ pub async fn check(store: &dyn ObjectStore, target: &Target, held: &Held) -> std
 /// where the store has one (a take-over since the read makes it fail), then deleted. A lock
 /// that is not this publish's any more is left as it is (the answer is then `false`).
 pub async fn release(store: &dyn ObjectStore, target: &Target, held: &Held) -> object_store::Result<bool> {
-    let (mut lock, e_tag) = match read_object(store, target, LOCK, MAX_LOCK_BYTES).await {
-        Ok(Some((bytes, e_tag))) => match serde_json::from_slice::<Lock>(&bytes) {
-            Ok(lock) if lock.token == held.token => (lock, e_tag),
+    let (mut lock, version) = match read_object(store, target, LOCK, MAX_LOCK_BYTES).await {
+        Ok(Some((bytes, version))) => match serde_json::from_slice::<Lock>(&bytes) {
+            Ok(lock) if lock.token == held.token => (lock, version),
             _ => return Ok(false),
         },
         Ok(None) | Err(ReadObject::TooLarge(_)) => return Ok(false),
@@ -155,7 +155,7 @@ pub async fn release(store: &dyn ObjectStore, target: &Target, held: &Held) -> o
     };
     lock.released = true;
     let bytes = serde_json::to_vec_pretty(&lock).expect("a lock always serialises");
-    match swap(store, target, &bytes, e_tag).await? {
+    match swap(store, target, &bytes, version).await? {
         Swap::Changed => return Ok(false),
         Swap::Done | Swap::Unsupported => {}
     }
@@ -174,15 +174,18 @@ enum Swap {
     Unsupported,
 }
 
-/// Replaces the lock with `bytes` only if it is still the version `e_tag` (`If-Match`).
+/// Replaces the lock with `bytes` only if it is still `version` (`If-Match` on its ETag, its
+/// generation on GCS).
 async fn swap(
     store: &dyn ObjectStore,
     target: &Target,
     bytes: &[u8],
-    e_tag: Option<String>,
+    version: UpdateVersion,
 ) -> object_store::Result<Swap> {
-    let Some(e_tag) = e_tag else { return Ok(Swap::Unsupported) };
-    match put(store, target, bytes, PutMode::Update(UpdateVersion { e_tag: Some(e_tag), version: None })).await {
+    if version.e_tag.is_none() && version.version.is_none() {
+        return Ok(Swap::Unsupported);
+    }
+    match put(store, target, bytes, PutMode::Update(version)).await {
         Ok(()) => Ok(Swap::Done),
         Err(object_store::Error::Precondition { .. }) | Err(object_store::Error::NotFound { .. }) => Ok(Swap::Changed),
         Err(object_store::Error::NotImplemented { .. }) => Ok(Swap::Unsupported),
@@ -202,15 +205,15 @@ async fn put(store: &dyn ObjectStore, target: &Target, bytes: &[u8], mode: PutMo
 
 /// The lock on the target and its version, `None` when there is none. An object larger than
 /// gen writes, or one that is not a lock, is refused: it is not gen's.
-async fn read(store: &dyn ObjectStore, target: &Target, place: &str) -> Result<Option<(Lock, Option<String>)>> {
-    let Some((bytes, e_tag)) = read_object(store, target, LOCK, MAX_LOCK_BYTES)
+async fn read(store: &dyn ObjectStore, target: &Target, place: &str) -> Result<Option<(Lock, UpdateVersion)>> {
+    let Some((bytes, version)) = read_object(store, target, LOCK, MAX_LOCK_BYTES)
         .await
         .map_err(|e| read_failed(e, LOCK, MAX_LOCK_BYTES, "reading the publish lock", target, place))?
     else {
         return Ok(None);
     };
     match serde_json::from_slice(&bytes) {
-        Ok(lock) => Ok(Some((lock, e_tag))),
+        Ok(lock) => Ok(Some((lock, version))),
         Err(_) => bail!(
             "{}/{LOCK} is not a lock written by gen: it is not gen's. Nothing was published; remove that object \
              from the target, then publish again",

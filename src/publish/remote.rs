@@ -3,54 +3,22 @@
 
 pub use super::lock::LOCK;
 use super::lock::{self, Held};
+pub use super::marker::{MARKER, STOPPED};
+use super::marker::{Marker, read_target};
 use super::plan::{self, Listed, Remote};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
 use crate::build::tree_fs::TreeDir;
 use crate::layout;
-use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
+use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::serve::files::MAX_DOCUMENT_BYTES;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
-use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
-use serde::{Deserialize, Serialize};
+use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload, UpdateVersion};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The object an unfinished publish leaves on the target (beside `manifest.json`): written before
-/// the first upload, removed after the last delete.
-pub const MARKER: &str = ".gen-publish.json";
-
-/// What the marker says: what the next publish may delete if this one does not finish. Every
-/// path it lists is checked with [`layout::is_tree_file`] before it is acted on: a marker is
-/// read from the bucket, where anyone with write access may have put it.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Marker {
-    /// BLAKE3 of the manifest being published.
-    publishing: String,
-    /// Paths a published manifest listed that the publish will delete after its manifest.
-    deletes: BTreeSet<String>,
-    /// Paths the publish writes that the published manifest does not list: if it is killed and
-    /// the tree published next lacks them, they are its leftovers, not someone else's files.
-    #[serde(default)]
-    created: BTreeSet<String>,
-    /// Paths uploaded or deleted whose urls are not yet written to a `--changed-urls` file: the
-    /// next publish adds them to its own list, so a purge list is never lost.
-    #[serde(default)]
-    changed: BTreeSet<String>,
-}
-
-impl Marker {
-    /// Both markers' paths together (`publishing` stays this one's).
-    fn merge(mut self, other: Marker) -> Marker {
-        self.deletes.extend(other.deletes);
-        self.created.extend(other.created);
-        self.changed.extend(other.changed);
-        self
-    }
-}
 
 /// The local tree being published.
 pub struct Tree<'a> {
@@ -77,16 +45,6 @@ impl Tree<'_> {
     }
 }
 
-/// The folder of the records stopped publishes leave, `<token>.json` each (a marker, as
-/// [`MARKER`]): a publish that finds its lock is not its own any more writes nothing more to the
-/// tree and leaves one, after its last write, so that the next publish compares every object
-/// whatever the other publish did meanwhile. A record is deleted only by a publish that read it
-/// before comparing every object, and finished.
-pub const STOPPED: &str = ".gen-publish-stopped";
-
-/// Most records of stopped publishes one publish reads (the rest are left for the next).
-const MAX_STOPPED: usize = 16;
-
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
 pub async fn publish(
@@ -111,60 +69,6 @@ pub async fn publish(
             "(the lock {LOCK} could not be removed either: the next publish must pass --take-over-lock)"
         ))),
     }
-}
-
-/// What the target holds besides the tree's files.
-struct Found {
-    manifest_bytes: Option<Vec<u8>>,
-    manifest: Option<Manifest>,
-    /// The marker of an unfinished publish and the records of stopped ones, merged.
-    marker: Option<Marker>,
-    /// The records of stopped publishes read (paths under [`STOPPED`]).
-    stopped: Vec<String>,
-}
-
-/// Reads the target's manifest, marker and records of stopped publishes, each bounded like the
-/// local manifest (a marker lists at most what a manifest does).
-async fn read_target(target: &Target, store: &dyn ObjectStore, place: &str) -> Result<Found> {
-    let read = |path: String, doing: &'static str| async move {
-        read_optional(store, target, &path, MAX_MANIFEST_BYTES)
-            .await
-            .map_err(|e| read_failed(e, &path, MAX_MANIFEST_BYTES, doing, target, place))
-    };
-    let manifest_bytes = read(MANIFEST_FILE.into(), "reading manifest.json").await?;
-    let manifest = match &manifest_bytes {
-        Some(bytes) => Some(Manifest::from_bytes(bytes).map_err(|_| {
-            anyhow::anyhow!(
-                "{}/{MANIFEST_FILE} is not a manifest written by gen: publish into an empty bucket or another prefix",
-                target.shown.trim_end_matches('/')
-            )
-        })?),
-        None => None,
-    };
-    let stopped: Vec<String> = store
-        .list(Some(&target.key(STOPPED)))
-        .try_filter_map(|meta| async move { Ok(target.relative(&meta.location)) })
-        .take(MAX_STOPPED)
-        .try_collect()
-        .await
-        .map_err(|e| explain(e, "listing the records of stopped publishes", target, place, Stage::Before))?;
-    let mut marker: Option<Marker> = None;
-    let mut merge = |bytes: Vec<u8>| {
-        let found: Marker = serde_json::from_slice(&bytes).unwrap_or_default();
-        marker = Some(match marker.take() {
-            Some(marker) => marker.merge(found),
-            None => found,
-        });
-    };
-    if let Some(bytes) = read(MARKER.into(), "reading the publish marker").await? {
-        merge(bytes);
-    }
-    for path in &stopped {
-        if let Some(bytes) = read(path.clone(), "reading the record of a stopped publish").await? {
-            merge(bytes);
-        }
-    }
-    Ok(Found { manifest_bytes, manifest, marker, stopped })
 }
 
 /// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
@@ -256,7 +160,7 @@ pub(super) enum ReadObject {
 /// The bytes of the object at `path` of the tree, or `None` when there is none: at most `limit`
 /// bytes, read as a stream. A larger object is refused by the size the store states, or once
 /// the stream passes the limit: it is never held whole.
-async fn read_optional(
+pub(super) async fn read_optional(
     store: &dyn ObjectStore,
     target: &Target,
     path: &str,
@@ -265,13 +169,14 @@ async fn read_optional(
     Ok(read_object(store, target, path, limit).await?.map(|(bytes, _)| bytes))
 }
 
-/// [`read_optional`], with the version (ETag) the store gave for the bytes read.
+/// [`read_optional`], with the version the store gave for the bytes read (its ETag, and its
+/// generation on GCS), for a write conditional on it.
 pub(super) async fn read_object(
     store: &dyn ObjectStore,
     target: &Target,
     path: &str,
     limit: u64,
-) -> std::result::Result<Option<(Vec<u8>, Option<String>)>, ReadObject> {
+) -> std::result::Result<Option<(Vec<u8>, UpdateVersion)>, ReadObject> {
     let result = match store.get(&target.key(path)).await {
         Ok(result) => result,
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -281,7 +186,7 @@ pub(super) async fn read_object(
     if size > limit {
         return Err(ReadObject::TooLarge(size));
     }
-    let e_tag = result.meta.e_tag.clone();
+    let version = UpdateVersion { e_tag: result.meta.e_tag.clone(), version: result.meta.version.clone() };
     let mut bytes = Vec::with_capacity(size as usize);
     let mut stream = result.into_stream();
     while let Some(chunk) = stream.try_next().await.map_err(ReadObject::Store)? {
@@ -290,7 +195,7 @@ pub(super) async fn read_object(
         }
         bytes.extend_from_slice(&chunk);
     }
-    Ok(Some((bytes, e_tag)))
+    Ok(Some((bytes, version)))
 }
 
 /// The error for [`read_optional`]'s failure on `path` (read up to `limit` bytes), `doing` it.
