@@ -16,6 +16,7 @@
 
 mod lock;
 mod marker;
+mod object;
 pub mod plan;
 pub mod remote;
 pub mod target;

@@ -9,7 +9,7 @@
 //! and a release never cross. Without compare-and-swap (a `file://` folder) the re-read alone
 //! decides.
 
-use super::remote::{ReadObject, read_failed, read_object};
+use super::object::{ReadObject, read_failed, read_object};
 use super::target::{Stage, Target, explain};
 use anyhow::{Result, bail};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};

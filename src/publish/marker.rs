@@ -1,7 +1,7 @@
 //! What an unfinished publish leaves on the target beside the tree (its marker, and the records
 //! of publishes stopped when their lock was taken), and reading it back with the manifest.
 
-use super::remote::{read_failed, read_optional};
+use super::object::{read_failed, read_optional};
 use super::target::{Stage, Target, explain};
 use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
 use anyhow::Result;
