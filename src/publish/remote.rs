@@ -14,7 +14,7 @@ use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::serve::files::MAX_DOCUMENT_BYTES;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
-use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload, UpdateVersion};
+use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
