@@ -22,6 +22,10 @@ pub struct DataSettings {
     /// Largest document accepted, in MiB: a guard against a runaway file (a 100 MB record is
     /// almost certainly a mistake, and every document is held in memory while it is rendered).
     pub max_document_mb: u64,
+    /// Most values a declared filter may take in a resource: each value is a folder of files
+    /// (its list), so a field with a value per record (or an array of thousands) would write
+    /// folders by the hundred thousand.
+    pub max_filter_values: usize,
     /// Names that several records of a resource carry on purpose, by segment
     /// (`{"item": ["roseli-berry"]}`). Any other name is unique within its resource. The name
     /// path of a shared name serves the record with the lowest id.
@@ -103,6 +107,16 @@ impl FilterDeclaration {
                 );
                 wrong.push((at.clone(), message));
             }
+            let folder = crate::layout::folder_name(&field.name);
+            if folder.len() > MAX_NAME_BYTES {
+                let message = format!(
+                    "the filter name {:?} makes a folder name of {} bytes (each character other than a-z, 0-9 and '-' \
+                     takes 3): a folder name is at most {MAX_NAME_BYTES} bytes; give the filter a shorter name",
+                    field.name,
+                    folder.len()
+                );
+                wrong.push((at.clone(), message));
+            }
             if fields[..i].iter().any(|f| f.name == field.name) {
                 wrong.push((at, format!("{:?} is declared twice", field.name)));
             }
@@ -129,6 +143,7 @@ impl Default for DataSettings {
             page_sizes: vec![20, 50, 100],
             external: Vec::new(),
             max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
+            max_filter_values: DEFAULT_MAX_FILTER_VALUES,
             shared_names: BTreeMap::new(),
             deploy_headers: DeployHeaders::default(),
             filters: BTreeMap::new(),
@@ -137,8 +152,16 @@ impl Default for DataSettings {
 }
 
 /// The keys `gen.json` takes.
-pub(crate) const KEYS: [&str; 7] =
-    ["base_url", "page_sizes", "external", "max_document_mb", "shared_names", "deploy_headers", "filters"];
+pub(crate) const KEYS: [&str; 8] = [
+    "base_url",
+    "page_sizes",
+    "external",
+    "max_document_mb",
+    "max_filter_values",
+    "shared_names",
+    "deploy_headers",
+    "filters",
+];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
@@ -194,6 +217,10 @@ pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, Stri
 
 /// Default of `max_document_mb`: far above any published record (the largest are a few MB).
 pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
+
+/// Default of `max_filter_values`: above any published field a filter reads (the most, a few
+/// hundred), far below the hundred thousand folders one array of strings could ask for.
+pub(crate) const DEFAULT_MAX_FILTER_VALUES: usize = 10_000;
 
 /// The address `gen serve` listens on and `gen config` configures unless told otherwise.
 macro_rules! default_addr {

@@ -86,6 +86,34 @@ impl FieldPath {
     }
 }
 
+impl FieldPath {
+    /// The JSON location (`$.types[1].type.name`) of the first place in `record` where this path
+    /// reaches `value`, if any.
+    pub fn locate(&self, record: &serde_json::Value, value: &str) -> Option<String> {
+        use crate::problem::{Step, json_path};
+        let mut reached: Vec<(&serde_json::Value, String)> = vec![(record, "$".to_string())];
+        for (key, each) in &self.steps {
+            let key_step = &json_path(&[Step::Key(key)])[1..];
+            let mut next = Vec::new();
+            for (v, at) in reached {
+                if let Some(child) = v.get(key) {
+                    next.push((child, format!("{at}{key_step}")));
+                }
+            }
+            for _ in 0..*each {
+                let mut items = Vec::new();
+                for (v, at) in next {
+                    let elements = v.as_array().map(Vec::as_slice).unwrap_or_default();
+                    items.extend(elements.iter().enumerate().map(|(i, item)| (item, format!("{at}[{i}]"))));
+                }
+                next = items;
+            }
+            reached = next;
+        }
+        reached.into_iter().find(|(v, _)| value_text(v).as_deref() == Some(value)).map(|(_, at)| at)
+    }
+}
+
 /// The text of a value a path reaches: a string as is, a number as JSON writes it, a boolean as
 /// `true` or `false`; `None` for anything else.
 fn value_text(value: &serde_json::Value) -> Option<String> {
@@ -162,6 +190,11 @@ mod tests {
         assert!(values("types").is_empty(), "an array needs []");
         assert!(values("obj").is_empty() && values("none").is_empty() && values("missing.x").is_empty());
         assert!(values("types.type.name").is_empty(), "a key of an array is nothing");
+        let locate = |p: &str, v: &str| FieldPath::parse(p).unwrap().locate(&record, v);
+        assert_eq!(locate("types[].type.name", "poison").as_deref(), Some("$.types[1].type.name"));
+        assert_eq!(locate("grid[][]", "3").as_deref(), Some("$.grid[1][1]"));
+        assert_eq!(locate("order", "7").as_deref(), Some("$.order"));
+        assert_eq!(locate("order", "8"), None);
     }
 
     #[test]

@@ -236,6 +236,66 @@ fn gen_check_names_gen_json_and_the_path_that_reaches_no_value() {
 }
 
 #[test]
+fn a_value_too_long_for_a_folder_name_is_a_data_problem_naming_the_record_the_value_and_the_limit() {
+    let tmp = TempDir::new("filters-long-value");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    // each upper-case letter is `_xx` in a folder name: 85 make 255 bytes, the most allowed
+    let longest = "A".repeat(85);
+    let mut creatures = CREATURES.to_vec();
+    let types: &[&str] = &["fire", &longest];
+    creatures[3].2 = types;
+    write_creatures(&data, &creatures, FILTERS);
+    run(&["check", "--data", data.to_str().unwrap()]).ok();
+    build(&data, &out, &[]).ok();
+    let before = std::fs::read(out.join("manifest.json")).unwrap();
+    // 86 make 258 bytes: `gen check` and `gen build` say which record, where, the value and the limit
+    let too_long = "A".repeat(86);
+    let types: &[&str] = &["fire", &too_long];
+    creatures[3].2 = types;
+    write_creatures(&data, &creatures, FILTERS);
+    let checked = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1);
+    let built = build(&data, &out, &[]).fails_with(1);
+    for text in [checked.stderr(), built.stderr()] {
+        let at = format!("{}: $.types[1].type.name: ", data.join("creature/4.json").display());
+        assert!(text.contains(&at), "{text}");
+        assert!(text.contains(&format!("the value {:?}", &too_long[..60])), "{text}");
+        assert!(text.contains("\"type\" makes a folder name of 258 bytes"), "{text}");
+        assert!(text.contains("a folder name is at most 255 bytes"), "{text}");
+        assert!(!text.contains(".staging") && !text.contains("os error"), "{text}");
+    }
+    assert_eq!(std::fs::read(out.join("manifest.json")).unwrap(), before, "the previous tree is left as it was");
+}
+
+#[test]
+fn a_filter_of_more_values_than_max_filter_values_is_a_data_problem_saying_how_to_raise_it() {
+    let tmp = TempDir::new("filters-many-values");
+    let data = tmp.join("data");
+    let write = |settings: &str, tags: usize| {
+        let record = json!({"id": 1, "tags": (0..tags).map(|i| format!("t{i}")).collect::<Vec<_>>()});
+        let config = format!(r#"{{"filters": {{"creature": {{"tag": "tags[]"}}}}{settings}}}"#);
+        write_files(&data, &[("gen.json", config), ("creature/1.json", record.to_string())]);
+    };
+    // the default bound: 10,000 values pass, 10,001 are a problem of gen.json's filter
+    write(", \"max_filter_values\": 10000", 10_000);
+    run(&["check", "--data", data.to_str().unwrap()]).ok();
+    write("", 10_001);
+    let text = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1).stderr();
+    assert!(text.contains(&format!("{}: $.filters.creature.tag: ", data.join("gen.json").display())), "{text}");
+    assert!(text.contains("\"tag\" of creature takes 10001 values, more than the 10000 allowed"), "{text}");
+    assert!(text.contains(&format!("{} gives it 10001", data.join("creature/1.json").display())), "{text}");
+    assert!(text.contains("raise \"max_filter_values\" in gen.json"), "{text}");
+    let failed = build(&data, &tmp.join("out"), &[]).fails_with(1);
+    assert!(failed.stderr().contains("more than the 10000 allowed"), "{}", failed.stderr());
+    assert!(!tmp.join("out").join("api").exists(), "nothing is written");
+    // raised, the same data passes; lowered, fewer values are refused
+    write(", \"max_filter_values\": 20000", 10_001);
+    run(&["check", "--data", data.to_str().unwrap()]).ok();
+    write(", \"max_filter_values\": 3", 4);
+    let text = run(&["check", "--data", data.to_str().unwrap()]).fails_with(1).stderr();
+    assert!(text.contains("takes 4 values, more than the 3 allowed"), "{text}");
+}
+
+#[test]
 fn gen_json_refuses_filters_that_cannot_work_saying_where() {
     let tmp = TempDir::new("filters-config");
     let data = tmp.join("data");

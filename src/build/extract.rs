@@ -24,6 +24,10 @@ pub struct Extracted {
     /// For each declared field (in declared order): each value it takes, ascending, with the
     /// list positions of the records that take it, ascending.
     pub fields: Vec<Vec<(String, Vec<u32>)>>,
+    /// For each declared field: the most values one record gives it, and that record's id.
+    pub most_from_one: Vec<(usize, i64)>,
+    /// Values that cannot be a folder name (too long), each at its record's file and location.
+    pub problems: Vec<Problem>,
 }
 
 /// The extracts of the resources a build needs them of, by segment.
@@ -53,10 +57,24 @@ pub fn extract(
         if !wanted(segment) && declared.is_empty() {
             continue;
         }
-        let extracted = extract_one(dataset, segment, declared);
+        let mut extracted = extract_one(dataset, segment, declared);
+        problems.append(&mut extracted.problems);
         for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {
+            let at = dataset.config.filters.get(segment).map_or_else(String::new, |d| d.location(segment, i));
+            let bound = dataset.config.max_filter_values;
+            if values.len() > bound {
+                let (most, id) = extracted.most_from_one[i];
+                let message = format!(
+                    "the filter {:?} of {segment} takes {} values, more than the {bound} allowed (each value is a \
+                     folder of files; {} gives it {most}): filter on a field with fewer values, or raise \
+                     \"max_filter_values\" in {CONFIG_FILE}",
+                    field.name,
+                    values.len(),
+                    dataset.record_file(segment, id).display(),
+                );
+                problems.push(Problem::new(&config_path, at.clone(), message));
+            }
             if values.is_empty() {
-                let at = dataset.config.filters.get(segment).map_or_else(String::new, |d| d.location(segment, i));
                 let n = dataset.resources[segment].records.len();
                 let message = format!(
                     "the path {:?} reaches no value in any of the {n} records of {segment}: correct it (a value is a \
@@ -79,29 +97,69 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
     keys.dedup();
     let records = &dataset.resources[segment].records;
     // per record: its names entry, serialised, and the values it takes for each field
-    type Read = (Box<[u8]>, Vec<Vec<String>>);
+    type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>);
     let read: Vec<Read> = records
         .par_iter()
         .with_min_len(64)
         .map(|record| {
-            let value = read_members(&dataset.record_file(segment, record.id), &keys).map(serde_json::Value::Object);
+            let file = dataset.record_file(segment, record.id);
+            let value = read_members(&file, &keys).map(serde_json::Value::Object);
             let names = value.as_ref().map(search::localized_names).unwrap_or_default();
-            let values = paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
+            let values: Vec<Vec<String>> =
+                paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
+            let too_long = value.as_ref().map(|v| too_long(&file, v, declared, &paths, &values)).unwrap_or_default();
             let entry = NameEntry { id: record.id, name: record.name.clone(), names };
-            (search::entry_bytes(&entry).into_boxed_slice(), values)
+            (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
         })
         .collect();
     let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
+    let mut most_from_one = vec![(0, 0); paths.len()];
     let mut names = Vec::with_capacity(read.len());
-    for (position, (entry, values)) in read.into_iter().enumerate() {
+    let mut problems = Vec::new();
+    for (position, (entry, values, too_long)) in read.into_iter().enumerate() {
         names.push(entry);
-        for (field, values) in fields.iter_mut().zip(values) {
+        problems.extend(too_long);
+        for ((field, most), values) in fields.iter_mut().zip(&mut most_from_one).zip(values) {
+            if values.len() > most.0 {
+                *most = (values.len(), records[position].id);
+            }
             for value in values {
                 field.entry(value).or_default().push(position as u32);
             }
         }
     }
-    Extracted { names, fields: fields.into_iter().map(|f| f.into_iter().collect()).collect() }
+    let fields = fields.into_iter().map(|f| f.into_iter().collect()).collect();
+    Extracted { names, fields, most_from_one, problems }
+}
+
+/// The values of `record` (in `file`) too long to be a folder name, each a problem at its JSON
+/// location: a value is a folder of the tree (`_filters/<field>/<value>/`).
+fn too_long(
+    file: &std::path::Path,
+    record: &serde_json::Value,
+    declared: &[FilterField],
+    paths: &[FieldPath],
+    values: &[Vec<String>],
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for ((field, path), values) in declared.iter().zip(paths).zip(values) {
+        for value in values {
+            let bytes = layout::folder_name(value).len();
+            if bytes <= MAX_FOLDER_BYTES {
+                continue;
+            }
+            let at = path.locate(record, value).unwrap_or_else(|| "$".to_string());
+            let message = format!(
+                "the value {} of the filter {:?} makes a folder name of {bytes} bytes (each character other \
+                 than a-z, 0-9 and '-' takes 3), and a folder name is at most {MAX_FOLDER_BYTES} bytes: shorten \
+                 the value, or filter on another field",
+                shown(value),
+                field.name
+            );
+            problems.push(Problem::new(file, at, message));
+        }
+    }
+    problems
 }
 
 /// The members of a record's top-level object named in `keys`, parsed; the others are checked
@@ -135,6 +193,17 @@ fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map
     }
     let bytes = crate::json::read_data_file(path).ok()?;
     Members(keys).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()
+}
+
+/// The longest folder name in the tree, in bytes (file systems allow 255).
+const MAX_FOLDER_BYTES: usize = crate::config::MAX_NAME_BYTES;
+
+/// `value` quoted for a message, its first 60 characters when it is longer.
+fn shown(value: &str) -> String {
+    match value.char_indices().nth(60) {
+        Some((end, _)) => format!("{:?}... ({} bytes)", &value[..end], value.len()),
+        None => format!("{value:?}"),
+    }
 }
 
 /// The values document of a filter: `{"name", "path", "count", "results": [{"value", "count",
