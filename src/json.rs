@@ -7,6 +7,8 @@ use crate::problem::Problem;
 use serde_json::Value;
 use std::path::Path;
 
+pub(crate) mod numbers;
+
 /// Deepest nesting accepted in a record (serde_json's own limit, so parsing never overflows
 /// the stack).
 pub const MAX_DEPTH: usize = 128;
@@ -52,11 +54,13 @@ pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Problem::whole(path, "empty file: a record is a JSON object with at least an \"id\""));
     }
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+    let value: Value = numbers::from_text(bytes).map_err(|e| {
         let message = e.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
         let (mut line, mut column) = (e.line(), e.column());
-        let message = if message.contains("recursion limit") {
+        let message = if message.starts_with(numbers::MARK_REFUSED) {
+            message.to_string()
+        } else if message.contains("recursion limit") {
             format!("nested deeper than {MAX_DEPTH} levels")
         } else if message.contains("trailing comma") {
             // serde_json points at the bracket after the comma; point at the comma to remove.

@@ -456,6 +456,31 @@ fn read_only_output_folder_keeps_the_old_tree() {
     assert_eq!(read_tree(&out), before);
 }
 
+/// Issue 34, item 16: numbers are copied as written: serde_json wrote `1e5` as `1e+5` and
+/// `1.50E-3` as `1.50e-3`.
+#[test]
+fn numbers_are_copied_byte_for_byte_as_written() {
+    let tmp = TempDir::new("numbers-as-written");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let numbers = "[1e5,1.50E-3,2E+7,-0,-0.0,1.0,0.5e-0,12345678901234567890123,-9223372036854775809,7]";
+    let record = format!(r#"{{"id": 1, "name": "one", "numbers": {numbers}, "nested": {{"at": [{{"x": 6.02E23}}]}}}}"#);
+    let config = r#"{"filters": {"thing": {"x": "nested.at[].x"}}}"#.to_string();
+    write_files(&data, &[("gen.json", config), ("thing/1.json", record)]);
+    build(&data, &out, &[]).ok();
+    let document = std::fs::read_to_string(out.join("api/v2/thing/1/index.json")).unwrap();
+    assert!(document.contains(&format!(r#""numbers":{numbers}"#)), "{document}");
+    assert!(document.contains(r#"{"x":6.02E23}"#), "{document}");
+    // a filter's value is the number's text as written
+    let values = read_json(&out.join("api/v2/thing/_filters/x/index.json"));
+    assert_eq!(values["results"][0]["value"], "6.02E23", "{values}");
+    // pretty, the same texts
+    build(&data, &out, &["--pretty"]).ok();
+    let document = std::fs::read_to_string(out.join("api/v2/thing/1/index.json")).unwrap();
+    for text in ["1e5,", "1.50E-3,", "2E+7,", "0.5e-0,", "\"x\": 6.02E23"] {
+        assert!(document.contains(text), "{text} in {document}");
+    }
+}
+
 #[test]
 fn base_url_is_checked() {
     let tmp = TempDir::new("base");

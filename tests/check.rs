@@ -69,6 +69,28 @@ fn a_key_twice_in_a_record_is_a_problem_with_its_place() {
     );
 }
 
+/// Issue 34, item 16: serde_json's own mark for a number was read as the number: an id of
+/// `{"$serde_json::private::Number": "1"}` passed as the integer 1. The problem is placed at the
+/// object's closing brace, where the reader finds it whole.
+#[test]
+fn an_object_with_serde_jsons_number_mark_is_a_problem_not_a_number() {
+    assert_reported(
+        "number-mark",
+        &[
+            ("berry/1.json", b"{\"id\": {\"$serde_json::private::Number\": \"1\"}, \"name\": \"berry-1\"}"),
+            (
+                "berry/2.json",
+                b"{\"id\": 2, \"name\": \"berry-2\",\n \"size\": {\"$serde_json::private::Numb\\u0065r\": \"2.5\"}}",
+            ),
+        ],
+        &[
+            "data/berry/1.json: line 1, column 44: an object with the key \"$serde_json::private::Number\", the JSON \
+             reader's own mark for a number, which it would read as a number: rename the key",
+            "data/berry/2.json: line 2, column 53: an object with the key",
+        ],
+    );
+}
+
 #[test]
 fn empty_file() {
     assert_reported("empty", &[("berry/1.json", b"")], &["data/berry/1.json: $: empty file"]);

@@ -166,15 +166,16 @@ fn too_long(
 /// as JSON and skipped without being built (a record of the published data holds hundreds of
 /// KB the names and filters never read). `None` when the file cannot be read as an object.
 fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map<String, serde_json::Value>> {
-    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-    struct Members<'k>(&'k [&'k str]);
-    impl<'de> DeserializeSeed<'de> for Members<'_> {
+    use crate::json::numbers::{Numbers, SkipSeed, ValueSeed};
+    use serde::de::{DeserializeSeed, MapAccess, Visitor};
+    struct Members<'k, 'n, 't>(&'k [&'k str], &'n Numbers<'t>);
+    impl<'de> DeserializeSeed<'de> for Members<'_, '_, '_> {
         type Value = serde_json::Map<String, serde_json::Value>;
         fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
             deserializer.deserialize_map(self)
         }
     }
-    impl<'de> Visitor<'de> for Members<'_> {
+    impl<'de> Visitor<'de> for Members<'_, '_, '_> {
         type Value = serde_json::Map<String, serde_json::Value>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a record: a JSON object")
@@ -183,16 +184,18 @@ fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map
             let mut out = serde_json::Map::new();
             while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                 if self.0.contains(&key.as_ref()) {
-                    out.insert(key.into_owned(), map.next_value()?);
+                    out.insert(key.into_owned(), map.next_value_seed(ValueSeed(self.1))?);
                 } else {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value_seed(SkipSeed(self.1))?;
                 }
             }
             Ok(out)
         }
     }
     let bytes = crate::json::read_data_file(path).ok()?;
-    Members(keys).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()
+    // numbers as written (a filter's value is its text), counted in the members skipped too
+    let numbers = Numbers::new(&bytes);
+    Members(keys, &numbers).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()
 }
 
 /// The longest folder name in the tree, in bytes (file systems allow 255).
