@@ -15,6 +15,7 @@ pub mod validate;
 pub mod load;
 pub mod dataset;
 pub mod extract;
+pub mod parse_budget;
 
 // Plan: every document and path of the tree, pure.
 pub mod plan;

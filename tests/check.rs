@@ -91,6 +91,51 @@ fn an_object_with_serde_jsons_number_mark_is_a_problem_not_a_number() {
     );
 }
 
+/// A record of about `mb` MB: an array of small objects, as a data file of many entries is.
+fn large_record(id: i64, mb: usize) -> String {
+    let mut entries = Vec::new();
+    let mut size = 0;
+    while size < mb << 20 {
+        let n = entries.len();
+        let entry = format!(r#"{{"name":"entry-{n}","value":{n},"weight":{n}.5,"flag":true,"tags":["a","b"]}}"#);
+        size += entry.len() + 1;
+        entries.push(entry);
+    }
+    format!(r#"{{"id": {id}, "name": "large-{id}", "entries": [{}]}}"#, entries.join(","))
+}
+
+/// Issue 34, item 15: a record parsed takes many times its size, and the build parsed one on
+/// every thread at once: four records of 25 MB took four records' parses at once. Under a byte
+/// budget across the parallel parses, four take about what one takes, on four threads too.
+#[test]
+fn parsing_large_records_at_once_holds_about_one_records_memory() {
+    if heavy("it writes and checks 100 MB of records").is_none() {
+        return;
+    }
+    let tmp = TempDir::new("parse-budget");
+    let (one, four) = (tmp.join("one"), tmp.join("four"));
+    for id in 1..=4 {
+        let record = large_record(id, 25);
+        if id == 1 {
+            write_files(&one, &[("large/1.json", record.clone())]);
+        }
+        write_files(&four, &[(&format!("large/{id}.json"), record)]);
+    }
+    let threads = [("RAYON_NUM_THREADS", "4")];
+    let (run_one, peak_one) = peak_memory(&["check", "--data", utf8(&one)], &threads);
+    let (run_four, peak_four) = peak_memory(&["check", "--data", utf8(&four)], &threads);
+    run_one.ok();
+    run_four.ok();
+    let mb = |bytes: u64| bytes >> 20;
+    eprintln!("gen check peak: one 25 MB record {} MB, four {} MB", mb(peak_one), mb(peak_four));
+    assert!(
+        peak_four < peak_one * 3 / 2 && peak_four < 640 << 20,
+        "four records of 25 MB took {} MB at peak, one took {} MB: the parses were not bounded together",
+        mb(peak_four),
+        mb(peak_one)
+    );
+}
+
 #[test]
 fn empty_file() {
     assert_reported("empty", &[("berry/1.json", b"")], &["data/berry/1.json: $: empty file"]);

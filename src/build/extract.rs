@@ -192,6 +192,7 @@ fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map
             Ok(out)
         }
     }
+    let _share = crate::build::parse_budget::hold_for(path);
     let bytes = crate::json::read_data_file(path).ok()?;
     // numbers as written (a filter's value is its text), counted in the members skipped too
     let numbers = Numbers::new(&bytes);

@@ -89,6 +89,9 @@ impl Renderer<'_> {
     /// Like [`Renderer::render_file`], and shows the rendered value to `observe` (for schema
     /// inference) before it is serialised.
     pub fn render_file_observed(&self, file: &Path, observe: impl FnOnce(&Value)) -> Result<Vec<u8>, Vec<Problem>> {
+        // held from before the read until the document is rendered: the parsed value is many
+        // times the text
+        let _share = crate::build::parse_budget::hold_for(file);
         let bytes = std::fs::read(file).map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
         let mut value = parse_json(file, &bytes).map_err(|p| vec![p])?;
         drop(bytes);

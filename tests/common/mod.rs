@@ -369,6 +369,34 @@ fn under_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty())
 }
 
+/// Runs `gen args` with `env` set and returns how it ended and its peak resident memory in
+/// bytes, exactly as the kernel counted it (`wait4`'s `ru_maxrss`), output read from files so
+/// that no pipe fills.
+pub fn peak_memory(args: &[&str], env: &[(&str, &str)]) -> (Run, u64) {
+    let dir = TempDir::new("peak-memory");
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
+    let child = gen_bin()
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("the gen binary runs");
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into the two locals.
+    let waited = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(waited, child.id() as libc::pid_t, "wait4: {}", std::io::Error::last_os_error());
+    let output = Output {
+        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    };
+    (Run { args: args.iter().map(|s| s.to_string()).collect(), output }, usage.ru_maxrss as u64 * 1024)
+}
+
 /// The quick tier (`make test-quick` sets `GEN_QUICK=1`) leaves out the tests that need a
 /// heavy outside tool (the host servers, Chromium, the Python tools) or run long (the published
 /// fixture, kill and concurrency runs). Their gates call this first, `why` saying which it is:
