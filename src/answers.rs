@@ -123,10 +123,18 @@ pub(crate) fn page_not_held(segment: &str, count: &str, offset: &str, limit: &st
     ))
 }
 
-/// 414 for a request target longer than `max` bytes.
-pub(crate) fn target_too_long(length: usize, max: usize) -> Value {
+/// 414 for a request target longer than `max` bytes (`length`: its length in bytes).
+pub(crate) fn target_too_long(length: impl std::fmt::Display, max: usize) -> Value {
     json!({ "detail": format!(
         "the request target is {length} bytes long; this server answers targets of at most {max} bytes"
+    ) })
+}
+
+/// 400 for a list query with more than `max` different filter conditions (`FIELD=VALUE`).
+pub(crate) fn too_many_filters(max: usize) -> Value {
+    json!({ "detail": format!(
+        "this list query has more than {max} different filters (FIELD=VALUE): a list answers at most {max} at \
+         once, so that one request reads a bounded number of files; send fewer, and narrow the rest on your side"
     ) })
 }
 
@@ -237,6 +245,8 @@ pub mod template {
         /// The requested offset and limit, normalised (digits, no leading zeros).
         Offset,
         Limit,
+        /// The request target's length in bytes.
+        Length,
     }
 
     /// Characters of a `limit`/`offset` value that every host passes through unchanged and
@@ -279,8 +289,17 @@ pub mod template {
         }
     }
 
-    const HOLES: [Hole; 8] =
-        [Hole::Value, Hole::Segment, Hole::Record, Hole::Path, Hole::Method, Hole::Count, Hole::Offset, Hole::Limit];
+    const HOLES: [Hole; 9] = [
+        Hole::Value,
+        Hole::Segment,
+        Hole::Record,
+        Hole::Path,
+        Hole::Method,
+        Hole::Count,
+        Hole::Offset,
+        Hole::Limit,
+        Hole::Length,
+    ];
 
     /// A placeholder for `hole` that survives `{:?}` quoting and JSON serialisation unchanged.
     fn marker(hole: Hole) -> String {
@@ -338,6 +357,11 @@ pub mod template {
         split(super::method_not_allowed(&marker(Hole::Method)))
     }
 
+    /// [`super::target_too_long`] for targets longer than `max` bytes.
+    pub(crate) fn target_too_long(max: usize) -> Template {
+        split(super::target_too_long(marker(Hole::Length), max))
+    }
+
     /// [`super::page_not_held`].
     pub(crate) fn page_not_held(page_sizes: &[u64]) -> Template {
         let [segment, count, offset, limit] = [Hole::Segment, Hole::Count, Hole::Offset, Hole::Limit].map(marker);
@@ -381,6 +405,7 @@ mod tests {
             ("Error", page_not_held(value, "1", "2", "3", &[20, 50])),
             ("Error", target_too_long(9000, 8192)),
             ("Error", headers_too_large(101, 5, 100, 16384)),
+            ("Error", too_many_filters(8)),
             ("Error", tree_changed(value)),
             (
                 "NotAFilter",

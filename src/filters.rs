@@ -32,6 +32,10 @@ pub struct FilterField {
     pub path: String,
 }
 
+/// Most different filter conditions one list query may hold (more get a 400): each is one read
+/// of its value's list, which the edge handler makes from its origin (docs/deploy.md).
+pub const MAX_CONDITIONS: usize = 8;
+
 /// Query parameters a filter cannot be named: they are the list's own (`format=json`, which the
 /// public API's clients send, is taken and ignored).
 pub const RESERVED: [&str; 4] = ["limit", "offset", "q", "format"];

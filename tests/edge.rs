@@ -1138,6 +1138,10 @@ fn each_request_reads_the_origin_at_most_as_docs_deploy_md_says() {
     let pages = |size: u64, offsets: &[u64]| -> Vec<String> {
         offsets.iter().map(|o| format!("/api/v2/berry/_pages/{size}/{o}/index.json")).collect()
     };
+    let values = |folders: &[&str]| -> Vec<String> {
+        folders.iter().map(|f| format!("/api/v2/berry/_filters/{f}/_pages/all/index.json")).collect()
+    };
+    let firmness = |n: usize| (1..=n).map(|i| format!("firmness=v{i}")).collect::<Vec<_>>().join("&");
     let cases: Vec<(String, Vec<String>)> = vec![
         ("/api/v2/berry/1/".into(), vec!["/api/v2/berry/1/index.json".into()]),
         ("/api/v2/berry/berry-2".into(), vec!["/api/v2/berry/berry-2/index.json".into()]),
@@ -1160,6 +1164,14 @@ fn each_request_reads_the_origin_at_most_as_docs_deploy_md_says() {
         ("/api/v2/berry/?limit=abc".into(), vec![]),
         ("/api/v2/no-such-resource/".into(), vec![]),
         ("/api/v2/../manifest.json".into(), vec![]),
+        // a key longer than any the tree holds (a store's limit is 1,024 bytes): never asked for
+        (format!("/api/v2/berry/{}/", "a".repeat(3000)), vec![]),
+        (format!("/api/v2/berry/?firmness={}", "a".repeat(3000)), vec![]),
+        // filters: a value no record takes ends the reads; more than 8 conditions read nothing
+        ("/api/v2/berry/?firmness=nope&firmness=firm-1&size=1.5".into(), values(&["firmness/nope"])),
+        ("/api/v2/berry/?firmness=firm-1&firmness=firm-2".into(), values(&["firmness/firm-1", "firmness/firm-2"])),
+        (format!("/api/v2/berry/?{}", firmness(9)), vec![]),
+        (format!("/api/v2/berry/?{}", firmness(497)), vec![]),
     ];
     for (target, expected) in cases {
         let before = read_lines().len();
@@ -1308,5 +1320,277 @@ fn the_names_of_a_resource_over_the_bound_are_split_in_shards_and_searched_whole
         assert_eq!(shown, expected, "{q}");
         let got = edge.server.get(&target);
         assert_eq!((got.status, &got.body), (200, &serve.get(&target).body), "{target}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Odd targets, URL parsing, and a misbehaving origin (issue 34)
+
+/// `text`'s UTF-8 bytes, each percent-encoded.
+fn encode_all(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02X}")).collect()
+}
+
+/// Characters past ASCII on both sides of every edge between those Rust's `{:?}` writes as
+/// `\u{..}` and those it writes as they are, and a few named ones: the characters a 400 body
+/// quotes differently when the handler's escaping is off by one.
+fn escape_edges() -> Vec<char> {
+    let escaped = |c: char| c.escape_debug().next() == Some('\\');
+    let mut out: Vec<char> = "\u{a0}\u{ad}\u{300}\u{200b}\u{200d}\u{2028}\u{2029}\u{3000}\u{e000}\u{feff}\u{fffd}😀\u{e0001}\u{f0000}\u{10ffff}"
+        .chars()
+        .collect();
+    let mut before: Option<(char, bool)> = None;
+    for u in 0x80..=0x10FFFF {
+        let Some(c) = char::from_u32(u) else { continue };
+        if let Some((b, was)) = before
+            && was != escaped(c)
+        {
+            out.extend([b, c]);
+        }
+        before = Some((c, escaped(c)));
+    }
+    out
+}
+
+#[test]
+fn long_targets_boms_escapes_and_many_filters_are_answered_as_gen_serve_answers_them() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-odd", &[]);
+    let files = TempDir::new("edge-odd-files");
+    let origin = start_origin(&node, &tree.out);
+    let runtimes = start_runtimes(&tree, &origin, &files, &[]);
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, runtimes.iter().map(|r| &r.server).collect(), tree.base_url());
+    p.every_page = true;
+    // (target, gen serve's status)
+    let mut cases: Vec<(String, u16)> = Vec::new();
+    // 414 past 8,192 bytes of target, worded by gen serve's HTTP reader past 8,256 of request line
+    let head = "/api/v2/berry/?q=";
+    for (length, status) in [(8192, 200), (8193, 414), (8243, 414)] {
+        cases.push((format!("{head}{}", "a".repeat(length - head.len())), status));
+    }
+    cases.push((format!("/api/v2/berry/{}/", "a".repeat(8190)), 414));
+    // past the request line gen serve's HTTP reader reads, answered before the headers are: the
+    // same status, body and CORS header, no deploy headers
+    for length in [8244, 9000, 15000] {
+        let target = format!("{head}{}", "a".repeat(length - head.len()));
+        let expected = serve.get(&target);
+        assert_eq!(expected.status, 414, "{}", expected.text());
+        for runtime in &runtimes {
+            let got = runtime.server.get(&target);
+            assert_eq!((got.status, &got.body), (414, &expected.body), "{} on {length} bytes", runtime.server.name);
+            for header in ["access-control-allow-origin", "content-type", "cache-control"] {
+                assert_eq!(got.header(header), expected.header(header), "{} on {length} bytes", runtime.server.name);
+            }
+        }
+    }
+    // keys longer than a store holds (1,024 bytes on R2 and S3) name nothing: 404 or no match
+    cases.push((format!("/api/v2/berry/{}/", "a".repeat(3000)), 404));
+    cases.push((format!("/api/v2/berry/?firmness={}", "a".repeat(3000)), 200));
+    cases.push((format!("/api/v2/berry/?size=1.5&firmness={}", "a".repeat(3000)), 200));
+    // a leading U+FEFF is a character of the name or value, not a byte order mark
+    let bom = "%EF%BB%BF";
+    for (query, status) in [
+        (format!("limit={bom}5"), 400),
+        (format!("offset={bom}5"), 400),
+        (format!("{bom}limit=5"), 400),
+        (format!("q={bom}berry"), 200),
+        (format!("firmness={bom}firm-1"), 200),
+        (format!("{bom}firmness=firm-1"), 400),
+        (format!("limit=5&{bom}q=berry"), 400),
+    ] {
+        cases.push((format!("/api/v2/berry/?{query}"), status));
+    }
+    cases.push((format!("/api/v2/effect/?limit={bom}5"), 400));
+    // more different filters than a list answers at once (8): 400; 8, or 8 with one repeated: answered
+    let firmness = |n: usize| (1..=n).map(|i| format!("firmness=v{i}")).collect::<Vec<_>>().join("&");
+    cases.push((format!("/api/v2/berry/?{}", firmness(9)), 400));
+    cases.push((format!("/api/v2/berry/?{}", firmness(8)), 200));
+    cases.push((format!("/api/v2/berry/?{}&firmness=v1&q=a", firmness(8)), 200));
+    cases.push((format!("/api/v2/berry/?{}", firmness(497)), 400));
+    let held = (1..=5).map(|i| format!("firmness=firm-{i}")).chain((1..=4).map(|i| format!("size={i}.5")));
+    cases.push((format!("/api/v2/berry/?{}", held.collect::<Vec<_>>().join("&")), 400));
+    for (target, status) in &cases {
+        let reply = p.same(target);
+        assert_eq!(reply.status, *status, "gen serve on {}: {}", short(target), reply.text());
+    }
+    // Rust's {:?} escapes in 400 bodies: as a limit's value and as a parameter's name
+    let edges = escape_edges();
+    assert!(edges.len() > 1000, "{} characters", edges.len());
+    for batch in edges.chunks(40) {
+        let text: String = batch.iter().collect();
+        for target in
+            [format!("/api/v2/berry/?limit=5{}", encode_all(&text)), format!("/api/v2/berry/?{}=1", encode_all(&text))]
+        {
+            let reply = p.same(&target);
+            assert_eq!(reply.status, 400, "{}", reply.text());
+        }
+    }
+    eprintln!("{} odd targets and {} characters answered alike", cases.len(), edges.len());
+}
+
+/// How each runtime's HTTP server and URL parser give the handler a target gen serve reads as
+/// sent: as gen serve answers it, as gen serve answers another target, or the runtime's own
+/// answer (status) before the handler runs. docs/deploy.md states each.
+#[derive(Debug)]
+enum Read {
+    AsSent,
+    As(&'static str),
+    Refused(u16),
+}
+
+#[test]
+fn runtimes_read_backslashes_fragments_tabs_and_absolute_targets_as_docs_deploy_md_says() {
+    use Read::*;
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-url-parsing", &[]);
+    let files = TempDir::new("edge-url-parsing-files");
+    let origin = start_origin(&node, &tree.out);
+    let runtimes = start_runtimes(&tree, &origin, &files, &[]);
+    let serve = start_serve(&tree.out, &[]);
+    // (target, gen serve's status, how Node, Deno and workerd (miniflare) read it)
+    let cases: [(&str, u16, [Read; 3]); 7] = [
+        ("/api/v2/berry\\1/", 404, [AsSent, As("/api/v2/berry/1/"), As("/api/v2/berry/1/")]),
+        ("/api/v2/berry/1/#x", 404, [AsSent, As("/api/v2/berry/1/"), As("/api/v2/berry/1/")]),
+        ("/api/v2/berry/?limit=5#x", 400, [AsSent, As("/api/v2/berry/?limit=5"), As("/api/v2/berry/?limit=5")]),
+        ("http://x/api/v2/berry/1/", 200, [AsSent, AsSent, Refused(500)]),
+        ("HTTP://x:1/api/v2/meta/", 200, [AsSent, AsSent, Refused(500)]),
+        ("http://x/api/v2/nope/", 404, [AsSent, As("/api/v2/nope/"), Refused(500)]),
+        ("/api/v2/berry/\t1/", 404, [Refused(400), Refused(400), As("/api/v2/berry/")]),
+    ];
+    for (target, status, reads) in &cases {
+        let expected = serve.get(target);
+        assert_eq!(expected.status, *status, "gen serve on {target:?}: {}", expected.text());
+        for runtime in &runtimes {
+            let name = runtime.server.name.as_str();
+            let read = match name {
+                "node" => &reads[0],
+                "deno" => &reads[1],
+                _ => &reads[2],
+            };
+            let got = runtime.server.get(target);
+            let context = format!("{name} on {target:?} ({read:?}): {} {}", got.status, got.text());
+            match read {
+                AsSent => assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{context}"),
+                As(other) => {
+                    let other = serve.get(other);
+                    assert_eq!((got.status, &got.body), (other.status, &other.body), "{context}");
+                }
+                Refused(status) => {
+                    assert_eq!(got.status, *status, "{context}");
+                    assert!(serde_json::from_slice::<serde_json::Value>(&got.body).is_err(), "{context}");
+                }
+            }
+        }
+    }
+}
+
+/// The resident memory of every process in the group `group` (a runtime and its children), in
+/// MiB, read from /proc.
+fn group_rss_mib(group: u32) -> u64 {
+    let mut kib = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid pgrp ...
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(group) {
+            continue;
+        }
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).map(|v| v.trim().trim_end_matches("kB").trim());
+        kib += rss.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    }
+    kib / 1024
+}
+
+/// `request()`'s answer, and the most memory the process group `group` held while it ran (MiB).
+fn with_peak_rss<T>(group: u32, request: impl FnOnce() -> T) -> (T, u64) {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watching = done.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut peak = group_rss_mib(group);
+        while !watching.load(std::sync::atomic::Ordering::Relaxed) {
+            peak = peak.max(group_rss_mib(group));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        peak.max(group_rss_mib(group))
+    });
+    let answer = request();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    (answer, watcher.join().unwrap())
+}
+
+#[test]
+fn a_misbehaving_origin_gets_a_json_error_never_a_cached_wrong_answer() {
+    use serde_json::json;
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-faults", &[]);
+    let files = TempDir::new("edge-faults-files");
+    let faults = files.join("faults.json");
+    std::fs::write(&faults, "{}").unwrap();
+    let script = project().join("tests/tools/fault-origin.mjs");
+    let args = |port: u16| {
+        [script.as_path(), tree.out.as_path(), Path::new(&port.to_string()), faults.as_path()]
+            .map(|p| p.to_str().unwrap().to_string())
+            .to_vec()
+    };
+    let origin = start_runtime("fault-origin", &tree.out, &node, args, |_| vec![]);
+    // workerd-r2 reads the tree from its bucket, not from this origin
+    let runtimes: Vec<Runtime> =
+        start_runtimes(&tree, &origin, &files, &[]).into_iter().filter(|r| r.server.name != "workerd-r2").collect();
+    let serve = start_serve(&tree.out, &[]);
+    let all = "api/v2/berry/_pages/all/index.json";
+    let mut short_all = read_json(&tree.out.join(all));
+    short_all["results"].as_array_mut().unwrap().truncate(100);
+    let other_all = "api/v2/firmness/_pages/all/index.json";
+    let value_all = "api/v2/berry/_filters/firmness/firm-1/_pages/all/index.json";
+    let mut short_value = read_json(&tree.out.join(value_all));
+    short_value["results"].as_array_mut().unwrap().truncate(3);
+    // (what the origin answers for a path, a target that reads it, the handler's status)
+    let cases = [
+        (json!({"html": true}), "api/v2/berry/1/index.json", "/api/v2/berry/1/", 502),
+        (json!({"body": "<!doctype html><p>sorry</p>"}), "api/v2/berry/1/index.json", "/api/v2/berry/1/", 503),
+        (json!({"html": true}), "api/v2/berry/_pages/20/0/index.json", "/api/v2/berry/", 502),
+        (json!({"from": other_all}), "api/v2/berry/_pages/20/0/index.json", "/api/v2/berry/", 503),
+        (json!({"from": other_all}), all, "/api/v2/berry/?limit=1000", 503),
+        (json!({"from": other_all}), all, "/api/v2/berry/?offset=3&limit=101", 503),
+        (json!({"body": short_all.to_string()}), all, "/api/v2/berry/?limit=1000", 503),
+        (json!({"body": short_all.to_string()}), all, "/api/v2/berry/?offset=3&limit=101", 503),
+        (json!({"body": short_value.to_string()}), value_all, "/api/v2/berry/?firmness=firm-1&size=1.5", 503),
+        (json!({"endless": 2u64 << 30}), "api/v2/berry/1/index.json", "/api/v2/berry/1/", 502),
+        (json!({"hang": true}), "api/v2/berry/2/index.json", "/api/v2/berry/2/", 502),
+    ];
+    for (fault, path, target, status) in &cases {
+        std::fs::write(&faults, json!({ *path: fault }).to_string()).unwrap();
+        for runtime in &runtimes {
+            let name = &runtime.server.name;
+            let (got, peak) = with_peak_rss(runtime.server.pid(), || runtime.server.get(target));
+            let context = format!(
+                "{name} on {target} when the origin answers {path} with {}: {} {}",
+                short(&fault.to_string()),
+                got.status,
+                got.text()
+            );
+            assert_eq!(got.status, *status, "{context}");
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
+            assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
+            assert!(got.json()["detail"].as_str().unwrap().contains("retry in a moment"), "{context}");
+            // a body past the tree's largest file is cut off, never held whole
+            assert!(peak < 512, "{context}: the runtime held {peak} MiB");
+            eprintln!("{name}: {status} on {target} ({path}), at most {peak} MiB");
+        }
+        // the origin mended: every runtime answers as gen serve does again (nothing was kept)
+        std::fs::write(&faults, "{}").unwrap();
+        let expected = serve.get(target);
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            assert_eq!(
+                (got.status, &got.body),
+                (expected.status, &expected.body),
+                "{} on {target}",
+                runtime.server.name
+            );
+        }
     }
 }

@@ -9,7 +9,12 @@
 
 use super::Site;
 use crate::answers::template::{self, Part, Template};
+use crate::serve::respond::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_TARGET};
 use serde_json::{Value, json};
+
+/// The longest request line `gen serve` reads (vendor/tiny_http/src/client.rs,
+/// `MAX_REQUEST_LINE`): a longer one is a 414 worded by its HTTP reader.
+const MAX_REQUEST_LINE: usize = MAX_TARGET + 64;
 
 /// The handler, shared by every edge host.
 const HANDLER: &str = include_str!("edge/handler.js");
@@ -89,6 +94,14 @@ fn cloudfront(site: &Site) -> String {
     for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "searchable", "filters"] {
         facts.remove(unused);
     }
+    for unused in ["max_target", "max_request_line", "max_conditions", "longest_key", "max_read_bytes", "debug_escaped"]
+    {
+        facts.remove(unused);
+    }
+    let errors = facts["errors"].as_object_mut().expect("an object");
+    errors.remove("target_too_long");
+    errors.remove("request_line_too_long");
+    errors.remove("too_many_filters");
     let code: Vec<&str> = CLOUDFRONT
         .lines()
         .map(str::trim)
@@ -138,6 +151,16 @@ fn facts(site: &Site) -> Value {
         // the declared filters' names (`?FIELD=VALUE`) of each resource that has some, in order
         "filters": filters,
         "cache_control": format!("public, max-age={}", site.max_age),
+        // bounds: the longest request target answered (longer: 414, as gen serve), the most
+        // filter conditions of a list query (more: 400), the longest key the tree holds (a longer
+        // one is never asked of the origin), the most bytes one origin read takes
+        "max_target": MAX_TARGET,
+        "max_request_line": MAX_REQUEST_LINE,
+        "max_conditions": crate::filters::MAX_CONDITIONS,
+        "longest_key": site.manifest.files.keys().map(String::len).max().unwrap_or(0),
+        "max_read_bytes": max_read_bytes(site),
+        // the characters past ASCII that Rust's `{:?}` writes as `\u{..}` (see debug_escaped)
+        "debug_escaped": debug_escaped(),
         // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
         "revalidated": crate::layout::META_KEY,
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
@@ -151,9 +174,57 @@ fn facts(site: &Site) -> Value {
             "no_record": parts(&template::no_record()),
             "not_a_document": parts(&template::not_a_document(true)),
             "method_not_allowed": parts(&template::method_not_allowed()),
+            "target_too_long": parts(&template::target_too_long(MAX_TARGET)),
+            // no hole: one text part, as gen serve's HTTP reader words it
+            "request_line_too_long": [format!(
+                "{{\"detail\":\"the request line is too long: this server reads request lines of at most \
+                 {MAX_REQUEST_LINE} bytes and at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all\"}}"
+            )],
+            // no hole: one text part
+            "too_many_filters": [String::from_utf8(crate::answers::to_bytes(
+                &crate::answers::too_many_filters(crate::filters::MAX_CONDITIONS)
+            )).expect("JSON is UTF-8")],
             "not_a_filter": not_a_filter,
         },
     })
+}
+
+/// Reads past this many bytes are refused, whatever the tree: twice its largest file leaves
+/// room for a record that grows in a later build.
+const MIN_READ_BYTES: u64 = 1 << 20;
+
+/// The most bytes the handler takes from one origin read: twice the largest file of the tree
+/// (a record may grow before the handler is printed again), at least [`MIN_READ_BYTES`]. A body
+/// past it is cut off and answered as an origin fault (docs/deploy.md).
+fn max_read_bytes(site: &Site) -> u64 {
+    let root = std::path::Path::new(&site.root);
+    let largest =
+        site.manifest.files.keys().filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
+    largest.max().unwrap_or(0).saturating_mul(2).max(MIN_READ_BYTES)
+}
+
+/// The characters past ASCII that Rust's `{:?}` quoting of a string writes as `\u{..}` (those
+/// that are not printable or extend a grapheme, by the tables of the Rust that built this gen, so
+/// `gen serve`'s own): as runs, `[gap, length, gap, length, ...]`, each gap counted from the end
+/// of the run before (from U+0080 for the first).
+fn debug_escaped() -> Vec<u32> {
+    let escaped = |u: u32| char::from_u32(u).is_none_or(|c| c.escape_debug().next() == Some('\\'));
+    let mut runs = Vec::new();
+    let mut end = 0x80;
+    let mut u = 0x80;
+    while u <= 0x10FFFF {
+        if !escaped(u) {
+            u += 1;
+            continue;
+        }
+        let start = u;
+        while u <= 0x10FFFF && escaped(u) {
+            u += 1;
+        }
+        runs.extend([start - end, u - start]);
+        end = u;
+    }
+    runs
 }
 
 /// A body template as the handler's `fill` reads it: JSON text at even places, hole names at

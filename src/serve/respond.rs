@@ -87,6 +87,9 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
                 // a resource without filters ignores other parameters, as the public API does
                 let given = if declared.is_empty() { Vec::new() } else { super::route::filter_params(request.target) };
                 match crate::filters::order_conditions(declared, &given) {
+                    Ok(conditions) if conditions.len() > crate::filters::MAX_CONDITIONS => {
+                        return error(400, answers::too_many_filters(crate::filters::MAX_CONDITIONS));
+                    }
                     Ok(conditions) => {
                         let whole = tree.count(&segment).is_some_and(|count| page.is_everything(count));
                         if let Some(reply) = (q.is_none() && conditions.is_empty() && whole)

@@ -21,23 +21,52 @@ const PREFLIGHT_MAX_AGE = "86400";
 const PREFLIGHT_VARY = "Access-Control-Request-Headers";
 const MAX_SHOWN_PATH = 200;
 const JSON_TYPE = "application/json; charset=utf-8";
+/** An origin read that has not ended after this long is given up: a 502 (docs/deploy.md). */
+const ORIGIN_TIMEOUT_MS = 10000;
+
+/** An origin read that is not the tree's file: `status` 502 (the origin failed) or 503 (it holds
+ * a file that does not match the tree, as gen serve answers a file that fails its manifest). */
+class OriginFault extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
 
 /** An origin reading the tree's files under an HTTP(S) base url (`<base>/api/v2/index.json`). */
 export function httpOrigin(base) {
   const root = String(base).replace(/\/+$/, "");
   return {
-    async get(path) {
-      const reply = await fetch(`${root}/${path}`);
-      // a bucket without list permission answers 403 for a key it does not hold
-      if (reply.status === 404 || reply.status === 403) {
-        await reply.body?.cancel();
-        return null;
+    /** The bytes of the file at `path`, `null` when the origin holds none; at most `maxBytes`. */
+    async get(path, maxBytes = Infinity) {
+      try {
+        const reply = await fetch(`${root}/${path}`, { signal: AbortSignal.timeout(ORIGIN_TIMEOUT_MS) });
+        // a bucket without list permission answers 403 for a key it does not hold
+        if (reply.status === 404 || reply.status === 403) {
+          reply.body?.cancel().catch(() => {});
+          return null;
+        }
+        if (!reply.ok) {
+          reply.body?.cancel().catch(() => {});
+          throw new OriginFault(502, `the origin answered ${reply.status} for ${path}`);
+        }
+        const type = reply.headers.get("Content-Type");
+        if (!isJsonType(type)) {
+          reply.body?.cancel().catch(() => {});
+          throw new OriginFault(502, `the origin answered ${path} with ${type}, not JSON`);
+        }
+        const declared = reply.headers.get("Content-Length");
+        if (declared !== null && Number(declared) > maxBytes) {
+          reply.body?.cancel().catch(() => {});
+          throw tooLarge(path, maxBytes);
+        }
+        return await readBounded(reply.body, path, maxBytes);
+      } catch (e) {
+        if (e && (e.name === "TimeoutError" || e.name === "AbortError")) {
+          throw new OriginFault(502, `the origin did not answer ${path} within ${ORIGIN_TIMEOUT_MS / 1000} s`);
+        }
+        throw e;
       }
-      if (!reply.ok) {
-        await reply.body?.cancel();
-        throw new Error(`the origin answered ${reply.status} for ${path}`);
-      }
-      return new Uint8Array(await reply.arrayBuffer());
     },
   };
 }
@@ -45,9 +74,69 @@ export function httpOrigin(base) {
 /** An origin reading the tree's files from an R2 bucket binding whose keys are their paths. */
 export function r2Origin(bucket) {
   return {
-    async get(path) {
+    async get(path, maxBytes = Infinity) {
       const object = await bucket.get(path);
-      return object === null ? null : new Uint8Array(await object.arrayBuffer());
+      if (object === null) return null;
+      if (object.size > maxBytes) {
+        object.body.cancel().catch(() => {});
+        throw tooLarge(path, maxBytes);
+      }
+      return new Uint8Array(await object.arrayBuffer());
+    },
+  };
+}
+
+/** True for a Content-Type a JSON file may be stored with: JSON, a bare byte stream, or none. */
+function isJsonType(type) {
+  if (type === null) return true;
+  const media = type.split(";")[0].trim().toLowerCase();
+  return ["application/json", "application/octet-stream", "binary/octet-stream"].includes(media) || media.endsWith("+json");
+}
+
+function tooLarge(path, maxBytes) {
+  return new OriginFault(502, `the origin answered ${path} with more than ${maxBytes} bytes, more than any file of the tree`);
+}
+
+/** The bytes of `body` (a stream), cancelled and refused past `maxBytes`. */
+async function readBounded(body, path, maxBytes) {
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(path, maxBytes);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * `origin` as the handler reads it: a key longer than any the tree holds is never asked for (it
+ * names no file of the tree; a store would refuse it), a read takes at most the tree's
+ * `max_read_bytes`, and what is read must be a JSON object, as every file of the tree is.
+ */
+function treeOrigin(facts, origin) {
+  return {
+    async get(path) {
+      if (new TextEncoder().encode(path).length > facts.longest_key) return null;
+      const body = await origin.get(path, facts.max_read_bytes);
+      if (body === null) return null;
+      let i = 0;
+      while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
+      if (body[i] !== 123) throw new OriginFault(503, `${path} is not a JSON document`);
+      return body;
     },
   };
 }
@@ -63,21 +152,44 @@ export async function handle(facts, request, origin, target) {
     target = url.pathname + url.search;
   }
   const method = request.method;
+  const length = new TextEncoder().encode(target).length;
+  // the request line gen serve reads, `METHOD TARGET HTTP/1.1`, then the target alone
+  if (method.length + length + 10 > facts.max_request_line) {
+    // answered before any header is read: no deploy headers
+    const headers = { "Access-Control-Allow-Origin": "*", "Content-Type": JSON_TYPE, "Cache-Control": "no-store" };
+    return new Response(facts.errors.request_line_too_long[0], { status: 414, headers });
+  }
+  if (length > facts.max_target) return errorReply(facts, 414, fill(facts, facts.errors.target_too_long, { Length: length }));
   if (method === "OPTIONS") return preflight(facts, request.headers.get("Access-Control-Request-Headers"));
   if (method !== "GET" && method !== "HEAD") {
-    return errorReply(facts, 405, fill(facts.errors.method_not_allowed, { Method: method }), true);
+    return errorReply(facts, 405, fill(facts, facts.errors.method_not_allowed, { Method: method }), true);
   }
   try {
-    const body = await find(facts, origin, target);
+    const body = await find(facts, treeOrigin(facts, origin), stripOrigin(target));
     if (typeof body === "object" && body !== null && body.error) return errorReply(facts, body.status, body.error);
     if (body === null) return errorReply(facts, 404, notFound(facts, target));
     // meta is revalidated on every use, as gen serve and gen publish's upload send it
-    const revalidate = normalize(target.split("?")[0]) === facts.revalidated;
+    const revalidate = normalize(stripOrigin(target).split("?")[0]) === facts.revalidated;
     return documentReply(facts, request, body, revalidate);
   } catch (e) {
-    const detail = `the tree's origin could not be read (${e && e.message ? e.message : e}); retry in a moment`;
+    const message = e && e.message ? e.message : String(e);
+    if (e instanceof OriginFault && e.status === 503) {
+      const detail = `the tree's origin holds a file that does not match the tree this handler was printed for: ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole tree, or print the handler again for the tree published`;
+      return errorReply(facts, 503, JSON.stringify({ detail }));
+    }
+    const detail = `the tree's origin could not be read (${message}); retry in a moment`;
     return errorReply(facts, 502, JSON.stringify({ detail }));
   }
+}
+
+/** Drops `http://host:port` from an absolute-form target, as gen serve does (src/serve/route.rs). */
+function stripOrigin(target) {
+  const lower = target.slice(0, 8).toLowerCase();
+  const scheme = lower.startsWith("http://") ? 7 : lower.startsWith("https://") ? 8 : 0;
+  if (scheme === 0) return target;
+  const rest = target.slice(scheme);
+  const at = rest.search(/[/?]/);
+  return at >= 0 && rest[at] === "/" ? rest.slice(at) : "/";
 }
 
 /** The document `target` names (bytes), `null` when the tree holds none, or `{status, error}`. */
@@ -101,8 +213,10 @@ async function find(facts, origin, target) {
       const declared = facts.filters[segment] ?? [];
       const conditions = orderConditions(declared, declared.length === 0 ? [] : filterParams(query));
       if (conditions.bad !== undefined) {
-        return { status: 400, error: fill(facts.errors.not_a_filter[segment], { Value: conditions.bad }) };
+        return { status: 400, error: fill(facts, facts.errors.not_a_filter[segment], { Value: conditions.bad }) };
       }
+      // each condition may be one read of its value's list: bounded, as gen serve bounds it
+      if (conditions.length > facts.max_conditions) return { status: 400, error: fill(facts, facts.errors.too_many_filters, {}) };
       if (q === null && conditions.length === 0) {
         return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
       }
@@ -166,7 +280,8 @@ function hexByte(a, b) {
 /** Percent-decodes a query key or value for comparison and display (malformed escapes kept). */
 function decodeLossy(text) {
   const bytes = percentDecode(text);
-  return bytes === null ? text : new TextDecoder().decode(new Uint8Array(bytes));
+  // a leading U+FEFF is a character of the value, as gen serve reads it, not a byte order mark
+  return bytes === null ? text : new TextDecoder("utf-8", { ignoreBOM: true }).decode(new Uint8Array(bytes));
 }
 
 /** The page a list query asks for, `{offset, limit}` as BigInts, or `{bad: {name, value}}`. */
@@ -201,7 +316,7 @@ function number(name, raw) {
 
 function badParam(facts, { name, value }) {
   const which = name === "limit" ? (value.startsWith("-") ? "limit_negative" : "limit") : "offset";
-  return fill(facts.errors[`bad_${which}`], { Value: value });
+  return fill(facts, facts.errors[`bad_${which}`], { Value: value });
 }
 
 /** The path of a tree file under the list of `segment`. */
@@ -217,15 +332,18 @@ const min = (a, b) => (a < b ? a : b);
  * value's list, whose page files are in its own folder and whose query links carry `tail`.
  */
 async function listPage(facts, origin, segment, count, page, folder = segment, tail = "") {
-  if (page.offset === 0n && page.limit >= count) return mustGet(origin, listFile(folder, "_pages/all/"));
-  if (holds(facts, count, page)) return mustGet(origin, listFile(folder, `_pages/${page.limit}/${page.offset}/`));
+  if (page.offset === 0n && page.limit >= count) return pageFile(origin, listFile(folder, "_pages/all/"), count, count);
+  if (holds(facts, count, page)) {
+    const held = min(page.limit, count - page.offset);
+    return pageFile(origin, listFile(folder, `_pages/${page.limit}/${page.offset}/`), count, held);
+  }
   const start = min(page.offset, count);
   const end = min(min(page.offset + page.limit, MAX_U64), count);
   let entries = [];
   if (start < end) {
     const size = facts.page_sizes.map(BigInt).find((s) => s >= page.limit);
     if (size === undefined) {
-      const all = entriesOf(await mustGet(origin, listFile(folder, "_pages/all/")));
+      const all = entriesOf(await pageFile(origin, listFile(folder, "_pages/all/"), count, count));
       entries = all.slice(Number(start), Number(end));
     } else {
       // at most two aligned pages of `size` hold entries [start, end), as limit ≤ size
@@ -233,8 +351,8 @@ async function listPage(facts, origin, segment, count, page, folder = segment, t
       const last = (end - 1n) / size;
       for (let k = first; k <= last; k++) {
         // the page holding the whole list is `_pages/all/` (a filter's value list has no other)
-        const file = k === 0n && size >= count ? "_pages/all/" : `_pages/${size}/${k * size}/`;
-        entries.push(...entriesOf(await mustGet(origin, listFile(folder, file))));
+        const path = listFile(folder, k === 0n && size >= count ? "_pages/all/" : `_pages/${size}/${k * size}/`);
+        entries.push(...entriesOf(await pageFile(origin, path, count, min(size, count - k * size))));
       }
       entries = entries.slice(Number(start - first * size), Number(end - first * size));
     }
@@ -253,6 +371,50 @@ async function mustGet(origin, path) {
   const body = await origin.get(path);
   if (body === null) throw new Error(`it holds no ${path}, which the tree's manifest lists: publish the whole tree, or print the handler again for the tree published`);
   return body;
+}
+
+/** The page file at `path` of a list of `count` entries, checked: its `count` says so, and it
+ * holds the `entries` the list has there. */
+async function pageFile(origin, path, count, entries) {
+  const bytes = await mustGet(origin, path);
+  checkPage(bytes, path, count, entries);
+  return bytes;
+}
+
+function checkPage(bytes, path, count, entries) {
+  if (pageCount(bytes) !== count) throw new OriginFault(503, `${path} is not a page of a list of ${count} entries`);
+  const held = countEntries(bytes);
+  if (held !== entries) throw new OriginFault(503, `${path} holds ${held} entries where its list has ${entries}`);
+}
+
+/** The `count` a page file starts with (as the page renderer writes it), `null` when none. */
+function pageCount(bytes) {
+  const head = new TextDecoder().decode(bytes.subarray(0, 64));
+  const found = /^\s*\{\s*"count"\s*:\s*([0-9]+)[,\s]/.exec(head);
+  return found === null ? null : BigInt(found[1]);
+}
+
+/** The number of entries of a page document's `results` (objects at nesting depth 3), counted
+ * on its bytes as [`entriesOf`] finds them. */
+function countEntries(bytes) {
+  let count = 0n;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === 92) i++;
+      else if (c === 34) inString = false;
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 123 || c === 91) {
+      depth++;
+      if (c === 123 && depth === 3) count++;
+    } else if (c === 125 || c === 93) {
+      depth--;
+    }
+  }
+  return count;
 }
 
 /** The last `q` of a list query, percent-decoded with `+` as a space; `null` when absent or empty. */
@@ -346,11 +508,17 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
   if (q !== null && !facts.searchable.includes(segment)) return null;
   const sets = [];
   for (const condition of conditions) {
-    const all = await origin.get(listFile(folderOf(condition), "_pages/all/"));
+    const path = listFile(folderOf(condition), "_pages/all/");
+    const all = await origin.get(path);
+    if (all !== null) checkPage(all, path, pageCount(all), pageCount(all));
     sets.push(new Set(all === null ? [] : entriesOf(all)));
+    // a value no record takes: nothing matches, and no other list needs reading
+    if (all === null) break;
   }
   let found;
-  if (q === null) {
+  if (sets.some((set) => set.size === 0)) {
+    found = [];
+  } else if (q === null) {
     found = [...sets[0]].filter((entry) => sets.every((set) => set.has(entry)));
   } else {
     const names = await namesOf(origin, segment);
@@ -462,10 +630,10 @@ function notFound(facts, target) {
   const segment = parts[0];
   const isList = segment !== undefined && Object.hasOwn(facts.resources, segment);
   if (segment !== undefined && !isList && !facts.singletons.includes(segment)) {
-    return fill(facts.errors.no_resource, { Segment: segment });
+    return fill(facts, facts.errors.no_resource, { Segment: segment });
   }
-  if (parts.length === 2 && isList) return fill(facts.errors.no_record, { Segment: segment, Record: parts[1] });
-  return fill(facts.errors.not_a_document, { Path: Array.from(path).slice(0, MAX_SHOWN_PATH).join("") });
+  if (parts.length === 2 && isList) return fill(facts, facts.errors.no_record, { Segment: segment, Record: parts[1] });
+  return fill(facts, facts.errors.not_a_document, { Path: Array.from(path).slice(0, MAX_SHOWN_PATH).join("") });
 }
 
 /**
@@ -473,22 +641,22 @@ function notFound(facts, target) {
  * ones) with `values`. A hole right after an escaped quote is quoted as Rust's `{:?}` quotes a
  * string; every hole is then escaped as a JSON string's content.
  */
-function fill(template, values) {
+function fill(facts, template, values) {
   let out = "";
   template.forEach((part, i) => {
     if (i % 2 === 0) {
       out += part;
     } else {
       const value = String(values[part] ?? "");
-      const quoted = template[i - 1].endsWith('\\"') ? debugEscape(value) : value;
+      const quoted = template[i - 1].endsWith('\\"') ? debugEscape(facts, value) : value;
       out += JSON.stringify(quoted).slice(1, -1);
     }
   });
   return out;
 }
 
-/** The inside of Rust's `{:?}` quoting of a string, for ASCII and printable text. */
-function debugEscape(text) {
+/** The inside of Rust's `{:?}` quoting of a string (`str::escape_debug`). */
+function debugEscape(facts, text) {
   let out = "";
   for (const ch of text) {
     const c = ch.codePointAt(0);
@@ -497,10 +665,36 @@ function debugEscape(text) {
     else if (ch === "\r") out += "\\r";
     else if (ch === "\t") out += "\\t";
     else if (c === 0) out += "\\0";
-    else if (c < 0x20 || c === 0x7f) out += `\\u{${c.toString(16)}}`;
+    else if (c < 0x20 || c === 0x7f || (c >= 0x80 && isDebugEscaped(facts, c))) out += `\\u{${c.toString(16)}}`;
     else out += ch;
   }
   return out;
+}
+
+const escapeRuns = new WeakMap();
+
+/** True when Rust's `{:?}` writes code point `c` (past ASCII) as `\u{..}`: the runs of
+ * `facts.debug_escaped` (src/hosts/edge.rs, from the Rust that built gen), searched by halves. */
+function isDebugEscaped(facts, c) {
+  let runs = escapeRuns.get(facts);
+  if (runs === undefined) {
+    runs = [];
+    let end = 0x80;
+    for (let i = 0; i + 1 < facts.debug_escaped.length; i += 2) {
+      const start = end + facts.debug_escaped[i];
+      end = start + facts.debug_escaped[i + 1];
+      runs.push([start, end]);
+    }
+    escapeRuns.set(facts, runs);
+  }
+  let low = 0;
+  let high = runs.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (runs[middle][1] <= c) low = middle + 1;
+    else high = middle;
+  }
+  return low < runs.length && runs[low][0] <= c;
 }
 
 /** Headers every answer carries: CORS, and the tree's extra headers (with the expose line). */

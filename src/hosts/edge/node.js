@@ -28,6 +28,15 @@ export async function api(req, res) {
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
+/** A JSON 500 for an error outside the handler's own answers (no ORIGIN set). */
+function failed(res, e) {
+  const body = JSON.stringify({ detail: `this handler cannot answer: ${e && e.message ? e.message : e}` });
+  if (!res.headersSent) {
+    res.writeHead(500, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "access-control-allow-origin": "*" });
+  }
+  res.end(body);
+}
+
 /** The base url of the origin CloudFront sends an origin request to (S3 or custom). */
 function originOf(origin) {
   const { custom, s3 } = origin ?? {};
@@ -61,6 +70,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const host = process.env.HOST ?? "127.0.0.1";
   const port = Number(process.env.PORT ?? "8080");
   http
-    .createServer((req, res) => api(req, res).catch((e) => { res.writeHead(500); res.end(String(e)); }))
+    .createServer((req, res) => api(req, res).catch((e) => failed(res, e)))
     .listen(port, host, () => console.log(`listening on http://${host}:${port}/api/v2/`));
 }
