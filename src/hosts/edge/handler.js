@@ -125,7 +125,7 @@ async function readBounded(body, path, maxBytes) {
 /**
  * `origin` as the handler reads it: a key longer than any the tree holds is never asked for (it
  * names no file of the tree; a store would refuse it), a read takes at most the tree's
- * `max_read_bytes`, and what is read must be a JSON object, as every file of the tree is.
+ * `max_read_bytes`, and what is read must be a JSON object or array, as every file of the tree is.
  */
 function treeOrigin(facts, origin) {
   return {
@@ -135,7 +135,7 @@ function treeOrigin(facts, origin) {
       if (body === null) return null;
       let i = 0;
       while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
-      if (body[i] !== 123) throw new OriginFault(503, `${path} is not a JSON document`);
+      if (body[i] !== 123 && body[i] !== 91) throw new OriginFault(503, `${path} is not a JSON document`);
       return body;
     },
   };
