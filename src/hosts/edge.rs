@@ -18,6 +18,8 @@ const MAX_REQUEST_LINE: usize = MAX_TARGET + 64;
 
 /// The handler, shared by every edge host.
 const HANDLER: &str = include_str!("edge/handler.js");
+/// The origins the handler reads the tree from, printed after it.
+const ORIGINS: &str = include_str!("edge/origin.js");
 const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");
 const DENO: &str = include_str!("edge/deno.js");
 const NODE: &str = include_str!("edge/node.js");
@@ -64,8 +66,9 @@ pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
     let facts = serde_json::to_string_pretty(&facts).expect("facts serialise");
     // One self-contained module: the handler's own exports become plain functions, so that
     // the host sees only the wrapper's.
-    let handler =
-        HANDLER.replace("\nexport async function ", "\nasync function ").replace("\nexport function ", "\nfunction ");
+    let handler = format!("{HANDLER}\n{ORIGINS}")
+        .replace("\nexport async function ", "\nasync function ")
+        .replace("\nexport function ", "\nfunction ");
     Ok(format!(
         "// `gen config {name}` for the tree in {root}\n\
          // ({generator}: {n} resources, base URL {base}). Answers every request as `gen serve --keep-urls`\n\

@@ -1,0 +1,124 @@
+// The edge handler's origins (src/hosts/edge/handler.js reads the tree through them): an HTTP(S)
+// base url or an R2 bucket, each read bounded in time and bytes, and `treeOrigin`, which asks
+// for no key the tree cannot hold and refuses what no file of the tree can be. Printed after the
+// handler, in the same module (src/hosts/edge.rs).
+
+/** An origin read that has not ended after this long is given up: a 502 (docs/deploy.md). */
+const ORIGIN_TIMEOUT_MS = 10000;
+
+/** An origin read that is not the tree's file: `status` 502 (the origin failed) or 503 (it holds
+ * a file that does not match the tree, as gen serve answers a file that fails its manifest). */
+class OriginFault extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** An origin reading the tree's files under an HTTP(S) base url (`<base>/api/v2/index.json`). */
+export function httpOrigin(base) {
+  const root = String(base).replace(/\/+$/, "");
+  return {
+    /** The bytes of the file at `path`, `null` when the origin holds none; at most `maxBytes`. */
+    async get(path, maxBytes = Infinity) {
+      try {
+        const reply = await fetch(`${root}/${path}`, { signal: AbortSignal.timeout(ORIGIN_TIMEOUT_MS) });
+        // a bucket without list permission answers 403 for a key it does not hold
+        if (reply.status === 404 || reply.status === 403) {
+          reply.body?.cancel().catch(() => {});
+          return null;
+        }
+        if (!reply.ok) {
+          reply.body?.cancel().catch(() => {});
+          throw new OriginFault(502, `the origin answered ${reply.status} for ${path}`);
+        }
+        const type = reply.headers.get("Content-Type");
+        if (!isJsonType(type)) {
+          reply.body?.cancel().catch(() => {});
+          throw new OriginFault(502, `the origin answered ${path} with ${type}, not JSON`);
+        }
+        const declared = reply.headers.get("Content-Length");
+        if (declared !== null && Number(declared) > maxBytes) {
+          reply.body?.cancel().catch(() => {});
+          throw tooLarge(path, maxBytes);
+        }
+        return await readBounded(reply.body, path, maxBytes);
+      } catch (e) {
+        if (e && (e.name === "TimeoutError" || e.name === "AbortError")) {
+          throw new OriginFault(502, `the origin did not answer ${path} within ${ORIGIN_TIMEOUT_MS / 1000} s`);
+        }
+        throw e;
+      }
+    },
+  };
+}
+
+/** An origin reading the tree's files from an R2 bucket binding whose keys are their paths. */
+export function r2Origin(bucket) {
+  return {
+    async get(path, maxBytes = Infinity) {
+      const object = await bucket.get(path);
+      if (object === null) return null;
+      if (object.size > maxBytes) {
+        object.body.cancel().catch(() => {});
+        throw tooLarge(path, maxBytes);
+      }
+      return new Uint8Array(await object.arrayBuffer());
+    },
+  };
+}
+
+/** True for a Content-Type a JSON file may be stored with: JSON, a bare byte stream, or none. */
+function isJsonType(type) {
+  if (type === null) return true;
+  const media = type.split(";")[0].trim().toLowerCase();
+  return ["application/json", "application/octet-stream", "binary/octet-stream"].includes(media) || media.endsWith("+json");
+}
+
+function tooLarge(path, maxBytes) {
+  return new OriginFault(502, `the origin answered ${path} with more than ${maxBytes} bytes, more than any file of the tree`);
+}
+
+/** The bytes of `body` (a stream), cancelled and refused past `maxBytes`. */
+async function readBounded(body, path, maxBytes) {
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      reader.cancel().catch(() => {});
+      throw tooLarge(path, maxBytes);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * `origin` as the handler reads it: a key longer than any the tree holds is never asked for (it
+ * names no file of the tree; a store would refuse it), a read takes at most the tree's
+ * `max_read_bytes`, and what is read must be a JSON object or array, as every file of the tree is.
+ */
+function treeOrigin(facts, origin) {
+  return {
+    async get(path) {
+      if (new TextEncoder().encode(path).length > facts.longest_key) return null;
+      const body = await origin.get(path, facts.max_read_bytes);
+      if (body === null) return null;
+      let i = 0;
+      while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
+      if (body[i] !== 123 && body[i] !== 91) throw new OriginFault(503, `${path} is not a JSON document`);
+      return body;
+    },
+  };
+}
