@@ -213,6 +213,24 @@ fn an_undeclared_parameter_is_a_400_naming_the_declared_filters() {
 }
 
 #[test]
+fn more_than_8_different_conditions_are_a_400_saying_the_bound() {
+    let (_tmp, _data, out) = built("filters-bound", CREATURES);
+    let server = Server::start(&out, &[]);
+    let types = |n: usize| (1..=n).map(|i| format!("type=t{i}")).collect::<Vec<_>>().join("&");
+    // 8 conditions, and 8 with one repeated (counted once), are answered
+    server.get(&format!("/api/v2/creature/?{}", types(8))).expect(200);
+    server.get(&format!("/api/v2/creature/?{}&type=t3&q=e", types(8))).expect(200);
+    for target in [format!("/api/v2/creature/?{}", types(9)), format!("/api/v2/creature/?{}", types(497))] {
+        let body = server.get(&target).expect(400).json();
+        let detail = body["detail"].as_str().unwrap();
+        assert!(detail.contains("more than 8 different filters"), "{detail}");
+        assert!(detail.contains("send fewer"), "{detail}");
+    }
+    // an undeclared parameter is still named first
+    assert_eq!(server.get(&format!("/api/v2/creature/?{}&typo=x", types(9))).expect(400).json()["parameter"], "typo");
+}
+
+#[test]
 fn gen_check_names_gen_json_and_the_path_that_reaches_no_value() {
     let tmp = TempDir::new("filters-check");
     let data = tmp.join("data");
