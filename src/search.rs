@@ -1,50 +1,98 @@
 //! Name search (`?q=`): the names document a build writes per resource, and the matching that
 //! `gen serve` and the edge handlers both apply to it, so that they answer alike.
 //!
-//! The names document, `api/v2/<segment>/_names/index.json`, is compact JSON whatever
-//! `--pretty` says: `{"count": N, "results": [{"id", "name", "names": {language: name}}]}`, one
-//! entry per list entry, in list order (so entry `i` is the list's entry `i`). `names` holds the
-//! record's localized names (`names[].name` by `names[].language.name`, the first per language)
-//! and is left out when there are none; `name` is left out for a nameless record.
+//! The names document, `api/v2/<segment>/_names/index.json`, is JSON written one entry per line
+//! whatever `--pretty` says, so that a reader matches it line by line, holding one entry at a
+//! time and never the parse tree of the whole file:
+//!
+//! ```text
+//! {"count":N,"list":{"count":N,"sha256":"<hex>"},"results":[
+//! {"id":1,"keys":["cheri","cheri berry","amrenabeere"]},
+//! {"id":2,"keys":[]}
+//! ]}
+//! ```
+//!
+//! One entry per list entry, in list order (entry `i` is the list's entry `i`). `keys` are the
+//! record's name and its localized names (`names[].name`, the first per language), each
+//! [`fold`]ed, each once. `list` names the list the document belongs to: its count and the
+//! SHA-256 of its `_pages/all/index.json` file's bytes. A reader that finds another list there
+//! (a publish stopped between the two files, a tree copied in part) refuses the pair with a 503
+//! and caches nothing: the entries would not be the list's.
 //!
 //! A resource of more than [`NAMES_SHARD_ENTRIES`] records has its names split in shards by
-//! list position: `_names/index.json` is then `{"count": N, "shards": [{"offset", "count",
-//! "url"}]}` and shard `k`, `api/v2/<segment>/_names/<k>/index.json`, is `{"count", "offset",
-//! "results"}` with the entries from list position `offset`. A query reads every shard
-//! (substring matching needs every name): the split bounds each file, not the work.
+//! list position: `_names/index.json` is then one line, `{"count": N, "list": {...}, "shards":
+//! [{"offset", "count", "url"}]}`, and shard `k`, `api/v2/<segment>/_names/<k>/index.json`, is
+//! laid out as above with `"offset"` after `"count"`: the entries from list position `offset`,
+//! and the same `list`. A query reads the shards one after the other, each matched line by line
+//! and dropped before the next is read: its memory is one shard's bytes, one entry and the
+//! matching positions, whatever the resource's size.
 //!
-//! Matching: a record matches `q` when its `name` or one of its localized names contains `q`,
-//! both [`fold`]ed. Folding is Unicode case folding as `to_uppercase` then `to_lowercase` give
-//! it (so `ß` matches `ss`, and `Σ`, `σ` and `ς` match each other); accents do not fold (`é` is
-//! not `e`).
+//! Matching: a record matches `q` when one of its keys contains `q` [`fold`]ed. Folding is NFKD
+//! decomposition with the combining marks (General_Category M) removed, then Unicode case
+//! folding as `to_uppercase` then `to_lowercase` give it, and `ς` as `σ`: so `salameche` finds
+//! `Salamèche`, `ß` matches `ss`, `Σ`, `σ` and `ς` match each other, full-width letters match
+//! their ASCII forms, and a kana with a voicing mark matches the one without (`ガ` finds `カ`).
+//! The names are folded once, by the build, into the document; only `q` is folded at query
+//! time, by `gen serve` or by an edge handler's JavaScript (`normalize("NFKD")`, `/\p{M}/gu`),
+//! so their Unicode versions can differ only on a `q` holding a character one of them does not
+//! know.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
 
-/// One entry of a names document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One record's names, as the build extracts them (see [`entry_bytes`] for what is written).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameEntry {
     pub id: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub names: BTreeMap<String, String>,
 }
 
+/// One line of a names document: a record's id and its folded names.
+#[derive(Debug, Serialize, Deserialize)]
+struct Line<'a> {
+    id: i64,
+    #[serde(borrow)]
+    keys: Vec<Cow<'a, str>>,
+}
+
 /// Most entries a names file holds: a resource of more records has its names in shards of this
-/// many (the last one fewer). At the published data's densest (item: 558 KB for 2,223 records,
-/// ten languages) a full shard is about 12.5 MB.
+/// many (the last one fewer). At the published data's densest (item: ten languages) a full shard
+/// is about 12 MB, the most a query holds of it at once.
 pub const NAMES_SHARD_ENTRIES: usize = 50_000;
 
-/// A names document: the entries (`results`), or for a split one the shards that hold them.
+/// The list a names document belongs to: its count and the SHA-256 (hex) of its `_pages/all`
+/// file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NamesDoc {
+pub struct ListStamp {
+    pub count: u64,
+    pub sha256: String,
+}
+
+impl ListStamp {
+    /// The stamp of the list of `count` entries whose `_pages/all` file is `all`.
+    pub fn of(count: u64, all: &[u8]) -> ListStamp {
+        ListStamp { count, sha256: sha256_hex(all) }
+    }
+}
+
+/// The SHA-256 of `bytes`, lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first line of a names file (or the whole of a split one's index).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamesHead {
     pub count: u64,
     /// A shard's list position of its first entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
-    #[serde(default)]
-    pub results: Vec<NameEntry>,
+    pub list: ListStamp,
     /// The shards of a split names document (none for one that holds its entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<Shard>,
@@ -63,9 +111,10 @@ pub fn names_shards(count: usize) -> usize {
     if count <= NAMES_SHARD_ENTRIES { 0 } else { count.div_ceil(NAMES_SHARD_ENTRIES) }
 }
 
-/// The bytes of the names document of a resource of `count` records split in shards (see
-/// [`names_shards`]) whose urls `shard_url` gives.
-pub fn render_names_index(count: usize, shard_url: impl Fn(usize) -> String) -> Vec<u8> {
+/// The bytes of the names document of the list `list` split in shards (see [`names_shards`])
+/// whose urls `shard_url` gives: one line.
+pub fn render_names_index(list: &ListStamp, shard_url: impl Fn(usize) -> String) -> Vec<u8> {
+    let count = list.count as usize;
     let shards = (0..names_shards(count))
         .map(|k| {
             let offset = k * NAMES_SHARD_ENTRIES;
@@ -73,15 +122,15 @@ pub fn render_names_index(count: usize, shard_url: impl Fn(usize) -> String) -> 
             Shard { offset: offset as u64, count: n as u64, url: shard_url(k) }
         })
         .collect();
-    let doc = NamesDoc { count: count as u64, offset: None, results: Vec::new(), shards };
-    serde_json::to_vec(&doc).expect("a names document serialises")
+    let head = NamesHead { count: list.count, offset: None, list: list.clone(), shards };
+    serde_json::to_vec(&head).expect("a names document serialises")
 }
 
-/// The bytes of shard `k` of a split names document, whose entries are `all` (serialised, see
-/// [`entry_bytes`]).
-pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize) -> Vec<u8> {
+/// The bytes of shard `k` of the split names document of `list`, whose entries are `all`
+/// (serialised, see [`entry_bytes`]).
+pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize, list: &ListStamp) -> Vec<u8> {
     let offset = k * NAMES_SHARD_ENTRIES;
-    render_names_of(&all[offset..all.len().min(offset + NAMES_SHARD_ENTRIES)], Some(offset))
+    render_names_of(&all[offset..all.len().min(offset + NAMES_SHARD_ENTRIES)], Some(offset), list)
 }
 
 /// The localized names of a record's JSON body, by language: the first name per language of
@@ -100,57 +149,84 @@ pub fn localized_names(record: &serde_json::Value) -> BTreeMap<String, String> {
     out
 }
 
-/// The bytes of a names document (compact).
-pub fn render_names(results: &[NameEntry]) -> Vec<u8> {
-    let entries: Vec<Vec<u8>> = results.iter().map(entry_bytes).collect();
-    render_names_of(&entries, None)
-}
-
-/// One entry of a names document, serialised (compact), as a build holds it until the document
-/// is written: a few dozen bytes where the parsed entry takes hundreds.
+/// One line of a names document, as a build holds it until the document is written: the id
+/// and the name and localized names (by language), [`fold`]ed, each once.
 pub fn entry_bytes(entry: &NameEntry) -> Vec<u8> {
-    serde_json::to_vec(entry).expect("a names entry serialises")
+    let mut keys: Vec<Cow<str>> = Vec::new();
+    for name in entry.name.iter().chain(entry.names.values()) {
+        let key = Cow::Owned(fold(name));
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    serde_json::to_vec(&Line { id: entry.id, keys }).expect("a names entry serialises")
 }
 
 /// A names document (`offset`: `None`) or shard (the list position of its first entry) of the
-/// serialised `entries`: `{"count", ["offset",] "results"}`, the bytes serde writes for it.
-fn render_names_of(entries: &[impl AsRef<[u8]>], offset: Option<usize>) -> Vec<u8> {
-    let size: usize = entries.iter().map(|e| e.as_ref().len() + 1).sum();
-    let mut out = Vec::with_capacity(size + 64);
-    out.extend_from_slice(format!("{{\"count\":{}", entries.len()).as_bytes());
-    if let Some(offset) = offset {
-        out.extend_from_slice(format!(",\"offset\":{offset}").as_bytes());
-    }
-    out.extend_from_slice(b",\"results\":[");
+/// serialised `entries` of the list `list`: the head line, one line per entry, then `]}`.
+fn render_names_of(entries: &[impl AsRef<[u8]>], offset: Option<usize>, list: &ListStamp) -> Vec<u8> {
+    let size: usize = entries.iter().map(|e| e.as_ref().len() + 2).sum();
+    let mut out = Vec::with_capacity(size + 160);
+    let head =
+        NamesHead { count: entries.len() as u64, offset: offset.map(|o| o as u64), list: list.clone(), shards: vec![] };
+    let mut head = serde_json::to_vec(&head).expect("a names head serialises");
+    head.pop(); // the closing brace: the results follow
+    out.extend_from_slice(&head);
+    out.extend_from_slice(b",\"results\":[\n");
     for (i, entry) in entries.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.extend_from_slice(b",\n");
         }
         out.extend_from_slice(entry.as_ref());
+    }
+    if !entries.is_empty() {
+        out.push(b'\n');
     }
     out.extend_from_slice(b"]}");
     out
 }
 
-/// The bytes of the names document of serialised `entries` (see [`entry_bytes`]).
-pub fn render_names_raw(entries: &[impl AsRef<[u8]>]) -> Vec<u8> {
-    render_names_of(entries, None)
+/// The bytes of the names document of the list `list` whose entries are `entries` (serialised,
+/// see [`entry_bytes`]), when one file holds them.
+pub fn render_names_raw(entries: &[impl AsRef<[u8]>], list: &ListStamp) -> Vec<u8> {
+    render_names_of(entries, None, list)
 }
 
-/// `text` case-folded for matching (see the module's doc).
+/// A names file read: its head, and the lines of its entries (`None` for a split document's
+/// index, which holds shards). `None` when `body` is not laid out as [`render_names_of`] and
+/// [`render_names_index`] write it.
+pub fn names_head(body: &[u8]) -> Option<(NamesHead, Option<&[u8]>)> {
+    let Some(newline) = body.iter().position(|&b| b == b'\n') else {
+        let head: NamesHead = serde_json::from_slice(body).ok()?;
+        return (!head.shards.is_empty()).then_some((head, None));
+    };
+    let first = body[..newline].strip_suffix(b",\"results\":[")?;
+    let head: NamesHead = serde_json::from_slice(&[first, b"}"].concat()).ok()?;
+    let lines = body[newline + 1..].strip_suffix(b"]}")?;
+    head.shards.is_empty().then_some((head, Some(lines)))
+}
+
+/// Matches the entry lines `lines` of a names file (see [`names_head`]) against `folded` (a
+/// [`fold`]ed `q`), one line at a time: pushes to `found` the list position (`offset` plus its
+/// place) of each entry that matches. The number of entries, or `None` when a line is not one.
+pub fn match_lines(lines: &[u8], folded: &str, offset: usize, found: &mut Vec<usize>) -> Option<usize> {
+    let mut seen = 0;
+    for line in lines.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        let line = line.strip_suffix(b",").unwrap_or(line);
+        let entry: Line = serde_json::from_slice(line).ok()?;
+        if entry.keys.iter().any(|key| key.contains(folded)) {
+            found.push(offset + seen);
+        }
+        seen += 1;
+    }
+    Some(seen)
+}
+
+/// `text` folded for matching (see the module's doc): NFKD, combining marks removed, case
+/// folded, `ς` as `σ`.
 pub fn fold(text: &str) -> String {
-    text.to_uppercase().to_lowercase().replace('ς', "σ")
-}
-
-/// True when the entry's name or a localized name contains `folded` (already [`fold`]ed).
-pub fn entry_matches(entry: &NameEntry, folded: &str) -> bool {
-    entry.name.iter().chain(entry.names.values()).any(|name| fold(name).contains(folded))
-}
-
-/// The list positions of the entries that match `q` (not yet folded), in list order.
-pub fn matching(doc: &NamesDoc, q: &str) -> Vec<usize> {
-    let folded = fold(q);
-    doc.results.iter().enumerate().filter(|(_, e)| entry_matches(e, &folded)).map(|(i, _)| i).collect()
+    let bare: String = text.nfkd().filter(|c| !is_combining_mark(*c)).collect();
+    bare.to_uppercase().to_lowercase().replace('ς', "σ")
 }
 
 /// `text` percent-encoded for a query value: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
@@ -179,22 +255,36 @@ mod tests {
         }
     }
 
-    fn doc() -> NamesDoc {
-        let results = vec![
+    fn stamp(count: usize) -> ListStamp {
+        ListStamp::of(count as u64, b"{}")
+    }
+
+    fn entries() -> Vec<NameEntry> {
+        vec![
             entry(1, "cheri", &[("en", "Cheri Berry"), ("ja", "クラボのみ"), ("de", "Amrenabeere")]),
             entry(2, "chesto", &[("en", "Chesto Berry"), ("fr", "Baie Maron")]),
             entry(3, "strasse", &[("de", "Straße")]),
             entry(4, "sigma", &[("el", "ΟΔΟΣ")]),
             entry(5, "cafe", &[("fr", "Café")]),
             NameEntry { id: 6, name: None, names: BTreeMap::new() },
-        ];
-        NamesDoc { count: results.len() as u64, offset: None, results, shards: Vec::new() }
+            entry(7, "salameche", &[("fr", "Salamèche"), ("en", "Pokémon Ｆｕｌｌ")]),
+        ]
+    }
+
+    /// The list positions that match `q` in the names document of `entries`, as serve reads it.
+    fn matching(entries: &[NameEntry], q: &str) -> Vec<usize> {
+        let lines: Vec<Vec<u8>> = entries.iter().map(entry_bytes).collect();
+        let body = render_names_raw(&lines, &stamp(lines.len()));
+        let (head, lines) = names_head(&body).expect("a names document");
+        let mut found = Vec::new();
+        assert_eq!(match_lines(lines.unwrap(), &fold(q), 0, &mut found), Some(head.count as usize));
+        found
     }
 
     #[test]
     fn case_folds_and_localized_names_match() {
-        let doc = doc();
-        assert_eq!(matching(&doc, "CHE"), vec![0, 1]);
+        let doc = entries();
+        assert_eq!(matching(&doc, "CHE"), vec![0, 1, 6]);
         assert_eq!(matching(&doc, "berry"), vec![0, 1]);
         assert_eq!(matching(&doc, "クラボ"), vec![0]);
         assert_eq!(matching(&doc, "maron"), vec![1]);
@@ -207,21 +297,40 @@ mod tests {
     }
 
     #[test]
-    fn accents_do_not_fold() {
-        let doc = doc();
+    fn accents_and_compatibility_forms_fold() {
+        let doc = entries();
         assert_eq!(matching(&doc, "café"), vec![4]);
         assert_eq!(matching(&doc, "CAFÉ"), vec![4]);
-        assert_eq!(matching(&doc, "cafe"), vec![4], "the plain name matches");
+        assert_eq!(matching(&doc, "cafe"), vec![4]);
         assert_eq!(matching(&doc, "afé"), vec![4]);
+        assert_eq!(matching(&doc, "salamèche"), vec![6]);
+        assert_eq!(matching(&doc, "pokemon"), vec![6]);
+        assert_eq!(matching(&doc, "POKÉMON"), vec![6]);
+        // a decomposed q (e + U+0301) and full-width letters fold too
+        assert_eq!(matching(&doc, "poke\u{301}mon full"), vec![6]);
+        assert_eq!(matching(&doc, "ｃａｆｅ"), vec![4]);
+        // kana voicing marks are combining marks: ボ folds to ホ on both sides
+        assert_eq!(matching(&doc, "クラホ"), vec![0]);
         assert_eq!(matching(&doc, "afe b"), Vec::<usize>::new());
+        assert_eq!(fold("Salamèche"), "salameche");
+        assert_eq!(fold("İstanbul"), "istanbul");
     }
 
     #[test]
     fn empty_long_and_odd_queries() {
-        let doc = doc();
-        assert_eq!(matching(&doc, ""), vec![0, 1, 2, 3, 4], "every named record; the nameless one has nothing");
+        let doc = entries();
+        assert_eq!(matching(&doc, ""), vec![0, 1, 2, 3, 4, 6], "every named record; the nameless one has nothing");
         assert!(matching(&doc, &"cheri".repeat(40)).is_empty());
         assert!(matching(&doc, "a/../b?&=#%").is_empty());
+        assert!(matching(&doc, "\n").is_empty());
+    }
+
+    #[test]
+    fn entries_hold_each_folded_name_once() {
+        let line = entry_bytes(&entry(9, "Eevee", &[("en", "Eevee"), ("fr", "Évoli"), ("de", "evoli")]));
+        assert_eq!(String::from_utf8(line).unwrap(), r#"{"id":9,"keys":["eevee","evoli"]}"#);
+        let nameless = entry_bytes(&NameEntry { id: 6, name: None, names: BTreeMap::new() });
+        assert_eq!(nameless, br#"{"id":6,"keys":[]}"#);
     }
 
     #[test]
@@ -231,29 +340,45 @@ mod tests {
         let count = 2 * NAMES_SHARD_ENTRIES + 7;
         let all: Vec<Vec<u8>> =
             (0..count as i64).map(|id| entry_bytes(&NameEntry { id, name: None, names: BTreeMap::new() })).collect();
-        let index: NamesDoc = serde_json::from_slice(&render_names_index(count, |k| format!("u/{k}/"))).unwrap();
-        assert_eq!(index.count, count as u64);
-        assert!(index.results.is_empty());
-        let mut seen = Vec::new();
+        let list = stamp(count);
+        let index = render_names_index(&list, |k| format!("u/{k}/"));
+        assert!(!index.contains(&b'\n'), "the index is one line");
+        let (index, lines) = names_head(&index).unwrap();
+        assert!(lines.is_none());
+        assert_eq!((index.count, &index.list), (count as u64, &list));
+        let mut seen = 0;
         for (k, shard) in index.shards.iter().enumerate() {
             assert_eq!(shard.url, format!("u/{k}/"));
-            let doc: NamesDoc = serde_json::from_slice(&render_names_shard(&all, k)).unwrap();
-            assert_eq!((doc.offset, doc.count), (Some(shard.offset), shard.count));
-            assert_eq!(doc.results.len() as u64, doc.count);
-            seen.extend(doc.results.into_iter().map(|e| e.id));
+            let body = render_names_shard(&all, k, &list);
+            let (head, lines) = names_head(&body).unwrap();
+            assert_eq!((head.offset, head.count, &head.list), (Some(shard.offset), shard.count, &list));
+            assert_eq!(shard.offset as usize, seen);
+            let mut found = Vec::new();
+            seen += match_lines(lines.unwrap(), "", shard.offset as usize, &mut found).unwrap();
+            assert!(found.is_empty(), "nameless entries match nothing");
+            assert_eq!(seen as u64, shard.offset + shard.count);
         }
-        assert_eq!(seen, (0..count as i64).collect::<Vec<_>>());
+        assert_eq!(seen, count);
         assert_eq!(index.shards.last().unwrap().count, 7);
     }
 
     #[test]
-    fn documents_of_serialised_entries_are_the_bytes_serde_writes() {
-        let doc = doc();
-        assert_eq!(render_names(&doc.results), serde_json::to_vec(&doc).unwrap());
-        let shard = NamesDoc { offset: Some(0), ..doc.clone() };
-        let entries: Vec<Vec<u8>> = doc.results.iter().map(entry_bytes).collect();
-        assert_eq!(render_names_shard(&entries, 0), serde_json::to_vec(&shard).unwrap());
-        assert_eq!(render_names_raw(&Vec::<Vec<u8>>::new()), br#"{"count":0,"results":[]}"#);
+    fn documents_are_json_one_entry_a_line() {
+        let lines: Vec<Vec<u8>> = entries().iter().map(entry_bytes).collect();
+        let body = render_names_raw(&lines, &stamp(lines.len()));
+        let value: serde_json::Value = serde_json::from_slice(&body).expect("valid JSON");
+        assert_eq!(value["count"], 7);
+        assert_eq!(value["list"]["count"], 7);
+        assert_eq!(value["results"][6]["keys"], serde_json::json!(["salameche", "pokemon full"]));
+        let text = String::from_utf8(body).unwrap();
+        assert_eq!(text.lines().count(), 9, "the head, seven entries, the end");
+        let empty = render_names_raw(&Vec::<Vec<u8>>::new(), &stamp(0));
+        assert!(serde_json::from_slice::<serde_json::Value>(&empty).is_ok());
+        let (head, lines) = names_head(&empty).unwrap();
+        assert_eq!((head.count, lines), (0, Some(&b""[..])));
+        assert!(names_head(b"{\"count\":1,\"results\":[]}").is_none(), "a document of an older gen");
+        assert!(names_head(b"junk\n").is_none());
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]
@@ -280,10 +405,5 @@ mod tests {
         assert_eq!(names["en"], "Cheri");
         assert_eq!(names["de"], "Kirsche");
         assert!(localized_names(&serde_json::json!({"names": "x"})).is_empty());
-        let rendered = render_names(&[entry(1, "a", &[("en", "A")]), NameEntry { id: 2, name: None, names }]);
-        assert_eq!(
-            String::from_utf8(rendered).unwrap(),
-            r#"{"count":2,"results":[{"id":1,"name":"a","names":{"en":"A"}},{"id":2,"names":{"de":"Kirsche","en":"Cheri"}}]}"#
-        );
     }
 }

@@ -280,6 +280,13 @@ fn check_random_searches(tree: &Tree, p: &mut Parity, n: usize) {
         "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ",
         "a&q=b",
         "%2B",
+        // accents, composed and decomposed; full-width; a kana with and without its voicing mark
+        "u%CC%88",
+        "%C3%BC",
+        "FEST%201%20U",
+        "%EF%BD%86%EF%BD%85%EF%BD%93%EF%BD%94",
+        "%E3%82%AC",
+        "%E3%82%AB",
     ];
     let mut rng = Rng(seed("edge random searches", 0x5ea7_c429));
     for _ in 0..n {
@@ -296,7 +303,16 @@ fn check_random_searches(tree: &Tree, p: &mut Parity, n: usize) {
             let name: Vec<char> = rng.pick(&names).chars().collect();
             let start = rng.below(name.len());
             let piece: String = name[start..start + 1 + rng.below(name.len() - start)].iter().collect();
-            if rng.below(2) == 0 { piece.to_uppercase() } else { piece }
+            let piece: String = match rng.below(3) {
+                0 => piece.to_uppercase(),
+                // without its accents (NFD, marks removed), as a user types it
+                1 => {
+                    use unicode_normalization::UnicodeNormalization;
+                    piece.nfd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).collect()
+                }
+                _ => piece,
+            };
+            query_escape(&piece)
         };
         let target = match rng.below(3) {
             0 => format!("/api/v2/{segment}/?q={q}"),
@@ -1300,6 +1316,7 @@ fn the_names_of_a_resource_over_the_bound_are_split_in_shards_and_searched_whole
     for (k, listed) in shards.iter().enumerate() {
         let shard = read_json(&tree.out.join(format!("api/v2/thing/_names/{k}/index.json")));
         assert_eq!(shard["count"], listed["count"]);
+        assert_eq!(shard["list"], index["list"], "shard {k} names the list the index names");
         assert_eq!(shard["results"][0]["id"], 1 + k * SHARD, "shard {k} starts at its offset");
         assert!(manifest["files"].get(format!("api/v2/thing/_names/{k}/index.json")).is_some());
     }
@@ -1591,6 +1608,60 @@ fn a_misbehaving_origin_gets_a_json_error_never_a_cached_wrong_answer() {
                 "{} on {target}",
                 runtime.server.name
             );
+
+/// A names document beside the `_pages/all` of another build (a publish stopped between the
+/// two): the same count, another list. `gen serve` and every handler answer `?q=` with the same
+/// 503, which nothing caches, where the handler paired the entries by place (200, a day's cache).
+#[test]
+fn a_names_document_of_another_list_is_refused_with_a_503_nothing_caches() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-names-out-of-step", &[]);
+    let record =
+        |name: &str| format!(r#"{{"id": 6, "name": "{name}", "names": [{{"name": "Hors Phase", "language": "fr"}}]}}"#);
+    write_files(&tree.data, &[("firmness/6.json", record("out-of-step-old"))]);
+    build(&tree.data, &tree.out, &[]).ok();
+    // another build: the same records but that one, renamed
+    let other = TempDir::new("edge-names-out-of-step-other");
+    copy_tree(&tree.data, &other.join("data"));
+    write_files(&other.join("data"), &[("firmness/6.json", record("out-of-step-new"))]);
+    build(&other.join("data"), &other.join("out"), &[]).ok();
+    let names = "api/v2/firmness/_names/index.json";
+    let newer = std::fs::read(other.join("out").join(names)).unwrap();
+    assert_ne!(newer, std::fs::read(tree.out.join(names)).unwrap());
+    std::fs::write(tree.out.join(names), &newer).unwrap();
+    // listed in the manifest as it is now: gen serve reads it
+    let mut manifest = tree.manifest();
+    manifest["files"][names] = serde_json::json!(blake3::hash(&newer).to_hex().to_string());
+    std::fs::write(tree.out.join("manifest.json"), serde_json::to_vec(&manifest).unwrap()).unwrap();
+
+    let serve = start_serve(&tree.out, &[]);
+    let files = TempDir::new("edge-names-out-of-step-runtimes");
+    let origin = start_origin(&node, &tree.out);
+    let runtimes = start_runtimes(&tree, &origin, &files, &[]);
+    for target in ["/api/v2/firmness/?q=out-of-step", "/api/v2/firmness/?q=new", "/api/v2/firmness/?q=phase&limit=1"] {
+        let expected = serve.get(target);
+        assert_eq!(expected.status, 503, "gen serve: {target}: {}", expected.text());
+        assert_eq!(expected.header("cache-control"), Some("no-store"), "{target}");
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            assert_eq!((got.status, got.text()), (503, expected.text()), "{}: {target}", runtime.server.name);
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{}: {target}", runtime.server.name);
+        }
+    }
+    // what reads no names document is answered as before
+    for runtime in &runtimes {
+        runtime.server.get("/api/v2/firmness/?limit=2").expect(200);
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
         }
     }
 }

@@ -36,10 +36,21 @@ fn write_creatures(data: &Path, creatures: &[Creature]) {
     write_files(data, &files);
 }
 
-/// The ids whose name or localized name contains `q`, compared after case folding (upper then
-/// lower case, final sigma as sigma); accents are kept.
+/// `text` folded as docs/tree.md says names and `q` are compared: NFKD, combining marks
+/// (General_Category M) removed, then upper then lower case, final sigma as sigma.
+fn fold(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let bare: String = text.nfkd().filter(|c| !unicode_normalization::char::is_combining_mark(*c)).collect();
+    bare.to_uppercase().to_lowercase().replace('ς', "σ")
+}
+
+/// SHA-256 (hex), as `sha256sum` prints it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The ids whose name or localized name contains `q`, both [`fold`]ed.
 fn scan(creatures: &[Creature], q: &str) -> Vec<i64> {
-    let fold = |s: &str| s.to_uppercase().to_lowercase().replace('ς', "σ");
     let q = fold(q);
     creatures
         .iter()
@@ -62,19 +73,26 @@ fn the_build_writes_a_names_document_per_resource_listed_in_the_manifest() {
     write_creatures(&data, CREATURES);
     build(&data, &out, &["--pretty"]).ok();
     let doc = std::fs::read(out.join("api/v2/creature/_names/index.json")).unwrap();
-    assert!(!doc.contains(&b'\n'), "compact even with --pretty");
+    let text = String::from_utf8(doc.clone()).unwrap();
+    assert_eq!(text.lines().count(), CREATURES.len() + 2, "one entry a line, even with --pretty: {text}");
     let doc: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(doc["count"], CREATURES.len());
+    // the list it belongs to: its count and the SHA-256 of its `_pages/all` file
+    let all = std::fs::read(out.join("api/v2/creature/_pages/all/index.json")).unwrap();
+    assert_eq!(doc["list"], json!({"count": CREATURES.len(), "sha256": sha256_hex(&all)}));
     for (i, (id, name, names)) in CREATURES.iter().enumerate() {
         let entry = &doc["results"][i];
         assert_eq!(entry["id"], *id);
-        assert_eq!(entry["name"], *name);
-        let expected: serde_json::Map<String, Value> = names.iter().map(|(l, n)| (l.to_string(), json!(n))).collect();
-        if expected.is_empty() {
-            assert!(entry.get("names").is_none(), "{entry}");
-        } else {
-            assert_eq!(entry["names"], Value::Object(expected));
+        // the name and the localized names (by language), folded, each once
+        let mut keys: Vec<String> = vec![fold(name)];
+        let mut by_language: Vec<&(&str, &str)> = names.iter().collect();
+        by_language.sort();
+        for (_, n) in by_language {
+            if !keys.contains(&fold(n)) {
+                keys.push(fold(n));
+            }
         }
+        assert_eq!(entry["keys"], json!(keys), "{entry}");
     }
     let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     assert!(manifest.contains("api/v2/creature/_names/index.json"));
@@ -88,6 +106,8 @@ fn serve_answers_q_with_the_matching_records_as_a_paged_list() {
     build(&data, &out, &[]).ok();
     let server = Server::start(&out, &[]);
     for q in ["ember", "EMBER", "Sprout", "knollen", "たね", "strasse", "STRAß", "οδος", "braisé", "BRAISÉ", "e", "zzz"]
+        .into_iter()
+        .chain(["braise", "RENARD BRAISE", "brai\u{301}se", "ｂｒａｉｓｅ", "ｓｅａ", "ΟΔΌΣ", "たねほう"])
     {
         let ids = scan(CREATURES, q);
         let page = server.get(&format!("/api/v2/creature/?q={}", query_escape(q))).expect(200).json();
@@ -97,8 +117,11 @@ fn serve_answers_q_with_the_matching_records_as_a_paged_list() {
         assert_eq!(page["next"], Value::Null, "{q}");
         assert_eq!(page["previous"], Value::Null, "{q}");
     }
-    // accents do not fold
-    assert_eq!(server.get("/api/v2/creature/?q=braise").expect(200).json()["count"], 0);
+    // accents fold: on the name's side and on q's, written composed or decomposed
+    for q in ["braise", "BRAISE", "braise%CC%81", "Brais%C3%A9", "renard%20braise"] {
+        let page = server.get(&format!("/api/v2/creature/?q={q}")).expect(200).json();
+        assert_eq!(page["results"], json!([entry(CREATURES, 4)]), "{q}");
+    }
     // limit and offset apply to the matches, and the links keep q
     let ids = scan(CREATURES, "e");
     assert!(ids.len() >= 5);
@@ -183,7 +206,7 @@ fn an_edit_of_one_record_rewrites_only_its_resources_names_document() {
     assert_ne!(stamp(&creature_names), creature_before);
     assert_eq!(stamp(&move_names), move_before);
     let doc = read_json(&creature_names);
-    assert_eq!(doc["results"][1]["names"], json!({"de": "Efeu"}));
+    assert_eq!(doc["results"][1]["keys"], json!(["ivy-sprout", "efeu"]));
 }
 
 #[test]
@@ -225,7 +248,8 @@ fn q_on_the_published_fixture_equals_a_scan_of_the_data() {
         let start = rng.below(chars.len());
         let len = 1 + rng.below(chars.len() - start);
         let q: String = chars[start..start + len].iter().collect();
-        let fold = |s: &str| s.to_uppercase().to_lowercase().replace('ς', "σ");
+        // half the time without its accents, as a user types it
+        let q = if rng.below(2) == 0 { fold(&q) } else { q };
         let folded = fold(&q);
         let matched: Vec<usize> = records
             .iter()

@@ -372,11 +372,19 @@ fn meta_schema() -> Value {
 fn names_schema() -> Value {
     json!({
         "type": "object",
-        "description": "Every record's id, name and localized names (by language), in list order: what `?q=` searches. For a resource of more than 50,000 records, `shards` instead of `results`: each shard (at its `url`, `count` entries from list position `offset`) is a names document of its own.",
-        "required": ["count"],
+        "description": "Every record's id and its name and localized names, folded (NFKD, combining marks removed, case folded), each once, in list order: what `?q=` searches. One entry per line. `list` names the list it belongs to: its count and the SHA-256 of its `_pages/all/index.json` file (a reader that finds another list there refuses the pair). For a resource of more than 50,000 records, `shards` instead of `results`: each shard (at its `url`, `count` entries from list position `offset`) is a names document of its own, with the same `list`.",
+        "required": ["count", "list"],
         "properties": {
             "count": { "type": "integer", "minimum": 0 },
             "offset": { "type": "integer", "minimum": 0 },
+            "list": {
+                "type": "object",
+                "required": ["count", "sha256"],
+                "properties": {
+                    "count": { "type": "integer", "minimum": 0 },
+                    "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" }
+                }
+            },
             "shards": { "type": "array", "items": {
                 "type": "object",
                 "required": ["offset", "count", "url"],
@@ -388,11 +396,10 @@ fn names_schema() -> Value {
             } },
             "results": { "type": "array", "items": {
                 "type": "object",
-                "required": ["id"],
+                "required": ["id", "keys"],
                 "properties": {
                     "id": { "type": "integer" },
-                    "name": { "type": "string" },
-                    "names": { "type": "object", "additionalProperties": { "type": "string" } }
+                    "keys": { "type": "array", "items": { "type": "string" } }
                 }
             } }
         }

@@ -326,9 +326,16 @@ impl<'a> TreeRenderer<'a> {
     /// its extract (made now when the build has none).
     fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {
         let count = self.records.dataset.resources[segment].records.len();
+        // the list it belongs to: its `_pages/all` file's bytes, rendered again to hash them
+        let list_url = layout::list_url(&self.options.base_url, segment);
+        let links = paging::ListLinks::of_list(&list_url, self.options.links);
+        let whole = paging::Page { offset: 0, limit: (count as u64).max(1) };
+        let all = paging::render_list_page(&self.entries[segment], &links, whole, self.options.pretty);
+        let list = search::ListStamp::of(count as u64, &all);
+        drop(all);
         if shard.is_none() && search::names_shards(count) > 0 {
             let base = &self.options.base_url;
-            return search::render_names_index(count, |k| layout::names_shard_url(base, segment, k));
+            return search::render_names_index(&list, |k| layout::names_shard_url(base, segment, k));
         }
         let made;
         let entries = match self.extracts.get(segment) {
@@ -339,8 +346,8 @@ impl<'a> TreeRenderer<'a> {
             }
         };
         match shard {
-            Some(k) => search::render_names_shard(entries, k),
-            None => search::render_names_raw(entries),
+            Some(k) => search::render_names_shard(entries, k, &list),
+            None => search::render_names_raw(entries, &list),
         }
     }
 }

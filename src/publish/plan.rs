@@ -113,7 +113,10 @@ pub fn plan(files: &BTreeMap<String, String>, remote: &Remote, links: impl Fn(&s
                     .collect()
             })
             .collect();
-        in_waves(uploads, &edges)
+        // a names document goes with its list's `_pages/all`, which a query reads beside it
+        let joins: Vec<Option<usize>> =
+            uploads.iter().map(|path| names_list_file(path).and_then(|all| uploads.binary_search(&all).ok())).collect();
+        in_waves(uploads, &edges, &joins)
     };
     if !remote.manifest_current {
         uploads.push(MANIFEST_FILE.to_string());
@@ -132,10 +135,18 @@ pub fn plan(files: &BTreeMap<String, String>, remote: &Remote, links: impl Fn(&s
     Plan { uploads, waves, unchanged, deletes }
 }
 
+/// The `_pages/all` file of the list a names file (`_names/` or a shard of it) belongs to.
+fn names_list_file(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(layout::API_PREFIX.trim_start_matches('/'))?;
+    let (segment, names) = rest.split_once('/')?;
+    names.starts_with(&format!("{}/", layout::NAMES_DIR)).then(|| layout::all_page_path(segment))
+}
+
 /// Orders `paths` (sorted) in waves so that every path comes in a later wave than the paths its
 /// `edges` (indexes into `paths`) lead to; paths that lead to each other in a circle share a
-/// wave. Returns the paths in order and the size of each wave.
-fn in_waves(paths: Vec<String>, edges: &[Vec<usize>]) -> (Vec<String>, Vec<usize>) {
+/// wave; a path whose `joins` names another is not in an earlier wave than that one (nothing
+/// links to the paths that join another). Returns the paths in order and the size of each wave.
+fn in_waves(paths: Vec<String>, edges: &[Vec<usize>], joins: &[Option<usize>]) -> (Vec<String>, Vec<usize>) {
     let component = strongly_connected(edges);
     let count = component.iter().max().map_or(0, |c| c + 1);
     // Tarjan numbers components so that every edge leads to a component numbered lower or the
@@ -156,7 +167,9 @@ fn in_waves(paths: Vec<String>, edges: &[Vec<usize>]) -> (Vec<String>, Vec<usize
             .unwrap_or(0);
         wave[c] = below;
     }
-    let mut order: Vec<(usize, usize)> = (0..paths.len()).map(|node| (wave[component[node]], node)).collect();
+    let wave_of = |node: usize| wave[component[node]];
+    let joined = |node: usize| joins[node].map_or(wave_of(node), |other| wave_of(node).max(wave_of(other)));
+    let mut order: Vec<(usize, usize)> = (0..paths.len()).map(|node| (joined(node), node)).collect();
     order.sort();
     let mut sizes = Vec::new();
     for (i, &(w, _)) in order.iter().enumerate() {
@@ -241,6 +254,49 @@ mod tests {
     fn only_the_manifest_and_meta_are_never_cached() {
         assert!(no_cache("manifest.json") && no_cache("api/v2/meta/index.json"));
         assert!(!no_cache("api/v2/berry/index.json"));
+    }
+
+    #[test]
+    fn a_names_document_goes_in_the_wave_of_its_lists_whole_page() {
+        // a new record: the whole list links to it and waits; the names document and its shard,
+        // which link to nothing a publish adds, wait with the list they belong to
+        let new = files(&[
+            ("api/v2/a/1/index.json", "a1"),
+            ("api/v2/a/2/index.json", "a2"),
+            ("api/v2/a/_names/0/index.json", "s2"),
+            ("api/v2/a/_names/index.json", "n2"),
+            ("api/v2/a/_pages/all/index.json", "all2"),
+            ("api/v2/b/_names/index.json", "bn2"),
+        ]);
+        let old = files(&[
+            ("api/v2/a/1/index.json", "a1"),
+            ("api/v2/a/_names/0/index.json", "s1"),
+            ("api/v2/a/_names/index.json", "n1"),
+            ("api/v2/a/_pages/all/index.json", "all1"),
+            ("api/v2/b/_names/index.json", "bn1"),
+        ]);
+        let remote = Remote { manifest_files: Some(old), ..Remote::default() };
+        let links = |path: &str| -> Vec<String> {
+            match path {
+                "api/v2/a/_pages/all/index.json" => {
+                    vec!["api/v2/a/1/index.json".into(), "api/v2/a/2/index.json".into()]
+                }
+                _ => vec![],
+            }
+        };
+        let plan = plan(&new, &remote, links);
+        let waves: Vec<&[String]> = plan.upload_waves().collect();
+        assert_eq!(
+            waves,
+            [
+                &["api/v2/a/2/index.json", "api/v2/b/_names/index.json"][..],
+                &["api/v2/a/_names/0/index.json", "api/v2/a/_names/index.json", "api/v2/a/_pages/all/index.json"],
+                &["manifest.json"],
+            ]
+        );
+        assert_eq!(names_list_file("api/v2/a/_names/7/index.json").as_deref(), Some("api/v2/a/_pages/all/index.json"));
+        assert_eq!(names_list_file("api/v2/a/_pages/all/index.json"), None);
+        assert_eq!(names_list_file("api/v2/_names/index.json"), None);
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl Tree {
             sets.push(list.as_ref().map(|l| (0..l.count() as usize).map(|i| l.entry(i)).collect()).unwrap_or_default());
         }
         let named = match q {
-            Some(q) => match self.matching_names(segment, count, q)? {
+            Some(q) => match self.matching_names(segment, &list, q)? {
                 Some(positions) => Some(positions),
                 None => return Ok(None),
             },
@@ -146,46 +146,79 @@ impl Tree {
         Some((folder, all_path, all_hash))
     }
 
-    /// The list positions of the records of `segment` (a list of `count`) whose names match `q`,
-    /// from its names document; `None` for a tree without names documents.
-    fn matching_names(&self, segment: &str, count: u64, q: &str) -> Result<Option<Vec<usize>>, Unserved> {
+    /// The list positions of the records of `segment` (its list `list`) whose names match `q`,
+    /// from its names document, read one file at a time and matched line by line (see
+    /// [`crate::search`]); `None` for a tree without names documents. A names document that
+    /// names another list than `list` is refused (503), as a file that does not match.
+    fn matching_names(&self, segment: &str, list: &List, q: &str) -> Result<Option<Vec<usize>>, Unserved> {
         let names_path = layout::names_path(segment);
         let Some(names_hash) = self.listing.hash_of(&names_path) else { return Ok(None) };
-        let mut names = self.names_file(&names_path, &names_hash, count, None)?;
-        // a split names document: its shards, in list order
-        for (k, shard) in std::mem::take(&mut names.shards).into_iter().enumerate() {
-            let path = layout::names_shard_path(segment, k);
-            let hash = self.listing.hash_of(&path).ok_or_else(|| self.missing(&path))?;
-            names.results.extend(self.names_file(&path, &hash, shard.count, Some(shard.offset))?.results);
-        }
-        if names.results.len() as u64 != count {
+        let count = list.count();
+        let stamp = search::ListStamp { count, sha256: self.list_sha256(segment, list)? };
+        let folded = search::fold(q);
+        let mut found = Vec::new();
+        let doc = self.read(&names_path, &names_hash)?;
+        let (head, lines) = search::names_head(&doc.body).ok_or_else(|| self.not_names(&names_path, count))?;
+        if head.list != stamp || head.count != count || head.offset.is_some() {
             return Err(self.not_names(&names_path, count));
         }
-        Ok(Some(search::matching(&names, q)))
+        if let Some(lines) = lines {
+            let seen = search::match_lines(lines, &folded, 0, &mut found);
+            return if seen == Some(count as usize) {
+                Ok(Some(found))
+            } else {
+                Err(self.not_names(&names_path, count))
+            };
+        }
+        drop(doc);
+        // a split names document: its shards, in list order, one at a time
+        let mut seen = 0;
+        for (k, shard) in head.shards.iter().enumerate() {
+            let path = layout::names_shard_path(segment, k);
+            let hash = self.listing.hash_of(&path).ok_or_else(|| self.missing(&path))?;
+            let doc = self.read(&path, &hash)?;
+            let held = search::names_head(&doc.body).filter(|(shard_head, _)| {
+                shard_head.list == stamp
+                    && (shard_head.offset, shard_head.count) == (Some(shard.offset), shard.count)
+                    && shard.offset == seen
+            });
+            let lines = held.and_then(|(_, lines)| lines).ok_or_else(|| self.not_names(&names_path, count))?;
+            match search::match_lines(lines, &folded, seen as usize, &mut found) {
+                Some(n) if n as u64 == shard.count => seen += shard.count,
+                _ => return Err(self.not_names(&names_path, count)),
+            }
+        }
+        if seen != count {
+            return Err(self.not_names(&names_path, count));
+        }
+        Ok(Some(found))
     }
 
-    /// A names document or shard (`offset`: a shard's first list position), checked: `count`
-    /// entries, or shards for them.
-    fn names_file(
-        &self,
-        path: &str,
-        hash: &blake3::Hash,
-        count: u64,
-        offset: Option<u64>,
-    ) -> Result<search::NamesDoc, Unserved> {
-        let doc = self.read(path, hash)?;
-        serde_json::from_slice(&doc.body)
-            .ok()
-            .filter(|doc: &search::NamesDoc| {
-                let split = !doc.shards.is_empty() && offset.is_none();
-                doc.count == count && doc.offset == offset && (split || doc.results.len() as u64 == count)
-            })
-            .ok_or_else(|| self.not_names(path, count))
+    /// The SHA-256 (hex) of the `_pages/all` file of `segment`'s list `list`, as the build wrote
+    /// it (read again when the tree is served rebased), computed once per list.
+    fn list_sha256(&self, segment: &str, list: &List) -> Result<String, Unserved> {
+        if let Some(sha256) = list.sha256.get() {
+            return Ok(sha256.clone());
+        }
+        let all_path = layout::all_page_path(segment);
+        let all_hash = self.listing.hash_of(&all_path).ok_or_else(|| self.missing(&all_path))?;
+        let sha256 = if self.base_url == self.built_base_url {
+            search::sha256_hex(&self.read(&all_path, &all_hash)?.body)
+        } else {
+            let raw = super::files::read_listed(&self.dir, &all_path, &all_hash).map_err(|e| Unserved {
+                path: all_path.clone(),
+                detail: e.explain(&self.dir, &all_path),
+                busy: false,
+            })?;
+            search::sha256_hex(&raw)
+        };
+        Ok(list.sha256.get_or_init(|| sha256).clone())
     }
 
     fn not_names(&self, path: &str, count: u64) -> Unserved {
         let detail = format!(
-            "{}: not a names document of {count} entries: rebuild with `gen build`",
+            "{}: not the names document of the list of {count} entries served beside it (a names file and \
+             `_pages/all` of different builds): rebuild with `gen build`",
             self.dir.join(path).display()
         );
         Unserved { path: path.to_string(), detail, busy: false }

@@ -98,6 +98,9 @@ pub struct List {
     pub(super) entries: Vec<u8>,
     /// Where each entry ends in `entries`.
     pub(super) ends: Vec<usize>,
+    /// The SHA-256 (hex) of the `_pages/all` file, once a search has checked a names document
+    /// against it (see [`crate::search::ListStamp`]).
+    pub(super) sha256: OnceLock<String>,
 }
 
 impl List {

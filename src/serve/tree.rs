@@ -376,7 +376,12 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
             parsed.count
         ));
     }
-    let mut list = List { url, entries: Vec::with_capacity(all.len()), ends: Vec::with_capacity(parsed.results.len()) };
+    let mut list = List {
+        url,
+        entries: Vec::with_capacity(all.len()),
+        ends: Vec::with_capacity(parsed.results.len()),
+        sha256: std::sync::OnceLock::new(),
+    };
     for entry in &parsed.results {
         list.entries.extend_from_slice(&paging::render_entry(entry.name.as_deref(), &entry.url, pretty));
         list.ends.push(list.entries.len());

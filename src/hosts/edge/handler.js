@@ -9,8 +9,9 @@
 // holds no file for, with a limit up to the largest page size, is read from at most two page
 // files of the smallest page size at least the limit (their entries sliced as raw text, never
 // parsed and serialised again); a larger limit reads the list's `_pages/all` file once. A page
-// past the end of a list reads nothing. A `?q=` search reads two: the resource's names document
-// (and its shards, for a resource of more than 50,000 records) and its `_pages/all` file. One declared filter (`?FIELD=VALUE`) reads its value's list as a list
+// past the end of a list reads nothing. A `?q=` search reads two: the resource's `_pages/all` file
+// and its names document (and its shards, one at a time, for a resource of more than 50,000
+// records), matched line by line. One declared filter (`?FIELD=VALUE`) reads its value's list as a list
 // is read, after its first page (for the count): at most three reads. Several filters, or a
 // filter with `?q=`, read each value's `_pages/all` file (at most 8, gen serve's bound too;
 // none after a value no record takes), and for `q` the two a search reads.
@@ -311,9 +312,12 @@ function searchQuery(query) {
   return q === "" ? null : q;
 }
 
-/** Text case-folded for matching, as src/search.rs folds it (accents kept). */
+/**
+ * `q` folded for matching, as src/search.rs folds it (the names document holds names folded
+ * so by the build): NFKD, combining marks removed, case folded, final sigma as sigma.
+ */
 function fold(text) {
-  return text.toUpperCase().toLowerCase().replaceAll("ς", "σ");
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toUpperCase().toLowerCase().replaceAll("ς", "σ");
 }
 
 /** `text` percent-encoded for a query value: every byte but `A-Za-z0-9-._~`, as src/search.rs does. */
@@ -403,15 +407,12 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
   } else if (q === null) {
     found = [...sets[0]].filter((entry) => sets.every((set) => set.has(entry)));
   } else {
-    const names = await namesOf(origin, segment);
-    const all = entriesOf(await mustGet(origin, listFile(segment, "_pages/all/")));
-    const folded = fold(q);
-    found = [];
-    names.forEach((entry, i) => {
-      const candidates = entry.name === undefined ? [] : [entry.name];
-      if (entry.names !== undefined) candidates.push(...Object.values(entry.names));
-      if (candidates.some((name) => fold(name).includes(folded)) && sets.every((set) => set.has(all[i]))) found.push(all[i]);
-    });
+    const allBytes = await mustGet(origin, listFile(segment, "_pages/all/"));
+    const all = entriesOf(allBytes);
+    const stamp = { count: all.length, sha256: await sha256Hex(allBytes) };
+    const positions = await matchingNames(origin, segment, fold(q), stamp);
+    if (positions === null) return { status: 503, error: namesOutOfStep(segment) };
+    found = positions.map((i) => all[i]).filter((entry) => sets.every((set) => set.has(entry)));
   }
   const total = BigInt(found.length);
   const start = min(page.offset, total);
@@ -425,16 +426,80 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
 }
 
 /**
- * The entries of the names document of `segment`, in list order: one read, or for a split one
- * (more than 50,000 records, src/search.rs) one more per shard.
+ * The list positions of the entries of the names document of `segment` whose keys contain
+ * `folded` (a folded `q`), in order; `null` when it does not belong to the list `stamp` names
+ * (its count and the SHA-256 of its `_pages/all` file: a publish stopped between the two). One
+ * read, or for a split one (more than 50,000 records, src/search.rs) one more per shard, one
+ * after the other: each file is matched line by line (one entry per line), holding one shard's
+ * bytes and one entry at a time.
  */
-async function namesOf(origin, segment) {
-  const json = async (rest) => JSON.parse(new TextDecoder().decode(await mustGet(origin, listFile(segment, rest))));
-  const doc = await json("_names/");
-  if (doc.shards === undefined) return doc.results;
-  let results = [];
-  for (let k = 0; k < doc.shards.length; k++) results = results.concat((await json(`_names/${k}/`)).results);
-  return results;
+async function matchingNames(origin, segment, folded, stamp) {
+  const found = [];
+  const read = async (rest, offset, count, shard) => {
+    const bytes = await mustGet(origin, listFile(segment, rest));
+    const decoder = new TextDecoder();
+    let end = bytes.indexOf(10);
+    const line = decoder.decode(end < 0 ? bytes : bytes.subarray(0, end));
+    let head;
+    try {
+      head = JSON.parse(end < 0 ? line : `${line.replace(/,"results":\[$/, "")}}`);
+    } catch {
+      return null;
+    }
+    const sameList = head.list?.count === stamp.count && head.list?.sha256 === stamp.sha256;
+    if (!sameList || head.count !== count || head.offset !== (shard ? offset : undefined)) return null;
+    if (end < 0) return shard || !Array.isArray(head.shards) ? null : head;
+    let seen = 0;
+    let closed = false;
+    for (let start = end + 1; start < bytes.length; start = end + 1) {
+      end = bytes.indexOf(10, start);
+      if (end < 0) end = bytes.length;
+      let text = decoder.decode(bytes.subarray(start, end));
+      if (text === "]}" && end === bytes.length) {
+        closed = true;
+        break;
+      }
+      if (text.endsWith(",")) text = text.slice(0, -1);
+      let entry;
+      try {
+        entry = JSON.parse(text);
+      } catch {
+        return null;
+      }
+      if (!Array.isArray(entry.keys)) return null;
+      if (entry.keys.some((key) => key.includes(folded))) found.push(offset + seen);
+      seen++;
+    }
+    return closed && seen === count ? head : null;
+  };
+  const doc = await read("_names/", 0, stamp.count, false);
+  if (doc === null) return null;
+  if (doc.shards === undefined) return found;
+  let offset = 0;
+  for (let k = 0; k < doc.shards.length; k++) {
+    const { count } = doc.shards[k];
+    if (doc.shards[k].offset !== offset || (await read(`_names/${k}/`, offset, count, true)) === null) return null;
+    offset += count;
+  }
+  return offset === stamp.count ? found : null;
+}
+
+/** The SHA-256 of `bytes`, lower-case hex (src/search.rs `sha256_hex`). */
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The 503 of a names document that is not its list's, as gen serve words it for the file
+ * (src/answers.rs `tree_changed`): nothing is cached, and a retry finds them in step.
+ */
+function namesOutOfStep(segment) {
+  const path = `api/v2/${segment}/_names/index.json`;
+  const detail =
+    `the tree on disk changed: "${path}" does not match the manifest this server read (a build may be ` +
+    "replacing the tree, or the file was edited); retry in a moment, and if this goes on, rebuild with `gen build`";
+  return JSON.stringify({ detail });
 }
 
 /** The page `next` points to by the public API's rule (the last page's limit shrinks). */
