@@ -1201,3 +1201,56 @@ fn an_oversized_manifest_or_marker_in_the_target_is_refused_unread() {
         assert!(files.iter().all(|p| p == object), "a refused publish wrote {files:?}");
     }
 }
+
+/// The `list` a names document names (its count and `_pages/all` hash) and the count and
+/// SHA-256 of the `_pages/all` file in the bucket, for `segment`.
+fn names_and_list_in_bucket(weed: &Weed, segment: &str) -> (serde_json::Value, serde_json::Value) {
+    let names: serde_json::Value =
+        serde_json::from_slice(&weed.get(&format!("api/v2/{segment}/_names/index.json")).0).unwrap();
+    let all = weed.get(&format!("api/v2/{segment}/_pages/all/index.json")).0;
+    let count = serde_json::from_slice::<serde_json::Value>(&all).unwrap()["count"].clone();
+    let sha256: String =
+        ring::digest::digest(&ring::digest::SHA256, &all).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    (names["list"].clone(), serde_json::json!({"count": count, "sha256": sha256}))
+}
+
+/// A publish stopped after the wave of a new record, before the list that links to it: the
+/// names document, which links to nothing, waits with that list, so the bucket's names
+/// document still belongs to the bucket's list (before, it went in the first wave, and a search
+/// paired the new names with the old list).
+#[test]
+fn a_publish_stopped_before_the_names_wave_leaves_searches_refused_not_wrong() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let (named, list) = names_and_list_in_bucket(&weed, "firmness");
+    assert_eq!(named, list, "a whole publish: the names document is its list's");
+    let old_names = weed.get("api/v2/firmness/_names/index.json").0;
+    // a new firmness: new record files (by id and by name), a new list, new names
+    std::fs::write(
+        site.data().join("firmness/6.json"),
+        r#"{"id": 6, "name": "firm-6", "names": [{"name": "Fest 6", "language": "de"}]}"#,
+    )
+    .unwrap();
+    site.build(&[]);
+    let names = "api/v2/firmness/_names/index.json";
+    assert_ne!(site.bytes(names), old_names);
+    // the record's name path, among the first wave's uploads and after the names document by
+    // path, fails: the publish stops after that wave
+    let proxy = weed.proxy();
+    proxy.fault(Some("PUT"), "api/v2/firmness/firm-6/index.json", Fault::Status500);
+    let run = weed.publish_via(&proxy.endpoint(), &site.out(), &["--retries", "0", "--jobs", "1"], &[]).fails_with(2);
+    assert!(run.stderr().contains("published manifest is still the previous one"), "{}", run.stderr());
+    let puts = proxy.puts();
+    assert!(puts.iter().any(|k| k == "api/v2/firmness/6/index.json"), "the first wave ran: {puts:?}");
+    assert!(!puts.iter().any(|k| k == names), "the names document waits for its list: {puts:?}");
+    assert_eq!(weed.get(names).0, old_names);
+    let (named, list) = names_and_list_in_bucket(&weed, "firmness");
+    assert_eq!(named, list, "the bucket's names document is still its list's");
+    proxy.clear();
+    weed.publish(&site.out(), &[]).ok();
+    let (named, list) = names_and_list_in_bucket(&weed, "firmness");
+    assert_eq!((&named, &list), (&list, &list));
+    assert_eq!(list["count"], 6);
+    assert_bucket_is_tree(&weed, &site, &[]);
+}
