@@ -1721,7 +1721,6 @@ fn searches_of_150000_records_hold_a_shard_at_a_time_in_serve_and_node() {
         before >> 20,
         serve_peak >> 20
     );
-    assert!(serve_peak < 400 << 20, "32 searches took gen serve to {} MB", serve_peak >> 20);
 
     let files = TempDir::new("edge-names-memory-runtime");
     let (_origin, edge) = start_node_handler(&node, &tree.out, files.path());
@@ -1733,5 +1732,6 @@ fn searches_of_150000_records_hold_a_shard_at_a_time_in_serve_and_node() {
     assert_eq!(got.body, serve.get(target).expect(200).body);
     let node_peak = peak_rss(edge.server.pid());
     eprintln!("Node handler: peak RSS {} MB idle, {} MB after one search", idle >> 20, node_peak >> 20);
+    assert!(serve_peak < 200 << 20, "32 searches took gen serve to {} MB", serve_peak >> 20);
     assert!(node_peak < 128 << 20, "one search took the Node handler to {} MB", node_peak >> 20);
 }

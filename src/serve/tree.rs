@@ -36,6 +36,8 @@ pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(1
 struct Reads {
     reading: HashMap<CacheKey, Arc<Flight>>,
     sending: HashMap<CacheKey, std::sync::Weak<Doc>>,
+    /// The lists too large for the cache that answers still use (see [`Tree::list`]).
+    lists: HashMap<CacheKey, std::sync::Weak<List>>,
 }
 
 type Flights = std::sync::Mutex<Reads>;
@@ -87,6 +89,9 @@ pub struct Tree {
     pub(crate) deploy_head: String,
     /// Reads under way (see [`Tree::read`]).
     flights: Flights,
+    /// Held while a list is parsed: one at a time, so that requests that all miss a list too
+    /// large for the cache share one parse and one copy of it rather than each making its own.
+    list_parse: std::sync::Mutex<()>,
 }
 
 impl Tree {
@@ -161,6 +166,7 @@ impl Tree {
             cache,
             deploy_head,
             flights: Flights::default(),
+            list_parse: std::sync::Mutex::new(()),
         };
         Ok((tree, checked))
     }
@@ -336,6 +342,21 @@ impl Tree {
         if let Some(Item::List(list)) = self.cache.get(&key) {
             return Ok(list);
         }
+        let shared = || {
+            let flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            flights.lists.get(&key).and_then(std::sync::Weak::upgrade)
+        };
+        if let Some(list) = shared() {
+            return Ok(list);
+        }
+        let _parsing = self.list_parse.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(list) = self.cache.get(&key).and_then(|item| if let Item::List(l) = item { Some(l) } else { None })
+        {
+            return Ok(list);
+        }
+        if let Some(list) = shared() {
+            return Ok(list);
+        }
         let all = self.read(all_path, all_hash)?;
         let url = layout::list_url(&self.base_url, segment);
         let list = parse_list(&all.body, url, count, self.links, self.pretty).map_err(|why| Unserved {
@@ -344,7 +365,13 @@ impl Tree {
             busy: false,
         })?;
         let list = Arc::new(list);
-        self.cache.insert(key, Item::List(list.clone()), list.bytes());
+        if self.cache.would_hold(list.bytes()) {
+            self.cache.insert(key, Item::List(list.clone()), list.bytes());
+        } else {
+            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            flights.lists.retain(|_, held| held.strong_count() > 0);
+            flights.lists.insert(key, Arc::downgrade(&list));
+        }
         Ok(list)
     }
 }
