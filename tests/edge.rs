@@ -1608,6 +1608,9 @@ fn a_misbehaving_origin_gets_a_json_error_never_a_cached_wrong_answer() {
                 "{} on {target}",
                 runtime.server.name
             );
+        }
+    }
+}
 
 /// A names document beside the `_pages/all` of another build (a publish stopped between the
 /// two): the same count, another list. `gen serve` and every handler answer `?q=` with the same
