@@ -10,6 +10,7 @@ pub mod index;
 pub mod tree_fs;
 
 // Load: walk the data folder, check each record's own shape, into the dataset.
+pub mod data_path;
 pub mod walk;
 pub mod validate;
 pub mod load;

@@ -9,8 +9,9 @@
 
 mod force;
 
+use crate::build::data_path::DataPath;
+use crate::config::parse_id;
 use crate::config::{CONFIG_FILE, DataSettings};
-use crate::config::{ORDER_FILE, parse_id};
 use crate::json::parse_json;
 use crate::layout::{self, API_PREFIX, API_ROOT};
 use crate::problem::{Problem, Problems};
@@ -195,9 +196,10 @@ fn scan_record(dir: &Path, folder: &str, id: i64, source: &Path, scanned: &mut S
     }
     let sub_documents = list_dirs(&record_dir).unwrap_or_default().into_iter().filter_map(|sub| {
         let path = record_dir.join(&sub).join("index.json");
-        path.exists().then(|| (path, format!("{folder}/{id}/{sub}.json"), None))
+        let target = DataPath::SubDoc { segment: folder, id, name: &sub }.file();
+        path.exists().then(|| (path, target, None))
     });
-    let record_job = (record, format!("{folder}/{id}.json"), Some((folder.to_string(), id)));
+    let record_job = (record, DataPath::Record { segment: folder, id }.file(), Some((folder.to_string(), id)));
     for (path, target, record) in std::iter::once(record_job).chain(sub_documents) {
         scanned.subdocs += usize::from(record.is_none());
         match inside_source(&path, source) {
@@ -236,7 +238,7 @@ fn write_documents(scanned: &Scanned, dir: &Path, keep: bool) -> Result<Written>
     }
     for (folder, ids) in &scanned.orders {
         let bytes = serde_json::to_vec(ids).expect("ids serialise");
-        fsutil::write(&dir.join(folder).join(ORDER_FILE), &bytes)?;
+        fsutil::write(&dir.join(DataPath::Order { segment: folder }.file()), &bytes)?;
     }
     Ok(Written {
         referenced: referenced.into_inner().expect("no panics"),

@@ -1,6 +1,7 @@
 //! The dataset: what `load` makes of the data folder (resources, their records in list order,
 //! ids and names, the files they come from) and what every later stage reads.
 
+use super::data_path::DataPath;
 use crate::config::DataSettings;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -50,12 +51,12 @@ pub struct SubDoc {
 
 /// The file of the record `id` of `segment` in the data folder `dir`.
 pub fn record_file(dir: &Path, segment: &str, id: i64) -> PathBuf {
-    dir.join(segment).join(format!("{id}.json"))
+    dir.join(DataPath::Record { segment, id }.file())
 }
 
 /// The file of the sub-document `name` of the record `id` of `segment` in the data folder `dir`.
 pub fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
-    dir.join(segment).join(id.to_string()).join(format!("{name}.json"))
+    dir.join(DataPath::SubDoc { segment, id, name }.file())
 }
 
 impl Resource {

@@ -39,6 +39,7 @@ pub use format::FORMAT;
 pub use tree_docs::{OtherDoc, TreeDocs};
 pub use trust::{UNTRUSTED_WINDOW_NS, Verified};
 
+use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
 use crate::fsutil::{self, NotRead};
 use crate::fsutil::{Stamp, beside};
@@ -93,18 +94,19 @@ impl<'a> Place<'a> {
     /// The place of the data file `rel` (relative to the data folder): `<segment>/<id>.json`
     /// is a record, `<segment>/<id>/<kind>.json` a sub-document; other files have none.
     pub fn of_data_file(rel: &'a str) -> Option<Place<'a>> {
-        let stem = rel.strip_suffix(".json")?;
-        let mut parts = stem.split('/');
-        let (segment, id) = (parts.next()?, crate::config::parse_id(parts.next()?)?);
-        let kind = parts.next();
-        parts.next().is_none().then_some(Place { segment, kind, id })
+        match DataPath::parse(rel, false) {
+            Ok(DataPath::Record { segment, id }) => Some(Place { segment, kind: None, id }),
+            Ok(DataPath::SubDoc { segment, id, name }) => Some(Place { segment, kind: Some(name), id }),
+            _ => None,
+        }
     }
 
     /// The data file of this place, relative to the data folder.
     pub fn data_file(&self) -> String {
+        let (segment, id) = (self.segment, self.id);
         match self.kind {
-            None => format!("{}/{}.json", self.segment, self.id),
-            Some(kind) => format!("{}/{}/{kind}.json", self.segment, self.id),
+            None => DataPath::Record { segment, id }.file(),
+            Some(name) => DataPath::SubDoc { segment, id, name }.file(),
         }
     }
 

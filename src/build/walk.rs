@@ -1,8 +1,9 @@
 //! The data folder's walk: every file classified by its place (a record, an order file, a
 //! sub-document), anything else reported as a problem.
 
-use crate::config::{self, CONFIG_FILE, ORDER_FILE, parse_id};
-use crate::layout::API_PREFIX;
+use super::data_path::{DataPath, NotData};
+use crate::config::CONFIG_FILE;
+use crate::fsutil;
 use crate::problem::Problem;
 use std::path::{Path, PathBuf};
 
@@ -48,69 +49,25 @@ pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
     entries
 }
 
-/// What a file or folder of the data folder is, by its place: an entry to load, nothing to load
-/// (the settings, a resource's folder, a record's folder), or a problem.
+/// What a file or folder of the data folder is, by its place ([`DataPath`]): an entry to load,
+/// nothing to load (the settings, a resource's folder, a record's folder), or a problem.
 fn classify(dir: &Path, item: &walkdir::DirEntry) -> Result<Option<Entry>, Problem> {
     let path = item.path().to_path_buf();
-    let file_name = item.file_name().to_string_lossy().to_string();
-    let is_dir = item.file_type().is_dir();
-    let parts: Vec<String> = path
-        .strip_prefix(dir)
-        .unwrap_or(&path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().to_string())
-        .collect();
-    match (parts.len(), is_dir) {
-        (1, true) if !config::is_valid_segment(&file_name) => Err(Problem::new(
-            &path,
-            "-",
-            format!(
-                "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in {API_PREFIX}<segment>/)"
-            ),
-        )),
-        (1, true) => Ok(None),
-        (1, false) if file_name == CONFIG_FILE => Ok(None),
-        (1, false) => Err(Problem::new(
+    let rel = fsutil::relative(dir, &path);
+    let file = path.clone();
+    match DataPath::parse(&rel, item.file_type().is_dir()) {
+        Ok(DataPath::Record { segment, id }) => Ok(Some(Entry::Record { segment: segment.to_string(), id, file })),
+        Ok(DataPath::Order { segment }) => Ok(Some(Entry::Order { segment: segment.to_string(), file })),
+        Ok(DataPath::SubDoc { segment, id, name }) => {
+            Ok(Some(Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file }))
+        }
+        Ok(DataPath::Table { .. } | DataPath::SubDocTable { .. }) => Err(Problem::new(
             &path,
             "-",
             format!("stray file: data/ holds only {CONFIG_FILE} and one folder per resource"),
         )),
-        _ if !config::is_valid_segment(&parts[0]) => Ok(None), // reported above
-        (2, false) if file_name == ORDER_FILE => Ok(Some(Entry::Order { segment: parts[0].clone(), file: path })),
-        (2, false) => match file_name.strip_suffix(".json").and_then(parse_id) {
-            Some(id) => Ok(Some(Entry::Record { segment: parts[0].clone(), id, file: path })),
-            None => Err(Problem::new(
-                &path,
-                "-",
-                format!(
-                    "stray file: a resource folder holds <id>.json records (e.g. 1.json, -1.json) and an optional {ORDER_FILE}"
-                ),
-            )),
-        },
-        (2, true) if parse_id(&file_name).is_some() => Ok(None),
-        (2, true) => Err(Problem::new(
-            &path,
-            "-",
-            "stray folder: a folder inside a resource holds a record's sub-documents and is named by the record's id",
-        )),
-        (3, false) => {
-            let id = parse_id(&parts[1]);
-            match (id, file_name.strip_suffix(".json").filter(|n| config::is_valid_name(n))) {
-                (Some(id), Some(name)) => {
-                    Ok(Some(Entry::SubDoc { segment: parts[0].clone(), id, name: name.to_string(), file: path }))
-                }
-                (Some(_), None) => Err(Problem::new(
-                    &path,
-                    "-",
-                    "stray file: a sub-document is <name>.json, the name made of lower-case letters, digits and '-'",
-                )),
-                (None, _) => Ok(None), // its folder is reported
-            }
-        }
-        (3, true) if parse_id(&parts[1]).is_some() => {
-            Err(Problem::new(&path, "-", "stray folder: sub-documents are files, <segment>/<id>/<name>.json"))
-        }
-        _ => Ok(None),
+        Ok(_) | Err(NotData::Inside) => Ok(None),
+        Err(NotData::Stray(message)) => Err(Problem::new(&path, "-", message)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! segments are replaced whole (and only when they hold nothing but records), everything else
 //! is carried over unchanged, and the settings are kept but for "external".
 
+use crate::build::data_path::DataPath;
 use crate::config::CONFIG_FILE;
 use crate::{fsutil, json};
 use anyhow::{Context, Result, bail};
@@ -76,25 +77,19 @@ pub(super) fn keep_what_is_not_imported(out: &Path, staging: &Path, imported: &B
 /// an `<id>/` folder. The import replaces the folder whole; these are the user's, and `--force`
 /// refuses rather than delete them.
 fn files_not_of_records(folder: &Path, name: &str) -> Result<Vec<String>> {
-    let is_id = |text: &str| {
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-    };
     let mut theirs = Vec::new();
     for entry in walkdir::WalkDir::new(folder).min_depth(1).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot read {}", folder.display()))?;
         if entry.file_type().is_dir() {
             continue;
         }
-        let rel = fsutil::relative(folder, entry.path());
-        let parts: Vec<&str> = rel.split('/').collect();
-        let record = match parts.as_slice() {
-            [file] => *file == "order.json" || file.strip_suffix(".json").is_some_and(is_id),
-            [id, .., last] => is_id(id) && last.ends_with(".json"),
-            [] => false,
-        };
+        let rel = format!("{name}/{}", fsutil::relative(folder, entry.path()));
+        let record = matches!(
+            DataPath::parse(&rel, false),
+            Ok(DataPath::Record { .. } | DataPath::Order { .. } | DataPath::SubDoc { .. })
+        );
         if !record || !entry.file_type().is_file() {
-            theirs.push(format!("{name}/{rel}"));
+            theirs.push(rel);
         }
     }
     Ok(theirs)

@@ -5,6 +5,7 @@
 use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
+use crate::build::data_path::DataPath;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
@@ -145,8 +146,7 @@ impl DataFiles {
         });
         keyed
             && before.other.keys().all(|rel| {
-                self.other.contains_key(rel)
-                    || (rel.split('/').count() == 2 && rel.ends_with(&format!("/{}", crate::config::ORDER_FILE)))
+                self.other.contains_key(rel) || matches!(DataPath::parse(rel, false), Ok(DataPath::Order { .. }))
             })
     }
 
