@@ -14,6 +14,7 @@ pub mod data_path;
 pub mod walk;
 pub mod validate;
 pub mod load;
+pub mod table;
 pub mod dataset;
 pub mod extract;
 pub mod parse_budget;
@@ -115,13 +116,13 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
         // References can only be checked once the whole index is known.
         let renderer = render::Renderer { dataset: &dataset, base_url: "", pretty: false };
         let dataset_ref = &dataset;
-        let files: Vec<std::path::PathBuf> = dataset
+        let files: Vec<load::Source> = dataset
             .resources
             .iter()
             .flat_map(|(segment, resource)| resource.records.iter().map(move |r| (segment, r)))
             .flat_map(|(segment, r)| {
-                let subdocs = r.subdocs.iter().map(move |s| dataset_ref.subdoc_file(segment, r.id, &s.name));
-                std::iter::once(dataset_ref.record_file(segment, r.id)).chain(subdocs)
+                let subdocs = r.subdocs.iter().map(move |s| dataset_ref.subdoc_source(segment, r.id, s));
+                std::iter::once(dataset_ref.record_source(segment, r)).chain(subdocs)
             })
             .collect();
         use rayon::prelude::*;

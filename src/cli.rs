@@ -286,6 +286,20 @@ pub struct ImportApiDataArgs {
     /// always refused.
     #[arg(long)]
     pub force: bool,
+    /// How each resource is written: `files`, a folder of one file per record (what people edit
+    /// by hand), or `ndjson`, one table per resource, `<segment>.ndjson`, a record a line
+    /// (docs/data.md).
+    #[arg(long, value_enum, default_value_t = DataLayout::Files, value_name = "LAYOUT")]
+    pub layout: DataLayout,
+}
+
+/// The layout of a data folder written by `gen import`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DataLayout {
+    /// `<segment>/<id>.json`, one file per record.
+    Files,
+    /// `<segment>.ndjson`, one record a line.
+    Ndjson,
 }
 
 #[derive(Debug, clap::Args)]

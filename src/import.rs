@@ -8,6 +8,7 @@
 //! What `--force` keeps of an existing data folder is in [`force`].
 
 mod force;
+mod tables;
 
 use crate::build::data_path::DataPath;
 use crate::config::parse_id;
@@ -46,6 +47,8 @@ pub struct ImportOptions {
     pub keep_segment_names: bool,
     /// Replace a destination folder that is not empty.
     pub force: bool,
+    /// Write each resource as a table, `<segment>.ndjson`, instead of a folder of files.
+    pub ndjson: bool,
 }
 
 /// What an import did.
@@ -104,6 +107,11 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
     if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
     }
+    if options.ndjson && options.force {
+        bail!(
+            "--layout ndjson writes a new data folder: choose an empty --out folder (--force is for the files layout)"
+        );
+    }
     let scanned = scan(&root, &source, options.keep_segment_names)?;
     let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
     let written = write_documents(&scanned, &staging.dir, options.keep_segment_names)?;
@@ -115,6 +123,9 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         ..ImportSummary::default()
     };
     write_settings(out, &staging.dir, options, written.referenced, &mut summary)?;
+    if options.ndjson {
+        tables::folders_to_tables(&staging.dir)?;
+    }
     staging.commit()?;
     Ok(summary)
 }

@@ -41,12 +41,88 @@ pub struct Record {
     pub name: Option<String>,
     /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
     pub subdocs: Vec<SubDoc>,
+    /// Its line, when its resource is a table (`data/<segment>.ndjson`).
+    pub line: Option<Span>,
+}
+
+/// Where a line of a table is: its byte offset and length (without the newline), and its
+/// number (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub offset: u64,
+    pub len: u32,
+    pub line: u32,
 }
 
 /// A document under a record, such as `creature/132/encounters`: any JSON value.
 #[derive(Debug)]
 pub struct SubDoc {
     pub name: String,
+    /// Its line, when it is held in a table (`data/<segment>.<name>.ndjson`).
+    pub line: Option<Span>,
+}
+
+/// Where the JSON of a record or sub-document is: its own file, or a line of a table (for a
+/// sub-document, the line's `document`).
+#[derive(Debug, Clone)]
+pub enum Source {
+    File(PathBuf),
+    Line { table: PathBuf, span: Span, document: bool },
+}
+
+impl Source {
+    /// The JSON bytes of the record or sub-document.
+    pub fn read(&self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Source::File(file) => std::fs::read(file),
+            Source::Line { table, span, document } => {
+                use std::io::{Read, Seek};
+                let mut bytes = vec![0; span.len as usize];
+                let mut file = std::fs::File::open(table)?;
+                file.seek(std::io::SeekFrom::Start(span.offset))?;
+                file.read_exact(&mut bytes)?;
+                if !document {
+                    return Ok(bytes);
+                }
+                let line: serde_json::Value = serde_json::from_slice(&bytes)?;
+                Ok(serde_json::to_vec(&line["document"]).expect("a JSON value serialises"))
+            }
+        }
+    }
+
+    /// The bytes [`Source::read`] reads, as far as known before reading (0 for a file that
+    /// cannot be stat-ed: its read fails): what the parse budget holds for it.
+    pub fn size(&self) -> usize {
+        match self {
+            Source::File(file) => std::fs::metadata(file).map_or(0, |m| m.len() as usize),
+            Source::Line { span, .. } => span.len as usize,
+        }
+    }
+
+    /// The path problems of this source are reported at: the file, or `<table>:LINE:1`.
+    pub fn problem_path(&self) -> PathBuf {
+        match self {
+            Source::File(file) => file.clone(),
+            Source::Line { table, span, .. } => at_line(table, span.line, 1),
+        }
+    }
+
+    /// A problem found in this source's bytes (reported at [`Source::problem_path`]), located in
+    /// its table: a line and column of the bytes become the table's line and column.
+    pub fn locate(&self, problem: crate::problem::Problem) -> crate::problem::Problem {
+        match self {
+            Source::File(_) => problem,
+            Source::Line { span, document: false, .. } => crate::problem::Problem::at_line_of(problem, span.line),
+            Source::Line { .. } => problem,
+        }
+    }
+}
+
+/// `<file>:LINE:COLUMN`, where problems of a table's line are reported.
+pub fn at_line(file: &Path, line: u32, column: u64) -> PathBuf {
+    let mut path = file.as_os_str().to_owned();
+    path.push(format!(":{line}:{column}"));
+    PathBuf::from(path)
 }
 
 /// The file of the record `id` of `segment` in the data folder `dir`.
@@ -81,6 +157,29 @@ impl Dataset {
     /// The file of the sub-document `name` of the record `id` of `segment`.
     pub fn subdoc_file(&self, segment: &str, id: i64, name: &str) -> PathBuf {
         subdoc_file(&self.dir, segment, id, name)
+    }
+
+    /// Where the JSON of `record` of `segment` is.
+    pub fn record_source(&self, segment: &str, record: &Record) -> Source {
+        match record.line {
+            Some(span) => {
+                Source::Line { table: self.dir.join(DataPath::Table { segment }.file()), span, document: false }
+            }
+            None => Source::File(self.record_file(segment, record.id)),
+        }
+    }
+
+    /// Where the JSON of the sub-document `subdoc` of the record `id` of `segment` is.
+    pub fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
+        let name = subdoc.name.as_str();
+        match subdoc.line {
+            Some(span) => Source::Line {
+                table: self.dir.join(DataPath::SubDocTable { segment, name }.file()),
+                span,
+                document: true,
+            },
+            None => Source::File(self.subdoc_file(segment, id, name)),
+        }
     }
 
     /// Number of records across all resources.

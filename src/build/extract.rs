@@ -102,8 +102,9 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
         .par_iter()
         .with_min_len(64)
         .map(|record| {
-            let file = dataset.record_file(segment, record.id);
-            let value = read_members(&file, &keys).map(serde_json::Value::Object);
+            let source = dataset.record_source(segment, record);
+            let file = source.problem_path();
+            let value = read_members(&source, &keys).map(serde_json::Value::Object);
             let names = value.as_ref().map(search::localized_names).unwrap_or_default();
             let values: Vec<Vec<String>> =
                 paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
@@ -165,7 +166,7 @@ fn too_long(
 /// The members of a record's top-level object named in `keys`, parsed; the others are checked
 /// as JSON and skipped without being built (a record of the published data holds hundreds of
 /// KB the names and filters never read). `None` when the file cannot be read as an object.
-fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map<String, serde_json::Value>> {
+fn read_members(source: &super::dataset::Source, keys: &[&str]) -> Option<serde_json::Map<String, serde_json::Value>> {
     use crate::json::numbers::{Numbers, SkipSeed, ValueSeed};
     use serde::de::{DeserializeSeed, MapAccess, Visitor};
     struct Members<'k, 'n, 't>(&'k [&'k str], &'n Numbers<'t>);
@@ -192,8 +193,8 @@ fn read_members(path: &std::path::Path, keys: &[&str]) -> Option<serde_json::Map
             Ok(out)
         }
     }
-    let _share = crate::build::parse_budget::hold_for(path);
-    let bytes = crate::json::read_data_file(path).ok()?;
+    let _share = crate::build::parse_budget::hold(source.size());
+    let bytes = source.read().ok()?;
     // numbers as written (a filter's value is its text), counted in the members skipped too
     let numbers = Numbers::new(&bytes);
     Members(keys, &numbers).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()

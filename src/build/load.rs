@@ -4,11 +4,12 @@
 //! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
-pub use super::dataset::{Dataset, Record, Resource, SubDoc};
+pub use super::dataset::{Dataset, Record, Resource, Source, SubDoc};
+use super::table::load_tables;
 use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
 };
-use super::walk::{Entry, walk};
+use super::walk::{Entry, Tables, walk};
 use crate::build::index::{DataFile, DataFiles, Hash, Place};
 use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::fsutil::{self, NotRead, Stamp};
@@ -77,7 +78,8 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
     let config_path = dir.join(CONFIG_FILE);
     read_config(&config_path, seen, &mut dataset, &mut files, &mut problems);
 
-    let entries = walk(dir, &mut problems);
+    let mut tables = Tables::default();
+    let entries = walk(dir, &mut problems, &mut tables);
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
@@ -92,7 +94,11 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
             (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
         })
         .collect();
-    let parsed = sort_out(dir, loaded, &mut files, &mut problems);
+    let mut parsed = sort_out(dir, loaded, &mut files, &mut problems);
+    let stamp = |file: &Path| seen(file).stamp;
+    let (table_records, table_subdocs) = load_tables(tables, limit, &stamp, &mut files, &mut problems);
+    parsed.records.extend(table_records);
+    parsed.subdocs.extend(table_subdocs);
 
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
@@ -209,6 +215,9 @@ fn index_resources(
         if let Some((file, order)) = orders.remove(&segment) {
             list = apply_order(&file, order, list, problems);
         }
+        if list.first().is_some_and(|r| r.line.is_some()) {
+            list.sort_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
+        }
         let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
     }
@@ -226,7 +235,7 @@ fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>
         match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
             Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
             None => problems.push(Problem::whole(
-                &dataset.subdoc_file(&segment, id, &subdoc.name),
+                &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
                 format!(
                     "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
                 ),
@@ -257,14 +266,14 @@ fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
     match entry {
         Entry::Record { segment, id, .. } => known.map(|k| Loaded::Record {
             segment: segment.clone(),
-            record: Record { id: *id, name: k.name, subdocs: Vec::new() },
+            record: Record { id: *id, name: k.name, subdocs: Vec::new(), line: None },
             hash: k.hash,
             problems: Vec::new(),
         }),
         Entry::SubDoc { segment, id, name, .. } => known.map(|k| Loaded::SubDoc {
             segment: segment.clone(),
             id: *id,
-            subdoc: SubDoc { name: name.clone() },
+            subdoc: SubDoc { name: name.clone(), line: None },
             hash: k.hash,
         }),
         Entry::Order { .. } => None,
@@ -336,7 +345,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
             Ok(head) => {
                 let mut problems = Vec::new();
                 let name = check_record(&file, id, &head, &mut problems);
-                Loaded::Record { segment, record: Record { id, name, subdocs: Vec::new() }, hash, problems }
+                Loaded::Record { segment, record: Record { id, name, subdocs: Vec::new(), line: None }, hash, problems }
             }
         },
         Entry::Order { segment, file } => match parse_json(&file, &bytes) {
@@ -346,7 +355,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
         Entry::SubDoc { segment, id, name, file } => {
             let checked = check_syntax(&bytes).map_err(|_| parse_json(&file, &bytes).err());
             match checked {
-                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name }, hash },
+                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name, line: None }, hash },
                 Err(problem) => Loaded::Failed(problem.unwrap_or_else(|| Problem::whole(&file, "invalid JSON"))),
             }
         }

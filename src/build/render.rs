@@ -2,7 +2,7 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::build::extract::{self, Extracts};
-use crate::build::load::Dataset;
+use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
 use crate::json::parse_json;
@@ -82,18 +82,19 @@ impl Renderer<'_> {
 
     /// Reads, checks and renders the document in `file`. Returns the bytes to publish, or
     /// every problem found in it.
-    pub fn render_file(&self, file: &Path) -> Result<Vec<u8>, Vec<Problem>> {
-        self.render_file_observed(file, |_| {})
+    pub fn render_file(&self, source: &Source) -> Result<Vec<u8>, Vec<Problem>> {
+        self.render_file_observed(source, |_| {})
     }
 
     /// Like [`Renderer::render_file`], and shows the rendered value to `observe` (for schema
     /// inference) before it is serialised.
-    pub fn render_file_observed(&self, file: &Path, observe: impl FnOnce(&Value)) -> Result<Vec<u8>, Vec<Problem>> {
+    pub fn render_file_observed(&self, source: &Source, observe: impl FnOnce(&Value)) -> Result<Vec<u8>, Vec<Problem>> {
+        let file = &source.problem_path();
         // held from before the read until the document is rendered: the parsed value is many
         // times the text
-        let _share = crate::build::parse_budget::hold_for(file);
-        let bytes = std::fs::read(file).map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
-        let mut value = parse_json(file, &bytes).map_err(|p| vec![p])?;
+        let _share = crate::build::parse_budget::hold(source.size());
+        let bytes = source.read().map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
+        let mut value = parse_json(file, &bytes).map_err(|p| vec![source.locate(p)])?;
         drop(bytes);
         let mut problems = Vec::new();
         let mut steps = Vec::new();
@@ -292,14 +293,14 @@ impl<'a> TreeRenderer<'a> {
             }
             Content::Meta => Ok(self.meta.clone()),
             Content::Record { segment, index } => {
-                let file = dataset.record_file(segment, dataset.resources[segment].records[index].id);
-                self.records.render_file_observed(&file, |value| self.observe(segment, None, value))
+                let source = dataset.record_source(segment, &dataset.resources[segment].records[index]);
+                self.records.render_file_observed(&source, |value| self.observe(segment, None, value))
             }
             Content::SubDoc { segment, index, subdoc } => {
                 let record = &dataset.resources[segment].records[index];
                 let sub = &record.subdocs[subdoc];
-                let file = dataset.subdoc_file(segment, record.id, &sub.name);
-                self.records.render_file_observed(&file, |value| self.observe(segment, Some(&sub.name), value))
+                let source = dataset.subdoc_source(segment, record.id, sub);
+                self.records.render_file_observed(&source, |value| self.observe(segment, Some(&sub.name), value))
             }
             Content::Page { segment, page } => {
                 let list_url = layout::list_url(&self.options.base_url, segment);

@@ -37,8 +37,8 @@ pub(crate) fn check_config(path: &Path, config: &DataSettings, problems: &mut Ve
 #[derive(Debug, Default)]
 pub(crate) struct Head {
     /// The kind of the top-level value, when it is not an object.
-    not_object: Option<&'static str>,
-    id: Option<Value>,
+    pub(crate) not_object: Option<&'static str>,
+    pub(crate) id: Option<Value>,
     name: Option<Value>,
 }
 
@@ -209,13 +209,13 @@ pub(crate) fn check_unique_names(
             continue;
         }
         problems.push(Problem::new(
-            &super::dataset::record_file(dir, segment, record.id),
+            &record_place(dir, segment, record),
             "$.name",
             format!(
                 "duplicate name {name:?}: {} has it too; names are unique within a resource. If the records \
                  share it on purpose, declare it in {CONFIG_FILE}: \"shared_names\": {{\"{segment}\": [{name:?}]}} \
                  ({API_PREFIX}{segment}/{name}/ then serves the lowest id, {})",
-                super::dataset::record_file(dir, segment, owner.id).display(),
+                record_place(dir, segment, owner).display(),
                 owner.id
             ),
         ));
@@ -295,6 +295,16 @@ pub(crate) fn apply_order(file: &Path, order: Value, records: Vec<Record>, probl
     ordered
 }
 
+/// Where problems of `record` are reported: its file, or its line in its table.
+fn record_place(dir: &Path, segment: &str, record: &Record) -> std::path::PathBuf {
+    match record.line {
+        Some(span) => {
+            super::dataset::at_line(&dir.join(super::data_path::DataPath::Table { segment }.file()), span.line, 1)
+        }
+        None => super::dataset::record_file(dir, segment, record.id),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,7 +336,7 @@ mod tests {
     }
 
     fn record(id: i64) -> Record {
-        Record { id, name: None, subdocs: Vec::new() }
+        Record { id, name: None, subdocs: Vec::new(), line: None }
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! sub-document), anything else reported as a problem.
 
 use super::data_path::{DataPath, NotData};
-use crate::config::CONFIG_FILE;
 use crate::fsutil;
 use crate::problem::Problem;
 use std::path::{Path, PathBuf};
@@ -14,6 +13,25 @@ pub(crate) enum Entry {
     SubDoc { segment: String, id: i64, name: String, file: PathBuf },
 }
 
+/// What the walk found besides the files of resource folders: the folders and the tables.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    /// Segments held as a folder (`<segment>/`).
+    pub folders: Vec<String>,
+    /// Resources held as one file, a record a line (`<segment>.ndjson`): (segment, file).
+    pub records: Vec<(String, PathBuf)>,
+    /// Sub-documents of a table's records (`<segment>.<name>.ndjson`): (segment, name, file).
+    pub subdocs: Vec<(String, String, PathBuf)>,
+}
+
+/// One thing the walk found.
+enum Found {
+    Entry(Entry),
+    Folder(String),
+    Table(String, PathBuf),
+    SubDocTable(String, String, PathBuf),
+}
+
 /// True for names the data walk skips: hidden files and folders (`.git`, an editor's
 /// `.1.json.swp`) and backups ending in `~`, as editors and version control leave them.
 pub(crate) fn is_ignored(name: &str) -> bool {
@@ -23,7 +41,7 @@ pub(crate) fn is_ignored(name: &str) -> bool {
 /// Walks the data folder and classifies every file by its place; anything else is a problem.
 /// Entries come in the order the file system lists them (not sorted: a folder of a million
 /// records would take a second to sort, and every later step sorts what it needs).
-pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
+pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>, tables: &mut Tables) -> Vec<Entry> {
     let mut entries = Vec::new();
     let walker = walkdir::WalkDir::new(dir)
         .min_depth(1)
@@ -41,7 +59,10 @@ pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
             }
         };
         match classify(dir, &item) {
-            Ok(Some(entry)) => entries.push(entry),
+            Ok(Some(Found::Entry(entry))) => entries.push(entry),
+            Ok(Some(Found::Folder(segment))) => tables.folders.push(segment),
+            Ok(Some(Found::Table(segment, file))) => tables.records.push((segment, file)),
+            Ok(Some(Found::SubDocTable(segment, name, file))) => tables.subdocs.push((segment, name, file)),
             Ok(None) => {}
             Err(problem) => problems.push(problem),
         }
@@ -51,21 +72,23 @@ pub(crate) fn walk(dir: &Path, problems: &mut Vec<Problem>) -> Vec<Entry> {
 
 /// What a file or folder of the data folder is, by its place ([`DataPath`]): an entry to load,
 /// nothing to load (the settings, a resource's folder, a record's folder), or a problem.
-fn classify(dir: &Path, item: &walkdir::DirEntry) -> Result<Option<Entry>, Problem> {
+fn classify(dir: &Path, item: &walkdir::DirEntry) -> Result<Option<Found>, Problem> {
     let path = item.path().to_path_buf();
     let rel = fsutil::relative(dir, &path);
     let file = path.clone();
     match DataPath::parse(&rel, item.file_type().is_dir()) {
-        Ok(DataPath::Record { segment, id }) => Ok(Some(Entry::Record { segment: segment.to_string(), id, file })),
-        Ok(DataPath::Order { segment }) => Ok(Some(Entry::Order { segment: segment.to_string(), file })),
-        Ok(DataPath::SubDoc { segment, id, name }) => {
-            Ok(Some(Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file }))
+        Ok(DataPath::Record { segment, id }) => {
+            Ok(Some(Found::Entry(Entry::Record { segment: segment.to_string(), id, file })))
         }
-        Ok(DataPath::Table { .. } | DataPath::SubDocTable { .. }) => Err(Problem::new(
-            &path,
-            "-",
-            format!("stray file: data/ holds only {CONFIG_FILE} and one folder per resource"),
-        )),
+        Ok(DataPath::Order { segment }) => Ok(Some(Found::Entry(Entry::Order { segment: segment.to_string(), file }))),
+        Ok(DataPath::SubDoc { segment, id, name }) => {
+            Ok(Some(Found::Entry(Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file })))
+        }
+        Ok(DataPath::ResourceFolder { segment }) => Ok(Some(Found::Folder(segment.to_string()))),
+        Ok(DataPath::Table { segment }) => Ok(Some(Found::Table(segment.to_string(), file))),
+        Ok(DataPath::SubDocTable { segment, name }) => {
+            Ok(Some(Found::SubDocTable(segment.to_string(), name.to_string(), file)))
+        }
         Ok(_) | Err(NotData::Inside) => Ok(None),
         Err(NotData::Stray(message)) => Err(Problem::new(&path, "-", message)),
     }
@@ -95,13 +118,17 @@ mod tests {
             "notes.txt",
             "berry/cheri.json",
             "Bad/1.json",
+            "nut.ndjson",
+            "nut.shell.ndjson",
+            "nut.json",
         ] {
             let path = dir.join(file);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "{}").unwrap();
         }
         let mut problems = Vec::new();
-        let entries = walk(&dir, &mut problems);
+        let mut tables = Tables::default();
+        let entries = walk(&dir, &mut problems, &mut tables);
         let _ = std::fs::remove_dir_all(&dir);
         let mut found: Vec<String> = entries
             .iter()
@@ -110,12 +137,26 @@ mod tests {
                 Entry::Order { segment, .. } => format!("order {segment}"),
                 Entry::SubDoc { segment, id, name, .. } => format!("sub {segment} {id} {name}"),
             })
+            .chain(tables.folders.iter().map(|segment| format!("folder {segment}")))
+            .chain(tables.records.iter().map(|(segment, _)| format!("table {segment}")))
+            .chain(tables.subdocs.iter().map(|(segment, name, _)| format!("table {segment} {name}")))
             .collect();
         found.sort();
-        assert_eq!(found, ["order berry", "record berry -1", "record berry 1", "sub berry 1 flavor"]);
+        assert_eq!(
+            found,
+            [
+                "folder berry",
+                "order berry",
+                "record berry -1",
+                "record berry 1",
+                "sub berry 1 flavor",
+                "table nut",
+                "table nut shell"
+            ]
+        );
         let mut reported: Vec<String> =
             problems.iter().map(|p| p.path.strip_prefix(&dir).unwrap().display().to_string()).collect();
         reported.sort();
-        assert_eq!(reported, ["Bad", "berry/cheri.json", "notes.txt"]);
+        assert_eq!(reported, ["Bad", "berry/cheri.json", "notes.txt", "nut.json"]);
     }
 }

@@ -6,7 +6,11 @@ use std::time::Instant;
 
 pub fn execute(args: ImportApiDataArgs) -> Result<()> {
     let started = Instant::now();
-    let options = genapi::import::ImportOptions { keep_segment_names: args.keep_segment_names, force: args.force };
+    let options = genapi::import::ImportOptions {
+        keep_segment_names: args.keep_segment_names,
+        force: args.force,
+        ndjson: args.layout == crate::cli::DataLayout::Ndjson,
+    };
     let summary = genapi::import::import_api_data(&args.src, &args.out, &options)?;
     super::say(&format!(
         "imported {} resources, {} records, {} sub-documents in {:.2} s → {}",

@@ -1,0 +1,210 @@
+//! Tables: a resource held as one NDJSON file, `data/<segment>.ndjson`, one record a line in
+//! list order, and its sub-documents as `data/<segment>.<name>.ndjson`, one
+//! `{"id": …, "document": …}` a line (docs/data.md). A table is read streamed, a line at a
+//! time; each line's problems are reported at `<table>:LINE:COLUMN`.
+
+use super::data_path::DataPath;
+use super::dataset::{Record, Span, SubDoc, at_line};
+use super::index::{DataFile, DataFiles, Hash, Place};
+use super::validate::{check_record, check_syntax, parse_head};
+use super::walk::Tables;
+use crate::fsutil::Stamp;
+use crate::json::parse_json;
+use crate::problem::Problem;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::BufRead;
+use std::path::Path;
+
+/// One line of a table, read and checked.
+pub(crate) struct Line<T> {
+    pub item: T,
+    pub hash: blake3::Hash,
+}
+
+/// What reading a table gave: its lines without problems, in order, and every problem.
+pub(crate) struct Read<T> {
+    pub lines: Vec<Line<T>>,
+    pub problems: Vec<Problem>,
+}
+
+/// Reads the records of the table `file`, checking each as a record file is checked; its `id`
+/// is its own (no file name gives it). An id on two lines is a problem.
+pub(crate) fn read_records(file: &Path, limit: u64) -> Read<Record> {
+    let mut seen: HashMap<i64, u32> = HashMap::new();
+    read_lines(file, limit, |span, bytes, problems| {
+        let at = at_line(file, span.line, 1);
+        let head = parse_head(&at, bytes).map_err(|p| problems.push(Problem::at_line_of(p, span.line))).ok()?;
+        if head.not_object.is_some() {
+            check_record(&at, 0, &head, problems); // says what the line is instead
+            return None;
+        }
+        let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
+        let name = check_record(&at, id, &head, problems);
+        if let Some(first) = seen.insert(id, span.line) {
+            problems.push(Problem::new(&at, "$.id", format!("id {id} is on line {first} too: ids are unique")));
+            return None;
+        }
+        Some(Record { id, name, subdocs: Vec::new(), line: Some(span) })
+    })
+}
+
+/// Reads the sub-documents `name` of the table `file`: each line `{"id": <the record's id>,
+/// "document": <any JSON value>}`. Returns each with its record's id.
+pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64) -> Read<(i64, SubDoc)> {
+    let mut seen: HashMap<i64, u32> = HashMap::new();
+    read_lines(file, limit, |span, bytes, problems| {
+        let at = at_line(file, span.line, 1);
+        check_syntax(bytes)
+            .map_err(|_| {
+                let found = parse_json(&at, bytes).err().unwrap_or_else(|| Problem::whole(&at, "invalid JSON"));
+                problems.push(Problem::at_line_of(found, span.line));
+            })
+            .ok()?;
+        let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let shape = "a line of a sub-document table is {\"id\": <the record's id>, \"document\": <the document>}";
+        let Some(object) = value.as_object().filter(|o| o.len() == 2 && o.contains_key("document")) else {
+            problems.push(Problem::whole(&at, shape));
+            return None;
+        };
+        let id = line_id(&at, object.get("id"), shape, problems)?;
+        if let Some(first) = seen.insert(id, span.line) {
+            problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
+            return None;
+        }
+        Some((id, SubDoc { name: name.to_string(), line: Some(span) }))
+    })
+}
+
+/// The integer `id` of a line, or a problem saying `fix`.
+fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut Vec<Problem>) -> Option<i64> {
+    match id {
+        None => problems.push(Problem::whole(at, format!("\"id\" is missing: {fix}"))),
+        Some(id) => match id.as_i64().filter(|_| id.is_i64() || id.is_u64()) {
+            Some(id) => return Some(id),
+            None => problems.push(Problem::new(
+                at,
+                "$.id",
+                format!("\"id\" must be an integer from {} to {}, not {id}", i64::MIN, i64::MAX),
+            )),
+        },
+    }
+    None
+}
+
+/// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) to `read`.
+/// A blank line is a problem (a table holds one record a line; the file may end with a newline
+/// or not), and so is a line longer than `limit` bytes or a table with no lines.
+fn read_lines<T>(
+    file: &Path,
+    limit: u64,
+    mut read: impl FnMut(Span, &[u8], &mut Vec<Problem>) -> Option<T>,
+) -> Read<T> {
+    let mut out = Read { lines: Vec::new(), problems: Vec::new() };
+    let mut reader = match std::fs::File::open(file) {
+        Ok(f) => std::io::BufReader::with_capacity(1 << 16, f),
+        Err(e) => {
+            out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
+            return out;
+        }
+    };
+    let (mut offset, mut number, mut buf) = (0u64, 0u32, Vec::new());
+    loop {
+        buf.clear();
+        let n = match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(n) => n as u64,
+            Err(e) => {
+                out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
+                break;
+            }
+        };
+        number += 1;
+        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let span = Span { offset, len: bytes.len() as u32, line: number };
+        offset += n;
+        let at = at_line(file, number, 1);
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            out.problems.push(Problem::whole(&at, "blank line: a table holds one record a line; remove it"));
+        } else if bytes.len() as u64 > limit || bytes.len() > u32::MAX as usize {
+            out.problems.push(Problem::whole(
+                &at,
+                format!("a line longer than the {} MB limit: raise \"max_document_mb\" in gen.json", limit >> 20),
+            ));
+        } else if let Some(item) = read(span, bytes, &mut out.problems) {
+            out.lines.push(Line { item, hash: blake3::hash(bytes) });
+        }
+    }
+    if number == 0 && out.problems.is_empty() {
+        out.problems.push(Problem::whole(file, "empty table: add one record a line, or remove the file"));
+    }
+    out
+}
+
+/// The tables of the data folder, read: their records by segment in line order, and their
+/// sub-documents with their record's segment and id. Each line is noted in `files` as the
+/// record or sub-document file it stands for (`<segment>/<id>.json`), with the line's hash and
+/// the table's stamp, so that a rebuild renders only the lines that changed. A resource held
+/// both as a folder and as a table, and a sub-document table without its table, are problems.
+pub(crate) fn load_tables(
+    tables: Tables,
+    limit: u64,
+    stamp: &(dyn Fn(&Path) -> Option<Stamp> + Sync),
+    files: &mut DataFiles,
+    problems: &mut Vec<Problem>,
+) -> (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDoc)>) {
+    let folders: HashSet<&str> = tables.folders.iter().map(String::as_str).collect();
+    let mut held = HashSet::new();
+    let mut records = BTreeMap::new();
+    for (segment, file) in &tables.records {
+        if folders.contains(segment.as_str()) {
+            let folder = file.with_file_name(segment);
+            problems.push(Problem::whole(
+                file,
+                format!(
+                    "{segment} is held twice, as {} and as {}: keep one (gen import --layout picks either)",
+                    folder.display(),
+                    file.display()
+                ),
+            ));
+            continue;
+        }
+        held.insert(segment.as_str());
+        let read = read_records(file, limit);
+        let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        for line in &read.lines {
+            let rel = Place { segment, kind: None, id: line.item.id }.data_file();
+            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: line.item.name.clone() });
+        }
+        problems.extend(read.problems);
+        records.insert(segment.clone(), read.lines.into_iter().map(|line| line.item).collect());
+    }
+    let mut subdocs = Vec::new();
+    for (segment, name, file) in &tables.subdocs {
+        if !held.contains(segment.as_str()) {
+            let table = file.with_file_name(DataPath::Table { segment }.file());
+            problems.push(Problem::whole(
+                file,
+                format!(
+                    "sub-documents of {segment}, which is not held as a table ({} is missing): a folder's records \
+                     keep theirs as {segment}/<id>/{name}.json",
+                    table.display()
+                ),
+            ));
+            continue;
+        }
+        let read = read_subdocs(file, name, limit);
+        let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        for line in &read.lines {
+            let (id, subdoc) = &line.item;
+            let rel = Place { segment, kind: Some(&subdoc.name), id: *id }.data_file();
+            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: None });
+        }
+        problems.extend(read.problems);
+        subdocs.extend(read.lines.into_iter().map(|line| (segment.clone(), line.item.0, line.item.1)));
+    }
+    (records, subdocs)
+}
+
+/// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
+const UNKNOWN_STAMP: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
