@@ -561,3 +561,50 @@ fn a_name_longer_than_a_file_name_can_be_is_a_data_problem() {
     run(&["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
     assert_eq!(read_json(&out.join(format!("api/v2/berry/{longest}/index.json")))["id"], 1);
 }
+
+/// Issue 36 item 1: a table's problems are reported at `data/<segment>.ndjson:LINE:COLUMN`,
+/// with the JSON location when there is one: a syntax error, a bad id, a repeated id, a blank
+/// line, and a sub-document table's bad line.
+#[test]
+fn a_bad_line_of_a_table_is_reported_at_its_line_and_column() {
+    let nuts =
+        b"{\"id\": 1, \"name\": \"nut-1\"}\n{\"id\": 2, \"name\": \"nut-2\",,}\n{\"id\": \"3\"}\n\n{\"id\": 1}\n";
+    assert_reported(
+        "table-bad-line",
+        &[("nut.ndjson", nuts)],
+        &[
+            "data/nut.ndjson:2:27: -: invalid JSON: key must be a string",
+            "data/nut.ndjson:3:1: $.id: \"id\" must be an integer",
+            "data/nut.ndjson:4:1: $: blank line",
+            "data/nut.ndjson:5:1: $.id: id 1 is on line 1 too",
+        ],
+    );
+    assert_reported(
+        "subdoc-table-bad-line",
+        &[
+            ("nut.ndjson", b"{\"id\": 1, \"name\": \"nut-1\"}\n{\"id\": 2}"),
+            (
+                "nut.shell.ndjson",
+                b"{\"id\": 1, \"document\": [1]}\n{\"id\": 2, \"document\": tru}\n{\"id\": 9, \"document\": 1}\n",
+            ),
+        ],
+        &[
+            "data/nut.shell.ndjson:2:26: -: invalid JSON: expected ident",
+            "data/nut.shell.ndjson:3:1: $: sub-document of nut 9, which has no record: add it to nut.ndjson or remove the line",
+        ],
+    );
+}
+
+/// Issue 36 item 1: a resource held both as a folder and as a table is a problem naming both;
+/// a sub-document table of a folder resource says where its sub-documents go.
+#[test]
+fn a_resource_held_as_a_folder_and_as_a_table_names_both() {
+    assert_reported(
+        "held-twice",
+        &[("berry.ndjson", b"{\"id\": 1}\n"), ("firmness.flavor.ndjson", b"{\"id\": 1, \"document\": 1}\n")],
+        &[
+            "data/berry.ndjson: $: berry is held twice, as data/berry and as data/berry.ndjson: keep one",
+            "data/firmness.flavor.ndjson: $: sub-documents of firmness, which is not held as a table",
+        ],
+    );
+}

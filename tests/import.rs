@@ -647,3 +647,97 @@ fn links_that_lead_outside_the_source_are_refused_with_their_path() {
     import(&src, &data, &[]).ok();
     assert!(data.join("creature/1.json").is_file());
 }
+
+/// The tree of `data` built into `out`, `meta` aside: its document and the manifest (which
+/// holds the data's hash and the meta document's) are the only files that depend on the
+/// data folder's layout.
+fn tree_without_meta(data: &Path, out: &Path, extra: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    build(data, out, extra).ok();
+    let mut tree = read_tree(out);
+    tree.retain(|path, _| !path.starts_with(".gen") && path != "manifest.json" && !path.starts_with("api/v2/meta/"));
+    tree
+}
+
+/// Issue 36 item 1: the sample data written as tables (each record file's bytes a line, in
+/// list order, the sub-documents as `{"id", "document"}` lines) builds the same tree as the
+/// folders, file for file, `meta` aside; with the default options and with
+/// `--links path --gzip --pretty`.
+#[test]
+fn a_resource_as_a_table_builds_the_same_tree_as_its_folder() {
+    let tmp = TempDir::new("tables-sample");
+    let (files, tables) = (tmp.join("files"), tmp.join("tables"));
+    sample_data(&files);
+    std::fs::create_dir_all(&tables).unwrap();
+    std::fs::copy(files.join("gen.json"), tables.join("gen.json")).unwrap();
+    for entry in std::fs::read_dir(&files).unwrap() {
+        let entry = entry.unwrap();
+        if !entry.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let segment = entry.file_name().to_string_lossy().to_string();
+        let order = entry.path().join("order.json");
+        let ids: Vec<i64> = match order.exists() {
+            true => serde_json::from_slice(&std::fs::read(&order).unwrap()).unwrap(),
+            false => {
+                let mut ids: Vec<i64> = std::fs::read_dir(entry.path())
+                    .unwrap()
+                    .filter_map(|e| e.unwrap().file_name().to_string_lossy().strip_suffix(".json")?.parse().ok())
+                    .collect();
+                ids.sort();
+                ids
+            }
+        };
+        let mut lines = String::new();
+        let mut subdocs = std::collections::BTreeMap::<String, String>::new();
+        for id in ids {
+            lines += &format!("{}\n", std::fs::read_to_string(entry.path().join(format!("{id}.json"))).unwrap());
+            let Ok(subs) = std::fs::read_dir(entry.path().join(id.to_string())) else { continue };
+            for sub in subs {
+                let sub = sub.unwrap();
+                let name = sub.file_name().to_string_lossy().strip_suffix(".json").unwrap().to_string();
+                let document = std::fs::read_to_string(sub.path()).unwrap();
+                *subdocs.entry(name).or_default() += &format!("{{\"id\": {id}, \"document\": {document}}}\n");
+            }
+        }
+        // no newline after the last line: the file may end with one or not
+        std::fs::write(tables.join(format!("{segment}.ndjson")), lines.trim_end()).unwrap();
+        for (name, lines) in subdocs {
+            std::fs::write(tables.join(format!("{segment}.{name}.ndjson")), lines).unwrap();
+        }
+    }
+    assert!(tables.join("creature.encounters.ndjson").exists() && tables.join("form.ndjson").exists());
+    for extra in [&[][..], &["--links", "path", "--gzip", "--pretty"][..]] {
+        let from_files = tree_without_meta(&files, &tmp.join("out-files"), extra);
+        let from_tables = tree_without_meta(&tables, &tmp.join("out-tables"), extra);
+        assert!(from_files.len() > 100, "{}", from_files.len());
+        assert_eq!(from_files.keys().collect::<Vec<_>>(), from_tables.keys().collect::<Vec<_>>(), "{extra:?}");
+        for (path, bytes) in &from_files {
+            assert!(&from_tables[path] == bytes, "{extra:?}: {path} differs");
+        }
+    }
+}
+
+/// Issue 36 item 1: `gen import api-data --layout ndjson` writes one table a resource (and its
+/// sub-documents' tables), and the published data builds the same tree from it as from the
+/// files layout, `meta` aside.
+#[test]
+fn the_published_data_imported_as_tables_builds_the_same_tree() {
+    let Some(src) = fixture() else { return };
+    let tmp = TempDir::new("tables-fixture");
+    let (files, tables) = (tmp.join("files"), tmp.join("tables"));
+    import(&src, &files, &[]).ok();
+    import(&src, &tables, &["--layout", "ndjson"]).ok();
+    let top: Vec<String> =
+        std::fs::read_dir(&tables).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+    assert!(top.iter().all(|name| name == "gen.json" || name.ends_with(".ndjson")), "{top:?}");
+    assert!(top.contains(&"berry.ndjson".to_string()), "{top:?}");
+    assert_eq!(std::fs::read(files.join("gen.json")).unwrap(), std::fs::read(tables.join("gen.json")).unwrap());
+    for extra in [&[][..], &["--links", "path", "--gzip", "--pretty"][..]] {
+        let from_files = tree_without_meta(&files, &tmp.join("out-files"), extra);
+        let from_tables = tree_without_meta(&tables, &tmp.join("out-tables"), extra);
+        assert_eq!(from_files.keys().collect::<Vec<_>>(), from_tables.keys().collect::<Vec<_>>(), "{extra:?}");
+        for (path, bytes) in &from_files {
+            assert!(&from_tables[path] == bytes, "{extra:?}: {path} differs");
+        }
+    }
+}

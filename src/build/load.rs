@@ -236,9 +236,12 @@ fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>
             Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
             None => problems.push(Problem::whole(
                 &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
-                format!(
+                match subdoc.line {
+                    Some(_) => format!("sub-document of {segment} {id}, which has no record: add it to {segment}.ndjson or remove the line"),
+                    None => format!(
                     "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
                 ),
+                },
             )),
         }
     }
