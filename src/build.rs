@@ -384,8 +384,11 @@ impl Rendering<'_> {
     /// (not only a sub-document's) or its list did.
     fn extract_dirty(&self, segment: &str) -> bool {
         let Some((changed, lists_changed)) = &self.partial else { return true };
-        let record_of_segment = |file: &String| {
-            file.strip_prefix(segment).and_then(|r| r.strip_prefix('/')).is_some_and(|r| !r.contains('/'))
+        use data_path::DataPath;
+        // a record's file or the order file of `segment` (a table's lines are its records)
+        let record_of_segment = |file: &String| match DataPath::parse(file, false) {
+            Ok(DataPath::Record { segment: s, .. } | DataPath::Order { segment: s }) => s == segment,
+            _ => false,
         };
         lists_changed.contains(segment) || changed.iter().any(record_of_segment)
     }
@@ -531,12 +534,12 @@ fn forget_previous(
     changed: &HashSet<String>,
 ) -> bool {
     for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {
-        // `<segment>/<id>.json` is a record, `<segment>/<id>/<name>.json` a sub-document.
-        let parts: Vec<&str> = rel.trim_end_matches(".json").split('/').collect();
-        let (segment, subdoc, path) = match parts.as_slice() {
-            [segment, id] if config::parse_id(id).is_some() => (*segment, None, layout::record_path(segment, id)),
-            [segment, id, name] => (*segment, Some(*name), layout::sub_document_path(segment, id, name)),
-            _ => continue, // gen.json, order files
+        let (segment, subdoc, path) = match data_path::DataPath::parse(rel, false) {
+            Ok(data_path::DataPath::Record { segment, id }) => (segment, None, layout::record_path(segment, id)),
+            Ok(data_path::DataPath::SubDoc { segment, id, name }) => {
+                (segment, Some(name), layout::sub_document_path(segment, id, name))
+            }
+            _ => continue, // gen.json, order files, tables (their lines are records)
         };
         let Some(entry) = index.docs.file(&path) else { return false };
         let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };

@@ -1,7 +1,8 @@
 //! The core test of incremental builds: one tree is rebuilt in place through a random sequence
 //! of edits (records changed, added, deleted and renamed, sub-documents added and removed, list
 //! order and settings changed, files touched or rewritten with their old modification time,
-//! broken edits that must fail), and after every step it must equal, file by file and in its
+//! broken edits that must fail; the things held as tables, `thing.ndjson`, their lines edited,
+//! added, deleted and moved, and the layout switched back and forth), and after every step it must equal, file by file and in its
 //! manifest, a fresh build of the same data into an empty folder.
 //!
 //! `cargo test` runs `INCREMENTAL_STEPS` steps (default 40); `make fuzz` runs 400 with a fresh
@@ -32,6 +33,11 @@ struct Model {
     notes: BTreeMap<i64, String>,
     page_sizes: Vec<u64>,
     next_id: i64,
+    /// Things (and their notes) held as tables, `thing.ndjson` and `thing.notes.ndjson`, one a
+    /// line in `lines` order, instead of one file each.
+    tables: bool,
+    /// The order of the tables' lines: every thing's id.
+    lines: Vec<i64>,
 }
 
 #[derive(Clone)]
@@ -54,7 +60,8 @@ impl Model {
             things.insert(id, Thing { name, kind: id % 6 + 1, friend, value: VALUES[rng.below(4)].to_string() });
         }
         let notes = [(3, "[1]".to_string()), (9, "{\"a\": 1}".to_string())].into();
-        Model { kinds, kind_order: None, things, notes, page_sizes: vec![7, 20], next_id: 71 }
+        let lines = things.keys().copied().collect();
+        Model { kinds, kind_order: None, things, notes, page_sizes: vec![7, 20], next_id: 71, tables: false, lines }
     }
 
     fn thing_text(id: i64, t: &Thing) -> String {
@@ -84,6 +91,17 @@ impl Model {
             let ids: Vec<String> = order.iter().map(i64::to_string).collect();
             files.insert("kind/order.json".to_string(), format!("[{}]", ids.join(", ")));
         }
+        if self.tables {
+            let things: Vec<String> = self.lines.iter().map(|id| Model::thing_text(*id, &self.things[id])).collect();
+            files.insert("thing.ndjson".to_string(), things.join("\n") + "\n");
+            let notes: Vec<String> = (self.lines.iter())
+                .filter_map(|id| Some(format!(r#"{{"id": {id}, "document": {}}}"#, self.notes.get(id)?)))
+                .collect();
+            if !notes.is_empty() {
+                files.insert("thing.notes.ndjson".to_string(), notes.join("\n"));
+            }
+            return files;
+        }
         for (id, thing) in &self.things {
             files.insert(format!("thing/{id}.json"), Model::thing_text(*id, thing));
         }
@@ -108,6 +126,7 @@ impl Model {
             std::fs::remove_file(dir.join(path)).unwrap();
             let _ = std::fs::remove_dir(dir.join(path).parent().unwrap()); // an emptied notes folder
         }
+        let _ = std::fs::remove_dir(dir.join("thing")); // emptied: the things are tables now
     }
 
     fn random_thing(&self, rng: &mut Rng) -> i64 {
@@ -117,7 +136,7 @@ impl Model {
 
     /// Applies one random edit; returns what it did.
     fn edit(&mut self, rng: &mut Rng, step: usize) -> String {
-        match rng.below(11) {
+        match rng.below(13) {
             0 | 1 => {
                 let id = self.random_thing(rng);
                 let value = VALUES[rng.below(VALUES.len())].to_string();
@@ -131,12 +150,14 @@ impl Model {
                 let friend = (rng.below(2) == 0).then(|| self.random_thing(rng));
                 let kind = 1 + rng.below(6) as i64;
                 self.things.insert(id, Thing { name, kind, friend, value: "7".into() });
+                self.lines.insert(rng.below(self.lines.len() + 1), id);
                 format!("add thing {id}")
             }
             3 if self.things.len() > 5 => {
                 let id = self.random_thing(rng);
                 self.things.remove(&id);
                 self.notes.remove(&id);
+                self.lines.retain(|line| *line != id);
                 for thing in self.things.values_mut() {
                     if thing.friend == Some(id) {
                         thing.friend = None;
@@ -186,6 +207,16 @@ impl Model {
                     self.notes.insert(id, body);
                     format!("notes of {id} added")
                 }
+            }
+            11 => {
+                self.tables = !self.tables;
+                format!("things held as {}", if self.tables { "tables" } else { "files" })
+            }
+            12 if self.tables => {
+                let id = self.lines.remove(rng.below(self.lines.len()));
+                let at = rng.below(self.lines.len() + 1);
+                self.lines.insert(at, id);
+                format!("line of thing {id} moved to line {}", at + 1)
             }
             _ => {
                 let id = self.random_thing(rng);
@@ -238,7 +269,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
                 options = option_sets[rng.below(option_sets.len())];
                 format!("options {options:?}")
             }
-            1 => {
+            1 if !model.tables => {
                 // a broken edit: a reference to a record that does not exist
                 let before = read_tree(&out);
                 let id = model.random_thing(&mut rng);
@@ -253,7 +284,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
                 failed += 1;
                 format!("broken edit of thing {id}, then undone")
             }
-            2 => {
+            2 if !model.tables => {
                 let id = model.random_thing(&mut rng);
                 let file = data.join(format!("thing/{id}.json"));
                 if rewrite_keeping_mtime(&file) {

@@ -21,10 +21,12 @@ pub(crate) struct Line<T> {
     pub hash: blake3::Hash,
 }
 
-/// What reading a table gave: its lines without problems, in order, and every problem.
+/// What reading a table gave: its lines without problems, in order, every problem, and the
+/// hash of the whole file (a line moved changes the list).
 pub(crate) struct Read<T> {
     pub lines: Vec<Line<T>>,
     pub problems: Vec<Problem>,
+    pub hash: blake3::Hash,
 }
 
 /// Reads the records of the table `file`, checking each as a record file is checked; its `id`
@@ -99,7 +101,8 @@ fn read_lines<T>(
     limit: u64,
     mut read: impl FnMut(Span, &[u8], &mut Vec<Problem>) -> Option<T>,
 ) -> Read<T> {
-    let mut out = Read { lines: Vec::new(), problems: Vec::new() };
+    let mut out = Read { lines: Vec::new(), problems: Vec::new(), hash: blake3::hash(b"") };
+    let mut whole = blake3::Hasher::new();
     let mut reader = match std::fs::File::open(file) {
         Ok(f) => std::io::BufReader::with_capacity(1 << 16, f),
         Err(e) => {
@@ -119,6 +122,7 @@ fn read_lines<T>(
             }
         };
         number += 1;
+        whole.update(&buf);
         let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let span = Span { offset, len: bytes.len() as u32, line: number };
@@ -135,6 +139,7 @@ fn read_lines<T>(
             out.lines.push(Line { item, hash: blake3::hash(bytes) });
         }
     }
+    out.hash = whole.finalize();
     if number == 0 && out.problems.is_empty() {
         out.problems.push(Problem::whole(file, "empty table: add one record a line, or remove the file"));
     }
@@ -144,7 +149,8 @@ fn read_lines<T>(
 /// The tables of the data folder, read: their records by segment in line order, and their
 /// sub-documents with their record's segment and id. Each line is noted in `files` as the
 /// record or sub-document file it stands for (`<segment>/<id>.json`), with the line's hash and
-/// the table's stamp, so that a rebuild renders only the lines that changed. A resource held
+/// the table's stamp, so that a rebuild renders only the lines that changed; each table too,
+/// with the hash of its bytes, so that a line moved changes the list. A resource held
 /// both as a folder and as a table, and a sub-document table without its table, are problems.
 pub(crate) fn load_tables(
     tables: Tables,
@@ -154,7 +160,7 @@ pub(crate) fn load_tables(
     problems: &mut Vec<Problem>,
 ) -> (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDoc)>) {
     let folders: HashSet<&str> = tables.folders.iter().map(String::as_str).collect();
-    let mut held = HashSet::new();
+    let (mut held, mut twice) = (HashSet::new(), HashSet::new());
     let mut records = BTreeMap::new();
     for (segment, file) in &tables.records {
         if folders.contains(segment.as_str()) {
@@ -167,11 +173,14 @@ pub(crate) fn load_tables(
                     file.display()
                 ),
             ));
+            twice.insert(segment.as_str());
             continue;
         }
         held.insert(segment.as_str());
         let read = read_records(file, limit);
         let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        let rel = DataPath::Table { segment }.file();
+        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None });
         for line in &read.lines {
             let rel = Place { segment, kind: None, id: line.item.id }.data_file();
             files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: line.item.name.clone() });
@@ -181,6 +190,9 @@ pub(crate) fn load_tables(
     }
     let mut subdocs = Vec::new();
     for (segment, name, file) in &tables.subdocs {
+        if twice.contains(segment.as_str()) {
+            continue; // reported
+        }
         if !held.contains(segment.as_str()) {
             let table = file.with_file_name(DataPath::Table { segment }.file());
             problems.push(Problem::whole(
@@ -195,6 +207,8 @@ pub(crate) fn load_tables(
         }
         let read = read_subdocs(file, name, limit);
         let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        let rel = DataPath::SubDocTable { segment, name }.file();
+        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None });
         for line in &read.lines {
             let (id, subdoc) = &line.item;
             let rel = Place { segment, kind: Some(&subdoc.name), id: *id }.data_file();
