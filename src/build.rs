@@ -384,12 +384,7 @@ impl Rendering<'_> {
     /// (not only a sub-document's) or its list did.
     fn extract_dirty(&self, segment: &str) -> bool {
         let Some((changed, lists_changed)) = &self.partial else { return true };
-        use data_path::DataPath;
-        // a record's file or the order file of `segment` (a table's lines are its records)
-        let record_of_segment = |file: &String| match DataPath::parse(file, false) {
-            Ok(DataPath::Record { segment: s, .. } | DataPath::Order { segment: s }) => s == segment,
-            _ => false,
-        };
+        let record_of_segment = |file: &String| data_path::DataPath::is_list_input(file, segment);
         lists_changed.contains(segment) || changed.iter().any(record_of_segment)
     }
 }
@@ -534,13 +529,8 @@ fn forget_previous(
     changed: &HashSet<String>,
 ) -> bool {
     for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {
-        let (segment, subdoc, path) = match data_path::DataPath::parse(rel, false) {
-            Ok(data_path::DataPath::Record { segment, id }) => (segment, None, layout::record_path(segment, id)),
-            Ok(data_path::DataPath::SubDoc { segment, id, name }) => {
-                (segment, Some(name), layout::sub_document_path(segment, id, name))
-            }
-            _ => continue, // gen.json, order files, tables (their lines are records)
-        };
+        let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
+        let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
         let Some(entry) = index.docs.file(&path) else { return false };
         let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
         if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {

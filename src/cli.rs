@@ -261,6 +261,7 @@ pub enum ImportSource {
     #[command(after_help = "Examples:
   gen import api-data api-data/data --out data     a checkout of PokeAPI/api-data
   gen import api-data api-data/data --keep-segment-names --out data
+  gen import api-data api-data/data --layout ndjson --out data     one table a resource
 
 Then `gen build --data data`. Details: the README's \"Self-host the public dataset\".")]
     #[command(name = "api-data")]

@@ -11,8 +11,7 @@ mod force;
 mod tables;
 
 use crate::build::data_path::DataPath;
-use crate::config::parse_id;
-use crate::config::{CONFIG_FILE, DataSettings};
+use crate::config::{CONFIG_FILE, DataSettings, parse_id};
 use crate::json::parse_json;
 use crate::layout::{self, API_PREFIX, API_ROOT};
 use crate::problem::{Problem, Problems};
@@ -107,11 +106,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
     if out.exists() && !options.force && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{} is not empty: choose an empty --out folder, or pass --force to replace it", out.display());
     }
-    if options.ndjson && options.force {
-        bail!(
-            "--layout ndjson writes a new data folder: choose an empty --out folder (--force is for the files layout)"
-        );
-    }
+    tables::refuse_force(options)?;
     let scanned = scan(&root, &source, options.keep_segment_names)?;
     let staging = Staging::begin(out).context("cannot stage the data folder beside its destination")?;
     let written = write_documents(&scanned, &staging.dir, options.keep_segment_names)?;
@@ -123,9 +118,7 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         ..ImportSummary::default()
     };
     write_settings(out, &staging.dir, options, written.referenced, &mut summary)?;
-    if options.ndjson {
-        tables::folders_to_tables(&staging.dir)?;
-    }
+    tables::write_layout(options, &staging.dir)?;
     staging.commit()?;
     Ok(summary)
 }
@@ -207,8 +200,7 @@ fn scan_record(dir: &Path, folder: &str, id: i64, source: &Path, scanned: &mut S
     }
     let sub_documents = list_dirs(&record_dir).unwrap_or_default().into_iter().filter_map(|sub| {
         let path = record_dir.join(&sub).join("index.json");
-        let target = DataPath::SubDoc { segment: folder, id, name: &sub }.file();
-        path.exists().then(|| (path, target, None))
+        path.exists().then(|| (path, DataPath::SubDoc { segment: folder, id, name: &sub }.file(), None))
     });
     let record_job = (record, DataPath::Record { segment: folder, id }.file(), Some((folder.to_string(), id)));
     for (path, target, record) in std::iter::once(record_job).chain(sub_documents) {

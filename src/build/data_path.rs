@@ -94,6 +94,15 @@ impl<'a> DataPath<'a> {
         }
     }
 
+    /// True when `rel` is a record file or the order file of `segment`: a file its list's entries
+    /// are made of (a table's lines are its records).
+    pub fn is_list_input(rel: &str, segment: &str) -> bool {
+        match DataPath::parse(rel, false) {
+            Ok(DataPath::Record { segment: s, .. } | DataPath::Order { segment: s }) => s == segment,
+            _ => false,
+        }
+    }
+
     /// True for a folder.
     pub fn is_folder(&self) -> bool {
         matches!(self, DataPath::ResourceFolder { .. } | DataPath::RecordFolder { .. })
@@ -142,6 +151,13 @@ mod tests {
             assert_eq!(expected.file(), *rel);
             assert_eq!(expected.is_folder(), *is_dir, "{rel}");
         }
+        assert!(
+            DataPath::is_list_input("berry/1.json", "berry") && DataPath::is_list_input("berry/order.json", "berry")
+        );
+        assert!(
+            !DataPath::is_list_input("berry/1/flavor.json", "berry")
+                && !DataPath::is_list_input("berry-x/1.json", "berry")
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! (`<segment>.ndjson`, one record a line in list order) and its sub-documents as
 //! `<segment>.<name>.ndjson` (one `{"id": …, "document": …}` a line, in list order).
 
+use super::ImportOptions;
 use crate::build::data_path::DataPath;
 use crate::fsutil;
 use anyhow::{Context, Result};
@@ -10,8 +11,24 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+/// Refuses `--layout ndjson` with `--force`: it writes a new data folder.
+pub(crate) fn refuse_force(options: &ImportOptions) -> Result<()> {
+    if options.ndjson && options.force {
+        anyhow::bail!(
+            "--layout ndjson writes a new data folder: choose an empty --out folder (--force is for the files layout)"
+        );
+    }
+    Ok(())
+}
+
+/// Writes the staged data folder `dir` in the layout `options` asks: with `ndjson`, each resource
+/// folder rewritten as tables.
+pub(crate) fn write_layout(options: &ImportOptions, dir: &Path) -> Result<()> {
+    if options.ndjson { folders_to_tables(dir) } else { Ok(()) }
+}
+
 /// Rewrites every resource folder of the data folder `dir` as tables, then removes the folder.
-pub(crate) fn folders_to_tables(dir: &Path) -> Result<()> {
+fn folders_to_tables(dir: &Path) -> Result<()> {
     let read = |path: &Path| std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()));
     let mut segments: Vec<String> = Vec::new();
     for entry in read(dir)? {
