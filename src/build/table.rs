@@ -146,6 +146,10 @@ fn read_lines<T>(
     out
 }
 
+/// The records of the tables by segment, in line order, and their sub-documents with their
+/// record's segment and id.
+pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDoc)>);
+
 /// The tables of the data folder, read: their records by segment in line order, and their
 /// sub-documents with their record's segment and id. Each line is noted in `files` as the
 /// record or sub-document file it stands for (`<segment>/<id>.json`), with the line's hash and
@@ -158,7 +162,7 @@ pub(crate) fn load_tables(
     stamp: &(dyn Fn(&Path) -> Option<Stamp> + Sync),
     files: &mut DataFiles,
     problems: &mut Vec<Problem>,
-) -> (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDoc)>) {
+) -> Loaded {
     let folders: HashSet<&str> = tables.folders.iter().map(String::as_str).collect();
     let (mut held, mut twice) = (HashSet::new(), HashSet::new());
     let mut records = BTreeMap::new();
