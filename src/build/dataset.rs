@@ -5,6 +5,7 @@ use super::data_path::DataPath;
 use crate::config::DataSettings;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The whole data folder, indexed.
 #[derive(Debug)]
@@ -17,6 +18,8 @@ pub struct Dataset {
     pub resources: BTreeMap<String, Resource>,
     /// A hash of every file read, for the meta document.
     pub data_hash: String,
+    /// The tables, opened once: each record is read from its line (not one open a record).
+    pub tables: HashMap<PathBuf, Arc<std::fs::File>>,
 }
 
 /// One resource: its records in list order.
@@ -67,7 +70,7 @@ pub struct SubDoc {
 #[derive(Debug, Clone)]
 pub enum Source {
     File(PathBuf),
-    Line { table: PathBuf, span: Span, document: bool },
+    Line { table: PathBuf, file: Option<Arc<std::fs::File>>, span: Span, document: bool },
 }
 
 impl Source {
@@ -75,12 +78,13 @@ impl Source {
     pub fn read(&self) -> std::io::Result<Vec<u8>> {
         match self {
             Source::File(file) => std::fs::read(file),
-            Source::Line { table, span, document } => {
-                use std::io::{Read, Seek};
+            Source::Line { table, file, span, document } => {
+                use std::os::unix::fs::FileExt;
                 let mut bytes = vec![0; span.len as usize];
-                let mut file = std::fs::File::open(table)?;
-                file.seek(std::io::SeekFrom::Start(span.offset))?;
-                file.read_exact(&mut bytes)?;
+                match file {
+                    Some(file) => file.read_exact_at(&mut bytes, span.offset)?,
+                    None => std::fs::File::open(table)?.read_exact_at(&mut bytes, span.offset)?,
+                }
                 if !document {
                     return Ok(bytes);
                 }
@@ -162,9 +166,7 @@ impl Dataset {
     /// Where the JSON of `record` of `segment` is.
     pub fn record_source(&self, segment: &str, record: &Record) -> Source {
         match record.line {
-            Some(span) => {
-                Source::Line { table: self.dir.join(DataPath::Table { segment }.file()), span, document: false }
-            }
+            Some(span) => self.line(self.dir.join(DataPath::Table { segment }.file()), span, false),
             None => Source::File(self.record_file(segment, record.id)),
         }
     }
@@ -173,13 +175,13 @@ impl Dataset {
     pub fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
         let name = subdoc.name.as_str();
         match subdoc.line {
-            Some(span) => Source::Line {
-                table: self.dir.join(DataPath::SubDocTable { segment, name }.file()),
-                span,
-                document: true,
-            },
+            Some(span) => self.line(self.dir.join(DataPath::SubDocTable { segment, name }.file()), span, true),
             None => Source::File(self.subdoc_file(segment, id, name)),
         }
+    }
+
+    fn line(&self, table: PathBuf, span: Span, document: bool) -> Source {
+        Source::Line { file: self.tables.get(&table).cloned(), table, span, document }
     }
 
     /// Number of records across all resources.

@@ -68,6 +68,7 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
         config: DataSettings::default(),
         resources: BTreeMap::new(),
         data_hash: String::new(),
+        tables: Default::default(),
     };
     if let Some(problem) = not_a_data_folder(dir) {
         problems.push(problem);
@@ -97,6 +98,7 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
     let mut parsed = sort_out(dir, loaded, &mut files, &mut problems);
     let stamp = |file: &Path| seen(file).stamp;
     let (table_records, table_subdocs) = load_tables(tables, limit, &stamp, &mut files, &mut problems);
+    dataset.tables = super::table::open(&dataset.dir, &table_records, &table_subdocs);
     parsed.records.extend(table_records);
     parsed.subdocs.extend(table_subdocs);
 

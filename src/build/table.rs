@@ -224,5 +224,20 @@ pub(crate) fn load_tables(
     (records, subdocs)
 }
 
+/// Each table of `records` and `subdocs` (of the data folder `dir`), opened for reading its
+/// lines; one that cannot be opened is left out (each read opens it, and reports why not).
+pub(crate) fn open(
+    dir: &Path,
+    records: &BTreeMap<String, Vec<Record>>,
+    subdocs: &[(String, i64, SubDoc)],
+) -> HashMap<std::path::PathBuf, std::sync::Arc<std::fs::File>> {
+    let tables = records.keys().map(|segment| DataPath::Table { segment }.file());
+    let subdoc_tables =
+        subdocs.iter().map(|(segment, _, subdoc)| DataPath::SubDocTable { segment, name: &subdoc.name }.file());
+    let files: HashSet<String> = tables.chain(subdoc_tables).collect();
+    let open = |rel: String| Some((dir.join(&rel), std::sync::Arc::new(std::fs::File::open(dir.join(&rel)).ok()?)));
+    files.into_iter().filter_map(open).collect()
+}
+
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
 const UNKNOWN_STAMP: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
