@@ -35,12 +35,6 @@ pub(crate) fn hold(file_bytes: usize) -> Share {
     PARSES.hold(file_bytes)
 }
 
-/// Holds the share of a parse of `file`, by its size before it is read (a file that cannot be
-/// stat-ed holds nothing: its read fails).
-pub(crate) fn hold_for(file: &std::path::Path) -> Share {
-    hold(std::fs::metadata(file).map_or(0, |m| m.len()) as usize)
-}
-
 impl Budget {
     const fn new(limit: u64) -> Budget {
         Budget { limit, held: Mutex::new(0), freed: Condvar::new() }
