@@ -35,7 +35,7 @@ fn parse_source_date_epoch(value: Option<&str>) -> anyhow::Result<Option<i64>> {
 /// same commit build the same bytes. `None`, and the build's clock is used, when git is not
 /// installed, `data` is not in a git work tree, no commit touched it, or it holds a change git
 /// has not committed (a modified, staged, deleted or untracked file under it: the data is newer
-/// than any commit).
+/// than any commit; a file git ignores counts, as the build reads it).
 pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
     let git = |args: &[&str]| -> Option<String> {
         let output = std::process::Command::new("git")
@@ -50,11 +50,19 @@ pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
             .ok()?;
         output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned())
     };
-    let uncommitted = git(&["status", "--porcelain", "--untracked-files=all", "--", "."])?;
-    if !uncommitted.trim().is_empty() {
+    // ignored files too: a record the repository's .gitignore leaves out is still built
+    let status = git(&["status", "--porcelain", "--untracked-files=all", "--ignored", "--", "."])?;
+    if status.lines().any(|line| !names_a_skipped_file(line)) {
         return None;
     }
     git(&["log", "-1", "--format=%ct", "--", "."])?.trim().parse().ok()
+}
+
+/// True when a `git status --porcelain` line names a file the data walk skips (an editor's
+/// `.1.json.swp`, a backup `1.json~`): a change to it is no change to the data.
+fn names_a_skipped_file(line: &str) -> bool {
+    let path = line.get(3..).unwrap_or("").trim_matches('"');
+    path.rsplit('/').next().is_some_and(crate::build::walk::is_ignored)
 }
 
 /// The current time in seconds since the Unix epoch.

@@ -1091,3 +1091,34 @@ fn out_inside_data_is_refused_at_the_first_build() {
     build(&data, &tmp.join("out"), &[]).ok();
     build(&data, &tmp.join("out"), &[]).ok();
 }
+
+#[test]
+fn a_record_git_ignores_is_an_uncommitted_change_that_dates_the_build_by_the_clock() {
+    if find_tool("git").is_none() {
+        return unavailable("git", "install git (Debian's package git)").unwrap_or(());
+    }
+    let tmp = TempDir::new("ignored-record");
+    let repo = tmp.join("repo");
+    let data = repo.join("data");
+    sample_data(&data);
+    // the record is built, but git ignores it: no commit dates it
+    std::fs::write(repo.join(".gitignore"), "data/berry/500.json\n").unwrap();
+    git(&repo, &["init", "-q"], "@0");
+    git(&repo, &["add", "."], "@0");
+    git(&repo, &["commit", "-q", "-m", "data"], "@1700000000 +0000");
+    build_on_the_clock(&data, &tmp.join("a"));
+    assert_eq!(read_json(&tmp.join("a/api/v2/meta/index.json"))["deploy_date"], "1700000000");
+    // a hidden file gen skips changes nothing, ignored or not
+    std::fs::write(repo.join(".gitignore"), "data/berry/500.json\n*.swp\n").unwrap();
+    git(&repo, &["commit", "-q", "-a", "-m", "ignore"], "@1700000000 +0000");
+    std::fs::write(data.join("berry/.1.json.swp"), "editor state").unwrap();
+    build_on_the_clock(&data, &tmp.join("b"));
+    assert_eq!(read_json(&tmp.join("b/api/v2/meta/index.json"))["deploy_date"], "1700000000");
+
+    std::fs::write(data.join("berry/500.json"), r#"{"id": 500, "name": "berry-500"}"#).unwrap();
+    let before = unix_now();
+    build_on_the_clock(&data, &tmp.join("c"));
+    assert_eq!(read_json(&tmp.join("c/api/v2/berry/500/index.json"))["id"], 500, "the ignored record is built");
+    let date: i64 = read_json(&tmp.join("c/api/v2/meta/index.json"))["deploy_date"].as_str().unwrap().parse().unwrap();
+    assert!(date >= before, "a record git ignores is newer than any commit: dated {date}, before {before}");
+}
