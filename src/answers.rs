@@ -151,8 +151,8 @@ pub(crate) fn headers_too_large(count: usize, bytes: usize, max_count: usize, ma
 pub(crate) fn tree_changed(path: &str) -> Value {
     json!({ "detail": format!(
         "the tree on disk changed: {path:?} does not match the manifest this server read (a build may be \
-         replacing the tree, or the file was edited); retry in a moment, and if this goes on, rebuild with \
-         `gen build`"
+         replacing the tree, or the file was edited); retry in a moment, and if this goes on, repair \
+         the tree with `gen build --verify`"
     ) })
 }
 

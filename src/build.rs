@@ -138,12 +138,15 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
 /// Builds the tree of `data` into `out`: load → plan → render → write, doing only the work that
 /// the change since the previous build needs (docs/builds.md):
 /// - data files whose stamp is unchanged (and old enough to trust) are not read again;
-/// - when nothing changed and every file of the tree is as the previous build left it, nothing
-///   is written at all;
-/// - when records were changed or added (none removed or renamed) and the tree is intact, only
-///   their documents, the lists whose entries changed, the root, meta and OpenAPI documents are
-///   rendered; otherwise every document is;
-/// - either way, only files whose bytes change are written, and only files gone are removed.
+/// - the tree in place is trusted to be as the previous build's index says: none of its files is
+///   stat'ed or read, except the paths a killed commit's journal lists (`options.verify` reads
+///   every one, and repairs what differs);
+/// - when nothing changed, nothing is written at all;
+/// - when records were changed or added (none removed or renamed), only their documents, the
+///   lists whose entries changed, the root, meta and OpenAPI documents are rendered; otherwise
+///   every document is;
+/// - either way, only files whose bytes change (by the index's hashes) are written, and only
+///   files gone are removed.
 pub fn build(
     data: &Path,
     out: &Path,
@@ -183,8 +186,8 @@ pub fn build(
     };
     let decision = decide(&previous, &settings, &loaded.files);
     timer.step("decide (check the tree against the index)");
-    if let Decision::UpToDate { rehashed } = decision {
-        previous.record_up_to_date(started_ns, loaded.files, rehashed);
+    if let Decision::UpToDate = decision {
+        previous.record_up_to_date(started_ns, loaded.files);
         timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
@@ -202,7 +205,11 @@ pub fn build(
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
-            previous: write::Previous { index: previous.index.as_ref(), listed: std::mem::take(&mut previous.listed) },
+            previous: write::Previous {
+                index: previous.index.as_ref(),
+                listed: std::mem::take(&mut previous.listed),
+                killed: previous.journal.killed.then(|| previous.journal.paths.iter().cloned().collect()),
+            },
             progress,
         },
     )?;
@@ -268,12 +275,11 @@ impl PreviousBuild {
     }
 
     /// Ends a build that found the tree up to date: the stamps of data files touched without
-    /// a change, and of tree files read to be checked, are recorded so that the next build
-    /// need not read them again.
-    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, rehashed: bool) {
+    /// a change are recorded so that the next build need not read them again.
+    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles) {
         let Some(index) = self.index.take() else { return };
         let data_touched = !index.data.same_stamps(&files);
-        if data_touched || rehashed {
+        if data_touched {
             let index = index::Index { started_ns, data: files, ..index };
             let _ = index.write(&self.target.dir);
         }
@@ -314,8 +320,7 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
 #[derive(Clone, Copy)]
 enum Decision<'i> {
     /// The tree is intact and was built from the same data and settings: nothing to write.
-    /// `rehashed` when some tree files had to be read to tell.
-    UpToDate { rehashed: bool },
+    UpToDate,
     /// The tree is intact, and records were only changed or added since the build this index
     /// describes: only their documents (and the lists, root and meta) are rendered.
     Partial(&'i index::Index),
@@ -323,20 +328,19 @@ enum Decision<'i> {
     Full,
 }
 
-/// Decides what this build does. The tree is checked only when this build could reuse it (up
-/// to date, or in part): a check may read every file the previous build wrote (see
-/// [`index::Index::check_file`]).
+/// Decides what this build does. The tree in place is trusted to be as the previous build's
+/// index says it left it: no file of it is looked at here (see docs/builds.md, "What a build
+/// trusts"); `gen build --verify` reads every one.
 fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &index::DataFiles) -> Decision<'i> {
-    let (Some(index), Some(tree)) = (&previous.index, &previous.tree) else { return Decision::Full };
+    let (Some(index), Some(_)) = (&previous.index, &previous.tree) else { return Decision::Full };
     let same = index.settings == *settings;
     let partial = only_changes_and_additions(index, settings, files);
     if previous.journal.killed || !(same || partial) {
         return Decision::Full;
     }
-    match index.verify(tree) {
-        index::Verified::Changed => Decision::Full,
-        index::Verified::Intact { rehashed } if same => Decision::UpToDate { rehashed },
-        index::Verified::Intact { .. } => Decision::Partial(index),
+    match same {
+        true => Decision::UpToDate,
+        false => Decision::Partial(index),
     }
 }
 

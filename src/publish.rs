@@ -209,8 +209,8 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
     bad.sort();
     let shown: Vec<&str> = bad.iter().take(5).map(String::as_str).collect();
     bail!(
-        "the tree in {} is not the one its manifest describes ({} file{}), so nothing was published:\n  {}{}\nrebuild \
-         with `gen build`, then publish again",
+        "the tree in {} is not the one its manifest describes ({} file{}), so nothing was published:\n  {}{}\na plain \
+         `gen build` trusts the tree it left and does not look; repair it with `gen build --verify`, then publish again",
         options_dir(dir),
         bad.len(),
         if bad.len() == 1 { "" } else { "s" },

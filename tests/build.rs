@@ -656,10 +656,12 @@ fn a_symlinked_out_is_followed_not_replaced() {
     assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
 }
 
-/// Issue 16, break 1: a tree changed behind the build's back (a file edited in place) is not
-/// taken as up to date: the next build finds it and repairs it.
+/// Issue 36, item 3: the tree is trusted between builds. A tree file overwritten behind the
+/// build's back (its modification time put back) and another removed are not looked at by a
+/// plain build, which finds the tree up to date and leaves both as they are; `gen build
+/// --verify` reads every file and repairs both, and the next plain build is up to date.
 #[test]
-fn a_tree_changed_behind_the_builds_back_is_repaired() {
+fn a_tree_changed_behind_the_builds_back_is_trusted_by_a_plain_build_and_repaired_by_verify() {
     let tmp = TempDir::new("tampered");
     let data = tmp.join("data");
     sample_data(&data);
@@ -667,15 +669,25 @@ fn a_tree_changed_behind_the_builds_back_is_repaired() {
     build(&data, &out, &[]).ok();
     let clean = read_tree(&out);
     let file = out.join("api/v2/berry/5/index.json");
+    let removed = out.join("api/v2/berry/3/index.json");
     let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
     let mut bytes = std::fs::read(&file).unwrap();
     let last = bytes.len() - 2;
     bytes[last] = if bytes[last] == b'1' { b'2' } else { b'1' };
     std::fs::write(&file, &bytes).unwrap();
     std::fs::File::options().write(true).open(&file).unwrap().set_modified(mtime).unwrap();
-    let run = build(&data, &out, &[]).ok();
-    assert!(!run.stdout().contains("up to date"), "{}", run.stdout());
-    assert!(read_tree(&out) == clean);
+    std::fs::remove_file(&removed).unwrap();
+    let damaged = read_tree(&out);
+
+    let plain = build(&data, &out, &[]).ok();
+    assert!(plain.stdout().contains("up to date"), "{}", plain.stdout());
+    assert!(read_tree(&out) == damaged, "a plain build looked at the tree and changed it");
+    assert_eq!(std::fs::read(&file).unwrap(), bytes, "the overwritten file stays overwritten");
+    assert!(!removed.exists(), "the removed file stays removed");
+
+    let verified = build(&data, &out, &["--verify"]).ok();
+    assert!(!verified.stdout().contains("up to date"), "{}", verified.stdout());
+    assert!(read_tree(&out) == clean, "--verify did not repair the tree");
     assert!(build(&data, &out, &[]).ok().stdout().contains("up to date"));
 }
 

@@ -610,6 +610,38 @@ fn torn_and_query_link_trees_are_refused_and_dry_run_changes_nothing() {
     assert_bucket_is_tree(&weed, &Site { root: TempDir(query.path().to_path_buf()) }, &[]);
 }
 
+/// Issue 36, item 3: a plain build trusts the tree it left, so a tree file overwritten or
+/// removed by hand stays so; `gen publish` checks every file against the manifest's hash and
+/// refuses the damaged tree, naming `gen build --verify`, which repairs it; then it publishes.
+#[test]
+fn a_damaged_tree_is_refused_by_publish_naming_build_verify() {
+    let site = Site::new(&[]);
+    let mirror = TempDir::new("mirror-damaged");
+    let target = format!("file://{}", mirror.path().display());
+    let out = site.out();
+    let publish = || publish_with(&["publish", "--dir", path_str(&out), &target], &[]);
+    let (overwritten, removed) = ("api/v2/berry/5/index.json", "api/v2/berry/3/index.json");
+    let mut bytes = site.bytes(overwritten);
+    let last = bytes.len() - 2;
+    bytes[last] = if bytes[last] == b'1' { b'2' } else { b'1' };
+    std::fs::write(out.join(overwritten), &bytes).unwrap();
+    std::fs::remove_file(out.join(removed)).unwrap();
+    site.build(&[]);
+    assert_eq!(site.bytes(overwritten), bytes, "a plain build repaired the trusted tree");
+
+    let refused = publish().fails_with(2);
+    let stderr = refused.stderr();
+    assert!(stderr.contains("gen build --verify"), "{stderr}");
+    assert!(stderr.contains(&format!("{overwritten} does not match its hash")), "{stderr}");
+    assert!(stderr.contains(&format!("{removed} is missing")), "{stderr}");
+    assert!(read_tree(mirror.path()).is_empty(), "a refused publish wrote into the target");
+
+    site.build(&["--verify"]);
+    publish().ok();
+    let published: BTreeMap<String, Vec<u8>> = site.files().into_keys().map(|p| (p.clone(), site.bytes(&p))).collect();
+    assert_eq!(read_tree(mirror.path()), published);
+}
+
 /// `gen publish file:///PATH`: the same behaviour into a folder.
 #[test]
 fn file_targets_behave_the_same() {

@@ -1055,7 +1055,7 @@ fn a_file_changed_after_start_is_never_served_with_its_new_bytes() {
                 assert_eq!(response.header("Cache-Control"), Some("no-store"));
                 let detail = response.json()["detail"].as_str().unwrap().to_string();
                 assert!(detail.contains("the tree on disk changed") && detail.contains(path), "{detail}");
-                assert!(detail.contains("gen build"), "{detail}");
+                assert!(detail.contains("gen build --verify"), "{detail}");
             }
             // read before: the bytes the manifest names, from memory
             _ => assert_eq!(response.expect(200).body, read_before),

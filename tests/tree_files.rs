@@ -191,17 +191,22 @@ fn symlinks_inside_the_tree_are_never_followed() {
     assert_alive(&victim);
 
     // A folder of the tree moved elsewhere and replaced by a link to it: every file keeps its
-    // stamp, yet the tree is not intact, and no write goes through the link.
+    // stamp. A plain build trusts the tree (issue 36, item 3) and no write, of a plain build or
+    // of `gen build --verify`, goes through the link; --verify replaces it.
     build_ok(&s.data, &s.out); // an index again
     let moved = s.tmp.join("moved-effect");
     std::fs::rename(s.out.join("api/v2/effect"), &moved).unwrap();
     std::os::unix::fs::symlink(&moved, s.out.join("api/v2/effect")).unwrap();
     let before = read_tree(&moved);
     let ended = build_ok(&s.data, &s.out);
-    assert!(!ended.stdout.contains("up to date"), "a tree with a linked folder is not intact:\n{}", ended.describe());
+    assert!(ended.stdout.contains("up to date"), "a plain build looked at the trusted tree:\n{}", ended.describe());
     s.change_a_record(3);
     build_ok(&s.data, &s.out);
     assert!(read_tree(&moved) == before, "a build wrote through a link inside the tree");
+    let (data, out) = (s.data.to_str().unwrap(), s.out.to_str().unwrap());
+    let verified = guarded(&["build", "--verify", "--data", data, "--out", out]);
+    assert_eq!(verified.code, Some(0), "{}", verified.describe());
+    assert!(read_tree(&moved) == before, "--verify wrote through a link inside the tree");
     let meta = std::fs::symlink_metadata(s.out.join("api/v2/effect")).unwrap();
     assert!(meta.is_dir(), "the link is replaced by a real folder");
     s.assert_repaired();
@@ -235,8 +240,10 @@ fn stamp_bytes(path: &Path) -> Vec<u8> {
     fields.iter().flat_map(|f| f.to_le_bytes()).collect()
 }
 
+/// The guarantee is --verify's (issue 36, item 3): a plain build trusts the index and leaves the
+/// file as it is; `gen build --verify` reads it and repairs it.
 #[test]
-fn a_tree_file_changed_during_the_commit_is_repaired_by_the_next_build() {
+fn a_tree_file_changed_during_the_commit_is_repaired_by_build_verify() {
     // The race: a file changes (same size) after the build put it in place but before the
     // build took its stamp, so the index records the changed file's stamp with the built
     // file's hash. Held here without timing: change the file after the build, then record
@@ -265,6 +272,10 @@ fn a_tree_file_changed_during_the_commit_is_repaired_by_the_next_build() {
     std::fs::write(s.index(), &index).unwrap();
 
     build_ok(&s.data, &s.out);
+    assert_eq!(std::fs::read(&file).unwrap(), bytes, "a plain build looked at the trusted tree");
+    let (data, out) = (s.data.to_str().unwrap(), s.out.to_str().unwrap());
+    let verified = guarded(&["build", "--verify", "--data", data, "--out", out]);
+    assert_eq!(verified.code, Some(0), "{}", verified.describe());
     s.assert_repaired();
 }
 

@@ -37,7 +37,7 @@ pub use codec::ENTRY_BYTES;
 pub use data_files::DataFiles;
 pub use format::FORMAT;
 pub use tree_docs::{OtherDoc, TreeDocs};
-pub use trust::{UNTRUSTED_WINDOW_NS, Verified};
+pub use trust::UNTRUSTED_WINDOW_NS;
 
 use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;

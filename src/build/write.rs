@@ -56,6 +56,10 @@ pub struct Previous<'i> {
     /// and what a killed commit's journal lists. Only these and the index's files are ever
     /// deleted.
     pub listed: Vec<String>,
+    /// After a killed commit, the paths its journal lists: only these of the index's files are
+    /// read to be kept (all of them when the journal lists none). Every other file is trusted
+    /// to be as the index says.
+    pub killed: Option<std::collections::HashSet<String>>,
 }
 
 /// What a write did, and every document of the tree with its hash and stamp, for the index.
@@ -93,7 +97,8 @@ pub struct TreeWrite<'a, 'o> {
 ///
 /// Only the documents that are dirty are rendered: the others are taken from the previous tree
 /// as the index describes it. A rendered document is written only when its bytes differ from
-/// the file in place (known by the index's hash and stamp, or else by reading the file).
+/// the file in place (known by the index's hash, trusted; else, without an index, by reading
+/// the file).
 /// New bytes go to a staging folder beside the tree first: on any problem nothing in the tree
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
@@ -104,8 +109,13 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     let stage = staging.dir.clone();
     let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
     let previous = &write.previous;
-    let writer =
-        TreeWriter { tree: tree.as_ref(), stage: &stage, index: previous.index, gzip: write.manifest.settings.gzip };
+    let writer = TreeWriter {
+        tree: tree.as_ref(),
+        stage: &stage,
+        index: previous.index,
+        gzip: write.manifest.settings.gzip,
+        killed: previous.killed.as_ref(),
+    };
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
     for (path, bytes) in write.documents.finish() {

@@ -84,7 +84,7 @@ impl Unservable {
             ),
             Unservable::Changed => format!(
                 "{} does not match its hash in {MANIFEST_FILE} (a build replaced the tree while it was read, or the \
-                 file was edited: rebuild with `gen build`)",
+                 file was edited: repair the tree with `gen build --verify`)",
                 file.display()
             ),
         }

@@ -1,6 +1,7 @@
 //! What the build index is trusted for: a file whose stamp is unchanged and old enough is taken
-//! as unchanged without reading it; any other is read and checked against its hash. Here are
-//! that rule and the check of a whole tree against its index.
+//! as unchanged without reading it; any other is read and checked against its hash. Here is
+//! that rule, used for data files, for the tree files a killed commit touched, and by
+//! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
 use super::{Index, TreeFile};
 use crate::build::tree_fs::TreeDir;
@@ -12,52 +13,14 @@ use std::io::Read;
 /// (coarse clocks tick every few milliseconds; some file systems keep seconds or two).
 pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
 
-/// What a check of the tree against its index found (see [`Index::verify`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verified {
-    /// A file is not as the index says the build left it.
-    Changed,
-    /// Every file is; `rehashed` when some had to be read to tell (their stamps were too
-    /// recent to trust), so that a new index would let the next build trust them.
-    Intact { rehashed: bool },
-}
-
 impl Index {
     /// True when a file whose stamp is unchanged since this index recorded it can be taken as
     /// unchanged: it last changed well before that build started. A file that changed just
     /// before or during that build is hashed again, whatever its stamp says. The same rule
-    /// holds for data files and for the tree's own files (whose stamps are taken after the
-    /// build's commit, so every file a build wrote is read once more by the next build).
+    /// holds for data files and for the tree's own files when they are checked (whose stamps
+    /// are taken after the build's commit, so such a check reads every file a build wrote).
     pub fn trusted(&self, stamp: &Stamp) -> bool {
         stamp.ctime_ns < self.started_ns - UNTRUSTED_WINDOW_NS && stamp.mtime_ns < self.started_ns - UNTRUSTED_WINDOW_NS
-    }
-
-    /// Whether every file of the tree is as this index says the build left it (see
-    /// [`Index::check_file`]): every path of every document, in parallel.
-    pub fn verify(&self, tree: &TreeDir) -> Verified {
-        use rayon::prelude::*;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let rehashed = AtomicBool::new(false);
-        let gzip = self.settings.gzip;
-        let check = |path: &str, file: &TreeFile| match self.check_file(tree, path, file, gzip) {
-            Some(read) => {
-                if read {
-                    rehashed.store(true, Ordering::Relaxed);
-                }
-                true
-            }
-            None => false,
-        };
-        let docs = &self.docs;
-        let keyed = (0..docs.entries.len()).into_par_iter().with_min_len(4096).all(|i| {
-            let (place, name, file) = docs.entry(i);
-            check(&place.tree_path(place.id), &file) && name.is_none_or(|name| check(&place.tree_path(name), &file))
-        });
-        let intact = keyed && docs.other.par_iter().all(|doc| doc.paths.iter().all(|path| check(path, &doc.file)));
-        match intact {
-            true => Verified::Intact { rehashed: rehashed.into_inner() },
-            false => Verified::Changed,
-        }
     }
 
     /// Whether the file at `path` in `tree` is as `file` says the build left it, with its `.gz`

@@ -85,6 +85,8 @@ pub(super) struct TreeWriter<'w> {
     pub(super) stage: &'w Path,
     pub(super) index: Option<&'w Index>,
     pub(super) gzip: bool,
+    /// The paths a killed commit's journal lists (see [`super::Previous::killed`]).
+    pub(super) killed: Option<&'w std::collections::HashSet<String>>,
 }
 
 /// One document, placed at all its paths.
@@ -107,15 +109,22 @@ impl TreeWriter<'_> {
     }
 
     /// Places `bytes` at every path in `paths`: kept in place when every path already holds
-    /// them as one file (by `previous`, the index's verified hash and stamp, else by reading the
-    /// files), staged otherwise (the first path written, the others hard links to it). A
-    /// document's paths are always links of one file, so one stamp stands for all of them.
+    /// them as one file (by `previous`, the index's hash, trusted without looking at the file
+    /// unless a killed commit touched it; else by reading the files), staged otherwise (the
+    /// first path written, the others hard links to it). A document's paths are always links
+    /// of one file, so one stamp stands for all of them.
     pub(super) fn place(&self, paths: &[String], previous: Option<TreeFile>, bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
         let in_place = match (self.tree, self.index, previous) {
             (None, ..) => false,
             (Some(tree), Some(index), Some(file)) => {
-                file.hash.0 == hash && paths.iter().all(|path| index.check_file(tree, path, &file, self.gzip).is_some())
+                let touched = |path: &String| self.killed.is_some_and(|paths| paths.is_empty() || paths.contains(path));
+                let trusted = |path: &String| file.gz.is_some() == self.gzip && !touched(path);
+                let kept = |path: &String| trusted(path) || index.check_file(tree, path, &file, self.gzip).is_some();
+                if file.hash.0 == hash && paths.iter().all(kept) {
+                    return Ok(Placed { hash, staged: false, written: 0, from_index: true });
+                }
+                false
             }
             (Some(tree), ..) => same_file(tree, paths, bytes) && (!self.gzip || same_gz(tree, paths, bytes)),
         };
