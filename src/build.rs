@@ -338,10 +338,7 @@ fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &inde
     if previous.journal.killed || !(same || partial) {
         return Decision::Full;
     }
-    match same {
-        true => Decision::UpToDate,
-        false => Decision::Partial(index),
-    }
+    if same { Decision::UpToDate } else { Decision::Partial(index) }
 }
 
 /// The render step: which planned documents this build renders (all, or those a partial
