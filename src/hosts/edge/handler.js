@@ -277,12 +277,15 @@ function pageCount(bytes) {
   return found === null ? null : BigInt(found[1]);
 }
 
-/** The number of entries of a page document's `results` (objects at nesting depth 3), counted
- * on its bytes as [`entriesOf`] finds them. */
-function countEntries(bytes) {
-  let count = 0n;
+/**
+ * Calls `onEntry(start, end)` with the byte range of each entry of a page document's `results`
+ * (the objects at nesting depth 3), scanning its bytes once: the structural characters are
+ * ASCII, so no byte of a multi-byte character is taken for one.
+ */
+function scanEntries(bytes, onEntry) {
   let depth = 0;
   let inString = false;
+  let start = -1;
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (inString) {
@@ -292,11 +295,18 @@ function countEntries(bytes) {
       inString = true;
     } else if (c === 123 || c === 91) {
       depth++;
-      if (c === 123 && depth === 3) count++;
+      if (c === 123 && depth === 3) start = i;
     } else if (c === 125 || c === 93) {
+      if (c === 125 && depth === 3) onEntry(start, i + 1);
       depth--;
     }
   }
+}
+
+/** The number of entries of a page document's `results`, as [`scanEntries`] finds them. */
+function countEntries(bytes) {
+  let count = 0n;
+  scanEntries(bytes, () => count++);
   return count;
 }
 
@@ -498,7 +508,7 @@ function namesOutOfStep(segment) {
   const path = `api/v2/${segment}/_names/index.json`;
   const detail =
     `the tree on disk changed: "${path}" does not match the manifest this server read (a build may be ` +
-    "replacing the tree, or the file was edited); retry in a moment, and if this goes on, rebuild with `gen build`";
+    "replacing the tree, or the file was edited); retry in a moment, and if this goes on, repair the tree with `gen build --verify`";
   return JSON.stringify({ detail });
 }
 
@@ -521,28 +531,11 @@ function holds(facts, count, page) {
   return false;
 }
 
-/** The raw text of each entry of a page document's `results` (objects at nesting depth 3). */
+/** The raw text of each entry of a page document's `results`, as [`scanEntries`] finds them. */
 function entriesOf(bytes) {
-  const text = new TextDecoder().decode(bytes);
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const entries = [];
-  let depth = 0;
-  let inString = false;
-  let start = -1;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++;
-      else if (c === 34) inString = false;
-    } else if (c === 34) {
-      inString = true;
-    } else if (c === 123 || c === 91) {
-      depth++;
-      if (c === 123 && depth === 3) start = i;
-    } else if (c === 125 || c === 93) {
-      if (c === 125 && depth === 3) entries.push(text.slice(start, i + 1));
-      depth--;
-    }
-  }
+  scanEntries(bytes, (start, end) => entries.push(decoder.decode(bytes.subarray(start, end))));
   return entries;
 }
 
