@@ -98,6 +98,18 @@ fn start_runtime(
     args_for: impl Fn(u16) -> Vec<String>,
     env_for: impl Fn(u16) -> Vec<(String, String)>,
 ) -> Runtime {
+    start_runtime_in(name, out, None, program, args_for, env_for)
+}
+
+/// [`start_runtime`], run in the folder `cwd` (else the host's own folder).
+fn start_runtime_in(
+    name: &str,
+    out: &Path,
+    cwd: Option<&Path>,
+    program: &Path,
+    args_for: impl Fn(u16) -> Vec<String>,
+    env_for: impl Fn(u16) -> Vec<(String, String)>,
+) -> Runtime {
     use std::os::unix::process::CommandExt;
     let server = start_host(name, out, |dir, port| {
         let log = dir.join("log");
@@ -107,7 +119,7 @@ fn start_runtime(
             .envs(env_for(port))
             .env("NO_COLOR", "1")
             .env("DENO_DIR", dir.join("deno"))
-            .current_dir(dir)
+            .current_dir(cwd.unwrap_or(dir))
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
@@ -976,27 +988,12 @@ fn start_project(
     program: &Path,
     args_for: impl Fn(u16) -> Vec<String>,
 ) -> Runtime {
-    use std::os::unix::process::CommandExt;
-    let server = start_host(name, out, |dir, port| {
-        let log = dir.join("log");
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(program)
-            .args(args_for(port))
-            .env("NO_COLOR", "1")
-            .env("WRANGLER_SEND_METRICS", "false")
-            .env("DENO_DIR", dir.join("deno"))
-            .env("HOST", "127.0.0.1")
-            .env("PORT", port.to_string())
-            .current_dir(project)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name} starts: {e}"));
-        (child, log)
-    });
-    Runtime { server }
+    let env_for = |port: u16| {
+        [("WRANGLER_SEND_METRICS", "false".to_string()), ("HOST", "127.0.0.1".to_string()), ("PORT", port.to_string())]
+            .map(|(key, value)| (key.to_string(), value))
+            .to_vec()
+    };
+    start_runtime_in(name, out, Some(project), program, args_for, env_for)
 }
 
 /// A list, pages, records, `?q=` and filters, from the project `host` runs and from `gen serve`
