@@ -148,16 +148,10 @@ impl<'a> ListLinks<'a> {
     }
 }
 
-/// Renders `page` of a list whose every entry is in `entries` (serialised as
-/// [`render_entry`] does), linking pages as `links` says: the one function behind
-/// the page files of `gen build` and the pages `gen serve` computes, so they cannot differ.
-pub(crate) fn render_list_page(entries: &[impl AsRef<[u8]>], links: &ListLinks, page: Page, pretty: bool) -> Vec<u8> {
-    let count = entries.len() as u64;
-    render_shown_page(count, &entries[page.range(count)], links, page, pretty)
-}
-
 /// Renders `page` of a list of `count` entries, given the entries it shows (`shown`, those of
-/// `page.range(count)`), as [`render_list_page`] does.
+/// `page.range(count)`, serialised as [`render_entry`] does), linking pages as `links` says:
+/// the one function behind the page files of `gen build` and the pages `gen serve` computes,
+/// so they cannot differ.
 pub(crate) fn render_shown_page(
     count: u64,
     shown: &[impl AsRef<[u8]>],
@@ -289,7 +283,7 @@ mod tests {
         assert!(Page { offset: 0, limit: u64::MAX }.is_everything(10));
     }
 
-    /// The links a page file of `style` holds, as [`render_list_page`] writes them.
+    /// The links a page file of `style` holds, as [`render_shown_page`] writes them.
     fn links(page: Page, count: u64, style: LinkStyle) -> Vec<Page> {
         page.next_linked(count, style).into_iter().chain(page.previous()).collect()
     }

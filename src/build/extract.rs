@@ -249,21 +249,20 @@ pub fn values_document(
     bytes.expect("a values document serialises")
 }
 
-/// `page` of the list of the records of `segment` whose `field` takes `value` (at `positions`
-/// in the list, whose entries are `entries`): query links keep the condition, path links name
-/// the value's own page files.
+/// `page` of the list of the `count` records of `segment` whose `field` takes `value` (`shown`:
+/// the entries of the page): query links keep the condition, path links name the value's own
+/// page files.
 pub fn filter_page(
     settings: &TreeSettings,
     segment: &str,
-    entries: &[Vec<u8>],
-    (field, value, positions): (&FilterField, &str, &[u32]),
+    count: u64,
+    shown: &[Vec<u8>],
+    (field, value): (&FilterField, &str),
     page: Page,
 ) -> Vec<u8> {
-    let count = positions.len() as u64;
-    let shown: Vec<&[u8]> = positions[page.range(count)].iter().map(|&i| entries[i as usize].as_slice()).collect();
     let list_url = layout::list_url(&settings.base_url, segment);
     let files_url = layout::list_url(&settings.base_url, &layout::filter_list(segment, &field.name, value));
     let tail = crate::filters::query_tail([(field.name.as_str(), value)]);
     let links = ListLinks { list_url: &list_url, query_tail: &tail, files_url: &files_url, style: settings.links };
-    paging::render_shown_page(count, &shown, &links, page, settings.pretty)
+    paging::render_shown_page(count, shown, &links, page, settings.pretty)
 }

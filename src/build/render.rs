@@ -14,7 +14,7 @@ use crate::search;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
@@ -226,8 +226,8 @@ impl Renderer<'_> {
 pub struct TreeRenderer<'a> {
     pub records: Renderer<'a>,
     pub options: &'a TreeSettings,
-    /// Each resource's list entries, serialised once.
-    entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
+    /// Each resource's list stamp (for its names document), made once when first asked for.
+    list_stamps: BTreeMap<&'a str, OnceLock<search::ListStamp>>,
     meta: Vec<u8>,
     /// What rendering has seen of each resource's records, and of each kind of sub-document
     /// (`(segment, Some(name))`), for the schemas.
@@ -238,24 +238,12 @@ pub struct TreeRenderer<'a> {
 }
 
 impl<'a> TreeRenderer<'a> {
-    /// Prepares the renderer: list entries of every resource and the meta document.
+    /// Prepares the renderer: the meta document. A list's entries are not held: each page
+    /// renders the entries it shows from the dataset ([`TreeRenderer::entries`]), so that a
+    /// million records' entries are never in memory at once.
     pub fn new(dataset: &'a Dataset, options: &'a TreeSettings) -> TreeRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
-        let entries = dataset
-            .resources
-            .iter()
-            .map(|(segment, resource)| {
-                let list = resource
-                    .records
-                    .iter()
-                    .map(|r| {
-                        let url = layout::record_url(&options.base_url, segment, r.id);
-                        paging::render_entry(r.name.as_deref(), &url, options.pretty)
-                    })
-                    .collect();
-                (segment.as_str(), list)
-            })
-            .collect();
+        let list_stamps = dataset.resources.keys().map(|segment| (segment.as_str(), OnceLock::new())).collect();
         let meta = records.serialize(&serde_json::json!({
             "built_at": options.built_at,
             "data_hash": options.data_hash,
@@ -276,7 +264,7 @@ impl<'a> TreeRenderer<'a> {
                 }
             }
         }
-        TreeRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
+        TreeRenderer { records, options, list_stamps, meta, seen, extracts: Extracts::new() }
     }
 
     /// Renders one planned document.
@@ -305,7 +293,9 @@ impl<'a> TreeRenderer<'a> {
             Content::Page { segment, page } => {
                 let list_url = layout::list_url(&self.options.base_url, segment);
                 let links = paging::ListLinks::of_list(&list_url, self.options.links);
-                Ok(paging::render_list_page(&self.entries[segment], &links, page, self.options.pretty))
+                let count = dataset.resources[segment].records.len() as u64;
+                let shown = self.entries_at(segment, page.range(count));
+                Ok(paging::render_shown_page(count, &shown, &links, page, self.options.pretty))
             }
             Content::Names { segment } => Ok(self.names(segment, None)),
             Content::NamesShard { segment, shard } => Ok(self.names(segment, Some(shard))),
@@ -317,8 +307,9 @@ impl<'a> TreeRenderer<'a> {
             Content::FilterPage { segment, field, value, page } => {
                 let (text, positions) = &self.extracts[segment].fields[field][value];
                 let declared = &self.options.filters[segment][field];
-                let entries = &self.entries[segment];
-                Ok(extract::filter_page(self.options, segment, entries, (declared, text, positions), page))
+                let count = positions.len() as u64;
+                let shown = self.entries_at(segment, positions[page.range(count)].iter().map(|&i| i as usize));
+                Ok(extract::filter_page(self.options, segment, count, &shown, (declared, text), page))
             }
         }
     }
@@ -327,13 +318,7 @@ impl<'a> TreeRenderer<'a> {
     /// its extract (made now when the build has none).
     fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {
         let count = self.records.dataset.resources[segment].records.len();
-        // the list it belongs to: its `_pages/all` file's bytes, rendered again to hash them
-        let list_url = layout::list_url(&self.options.base_url, segment);
-        let links = paging::ListLinks::of_list(&list_url, self.options.links);
-        let whole = paging::Page { offset: 0, limit: (count as u64).max(1) };
-        let all = paging::render_list_page(&self.entries[segment], &links, whole, self.options.pretty);
-        let list = search::ListStamp::of(count as u64, &all);
-        drop(all);
+        let list = self.list_stamps[segment].get_or_init(|| self.list_stamp(segment));
         if shard.is_none() && search::names_shards(count) > 0 {
             let base = &self.options.base_url;
             return search::render_names_index(&list, |k| layout::names_shard_url(base, segment, k));
@@ -354,6 +339,34 @@ impl<'a> TreeRenderer<'a> {
 }
 
 impl TreeRenderer<'_> {
+    /// The list entries of `segment` at the list positions `positions`, serialised as
+    /// [`paging::render_entry`] does.
+    fn entries_at(&self, segment: &str, positions: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
+        let records = &self.records.dataset.resources[segment].records;
+        let base_url = &self.options.base_url;
+        let entry = |r: &crate::build::load::Record| {
+            paging::render_entry(r.name.as_deref(), &layout::record_url(base_url, segment, r.id), self.options.pretty)
+        };
+        positions.map(|i| entry(&records[i])).collect()
+    }
+
+    /// The stamp of the list of `segment`, which its names document names: its `_pages/all`
+    /// file's bytes, rendered again to hash them.
+    fn list_stamp(&self, segment: &str) -> search::ListStamp {
+        let count = self.records.dataset.resources[segment].records.len();
+        let list_url = layout::list_url(&self.options.base_url, segment);
+        let links = paging::ListLinks::of_list(&list_url, self.options.links);
+        let whole = paging::Page { offset: 0, limit: (count as u64).max(1) };
+        let all = paging::render_shown_page(
+            count as u64,
+            &self.entries_at(segment, 0..count),
+            &links,
+            whole,
+            self.options.pretty,
+        );
+        search::ListStamp::of(count as u64, &all)
+    }
+
     fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {
         if let Some(seen) = self.seen.get(&(segment, subdoc)) {
             seen.lock().expect("no panic while observing").observe(value);

@@ -420,7 +420,7 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
     Ok(list)
 }
 
-/// Renders a page of `list` as `gen build` does (see [`paging::render_list_page`]).
+/// Renders a page of `list` as `gen build` does (see [`paging::render_shown_page`]).
 fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
     render_linked(list, page, &paging::ListLinks::of_list(&list.url, links), pretty)
 }
