@@ -3,11 +3,12 @@
 
 use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
-use crate::build::load::Dataset;
+use crate::build::load::{Dataset, Record};
 use crate::filters::FilterField;
 use crate::layout::{self, META_PATH, ROOT_PATH};
 use crate::manifest::TreeSettings;
 use crate::paging::{self, LinkStyle, Page};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// One document of the tree.
@@ -90,49 +91,120 @@ impl<'a> Output<'a> {
     }
 }
 
-/// Lists every document of the tree, in a deterministic order. The files of a resource's
-/// declared filters are those of its values in `extracts`.
-pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extracts) -> Vec<Output<'a>> {
-    let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
-        .resources
-        .iter()
-        .map(|(segment, r)| page_files(segment, r.records.len() as u64, &options.page_sizes, options.links))
-        .collect();
-    let documents: usize = dataset.resources.values().flat_map(|r| &r.records).map(|r| 1 + r.subdocs.len()).sum();
-    // Sized exactly: a vector that grows by doubling holds up to twice a million entries.
-    let names = dataset.resources.len();
-    let mut outputs = Vec::with_capacity(2 + documents + names + pages.iter().map(BTreeMap::len).sum::<usize>());
-    outputs.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
-    outputs.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
-    for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
-        let segment = segment.as_str();
-        for (index, record) in resource.records.iter().enumerate() {
-            outputs.push(Output { content: Content::Record { segment, index }, listed: Box::default() });
-            for subdoc in 0..record.subdocs.len() {
-                outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, listed: Box::default() });
+/// Every document of the tree, in a deterministic order (see [`plan`]). A resource's records
+/// and sub-documents are one run, held as each record's first position in it (4 bytes a
+/// record): their [`Output`]s are made when asked for ([`Plan::get`]), not held, as a million
+/// records would need a hundred MB of them. The other documents are held.
+#[derive(Debug, Default)]
+pub struct Plan<'a> {
+    parts: Vec<Part<'a>>,
+    /// The position of each part's first document.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+#[derive(Debug)]
+enum Part<'a> {
+    One(Output<'a>),
+    /// The records of `segment` in list order, each followed by its sub-documents: record `i`
+    /// is the run's document `firsts[i]`.
+    Records {
+        segment: &'a str,
+        firsts: Vec<u32>,
+    },
+}
+
+impl<'a> Plan<'a> {
+    fn push(&mut self, output: Output<'a>) {
+        self.starts.push(self.len);
+        self.parts.push(Part::One(output));
+        self.len += 1;
+    }
+
+    fn push_records(&mut self, segment: &'a str, records: &[Record]) {
+        let mut firsts = Vec::with_capacity(records.len());
+        let mut len = 0usize;
+        for record in records {
+            firsts.push(u32::try_from(len).expect("fewer than 4 billion documents in a resource"));
+            len += 1 + record.subdocs.len();
+        }
+        self.starts.push(self.len);
+        self.parts.push(Part::Records { segment, firsts });
+        self.len += len;
+    }
+
+    /// The number of documents.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the plan holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `i`-th document, `i < len()`.
+    pub fn get(&self, i: usize) -> Cow<'_, Output<'a>> {
+        let part = self.starts.partition_point(|&start| start <= i) - 1;
+        match &self.parts[part] {
+            Part::One(output) => Cow::Borrowed(output),
+            Part::Records { segment, firsts } => {
+                let at = (i - self.starts[part]) as u32;
+                let index = firsts.partition_point(|&first| first <= at) - 1;
+                let segment = *segment;
+                let content = match (at - firsts[index]) as usize {
+                    0 => Content::Record { segment, index },
+                    n => Content::SubDoc { segment, index, subdoc: n - 1 },
+                };
+                Cow::Owned(Output { content, listed: Box::default() })
             }
         }
-        for (page, paths) in pages {
-            outputs.push(Output::listed(Content::Page { segment, page }, paths));
+    }
+
+    /// Every document, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Output<'a>>> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// The documents that list their paths (all but records and sub-documents).
+    pub fn listed(&self) -> impl Iterator<Item = &Output<'a>> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::One(output) => Some(output),
+            Part::Records { .. } => None,
+        })
+    }
+}
+
+/// Lists every document of the tree, in a deterministic order. The files of a resource's
+/// declared filters are those of its values in `extracts`.
+pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extracts) -> Plan<'a> {
+    let mut plan = Plan::default();
+    plan.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
+    plan.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
+    for (segment, resource) in &dataset.resources {
+        let segment = segment.as_str();
+        plan.push_records(segment, &resource.records);
+        for (page, paths) in page_files(segment, resource.records.len() as u64, &options.page_sizes, options.links) {
+            plan.push(Output::listed(Content::Page { segment, page }, paths));
         }
-        outputs.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
+        plan.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
         for shard in 0..crate::search::names_shards(resource.records.len()) {
-            outputs.push(Output::listed(
+            plan.push(Output::listed(
                 Content::NamesShard { segment, shard },
                 vec![layout::names_shard_path(segment, shard)],
             ));
         }
         if let (Some(declared), Some(extracted)) = (options.filters.get(segment), extracts.get(segment)) {
-            plan_filters(&mut outputs, segment, declared, extracted, options);
+            plan_filters(&mut plan, segment, declared, extracted, options);
         }
     }
-    outputs
+    plan
 }
 
 /// The files of the declared filters of `segment`: per field its values document, and per value
 /// the page files of its list (as [`page_files`] names a list's).
 fn plan_filters<'a>(
-    outputs: &mut Vec<Output<'a>>,
+    plan: &mut Plan<'a>,
     segment: &'a str,
     declared: &[FilterField],
     extracted: &Extracted,
@@ -140,7 +212,7 @@ fn plan_filters<'a>(
 ) {
     for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
         let values_path = layout::filter_values_path(segment, &declared.name);
-        outputs.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
+        plan.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
         for (value, (text, positions)) in values.iter().enumerate() {
             let list = layout::filter_list(segment, &declared.name, text);
             let count = positions.len() as u64;
@@ -152,7 +224,7 @@ fn plan_filters<'a>(
                 if page.is_everything(count) {
                     paths.retain(|path| whole.contains(path));
                 }
-                outputs.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
+                plan.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
             }
         }
     }

@@ -25,7 +25,7 @@ use stage::{TreeWriter, stage_documents};
 
 use crate::build::index::{Index, TreeDocs};
 use crate::build::load::Dataset;
-use crate::build::plan::Output;
+use crate::build::plan::{Output, Plan};
 use crate::build::tree_fs::TreeDir;
 use crate::manifest::Manifest;
 use crate::problem::Problem;
@@ -84,7 +84,7 @@ pub struct TreeWrite<'a, 'o> {
     /// The dataset the outputs were planned from: a record's paths are derived from it.
     pub dataset: &'o Dataset,
     /// Every planned document, in plan order.
-    pub outputs: &'a [Output<'o>],
+    pub outputs: &'a Plan<'o>,
     pub documents: &'a dyn Documents,
     /// The new tree's manifest, its files listed by the write.
     pub manifest: Manifest,
@@ -128,7 +128,7 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     let gone = gone_paths(previous, &docs);
 
     if target.exists {
-        let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(doc));
+        let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(&doc));
         // Without --gzip, the .gz siblings a previous build left go too.
         let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()

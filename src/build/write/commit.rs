@@ -24,7 +24,7 @@ pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>) -> Vec<St
     }
     let others: HashSet<&str> = docs
         .outputs
-        .iter()
+        .listed()
         .flat_map(|o| o.listed.iter())
         .chain(docs.late.iter().flatten())
         .map(String::as_str)
@@ -69,18 +69,18 @@ pub(super) fn stamps_after_commit(
     let mut index = TreeDocs::default();
     index.reserve(placed.len());
     for (doc, output) in docs.all().zip(placed) {
-        report.written += output.written;
-        let kept = previous.index.filter(|_| output.from_index).and_then(|index| previous_file(index, docs, doc));
-        let (paths_count, place) = match docs.place(doc) {
+        report.written += output.written as usize;
+        let kept = previous.index.filter(|_| output.from_index).and_then(|index| previous_file(index, docs, &doc));
+        let (paths_count, place) = match docs.place(&doc) {
             Some((place, name)) => (1 + usize::from(name.is_some()), Some((place, name))),
-            None => (docs.paths(doc).len(), None),
+            None => (docs.paths(&doc).len(), None),
         };
         let file = match kept {
             Some(kept) => kept,
             None => {
                 let first = match place {
                     Some((place, _)) => place.tree_path(place.id),
-                    None => docs.paths(doc).swap_remove(0),
+                    None => docs.paths(&doc).swap_remove(0),
                 };
                 let shown = || format!("cannot read {}", committed.path().join(&first).display());
                 let stamp = committed.stamp(&first).with_context(shown)?;
@@ -92,7 +92,7 @@ pub(super) fn stamps_after_commit(
         report.bytes += paths_count as u64 * (file.stamp.size + file.gz.map_or(0, |gz| gz.size));
         match place {
             Some((place, name)) => index.push_keyed(&place, name, file),
-            None => index.push_other(docs.paths(doc), file),
+            None => index.push_other(docs.paths(&doc), file),
         }
     }
     index.finish();

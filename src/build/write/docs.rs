@@ -4,21 +4,22 @@
 
 use crate::build::index::Place;
 use crate::build::load::Dataset;
-use crate::build::plan::Output;
+use crate::build::plan::{Output, Plan};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 /// The documents of one write: the planned outputs, then the late ones (by their paths).
 pub(super) struct Docs<'a, 'o> {
     pub(super) dataset: &'o Dataset,
-    pub(super) outputs: &'a [Output<'o>],
+    pub(super) outputs: &'a Plan<'o>,
     pub(super) late: Vec<Vec<String>>,
 }
 
 /// One document of [`Docs`].
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) enum Doc<'a, 'o> {
-    Planned(&'a Output<'o>),
+    Planned(Cow<'a, Output<'o>>),
     Late(&'a [String]),
 }
 
@@ -30,20 +31,20 @@ impl<'a, 'o> Docs<'a, 'o> {
 
     /// The `i`-th document of [`Docs::all`].
     pub(super) fn doc(&self, i: usize) -> Doc<'_, 'o> {
-        match self.outputs.get(i) {
-            Some(output) => Doc::Planned(output),
-            None => Doc::Late(&self.late[i - self.outputs.len()]),
+        match i.checked_sub(self.outputs.len()) {
+            None => Doc::Planned(self.outputs.get(i)),
+            Some(late) => Doc::Late(&self.late[late]),
         }
     }
 
-    pub(super) fn paths(&self, doc: Doc<'_, 'o>) -> Vec<String> {
+    pub(super) fn paths(&self, doc: &Doc<'_, 'o>) -> Vec<String> {
         match doc {
             Doc::Planned(output) => output.paths(self.dataset),
             Doc::Late(paths) => paths.to_vec(),
         }
     }
 
-    pub(super) fn place(&self, doc: Doc<'_, 'o>) -> Option<(Place<'o>, Option<&'o str>)> {
+    pub(super) fn place(&self, doc: &Doc<'_, 'o>) -> Option<(Place<'o>, Option<&'o str>)> {
         match doc {
             Doc::Planned(output) => output.place(self.dataset),
             Doc::Late(_) => None,

@@ -55,7 +55,7 @@ pub(super) fn sorted_files<'d>(
                 groups.push((format!("{}/{segment}/", crate::layout::API_ROOT), Group::Resource(start..i)));
             }
             None => {
-                for path in docs.paths(docs.doc(i)) {
+                for path in docs.paths(&docs.doc(i)) {
                     groups.push((path.clone(), Group::Path(path, placed[i].hash)));
                 }
                 i += 1;
@@ -79,9 +79,10 @@ pub(super) fn resource_files<'d>(
     placed: &'d [Placed],
     first: usize,
 ) -> impl Iterator<Item = (String, blake3::Hash)> + 'd {
-    let outputs = &docs.outputs[first..first + placed.len()];
+    let output_at = move |i: usize| docs.outputs.get(first + i);
     let mut keys: Vec<(String, usize)> = Vec::new();
-    for (i, output) in outputs.iter().enumerate() {
+    for i in 0..placed.len() {
+        let output = output_at(i);
         match output.place(docs.dataset) {
             Some((place, name)) if place.kind.is_none() => {
                 keys.push((format!("{}/", place.id), i));
@@ -95,15 +96,15 @@ pub(super) fn resource_files<'d>(
     }
     keys.sort_unstable();
     keys.into_iter().flat_map(move |(key, i)| {
-        let output = &outputs[i];
+        let output = output_at(i);
         let mut files: Vec<(String, blake3::Hash)> = match output.place(docs.dataset) {
             None => vec![(key, placed[i].hash)],
             Some((place, _)) => {
                 let key = key.trim_end_matches('/');
                 let record = std::iter::once((place.tree_path(key), placed[i].hash));
-                let subdocs = (i + 1..outputs.len())
+                let subdocs = (i + 1..placed.len())
                     .map_while(|j| {
-                        outputs[j].place(docs.dataset).filter(|(p, _)| p.kind.is_some()).map(|(p, _)| (j, p))
+                        output_at(j).place(docs.dataset).filter(|(p, _)| p.kind.is_some()).map(|(p, _)| (j, p))
                     })
                     .map(|(j, p)| (p.tree_path(key), placed[j].hash));
                 record.chain(subdocs).collect()

@@ -11,6 +11,7 @@ use crate::problem::{Problem, Problems};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -29,17 +30,18 @@ pub(super) fn stage_documents(
     let problems: Mutex<Vec<Problem>> = Mutex::default();
     let error: Mutex<Option<anyhow::Error>> = Mutex::default();
     let failed = Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false };
-    let placed: Vec<Placed> = outputs
-        .par_iter()
+    let placed: Vec<Placed> = (0..outputs.len())
+        .into_par_iter()
         .with_min_len(64)
-        .map(|output| {
-            let previous = writer.previous(docs, Doc::Planned(output));
-            if !documents.dirty(output)
+        .map(|i| {
+            let output = outputs.get(i);
+            let previous = writer.previous(docs, &Doc::Planned(Cow::Borrowed(&*output)));
+            if !documents.dirty(&output)
                 && let Some(file) = previous
             {
                 return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
             }
-            let placed = documents.render(output).map_err(DocumentFailure::Problems).and_then(|bytes| {
+            let placed = documents.render(&output).map_err(DocumentFailure::Problems).and_then(|bytes| {
                 let paths = output.paths(docs.dataset);
                 writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
             });
@@ -70,7 +72,7 @@ pub(super) fn stage_documents(
 
 /// The previous tree's file of `doc`, as `index` describes it, when it is published at the
 /// same paths (its stamps are checked before a build trusts the index).
-pub(super) fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+pub(super) fn previous_file<'o>(index: &Index, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<TreeFile> {
     match (doc, docs.place(doc)) {
         (_, Some((place, name))) => index.docs.keyed(&place, name),
         (Doc::Planned(output), None) => index.docs.other(&output.listed),
@@ -97,14 +99,14 @@ pub(super) struct Placed {
     pub(super) staged: bool,
     /// Files written anew, at each path (with `.gz` siblings): a document's paths share one
     /// file's bytes through hard links, as in every build.
-    pub(super) written: usize,
+    pub(super) written: u32,
     /// True when it was taken from the index unchanged: its stamps are the index's.
     pub(super) from_index: bool,
 }
 
 impl TreeWriter<'_> {
     /// The previous tree's file of `doc` (see [`previous_file`]).
-    pub(super) fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+    pub(super) fn previous<'o>(&self, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<TreeFile> {
         previous_file(self.index?, docs, doc)
     }
 
@@ -138,7 +140,7 @@ impl TreeWriter<'_> {
             if let Some(dir) = target.parent() {
                 fsutil::create_dir_all(dir)?;
             }
-            written += 1 + usize::from(self.gzip);
+            written += 1 + u32::from(self.gzip);
             if i == 0 {
                 fsutil::write(&target, bytes)?;
             } else {
