@@ -1134,3 +1134,91 @@ fn a_record_git_ignores_is_an_uncommitted_change_that_dates_the_build_by_the_clo
     let date: i64 = read_json(&tmp.join("c/api/v2/meta/index.json"))["deploy_date"].as_str().unwrap().parse().unwrap();
     assert!(date >= before, "a record git ignores is newer than any commit: dated {date}, before {before}");
 }
+
+/// Writes synthetic data of `records` things into `dir`, held as tables as people with many
+/// records keep them: `thing.ndjson` (a record a line, about 500 bytes each, named, referring
+/// to a kind) and `thing.notes.ndjson` (a sub-document for every third thing), and five kinds,
+/// one file each. With `edited`, the first thing's line differs by one value.
+fn synthetic_tables(dir: &Path, records: usize, edited: bool) {
+    let mut things = String::new();
+    let mut notes = String::new();
+    for id in 1..=records {
+        let value = if edited && id == 1 { 0 } else { id % 97 };
+        let words: Vec<String> = (0..24).map(|w| format!("\"word-{}\"", (id * 31 + w) % 1009)).collect();
+        things.push_str(&format!(
+            r#"{{"id": {id}, "name": "thing-{id}", "kind": {{"url": "/api/v2/kind/{}/"}}, "value": {value}, "words": [{}]}}"#,
+            id % 5 + 1,
+            words.join(", ")
+        ));
+        things.push('\n');
+        if id % 3 == 0 {
+            notes.push_str(&format!(r#"{{"id": {id}, "document": {{"note": "about thing {id}", "n": {}}}}}"#, id * 7));
+            notes.push('\n');
+        }
+    }
+    let mut files = vec![("thing.ndjson", things), ("thing.notes.ndjson", notes)];
+    let kinds: Vec<(String, String)> =
+        (1..=5).map(|id| (format!("kind/{id}.json"), format!(r#"{{"id": {id}, "name": "kind-{id}"}}"#))).collect();
+    files.extend(kinds.iter().map(|(path, text)| (path.as_str(), text.clone())));
+    write_files(dir, &files);
+}
+
+/// The peak resident memory of a fresh, an unchanged and a one-line-edit build of `records`
+/// synthetic records ([`synthetic_tables`]), in bytes.
+fn build_peaks(tmp: &Path, records: usize) -> [u64; 3] {
+    let (data, out) = (tmp.join(format!("data-{records}")), tmp.join(format!("out-{records}")));
+    synthetic_tables(&data, records, false);
+    let threads = [("RAYON_NUM_THREADS", "2")];
+    let args = ["build", "--quiet", "--data", utf8(&data), "--out", utf8(&out)];
+    let peak = || {
+        let (run, peak) = peak_memory(&args, &threads);
+        run.ok();
+        peak
+    };
+    let fresh = peak();
+    let unchanged = peak();
+    synthetic_tables(&data, records, true);
+    let edit = peak();
+    [fresh, unchanged, edit]
+}
+
+/// What each record may add to a build's peak, in bytes: fresh, unchanged, one-line edit.
+/// Issue 36 item 4 asks for 512 MB for a million records (537 bytes a record) in all three;
+/// these are the bounds the build meets today (BENCHMARKS.md, "Scale by the change (issue 36):
+/// memory", what is left), each below what it took before a list page rendered its own entries
+/// and the plan stopped holding an output per document (1,211 and 1,543 bytes a record fresh
+/// and edit; the unchanged build was not changed, 714).
+const BYTES_A_RECORD: [u64; 3] = [1_000, 800, 1_400];
+
+/// Issue 36, item 4: what a record adds to a build's peak memory is bounded, fresh, unchanged
+/// and after a one-line edit. A test cannot build a million records, so it builds the same
+/// synthetic data at two sizes and bounds the growth of the peak per record by
+/// [`BYTES_A_RECORD`], with 2 MB allowed for what does not grow with the data (the run's
+/// noise).
+#[test]
+fn a_builds_peak_memory_grows_by_a_bounded_amount_a_record() {
+    if heavy("it builds 45,000 records six times").is_none() {
+        return;
+    }
+    let tmp = TempDir::new("memory-per-record");
+    let (small, large) = (5_000, 40_000);
+    let before = build_peaks(tmp.path(), small);
+    let after = build_peaks(tmp.path(), large);
+    let allowance = 2 << 20;
+    let mut over = Vec::new();
+    for (i, build) in ["fresh", "unchanged", "one-line edit"].iter().enumerate() {
+        let growth = after[i].saturating_sub(before[i]);
+        let line = format!(
+            "a {build} build: {} MB at {small} records, {} MB at {large}: {} bytes a record (bound {})",
+            before[i] >> 20,
+            after[i] >> 20,
+            growth / (large - small) as u64,
+            BYTES_A_RECORD[i]
+        );
+        eprintln!("{line}");
+        if growth > BYTES_A_RECORD[i] * (large - small) as u64 + allowance {
+            over.push(line);
+        }
+    }
+    assert!(over.is_empty(), "a build's peak grew by more than its bound a record:\n{}", over.join("\n"));
+}
