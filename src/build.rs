@@ -309,7 +309,7 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
         load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, problems, files) = load::load_reusing(data, &seen);
+    let (dataset, problems, files) = load::load_reusing(data, &seen, previous.map(|index| &index.data));
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }

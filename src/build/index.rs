@@ -34,7 +34,7 @@ mod tree_docs;
 mod trust;
 
 pub use codec::ENTRY_BYTES;
-pub use data_files::DataFiles;
+pub use data_files::{DataFiles, TableLine};
 pub use format::FORMAT;
 pub use tree_docs::{OtherDoc, TreeDocs};
 pub use trust::UNTRUSTED_WINDOW_NS;
@@ -68,6 +68,9 @@ pub struct DataFile {
     pub hash: Hash,
     /// A record's name.
     pub name: Option<String>,
+    /// The line of a table that holds the record or sub-document, when it is held in one (its
+    /// stamp is then the table's: the index keeps the line's place instead).
+    pub line: Option<crate::build::dataset::Span>,
 }
 
 /// One document of the tree: the file at each of its paths (they are hard links of one file,
@@ -162,7 +165,7 @@ impl Index {
             }
         };
         let size = file.metadata().map_or(0, |m| m.len());
-        let index = match decode(std::io::BufReader::with_capacity(1 << 20, file.take(MAX_INDEX_BYTES)), size) {
+        let index = match decode(file.take(MAX_INDEX_BYTES), size) {
             Ok(index) => index,
             Err(why) => {
                 ignored(format!("{} {why}", path.display()));
@@ -185,11 +188,11 @@ impl Index {
         let temporary = beside(out, "gen-index.tmp");
         let written = (|| -> std::io::Result<()> {
             let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
-            let mut out = Checksummed::new(std::io::BufWriter::with_capacity(1 << 20, file));
+            // Buffered before the checksum, so that it is taken of large blocks.
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
             self.encode(&mut out)?;
-            let (mut file, sum) = out.finish();
-            file.write_all(sum.as_bytes())?;
-            file.flush()
+            let (mut file, sum) = out.into_inner().map_err(|e| e.into_error())?.finish();
+            file.write_all(sum.as_bytes())
         })();
         written
             .and_then(|()| std::fs::rename(&temporary, &path))
@@ -226,6 +229,7 @@ mod tests {
             stamp: stamp(n),
             hash: Hash(blake3::hash(&n.to_le_bytes())),
             name: name.map(str::to_string),
+            line: None,
         };
         data.insert("berry/2.json", file(2, Some("oran")));
         data.insert("berry/1.json", file(1, Some("cheri")));

@@ -38,7 +38,7 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
-    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default());
+    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default(), None);
     (dataset, problems)
 }
 
@@ -60,8 +60,14 @@ pub struct Known {
 }
 
 /// Like [`load`], asking `seen` about each file first (it is called before the file is read): a
-/// file it knows is not read. Also returns every file with its stamp, hash and name.
-pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Dataset, Vec<Problem>, DataFiles) {
+/// file it knows is not read; a table it knows is not read either, its lines are those
+/// `previous` (the data files of the build `seen` knows from) recorded. Also returns every file
+/// with its stamp, hash and name.
+pub fn load_reusing(
+    dir: &Path,
+    seen: &(dyn Fn(&Path) -> Seen + Sync),
+    previous: Option<&DataFiles>,
+) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
@@ -96,8 +102,7 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
         })
         .collect();
     let mut parsed = sort_out(dir, loaded, &mut files, &mut problems);
-    let stamp = |file: &Path| seen(file).stamp;
-    let (table_records, table_subdocs) = load_tables(tables, limit, &stamp, &mut files, &mut problems);
+    let (table_records, table_subdocs) = load_tables(tables, limit, (seen, previous), &mut files, &mut problems);
     dataset.tables = super::table::open(&dataset.dir, &table_records, &table_subdocs);
     parsed.records.extend(table_records);
     parsed.subdocs.extend(table_subdocs);
@@ -145,7 +150,7 @@ fn read_config(
         let stamp = seen(config_path).stamp.unwrap_or(UNKNOWN);
         match read_settings(config_path) {
             Ok((config, hash)) => {
-                files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None });
+                files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None, line: None });
                 dataset.config = config;
             }
             Err(found) => problems.extend(found),
@@ -263,7 +268,7 @@ fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Prob
 }
 
 fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&String>) -> DataFile {
-    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned() }
+    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned(), line: None }
 }
 
 /// What is `known` of an entry, as loading it would give (order files are always read).

@@ -48,18 +48,20 @@ impl Index {
 }
 
 /// Decodes an index file: magic, version, the head, the data files, the documents, and the
-/// checksum of all that at the end.
+/// checksum of all that at the end. The checksum is taken of large blocks as they are read (a
+/// hash fed entry by entry costs more than the decoding).
 pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
-    let mut input = Decoder { inner: Checksummed::new(reader), left: size };
+    let not_index = || {
+        "is not a build index of this version of gen (a JSON index of an earlier version, or another file)".to_string()
+    };
+    let body = size.checked_sub(32).ok_or_else(not_index)?;
+    let checksummed = Checksummed::new(reader.take(body));
+    let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
     let mut magic = [0u8; 8];
     let read = input.exact(&mut magic);
     if read.is_err() || &magic != MAGIC {
-        return Err(
-            "is not a build index of this version of gen (a JSON index of an earlier version, or another file)"
-                .to_string(),
-        );
+        return Err(not_index());
     }
-    input.left = input.left.checked_sub(32).ok_or_else(damaged)?;
     let format = u32::from_le_bytes(input.array()?);
     if format != FORMAT {
         return Err(format!("has format {format}, this gen reads format {FORMAT}"));
@@ -70,7 +72,8 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
     if input.left != 0 {
         return Err(damaged());
     }
-    let (mut reader, sum) = input.inner.finish();
+    let (reader, sum) = input.inner.into_inner().finish();
+    let mut reader = reader.into_inner();
     let mut stored = [0u8; 32];
     reader.read_exact(&mut stored).map_err(|_| damaged())?;
     if stored != *sum.as_bytes() {
