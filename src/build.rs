@@ -19,6 +19,9 @@ pub mod dataset;
 pub mod extract;
 pub mod parse_budget;
 
+// Decide: a build that finds every data file as the previous one left it does nothing.
+mod up_to_date;
+
 // Plan: every document and path of the tree, pure.
 pub mod plan;
 
@@ -166,6 +169,12 @@ pub fn build(
     }
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
+    if let Some(found) = previous.unchanged(data, options) {
+        crate::staging::clean_leftovers(&previous.target.dir);
+        timer.step("walk and stat the data: unchanged");
+        let (resources, records) = (found.resources, found.records);
+        return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true });
+    }
     let loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
@@ -272,6 +281,13 @@ impl PreviousBuild {
         }
         let tree = Some(tree_fs::TreeDir::open(&dir)?);
         Ok(PreviousBuild { target, journal, index, listed, tree })
+    }
+
+    /// What the data holds, when every file of it is as the build that left an intact tree
+    /// recorded it, and the settings are the same: the tree is up to date.
+    fn unchanged(&self, data: &Path, options: &BuildOptions) -> Option<up_to_date::Unchanged> {
+        let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
+        up_to_date::unchanged(data, index, |config| up_to_date::settings_of(options, index, config))
     }
 
     /// Ends a build that found the tree up to date: the stamps of data files touched without

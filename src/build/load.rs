@@ -292,7 +292,7 @@ fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
 
 /// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
 /// reported as such, not as a bad record).
-fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
+pub(crate) fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
     let bytes = read_data_file(path).map_err(|p| vec![p])?;
     let hash = blake3::hash(&bytes);
     let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";

@@ -108,7 +108,18 @@ impl DataFiles {
         }
     }
 
-    pub(super) fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
+    /// Number of files of the data folder (a table's lines are not files).
+    pub fn file_count(&self) -> usize {
+        self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).count() + self.other.len()
+    }
+
+    /// Number of records, whether held in files or in tables' lines.
+    pub fn record_count(&self) -> usize {
+        self.entries.iter().filter(|e| e.key.kind == 0).count()
+    }
+
+    /// The record's or sub-document's file at `place`.
+    pub fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.file(&self.entries[at]))
