@@ -331,7 +331,8 @@ fn a_table_with_its_recorded_stamp_is_not_read_again() {
     use genapi::build::index::{Index, now_ns};
     let tmp = TempDir::new("table-not-read");
     let (data, out) = (tmp.join("data"), tmp.join("out"));
-    let thing = |value: u32| format!("{{\"id\": 1, \"name\": \"one\", \"value\": {value}}}\n{{\"id\": 2, \"value\": 2}}\n");
+    let thing =
+        |value: u32| format!("{{\"id\": 1, \"name\": \"one\", \"value\": {value}}}\n{{\"id\": 2, \"value\": 2}}\n");
     write_files(&data, &[("thing.ndjson", thing(1)), ("kind/1.json", r#"{"id": 1, "size": 1}"#.into())]);
     build(&data, &out, &[]).ok();
     let table = data.join("thing.ndjson");

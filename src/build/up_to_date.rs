@@ -3,10 +3,11 @@
 //! the tree is up to date. Telling so walks and stats the data folder, reads `gen.json`, and
 //! nothing else: no record, no table, and no dataset is built.
 
-use super::index::{self, Index, Place};
-use super::walk::{Entry, Tables, walk};
+use super::data_path::DataPath;
+use super::index::{self, Index};
+use super::walk::is_ignored;
 use crate::config::{CONFIG_FILE, DataSettings};
-use crate::fsutil::{self, Stamp};
+use crate::fsutil::Stamp;
 use crate::manifest::TreeSettings;
 use rayon::prelude::*;
 use std::path::Path;
@@ -26,38 +27,19 @@ pub(crate) fn unchanged(
     index: &Index,
     settings_of: impl FnOnce(&DataSettings) -> Option<TreeSettings>,
 ) -> Option<Unchanged> {
-    let mut problems = Vec::new();
-    let mut tables = Tables::default();
-    let entries = walk(data, &mut problems, &mut tables);
-    if !problems.is_empty() {
+    let files = stamped_files(data)?;
+    if files.len() != index.data.file_count() {
+        return None;
+    }
+    let same = |(rel, stamp): &(String, Stamp)| {
+        let old = index.data.get(rel);
+        old.is_some_and(|old| old.line.is_none() && old.stamp == *stamp && index.trusted(stamp))
+    };
+    if !files.par_iter().with_min_len(256).all(same) {
         return None;
     }
     let config_path = data.join(CONFIG_FILE);
-    let has_config = config_path.exists();
-    let others = tables.records.iter().map(|(_, file)| file).chain(tables.subdocs.iter().map(|(_, _, file)| file));
-    let others: Vec<&Path> =
-        others.map(|file| file.as_path()).chain(has_config.then_some(config_path.as_path())).collect();
-    if entries.len() + others.len() != index.data.file_count() {
-        return None;
-    }
-    let same = |file: &Path, place: Option<Place<'_>>| {
-        let Ok(meta) = std::fs::metadata(file) else { return false };
-        let stamp = Stamp::of(&meta);
-        let old = match place {
-            Some(place) => index.data.get_place(&place),
-            None => index.data.get(&fsutil::relative(data, file)),
-        };
-        old.is_some_and(|old| old.line.is_none() && old.stamp == stamp && index.trusted(&stamp))
-    };
-    let entry_same = |entry: &Entry| match entry {
-        Entry::Record { segment, id, file } => same(file, Some(Place { segment, kind: None, id: *id })),
-        Entry::SubDoc { segment, id, name, file } => same(file, Some(Place { segment, kind: Some(name), id: *id })),
-        Entry::Order { file, .. } => same(file, None),
-    };
-    let all_same = others.iter().all(|file| same(file, None)) && entries.par_iter().with_min_len(256).all(entry_same);
-    if !all_same {
-        return None;
-    }
+    let has_config = files.iter().any(|(rel, _)| rel == CONFIG_FILE);
     let config = match has_config {
         true => super::load::read_settings(&config_path).ok()?.0,
         false => DataSettings::default(),
@@ -78,4 +60,76 @@ pub(crate) fn settings_of(
         settings.deploy_date = index.settings.deploy_date.clone();
     }
     Some(settings)
+}
+
+/// Every file of the data folder `data` that a build's walk would load, relative to it, with
+/// its stamp: one `stat` a file or folder (links followed, as the walk follows them), the
+/// files of a folder stat'ed in parallel. `None` when the walk would report a problem (a stray
+/// file or folder, one that cannot be read, a resource held both as a folder and as a table):
+/// the build then loads the data, and reports it.
+fn stamped_files(data: &Path) -> Option<Vec<(String, Stamp)>> {
+    let mut files = Vec::new();
+    let (mut folders, mut tables) = (Vec::new(), Vec::new());
+    for (rel, is_dir, stamp) in folder_entries(data, "")? {
+        match DataPath::parse(&rel, is_dir) {
+            Ok(DataPath::ResourceFolder { segment }) => folders.push(segment.to_string()),
+            Ok(DataPath::Table { segment }) => {
+                tables.push(segment.to_string());
+                files.push((rel, stamp));
+            }
+            Ok(DataPath::Settings | DataPath::SubDocTable { .. }) => files.push((rel, stamp)),
+            _ => return None,
+        }
+    }
+    if folders.iter().any(|segment| tables.contains(segment)) {
+        return None;
+    }
+    let in_folders: Option<Vec<Vec<(String, Stamp)>>> =
+        folders.par_iter().map(|segment| resource_files(data, segment)).collect();
+    files.extend(in_folders?.into_iter().flatten());
+    Some(files)
+}
+
+/// The files of the resource folder `segment` and of its records' folders, with their stamps.
+fn resource_files(data: &Path, segment: &str) -> Option<Vec<(String, Stamp)>> {
+    let mut files = Vec::new();
+    for (rel, is_dir, stamp) in folder_entries(&data.join(segment), &format!("{segment}/"))? {
+        match DataPath::parse(&rel, is_dir) {
+            Ok(DataPath::Record { .. } | DataPath::Order { .. }) => files.push((rel, stamp)),
+            Ok(DataPath::RecordFolder { .. }) => {
+                for (rel, is_dir, stamp) in folder_entries(&data.join(&rel), &format!("{rel}/"))? {
+                    match DataPath::parse(&rel, is_dir) {
+                        Ok(DataPath::SubDoc { .. }) => files.push((rel, stamp)),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(files)
+}
+
+/// The entries of the folder `dir` (its path relative to the data folder is `prefix`) that the
+/// walk does not skip: (path relative to the data folder, whether it is a folder, stamp), links
+/// followed, stat'ed in parallel.
+fn folder_entries(dir: &Path, prefix: &str) -> Option<Vec<(String, bool, Stamp)>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let name = entry.file_name().into_string().ok()?;
+        if !is_ignored(&name) {
+            names.push((name, entry.file_type().ok()?.is_dir()));
+        }
+    }
+    // A folder's type is known from its entry; a file (or a link) is stat'ed for its stamp.
+    let stat = |(name, is_dir): &(String, bool)| {
+        let rel = format!("{prefix}{name}");
+        if *is_dir {
+            return Some((rel, true, Stamp::default()));
+        }
+        let meta = std::fs::metadata(dir.join(name)).ok()?;
+        Some((rel, meta.is_dir(), Stamp::of(&meta)))
+    };
+    names.par_iter().with_min_len(256).map(stat).collect()
 }
