@@ -291,10 +291,11 @@ impl PreviousBuild {
     }
 
     /// Ends a build that found the tree up to date: the stamps of data files touched without
-    /// a change are recorded so that the next build need not read them again.
+    /// a change, or read because they had changed too shortly before the previous build, are
+    /// recorded (with this build's start) so that the next build need not read them again.
     fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles) {
         let Some(index) = self.index.take() else { return };
-        let data_touched = !index.data.same_stamps(&files);
+        let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
         if data_touched {
             let index = index::Index { started_ns, data: files, ..index };
             let _ = index.write(&self.target.dir);

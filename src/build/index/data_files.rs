@@ -113,6 +113,12 @@ impl DataFiles {
         self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).count() + self.other.len()
     }
 
+    /// True when `test` holds for the stamp of some file (a table's lines are not files).
+    pub fn any_stamp(&self, test: impl Fn(&crate::fsutil::Stamp) -> bool) -> bool {
+        let keyed = self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).map(|e| &e.stamp);
+        keyed.chain(self.other.values().map(|f| &f.stamp)).any(test)
+    }
+
     /// Number of records, whether held in files or in tables' lines.
     pub fn record_count(&self) -> usize {
         self.entries.iter().filter(|e| e.key.kind == 0).count()
