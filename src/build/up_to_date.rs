@@ -27,15 +27,13 @@ pub(crate) fn unchanged(
     index: &Index,
     settings_of: impl FnOnce(&DataSettings) -> Option<TreeSettings>,
 ) -> Option<Unchanged> {
-    let files = stamped_files(data)?;
-    if files.len() != index.data.file_count() {
-        return None;
-    }
-    let same = |(rel, stamp): &(String, Stamp)| {
+    // Each file is checked as soon as it is stat'ed: an edit stops the walk where it is found.
+    let same = |rel: &str, stamp: &Stamp| {
         let old = index.data.get(rel);
         old.is_some_and(|old| old.line.is_none() && old.stamp == *stamp && index.trusted(stamp))
     };
-    if !files.par_iter().with_min_len(256).all(same) {
+    let files = stamped_files(data, &same)?;
+    if files.len() != index.data.file_count() {
         return None;
     }
     let config_path = data.join(CONFIG_FILE);
@@ -62,15 +60,19 @@ pub(crate) fn settings_of(
     Some(settings)
 }
 
+/// Whether the file at a path relative to the data folder has the stamp the index recorded,
+/// old enough to trust.
+type Same<'a> = dyn Fn(&str, &Stamp) -> bool + Sync + 'a;
+
 /// Every file of the data folder `data` that a build's walk would load, relative to it, with
-/// its stamp: one `stat` a file or folder (links followed, as the walk follows them), the
+/// its stamp, each `same` as the index recorded it (else `None`, right away): one `stat` a file or folder (links followed, as the walk follows them), the
 /// files of a folder stat'ed in parallel. `None` when the walk would report a problem (a stray
 /// file or folder, one that cannot be read, a resource held both as a folder and as a table):
 /// the build then loads the data, and reports it.
-fn stamped_files(data: &Path) -> Option<Vec<(String, Stamp)>> {
+fn stamped_files(data: &Path, same: &Same<'_>) -> Option<Vec<(String, Stamp)>> {
     let mut files = Vec::new();
     let (mut folders, mut tables) = (Vec::new(), Vec::new());
-    for (rel, is_dir, stamp) in folder_entries(data, "")? {
+    for (rel, is_dir, stamp) in folder_entries(data, "", same)? {
         match DataPath::parse(&rel, is_dir) {
             Ok(DataPath::ResourceFolder { segment }) => folders.push(segment.to_string()),
             Ok(DataPath::Table { segment }) => {
@@ -85,19 +87,19 @@ fn stamped_files(data: &Path) -> Option<Vec<(String, Stamp)>> {
         return None;
     }
     let in_folders: Option<Vec<Vec<(String, Stamp)>>> =
-        folders.par_iter().map(|segment| resource_files(data, segment)).collect();
+        folders.par_iter().map(|segment| resource_files(data, segment, same)).collect();
     files.extend(in_folders?.into_iter().flatten());
     Some(files)
 }
 
 /// The files of the resource folder `segment` and of its records' folders, with their stamps.
-fn resource_files(data: &Path, segment: &str) -> Option<Vec<(String, Stamp)>> {
+fn resource_files(data: &Path, segment: &str, same: &Same<'_>) -> Option<Vec<(String, Stamp)>> {
     let mut files = Vec::new();
-    for (rel, is_dir, stamp) in folder_entries(&data.join(segment), &format!("{segment}/"))? {
+    for (rel, is_dir, stamp) in folder_entries(&data.join(segment), &format!("{segment}/"), same)? {
         match DataPath::parse(&rel, is_dir) {
             Ok(DataPath::Record { .. } | DataPath::Order { .. }) => files.push((rel, stamp)),
             Ok(DataPath::RecordFolder { .. }) => {
-                for (rel, is_dir, stamp) in folder_entries(&data.join(&rel), &format!("{rel}/"))? {
+                for (rel, is_dir, stamp) in folder_entries(&data.join(&rel), &format!("{rel}/"), same)? {
                     match DataPath::parse(&rel, is_dir) {
                         Ok(DataPath::SubDoc { .. }) => files.push((rel, stamp)),
                         _ => return None,
@@ -112,8 +114,8 @@ fn resource_files(data: &Path, segment: &str) -> Option<Vec<(String, Stamp)>> {
 
 /// The entries of the folder `dir` (its path relative to the data folder is `prefix`) that the
 /// walk does not skip: (path relative to the data folder, whether it is a folder, stamp), links
-/// followed, stat'ed in parallel.
-fn folder_entries(dir: &Path, prefix: &str) -> Option<Vec<(String, bool, Stamp)>> {
+/// followed, stat'ed in parallel. `None` as soon as a file is not `same` as recorded.
+fn folder_entries(dir: &Path, prefix: &str, same: &Same<'_>) -> Option<Vec<(String, bool, Stamp)>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).ok()? {
         let entry = entry.ok()?;
@@ -129,7 +131,8 @@ fn folder_entries(dir: &Path, prefix: &str) -> Option<Vec<(String, bool, Stamp)>
             return Some((rel, true, Stamp::default()));
         }
         let meta = std::fs::metadata(dir.join(name)).ok()?;
-        Some((rel, meta.is_dir(), Stamp::of(&meta)))
+        let stamp = Stamp::of(&meta);
+        (meta.is_dir() || same(&rel, &stamp)).then_some((rel, meta.is_dir(), stamp))
     };
     names.par_iter().with_min_len(256).map(stat).collect()
 }
