@@ -355,3 +355,22 @@ fn a_table_with_its_recorded_stamp_is_not_read_again() {
     assert_eq!(value("thing/1")["value"], 8, "a table whose stamp changed is read");
     assert_eq!(value("thing/one")["value"], 8);
 }
+
+/// The quick check of an unchanged build (every data file's stamp as the index recorded it)
+/// still finds what a load would report: an empty folder made beside a table holds the
+/// resource twice, and the build fails saying so, though no file's stamp changed.
+#[test]
+fn an_unchanged_build_still_reports_a_resource_held_twice() {
+    let tmp = TempDir::new("unchanged-twice");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    write_files(&data, &[("thing.ndjson", "{\"id\": 1, \"name\": \"one\"}\n".to_string())]);
+    build(&data, &out, &[]).ok();
+    std::thread::sleep(std::time::Duration::from_millis(2100)); // the files' stamps are trusted
+    build(&data, &out, &[]).ok();
+    let again = build(&data, &out, &[]).ok();
+    let said = again.stdout() + &again.stderr();
+    assert!(said.contains("up to date"), "{said}");
+    std::fs::create_dir(data.join("thing")).unwrap();
+    let run = build(&data, &out, &[]).fails_with(1);
+    assert!(run.stderr().contains("thing is held twice"), "{}", run.stderr());
+}
