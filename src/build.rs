@@ -27,8 +27,9 @@ pub mod render;
 pub mod schema;
 pub mod openapi;
 
-// Write: stage what changed beside the tree, then commit it.
+// Write: stage what changed beside the tree, then commit it; each resource's bulk-data file.
 pub mod write;
+pub mod bulk;
 
 use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
@@ -76,6 +77,7 @@ impl BuildOptions {
             deploy_date: self.source_date_epoch.unwrap_or_else(date::now_epoch).to_string(),
             hash: String::new(),
             filters: config.filters.iter().map(|(segment, declared)| (segment.clone(), declared.fields())).collect(),
+            bulk: config.bulk,
         }
         .with_hash())
     }
@@ -111,6 +113,7 @@ pub struct BuildSummary {
 pub fn check(data: &Path) -> Result<load::Dataset> {
     load::require_folder(data)?;
     let (dataset, mut problems) = load::load(data);
+    problems.extend(bulk::reserved_segment(data, &dataset));
     let references_unchecked = !problems.is_empty();
     if problems.is_empty() {
         // References can only be checked once the whole index is known.
@@ -198,6 +201,7 @@ pub fn build(
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.extracts = extracts;
     timer.step("plan");
+    let lists = list_hashes(dataset);
     let written = write::write_tree(
         &mut previous.target,
         write::TreeWrite {
@@ -205,6 +209,7 @@ pub fn build(
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
+            lists: &lists,
             previous: write::Previous {
                 index: previous.index.as_ref(),
                 listed: std::mem::take(&mut previous.listed),
@@ -224,7 +229,7 @@ pub fn build(
             .with_context(|| format!("cannot read {}", manifest_path.display()))?,
         started_ns,
         settings,
-        lists: list_hashes(dataset),
+        lists,
         schemas,
         data: loaded.files,
         docs: written.docs,
@@ -309,7 +314,8 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
         load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, problems, files) = load::load_reusing(data, &seen);
+    let (dataset, mut problems, files) = load::load_reusing(data, &seen);
+    problems.extend(bulk::reserved_segment(data, &dataset));
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }

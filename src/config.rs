@@ -41,6 +41,10 @@ pub struct DataSettings {
     /// their paths (`{"creature": {"type": "types[].type.name"}}`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub filters: BTreeMap<String, FilterDeclaration>,
+    /// Whether the tree holds a bulk-data file per resource (`/api/v2/bulk-data/`, see
+    /// [`crate::build::bulk`]); `"bulk": false` leaves them out.
+    #[serde(skip_serializing_if = "is_true")]
+    pub bulk: bool,
 }
 
 /// The filters declared for one resource in `gen.json`.
@@ -147,12 +151,18 @@ impl Default for DataSettings {
             shared_names: BTreeMap::new(),
             deploy_headers: DeployHeaders::default(),
             filters: BTreeMap::new(),
+            bulk: true,
         }
     }
 }
 
+/// True for `true`: a setting left at its default is not written out.
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
 /// The keys `gen.json` takes.
-pub(crate) const KEYS: [&str; 8] = [
+pub(crate) const KEYS: [&str; 9] = [
     "base_url",
     "page_sizes",
     "external",
@@ -161,6 +171,7 @@ pub(crate) const KEYS: [&str; 8] = [
     "shared_names",
     "deploy_headers",
     "filters",
+    "bulk",
 ];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
@@ -396,6 +407,7 @@ mod tests {
             shared_names: BTreeMap::from([("a".into(), vec![])]),
             deploy_headers: DeployHeaders::public_api(),
             filters: BTreeMap::from([("a".into(), FilterDeclaration::Paths(vec!["x.y".into()]))]),
+            bulk: false,
             ..DataSettings::default()
         };
         let value = serde_json::to_value(&config).unwrap();

@@ -11,6 +11,8 @@
 //! api/v2/<segment>/_filters/<field>/...          a declared filter's values and lists (see `filters`)
 //! api/v2/<segment>/<id or name>/index.json       a record
 //! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
+//! api/v2/bulk-data/index.json                    the bulk-data files of every resource (see `build::bulk`)
+//! api/v2/bulk-data/<segment>-<hash>.ndjson.gz    one resource's records, gzip'd NDJSON
 //! ```
 
 use std::fmt::Display;
@@ -51,6 +53,32 @@ pub const META_PATH: &str = "api/v2/meta/index.json";
 
 /// The OpenAPI document of the tree (a file of its own, not a folder's `index.json`).
 pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
+
+/// The segment of the bulk-data index (`/api/v2/bulk-data/`): no resource may take it.
+pub const BULK_SEGMENT: &str = "bulk-data";
+
+/// The key of the bulk-data index.
+pub const BULK_KEY: &str = "api/v2/bulk-data";
+
+/// The bulk-data index: one entry per resource, with its file's url, size and hash.
+pub const BULK_INDEX_PATH: &str = "api/v2/bulk-data/index.json";
+
+/// How a bulk-data file's name ends.
+pub const BULK_SUFFIX: &str = ".ndjson.gz";
+
+/// A resource's bulk-data file, named by its content's hash (`hash16`: the first 16 hex digits
+/// of the SHA-256 of its bytes): `api/v2/bulk-data/<segment>-<hash16>.ndjson.gz`.
+pub fn bulk_file_path(segment: &str, hash16: &str) -> String {
+    format!("{BULK_KEY}/{segment}-{hash16}{BULK_SUFFIX}")
+}
+
+/// True when `path` (a tree path, or a key: they are the same for these files) names a
+/// bulk-data file: `api/v2/bulk-data/<name>.ndjson.gz`, one level below the folder.
+pub fn is_bulk_file(path: &str) -> bool {
+    path.strip_prefix(BULK_KEY)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|name| !name.contains('/') && name.len() > BULK_SUFFIX.len() && name.ends_with(BULK_SUFFIX))
+}
 
 /// The key of a resource's list: `api/v2/<segment>`.
 pub fn list_key(segment: &str) -> String {
@@ -156,10 +184,11 @@ pub fn page_path(segment: &str, limit: u64, offset: u64) -> String {
 }
 
 /// The key a tree path is served under (the path without `/index.json`), when the path is a
-/// document of the API: a JSON file under `api/v2/`.
+/// document of the API: a JSON file under `api/v2/`, or a bulk-data file (its own key).
 pub fn key_of(path: &str) -> Option<&str> {
     let under_api = path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'));
-    (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
+    let served = path.ends_with(".json") || is_bulk_file(path);
+    (under_api && served).then(|| path.strip_suffix("/index.json").unwrap_or(path))
 }
 
 /// True when `path` has the shape of a path a build writes: `/`-separated segments of

@@ -70,6 +70,10 @@ pub struct TreeSettings {
     /// The declared filters of each resource that has some (`gen.json`'s `filters`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub filters: BTreeMap<String, Vec<crate::filters::FilterField>>,
+    /// Whether the tree holds the bulk-data files (`gen.json`'s `bulk`); false for a tree
+    /// written before they existed, so that the next build writes them.
+    #[serde(default)]
+    pub bulk: bool,
 }
 
 /// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.

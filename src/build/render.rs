@@ -284,11 +284,14 @@ impl<'a> TreeRenderer<'a> {
         let dataset = self.records.dataset;
         match *content {
             Content::Root => {
-                let root: BTreeMap<&str, String> = dataset
+                let mut root: BTreeMap<&str, String> = dataset
                     .resources
                     .keys()
                     .map(|s| (s.as_str(), layout::list_url(&self.options.base_url, s)))
                     .collect();
+                if self.options.bulk {
+                    root.insert(layout::BULK_SEGMENT, layout::list_url(&self.options.base_url, layout::BULK_SEGMENT));
+                }
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
             Content::Meta => Ok(self.meta.clone()),

@@ -10,6 +10,7 @@
 //! staging folder), [`listing`] (the manifest), [`commit`] (into an existing tree) and
 //! [`journal`] (what a killed commit leaves for the next build).
 
+mod bulk;
 mod commit;
 mod docs;
 mod journal;
@@ -88,6 +89,9 @@ pub struct TreeWrite<'a, 'o> {
     pub documents: &'a dyn Documents,
     /// The new tree's manifest, its files listed by the write.
     pub manifest: Manifest,
+    /// Each list's hash (as the build index records them): a bulk-data file is kept only when
+    /// its list's is the previous build's.
+    pub lists: &'a std::collections::BTreeMap<String, String>,
     pub previous: Previous<'a>,
     pub progress: &'a Progress,
 }
@@ -118,7 +122,15 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     };
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
-    for (path, bytes) in write.documents.finish() {
+    let mut late = write.documents.finish();
+    if let Some(bulk) = bulk::stage_bulk(&writer, &docs, &placed, &write.manifest.settings, write.lists)? {
+        for (path, file) in bulk.files {
+            placed.push(file);
+            docs.late.push(vec![path]);
+        }
+        late.push((crate::layout::BULK_INDEX_PATH.to_string(), bulk.index));
+    }
+    for (path, bytes) in late {
         let paths = vec![path];
         let previous = writer.index.and_then(|index| index.docs.other(&paths));
         placed.push(writer.place(&paths, previous, &bytes)?);

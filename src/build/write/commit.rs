@@ -125,7 +125,8 @@ pub(super) fn commit_in_place<I: Iterator<Item = String>>(
     for path in staged() {
         let from = stage.join(&path);
         tree.rename_into(&from, &path)?;
-        if gzip {
+        // a bulk-data file is gzip already: it has no `.gz` sibling
+        if gzip && !crate::layout::is_bulk_file(&path) {
             tree.rename_into(&gz_path(&from), &format!("{path}.gz"))?;
         }
     }

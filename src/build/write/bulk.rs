@@ -1,0 +1,115 @@
+//! The bulk step of a write (see [`crate::build::bulk`]): once every document is placed, each
+//! resource's bulk-data file is kept when none of its records was written anew and its list
+//! kept its order, and otherwise written again from its record documents as the write left
+//! them (staged, or in the tree), one at a time. Then the bulk-data index.
+
+use super::docs::Docs;
+use super::stage::{Placed, TreeWriter};
+use crate::build::bulk::{self, Entry};
+use crate::build::plan::Content;
+use crate::layout;
+use crate::manifest::TreeSettings;
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// The bulk-data files of a write, each with its placement, and the bytes of the index.
+pub(super) struct BulkFiles {
+    pub(super) files: Vec<(String, Placed)>,
+    pub(super) index: Vec<u8>,
+}
+
+/// Keeps or writes every resource's bulk-data file, in parallel (`None` when the tree has none:
+/// `"bulk": false`). `lists`: each list's hash, as the build index records it.
+pub(super) fn stage_bulk(
+    writer: &TreeWriter<'_>,
+    docs: &Docs<'_, '_>,
+    placed: &[Placed],
+    settings: &TreeSettings,
+    lists: &BTreeMap<String, String>,
+) -> Result<Option<BulkFiles>> {
+    if !settings.bulk {
+        return Ok(None);
+    }
+    let (previous, trusted) = previous_entries(writer);
+    let mut records: BTreeMap<&str, Vec<usize>> =
+        docs.dataset.resources.keys().map(|segment| (segment.as_str(), Vec::new())).collect();
+    for (i, output) in docs.outputs.iter().enumerate() {
+        if let Content::Record { segment, .. } = output.content {
+            records.get_mut(segment).expect("a planned resource").push(i);
+        }
+    }
+    let done: Vec<Result<(Entry, String, Placed)>> = records
+        .par_iter()
+        .map(|(segment, indices)| {
+            let old = previous.get(*segment);
+            let unchanged = |_: &&Entry| {
+                let records_kept = indices.iter().all(|&i| !placed[i].staged);
+                let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
+                trusted && records_kept && list_kept
+            };
+            if let Some((old, path, file)) = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)) {
+                let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
+                return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }));
+            }
+            let read = |&i: &usize| record_bytes(writer, docs, placed, i);
+            let written = bulk::write_file(writer.stage, segment, settings.pretty, indices.iter().map(read))?;
+            let updated_at = match old {
+                Some(old) if old.sha256 == written.sha256 => &old.updated_at,
+                _ => &settings.deploy_date,
+            };
+            let entry = written.entry(segment, &settings.base_url, updated_at);
+            Ok((entry, written.path, Placed { hash: written.blake3, staged: true, written: 1, from_index: false }))
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(done.len());
+    let mut files = Vec::with_capacity(done.len());
+    for result in done {
+        let (entry, path, placed) = result?;
+        entries.push(entry);
+        files.push((path, placed));
+    }
+    Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
+}
+
+/// The previous tree's bulk-data entries by resource, and whether they can be trusted to
+/// describe the files in place (the index's hash of the bulk-data index matches its bytes).
+/// Entries that cannot be trusted still give a file's date when its bytes are the same.
+fn previous_entries(writer: &TreeWriter<'_>) -> (BTreeMap<String, Entry>, bool) {
+    let Some(tree) = writer.tree else { return (BTreeMap::new(), false) };
+    let Some(bytes) = tree.read(layout::BULK_INDEX_PATH, 64 << 20) else { return (BTreeMap::new(), false) };
+    let indexed = writer.index.and_then(|index| index.docs.other(&[layout::BULK_INDEX_PATH.to_string()]));
+    let trusted = indexed.is_some_and(|file| file.hash.0 == blake3::hash(&bytes));
+    let entries = bulk::read_index(&bytes).unwrap_or_default();
+    (entries.into_iter().map(|entry| (entry.resource.clone(), entry)).collect(), trusted)
+}
+
+/// The file of `old`, when the previous build's index lists it and no killed commit touched it:
+/// its path and its hash.
+fn kept_file<'e>(
+    writer: &TreeWriter<'_>,
+    settings: &TreeSettings,
+    old: &'e Entry,
+) -> Option<(&'e Entry, String, blake3::Hash)> {
+    let path = old.download_url.strip_prefix(&format!("{}/", settings.base_url))?;
+    if !layout::is_bulk_file(path) || !layout::is_tree_path(path) {
+        return None;
+    }
+    let touched = writer.killed.is_some_and(|paths| paths.is_empty() || paths.contains(path));
+    let file = writer.index?.docs.other(&[path.to_string()]).filter(|_| !touched)?;
+    Some((old, path.to_string(), file.hash.0))
+}
+
+/// The bytes of the record document of output `i`, as the write left them: in the staging
+/// folder when it was written anew, else in the tree.
+fn record_bytes(writer: &TreeWriter<'_>, docs: &Docs<'_, '_>, placed: &[Placed], i: usize) -> Result<Vec<u8>> {
+    let (place, _) = docs.outputs[i].place(docs.dataset).expect("a record has a place");
+    let path = place.tree_path(place.id);
+    let read = if placed[i].staged {
+        std::fs::read(writer.stage.join(&path))
+    } else {
+        let tree = writer.tree.ok_or_else(|| std::io::Error::other("no tree"))?;
+        tree.read_file(&path, u64::MAX)
+    };
+    read.with_context(|| format!("cannot read {path} for its bulk-data file"))
+}
