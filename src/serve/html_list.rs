@@ -174,11 +174,30 @@ pub(super) fn controls(
         segment = escape(segment),
     );
     out.push_str(&active(&state));
+    if parts.len() == 3 {
+        out.push_str(&download_link(tree, segment, href));
+    }
     out.push_str("</div>\n");
     if parts.len() == 3 {
         out.push_str(&filter_links(tree, &state));
     }
     out
+}
+
+/// The link to the resource's bulk-data file (every record in one file, docs/tree.md), from
+/// the tree's bulk-data index; empty when the tree has none.
+fn download_link(tree: &Tree, segment: &str, href: &dyn Fn(&str) -> Option<String>) -> String {
+    let Ok(Some(index)) = tree.doc(crate::layout::BULK_KEY) else { return String::new() };
+    let entries = crate::build::bulk::read_index(&index.body).unwrap_or_default();
+    let Some(entry) = entries.iter().find(|entry| entry.resource == segment) else { return String::new() };
+    let Some(link) = href(&entry.download_url) else { return String::new() };
+    format!(
+        "<p class=\"download\"><a id=\"download\" href=\"{}\" download>download every record</a> \
+         ({} records in one gzip'd NDJSON file, {} bytes)</p>\n",
+        escape(&link),
+        entry.records,
+        entry.size
+    )
 }
 
 /// The active `q` and filters, each with a link that removes it, and one that clears them all;

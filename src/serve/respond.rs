@@ -41,7 +41,8 @@ pub struct Request<'a> {
 /// The answer to a request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta`, sent
+    /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta` (and
+    /// the bulk-data index), sent
     /// with `Cache-Control: no-cache` (as `gen publish` uploads it), so that a client checking
     /// for a new deploy (the public API's browser client's `invalidateCache()`) sees it at once.
     Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool, revalidate: bool },
@@ -107,14 +108,22 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         },
         Route::List { segment, .. } => {
             let key = layout::list_key(&segment);
-            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY) || key.eq_ignore_ascii_case(layout::BULK_KEY);
             if let Some(reply) = streamed(tree, &key, request, revalidate) {
                 return reply;
             }
             tree.doc(&key)
         }
+        Route::Doc(key) if layout::is_bulk_file(&key) => match tree.streamed_bulk(&key) {
+            Some(Ok(stream)) => {
+                let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
+                return Reply::Stream { stream, not_modified, revalidate: false };
+            }
+            Some(Err(unserved)) => return unserved_reply(&unserved),
+            None => Ok(None),
+        },
         Route::Doc(key) => {
-            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY) || key.eq_ignore_ascii_case(layout::BULK_KEY);
             if let Some(reply) = streamed(tree, &key, request, revalidate) {
                 return reply;
             }
@@ -178,6 +187,8 @@ pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &Re
         Reply::Error { status: status @ (400 | 404), body, .. } => {
             html_reply(status, view::document(tree, &settings.preview, request.target, status, &body))
         }
+        // a bulk-data file is downloaded, not shown
+        Reply::Stream { stream, .. } if stream.bulk => decide(tree, request),
         Reply::Stream { stream, .. } => {
             let page = html::too_large(&settings.preview, request.target, stream.len);
             Reply::Html { status: 200, body: HtmlPage::unheld(page) }
@@ -347,6 +358,15 @@ impl Reply {
                 let _ = write!(out, "ETag: {etag}\r\nCache-Control: {cache_control}\r\n");
                 // A browser asking for the same url gets the HTML view.
                 out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
+            }
+            Reply::Stream { stream, not_modified, .. } if stream.bulk => {
+                if !not_modified {
+                    let _ = write!(out, "Content-Type: {}\r\n", crate::build::bulk::CONTENT_TYPE);
+                    let _ = write!(out, "Content-Encoding: {}\r\n", crate::build::bulk::CONTENT_ENCODING);
+                    let _ = write!(out, "Content-Length: {}\r\n", stream.len);
+                }
+                let _ =
+                    write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::build::bulk::CACHE_CONTROL);
             }
             Reply::Stream { stream, not_modified, revalidate } => {
                 if !not_modified {
