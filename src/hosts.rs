@@ -112,7 +112,7 @@ impl Site {
             .files
             .keys()
             .filter(|path| layout::key_of(path) == Some(path.as_str()))
-            .filter(|path| plain(path))
+            .filter(|path| plain(path) && !layout::is_bulk_file(path))
             .cloned()
             .collect();
         let mut singletons: Vec<String> = manifest

@@ -44,9 +44,9 @@ pub fn config(site: &Site) -> String {
 {deploy}		Content-Type "application/json; charset=utf-8"
 		Cache-Control "public, max-age={max_age}"
 	}}
-	# meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
-	# a new deploy sees it at once.
-	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/
+	# meta and the bulk-data index are revalidated on every use (`gen publish` uploads them so
+	# too): a client checking for a new deploy sees it at once.
+	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/ {API_PREFIX}{bulk_segment} {API_PREFIX}{bulk_segment}/
 	header @gen_meta {{
 		Cache-Control "no-cache"
 		defer
@@ -90,6 +90,7 @@ pub fn config(site: &Site) -> String {
         not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT.replace('\\', "\\\\").replace("(?:/|$)", "(?:/|[?]|$)"),
+        bulk_segment = crate::layout::BULK_SEGMENT,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -129,9 +130,26 @@ pub fn config(site: &Site) -> String {
 		vars @refused gen_refused 1
 		error @refused 404
 
+		# Bulk-data files: gzip already, sent as they are (never compressed again, whatever the
+		# client accepts), cached forever (their names change with their bytes).
+		@gen_bulk path_regexp ^/{bulk_key}/[a-z0-9-]+{bulk_suffix}$
+		handle @gen_bulk {{
+			header {{
+				Content-Type "{bulk_type}"
+				Content-Encoding "{bulk_encoding}"
+				Cache-Control "{bulk_cache}"
+			}}
+			file_server
+		}}
+
 		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
 "#,
         allow = ALLOW,
+        bulk_key = crate::layout::BULK_KEY,
+        bulk_suffix = crate::layout::BULK_SUFFIX.replace('.', "\\."),
+        bulk_type = crate::build::bulk::CONTENT_TYPE,
+        bulk_encoding = crate::build::bulk::CONTENT_ENCODING,
+        bulk_cache = crate::build::bulk::CACHE_CONTROL,
     );
     for (segment, count) in &site.resources {
         let _ = write!(

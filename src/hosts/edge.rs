@@ -164,8 +164,9 @@ fn facts(site: &Site) -> Value {
         "max_read_bytes": max_read_bytes(site),
         // the characters past ASCII that Rust's `{:?}` writes as `\u{..}` (see debug_escaped)
         "debug_escaped": debug_escaped(),
-        // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
-        "revalidated": crate::layout::META_KEY,
+        // answered with `Cache-Control: no-cache` (meta, the bulk-data index), as gen serve and
+        // gen publish's upload do
+        "revalidated": [crate::layout::META_KEY, crate::layout::BULK_KEY],
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
         // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),
@@ -202,7 +203,9 @@ const MIN_READ_BYTES: u64 = 1 << 20;
 fn max_read_bytes(site: &Site) -> u64 {
     let root = std::path::Path::new(&site.root);
     let largest =
-        site.manifest.files.keys().filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
+        // a bulk-data file is streamed, never read whole
+        site.manifest.files.keys().filter(|path| !crate::layout::is_bulk_file(path));
+    let largest = largest.filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
     largest.max().unwrap_or(0).saturating_mul(2).max(MIN_READ_BYTES)
 }
 

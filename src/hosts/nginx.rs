@@ -84,10 +84,10 @@ pub fn config(site: &Site) -> String {
         set $gen_refused 1;
         return 404;
     }}
-    # meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
-    # a new deploy sees it at once.
+    # meta and the bulk-data index are revalidated on every use (`gen publish` uploads them so
+    # too): a client checking for a new deploy sees it at once.
     set $gen_cache_control "public, max-age={max_age}";
-    if ($gen_raw_path ~ "^{API_PREFIX}meta/?$") {{
+    if ($gen_raw_path ~ "^{API_PREFIX}(?:meta|{bulk_segment})/?$") {{
         set $gen_cache_control "no-cache";
     }}
     # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
@@ -123,7 +123,7 @@ pub fn config(site: &Site) -> String {
     location / {{
         try_files $uri/index.json =404;
     }}
-{files}"#,
+{files}{bulk}"#,
         root = site.root,
         max_age = site.max_age,
         raw_path = RAW_PATH,
@@ -131,6 +131,8 @@ pub fn config(site: &Site) -> String {
         default = DEFAULT_PAGE_SIZE,
         overflow = overflow(),
         files = file_locations(site),
+        bulk = bulk_location(site),
+        bulk_segment = crate::layout::BULK_SEGMENT,
     );
 
     out.push_str(
@@ -176,6 +178,30 @@ fn file_locations(site: &Site) -> String {
         );
     }
     out
+}
+
+/// The bulk-data files: gzip already, so sent as they are (never compressed again, and with
+/// `Content-Encoding: gzip` whatever the client accepts), cached forever (their names change
+/// with their bytes).
+fn bulk_location(site: &Site) -> String {
+    use crate::build::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+    let deploy: String = site
+        .deploy_headers()
+        .iter()
+        .map(|(name, value)| format!("        add_header {name} \"{value}\" always;\n"))
+        .collect();
+    format!(
+        "    # Bulk-data files: gzip already, sent as they are, cached forever.\n    \
+         location ~ \"^/{key}/[a-z0-9-]+{suffix}$\" {{\n        \
+         gzip off;\n        gzip_static off;\n        types {{ }}\n        default_type {CONTENT_TYPE};\n        \
+         charset off;\n        \
+         add_header Content-Encoding {CONTENT_ENCODING} always;\n        \
+         add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n{deploy}        \
+         add_header Cache-Control \"{CACHE_CONTROL}\" always;\n        \
+         try_files $uri =404;\n    }}\n",
+        key = crate::layout::BULK_KEY,
+        suffix = crate::layout::BULK_SUFFIX.replace('.', "\\."),
+    )
 }
 
 /// The named locations that answer errors.

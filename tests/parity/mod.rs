@@ -291,6 +291,36 @@ impl<'a> Parity<'a> {
         expected
     }
 
+    /// A bulk-data file (tree path `file` of the tree `out`): every host and `gen serve` send its
+    /// bytes as they are, whether the client accepts gzip or not, with the bulk-data headers.
+    pub fn bulk(&mut self, out: &Path, file: &str) {
+        let bytes = std::fs::read(out.join(file)).unwrap();
+        let target = format!("/{file}");
+        let expected = self.serve.get(&target);
+        for host in std::iter::once(self.serve).chain(self.hosts.iter().copied()) {
+            for accept in [None, Some("gzip"), Some("gzip, deflate, br")] {
+                let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept-Encoding", a)).into_iter().collect();
+                let got = host.request("GET", &target, &headers);
+                let context = format!("{} {target} (Accept-Encoding {accept:?}): {:?}", host.name, got.headers);
+                assert_eq!(got.status, 200, "{context}");
+                assert!(
+                    got.body == bytes,
+                    "{context}: not the file's bytes ({} bytes, file {})",
+                    got.body.len(),
+                    bytes.len()
+                );
+                assert_eq!(got.header("content-type"), Some("application/x-ndjson"), "{context}");
+                assert_eq!(got.header("content-encoding"), Some("gzip"), "{context}");
+                assert_eq!(got.header("cache-control"), Some("public, max-age=31536000, immutable"), "{context}");
+                assert_eq!(got.header("access-control-allow-origin"), Some("*"), "{context}");
+                let exposed = expected.header("access-control-expose-headers").unwrap();
+                for name in exposed.split(", ") {
+                    assert_eq!(got.header(name), expected.header(name), "{name}: {context}");
+                }
+            }
+        }
+    }
+
     /// A request only `gen serve` answers: each host answers a JSON 404, all hosts alike.
     /// Returns `gen serve`'s answer.
     pub fn serve_only(&mut self, target: &str) -> HttpReply {
@@ -409,6 +439,11 @@ pub fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: 
     }
 }
 
+/// True for a bulk-data file's tree path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
+pub fn is_bulk_file(path: &str) -> bool {
+    path.starts_with("api/v2/bulk-data/") && path.ends_with(".ndjson.gz")
+}
+
 /// True when the tree (whose files are `held`) holds the page that `target`, a list page's
 /// link (`/api/v2/<segment>/?offset=O&limit=L` or a page file's path), names.
 pub fn holds_page(held: &HashSet<String>, target: &str, count: usize) -> bool {
@@ -432,10 +467,12 @@ pub fn check_parity(tree: &Tree, p: &mut Parity) {
     let root = p.same("/api/v2/").json();
     p.same("/api/v2");
     p.same_with("HEAD", "/api/v2/");
-    let root = root.as_object().unwrap();
+    let mut root = root.as_object().unwrap().clone();
+    // the bulk-data index is no resource: its files are checked below
+    root.remove("bulk-data");
     assert_eq!(root.keys().collect::<Vec<_>>(), lists.keys().collect::<Vec<_>>());
 
-    for (segment, url) in root {
+    for (segment, url) in &root {
         let entries = &lists[segment];
         let count = entries.len();
         let list = p.target(url.as_str().unwrap());
@@ -499,6 +536,10 @@ pub fn check_parity(tree: &Tree, p: &mut Parity) {
     // every document of the tree (sub-documents, meta, page files by path)
     let files: Vec<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
     for file in &files {
+        if is_bulk_file(file) {
+            p.bulk(&tree.out, file);
+            continue;
+        }
         match file.strip_suffix("index.json") {
             Some(folder) => p.same(&format!("/{folder}")),
             // a document that is a file of its own (openapi.json), with or without a slash

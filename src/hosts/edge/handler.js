@@ -23,6 +23,7 @@ const PREFLIGHT_MAX_AGE = "86400";
 const PREFLIGHT_VARY = "Access-Control-Request-Headers";
 const MAX_SHOWN_PATH = 200;
 const JSON_TYPE = "application/json; charset=utf-8";
+const BULK_CACHE_CONTROL = "public, max-age=31536000, immutable";
 
 /**
  * The answer to `request` for the tree `facts` describes, read from `origin`. `target` is the
@@ -51,8 +52,10 @@ export async function handle(facts, request, origin, target) {
     const body = await find(facts, treeOrigin(facts, origin), stripOrigin(target));
     if (typeof body === "object" && body !== null && body.error) return errorReply(facts, body.status, body.error);
     if (body === null) return errorReply(facts, 404, notFound(facts, target));
-    // meta is revalidated on every use, as gen serve and gen publish's upload send it
-    const revalidate = normalize(stripOrigin(target).split("?")[0]) === facts.revalidated;
+    if (body.bulk !== undefined) return bulkReply(facts, request, body.bulk);
+    // meta and the bulk-data index are revalidated on every use, as gen serve and gen publish's
+    // upload send them
+    const revalidate = facts.revalidated.includes(normalize(stripOrigin(target).split("?")[0]));
     return documentReply(facts, request, body, revalidate);
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
@@ -105,6 +108,11 @@ async function find(facts, origin, target) {
       }
       return narrowedPage(facts, origin, segment, q, conditions, page);
     }
+  }
+  // a bulk-data file: streamed as it is, never held whole (src/serve/stream.rs)
+  if (isBulkFile(key)) {
+    const file = await origin.stream(key);
+    return file === null ? null : { bulk: file };
   }
   // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
   return origin.get(facts.files.includes(key) ? key : `${key}/index.json`);
@@ -666,6 +674,30 @@ function preflight(facts, requested) {
   headers.set("Access-Control-Max-Age", PREFLIGHT_MAX_AGE);
   headers.set("Vary", PREFLIGHT_VARY);
   return new Response(null, { status: 204, headers });
+}
+
+/** True for a bulk-data file's key: `api/v2/bulk-data/<segment>-<hash>.ndjson.gz`. */
+function isBulkFile(key) {
+  return /^api\/v2\/bulk-data\/[a-z0-9-]+\.ndjson\.gz$/.test(key);
+}
+
+/**
+ * A bulk-data file, `{body, etag}` from the origin: its bytes as they are (gzip already: sent
+ * with `Content-Encoding: gzip` whatever the client accepts, and never compressed again: hence
+ * `encodeBody: "manual"` for workerd), cached forever (its name changes with its bytes).
+ */
+function bulkReply(facts, request, file) {
+  const headers = commonHeaders(facts);
+  headers.set("ETag", file.etag);
+  headers.set("Cache-Control", BULK_CACHE_CONTROL);
+  const tags = request.headers.get("If-None-Match");
+  const current = tags !== null && tags.split(",").some((t) => { const tag = t.trim().replace(/^W\//, ""); return tag === "*" || tag === file.etag; });
+  if (current || request.method === "HEAD") file.body.cancel().catch(() => {});
+  if (current) return new Response(null, { status: 304, headers });
+  headers.set("Content-Type", "application/x-ndjson");
+  headers.set("Content-Encoding", "gzip");
+  if (file.size !== null) headers.set("Content-Length", String(file.size));
+  return new Response(request.method === "HEAD" ? null : file.body, { status: 200, headers, encodeBody: "manual" });
 }
 
 async function documentReply(facts, request, bytes, revalidate) {
