@@ -393,15 +393,51 @@ fn publish_writes_every_file_with_its_headers_and_no_gz() {
     assert!(run.stdout().contains(&format!("{} uploaded", files.len())), "{}", run.stdout());
     assert_bucket_is_tree(&weed, &site, &[]);
     assert!(site.out().join("api/v2/index.json.gz").is_file(), "the tree has .gz siblings");
-    for path in files.keys() {
+    for path in files.keys().filter(|path| !is_bulk_file(path)) {
         let (_, content_type, cache_control) = weed.get(path);
         assert_eq!(content_type, "application/json; charset=utf-8", "{path}");
-        let expected = if path == "manifest.json" || path == "api/v2/meta/index.json" {
-            "no-cache"
-        } else {
-            "public, max-age=600"
-        };
+        let revalidated = ["manifest.json", "api/v2/meta/index.json", "api/v2/bulk-data/index.json"];
+        let expected = if revalidated.contains(&path.as_str()) { "no-cache" } else { "public, max-age=600" };
         assert_eq!(cache_control, expected, "{path}");
+    }
+}
+
+/// True for a bulk-data file's path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
+fn is_bulk_file(path: &str) -> bool {
+    path.starts_with("api/v2/bulk-data/") && path.ends_with(".ndjson.gz")
+}
+
+/// The bulk-data files are uploaded as they are, with the headers every host sends them with
+/// (`Content-Type: application/x-ndjson`, `Content-Encoding: gzip`, cached forever); an edit
+/// uploads its resource's new file, deletes the old one and lists both urls to purge.
+#[test]
+fn bulk_files_are_published_with_their_headers_and_an_edit_replaces_one() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    weed.publish(&site.out(), &[]).ok();
+    let bulk: Vec<String> = site.files().into_keys().filter(|path| is_bulk_file(path)).collect();
+    assert!(bulk.len() >= 5, "{bulk:?}");
+    for path in &bulk {
+        let result = block_on(weed.client().get(&path.as_str().into())).unwrap();
+        let header = |attribute: Attribute| result.attributes.get(&attribute).map(|v| v.as_ref().to_string());
+        assert_eq!(header(Attribute::ContentType).as_deref(), Some("application/x-ndjson"), "{path}");
+        assert_eq!(header(Attribute::ContentEncoding).as_deref(), Some("gzip"), "{path}");
+        assert_eq!(header(Attribute::CacheControl).as_deref(), Some("public, max-age=31536000, immutable"), "{path}");
+        assert_eq!(block_on(result.bytes()).unwrap().to_vec(), site.bytes(path), "{path}: the file's bytes");
+    }
+    assert_eq!(weed.get("api/v2/bulk-data/index.json").2, "no-cache");
+    site.edit_record();
+    site.build(&[]);
+    let after: Vec<String> = site.files().into_keys().filter(|path| is_bulk_file(path)).collect();
+    let old: Vec<&String> = bulk.iter().filter(|path| !after.contains(path)).collect();
+    let new: Vec<&String> = after.iter().filter(|path| !bulk.contains(path)).collect();
+    assert!(old.len() == 1 && new.len() == 1 && old[0].contains("/berry-"), "{old:?} {new:?}");
+    let urls = site.root.join("urls.txt");
+    weed.publish(&site.out(), &["--changed-urls", path_str(&urls)]).ok();
+    assert_bucket_is_tree(&weed, &site, &[]);
+    let listed = std::fs::read_to_string(&urls).unwrap();
+    for path in [old[0], new[0]] {
+        assert!(listed.lines().any(|url| url == format!("http://127.0.0.1:8080/{path}")), "{path}: {listed}");
     }
 }
 

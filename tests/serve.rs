@@ -20,7 +20,8 @@ fn prints_its_address_first_and_serves_the_root_with_and_without_slash() {
     let server = Server::start(&site.out(), &[]);
     assert!(server.addr.starts_with("127.0.0.1:"), "{}", server.addr);
     let mut expected = serde_json::Map::new();
-    for segment in ["berry", "item", "note"] {
+    // the resources, and the bulk-data index (tests/bulk.rs)
+    for segment in ["berry", "bulk-data", "item", "note"] {
         expected.insert(segment.into(), format!("{BASE}/api/v2/{segment}/").into());
     }
     for target in ["/api/v2/", "/api/v2", "/API/V2/"] {

@@ -158,6 +158,63 @@ pub fn reserved_segment(data: &Path, dataset: &Dataset) -> Option<Problem> {
     ))
 }
 
+/// Adds the bulk-data index and files to an OpenAPI document of the tree: their schemas, their
+/// paths, and the index's url in the root's schema.
+pub fn describe_in_openapi(document: &mut serde_json::Value) {
+    use serde_json::json;
+    let segment = layout::BULK_SEGMENT;
+    let schemas = &mut document["components"]["schemas"];
+    schemas["Root"]["properties"][segment] = json!({ "type": "string", "format": "uri" });
+    if let Some(required) = schemas["Root"]["required"].as_array_mut() {
+        required.push(segment.into());
+    }
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    schemas["BulkDataEntry"] = json!({
+        "type": "object",
+        "description": "One resource's bulk-data file: every record, one compact JSON document a line, in list order, gzip'd.",
+        "required": ["resource", "records", "size", "sha256", "content_type", "content_encoding", "download_url", "updated_at"],
+        "properties": {
+            "resource": text("The resource's segment."),
+            "records": { "type": "integer", "minimum": 0, "description": "Records in the file: one line each." },
+            "size": { "type": "integer", "minimum": 0, "description": "Bytes of the file (compressed)." },
+            "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the file's bytes." },
+            "content_type": { "const": CONTENT_TYPE },
+            "content_encoding": { "const": CONTENT_ENCODING },
+            "download_url": { "type": "string", "format": "uri", "description": "The file's url: its name carries its hash." },
+            "updated_at": { "type": "string", "pattern": "^-?[0-9]+$", "description": "deploy_date of the build that last changed the file." }
+        }
+    });
+    schemas["BulkData"] = json!({
+        "type": "object",
+        "description": "One entry per resource, in the root's order.",
+        "required": ["count", "results"],
+        "properties": {
+            "count": { "type": "integer", "minimum": 0 },
+            "results": { "type": "array", "items": { "$ref": "#/components/schemas/BulkDataEntry" } }
+        }
+    });
+    let index = json!({ "get": {
+        "operationId": "getBulkData",
+        "summary": "Every resource's bulk-data file (revalidated on every use: Cache-Control no-cache).",
+        "responses": { "200": { "description": "OK", "content": { "application/json": {
+            "schema": { "$ref": "#/components/schemas/BulkData" } } } } }
+    }});
+    let file = json!({ "get": {
+        "operationId": "getBulkDataFile",
+        "summary": "One resource's records, one a line, gzip'd (sent with Content-Encoding: gzip whatever the client accepts; cached forever).",
+        "parameters": [{ "name": "file", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": "^[a-z0-9-]+-[0-9a-f]{16}\\.ndjson\\.gz$" },
+            "description": "The file's name, as the index gives it: <segment>-<first 16 hex digits of its SHA-256>.ndjson.gz." }],
+        "responses": {
+            "200": { "description": "The file's bytes.", "content": { CONTENT_TYPE: {
+                "schema": { "type": "string", "description": "Compact JSON records, one a line." } } } },
+            "404": { "$ref": "#/components/responses/NotFound" }
+        }
+    }});
+    document["paths"][format!("{}{segment}/", layout::API_PREFIX)] = index;
+    document["paths"][format!("{}{segment}/{{file}}", layout::API_PREFIX)] = file;
+}
+
 /// Appends `document` (JSON, indented or not) to `out` without the whitespace between its
 /// tokens: the compact form of the same document.
 pub fn compact_into(document: &[u8], out: &mut Vec<u8>) {

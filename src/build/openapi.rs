@@ -106,7 +106,11 @@ pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
         version: env!("CARGO_PKG_VERSION"),
         resources,
     };
-    renderer.records.serialize(&openapi(&description))
+    let mut document = openapi(&description);
+    if renderer.options.bulk {
+        super::bulk::describe_in_openapi(&mut document);
+    }
+    renderer.records.serialize(&document)
 }
 
 /// The OpenAPI 3.1 document of the tree described by `description`.

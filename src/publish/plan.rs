@@ -13,9 +13,10 @@ use crate::layout;
 use crate::manifest::MANIFEST_FILE;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// True for the documents that must never be cached: `manifest.json` and `meta`.
+/// True for the documents that must never be cached: `manifest.json`, `meta` and the
+/// bulk-data index.
 pub fn no_cache(path: &str) -> bool {
-    path == MANIFEST_FILE || path == layout::META_PATH
+    path == MANIFEST_FILE || path == layout::META_PATH || path == layout::BULK_INDEX_PATH
 }
 
 /// What the target holds, as far as the plan goes.

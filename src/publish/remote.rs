@@ -350,7 +350,13 @@ impl<'a> Writer<'a> {
     /// Writes one object with the tree's headers.
     async fn put(&self, path: &str, bytes: Vec<u8>) -> object_store::Result<()> {
         let mut attributes = Attributes::new();
-        if self.target.has_headers() {
+        if self.target.has_headers() && crate::layout::is_bulk_file(path) {
+            // gzip already, named by its hash: sent as it is and cached forever
+            use crate::build::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+            attributes.insert(Attribute::ContentType, CONTENT_TYPE.into());
+            attributes.insert(Attribute::ContentEncoding, CONTENT_ENCODING.into());
+            attributes.insert(Attribute::CacheControl, CACHE_CONTROL.into());
+        } else if self.target.has_headers() {
             attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
             let cache = if plan::no_cache(path) || path == MARKER || path == LOCK || path.starts_with(STOPPED) {
                 "no-cache".to_string()
