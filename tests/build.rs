@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const BASE: &str = "http://127.0.0.1:8080";
@@ -110,6 +110,8 @@ fn page_file(out: &Path, link: &str) -> std::path::PathBuf {
             (None, None) => out.join(format!("{folder}index.json")),
             _ => panic!("a link names both limit and offset, or neither: {link}"),
         }
+    } else if rest.ends_with(".ndjson.gz") {
+        out.join(rest) // a bulk-data file: a file of its own
     } else {
         out.join(rest).join("index.json")
     }
@@ -238,8 +240,10 @@ fn every_url_in_the_tree_resolves_to_a_file_of_the_tree() {
         build(&tmp.join("data"), &out, &["--links", links]).ok();
         let mut checked = 0;
         for (rel, bytes) in read_tree(&out.join("api")) {
-            if rel == "v2/openapi.json" {
-                continue; // holds the base URL as a server and path templates, tested on its own
+            if rel == "v2/openapi.json" || rel.ends_with(".ndjson.gz") {
+                // openapi.json holds the base URL as a server and path templates, tested on its
+                // own; a bulk-data file is gzip'd records (tests/bulk.rs)
+                continue;
             }
             let mut value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{rel}: {e}"));
             if links == "query" && !is_aligned_page_file(&out.join("api").join(&rel), &[20, 50, 100]) {
@@ -275,7 +279,11 @@ fn same_data_and_options_give_the_same_bytes() {
     // other options give other bytes, but the same files
     build(&tmp.join("data"), &tmp.join("c"), &["--pretty", "--base-url", "https://example.org"]).ok();
     let c = read_tree(&tmp.join("c"));
-    assert_eq!(a.keys().collect::<Vec<_>>(), c.keys().collect::<Vec<_>>());
+    // (a bulk-data file's name is its bytes' hash: the urls in it differ)
+    fn documents(tree: &BTreeMap<String, Vec<u8>>) -> Vec<&str> {
+        tree.keys().map(|k| if k.ends_with(".ndjson.gz") { &k[..k.len() - 27] } else { k.as_str() }).collect()
+    }
+    assert_eq!(documents(&a), documents(&c));
     let record = std::fs::read_to_string(tmp.join("c/api/v2/berry/1/index.json")).unwrap();
     assert!(record.starts_with("{\n  \""), "{record}");
     assert!(record.contains("https://example.org/api/v2/firmness/2/"));
@@ -338,6 +346,7 @@ fn rebuild_rewrites_only_changed_files() {
         "api/v2/berry/berry-3/index.json",
         "api/v2/meta/index.json",
         "api/v2/berry/_filters/size/index.json",
+        "api/v2/bulk-data/index.json",
     ]
     .map(String::from)
     .into();
@@ -347,7 +356,10 @@ fn rebuild_rewrites_only_changed_files() {
     }
     let expected: BTreeSet<String> =
         expected.into_iter().flat_map(|f| [format!("{f}.gz"), f]).chain(["manifest.json".to_string()]).collect();
-    let expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+    let mut expected: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+    // berry's new bulk-data file (no .gz sibling: it is gzip), tests/bulk.rs
+    let bulk = changed.iter().find(|f| f.starts_with("api/v2/bulk-data/berry-")).copied();
+    expected.extend(bulk.filter(|f| f.ends_with(".ndjson.gz") && !old.contains_key(*f)));
     assert_eq!(changed, expected);
     assert!(!out.join(format!("api/v2/berry/_filters/size/{}", filter_folder("3.5"))).exists(), "the old value's list");
     let after = mtimes(&out);

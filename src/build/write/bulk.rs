@@ -59,7 +59,15 @@ pub(super) fn stage_bulk(
                 _ => &settings.deploy_date,
             };
             let entry = written.entry(segment, &settings.base_url, updated_at);
-            Ok((entry, written.path, Placed { hash: written.blake3, staged: true, written: 1, from_index: false }))
+            // the same bytes already in place (a build without the index): nothing to write
+            let staged = !writer.tree.is_some_and(|tree| same_bytes(tree, &written.path, &written.blake3));
+            if !staged {
+                let staged_file = writer.stage.join(&written.path);
+                std::fs::remove_file(&staged_file)
+                    .with_context(|| format!("cannot remove {}", staged_file.display()))?;
+            }
+            let placed = Placed { hash: written.blake3, staged, written: usize::from(staged), from_index: false };
+            Ok((entry, written.path, placed))
         })
         .collect();
     let mut entries = Vec::with_capacity(done.len());
@@ -98,6 +106,14 @@ fn kept_file<'e>(
     let touched = writer.killed.is_some_and(|paths| paths.is_empty() || paths.contains(path));
     let file = writer.index?.docs.other(&[path.to_string()]).filter(|_| !touched)?;
     Some((old, path.to_string(), file.hash.0))
+}
+
+/// True when the tree holds a regular file at `path` whose bytes hash to `hash` (read a piece
+/// at a time).
+fn same_bytes(tree: &crate::build::tree_fs::TreeDir, path: &str, hash: &blake3::Hash) -> bool {
+    let Ok(mut file) = tree.open_file(path, u64::MAX) else { return false };
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(&mut file).is_ok() && hasher.finalize() == *hash
 }
 
 /// The bytes of the record document of output `i`, as the write left them: in the staging
