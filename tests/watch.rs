@@ -288,3 +288,45 @@ fn watch_follows_a_data_folder_deleted_and_recreated() {
     assert!(eventually(LIMIT, || size_of(&server, 2) == Some(31)), "edit after moving: {}", server.stderr());
     assert_eq!(size_of(&server, 1), Some(20), "the moved-in folder's records are served");
 }
+
+/// The bulk-data file of `segment` as `server` lists it: its url path and the index entry.
+fn bulk_entry(server: &Server, segment: &str) -> Option<(String, serde_json::Value)> {
+    let index = server.get("/api/v2/bulk-data/");
+    let index = (index.status == 200).then(|| index.json())?;
+    let entry = index["results"].as_array()?.iter().find(|e| e["resource"] == segment)?.clone();
+    let url = entry["download_url"].as_str()?;
+    let path = &url[url.find("/api/v2/")?..];
+    Some((path.to_string(), entry))
+}
+
+/// `gen serve --watch` serves the bulk-data files as they are (gzip, immutable), and after an
+/// edit the new file, the old one gone (issue 37).
+#[test]
+fn watch_serves_the_bulk_data_file_of_each_rebuild() {
+    let tmp = TempDir::new("watch-bulk");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    write_files(&data, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(count(&server), Some(2));
+    let (old, entry) = bulk_entry(&server, "berry").expect("a bulk-data entry for berry");
+    let served = server.get_with(&old, &["Accept-Encoding: identity"]).expect(200);
+    assert_eq!(served.body, std::fs::read(out.join(old.trim_start_matches('/'))).unwrap());
+    assert_eq!(served.body.len() as u64, entry["size"].as_u64().unwrap());
+    assert_eq!(served.header("Content-Type"), Some("application/x-ndjson"));
+    assert_eq!(served.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(served.header("Cache-Control"), Some("public, max-age=31536000, immutable"));
+
+    std::fs::write(data.join("berry/2.json"), record(2, 31)).unwrap();
+    let changed = || bulk_entry(&server, "berry").is_some_and(|(path, _)| path != old);
+    assert!(eventually(LIMIT, changed), "the edit gives a new file: {}", server.stderr());
+    let (new, _) = bulk_entry(&server, "berry").unwrap();
+    let body = server.get(&new).expect(200).body;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&body[..]), &mut text).unwrap();
+    let sizes: Vec<i64> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["size"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sizes, [20, 31]);
+    server.get(&old).expect(404);
+}
