@@ -423,6 +423,12 @@ impl write::Documents for Rendering<'_> {
         self.renderer.render(&output.content)
     }
 
+    fn render_again(&self, output: &plan::Output<'_>) -> write::Rendered {
+        let plan::Content::Record { segment, index } = output.content else { return self.render(output) };
+        let source = self.dataset.record_source(segment, &self.dataset.resources[segment].records[index]);
+        self.renderer.records.render_file(&source)
+    }
+
     fn finish(&self) -> Vec<(String, Vec<u8>)> {
         vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
     }

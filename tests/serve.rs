@@ -1364,6 +1364,9 @@ fn a_rebuild_under_a_crawl_answers_each_document_from_one_build_whole() {
             200 => assert!(body == &before[path] || body == &after[path], "{path}: a body of neither build"),
             // a file renamed into place before the new manifest: never its bytes with the old one
             503 => changed += 1,
+            // a bulk-data file of the old build: its name is its bytes' hash, so the new build
+            // removed it (the new index names the new file)
+            404 if path.ends_with(".ndjson.gz") && !after.contains_key(path) => {}
             other => panic!("{path}: {other}"),
         }
     }

@@ -76,6 +76,9 @@ pub trait Documents: Sync {
     fn dirty(&self, output: &Output<'_>) -> bool;
     /// The bytes of `output`, or the problems found in its source.
     fn render(&self, output: &Output<'_>) -> Rendered;
+    /// The bytes of `output` rendered once more, seen by nothing (the schemas saw it already):
+    /// for a bulk-data file whose record cannot be read back.
+    fn render_again(&self, output: &Output<'_>) -> Rendered;
     /// The documents made once every other is rendered: (path, bytes).
     fn finish(&self) -> Vec<(String, Vec<u8>)>;
 }
@@ -123,7 +126,9 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
     let mut late = write.documents.finish();
-    if let Some(bulk) = bulk::stage_bulk(&writer, &docs, &placed, &write.manifest.settings, write.lists)? {
+    if let Some(bulk) =
+        bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, write.lists)?
+    {
         for (path, file) in bulk.files {
             placed.push(file);
             docs.late.push(vec![path]);

@@ -3,12 +3,14 @@
 //! kept its order, and otherwise written again from its record documents as the write left
 //! them (staged, or in the tree), one at a time. Then the bulk-data index.
 
+use super::Documents;
 use super::docs::Docs;
 use super::stage::{Placed, TreeWriter};
 use crate::build::bulk::{self, Entry};
 use crate::build::plan::Content;
 use crate::layout;
 use crate::manifest::TreeSettings;
+use crate::problem::Problems;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -24,6 +26,7 @@ pub(super) struct BulkFiles {
 pub(super) fn stage_bulk(
     writer: &TreeWriter<'_>,
     docs: &Docs<'_, '_>,
+    documents: &dyn Documents,
     placed: &[Placed],
     settings: &TreeSettings,
     lists: &BTreeMap<String, String>,
@@ -52,7 +55,7 @@ pub(super) fn stage_bulk(
                 let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }));
             }
-            let read = |&i: &usize| record_bytes(writer, docs, placed, i);
+            let read = |&i: &usize| record_bytes(writer, docs, documents, placed, i);
             let written = bulk::write_file(writer.stage, segment, settings.pretty, indices.iter().map(read))?;
             let updated_at = match old {
                 Some(old) if old.sha256 == written.sha256 => &old.updated_at,
@@ -117,15 +120,23 @@ fn same_bytes(tree: &crate::build::tree_fs::TreeDir, path: &str, hash: &blake3::
 }
 
 /// The bytes of the record document of output `i`, as the write left them: in the staging
-/// folder when it was written anew, else in the tree.
-fn record_bytes(writer: &TreeWriter<'_>, docs: &Docs<'_, '_>, placed: &[Placed], i: usize) -> Result<Vec<u8>> {
+/// folder when it was written anew, else in the tree; rendered again when the tree's file
+/// cannot be read (a plain build trusts the tree: a link put in its place is not followed).
+fn record_bytes(
+    writer: &TreeWriter<'_>,
+    docs: &Docs<'_, '_>,
+    documents: &dyn Documents,
+    placed: &[Placed],
+    i: usize,
+) -> Result<Vec<u8>> {
     let (place, _) = docs.outputs[i].place(docs.dataset).expect("a record has a place");
     let path = place.tree_path(place.id);
-    let read = if placed[i].staged {
-        std::fs::read(writer.stage.join(&path))
-    } else {
-        let tree = writer.tree.ok_or_else(|| std::io::Error::other("no tree"))?;
-        tree.read_file(&path, u64::MAX)
-    };
-    read.with_context(|| format!("cannot read {path} for its bulk-data file"))
+    if placed[i].staged {
+        let staged = writer.stage.join(&path);
+        return std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
+    }
+    if let Some(bytes) = writer.tree.and_then(|tree| tree.read(&path, u64::MAX)) {
+        return Ok(bytes);
+    }
+    documents.render_again(&docs.outputs[i]).map_err(|problems| Problems::all(problems).into())
 }
