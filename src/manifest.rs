@@ -477,6 +477,7 @@ mod tests {
                 deploy_date: String::new(),
                 hash: String::new(),
                 filters: BTreeMap::new(),
+                bulk: true,
             },
             resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
             files: BTreeMap::new(),

@@ -103,6 +103,20 @@ pub fn read_listed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<Vec<u8
     Ok(bytes)
 }
 
+/// Checks the listed file `path` against `hash` as [`read_listed`] does, reading it a piece at a
+/// time (a bulk-data file is never held whole).
+fn check_streamed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<(), Unservable> {
+    let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
+    let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(|e| not_read(&e))?;
+    let file = tree.open_file(path, MAX_DOCUMENT_BYTES).map_err(|e| not_read(&e))?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(file).map_err(|e| not_read(&e))?;
+    if hasher.finalize() != *hash {
+        return Err(Unservable::Changed);
+    }
+    Ok(())
+}
+
 fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
     let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(io::Error::other)?;
     tree.read_file(path, MAX_DOCUMENT_BYTES)
@@ -114,7 +128,11 @@ fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
 /// tree's bytes).
 pub(crate) fn check_all(dir: &Path, paths: &[(String, blake3::Hash)]) -> Result<()> {
     use rayon::prelude::*;
-    let bad = paths.par_iter().find_map_any(|(path, hash)| read_listed(dir, path, hash).err().map(|e| (path, e)));
+    let check = |path: &str, hash| match crate::layout::is_bulk_file(path) {
+        true => check_streamed(dir, path, hash),
+        false => read_listed(dir, path, hash).map(drop),
+    };
+    let bad = paths.par_iter().find_map_any(|(path, hash)| check(path, hash).err().map(|e| (path, e)));
     if let Some((path, e)) = bad {
         bail!("{}", e.explain(dir, path));
     }
