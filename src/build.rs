@@ -27,9 +27,8 @@ pub mod render;
 pub mod schema;
 pub mod openapi;
 
-// Write: stage what changed beside the tree, then commit it; each resource's bulk-data file.
+// Write: stage what changed beside the tree, then commit it.
 pub mod write;
-pub mod bulk;
 
 use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
@@ -113,7 +112,6 @@ pub struct BuildSummary {
 pub fn check(data: &Path) -> Result<load::Dataset> {
     load::require_folder(data)?;
     let (dataset, mut problems) = load::load(data);
-    problems.extend(bulk::reserved_segment(data, &dataset));
     let references_unchecked = !problems.is_empty();
     if problems.is_empty() {
         // References can only be checked once the whole index is known.
@@ -201,7 +199,6 @@ pub fn build(
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.extracts = extracts;
     timer.step("plan");
-    let lists = list_hashes(dataset);
     let written = write::write_tree(
         &mut previous.target,
         write::TreeWrite {
@@ -209,7 +206,7 @@ pub fn build(
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
-            lists: &lists,
+            lists: &list_hashes(dataset),
             previous: write::Previous {
                 index: previous.index.as_ref(),
                 listed: std::mem::take(&mut previous.listed),
@@ -229,7 +226,7 @@ pub fn build(
             .with_context(|| format!("cannot read {}", manifest_path.display()))?,
         started_ns,
         settings,
-        lists,
+        lists: list_hashes(dataset),
         schemas,
         data: loaded.files,
         docs: written.docs,
@@ -314,8 +311,7 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
         load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, mut problems, files) = load::load_reusing(data, &seen);
-    problems.extend(bulk::reserved_segment(data, &dataset));
+    let (dataset, problems, files) = load::load_reusing(data, &seen);
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
@@ -424,9 +420,7 @@ impl write::Documents for Rendering<'_> {
     }
 
     fn render_again(&self, output: &plan::Output<'_>) -> write::Rendered {
-        let plan::Content::Record { segment, index } = output.content else { return self.render(output) };
-        let source = self.dataset.record_source(segment, &self.dataset.resources[segment].records[index]);
-        self.renderer.records.render_file(&source)
+        self.renderer.render_unobserved(&output.content)
     }
 
     fn finish(&self) -> Vec<(String, Vec<u8>)> {

@@ -41,8 +41,8 @@ pub struct DataSettings {
     /// their paths (`{"creature": {"type": "types[].type.name"}}`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub filters: BTreeMap<String, FilterDeclaration>,
-    /// Whether the tree holds a bulk-data file per resource (`/api/v2/bulk-data/`, see
-    /// [`crate::build::bulk`]); `"bulk": false` leaves them out.
+    /// Whether the tree holds a bulk-data file per resource (`/api/v2/bulk-data/`,
+    /// docs/tree.md); `"bulk": false` leaves them out.
     #[serde(skip_serializing_if = "is_true")]
     pub bulk: bool,
 }

@@ -11,7 +11,7 @@
 //! api/v2/<segment>/_filters/<field>/...          a declared filter's values and lists (see `filters`)
 //! api/v2/<segment>/<id or name>/index.json       a record
 //! api/v2/<segment>/<id or name>/<sub>/index.json a sub-document of a record
-//! api/v2/bulk-data/index.json                    the bulk-data files of every resource (see `build::bulk`)
+//! api/v2/bulk-data/index.json                    the bulk-data files of every resource (see `bulk`)
 //! api/v2/bulk-data/<segment>-<hash>.ndjson.gz    one resource's records, gzip'd NDJSON
 //! ```
 

@@ -9,7 +9,8 @@
 //!   configurations for it; [`import`]: the published data into a data folder; [`publish`]: the
 //!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
-//!   (where each document lives), [`paging`], [`search`] (`?q=`), [`manifest`] (the tree's settings and files),
+//!   (where each document lives), [`paging`], [`search`] (`?q=`), [`bulk`] (bulk-data files),
+//!   [`manifest`] (the tree's settings and files),
 //!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`].
 
 // The pipeline.
@@ -27,6 +28,7 @@ pub mod layout;
 pub mod paging;
 pub mod search;
 pub mod filters;
+pub mod bulk;
 pub mod manifest;
 pub mod json;
 pub mod problem;

@@ -108,7 +108,7 @@ pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
     };
     let mut document = openapi(&description);
     if renderer.options.bulk {
-        super::bulk::describe_in_openapi(&mut document);
+        crate::bulk::describe_in_openapi(&mut document);
     }
     renderer.records.serialize(&document)
 }

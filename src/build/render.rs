@@ -326,6 +326,15 @@ impl<'a> TreeRenderer<'a> {
         }
     }
 
+    /// Renders one planned document as [`TreeRenderer::render`] does, but a record unseen by the
+    /// schemas (they saw it already: a bulk-data file renders it again when the tree cannot give
+    /// it back).
+    pub fn render_unobserved(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+        let Content::Record { segment, index } = *content else { return self.render(content) };
+        let dataset = self.records.dataset;
+        self.records.render_file(&dataset.record_source(segment, &dataset.resources[segment].records[index]))
+    }
+
     /// The names document of `segment` (or its shard `shard`, see [`search::names_shards`]), from
     /// its extract (made now when the build has none).
     fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {

@@ -147,9 +147,9 @@ pub fn config(site: &Site) -> String {
         allow = ALLOW,
         bulk_key = crate::layout::BULK_KEY,
         bulk_suffix = crate::layout::BULK_SUFFIX.replace('.', "\\."),
-        bulk_type = crate::build::bulk::CONTENT_TYPE,
-        bulk_encoding = crate::build::bulk::CONTENT_ENCODING,
-        bulk_cache = crate::build::bulk::CACHE_CONTROL,
+        bulk_type = crate::bulk::CONTENT_TYPE,
+        bulk_encoding = crate::bulk::CONTENT_ENCODING,
+        bulk_cache = crate::bulk::CACHE_CONTROL,
     );
     for (segment, count) in &site.resources {
         let _ = write!(

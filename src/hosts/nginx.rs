@@ -184,7 +184,7 @@ fn file_locations(site: &Site) -> String {
 /// `Content-Encoding: gzip` whatever the client accepts), cached forever (their names change
 /// with their bytes).
 fn bulk_location(site: &Site) -> String {
-    use crate::build::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+    use crate::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
     let deploy: String = site
         .deploy_headers()
         .iter()

@@ -352,7 +352,7 @@ impl<'a> Writer<'a> {
         let mut attributes = Attributes::new();
         if self.target.has_headers() && crate::layout::is_bulk_file(path) {
             // gzip already, named by its hash: sent as it is and cached forever
-            use crate::build::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+            use crate::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
             attributes.insert(Attribute::ContentType, CONTENT_TYPE.into());
             attributes.insert(Attribute::ContentEncoding, CONTENT_ENCODING.into());
             attributes.insert(Attribute::CacheControl, CACHE_CONTROL.into());

@@ -188,7 +188,7 @@ pub(super) fn controls(
 /// the tree's bulk-data index; empty when the tree has none.
 fn download_link(tree: &Tree, segment: &str, href: &dyn Fn(&str) -> Option<String>) -> String {
     let Ok(Some(index)) = tree.doc(crate::layout::BULK_KEY) else { return String::new() };
-    let entries = crate::build::bulk::read_index(&index.body).unwrap_or_default();
+    let entries = crate::bulk::read_index(&index.body).unwrap_or_default();
     let Some(entry) = entries.iter().find(|entry| entry.resource == segment) else { return String::new() };
     let Some(link) = href(&entry.download_url) else { return String::new() };
     format!(

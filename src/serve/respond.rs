@@ -361,12 +361,11 @@ impl Reply {
             }
             Reply::Stream { stream, not_modified, .. } if stream.bulk => {
                 if !not_modified {
-                    let _ = write!(out, "Content-Type: {}\r\n", crate::build::bulk::CONTENT_TYPE);
-                    let _ = write!(out, "Content-Encoding: {}\r\n", crate::build::bulk::CONTENT_ENCODING);
+                    let _ = write!(out, "Content-Type: {}\r\n", crate::bulk::CONTENT_TYPE);
+                    let _ = write!(out, "Content-Encoding: {}\r\n", crate::bulk::CONTENT_ENCODING);
                     let _ = write!(out, "Content-Length: {}\r\n", stream.len);
                 }
-                let _ =
-                    write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::build::bulk::CACHE_CONTROL);
+                let _ = write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::bulk::CACHE_CONTROL);
             }
             Reply::Stream { stream, not_modified, revalidate } => {
                 if !not_modified {

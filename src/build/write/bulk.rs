@@ -1,4 +1,4 @@
-//! The bulk step of a write (see [`crate::build::bulk`]): once every document is placed, each
+//! The bulk step of a write (see [`crate::bulk`]): once every document is placed, each
 //! resource's bulk-data file is kept when none of its records was written anew and its list
 //! kept its order, and otherwise written again from its record documents as the write left
 //! them (staged, or in the tree), one at a time. Then the bulk-data index.
@@ -6,8 +6,8 @@
 use super::Documents;
 use super::docs::Docs;
 use super::stage::{Placed, TreeWriter};
-use crate::build::bulk::{self, Entry};
 use crate::build::plan::Content;
+use crate::bulk::{self, Entry};
 use crate::layout;
 use crate::manifest::TreeSettings;
 use crate::problem::Problems;

@@ -7,10 +7,9 @@
 //! compressed bytes, the index's `sha256`), so a host can let it be cached forever. The gzip
 //! stream is deterministic: no name, a zero mtime, an unknown OS and a fixed level.
 //!
-//! The write decides which files to write ([`super::write`]'s bulk step): a resource whose
+//! The build's write decides which files to write (`build/write/bulk.rs`): a resource whose
 //! records all kept their bytes and whose list kept its order keeps its file and its entry.
 
-use crate::build::load::Dataset;
 use crate::layout;
 use crate::problem::Problem;
 use anyhow::{Context, Result};
@@ -142,11 +141,11 @@ pub fn write_file(
     Ok(FileWritten { path, records: count, size: hashing.size, sha256, blake3: hashing.blake3.finalize() })
 }
 
-/// The problem of a data folder holding a resource named `bulk-data`: its url is the bulk-data
-/// index's.
-pub fn reserved_segment(data: &Path, dataset: &Dataset) -> Option<Problem> {
+/// The problem of a data folder holding a resource named `bulk-data` (one of `segments`): its
+/// url is the bulk-data index's.
+pub fn reserved_segment<'s>(data: &Path, mut segments: impl Iterator<Item = &'s str>) -> Option<Problem> {
     let segment = layout::BULK_SEGMENT;
-    dataset.resources.get(segment)?;
+    segments.find(|s| *s == segment)?;
     let folder = data.join(segment);
     let path = if folder.is_dir() { folder } else { data.join(format!("{segment}.ndjson")) };
     Some(Problem::whole(
