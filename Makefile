@@ -63,9 +63,9 @@ conformance:
 soak:
 	python3 bench/soak.py
 
-## fuzz: the fuzz loops of tests/fuzz.rs and 400 random-edit rebuilds of tests/incremental.rs, with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
+## fuzz: the fuzz loops of tests/suite/fuzz.rs and 400 random-edit rebuilds of tests/suite/incremental.rs, with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
 fuzz:
-	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test fuzz --test incremental -- --nocapture
+	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test suite -- --nocapture fuzz:: incremental::
 
 fmt:
 	$(CARGO) fmt --all

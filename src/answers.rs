@@ -222,7 +222,7 @@ pub(crate) fn error_schemas() -> [(&'static str, Value); 3] {
 /// A host config cannot JSON-escape a value, so each body is split into literal JSON text and
 /// [`Hole`]s, and a config inserts a hole only where the value needs no escaping (see
 /// [`SAFE_VALUE`], [`SAFE_PATH`]); otherwise it answers the variant without the value, which
-/// says the same without quoting the request. The host parity tests (`tests/hosts.rs`) compare
+/// says the same without quoting the request. The host parity tests (`tests/suite/hosts.rs`) compare
 /// every body with `gen serve`'s answer.
 pub mod template {
     use super::*;

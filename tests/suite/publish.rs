@@ -3,8 +3,8 @@
 //! S3 with the same client library gen uses, and "what was written" is told by the server's own
 //! modification times, not by gen's summary.
 
-mod common;
-mod fault_proxy;
+use crate::common;
+use crate::fault_proxy;
 
 use common::{Run, TempDir, free_port, gen_bin, read_tree, sample_data};
 use fault_proxy::{Fault, FaultProxy};

@@ -1,8 +1,8 @@
 //! `gen import api-data`: the round trip over the real published subset in
 //! `../shared/fixtures/api-data`, synthetic trees with sub-documents, and bad sources.
 
-mod common;
-mod serve_support;
+use crate::common;
+use crate::serve_support;
 
 use common::*;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! with its file and JSON location, all problems at once, and a build over an existing tree
 //! leaves it untouched.
 
-mod common;
+use crate::common;
 
 use common::*;
 

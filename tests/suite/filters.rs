@@ -3,9 +3,9 @@
 //! work. Expected answers are derived from the records written here (a direct scan of their
 //! values, the paging rules), not from the server's output.
 
-mod common;
-mod parity;
-mod serve_support;
+use crate::common;
+use crate::parity;
+use crate::serve_support;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! `gen build`: the tree it writes, its paging, its determinism and its atomicity.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -3,8 +3,8 @@
 //! broken then fixed. Every step is checked on what the server answers, polled with a generous
 //! time limit (no timing assertion).
 
-mod common;
-mod serve_support;
+use crate::common;
+use crate::serve_support;
 
 use common::{TempDir, build, run, write_files};
 use serve_support::*;

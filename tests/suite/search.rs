@@ -2,9 +2,9 @@
 //! answering `?q=` from it. Expected answers are derived from the data written here (names and
 //! localized names, the paging rules), not from the server's output.
 
-mod common;
-mod parity;
-mod serve_support;
+use crate::common;
+use crate::parity;
+use crate::serve_support;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! `gen config cloudflare|deno|node`, the edge handler, in the real runtimes: workerd (through
 //! miniflare) reading the tree from an R2 bucket and from an HTTP origin, Deno and Node reading
-//! it from an HTTP origin. Each answers the parity set of `tests/hosts.rs` (`tests/parity`) and
+//! it from an HTTP origin. Each answers the parity set of `tests/suite/hosts.rs` (`tests/suite/parity.rs`) and
 //! at least 200 random `(limit, offset)` pairs the tree holds no file for, the client libraries'
 //! list spellings and 400 random odd targets (letter cases, escapes, dots, signs, repeated
 //! parameters) with the same status and body as `gen serve --keep-urls`, on the sample data and
@@ -16,9 +16,9 @@
 //! without them the tests fail under CI, else skip saying so. workerd and Deno skip under
 //! GEN_QUICK; Node runs in the quick tier.
 
-mod common;
-mod parity;
-mod serve_support;
+use crate::common;
+use crate::parity;
+use crate::serve_support;
 
 use common::*;
 use parity::*;

@@ -8,7 +8,7 @@
 //! `cargo test` runs `INCREMENTAL_STEPS` steps (default 40); `make fuzz` runs 400 with a fresh
 //! seed (`FUZZ_SEED` replays one).
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::BTreeMap;

@@ -4,8 +4,8 @@
 //! screenshots in light and dark mode (into `target/browser/`). JSON clients are checked to
 //! get the tree's bytes untouched.
 
-mod common;
-mod serve_support;
+use crate::common;
+use crate::serve_support;
 
 use common::TempDir;
 use serve_support::*;

@@ -1,47 +1,12 @@
 //! The default dataset in data/: it checks, builds, holds every resource the API must serve and
 //! the neighbours they refer to, and every url in its tree resolves inside the tree. (Its facts
-//! against the published data: tests/facts.rs.)
+//! against the published data: tests/suite/facts.rs.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;
 use std::path::Path;
-
-const RESOURCES: [&str; 17] = [
-    "ability",
-    "berry",
-    "berry-firmness",
-    "berry-flavor",
-    "creature-color",
-    "creature-form",
-    "encounter-method",
-    "evolution-trigger",
-    "item-attribute",
-    "language",
-    "move-ailment",
-    "move-category",
-    "nature",
-    "pal-park-area",
-    "region",
-    "stat",
-    "super-contest-effect",
-];
-
-/// The neighbours the served resources refer to, each present with the records referred to.
-const NEIGHBOURS: [&str; 11] = [
-    "move-battle-style",
-    "move",
-    "item-pocket",
-    "item-category",
-    "creature-species",
-    "creature-habitat",
-    "evolution-chain",
-    "gender",
-    "move-target",
-    "athlon-stat",
-    "encounter-condition-value",
-];
 
 fn data_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
@@ -67,7 +32,7 @@ fn default_tree_serves_every_resource_and_resolves_every_url() {
     let out = tmp.join("out");
     build(&data_dir(), &out, &[]).ok();
     let root = read_json(&out.join("api/v2/index.json"));
-    for segment in RESOURCES.iter().chain(&NEIGHBOURS) {
+    for segment in common::RESOURCES.iter().chain(&common::NEIGHBOURS) {
         assert_eq!(root[segment], format!("http://127.0.0.1:8080/api/v2/{segment}/"), "{segment}");
         let list = read_json(&out.join(format!("api/v2/{segment}/index.json")));
         assert!(list["count"].as_u64().unwrap() > 0, "{segment} is empty");

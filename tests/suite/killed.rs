@@ -3,7 +3,7 @@
 //! in place) files that do not match the manifest, which serve refuses. The next build repairs
 //! whatever a killed one left.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! with a time-based seed (`FUZZ_SEED` to replay one). A failing input is saved under
 //! `target/fuzz-crashes/` so it can become a regression test.
 
-mod common;
+use crate::common;
 
 use common::*;
 use genapi::serve::respond::{Request, decide};

@@ -1,7 +1,7 @@
 //! The documentation keeps up with the command line: every flag of every subcommand's
 //! `--help` is named in README.md or docs/, and every subcommand's help has examples.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};

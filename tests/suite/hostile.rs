@@ -3,8 +3,7 @@
 //! Each gets a 4xx or 505 answer, or its connection closed, and the server keeps answering
 //! everyone else.
 
-mod common;
-mod serve_support;
+use crate::serve_support;
 
 use serve_support::{Server, Site};
 use std::io::{Read, Write};

@@ -2,8 +2,8 @@
 //! HTTP/1.1. Expected pages are derived from the data and the paging rules (see
 //! `serve_support::expected_page`), not from the server's own output.
 
-mod common;
-mod serve_support;
+use crate::common;
+use crate::serve_support;
 
 use serve_support::*;
 use std::io::{Read, Write};

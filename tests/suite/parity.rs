@@ -1,5 +1,5 @@
-//! The parity set shared by the host tests (`tests/hosts.rs`: nginx, Caddy) and the edge
-//! handler tests (`tests/edge.rs`: workerd, Deno, Node): trees and what their data says they hold,
+//! The parity set shared by the host tests (`tests/suite/hosts.rs`: nginx, Caddy) and the edge
+//! handler tests (`tests/suite/edge.rs`: workerd, Deno, Node): trees and what their data says they hold,
 //! starting hosts on free ports, and every request a host must answer as `gen serve` does, compared
 //! status and body.
 #![allow(dead_code)]

@@ -1,6 +1,6 @@
 //! Support for the tests that talk HTTP: the one server harness ([`Server`]: the real `gen
 //! serve` in a child process, or a host a test started; stopped on drop), the raw HTTP/1.1
-//! client of `tests/common` ([`Conn`], [`Response`]), a synthetic data folder, and the paging
+//! client of `tests/suite/common.rs` ([`Conn`], [`Response`]), a synthetic data folder, and the paging
 //! rules written out again independently of `src/paging.rs`, to derive expected pages from the
 //! data.
 #![allow(dead_code)]

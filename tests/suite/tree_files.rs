@@ -4,7 +4,7 @@
 //! deletes outside `out/`, never follows a symbolic link inside it, never reads one of them
 //! unboundedly or hangs on it, and repairs what they fail to describe.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{BufRead as _, Read as _};

@@ -576,3 +576,39 @@ pub fn filter_folder(text: &str) -> String {
     let kept = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
     text.bytes().map(|b| if kept(b) { char::from(b).to_string() } else { format!("_{b:02x}") }).collect()
 }
+
+/// The 17 resources the API must serve, by path segment (the project guide's list).
+pub const RESOURCES: [&str; 17] = [
+    "ability",
+    "berry",
+    "berry-firmness",
+    "berry-flavor",
+    "creature-color",
+    "creature-form",
+    "encounter-method",
+    "evolution-trigger",
+    "item-attribute",
+    "language",
+    "move-ailment",
+    "move-category",
+    "nature",
+    "pal-park-area",
+    "region",
+    "stat",
+    "super-contest-effect",
+];
+
+/// The neighbours the served resources refer to, each present with the records referred to.
+pub const NEIGHBOURS: [&str; 11] = [
+    "move-battle-style",
+    "move",
+    "item-pocket",
+    "item-category",
+    "creature-species",
+    "creature-habitat",
+    "evolution-chain",
+    "gender",
+    "move-target",
+    "athlon-stat",
+    "encounter-condition-value",
+];

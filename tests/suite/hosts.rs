@@ -12,9 +12,8 @@
 //! on ports found free, and are stopped in `Drop`. `make test` installs nginx and caddy
 //! (`tests/tools/install-hosts.sh`); without them the tests fail under `CI`, else skip saying so.
 
-mod common;
-mod parity;
-mod serve_support;
+use crate::common;
+use crate::parity;
 
 use common::*;
 use parity::*;

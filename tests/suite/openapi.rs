@@ -10,8 +10,8 @@
 //!
 //! `make test` installs the tools; without them these tests fail under `CI`, else skip saying so.
 
-mod common;
-mod serve_support;
+use crate::common;
+use crate::serve_support;
 
 use common::*;
 use serde_json::Value;
