@@ -32,7 +32,6 @@
 
 pub mod budget;
 pub mod cache;
-pub mod files;
 pub mod filtered;
 pub mod html;
 mod html_escape;
@@ -107,7 +106,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
             crate::fsutil::show_dir(&options.dir),
             tree.resources(),
             tree.documents(),
-            crate::layout::root_url(&origin)
+            crate::tree::layout::root_url(&origin)
         );
         let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
         eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
@@ -183,7 +182,7 @@ fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
         if shared.tree().digest != first {
             return; // a new build was loaded, checked whole
         }
-        let Err(e) = files::check_all(&shared.dir, paths) else {
+        let Err(e) = crate::tree::listing::check_all(&shared.dir, paths) else {
             if !shared.quiet {
                 let shown = crate::fsutil::show_dir(&shared.dir);
                 eprintln!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
@@ -203,7 +202,7 @@ fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
 type Signature = Option<crate::fsutil::Stamp>;
 
 fn manifest_signature(dir: &Path) -> Signature {
-    crate::fsutil::Stamp::of_path(&dir.join(crate::manifest::MANIFEST_FILE))
+    crate::fsutil::Stamp::of_path(&dir.join(crate::tree::manifest::MANIFEST_FILE))
 }
 
 /// One load at a time (the poll, `--watch` and requests that found a file changed all load).

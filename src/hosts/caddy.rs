@@ -10,7 +10,7 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The site block for `site`.

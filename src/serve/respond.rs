@@ -10,7 +10,7 @@ use super::stream::Streamed;
 use super::tree::Tree;
 use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout;
+use crate::tree::layout;
 use std::io::Write as _;
 use std::sync::Arc;
 

@@ -23,7 +23,7 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 /// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
 /// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
 fn options(out: &Path) -> Result<crate::build::BuildOptions> {
-    let mut options = match crate::manifest::Manifest::read_with_bytes(out) {
+    let mut options = match crate::tree::manifest::Manifest::read_with_bytes(out) {
         Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
         Err(_) => crate::build::BuildOptions::default(),
     };
@@ -85,7 +85,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
     match rebuild(data, out, quiet) {
         Outcome::Built => Ok(None),
         Outcome::Failed(problems) => {
-            if crate::manifest::Manifest::read_with_bytes(out).is_err() {
+            if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
                 bail!("{} holds no tree to serve until the data builds: fix the problems above", out.display());
             }
             Ok(Some(problems))

@@ -2,8 +2,8 @@
 //! it starts, so that the build after a killed one knows them as its own.
 
 use crate::fsutil::{self, NotRead};
-use crate::layout::is_tree_path;
-use crate::manifest::MAX_MANIFEST_BYTES;
+use crate::tree::layout::is_tree_path;
+use crate::tree::manifest::MAX_MANIFEST_BYTES;
 use std::path::{Path, PathBuf};
 
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists

@@ -1,7 +1,7 @@
 //! The tree's folder, written, read and cleaned without following a symbolic link inside it.
 //!
 //! A tree comes from anywhere (a clone, a download), and so do the paths its manifest, build
-//! index and journal list. Each such path is checked with [`crate::layout::is_tree_path`]
+//! index and journal list. Each such path is checked with [`crate::tree::layout::is_tree_path`]
 //! before it reaches this module (no `..`, no absolute path); here, every folder on the way to a
 //! file is opened relative to the one above it with `O_NOFOLLOW`, so that a link inside the tree
 //! (`out/api/v2/x -> /elsewhere`) never leads a write or a removal out of it. The tree's folder
