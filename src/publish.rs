@@ -228,7 +228,7 @@ fn options_dir(dir: &Path) -> String {
 /// links name it, else the file's own.
 pub fn public_url(base_url: &str, path: &str) -> String {
     let base = base_url.trim_end_matches('/');
-    match path.strip_suffix("index.json") {
+    match path.strip_suffix(crate::tree::layout::DOCUMENT_FILE) {
         Some(folder) => format!("{base}/{folder}"),
         None => format!("{base}/{path}"),
     }

@@ -351,7 +351,7 @@ impl<'a> Writer<'a> {
     async fn put(&self, path: &str, bytes: Vec<u8>) -> object_store::Result<()> {
         let mut attributes = Attributes::new();
         if self.target.has_headers() {
-            attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
+            attributes.insert(Attribute::ContentType, crate::tree::media_type(path).into());
             let cache = if plan::no_cache(path) || path == MARKER || path == LOCK || path.starts_with(STOPPED) {
                 "no-cache".to_string()
             } else {

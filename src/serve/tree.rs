@@ -207,7 +207,7 @@ impl Tree {
     /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
     /// (`api/v2/openapi.json`).
     pub(super) fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
-        let index = format!("{key}/{}", layout::DOCUMENT_FILE);
+        let index = layout::document_path(key);
         if let Some(hash) = self.listing.hash_of(&index) {
             return Some((index, hash));
         }
