@@ -430,7 +430,7 @@ fn record_index(dir: &Path, index: &index::Index) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }
-        Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
+        Err(e) => say!("warning: {e:#}: the next build renders every document again"),
     }
 }
 
@@ -489,7 +489,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_file(p));
         for bad in bad {
-            eprintln!(
+            say!(
                 "note: {} lists {bad:?}, which is not a path of a gen tree: ignoring it (it is neither read, \
                  written nor removed)",
                 path.display()

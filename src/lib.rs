@@ -10,7 +10,16 @@
 //!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`tree`]
 //!   (the built tree: where each document lives, its manifest, reading it), [`paging`],
-//!   [`search`] (`?q=`), [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`].
+//!   [`search`] (`?q=`), [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`], [`message`] (the one sink of every
+//!   message, which the binary sets).
+
+/// Formats a message and sends it through the binary's sink ([`message::say`]): the library's
+/// only way to tell the user something.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::message::say(&format!($($arg)*))
+    };
+}
 
 // The pipeline.
 pub mod build;
@@ -34,5 +43,6 @@ pub mod staging;
 pub mod fsutil;
 pub mod date;
 pub mod progress;
+pub mod message;
 
 pub use build::{BuildOptions, BuildSummary, build, check};

@@ -151,7 +151,7 @@ impl Index {
     pub fn read(out: &Path) -> Option<Index> {
         let path = Index::path(out);
         let ignored = |why: String| {
-            eprintln!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+            say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
         };
         let file = match fsutil::open_regular_file(&path, MAX_INDEX_BYTES, false) {
             Ok(file) => file,

@@ -145,7 +145,7 @@ fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> 
 }
 
 fn unserved_reply(unserved: &super::tree::Unserved) -> Reply {
-    eprintln!("gen serve: {}", unserved.detail);
+    say!("gen serve: {}", unserved.detail);
     match unserved.busy {
         true => error(TREE_CHANGED, answers::busy()),
         false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),

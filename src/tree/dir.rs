@@ -134,7 +134,7 @@ impl TreeDir {
         let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
         match kind_at(parent, name).with_context(shown)? {
             None => {}
-            Some(libc::S_IFDIR) => eprintln!(
+            Some(libc::S_IFDIR) => say!(
                 "note: {} is listed as a file of the tree but is a folder: left alone",
                 self.path.join(rel).display()
             ),
@@ -175,7 +175,7 @@ impl TreeDir {
                         None => {}
                         Some(libc::S_IFLNK) => {
                             let shown = self.path.join(parts[..=depth].join("/"));
-                            eprintln!(
+                            say!(
                                 "note: {} was a symbolic link inside the tree (gen never writes one): removed the \
                                  link, not what it points to, and made a folder in its place",
                                 shown.display()
