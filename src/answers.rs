@@ -5,7 +5,7 @@
 //! syntax, so a body cannot drift between the two. The error schemas the OpenAPI document
 //! quotes ([`error_schemas`]) live here too, below it, and are tested against every body here.
 
-use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
+use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 

@@ -7,7 +7,6 @@
 
 // The previous build: the index kept beside the tree, and the tree opened without following links.
 pub mod index;
-pub mod tree_fs;
 
 // Load: walk the data folder, check each record's own shape, into the dataset.
 pub mod data_path;
@@ -30,9 +29,10 @@ pub mod openapi;
 // Write: stage what changed beside the tree, then commit it.
 pub mod write;
 
-use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
-use crate::{config, date, fsutil, layout, paging};
+use crate::tree::layout;
+use crate::tree::manifest::{self, GENERATOR, Manifest, TreeSettings};
+use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -246,7 +246,7 @@ struct PreviousBuild {
     /// there is no index.
     listed: Vec<String>,
     /// The tree in place, opened without following links inside it.
-    tree: Option<tree_fs::TreeDir>,
+    tree: Option<crate::tree::dir::TreeDir>,
 }
 
 impl PreviousBuild {
@@ -270,7 +270,7 @@ impl PreviousBuild {
         if index.is_none() {
             listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
         }
-        let tree = Some(tree_fs::TreeDir::open(&dir)?);
+        let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
         Ok(PreviousBuild { target, journal, index, listed, tree })
     }
 
@@ -430,7 +430,7 @@ fn record_index(dir: &Path, index: &index::Index) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }
-        Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
+        Err(e) => say!("warning: {e:#}: the next build renders every document again"),
     }
 }
 
@@ -489,7 +489,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_file(p));
         for bad in bad {
-            eprintln!(
+            say!(
                 "note: {} lists {bad:?}, which is not a path of a gen tree: ignoring it (it is neither read, \
                  written nor removed)",
                 path.display()
@@ -526,7 +526,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
 fn forget_previous(
     renderer: &render::TreeRenderer<'_>,
     index: &index::Index,
-    tree: &tree_fs::TreeDir,
+    tree: &crate::tree::dir::TreeDir,
     changed: &HashSet<String>,
 ) -> bool {
     for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {

@@ -109,7 +109,7 @@ Details: docs/deploy.md")]
 
 /// The examples under `gen serve --help`.
 fn serve_examples() -> String {
-    let root = genapi::layout::root_url(&format!("http://{}", genapi::config::DEFAULT_ADDR));
+    let root = genapi::tree::layout::root_url(&format!("http://{}", genapi::config::DEFAULT_ADDR));
     format!(
         "Examples:
   gen serve                               out/ at {root}

@@ -13,7 +13,7 @@
 //! so following `next` and `previous` from offset 0 never leaves the aligned pages
 //! ([`precomputed_pages`]). Query links follow the public API exactly.
 
-use crate::layout::{self, DEFAULT_PAGE_SIZE};
+use crate::tree::layout::{self, DEFAULT_PAGE_SIZE};
 use std::collections::BTreeSet;
 
 /// One page of a list: entries `[offset, offset + limit)`.

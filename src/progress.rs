@@ -73,7 +73,7 @@ impl StepTimer {
     pub fn step(&self, what: &str) {
         if let Some(last) = &self.last {
             let now = std::time::Instant::now();
-            eprintln!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
+            say!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
             last.set(now);
         }
     }

@@ -32,7 +32,6 @@
 
 pub mod budget;
 pub mod cache;
-pub mod files;
 pub mod filtered;
 pub mod html;
 mod html_escape;
@@ -102,15 +101,15 @@ pub fn run(options: ServeOptions) -> Result<()> {
         stdout.flush()?;
     }
     if !options.quiet {
-        eprintln!(
+        say!(
             "serving {} ({} resources, {} documents) at {}",
             crate::fsutil::show_dir(&options.dir),
             tree.resources(),
             tree.documents(),
-            crate::layout::root_url(&origin)
+            crate::tree::layout::root_url(&origin)
         );
         let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
-        eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
+        say!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
     }
     let preview = Arc::new(html::Preview::new());
     preview.set_problems(problems);
@@ -126,9 +125,15 @@ pub fn run(options: ServeOptions) -> Result<()> {
         rebase: rebase.map(str::to_string),
         loaded: Mutex::new(signature),
     });
+    let (events_tx, events) = std::sync::mpsc::channel();
     if let Some(paths) = to_check {
         let shared = shared.clone();
-        std::thread::Builder::new().name("gen-check".into()).spawn(move || check_at_start(&shared, &paths))?;
+        let events_tx = events_tx.clone();
+        std::thread::Builder::new().name("gen-check".into()).spawn(move || {
+            if let Err(e) = check_at_start(&shared, &paths) {
+                let _ = events_tx.send(server::Event::Failed(e));
+            }
+        })?;
     }
     {
         let shared = shared.clone();
@@ -138,12 +143,12 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let shared_for_watch = shared.clone();
         let reload = move || {
             if let Err(e) = reload(&shared_for_watch) {
-                eprintln!("gen serve: cannot load the new build yet (retried): {e:#}");
+                say!("gen serve: cannot load the new build yet (retried): {e:#}");
             }
         };
         watch::start(data, options.dir.clone(), preview, options.quiet, reload)?;
     }
-    server::run(listener, shared)
+    server::run(listener, shared, events_tx, events)
 }
 
 /// The origin links lead to: the bound address, with a loopback address in place of an
@@ -175,25 +180,27 @@ fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) ->
 
 /// Checks the tree served from start whole (every file against its hash), while it is served
 /// (each document is checked as it is read anyway), so that the first answer does not wait for
-/// it. A tree that does not match its manifest ends the server (exit status 2) with the file
-/// named, unless a build swaps in a tree that does within two seconds (see [`poll`]).
-fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
+/// it. A tree that does not match its manifest is an error naming the file, which ends the
+/// server (`gen` exits with status 2), unless a build swaps in a tree that does within two
+/// seconds (see [`poll`]).
+fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) -> Result<()> {
     let first = shared.tree().digest;
-    for attempt in 0.. {
+    let mut attempt = 0;
+    loop {
         if shared.tree().digest != first {
-            return; // a new build was loaded, checked whole
+            return Ok(()); // a new build was loaded, checked whole
         }
-        let Err(e) = files::check_all(&shared.dir, paths) else {
+        let Err(e) = crate::tree::listing::check_all(&shared.dir, paths) else {
             if !shared.quiet {
                 let shown = crate::fsutil::show_dir(&shared.dir);
-                eprintln!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
+                say!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
             }
-            return;
+            return Ok(());
         };
         if attempt >= 8 {
-            eprintln!("error: {e:#}");
-            std::process::exit(2);
+            return Err(e);
         }
+        attempt += 1;
         std::thread::sleep(POLL); // meanwhile the poll loads a new manifest, if one comes
     }
 }
@@ -203,7 +210,7 @@ fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
 type Signature = Option<crate::fsutil::Stamp>;
 
 fn manifest_signature(dir: &Path) -> Signature {
-    crate::fsutil::Stamp::of_path(&dir.join(crate::manifest::MANIFEST_FILE))
+    crate::fsutil::Stamp::of_path(&dir.join(crate::tree::manifest::MANIFEST_FILE))
 }
 
 /// One load at a time (the poll, `--watch` and requests that found a file changed all load).
@@ -229,7 +236,7 @@ fn load_new(shared: &server::Shared) -> Result<bool> {
         tree.cache.clear(); // its documents were rebased from another base URL
     }
     if !shared.quiet {
-        eprintln!(
+        say!(
             "gen serve: loaded the new build of {} ({} resources, {} documents)",
             crate::fsutil::show_dir(&shared.dir),
             tree.resources(),
@@ -256,7 +263,7 @@ pub(crate) fn refresh(shared: &server::Shared, seen: &Tree) -> bool {
     match load_new(shared) {
         Ok(swapped) => swapped,
         Err(e) => {
-            eprintln!("gen serve: cannot load the new build yet: {e:#}");
+            say!("gen serve: cannot load the new build yet: {e:#}");
             false
         }
     }
@@ -282,7 +289,7 @@ fn poll(shared: &server::Shared) {
             Err(e) => {
                 failed_at = std::time::Instant::now();
                 if reported != Some(signature) {
-                    eprintln!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
+                    say!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
                     reported = Some(signature);
                 }
             }

@@ -3,7 +3,7 @@
 //! build index, import and the NDJSON layout all read and spell paths through it.
 
 use crate::config::{CONFIG_FILE, ORDER_FILE, is_valid_name, is_valid_segment, parse_id};
-use crate::layout::API_PREFIX;
+use crate::tree::layout::API_PREFIX;
 
 /// The extension of a resource held as one file, a record a line.
 pub const TABLE_EXTENSION: &str = "ndjson";

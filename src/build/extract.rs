@@ -7,11 +7,11 @@
 use crate::build::load::Dataset;
 use crate::config::CONFIG_FILE;
 use crate::filters::{FieldPath, FilterField};
-use crate::layout;
-use crate::manifest::TreeSettings;
 use crate::paging::{self, ListLinks, Page};
 use crate::problem::Problem;
 use crate::search::{self, NameEntry};
+use crate::tree::layout;
+use crate::tree::manifest::TreeSettings;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -43,9 +43,9 @@ use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
 use crate::fsutil::{self, NotRead};
 use crate::fsutil::{Stamp, beside};
-use crate::layout;
-use crate::layout::is_tree_path;
-use crate::manifest::{MANIFEST_FILE, TreeSettings};
+use crate::tree::layout;
+use crate::tree::layout::is_tree_path;
+use crate::tree::manifest::{MANIFEST_FILE, TreeSettings};
 use anyhow::{Context, Result};
 use codec::Checksummed;
 use format::decode;
@@ -151,7 +151,7 @@ impl Index {
     pub fn read(out: &Path) -> Option<Index> {
         let path = Index::path(out);
         let ignored = |why: String| {
-            eprintln!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+            say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
         };
         let file = match fsutil::open_regular_file(&path, MAX_INDEX_BYTES, false) {
             Ok(file) => file,

@@ -12,7 +12,7 @@
 mod templates;
 
 use crate::build::schema;
-use crate::layout::{self, API_PREFIX, META_KEY, OPENAPI_PATH};
+use crate::tree::layout::{self, API_PREFIX, META_KEY, OPENAPI_PATH};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use templates::operation;

@@ -5,9 +5,9 @@ use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
 use crate::build::load::Dataset;
 use crate::filters::FilterField;
-use crate::layout::{self, META_PATH, ROOT_PATH};
-use crate::manifest::TreeSettings;
 use crate::paging::{self, LinkStyle, Page};
+use crate::tree::layout::{self, META_PATH, ROOT_PATH};
+use crate::tree::manifest::TreeSettings;
 use std::collections::BTreeMap;
 
 /// One document of the tree.

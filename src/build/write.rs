@@ -26,11 +26,11 @@ use stage::{TreeWriter, stage_documents};
 use crate::build::index::{Index, TreeDocs};
 use crate::build::load::Dataset;
 use crate::build::plan::Output;
-use crate::build::tree_fs::TreeDir;
-use crate::manifest::Manifest;
 use crate::problem::Problem;
 use crate::progress::Progress;
 use crate::staging::{FolderLock, Staging};
+use crate::tree::dir::TreeDir;
+use crate::tree::manifest::Manifest;
 use anyhow::{Context, Result};
 
 /// What a write did.

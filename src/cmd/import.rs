@@ -40,7 +40,7 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
                  References by id reach each of them; {} serves the lowest id, {}",
                 ids.join(", "),
                 args.out.display(),
-                genapi::layout::record_url("", segment, name),
+                genapi::tree::layout::record_url("", segment, name),
                 ids[0]
             );
         }

@@ -10,7 +10,8 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::JSON_MEDIA_TYPE;
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The site block for `site`.
@@ -41,7 +42,7 @@ pub fn config(site: &Site) -> String {
 {bind}	root * "{root}"
 	header {{
 		Access-Control-Allow-Origin "{ALLOW_ORIGIN}"
-{deploy}		Content-Type "application/json; charset=utf-8"
+{deploy}		Content-Type "{JSON_MEDIA_TYPE}"
 		Cache-Control "public, max-age={max_age}"
 	}}
 	# meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
@@ -78,7 +79,7 @@ pub fn config(site: &Site) -> String {
 	# segments, no encoded slashes (as `gen serve` reads paths).
 	@refused expression `!{{http.request.uri}}.matches("^{raw_path}(?:[?].*)?$") || {{http.request.uri}}.matches("^[^?]*{dot_segment}")`
 	@not_a_document {{
-		not file {{path}}/index.json
+		not file {{path}}/{DOCUMENT_FILE}
 {not_files}	}}
 	@bad_query expression `{{http.vars.gen_list}} != "" && ({{gen_limit}} == "bad" || {{gen_offset}} == "bad")`
 "#,
@@ -158,9 +159,9 @@ pub fn config(site: &Site) -> String {
 		# Every document is a folder's index.json, answered at /x and /x/ alike (no redirect);
 		# nothing else is served.
 		error @not_a_document 404
-		try_files {{path}}/index.json
+		try_files {{path}}/{DOCUMENT_FILE}
 {encode}		file_server {{
-			index index.json
+			index {DOCUMENT_FILE}
 			disable_canonical_uris
 {compression}		}}
 	}}
@@ -311,9 +312,9 @@ fn errors(site: &Site) -> String {
         },
     ];
 
-    let mut out = String::from(
-        "\thandle_errors {\n\t\theader {\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n",
+    let mut out = format!(
+        "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
+         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
     );
     for answer in &answers {
         let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);

@@ -145,7 +145,7 @@ fn facts(site: &Site) -> Value {
         "links": links,
         "pretty": m.pretty,
         "page_sizes": site.page_sizes,
-        "default_limit": crate::layout::DEFAULT_PAGE_SIZE,
+        "default_limit": crate::tree::layout::DEFAULT_PAGE_SIZE,
         "resources": resources,
         "singletons": site.singletons,
         "files": site.files,
@@ -165,7 +165,7 @@ fn facts(site: &Site) -> Value {
         // the characters past ASCII that Rust's `{:?}` writes as `\u{..}` (see debug_escaped)
         "debug_escaped": debug_escaped(),
         // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
-        "revalidated": crate::layout::META_KEY,
+        "revalidated": crate::tree::layout::META_KEY,
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
         // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),

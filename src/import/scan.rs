@@ -6,8 +6,8 @@ use super::{Job, SKIPPED, rename_segment};
 use crate::build::data_path::DataPath;
 use crate::config::parse_id;
 use crate::json;
-use crate::layout::API_PREFIX;
 use crate::problem::{Problem, Problems};
+use crate::tree::layout::{API_PREFIX, DOCUMENT_FILE};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,18 +85,18 @@ pub(super) fn scan_record(
     problems: &mut Vec<Problem>,
 ) {
     let record_dir = dir.join(id.to_string());
-    let record = record_dir.join("index.json");
+    let record = record_dir.join(DOCUMENT_FILE);
     // anything there is read (and refused if it is not a regular file)
     if !record.exists() {
         problems.push(Problem::new(
-            &dir.join("index.json"),
+            &dir.join(DOCUMENT_FILE),
             "$.results",
             format!("the list names record {id}, but {} is missing", record.display()),
         ));
         return;
     }
     let sub_documents = list_dirs(&record_dir).unwrap_or_default().into_iter().filter_map(|sub| {
-        let path = record_dir.join(&sub).join("index.json");
+        let path = record_dir.join(&sub).join(DOCUMENT_FILE);
         path.exists().then(|| (path, DataPath::SubDoc { segment: folder, id, name: &sub }.file(), None))
     });
     let record_job = (record, DataPath::Record { segment: folder, id }.file(), Some((folder.to_string(), id)));
@@ -116,7 +116,7 @@ const MAX_LIST_BYTES: u64 = 1 << 30;
 
 /// Reads a published list and returns its ids in order.
 pub(super) fn read_list(root: &Path, segment: &str, source: &Path, problems: &mut Vec<Problem>) -> Option<Vec<i64>> {
-    let path = root.join(segment).join("index.json");
+    let path = root.join(segment).join(DOCUMENT_FILE);
     if let Err(problem) = inside_source(&path, source) {
         problems.push(problem);
         return None;

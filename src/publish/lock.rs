@@ -196,7 +196,7 @@ async fn swap(
 async fn put(store: &dyn ObjectStore, target: &Target, bytes: &[u8], mode: PutMode) -> object_store::Result<()> {
     let mut attributes = object_store::Attributes::new();
     if target.has_headers() {
-        attributes.insert(object_store::Attribute::ContentType, "application/json; charset=utf-8".into());
+        attributes.insert(object_store::Attribute::ContentType, crate::tree::media_type(LOCK).into());
         attributes.insert(object_store::Attribute::CacheControl, "no-cache".into());
     }
     let options = PutOptions { mode, attributes, ..PutOptions::default() };

@@ -8,10 +8,10 @@ use super::marker::{Marker, read_target};
 use super::plan::{self, Listed, Remote};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
-use crate::build::tree_fs::TreeDir;
-use crate::layout;
-use crate::manifest::{MANIFEST_FILE, Manifest};
-use crate::serve::files::MAX_DOCUMENT_BYTES;
+use crate::tree::dir::TreeDir;
+use crate::tree::layout;
+use crate::tree::listing::MAX_DOCUMENT_BYTES;
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
@@ -351,7 +351,7 @@ impl<'a> Writer<'a> {
     async fn put(&self, path: &str, bytes: Vec<u8>) -> object_store::Result<()> {
         let mut attributes = Attributes::new();
         if self.target.has_headers() {
-            attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
+            attributes.insert(Attribute::ContentType, crate::tree::media_type(path).into());
             let cache = if plan::no_cache(path) || path == MARKER || path == LOCK || path.starts_with(STOPPED) {
                 "no-cache".to_string()
             } else {

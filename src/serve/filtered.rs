@@ -12,9 +12,9 @@
 use super::item::{Doc, Item, Key as CacheKey, List};
 use super::tree::{Tree, Unserved, render_linked};
 use crate::filters::{FilterField, query_page_url, query_tail};
-use crate::layout;
 use crate::paging::{self, ListLinks, Page};
 use crate::search;
+use crate::tree::layout;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -205,7 +205,7 @@ impl Tree {
         let sha256 = if self.base_url == self.built_base_url {
             search::sha256_hex(&self.read(&all_path, &all_hash)?.body)
         } else {
-            let raw = super::files::read_listed(&self.dir, &all_path, &all_hash).map_err(|e| Unserved {
+            let raw = crate::tree::listing::read_listed(&self.dir, &all_path, &all_hash).map_err(|e| Unserved {
                 path: all_path.clone(),
                 detail: e.explain(&self.dir, &all_path),
                 busy: false,

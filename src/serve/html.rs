@@ -9,7 +9,7 @@
 use super::html_escape::escape;
 use super::route::normalize;
 use super::tree::Tree;
-use crate::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
+use crate::tree::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;

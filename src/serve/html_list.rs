@@ -13,8 +13,8 @@ use super::html_escape::escape;
 use super::route::{Route, decode_lossy, filter_params, route, search_query};
 use super::tree::Tree;
 use crate::filters::FilterField;
-use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use crate::search::encode_query_value as encode;
+use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
@@ -215,7 +215,7 @@ fn filter_links(tree: &Tree, state: &ListState) -> String {
     let segment = state.segment;
     let mut out = String::new();
     for field in tree.filters(segment) {
-        let Ok(Some(doc)) = tree.doc(&crate::layout::filter_values_key(segment, &field.name)) else { continue };
+        let Ok(Some(doc)) = tree.doc(&crate::tree::layout::filter_values_key(segment, &field.name)) else { continue };
         let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
         let mut results: Vec<(&str, u64)> = values["results"]
             .as_array()

@@ -10,7 +10,7 @@ use super::stream::Streamed;
 use super::tree::Tree;
 use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout;
+use crate::tree::{JSON_MEDIA_TYPE, layout};
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -145,7 +145,7 @@ fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> 
 }
 
 fn unserved_reply(unserved: &super::tree::Unserved) -> Reply {
-    eprintln!("gen serve: {}", unserved.detail);
+    say!("gen serve: {}", unserved.detail);
     match unserved.busy {
         true => error(TREE_CHANGED, answers::busy()),
         false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),
@@ -336,8 +336,7 @@ impl Reply {
         match self {
             Reply::Doc { doc, gzip, not_modified, revalidate } => {
                 if !not_modified {
-                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                    let _ = write!(out, "Content-Length: {}\r\n", self.body().len());
+                    let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", self.body().len());
                     if *gzip {
                         out.extend_from_slice(b"Content-Encoding: gzip\r\n");
                     }
@@ -350,8 +349,7 @@ impl Reply {
             }
             Reply::Stream { stream, not_modified, revalidate } => {
                 if !not_modified {
-                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                    let _ = write!(out, "Content-Length: {}\r\n", stream.len);
+                    let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", stream.len);
                 }
                 let cache_control = if *revalidate { "no-cache" } else { &settings.cache_control };
                 let _ = write!(out, "ETag: {}\r\nCache-Control: {cache_control}\r\n", stream.etag);
@@ -367,8 +365,11 @@ impl Reply {
                 );
             }
             Reply::Error { body, allow, .. } => {
-                out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                let _ = write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\n", body.len());
+                let _ = write!(
+                    out,
+                    "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
+                    body.len()
+                );
                 if *allow {
                     let _ = write!(out, "Allow: {ALLOW}\r\n");
                 }

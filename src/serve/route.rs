@@ -5,8 +5,8 @@
 //! encoded slashes, backslashes, NUL and empty segments (`//`, absolute paths) can never name
 //! a document: the result is a key into the in-memory index, never a file system path.
 
-use crate::layout;
 use crate::paging::Page;
+use crate::tree::layout;
 
 /// What a request target asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

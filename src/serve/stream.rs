@@ -14,9 +14,9 @@
 //! [`RATE_WINDOW`], while a body larger than a single write is sent to it ([`MinRate`]); one that
 //! reads less is cut off. A client that reads nothing is cut off sooner, by the send timeout.
 
-use super::files::{MAX_DOCUMENT_BYTES, Unservable};
 use super::tree::{Tree, Unserved};
-use crate::layout::API_PREFIX;
+use crate::tree::layout::API_PREFIX;
+use crate::tree::listing::{MAX_DOCUMENT_BYTES, Unservable};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt as _;
@@ -75,7 +75,7 @@ impl Streamed {
         rebase: Option<(String, String)>,
     ) -> Result<Streamed, Unservable> {
         let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
-        let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(|e| not_read(&e))?;
+        let tree = crate::tree::dir::TreeDir::open(dir).map_err(|e| not_read(&e))?;
         let file = tree.open_file(path, MAX_DOCUMENT_BYTES).map_err(|e| not_read(&e))?;
         let mut streamed = Streamed { file, hash, rebase, len: 0, etag: String::new() };
         let (mut sent, mut len) = (blake3::Hasher::new(), 0u64);

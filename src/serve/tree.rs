@@ -16,11 +16,11 @@
 //! while serving (see [`super::run`]).
 
 use super::cache::Cache;
-use super::files::{self, Listing, Unservable};
 use super::item::{Doc, Item, Key as CacheKey, List};
-use crate::layout::{self, API_PREFIX, ROOT_PATH};
-use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
+use crate::tree::layout::{self, API_PREFIX, ROOT_PATH};
+use crate::tree::listing::{self, Listing, Unservable};
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -105,13 +105,13 @@ impl Tree {
     pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<Tree> {
         let (tree, to_check) = Tree::load_unchecked(dir, cache, base_url)?;
         if let Some(paths) = to_check {
-            files::check_all(dir, &paths)?;
+            listing::check_all(dir, &paths)?;
         }
         Ok(tree)
     }
 
     /// [`Tree::load_rebased`] without checking the files: the tree, and the files to check
-    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`files::check_all`]).
+    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`listing::check_all`]).
     pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(Tree, ToCheck)> {
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
@@ -207,7 +207,7 @@ impl Tree {
     /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
     /// (`api/v2/openapi.json`).
     pub(super) fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
-        let index = format!("{key}/{}", layout::DOCUMENT_FILE);
+        let index = layout::document_path(key);
         if let Some(hash) = self.listing.hash_of(&index) {
             return Some((index, hash));
         }
@@ -275,7 +275,7 @@ impl Tree {
                 busy: true,
             })?),
         };
-        let body = files::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
+        let body = listing::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
         let rebased =
             (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
         let mut doc = match rebased.flatten() {
@@ -475,7 +475,7 @@ pub enum Key<'a> {
 /// Classifies a path listed in the manifest: refused unless it has the shape of a tree path,
 /// else served under its [`layout::key_of`] when it has one.
 pub(crate) fn classify(path: &str) -> Key<'_> {
-    if !crate::layout::is_tree_path(path) {
+    if !crate::tree::layout::is_tree_path(path) {
         return Key::Refuse;
     }
     match layout::key_of(path) {

@@ -196,6 +196,24 @@ fn every_file_of_src_says_what_it_is_and_stays_short_or_says_why() {
     }
 }
 
+/// Issue 38: the library never prints nor ends the process: its messages go through the one
+/// sink the binary sets (`say!`, src/message.rs), and exit codes are decided in src/main.rs.
+#[test]
+fn the_library_never_prints_nor_exits() {
+    for (module, (rel, code)) in source_files() {
+        if module.first().is_some_and(|m| ["main", "cli", "cmd"].contains(&m.as_str())) {
+            continue; // the binary
+        }
+        for banned in ["eprintln!", "eprint!", "println!", "process::exit"] {
+            assert!(
+                !code.contains(banned),
+                "src/{rel}.rs uses {banned}: the library sends messages through say! (src/message.rs) and \
+                 returns errors; only src/main.rs decides an exit code"
+            );
+        }
+    }
+}
+
 /// Issue 35: the README stays a front page (details belong in docs/).
 #[test]
 fn the_readme_stays_a_front_page_of_at_most_250_lines() {

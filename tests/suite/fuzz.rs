@@ -138,7 +138,7 @@ fn router_never_panics_and_never_serves_outside_the_tree() {
     sample_data(&tmp.join("data"));
     let out = tmp.join("out");
     build(&tmp.join("data"), &out, &[]).ok();
-    let manifest = genapi::manifest::Manifest::read(&out).unwrap();
+    let manifest = genapi::tree::manifest::Manifest::read(&out).unwrap();
     let hashes: HashSet<String> = manifest.files.values().cloned().collect();
     let cache = std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20));
     let tree = Tree::load(&out, cache).unwrap();

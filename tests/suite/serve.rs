@@ -1034,6 +1034,20 @@ fn listed(out: &std::path::Path) -> Vec<(String, String)> {
     files.iter().map(|(path, hash)| (path.clone(), hash.as_str().unwrap().to_string())).collect()
 }
 
+/// A tree that does not match its manifest when the server starts ends it once the check of
+/// every file is done, with status 2 and the file named: the check runs in the library, which
+/// returns the error; `gen`'s main decides the exit status (issue 38 item 4).
+#[test]
+fn a_tree_damaged_before_start_ends_the_server_with_status_2_naming_the_file() {
+    let site = site();
+    std::fs::write(site.out().join("api/v2/item/6/index.json"), br#"{"id": 0, "edited": true}"#).unwrap();
+    let out = site.out();
+    let run = common::run(&["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
+    assert!(run.stdout().starts_with("http://127.0.0.1:"), "the address is printed first:\n{}", run.stdout());
+    let last = run.stderr().lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("error: ") && last.contains("api/v2/item/6/index.json"), "{}", run.stderr());
+}
+
 #[test]
 fn a_file_changed_after_start_is_never_served_with_its_new_bytes() {
     let site = site();

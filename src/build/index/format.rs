@@ -7,7 +7,7 @@ use super::codec::{Checksummed, Decoder, damaged, put_bytes};
 use super::{DataFiles, Index, TreeDocs};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
-use crate::manifest::TreeSettings;
+use crate::tree::manifest::TreeSettings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -6,7 +6,7 @@ use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes}
 use super::places::{Places, check_entries};
 use super::{Hash, Place, TreeFile};
 use crate::fsutil::Stamp;
-use crate::layout;
+use crate::tree::layout;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::OnceLock;

@@ -4,8 +4,8 @@
 //! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
 use super::{Index, TreeFile};
-use crate::build::tree_fs::TreeDir;
 use crate::fsutil::Stamp;
+use crate::tree::dir::TreeDir;
 use std::io::Read;
 
 /// How long before a build started a file must have last changed for its stamp to be trusted:

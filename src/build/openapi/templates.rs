@@ -3,7 +3,7 @@
 //! resource's paths and inferred schemas.
 
 use super::ResourceDescription;
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use serde_json::{Map, Value, json};
 
 /// The error responses, referring to [`crate::answers::error_schemas`].

@@ -5,10 +5,10 @@
 use super::Documents;
 use super::docs::{Doc, Docs};
 use crate::build::index::{Index, TreeFile, gz_path};
-use crate::build::tree_fs::TreeDir;
 use crate::fsutil::{self, gzip_bytes};
 use crate::problem::{Problem, Problems};
 use crate::progress::Progress;
+use crate::tree::dir::TreeDir;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::path::Path;

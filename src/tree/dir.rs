@@ -1,7 +1,7 @@
 //! The tree's folder, written, read and cleaned without following a symbolic link inside it.
 //!
 //! A tree comes from anywhere (a clone, a download), and so do the paths its manifest, build
-//! index and journal list. Each such path is checked with [`crate::layout::is_tree_path`]
+//! index and journal list. Each such path is checked with [`crate::tree::layout::is_tree_path`]
 //! before it reaches this module (no `..`, no absolute path); here, every folder on the way to a
 //! file is opened relative to the one above it with `O_NOFOLLOW`, so that a link inside the tree
 //! (`out/api/v2/x -> /elsewhere`) never leads a write or a removal out of it. The tree's folder
@@ -134,7 +134,7 @@ impl TreeDir {
         let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
         match kind_at(parent, name).with_context(shown)? {
             None => {}
-            Some(libc::S_IFDIR) => eprintln!(
+            Some(libc::S_IFDIR) => say!(
                 "note: {} is listed as a file of the tree but is a folder: left alone",
                 self.path.join(rel).display()
             ),
@@ -175,7 +175,7 @@ impl TreeDir {
                         None => {}
                         Some(libc::S_IFLNK) => {
                             let shown = self.path.join(parts[..=depth].join("/"));
-                            eprintln!(
+                            say!(
                                 "note: {} was a symbolic link inside the tree (gen never writes one): removed the \
                                  link, not what it points to, and made a folder in its place",
                                 shown.display()

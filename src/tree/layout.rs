@@ -40,6 +40,13 @@ pub const DEFAULT_PAGE_SIZE: u64 = 20;
 /// The file every document of the tree is, inside its folder.
 pub const DOCUMENT_FILE: &str = "index.json";
 
+/// The file of the document served at `key` (`api/v2/berry/1` → `api/v2/berry/1/index.json`):
+/// every document of the API is JSON in its folder's `index.json`, but the OpenAPI document
+/// ([`OPENAPI_PATH`]). The one place that spells it; [`key_of`] is its inverse.
+pub fn document_path(key: &str) -> String {
+    format!("{key}/{DOCUMENT_FILE}")
+}
+
 /// The root index.
 pub const ROOT_PATH: &str = "api/v2/index.json";
 
@@ -59,17 +66,17 @@ pub fn list_key(segment: &str) -> String {
 
 /// A list's first page: `api/v2/<segment>/index.json`.
 pub fn list_path(segment: &str) -> String {
-    format!("{API_ROOT}/{segment}/{DOCUMENT_FILE}")
+    document_path(&list_key(segment))
 }
 
 /// A record, by id or by name: `api/v2/<segment>/<key>/index.json`.
 pub fn record_path(segment: &str, key: impl Display) -> String {
-    format!("{API_ROOT}/{segment}/{key}/{DOCUMENT_FILE}")
+    document_path(&format!("{API_ROOT}/{segment}/{key}"))
 }
 
 /// A record's sub-document: `api/v2/<segment>/<key>/<name>/index.json`.
 pub fn sub_document_path(segment: &str, key: impl Display, name: &str) -> String {
-    format!("{API_ROOT}/{segment}/{key}/{name}/{DOCUMENT_FILE}")
+    document_path(&format!("{API_ROOT}/{segment}/{key}/{name}"))
 }
 
 /// The folder of a list's page files: `api/v2/<segment>/_pages/`.
@@ -84,7 +91,7 @@ pub fn all_page_key(segment: &str) -> String {
 
 /// The page file holding a whole list.
 pub fn all_page_path(segment: &str) -> String {
-    format!("{}/{DOCUMENT_FILE}", all_page_key(segment))
+    document_path(&all_page_key(segment))
 }
 
 /// The key of a resource's names document: `api/v2/<segment>/_names`.
@@ -94,7 +101,7 @@ pub fn names_key(segment: &str) -> String {
 
 /// The file of a resource's names document: `api/v2/<segment>/_names/index.json`.
 pub fn names_path(segment: &str) -> String {
-    format!("{}/{DOCUMENT_FILE}", names_key(segment))
+    document_path(&names_key(segment))
 }
 
 /// The folder a declared filter's name or value is written under (see `src/filters.rs`): its bytes `a-z`, `0-9` and `-` as they
@@ -124,7 +131,7 @@ pub fn filter_values_key(segment: &str, field: &str) -> String {
 
 /// The file of the values document of `segment`'s filter `field`.
 pub fn filter_values_path(segment: &str, field: &str) -> String {
-    format!("{}/{DOCUMENT_FILE}", filter_values_key(segment, field))
+    document_path(&filter_values_key(segment, field))
 }
 
 /// The list of the records of `segment` whose `field` takes `value`, named as a list below
@@ -136,7 +143,7 @@ pub fn filter_list(segment: &str, field: &str, value: &str) -> String {
 
 /// Shard `k` of a split names document: `api/v2/<segment>/_names/<k>/index.json`.
 pub fn names_shard_path(segment: &str, k: usize) -> String {
-    format!("{}/{k}/{DOCUMENT_FILE}", names_key(segment))
+    document_path(&format!("{}/{k}", names_key(segment)))
 }
 
 /// The url of shard `k` of a split names document: `<origin>/api/v2/<segment>/_names/<k>/`.
@@ -152,14 +159,15 @@ pub fn page_dir(limit: u64, offset: u64) -> String {
 
 /// One page's file: `api/v2/<segment>/_pages/<limit>/<offset>/index.json`.
 pub fn page_path(segment: &str, limit: u64, offset: u64) -> String {
-    format!("{API_ROOT}/{segment}/{}{DOCUMENT_FILE}", page_dir(limit, offset))
+    document_path(&format!("{API_ROOT}/{segment}/{PAGES_DIR}/{limit}/{offset}"))
 }
 
 /// The key a tree path is served under (the path without `/index.json`), when the path is a
 /// document of the API: a JSON file under `api/v2/`.
 pub fn key_of(path: &str) -> Option<&str> {
     let under_api = path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'));
-    (under_api && path.ends_with(".json")).then(|| path.strip_suffix("/index.json").unwrap_or(path))
+    (under_api && path.ends_with(".json"))
+        .then(|| path.strip_suffix(DOCUMENT_FILE).and_then(|p| p.strip_suffix('/')).unwrap_or(path))
 }
 
 /// True when `path` has the shape of a path a build writes: `/`-separated segments of

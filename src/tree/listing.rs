@@ -1,7 +1,7 @@
 //! The served tree's files: which paths the manifest lists (a compact index, about 48 bytes a
 //! path), and reading one of them without following a link.
 
-use crate::manifest::MANIFEST_FILE;
+use crate::tree::manifest::MANIFEST_FILE;
 use anyhow::{Result, bail};
 use std::io;
 use std::path::Path;
@@ -104,7 +104,7 @@ pub fn read_listed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<Vec<u8
 }
 
 fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
-    let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(io::Error::other)?;
+    let tree = crate::tree::dir::TreeDir::open(dir).map_err(io::Error::other)?;
     tree.read_file(path, MAX_DOCUMENT_BYTES)
 }
 
