@@ -45,6 +45,8 @@ pub mod route;
 pub mod server;
 pub mod stream;
 pub mod tree;
+#[cfg(test)]
+mod vectors;
 pub mod view;
 pub mod watch;
 

@@ -190,7 +190,8 @@ fn error(status: u16, body: serde_json::Value) -> Reply {
     Reply::Error { status, body: answers::to_bytes(&body), allow: false }
 }
 
-fn bad_param(bad: &BadParam) -> Reply {
+/// The 400 of a malformed `limit` or `offset`.
+pub(super) fn bad_param(bad: &BadParam) -> Reply {
     let BadParam { name, value } = bad;
     error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }

@@ -124,7 +124,7 @@ pub(crate) fn normalize(path: &str) -> Option<String> {
     layout::is_api_key(&key).then_some(key)
 }
 
-/// Decodes `%XX` escapes; `None` when an escape is malformed.
+/// Decodes `%XX` escapes; `None` when an escape is malformed (not `%` and two hex digits).
 fn percent_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
