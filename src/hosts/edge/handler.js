@@ -207,10 +207,9 @@ function percentDecode(text) {
   return out;
 }
 
-/** Two bytes read as a hex number as Rust's `u8::from_str_radix(_, 16)` reads them. */
+/** Two bytes read as two hex digits, `null` when they are not (`%+7` is no escape). */
 function hexByte(a, b) {
   const digit = (c) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
-  if (a === 43) return digit(b) < 0 ? null : digit(b); // a leading '+' is allowed there
   return digit(a) < 0 || digit(b) < 0 ? null : digit(a) * 16 + digit(b);
 }
 
