@@ -13,6 +13,7 @@ use crate::paging::Page;
 pub struct Target<'a> {
     /// The target as the client sent it: path and query.
     pub text: &'a str,
+    /// Where it goes.
     pub route: Route,
     /// What the query asks for (a document ignores it but for `format`; the HTML view shows it).
     pub query: ListQuery,
@@ -27,7 +28,10 @@ pub enum Route {
     Doc(String),
     /// `/api/v2/<segment>/`: a list page (what it asks is the target's [`ListQuery`]), or (for
     /// `meta`) a document.
-    List { segment: String },
+    List {
+        /// The list's segment (`berry`), lower-cased.
+        segment: String,
+    },
     /// Nothing the tree can hold: outside `/api/v2/`, or a segment with other characters.
     NotFound,
 }
@@ -46,6 +50,7 @@ pub struct ListQuery {
     /// an empty value is left out (as an empty `q` is the whole list). The list matches them
     /// against its declared filters ([`crate::filters::order_conditions`]).
     pub conditions: Vec<(String, String)>,
+    /// `format=json`, or the format `Accept` chooses.
     pub format: Format,
     /// The parameters as the HTML view shows them: those before any `#`, each `name=value`
     /// percent-decoded (a value with `+` as a space), in the order sent.
