@@ -4,12 +4,13 @@
 //!   use, checked against the manifest's hash, prepared once (bytes, gzip, ETag) and cached;
 //!   pages not precomputed are rendered from the list's entries, byte for byte as `gen build`
 //!   writes them.
-//! - [`filtered`]: lists narrowed by `?q=` and the declared filters, from the files the build
-//!   writes for them.
+//! - [`list`]: the list answers (plain, paged, narrowed by `?q=` and the declared filters), from
+//!   the query the router read and the files the build writes for them.
 //! - [`files`]: the compact listing of the manifest, and reading a listed file without
 //!   following links.
 //! - [`cache`]: the documents and lists read so far, bounded by bytes (`--cache-mb`).
-//! - [`route`]: request target → what it asks for (pure, table-tested).
+//! - [`route`]: request target → where it goes and its whole query, read once (pure, tested on
+//!   the rule vectors `tests/vectors/`).
 //! - [`respond`]: request facts + tree → status, headers, body.
 //! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
 //! - [`stream`]: documents too large for the cache, sent from their file a piece at a time, and
@@ -32,17 +33,19 @@
 
 pub mod budget;
 pub mod cache;
-pub mod filtered;
 pub mod html;
 mod html_escape;
 mod html_list;
 pub mod item;
+pub mod list;
 pub mod listen;
 pub mod respond;
 pub mod route;
 pub mod server;
 pub mod stream;
 pub mod tree;
+#[cfg(test)]
+mod vectors;
 pub mod view;
 pub mod watch;
 

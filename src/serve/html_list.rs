@@ -10,7 +10,7 @@
 //! value (two values of it match nothing).
 
 use super::html_escape::escape;
-use super::route::{Route, decode_lossy, filter_params, route, search_query};
+use super::route::{ListQuery, Target};
 use super::tree::Tree;
 use crate::filters::FilterField;
 use crate::search::encode_query_value as encode;
@@ -83,18 +83,9 @@ fn takes_several(field: &FilterField) -> bool {
 }
 
 /// The request as the view shows it: the path, then the query as sent, each name and value
-/// percent-decoded (`/api/v2/creature/?type=fire&q=salamèche`).
-pub(super) fn shown_request(path: &str, target: &str) -> String {
-    let query = target.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, q)| q);
-    let pairs: Vec<String> = query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| match pair.split_once('=') {
-            Some((key, value)) => format!("{}={}", decode_lossy(key), decode_lossy(&value.replace('+', " "))),
-            None => decode_lossy(pair),
-        })
-        .collect();
-    if pairs.is_empty() { path.to_string() } else { format!("{path}?{}", pairs.join("&")) }
+/// percent-decoded (`/api/v2/creature/?type=fire&q=salamèche`, see [`ListQuery::shown`]).
+pub(super) fn shown_request(path: &str, query: &ListQuery) -> String {
+    if query.shown.is_empty() { path.to_string() } else { format!("{path}?{}", query.shown.join("&")) }
 }
 
 /// Count, previous/next, the forms, the active filters and (on a resource's own list) the
@@ -102,7 +93,7 @@ pub(super) fn shown_request(path: &str, target: &str) -> String {
 /// the link of a url of the tree.
 pub(super) fn controls(
     tree: &Tree,
-    target: &str,
+    target: &Target<'_>,
     parts: &[&str],
     segment: &str,
     map: &serde_json::Map<String, Value>,
@@ -111,8 +102,8 @@ pub(super) fn controls(
     let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
     // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
-    let (offset, limit) = match route(target) {
-        Route::List { page: Ok(page), .. } => (page.offset, page.limit),
+    let (offset, limit) = match (&target.route, &target.query.page) {
+        (super::route::Route::List { .. }, Ok(page)) => (page.offset, page.limit),
         _ => match parts {
             [_, _, _, PAGES_DIR, limit, offset] => {
                 (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
@@ -121,12 +112,12 @@ pub(super) fn controls(
         },
     };
     let mut filters: Vec<(String, String)> = Vec::new();
-    for pair in filter_params(target) {
-        if !filters.contains(&pair) {
-            filters.push(pair);
+    for pair in &target.query.conditions {
+        if !filters.contains(pair) {
+            filters.push(pair.clone());
         }
     }
-    let state = ListState { segment, limit, q: search_query(target).unwrap_or_default(), filters };
+    let state = ListState { segment, limit, q: target.query.q.clone().unwrap_or_default(), filters };
     let mut out = String::new();
     let range = if shown == 0 {
         "no entries".to_string()
@@ -307,9 +298,7 @@ mod tests {
         assert_eq!(state.url("", &[]), "/api/v2/creature/?limit=2");
         let plain = ListState { segment: "creature", limit: DEFAULT_PAGE_SIZE, q: String::new(), filters: vec![] };
         assert_eq!(plain.url("", &[]), "/api/v2/creature/");
-        assert_eq!(
-            shown_request("/api/v2/x/", "/api/v2/x/?q=salam%C3%A8che+x&type=fire&flag"),
-            "/api/v2/x/?q=salamèche x&type=fire&flag"
-        );
+        let query = super::super::route::route("/api/v2/x/?q=salam%C3%A8che+x&type=fire&flag").query;
+        assert_eq!(shown_request("/api/v2/x/", &query), "/api/v2/x/?q=salamèche x&type=fire&flag");
     }
 }

@@ -5,7 +5,8 @@
 
 use super::html::{self, Preview};
 use super::item::Doc;
-use super::route::{BadParam, Route, route};
+use super::list::{self, ListAnswer};
+use super::route::{BadParam, Format, Route, Target, route};
 use super::stream::Streamed;
 use super::tree::Tree;
 use super::view::{self, HtmlPage};
@@ -58,6 +59,11 @@ pub enum Reply {
 
 /// Decides the answer to `request` from `tree`.
 pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
+    decide_routed(tree, request, &route(request.target))
+}
+
+/// Decides the answer to `request`, whose target the router read as `target`.
+fn decide_routed(tree: &Tree, request: &Request<'_>, target: &Target<'_>) -> Reply {
     if request.target.len() > MAX_TARGET {
         return error(414, answers::target_too_long(request.target.len(), MAX_TARGET));
     }
@@ -79,34 +85,20 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         }
     }
     let mut revalidate = false;
-    let found = match route(request.target) {
-        Route::List { segment, page } if tree.has_list(&segment) => match page {
-            Ok(page) => {
-                let q = super::route::search_query(request.target);
-                let declared = tree.filters(&segment);
-                // a resource without filters ignores other parameters, as the public API does
-                let given = if declared.is_empty() { Vec::new() } else { super::route::filter_params(request.target) };
-                match crate::filters::order_conditions(declared, &given) {
-                    Ok(conditions) if conditions.len() > crate::filters::MAX_CONDITIONS => {
-                        return error(400, answers::too_many_filters(crate::filters::MAX_CONDITIONS));
-                    }
-                    Ok(conditions) => {
-                        let whole = tree.count(&segment).is_some_and(|count| page.is_everything(count));
-                        if let Some(reply) = (q.is_none() && conditions.is_empty() && whole)
-                            .then(|| streamed(tree, &layout::all_page_key(&segment), request, false))
-                            .flatten()
-                        {
-                            return reply;
-                        }
-                        tree.narrowed(&segment, q.as_deref(), &conditions, page)
-                    }
-                    Err(name) => return error(400, answers::not_a_filter(&segment, name, declared)),
-                }
-            }
-            Err(bad) => return bad_param(&bad),
+    let found = match &target.route {
+        Route::List { segment } if tree.has_list(segment) => match &target.query.page {
+            Ok(page) => match list::answer(tree, segment, &target.query, *page) {
+                ListAnswer::Refused(body) => return error(400, body),
+                ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
+                    Some(reply) => return reply,
+                    None => tree.doc(&key),
+                },
+                ListAnswer::Page(found) => found,
+            },
+            Err(bad) => return bad_param(bad),
         },
-        Route::List { segment, .. } => {
-            let key = layout::list_key(&segment);
+        Route::List { segment } => {
+            let key = layout::list_key(segment);
             revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
             if let Some(reply) = streamed(tree, &key, request, revalidate) {
                 return reply;
@@ -115,10 +107,10 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         }
         Route::Doc(key) => {
             revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
-            if let Some(reply) = streamed(tree, &key, request, revalidate) {
+            if let Some(reply) = streamed(tree, key, request, revalidate) {
                 return reply;
             }
-            tree.doc(&key)
+            tree.doc(key)
         }
         Route::NotFound => Ok(None),
     };
@@ -158,11 +150,13 @@ const TREE_CHANGED: u16 = 503;
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
 pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
+    let target = route(request.target);
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
-        && html::wants_html(request.accept, request.target);
+        && target.query.format == Format::Negotiated
+        && html::wants_html(request.accept);
     if !browsing {
-        return decide(tree, request);
+        return decide_routed(tree, request, &target);
     }
     let path = super::route::strip_origin(request.target);
     let path = path.split(['?', '#']).next().unwrap_or(path);
@@ -171,12 +165,10 @@ pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &Re
     }
     // The page shows the document itself, whatever copy the browser holds.
     let plain = Request { if_none_match: None, accept_encoding: None, ..request.clone() };
-    match decide(tree, &plain) {
-        Reply::Doc { doc, .. } => {
-            html_reply(200, view::document(tree, &settings.preview, request.target, 200, &doc.body))
-        }
+    match decide_routed(tree, &plain, &target) {
+        Reply::Doc { doc, .. } => html_reply(200, view::document(tree, &settings.preview, &target, 200, &doc.body)),
         Reply::Error { status: status @ (400 | 404), body, .. } => {
-            html_reply(status, view::document(tree, &settings.preview, request.target, status, &body))
+            html_reply(status, view::document(tree, &settings.preview, &target, status, &body))
         }
         Reply::Stream { stream, .. } => {
             let page = html::too_large(&settings.preview, request.target, stream.len);
@@ -198,7 +190,8 @@ fn error(status: u16, body: serde_json::Value) -> Reply {
     Reply::Error { status, body: answers::to_bytes(&body), allow: false }
 }
 
-fn bad_param(bad: &BadParam) -> Reply {
+/// The 400 of a malformed `limit` or `offset`.
+pub(super) fn bad_param(bad: &BadParam) -> Reply {
     let BadParam { name, value } = bad;
     error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }

@@ -302,29 +302,6 @@ impl Tree {
         doc.gzip()
     }
 
-    /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
-    /// from the list's entries (byte for byte as the build would have written it) and cached.
-    pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
-        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
-        if page.is_everything(count) {
-            return self.doc(&layout::all_page_key(segment));
-        }
-        let file = layout::page_path(segment, page.limit, page.offset);
-        if let Some(hash) = self.listing.hash_of(&file) {
-            return self.read(&file, &hash).map(Some);
-        }
-        let all_path = layout::all_page_path(segment);
-        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
-        let key = CacheKey::Page(*all_hash.as_bytes(), page);
-        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
-            return Ok(Some(doc));
-        }
-        let list = self.list(segment, Some(count), &all_path, &all_hash)?;
-        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
-        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
-        Ok(Some(doc))
-    }
-
     /// The entries of the list of `segment`, from its `_pages/all` file (`all_path`, whose hash
     /// is `all_hash`): cached, or read and checked now.
     pub(super) fn list(
@@ -421,7 +398,7 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
 }
 
 /// Renders a page of `list` as `gen build` does (see [`paging::render_list_page`]).
-fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
+pub(super) fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
     render_linked(list, page, &paging::ListLinks::of_list(&list.url, links), pretty)
 }
 

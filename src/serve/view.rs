@@ -12,6 +12,7 @@
 
 use super::budget::Permit;
 use super::html::{self, Preview};
+use super::route::Target;
 use super::tree::{IN_FLIGHT_WAIT, Tree};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
@@ -67,14 +68,14 @@ static PAGES: LazyLock<Mutex<Pages>> = LazyLock::new(Mutex::default);
 pub(crate) fn document(
     tree: &Tree,
     preview: &Preview,
-    target: &str,
+    target: &Target<'_>,
     status: u16,
     json: &[u8],
 ) -> Option<Arc<HtmlPage>> {
     if json.len() <= SMALL_JSON {
         return Some(HtmlPage::unheld(html::document(tree, preview, target, status, json)));
     }
-    let key = page_key(tree, preview, target, status, json);
+    let key = page_key(tree, preview, target.text, status, json);
     let lock = || PAGES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let flight = {
         let mut pages = lock();
@@ -98,7 +99,7 @@ pub(crate) fn document(
 }
 
 /// Renders the page within the budget; `None` when no room came within [`IN_FLIGHT_WAIT`].
-fn render(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> Option<Arc<HtmlPage>> {
+fn render(tree: &Tree, preview: &Preview, target: &Target<'_>, status: u16, json: &[u8]) -> Option<Arc<HtmlPage>> {
     let mut held = tree.cache.in_flight.acquire(render_cost(json), IN_FLIGHT_WAIT)?;
     let bytes = html::document(tree, preview, target, status, json);
     held.shrink_to(bytes.len());

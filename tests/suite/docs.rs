@@ -221,3 +221,46 @@ fn the_readme_stays_a_front_page_of_at_most_250_lines() {
     let lines = std::fs::read_to_string(root.join("README.md")).unwrap().lines().count();
     assert!(lines <= 250, "README.md has {lines} lines: move details into docs/ (at most 250)");
 }
+
+/// The Rust functions the edge handler and the CloudFront Function name as the counterparts of
+/// their own: each row of their header table (`//   jsFunction  src/file.rs rust_function`), and
+/// each `src/file.rs `rust_function`` in their comments. Both sides of a row must exist, and
+/// every Rust function named must be defined in the file named.
+#[test]
+fn the_edge_handlers_name_rust_counterparts_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let defines = |file: &str, name: &str| {
+        let source = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        source.contains(&format!("fn {name}(")) || source.contains(&format!("fn {name}<"))
+    };
+    for js in ["src/hosts/edge/handler.js", "src/hosts/edge/cloudfront.js"] {
+        let text = std::fs::read_to_string(root.join(js)).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("//   "))
+            .map(|row| row.split_whitespace().collect::<Vec<_>>())
+            .filter(|row| row.len() == 3 && row[1].starts_with("src/") && row[1].ends_with(".rs"))
+            .collect();
+        assert!(rows.len() >= 5, "{js}: its header table of Rust counterparts has {} rows", rows.len());
+        for row in &rows {
+            let (function, file, rust) = (row[0], row[1], row[2]);
+            assert!(text.contains(&format!("function {function}(")), "{js} lists {function}, which it does not define");
+            assert!(defines(file, rust), "{js}: {function}'s counterpart {file} `{rust}` is no function of {file}");
+        }
+        let mut named = 0;
+        for (at, _) in text.match_indices("src/") {
+            let rest = &text[at..];
+            let Some(end) = rest.find(".rs").filter(|&end| !rest[..end].contains(char::is_whitespace)) else {
+                continue;
+            };
+            let after = rest[end + 3..].trim_start_matches(',').trim_start_matches(' ');
+            let Some(name) = after.strip_prefix('`').and_then(|a| a.split('`').next()) else { continue };
+            if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                named += 1;
+                let file = &rest[..end + 3];
+                assert!(defines(file, name), "{js} names {file} `{name}`, which is no function of {file}");
+            }
+        }
+        assert!(js.ends_with("cloudfront.js") || named >= 5, "{js}: only {named} references found: is the scan right?");
+    }
+}

@@ -664,6 +664,28 @@ fn cloudfront_function_rewrites_to_the_files_gen_serve_answers_with() {
     check_cloudfront(&sample_tree("cloudfront-path", &["--links", "path", "--pretty"]));
 }
 
+/// The rule vectors (`tests/vectors/*.json`: targets, paging, folder names, escapes, folding)
+/// checked against the handler's and the CloudFront Function's own functions, as `gen config`
+/// prints them (`tests/tools/vectors.mjs`); Rust checks the same tables (src/serve/vectors.rs).
+#[test]
+fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("vectors", &[]);
+    let files = TempDir::new("vectors");
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let function = handler_file("cloudfront", &tree.out, &[], files.path(), "function.js");
+    let output = Command::new(&node)
+        .arg(project().join("tests/tools/vectors.mjs"))
+        .args([&handler, &function, &project().join("tests/vectors")])
+        .output()
+        .expect("node starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the edge functions disagree with the rule vectors:\n{stdout}{stderr}");
+    let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(agreed >= 200, "only {agreed} checks ran: {stdout}");
+}
+
 #[test]
 fn cloudfront_function_on_the_published_data() {
     let Some((tmp, data)) = fixture_data("cloudfront-fixture") else { return };

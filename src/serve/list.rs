@@ -1,7 +1,12 @@
-//! Narrowed lists: a list asked with `?q=` (see [`crate::search`]) or with declared filters
-//! (`?FIELD=VALUE`, see [`crate::filters`]), answered from the files a build writes for them, as
-//! the edge handlers answer them from the same files (`src/hosts/edge/handler.js`).
+//! The list answers: a list page asked plainly, paged, with `?q=` (see [`crate::search`]) or with
+//! declared filters (`?FIELD=VALUE`, see [`crate::filters`]), from the [`ListQuery`] the router
+//! read, answered from the files a build writes for them, as the edge handlers answer them from
+//! the same files (`src/hosts/edge/handler.js`, whose `listAnswer` follows [`answer`] step by
+//! step).
 //!
+//! - No `q` and no filter: the list's page file, or a page rendered from its `_pages/all` file
+//!   (the whole list, when the page holds it all, is that file, sent from it when too large for
+//!   the cache).
 //! - One filter alone, with a value the tree holds: that value's list, answered as a list is (its
 //!   page files, or a page rendered from its `_pages/all` file, linked in the tree's link style).
 //! - Anything else (`q`, several filters, a value the tree holds no list of): the entries of the
@@ -10,15 +15,72 @@
 //!   order they are declared).
 
 use super::item::{Doc, Item, Key as CacheKey, List};
-use super::tree::{Tree, Unserved, render_linked};
-use crate::filters::{FilterField, query_page_url, query_tail};
+use super::route::ListQuery;
+use super::tree::{Tree, Unserved, render, render_linked};
+use crate::answers;
+use crate::filters::{self, FilterField, query_page_url, query_tail};
 use crate::paging::{self, ListLinks, Page};
 use crate::search;
 use crate::tree::layout;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// What a list request gets.
+#[derive(Debug)]
+pub enum ListAnswer {
+    /// 400: a parameter that is no filter of the list, or more filters than a list answers.
+    Refused(serde_json::Value),
+    /// The list's whole page file, at this key (sent from its file when too large for the cache).
+    Whole(String),
+    /// A page: a file of the tree, or rendered now; `Ok(None)` when the tree holds no answer.
+    Page(Result<Option<Arc<Doc>>, Unserved>),
+}
+
+/// The answer to `query` of the list of `segment` (a list the tree holds), asking for `page`:
+/// the parameters matched against the list's declared filters (a resource without filters
+/// ignores them, as the public API does), then the page, narrowed or not.
+pub fn answer(tree: &Tree, segment: &str, query: &ListQuery, page: Page) -> ListAnswer {
+    let declared = tree.filters(segment);
+    let given = if declared.is_empty() { &[][..] } else { &query.conditions[..] };
+    let conditions = match filters::order_conditions(declared, given) {
+        Err(name) => return ListAnswer::Refused(answers::not_a_filter(segment, name, declared)),
+        // each condition may be one read of its value's list: bounded
+        Ok(conditions) if conditions.len() > filters::MAX_CONDITIONS => {
+            return ListAnswer::Refused(answers::too_many_filters(filters::MAX_CONDITIONS));
+        }
+        Ok(conditions) => conditions,
+    };
+    let whole = tree.count(segment).is_some_and(|count| page.is_everything(count));
+    if query.q.is_none() && conditions.is_empty() && whole {
+        return ListAnswer::Whole(layout::all_page_key(segment));
+    }
+    ListAnswer::Page(tree.narrowed(segment, query.q.as_deref(), &conditions, page))
+}
+
 impl Tree {
+    /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
+    /// from the list's entries (byte for byte as the build would have written it) and cached.
+    pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
+        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
+        if page.is_everything(count) {
+            return self.doc(&layout::all_page_key(segment));
+        }
+        let file = layout::page_path(segment, page.limit, page.offset);
+        if let Some(hash) = self.listing.hash_of(&file) {
+            return self.read(&file, &hash).map(Some);
+        }
+        let all_path = layout::all_page_path(segment);
+        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
+        let key = CacheKey::Page(*all_hash.as_bytes(), page);
+        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
+            return Ok(Some(doc));
+        }
+        let list = self.list(segment, Some(count), &all_path, &all_hash)?;
+        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
+        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
+        Ok(Some(doc))
+    }
+
     /// `page` of the records of the list of `segment` that match `q` (when given) and every one
     /// of `conditions` (a declared field's place and a value, see
     /// [`crate::filters::order_conditions`]); `Ok(None)` when the tree holds no such list, or no
