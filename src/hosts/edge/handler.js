@@ -36,7 +36,7 @@
 //   fold              src/search.rs        fold
 //   encodeQueryValue  src/search.rs        encode_query_value
 //   orderConditions   src/filters.rs       order_conditions
-//   folderName        src/layout.rs        folder_name
+//   folderName        src/tree/layout.rs   folder_name
 //   narrowedPage      src/serve/list.rs    narrowed
 //   matchingNames     src/serve/list.rs    matching_names
 //   sha256Hex         src/search.rs        sha256_hex
@@ -411,7 +411,7 @@ function orderConditions(declared, given) {
   return out.map((c, i) => [c, i]).sort((a, b) => a[0][0] - b[0][0] || a[1] - b[1]).map(([c]) => c);
 }
 
-/** The folder a field name or value is written under, as src/layout.rs `folder_name` names it. */
+/** The folder a field name or value is written under, as src/tree/layout.rs `folder_name` names it. */
 function folderName(text) {
   if (text === "") return "_";
   let out = "";
