@@ -44,7 +44,9 @@ use std::path::Path;
 pub struct BuildOptions {
     /// Overrides the data's `base_url`.
     pub base_url: Option<String>,
+    /// How list pages link to their neighbours; the data's `links` setting when `None`.
     pub links: Option<paging::LinkStyle>,
+    /// Indent the JSON.
     pub pretty: bool,
     /// Also write a precompressed `.gz` sibling of every document.
     pub gzip: bool,
@@ -100,8 +102,11 @@ impl BuildOptions {
 /// What a build did, for its summary line.
 #[derive(Debug, Clone)]
 pub struct BuildSummary {
+    /// Resources built.
     pub resources: usize,
+    /// Records built.
     pub records: usize,
+    /// What the write did: files written, kept and removed.
     pub report: write::WriteReport,
     /// True when the output already held this build and nothing was done.
     pub up_to_date: bool,

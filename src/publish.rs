@@ -64,6 +64,7 @@ pub struct PublishOptions {
 /// What a publish did (or, with `--dry-run`, would do).
 #[derive(Debug)]
 pub struct PublishSummary {
+    /// What was (or would be) uploaded and deleted.
     pub plan: Plan,
     /// The paths whose urls go to `--changed-urls`: what this publish uploaded and deleted, and
     /// what an unfinished one before it did.
@@ -74,6 +75,7 @@ pub struct PublishSummary {
     pub listed: bool,
     /// Why it was listed, for the output.
     pub listed_because: Option<&'static str>,
+    /// How long it took.
     pub seconds: f64,
 }
 

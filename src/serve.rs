@@ -56,8 +56,11 @@ use tree::Tree;
 /// Settings of the server.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// The tree to serve.
     pub dir: PathBuf,
+    /// Address to listen on, `HOST:PORT` (port 0: any free port).
     pub addr: String,
+    /// No line per request, nor the start lines.
     pub quiet: bool,
     /// `Cache-Control: public, max-age=<max_age>` on documents.
     pub max_age: u64,

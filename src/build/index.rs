@@ -64,7 +64,9 @@ pub struct Hash(pub blake3::Hash);
 /// One file of the data folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFile {
+    /// Its stamp when it was read.
     pub stamp: Stamp,
+    /// BLAKE3 of its bytes.
     pub hash: Hash,
     /// A record's name.
     pub name: Option<String>,
@@ -76,6 +78,7 @@ pub struct DataFile {
 pub struct TreeFile {
     /// BLAKE3 of its bytes, as in the manifest.
     pub hash: Hash,
+    /// The stamp of the file (shared by its hard links).
     pub stamp: Stamp,
     /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
     pub gz: Option<Stamp>,
@@ -85,8 +88,11 @@ pub struct TreeFile {
 /// resource `segment`, by the record's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place<'a> {
+    /// The resource.
     pub segment: &'a str,
+    /// The sub-document's name, or `None` for the record itself.
     pub kind: Option<&'a str>,
+    /// The record's id.
     pub id: i64,
 }
 
@@ -127,6 +133,7 @@ pub struct Index {
     pub manifest: Stamp,
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
+    /// The settings the tree was built with.
     pub settings: TreeSettings,
     /// Hash of each resource's list entries (ids and names, in list order).
     pub lists: BTreeMap<String, String>,

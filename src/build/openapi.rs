@@ -22,8 +22,11 @@ use templates::operation;
 pub struct ApiDescription<'a> {
     /// Scheme, host and optional path prefix the tree is served from, e.g. `http://127.0.0.1:8080`.
     pub base_url: &'a str,
+    /// The document's `info.title`.
     pub title: &'a str,
+    /// The document's `info.version`.
     pub version: &'a str,
+    /// The resources of the tree.
     pub resources: Vec<ResourceDescription<'a>>,
 }
 

@@ -18,19 +18,58 @@ pub enum Content<'a> {
     /// `api/v2/meta/index.json`: what the tree holds.
     Meta,
     /// A record, by id and by name.
-    Record { segment: &'a str, index: usize },
+    Record {
+        /// The resource.
+        segment: &'a str,
+        /// Its position in the resource's records.
+        index: usize,
+    },
     /// A record's sub-document, by id and by name.
-    SubDoc { segment: &'a str, index: usize, subdoc: usize },
+    SubDoc {
+        /// The resource.
+        segment: &'a str,
+        /// The record's position in the resource's records.
+        index: usize,
+        /// The sub-document's position in the record's.
+        subdoc: usize,
+    },
     /// A page of a list.
-    Page { segment: &'a str, page: Page },
+    Page {
+        /// The resource.
+        segment: &'a str,
+        /// Which page.
+        page: Page,
+    },
     /// A resource's names document, for `?q=` (see [`crate::search`]).
-    Names { segment: &'a str },
+    Names {
+        /// The resource.
+        segment: &'a str,
+    },
     /// Shard `shard` of the names of a resource whose names document is split.
-    NamesShard { segment: &'a str, shard: usize },
+    NamesShard {
+        /// The resource.
+        segment: &'a str,
+        /// The shard's number.
+        shard: usize,
+    },
     /// The values document of a resource's declared filter (its `field`th, see [`crate::filters`]).
-    FilterValues { segment: &'a str, field: usize },
+    FilterValues {
+        /// The resource.
+        segment: &'a str,
+        /// The filter's position among the resource's.
+        field: usize,
+    },
     /// A page of the list of the records whose `field`th filter takes its `value`th value.
-    FilterPage { segment: &'a str, field: usize, value: usize, page: Page },
+    FilterPage {
+        /// The resource.
+        segment: &'a str,
+        /// The filter's position among the resource's.
+        field: usize,
+        /// The value's position among the filter's values.
+        value: usize,
+        /// Which page.
+        page: Page,
+    },
 }
 
 impl<'a> Content<'a> {
@@ -54,6 +93,7 @@ impl<'a> Content<'a> {
 /// documents list theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output<'a> {
+    /// What the document holds.
     pub content: Content<'a>,
     /// The paths (relative to the output folder) of a document that is not a record's or
     /// sub-document's; empty for those.

@@ -18,8 +18,11 @@ use std::sync::Mutex;
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
+    /// The records rendered from.
     pub dataset: &'a Dataset,
+    /// Scheme and host the urls of the documents start with.
     pub base_url: &'a str,
+    /// Indent the JSON.
     pub pretty: bool,
 }
 
@@ -27,11 +30,26 @@ pub struct Renderer<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Referent<'s> {
     /// `/api/v2/<segment>/`
-    List { segment: &'s str },
+    List {
+        /// The resource.
+        segment: &'s str,
+    },
     /// `/api/v2/<segment>/<id>/`
-    Record { segment: &'s str, id: i64 },
+    Record {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+    },
     /// `/api/v2/<segment>/<id>/<name>` (with or without a trailing slash)
-    SubDoc { segment: &'s str, id: i64, name: &'s str },
+    SubDoc {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+        /// The sub-document's name.
+        name: &'s str,
+    },
 }
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
@@ -224,7 +242,9 @@ impl Renderer<'_> {
 
 /// Renders every kind of document of the tree.
 pub struct TreeRenderer<'a> {
+    /// The renderer of records and sub-documents.
     pub records: Renderer<'a>,
+    /// The settings the tree is built with.
     pub options: &'a TreeSettings,
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,

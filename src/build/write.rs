@@ -64,7 +64,9 @@ pub struct Previous<'i> {
 
 /// What a write did, and every document of the tree with its hash and stamp, for the index.
 pub struct Written {
+    /// What was written, kept and removed.
     pub report: WriteReport,
+    /// Every document of the tree with its hash and stamp.
     pub docs: TreeDocs,
 }
 
@@ -85,10 +87,13 @@ pub struct TreeWrite<'a, 'o> {
     pub dataset: &'o Dataset,
     /// Every planned document, in plan order.
     pub outputs: &'a [Output<'o>],
+    /// Renders the documents that need it.
     pub documents: &'a dyn Documents,
     /// The new tree's manifest, its files listed by the write.
     pub manifest: Manifest,
+    /// What the previous build left, reused where its bytes are the same.
     pub previous: Previous<'a>,
+    /// The progress bar the write counts documents on.
     pub progress: &'a Progress,
 }
 

@@ -22,10 +22,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The local tree being published.
 pub struct Tree<'a> {
+    /// The tree's folder.
     pub dir: &'a Path,
     /// The same folder, read without following a link inside it (see [`Tree::read`]).
     pub files: &'a TreeDir,
+    /// The tree's manifest.
     pub manifest: &'a Manifest,
+    /// The manifest's bytes, uploaded last.
     pub manifest_bytes: &'a [u8],
 }
 

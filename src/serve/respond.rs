@@ -24,17 +24,21 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The parts of a request that decide the answer.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
+    /// The method, as sent.
     pub method: &'a str,
     /// The request target as sent: path and query.
     pub target: &'a str,
+    /// `Accept-Encoding`: gzip when it accepts it.
     pub accept_encoding: Option<&'a str>,
     /// `Accept`: a browser's gets the HTML view.
     pub accept: Option<&'a str>,
+    /// `If-None-Match`: 304 when it names the current ETag.
     pub if_none_match: Option<&'a str>,
     /// `Access-Control-Request-Headers`, echoed by preflight answers.
     pub request_headers: Option<&'a str>,
     /// Number of headers and their total size (names and values).
     pub header_count: usize,
+    /// Total size of the headers, names and values.
     pub header_bytes: usize,
 }
 
@@ -44,16 +48,47 @@ pub enum Reply {
     /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta`, sent
     /// with `Cache-Control: no-cache` (as `gen publish` uploads it), so that a client checking
     /// for a new deploy (the public API's browser client's `invalidateCache()`) sees it at once.
-    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool, revalidate: bool },
+    Doc {
+        /// The document.
+        doc: Arc<Doc>,
+        /// Send its gzip body.
+        gzip: bool,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
-    Error { status: u16, body: Vec<u8>, allow: bool },
+    Error {
+        /// The status.
+        status: u16,
+        /// The JSON body.
+        body: Vec<u8>,
+        /// Add the `Allow` header.
+        allow: bool,
+    },
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
-    Options { allow_headers: Option<String> },
+    Options {
+        /// The headers echoed in `Access-Control-Allow-Headers`.
+        allow_headers: Option<String>,
+    },
     /// The HTML view of a document or an error, for a browser.
-    Html { status: u16, body: Arc<HtmlPage> },
+    Html {
+        /// The status.
+        status: u16,
+        /// The page.
+        body: Arc<HtmlPage>,
+    },
     /// A document too large for the cache, sent from its file (see [`super::stream`]): 200, or
     /// 304 as for [`Reply::Doc`]; never gzip-compressed.
-    Stream { stream: Arc<Streamed>, not_modified: bool, revalidate: bool },
+    Stream {
+        /// The file being sent.
+        stream: Arc<Streamed>,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
 }
 
 /// Decides the answer to `request` from `tree`.

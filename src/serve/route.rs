@@ -17,7 +17,12 @@ pub enum Route {
     Doc(String),
     /// `/api/v2/<segment>/`: a list page, or (for `meta`) a document. `page` is the page the
     /// query asks for, or the parameter that is malformed.
-    List { segment: String, page: Result<Page, BadParam> },
+    List {
+        /// The resource.
+        segment: String,
+        /// The page asked for, or the malformed parameter.
+        page: Result<Page, BadParam>,
+    },
     /// Nothing the tree can hold: outside `/api/v2/`, or a segment with other characters.
     NotFound,
 }

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
     pub tree: RwLock<Arc<Tree>>,
+    /// How answers are made: cache headers, the HTML view.
     pub settings: ResponsePolicy,
     /// No line per request.
     pub quiet: bool,

@@ -39,6 +39,7 @@ pub(crate) fn render_cost(json: &[u8]) -> usize {
 /// sends it.
 #[derive(Debug)]
 pub struct HtmlPage {
+    /// The HTML.
     pub bytes: Vec<u8>,
     _held: Option<Permit>,
 }

@@ -180,6 +180,7 @@ impl TreeSettings {
 /// What a built tree holds: the settings it was built with, its resources and its files.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Manifest {
+    /// The settings the tree was built with.
     #[serde(flatten)]
     pub settings: TreeSettings,
     /// Each resource's segment and entry count.

@@ -15,7 +15,9 @@ use std::sync::OnceLock;
 /// list pages), with its paths.
 #[derive(Debug, Clone)]
 pub struct OtherDoc {
+    /// Its paths in the tree.
     pub paths: Vec<String>,
+    /// Its hash and stamps.
     pub file: TreeFile,
 }
 
