@@ -121,7 +121,8 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         .build()
         .context("cannot start the runtime of the uploads")?;
     let files = TreeDir::open(&options.dir)?;
-    let tree = remote::Tree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
+    let tree =
+        remote::LocalTree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
     let result = runtime.block_on(remote::publish(&tree, &target, store, options));
     if options.dry_run {
         // deepest first; only empty folders go
