@@ -10,7 +10,7 @@
 //!   order they are declared).
 
 use super::item::{Doc, Item, Key as CacheKey, List};
-use super::tree::{Tree, Unserved, render_linked};
+use super::tree::{ServedTree, Unserved, render_linked};
 use crate::filters::{FilterField, query_page_url, query_tail};
 use crate::paging::{self, ListLinks, Page};
 use crate::search;
@@ -18,7 +18,7 @@ use crate::tree::layout;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-impl Tree {
+impl ServedTree {
     /// `page` of the records of the list of `segment` that match `q` (when given) and every one
     /// of `conditions` (a declared field's place and a value, see
     /// [`crate::filters::order_conditions`]); `Ok(None)` when the tree holds no such list, or no

@@ -7,7 +7,7 @@ use super::html::{self, Preview};
 use super::item::Doc;
 use super::route::{BadParam, Route, route};
 use super::stream::Streamed;
-use super::tree::Tree;
+use super::tree::ServedTree;
 use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::tree::{JSON_MEDIA_TYPE, layout};
@@ -92,7 +92,7 @@ pub enum Reply {
 }
 
 /// Decides the answer to `request` from `tree`.
-pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
+pub fn decide(tree: &ServedTree, request: &Request<'_>) -> Reply {
     if request.target.len() > MAX_TARGET {
         return error(414, answers::target_too_long(request.target.len(), MAX_TARGET));
     }
@@ -169,7 +169,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 }
 
 /// The answer for the document at `key` when it is too large for the cache: sent from its file.
-fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
+fn streamed(tree: &ServedTree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
     Some(match tree.streamed(key)? {
         Ok(stream) => {
             let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
@@ -192,7 +192,7 @@ const TREE_CHANGED: u16 = 503;
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
+pub(crate) fn decide_browsable(tree: &ServedTree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
         && html::wants_html(request.accept, request.target);
@@ -238,7 +238,7 @@ fn bad_param(bad: &BadParam) -> Reply {
     error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }
 
-fn not_found(tree: &Tree, target: &str) -> Reply {
+fn not_found(tree: &ServedTree, target: &str) -> Reply {
     let path = target.split('?').next().unwrap_or(target);
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
@@ -357,7 +357,7 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`; `deploy` is the
-    /// tree's deploy header lines ([`Tree::deploy_head`]), sent with every answer.
+    /// tree's deploy header lines ([`ServedTree::deploy_head`]), sent with every answer.
     pub(crate) fn write_head(
         &self,
         out: &mut Vec<u8>,
@@ -435,7 +435,7 @@ mod tests {
 
     /// A tree built from a small data folder: berry (5 named records, one with a
     /// sub-document) and note (nameless, ids -1 and 0).
-    fn sample_tree() -> Tree {
+    fn sample_tree() -> ServedTree {
         let dir = std::env::temp_dir().join(format!("gen-respond-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
@@ -452,7 +452,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
+        ServedTree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
     }
 
     fn get(target: &str) -> Request<'_> {
