@@ -31,14 +31,14 @@ pub mod write;
 
 use crate::problem::Problems;
 use crate::tree::layout;
-use crate::tree::manifest::{self, GENERATOR, Manifest, TreeSettings};
+use crate::tree::manifest::{self, GENERATOR, Manifest, BuildSettings};
 use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
-/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`TreeSettings`] a
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`BuildSettings`] a
 /// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
@@ -60,11 +60,11 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     /// The settings of a tree built with these options from data with `config` and `data_hash`.
-    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<TreeSettings> {
+    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<BuildSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
         config.deploy_headers.check().map_err(|e| anyhow::anyhow!("{}: {e}", config::CONFIG_FILE))?;
-        Ok(TreeSettings {
+        Ok(BuildSettings {
             format: manifest::FORMAT,
             generator: GENERATOR.to_string(),
             base_url,
@@ -87,7 +87,7 @@ impl BuildOptions {
     /// purpose: it comes from the data's `gen.json`, read anew by each rebuild, so that an edit
     /// of it takes effect. The build date is not a setting of the tree: `source_date_epoch` is
     /// `None`.
-    pub fn of_tree(settings: &TreeSettings) -> BuildOptions {
+    pub fn of_tree(settings: &BuildSettings) -> BuildOptions {
         BuildOptions {
             base_url: None,
             links: Some(settings.links),
@@ -336,7 +336,7 @@ enum Decision<'i> {
 /// Decides what this build does. The tree in place is trusted to be as the previous build's
 /// index says it left it: no file of it is looked at here (see docs/builds.md, "What a build
 /// trusts"); `gen build --verify` reads every one.
-fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &index::DataFiles) -> Decision<'i> {
+fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &index::DataFiles) -> Decision<'i> {
     let (Some(index), Some(_)) = (&previous.index, &previous.tree) else { return Decision::Full };
     let same = index.settings == *settings;
     let partial = only_changes_and_additions(index, settings, files);
@@ -362,7 +362,7 @@ impl<'d> Rendering<'d> {
     /// is rendered.
     fn new(
         dataset: &'d load::Dataset,
-        settings: &'d TreeSettings,
+        settings: &'d BuildSettings,
         previous: &PreviousBuild,
         decision: Decision<'_>,
         files: &index::DataFiles,
@@ -440,7 +440,7 @@ fn record_index(dir: &Path, index: &index::Index) {
 }
 
 /// The manifest of a tree built with `settings` from `dataset`, its files not yet listed.
-fn manifest_of(settings: &TreeSettings, dataset: &load::Dataset) -> Manifest {
+fn manifest_of(settings: &BuildSettings, dataset: &load::Dataset) -> Manifest {
     let resources = dataset
         .resources
         .iter()
@@ -471,7 +471,7 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// sub-documents changed or added (and list order), with the same options and `gen.json`:
 /// then only their documents need rendering. A removed or renamed record may be referred to by
 /// any other, so it needs every document checked again.
-fn only_changes_and_additions(index: &index::Index, settings: &TreeSettings, data_files: &index::DataFiles) -> bool {
+fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, data_files: &index::DataFiles) -> bool {
     let config_hash = |files: &index::DataFiles| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
     index.settings.same_options(settings)
         && config_hash(&index.data) == config_hash(data_files)
@@ -490,7 +490,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         Err(crate::fsutil::NotRead::Io(_)) => None,
         Err(e) => anyhow::bail!("{}", manifest::not_read_manifest(&path, &e)),
     };
-    if let Some(manifest) = bytes.as_deref().filter(|b| TreeSettings::from_manifest_bytes(b).is_some()) {
+    if let Some(manifest) = bytes.as_deref().filter(|b| BuildSettings::from_manifest_bytes(b).is_some()) {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_file(p));
         for bad in bad {

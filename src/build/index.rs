@@ -45,7 +45,7 @@ use crate::fsutil::{self, NotRead};
 use crate::fsutil::{Stamp, beside};
 use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
-use crate::tree::manifest::{MANIFEST_FILE, TreeSettings};
+use crate::tree::manifest::{MANIFEST_FILE, BuildSettings};
 use anyhow::{Context, Result};
 use codec::Checksummed;
 use format::decode;
@@ -134,7 +134,7 @@ pub struct Index {
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
     /// The settings the tree was built with.
-    pub settings: TreeSettings,
+    pub settings: BuildSettings,
     /// Hash of each resource's list entries (ids and names, in list order).
     pub lists: BTreeMap<String, String>,
     /// What rendering saw, for the schemas: (segment, sub-document kind, inference).

@@ -7,7 +7,7 @@ use crate::build::load::Dataset;
 use crate::filters::FilterField;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, META_PATH, ROOT_PATH};
-use crate::tree::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use std::collections::BTreeMap;
 
 /// One document of the tree.
@@ -132,7 +132,7 @@ impl<'a> Output<'a> {
 
 /// Lists every document of the tree, in a deterministic order. The files of a resource's
 /// declared filters are those of its values in `extracts`.
-pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extracts) -> Vec<Output<'a>> {
+pub fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: &Extracts) -> Vec<Output<'a>> {
     let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
         .resources
         .iter()
@@ -176,7 +176,7 @@ fn plan_filters<'a>(
     segment: &'a str,
     declared: &[FilterField],
     extracted: &Extracted,
-    options: &TreeSettings,
+    options: &BuildSettings,
 ) {
     for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
         let values_path = layout::filter_values_path(segment, &declared.name);

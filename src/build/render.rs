@@ -10,7 +10,7 @@ use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
 use crate::tree::layout::{self, API_PREFIX};
-use crate::tree::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -245,7 +245,7 @@ pub struct TreeRenderer<'a> {
     /// The renderer of records and sub-documents.
     pub records: Renderer<'a>,
     /// The settings the tree is built with.
-    pub options: &'a TreeSettings,
+    pub options: &'a BuildSettings,
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
     meta: Vec<u8>,
@@ -259,7 +259,7 @@ pub struct TreeRenderer<'a> {
 
 impl<'a> TreeRenderer<'a> {
     /// Prepares the renderer: list entries of every resource and the meta document.
-    pub fn new(dataset: &'a Dataset, options: &'a TreeSettings) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> TreeRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let entries = dataset
             .resources

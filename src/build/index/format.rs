@@ -7,7 +7,7 @@ use super::codec::{Checksummed, Decoder, damaged, put_bytes};
 use super::{DataFiles, Index, TreeDocs};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
-use crate::tree::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -25,7 +25,7 @@ pub(super) const MAGIC: &[u8; 8] = b"genindex";
 pub(super) struct Head {
     pub(super) manifest: Stamp,
     pub(super) started_ns: i64,
-    pub(super) settings: TreeSettings,
+    pub(super) settings: BuildSettings,
     pub(super) lists: BTreeMap<String, String>,
     pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
 }
