@@ -350,7 +350,7 @@ fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &ind
 /// build needs), and their bytes. The writer asks for each document as it goes, so that no
 /// rendered body is held longer than it takes to place it.
 struct Rendering<'d> {
-    renderer: render::TreeRenderer<'d>,
+    renderer: render::DocumentRenderer<'d>,
     dataset: &'d load::Dataset,
     /// In a partial build: the data files whose hash changed, and the lists whose entries did.
     partial: Option<(HashSet<String>, HashSet<String>)>,
@@ -367,10 +367,10 @@ impl<'d> Rendering<'d> {
         decision: Decision<'_>,
         files: &index::DataFiles,
     ) -> Rendering<'d> {
-        let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, partial: None };
+        let full = Rendering { renderer: render::DocumentRenderer::new(dataset, settings), dataset, partial: None };
         let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
         let changed: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
-        let renderer = render::TreeRenderer::new(dataset, settings);
+        let renderer = render::DocumentRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
         if !forget_previous(&renderer, index, tree, &changed) {
             return full;
@@ -529,7 +529,7 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
 /// sub-documents showed them, reading those versions from the tree (each checked against its
 /// hash in the index). False when one cannot be: the build then renders every document.
 fn forget_previous(
-    renderer: &render::TreeRenderer<'_>,
+    renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
     tree: &crate::tree::dir::TreeDir,
     changed: &HashSet<String>,

@@ -67,7 +67,7 @@ const SHARED_SCHEMAS: [&str; 13] = [
 
 /// The OpenAPI document of the tree `renderer` has rendered, from everything it has seen: call
 /// it once every record has been rendered.
-pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
+pub fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
     let dataset = renderer.records.dataset;
     let resources = dataset
         .resources

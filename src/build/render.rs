@@ -241,7 +241,7 @@ impl Renderer<'_> {
 }
 
 /// Renders every kind of document of the tree.
-pub struct TreeRenderer<'a> {
+pub struct DocumentRenderer<'a> {
     /// The renderer of records and sub-documents.
     pub records: Renderer<'a>,
     /// The settings the tree is built with.
@@ -257,9 +257,9 @@ pub struct TreeRenderer<'a> {
     pub extracts: Extracts,
 }
 
-impl<'a> TreeRenderer<'a> {
+impl<'a> DocumentRenderer<'a> {
     /// Prepares the renderer: list entries of every resource and the meta document.
-    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let entries = dataset
             .resources
@@ -296,7 +296,7 @@ impl<'a> TreeRenderer<'a> {
                 }
             }
         }
-        TreeRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
+        DocumentRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
     }
 
     /// Renders one planned document.
@@ -373,7 +373,7 @@ impl<'a> TreeRenderer<'a> {
     }
 }
 
-impl TreeRenderer<'_> {
+impl DocumentRenderer<'_> {
     fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {
         if let Some(seen) = self.seen.get(&(segment, subdoc)) {
             seen.lock().expect("no panic while observing").observe(value);
