@@ -36,7 +36,7 @@ mod trust;
 pub use codec::ENTRY_BYTES;
 pub use data_files::DataFiles;
 pub use format::FORMAT;
-pub use tree_docs::{OtherDoc, TreeDocs};
+pub use tree_docs::{OtherDoc, DocumentFiles};
 pub use trust::UNTRUSTED_WINDOW_NS;
 
 use crate::build::data_path::DataPath;
@@ -142,7 +142,7 @@ pub struct Index {
     /// Every data file.
     pub data: DataFiles,
     /// Every document of the tree (the manifest excepted).
-    pub docs: TreeDocs,
+    pub docs: DocumentFiles,
 }
 
 impl Index {
@@ -239,7 +239,7 @@ mod tests {
         data.insert("berry/1/flavor.json", file(3, None));
         data.insert("gen.json", file(4, None));
         data.finish();
-        let mut docs = TreeDocs::default();
+        let mut docs = DocumentFiles::default();
         let tree = |n: u64| TreeFile { hash: Hash(blake3::hash(&n.to_le_bytes())), stamp: stamp(n), gz: None };
         docs.push_keyed(&Place { segment: "berry", kind: None, id: 2 }, Some("oran"), tree(5));
         docs.push_keyed(&Place { segment: "berry", kind: Some("flavor"), id: 1 }, Some("cheri"), tree(6));

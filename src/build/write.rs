@@ -23,7 +23,7 @@ use docs::Docs;
 use listing::write_manifest;
 use stage::{TreeWriter, stage_documents};
 
-use crate::build::index::{Index, TreeDocs};
+use crate::build::index::{Index, DocumentFiles};
 use crate::build::load::Dataset;
 use crate::build::plan::Output;
 use crate::problem::Problem;
@@ -67,7 +67,7 @@ pub struct Written {
     /// What was written, kept and removed.
     pub report: WriteReport,
     /// Every document of the tree with its hash and stamp.
-    pub docs: TreeDocs,
+    pub docs: DocumentFiles,
 }
 
 /// The documents a write takes, from the render step: which planned documents need rendering,

@@ -4,7 +4,7 @@
 //! cut one, and one whose entries do not add up; it never panics on what it reads.
 
 use super::codec::{Checksummed, Decoder, damaged, put_bytes};
-use super::{DataFiles, Index, TreeDocs};
+use super::{DataFiles, Index, DocumentFiles};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
 use crate::tree::manifest::BuildSettings;
@@ -66,7 +66,7 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
     }
     let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
     let data = DataFiles::decode(&mut input)?;
-    let docs = TreeDocs::decode(&mut input)?;
+    let docs = DocumentFiles::decode(&mut input)?;
     if input.left != 0 {
         return Err(damaged());
     }

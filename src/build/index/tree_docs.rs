@@ -25,7 +25,7 @@ pub struct OtherDoc {
 /// place, its paths derived (by id, and by name when it has a name path); other documents are
 /// listed with their paths (a few per list and page size).
 #[derive(Debug, Clone, Default)]
-pub struct TreeDocs {
+pub struct DocumentFiles {
     pub(super) places: Places,
     pub(super) entries: Vec<Entry>,
     /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
@@ -36,7 +36,7 @@ pub struct TreeDocs {
     pub(super) by_name: OnceLock<HashMap<(u32, String, u32), usize>>,
 }
 
-impl TreeDocs {
+impl DocumentFiles {
     /// Adds the document at `place`, also published under `name` when given.
     pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: TreeFile) {
         let key = self.places.key(place);
@@ -196,8 +196,8 @@ impl TreeDocs {
         Ok(())
     }
 
-    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<TreeDocs, String> {
-        let mut docs = TreeDocs { places: Places::decode(input)?, ..TreeDocs::default() };
+    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<DocumentFiles, String> {
+        let mut docs = DocumentFiles { places: Places::decode(input)?, ..DocumentFiles::default() };
         let n = input.count(ENTRY_BYTES)?;
         let with_gz = input.byte()? == 1;
         docs.entries.reserve_exact(n);
