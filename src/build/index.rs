@@ -75,7 +75,7 @@ pub struct DataFile {
 /// One document of the tree: the file at each of its paths (they are hard links of one file,
 /// so they share one stamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TreeFile {
+pub struct DocumentFile {
     /// BLAKE3 of its bytes, as in the manifest.
     pub hash: Hash,
     /// The stamp of the file (shared by its hard links).
@@ -240,7 +240,7 @@ mod tests {
         data.insert("gen.json", file(4, None));
         data.finish();
         let mut docs = DocumentFiles::default();
-        let tree = |n: u64| TreeFile { hash: Hash(blake3::hash(&n.to_le_bytes())), stamp: stamp(n), gz: None };
+        let tree = |n: u64| DocumentFile { hash: Hash(blake3::hash(&n.to_le_bytes())), stamp: stamp(n), gz: None };
         docs.push_keyed(&Place { segment: "berry", kind: None, id: 2 }, Some("oran"), tree(5));
         docs.push_keyed(&Place { segment: "berry", kind: Some("flavor"), id: 1 }, Some("cheri"), tree(6));
         docs.push_other(vec![layout::ROOT_PATH.to_string()], tree(7));

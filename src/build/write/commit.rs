@@ -6,7 +6,7 @@ use super::docs::Docs;
 use super::journal::journal_path;
 use super::stage::{Placed, previous_file};
 use super::{Previous, WriteReport, Written};
-use crate::build::index::{DocumentFiles, TreeFile, gz_path};
+use crate::build::index::{DocumentFiles, DocumentFile, gz_path};
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
@@ -85,7 +85,7 @@ pub(super) fn stamps_after_commit(
                 let shown = || format!("cannot read {}", committed.path().join(&first).display());
                 let stamp = committed.stamp(&first).with_context(shown)?;
                 let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
-                TreeFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
+                DocumentFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
             }
         };
         report.files += paths_count * (1 + usize::from(file.gz.is_some()));

@@ -4,7 +4,7 @@
 
 use super::Documents;
 use super::docs::{Doc, Docs};
-use crate::build::index::{Index, TreeFile, gz_path};
+use crate::build::index::{Index, DocumentFile, gz_path};
 use crate::fsutil::{self, gzip_bytes};
 use crate::problem::{Problem, Problems};
 use crate::progress::Progress;
@@ -70,7 +70,7 @@ pub(super) fn stage_documents(
 
 /// The previous tree's file of `doc`, as `index` describes it, when it is published at the
 /// same paths (its stamps are checked before a build trusts the index).
-pub(super) fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+pub(super) fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<DocumentFile> {
     match (doc, docs.place(doc)) {
         (_, Some((place, name))) => index.docs.keyed(&place, name),
         (Doc::Planned(output), None) => index.docs.other(&output.listed),
@@ -104,7 +104,7 @@ pub(super) struct Placed {
 
 impl TreeWriter<'_> {
     /// The previous tree's file of `doc` (see [`previous_file`]).
-    pub(super) fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<TreeFile> {
+    pub(super) fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<DocumentFile> {
         previous_file(self.index?, docs, doc)
     }
 
@@ -113,7 +113,7 @@ impl TreeWriter<'_> {
     /// unless a killed commit touched it; else by reading the files), staged otherwise (the
     /// first path written, the others hard links to it). A document's paths are always links
     /// of one file, so one stamp stands for all of them.
-    pub(super) fn place(&self, paths: &[String], previous: Option<TreeFile>, bytes: &[u8]) -> Result<Placed> {
+    pub(super) fn place(&self, paths: &[String], previous: Option<DocumentFile>, bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
         let in_place = match (self.tree, self.index, previous) {
             (None, ..) => false,
