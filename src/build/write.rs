@@ -21,7 +21,7 @@ pub use journal::{Journal, journal_path, read_journal};
 use commit::{commit_in_place, gone_paths, stamps_after_commit};
 use docs::Docs;
 use listing::write_manifest;
-use stage::{TreeWriter, stage_documents};
+use stage::{Stager, stage_documents};
 
 use crate::build::index::{Index, DocumentFiles};
 use crate::build::load::Dataset;
@@ -114,7 +114,7 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     let stage = staging.dir.clone();
     let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
     let previous = &write.previous;
-    let writer = TreeWriter {
+    let writer = Stager {
         tree: tree.as_ref(),
         stage: &stage,
         index: previous.index,

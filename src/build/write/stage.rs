@@ -14,10 +14,10 @@ use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
+/// Renders the dirty documents of `outputs` and places each (see [`Stager::place`]), in
 /// parallel; takes the others from the previous tree. Fails with every problem found.
 pub(super) fn stage_documents(
-    writer: &TreeWriter<'_>,
+    writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     progress: &Progress,
@@ -79,7 +79,7 @@ pub(super) fn previous_file(index: &Index, docs: &Docs<'_, '_>, doc: Doc<'_, '_>
 }
 
 /// Places documents: taken from the previous tree when unchanged, staged otherwise.
-pub(super) struct TreeWriter<'w> {
+pub(super) struct Stager<'w> {
     /// The tree in place, when there is one.
     pub(super) tree: Option<&'w TreeDir>,
     pub(super) stage: &'w Path,
@@ -102,7 +102,7 @@ pub(super) struct Placed {
     pub(super) from_index: bool,
 }
 
-impl TreeWriter<'_> {
+impl Stager<'_> {
     /// The previous tree's file of `doc` (see [`previous_file`]).
     pub(super) fn previous(&self, docs: &Docs<'_, '_>, doc: Doc<'_, '_>) -> Option<DocumentFile> {
         previous_file(self.index?, docs, doc)
