@@ -205,7 +205,7 @@ pub fn build(
     timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
-        write::TreeWrite {
+        write::WriteJob {
             dataset,
             outputs: &outputs,
             documents: &rendering,

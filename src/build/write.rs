@@ -82,7 +82,7 @@ pub trait Documents: Sync {
 }
 
 /// One write of a tree: what [`write_tree`] writes, and what it may reuse.
-pub struct TreeWrite<'a, 'o> {
+pub struct WriteJob<'a, 'o> {
     /// The dataset the outputs were planned from: a record's paths are derived from it.
     pub dataset: &'o Dataset,
     /// Every planned document, in plan order.
@@ -108,7 +108,7 @@ pub struct TreeWrite<'a, 'o> {
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<Written> {
+pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Written> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
