@@ -31,7 +31,7 @@ pub mod write;
 
 use crate::problem::Problems;
 use crate::tree::layout;
-use crate::tree::manifest::{self, GENERATOR, Manifest, BuildSettings};
+use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
 use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};

@@ -36,7 +36,7 @@ mod trust;
 pub use codec::ENTRY_BYTES;
 pub use data_files::DataFiles;
 pub use format::FORMAT;
-pub use tree_docs::{OtherDoc, DocumentFiles};
+pub use tree_docs::{DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;
 
 use crate::build::data_path::DataPath;
@@ -45,7 +45,7 @@ use crate::fsutil::{self, NotRead};
 use crate::fsutil::{Stamp, beside};
 use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
-use crate::tree::manifest::{MANIFEST_FILE, BuildSettings};
+use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
 use anyhow::{Context, Result};
 use codec::Checksummed;
 use format::decode;

@@ -23,7 +23,7 @@ use docs::Docs;
 use listing::write_manifest;
 use stage::{Stager, stage_documents};
 
-use crate::build::index::{Index, DocumentFiles};
+use crate::build::index::{DocumentFiles, Index};
 use crate::build::load::Dataset;
 use crate::build::plan::Output;
 use crate::problem::Problem;

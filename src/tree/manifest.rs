@@ -143,7 +143,8 @@ impl BuildSettings {
 
     /// Fills in [`BuildSettings::hash`]: BLAKE3 of every other setting but the dates.
     pub fn with_hash(self) -> BuildSettings {
-        let unhashed = BuildSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
+        let unhashed =
+            BuildSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
         let bytes = serde_json::to_vec(&unhashed).expect("settings serialise");
         BuildSettings { hash: blake3::hash(&bytes).to_hex().to_string(), ..self }
     }

@@ -4,7 +4,7 @@
 //! cut one, and one whose entries do not add up; it never panics on what it reads.
 
 use super::codec::{Checksummed, Decoder, damaged, put_bytes};
-use super::{DataFiles, Index, DocumentFiles};
+use super::{DataFiles, DocumentFiles, Index};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
 use crate::tree::manifest::BuildSettings;

@@ -4,7 +4,7 @@
 
 use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
 use super::places::{Places, check_entries};
-use super::{Hash, Place, DocumentFile};
+use super::{DocumentFile, Hash, Place};
 use crate::fsutil::Stamp;
 use crate::tree::layout;
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 //! that rule, used for data files, for the tree files a killed commit touched, and by
 //! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
-use super::{Index, DocumentFile};
+use super::{DocumentFile, Index};
 use crate::fsutil::Stamp;
 use crate::tree::dir::TreeDir;
 use std::io::Read;

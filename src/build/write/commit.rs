@@ -6,7 +6,7 @@ use super::docs::Docs;
 use super::journal::journal_path;
 use super::stage::{Placed, previous_file};
 use super::{Previous, WriteReport, Written};
-use crate::build::index::{DocumentFiles, DocumentFile, gz_path};
+use crate::build::index::{DocumentFile, DocumentFiles, gz_path};
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;

@@ -4,7 +4,7 @@
 
 use super::Documents;
 use super::docs::{Doc, Docs};
-use crate::build::index::{Index, DocumentFile, gz_path};
+use crate::build::index::{DocumentFile, Index, gz_path};
 use crate::fsutil::{self, gzip_bytes};
 use crate::problem::{Problem, Problems};
 use crate::progress::Progress;
