@@ -401,12 +401,12 @@ impl write::Documents for Rendering<'_> {
         let resources = &self.dataset.resources;
         match output.content {
             plan::Content::Root | plan::Content::Meta => true,
-            plan::Content::Record { segment, index } => {
-                let id = resources[segment].records[index].id;
+            plan::Content::Record { segment, position } => {
+                let id = resources[segment].records[position].id;
                 changed.contains(&index::Place { segment, kind: None, id }.data_file())
             }
-            plan::Content::SubDoc { segment, index, subdoc } => {
-                let record = &resources[segment].records[index];
+            plan::Content::SubDoc { segment, position, subdoc } => {
+                let record = &resources[segment].records[position];
                 let kind = Some(record.subdocs[subdoc].name.as_str());
                 changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }

@@ -22,14 +22,14 @@ pub enum Content<'a> {
         /// The resource.
         segment: &'a str,
         /// Its position in the resource's records.
-        index: usize,
+        position: usize,
     },
     /// A record's sub-document, by id and by name.
     SubDoc {
         /// The resource.
         segment: &'a str,
         /// The record's position in the resource's records.
-        index: usize,
+        position: usize,
         /// The sub-document's position in the record's.
         subdoc: usize,
     },
@@ -107,13 +107,13 @@ impl<'a> Output<'a> {
 
     /// The record or sub-document this document is, and the name it is also published under.
     pub fn place(&self, dataset: &'a Dataset) -> Option<(Place<'a>, Option<&'a str>)> {
-        let (segment, index, subdoc) = match self.content {
-            Content::Record { segment, index } => (segment, index, None),
-            Content::SubDoc { segment, index, subdoc } => (segment, index, Some(subdoc)),
+        let (segment, position, subdoc) = match self.content {
+            Content::Record { segment, position } => (segment, position, None),
+            Content::SubDoc { segment, position, subdoc } => (segment, position, Some(subdoc)),
             _ => return None,
         };
         let resource = &dataset.resources[segment];
-        let record = &resource.records[index];
+        let record = &resource.records[position];
         let kind = subdoc.map(|s| record.subdocs[s].name.as_str());
         Some((Place { segment, kind, id: record.id }, resource.path_name(record)))
     }
@@ -146,10 +146,10 @@ pub fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: &Extrac
     outputs.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
     for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
         let segment = segment.as_str();
-        for (index, record) in resource.records.iter().enumerate() {
-            outputs.push(Output { content: Content::Record { segment, index }, listed: Box::default() });
+        for (position, record) in resource.records.iter().enumerate() {
+            outputs.push(Output { content: Content::Record { segment, position }, listed: Box::default() });
             for subdoc in 0..record.subdocs.len() {
-                outputs.push(Output { content: Content::SubDoc { segment, index, subdoc }, listed: Box::default() });
+                outputs.push(Output { content: Content::SubDoc { segment, position, subdoc }, listed: Box::default() });
             }
         }
         for (page, paths) in pages {

@@ -312,12 +312,12 @@ impl<'a> DocumentRenderer<'a> {
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
             Content::Meta => Ok(self.meta.clone()),
-            Content::Record { segment, index } => {
-                let source = dataset.record_source(segment, &dataset.resources[segment].records[index]);
+            Content::Record { segment, position } => {
+                let source = dataset.record_source(segment, &dataset.resources[segment].records[position]);
                 self.records.render_file_observed(&source, |value| self.observe(segment, None, value))
             }
-            Content::SubDoc { segment, index, subdoc } => {
-                let record = &dataset.resources[segment].records[index];
+            Content::SubDoc { segment, position, subdoc } => {
+                let record = &dataset.resources[segment].records[position];
                 let sub = &record.subdocs[subdoc];
                 let source = dataset.subdoc_source(segment, record.id, sub);
                 self.records.render_file_observed(&source, |value| self.observe(segment, Some(&sub.name), value))
