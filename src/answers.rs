@@ -244,6 +244,7 @@ pub mod template {
         Count,
         /// The requested offset and limit, normalised (digits, no leading zeros).
         Offset,
+        /// The requested limit, normalised.
         Limit,
         /// The request target's length in bytes.
         Length,
@@ -264,8 +265,11 @@ pub mod template {
     pub struct Template(pub Vec<Part>);
 
     #[derive(Debug, Clone, PartialEq, Eq)]
+    /// A piece of a [`Template`].
     pub enum Part {
+        /// Literal JSON text.
         Text(String),
+        /// A value filled in per request.
         Hole(Hole),
     }
 

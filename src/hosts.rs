@@ -39,7 +39,9 @@ use std::path::Path;
 /// A static host `gen config` can configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
+    /// nginx: a `server { }` block.
     Nginx,
+    /// Caddy: a Caddyfile site block.
     Caddy,
     /// An edge runtime: the handler module ([`edge`]).
     Edge(Edge),

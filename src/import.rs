@@ -55,8 +55,11 @@ pub struct ImportOptions {
 /// What an import did.
 #[derive(Debug, Clone, Default)]
 pub struct ImportSummary {
+    /// Resources imported.
     pub resources: usize,
+    /// Records imported.
     pub records: usize,
+    /// Sub-documents imported.
     pub subdocs: usize,
     /// Segments referred to but not imported, declared external in `gen.json`.
     pub external: Vec<String>,

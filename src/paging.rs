@@ -19,7 +19,9 @@ use std::collections::BTreeSet;
 /// One page of a list: entries `[offset, offset + limit)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Page {
+    /// Position of the first entry.
     pub offset: u64,
+    /// Most entries on the page.
     pub limit: u64,
 }
 
@@ -128,6 +130,7 @@ pub struct ListLinks<'a> {
     pub query_tail: &'a str,
     /// The url of the folder of the list's page files, which path links name.
     pub files_url: &'a str,
+    /// How the page links to its neighbours.
     pub style: LinkStyle,
 }
 

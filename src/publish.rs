@@ -64,6 +64,7 @@ pub struct PublishOptions {
 /// What a publish did (or, with `--dry-run`, would do).
 #[derive(Debug)]
 pub struct PublishSummary {
+    /// What was (or would be) uploaded and deleted.
     pub plan: Plan,
     /// The paths whose urls go to `--changed-urls`: what this publish uploaded and deleted, and
     /// what an unfinished one before it did.
@@ -74,6 +75,7 @@ pub struct PublishSummary {
     pub listed: bool,
     /// Why it was listed, for the output.
     pub listed_because: Option<&'static str>,
+    /// How long it took.
     pub seconds: f64,
 }
 
@@ -119,7 +121,8 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         .build()
         .context("cannot start the runtime of the uploads")?;
     let files = TreeDir::open(&options.dir)?;
-    let tree = remote::Tree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
+    let tree =
+        remote::LocalTree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
     let result = runtime.block_on(remote::publish(&tree, &target, store, options));
     if options.dry_run {
         // deepest first; only empty folders go

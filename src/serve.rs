@@ -54,13 +54,16 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tree::Tree;
+use tree::ServedTree;
 
 /// Settings of the server.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// The tree to serve.
     pub dir: PathBuf,
+    /// Address to listen on, `HOST:PORT` (port 0: any free port).
     pub addr: String,
+    /// No line per request, nor the start lines.
     pub quiet: bool,
     /// `Cache-Control: public, max-age=<max_age>` on documents.
     pub max_age: u64,
@@ -169,10 +172,10 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
 /// Loads the tree at start (its manifest only: see [`check_at_start`]). A build swapping the
 /// tree in while it is read can make a load fail; that is retried for a few seconds before
 /// giving up.
-fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(Tree, tree::ToCheck)> {
+fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(ServedTree, tree::ToCheck)> {
     let mut attempts = 0;
     loop {
-        match Tree::load_unchecked(dir, cache.clone(), rebase) {
+        match ServedTree::load_unchecked(dir, cache.clone(), rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
@@ -230,7 +233,7 @@ fn reload(shared: &server::Shared) -> Result<bool> {
 fn load_new(shared: &server::Shared) -> Result<bool> {
     let signature = manifest_signature(&shared.dir);
     let current = shared.tree();
-    let tree = Tree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
+    let tree = ServedTree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
     *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = signature;
     if tree.digest == current.digest {
         return Ok(false);
@@ -253,7 +256,7 @@ fn load_new(shared: &server::Shared) -> Result<bool> {
 /// Called when a request found a file of `seen` that does not match its manifest: true when a
 /// newer tree than `seen` is now served (another build was swapped in; the request is answered
 /// again from it), false when the manifest on disk is still the one `seen` was loaded from.
-pub(crate) fn refresh(shared: &server::Shared, seen: &Tree) -> bool {
+pub(crate) fn refresh(shared: &server::Shared, seen: &ServedTree) -> bool {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if shared.tree().digest != seen.digest {
         return true;

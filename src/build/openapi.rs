@@ -22,8 +22,11 @@ use templates::operation;
 pub struct ApiDescription<'a> {
     /// Scheme, host and optional path prefix the tree is served from, e.g. `http://127.0.0.1:8080`.
     pub base_url: &'a str,
+    /// The document's `info.title`.
     pub title: &'a str,
+    /// The document's `info.version`.
     pub version: &'a str,
+    /// The resources of the tree.
     pub resources: Vec<ResourceDescription<'a>>,
 }
 
@@ -64,7 +67,7 @@ const SHARED_SCHEMAS: [&str; 13] = [
 
 /// The OpenAPI document of the tree `renderer` has rendered, from everything it has seen: call
 /// it once every record has been rendered.
-pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
+pub fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
     let dataset = renderer.records.dataset;
     let resources = dataset
         .resources

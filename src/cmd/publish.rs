@@ -4,7 +4,7 @@ use crate::cli::PublishArgs;
 use anyhow::Result;
 use genapi::publish::{PublishOptions, PublishSummary};
 
-pub fn execute(args: PublishArgs) -> Result<()> {
+pub(crate) fn execute(args: PublishArgs) -> Result<()> {
     let options = PublishOptions {
         dir: args.dir,
         target: args.target,

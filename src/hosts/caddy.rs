@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 /// The site block for `site`.
 // Long on purpose: a template, read top to bottom in the order Caddy applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "caddy",
         "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",

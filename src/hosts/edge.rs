@@ -32,9 +32,13 @@ pub const CLOUDFRONT_MAX_BYTES: usize = 10 * 1024;
 /// An edge runtime `gen config` prints the handler for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Edge {
+    /// A Cloudflare Worker reading the tree from R2.
     Cloudflare,
+    /// A Deno server.
     Deno,
+    /// A Node.js server.
     Node,
+    /// A CloudFront function in front of an S3 origin.
     Cloudfront,
 }
 

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 /// The `server { }` block for `site`.
 // Long on purpose: a template, read top to bottom in the order nginx applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "nginx",
         "Include this block inside `http { }` (e.g. /etc/nginx/conf.d/gen.conf), then `nginx -t && nginx -s reload`.",

@@ -21,15 +21,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The local tree being published.
-pub struct Tree<'a> {
+pub struct LocalTree<'a> {
+    /// The tree's folder.
     pub dir: &'a Path,
-    /// The same folder, read without following a link inside it (see [`Tree::read`]).
+    /// The same folder, read without following a link inside it (see [`LocalTree::read`]).
     pub files: &'a TreeDir,
+    /// The tree's manifest.
     pub manifest: &'a Manifest,
+    /// The manifest's bytes, uploaded last.
     pub manifest_bytes: &'a [u8],
 }
 
-impl Tree<'_> {
+impl LocalTree<'_> {
     /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
     /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
     /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
@@ -48,7 +51,7 @@ impl Tree<'_> {
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
 pub async fn publish(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
     options: &PublishOptions,
@@ -73,7 +76,7 @@ pub async fn publish(
 
 /// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
 async fn publish_locked(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
     options: &PublishOptions,
@@ -153,7 +156,7 @@ fn is_object_of_tree(path: &str) -> bool {
 /// Lists the target and tells which files of the tree it already holds with the same bytes:
 /// by the object's MD5 (its ETag on S3) when the store gives one, else by reading it back.
 async fn list_and_compare(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: &dyn ObjectStore,
     jobs: usize,
@@ -210,7 +213,7 @@ fn md5_hex(bytes: &[u8]) -> String {
 
 /// Carries out uploads and deletes, counting them, with the progress bar.
 struct Writer<'a> {
-    tree: &'a Tree<'a>,
+    tree: &'a LocalTree<'a>,
     target: &'a Target,
     store: Arc<dyn ObjectStore>,
     options: &'a PublishOptions,
@@ -221,7 +224,7 @@ struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     fn new(
-        tree: &'a Tree<'a>,
+        tree: &'a LocalTree<'a>,
         target: &'a Target,
         store: Arc<dyn ObjectStore>,
         options: &'a PublishOptions,

@@ -8,7 +8,7 @@
 
 use super::html_escape::escape;
 use super::route::{Target, normalize};
-use super::tree::Tree;
+use super::tree::ServedTree;
 use crate::tree::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -64,7 +64,7 @@ pub(crate) fn wants_html(accept: Option<&str>) -> bool {
 }
 
 /// The page at `/`: links to the index, every resource, `meta` and `openapi.json`.
-pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
+pub fn root(tree: &ServedTree, preview: &Preview) -> Vec<u8> {
     let mut main = String::new();
     let _ = write!(
         main,
@@ -87,7 +87,7 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
 }
 
 /// Links to the documents the index does not list, where the tree has them.
-fn extras(tree: &Tree) -> String {
+fn extras(tree: &ServedTree) -> String {
     let mut out = String::new();
     if tree.has_doc(META_KEY) {
         let _ = writeln!(
@@ -106,7 +106,7 @@ fn extras(tree: &Tree) -> String {
 }
 
 /// The page of a document or an error: `body` is the JSON answer for `target` with `status`.
-pub fn document(tree: &Tree, preview: &Preview, read: &Target<'_>, status: u16, body: &[u8]) -> Vec<u8> {
+pub fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status: u16, body: &[u8]) -> Vec<u8> {
     let target = read.text;
     let path = target.split(['?', '#']).next().unwrap_or(target);
     let key = normalize(path);

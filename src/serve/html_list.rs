@@ -11,7 +11,7 @@
 
 use super::html_escape::escape;
 use super::route::{ListQuery, Target};
-use super::tree::Tree;
+use super::tree::ServedTree;
 use crate::filters::FilterField;
 use crate::search::encode_query_value as encode;
 use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
@@ -92,7 +92,7 @@ pub(super) fn shown_request(path: &str, query: &ListQuery) -> String {
 /// filters' values of a list page; `parts` are the key's segments, `map` the page's JSON, `href`
 /// the link of a url of the tree.
 pub(super) fn controls(
-    tree: &Tree,
+    tree: &ServedTree,
     target: &Target<'_>,
     parts: &[&str],
     segment: &str,
@@ -202,7 +202,7 @@ const MAX_FILTER_LINKS: usize = 60;
 /// The declared filters of the list as links, one per value with its count in the whole list,
 /// from the values documents (`?FIELD=VALUE`, see docs/tree.md), numbers in numeric order; an
 /// active value is marked, with a link that removes it. Empty for a resource without filters.
-fn filter_links(tree: &Tree, state: &ListState) -> String {
+fn filter_links(tree: &ServedTree, state: &ListState) -> String {
     let segment = state.segment;
     let mut out = String::new();
     for field in tree.filters(segment) {

@@ -16,7 +16,7 @@
 
 use super::item::{Doc, Item, Key as CacheKey, List};
 use super::route::ListQuery;
-use super::tree::{Tree, Unserved, render, render_linked};
+use super::tree::{ServedTree, Unserved, render, render_linked};
 use crate::answers;
 use crate::filters::{self, FilterField, query_page_url, query_tail};
 use crate::paging::{self, ListLinks, Page};
@@ -39,7 +39,7 @@ pub enum ListAnswer {
 /// The answer to `query` of the list of `segment` (a list the tree holds), asking for `page`:
 /// the parameters matched against the list's declared filters (a resource without filters
 /// ignores them, as the public API does), then the page, narrowed or not.
-pub fn answer(tree: &Tree, segment: &str, query: &ListQuery, page: Page) -> ListAnswer {
+pub fn answer(tree: &ServedTree, segment: &str, query: &ListQuery, page: Page) -> ListAnswer {
     let declared = tree.filters(segment);
     let given = if declared.is_empty() { &[][..] } else { &query.conditions[..] };
     let conditions = match filters::order_conditions(declared, given) {
@@ -57,7 +57,7 @@ pub fn answer(tree: &Tree, segment: &str, query: &ListQuery, page: Page) -> List
     ListAnswer::Page(tree.narrowed(segment, query.q.as_deref(), &conditions, page))
 }
 
-impl Tree {
+impl ServedTree {
     /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
     /// from the list's entries (byte for byte as the build would have written it) and cached.
     pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {

@@ -8,7 +8,7 @@ use super::item::Doc;
 use super::list::{self, ListAnswer};
 use super::route::{BadParam, Format, Route, Target, route};
 use super::stream::Streamed;
-use super::tree::Tree;
+use super::tree::ServedTree;
 use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
 use crate::tree::{JSON_MEDIA_TYPE, layout};
@@ -25,17 +25,21 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The parts of a request that decide the answer.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
+    /// The method, as sent.
     pub method: &'a str,
     /// The request target as sent: path and query.
     pub target: &'a str,
+    /// `Accept-Encoding`: gzip when it accepts it.
     pub accept_encoding: Option<&'a str>,
     /// `Accept`: a browser's gets the HTML view.
     pub accept: Option<&'a str>,
+    /// `If-None-Match`: 304 when it names the current ETag.
     pub if_none_match: Option<&'a str>,
     /// `Access-Control-Request-Headers`, echoed by preflight answers.
     pub request_headers: Option<&'a str>,
     /// Number of headers and their total size (names and values).
     pub header_count: usize,
+    /// Total size of the headers, names and values.
     pub header_bytes: usize,
 }
 
@@ -45,25 +49,56 @@ pub enum Reply {
     /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta`, sent
     /// with `Cache-Control: no-cache` (as `gen publish` uploads it), so that a client checking
     /// for a new deploy (the public API's browser client's `invalidateCache()`) sees it at once.
-    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool, revalidate: bool },
+    Doc {
+        /// The document.
+        doc: Arc<Doc>,
+        /// Send its gzip body.
+        gzip: bool,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
-    Error { status: u16, body: Vec<u8>, allow: bool },
+    Error {
+        /// The status.
+        status: u16,
+        /// The JSON body.
+        body: Vec<u8>,
+        /// Add the `Allow` header.
+        allow: bool,
+    },
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
-    Options { allow_headers: Option<String> },
+    Options {
+        /// The headers echoed in `Access-Control-Allow-Headers`.
+        allow_headers: Option<String>,
+    },
     /// The HTML view of a document or an error, for a browser.
-    Html { status: u16, body: Arc<HtmlPage> },
+    Html {
+        /// The status.
+        status: u16,
+        /// The page.
+        body: Arc<HtmlPage>,
+    },
     /// A document too large for the cache, sent from its file (see [`super::stream`]): 200, or
     /// 304 as for [`Reply::Doc`]; never gzip-compressed.
-    Stream { stream: Arc<Streamed>, not_modified: bool, revalidate: bool },
+    Stream {
+        /// The file being sent.
+        stream: Arc<Streamed>,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
 }
 
 /// Decides the answer to `request` from `tree`.
-pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
+pub fn decide(tree: &ServedTree, request: &Request<'_>) -> Reply {
     decide_routed(tree, request, &route(request.target))
 }
 
 /// Decides the answer to `request`, whose target the router read as `target`.
-fn decide_routed(tree: &Tree, request: &Request<'_>, target: &Target<'_>) -> Reply {
+fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) -> Reply {
     if request.target.len() > MAX_TARGET {
         return error(414, answers::target_too_long(request.target.len(), MAX_TARGET));
     }
@@ -126,7 +161,7 @@ fn decide_routed(tree: &Tree, request: &Request<'_>, target: &Target<'_>) -> Rep
 }
 
 /// The answer for the document at `key` when it is too large for the cache: sent from its file.
-fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
+fn streamed(tree: &ServedTree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
     Some(match tree.streamed(key)? {
         Ok(stream) => {
             let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
@@ -149,7 +184,7 @@ const TREE_CHANGED: u16 = 503;
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
+pub(crate) fn decide_browsable(tree: &ServedTree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
     let target = route(request.target);
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
@@ -196,7 +231,7 @@ pub(super) fn bad_param(bad: &BadParam) -> Reply {
     error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }
 
-fn not_found(tree: &Tree, target: &str) -> Reply {
+fn not_found(tree: &ServedTree, target: &str) -> Reply {
     let path = target.split('?').next().unwrap_or(target);
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
@@ -315,7 +350,7 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`; `deploy` is the
-    /// tree's deploy header lines ([`Tree::deploy_head`]), sent with every answer.
+    /// tree's deploy header lines ([`ServedTree::deploy_head`]), sent with every answer.
     pub(crate) fn write_head(
         &self,
         out: &mut Vec<u8>,
@@ -393,7 +428,7 @@ mod tests {
 
     /// A tree built from a small data folder: berry (5 named records, one with a
     /// sub-document) and note (nameless, ids -1 and 0).
-    fn sample_tree() -> Tree {
+    fn sample_tree() -> ServedTree {
         let dir = std::env::temp_dir().join(format!("gen-respond-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
@@ -410,7 +445,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
+        ServedTree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
     }
 
     fn get(target: &str) -> Request<'_> {

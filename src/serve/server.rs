@@ -23,7 +23,7 @@
 
 use super::respond::{self, Connection, Reply, ResponsePolicy};
 use super::stream::MinRate;
-use super::tree::Tree;
+use super::tree::ServedTree;
 use anyhow::{Result, anyhow};
 use std::cell::RefCell;
 use std::io::{Read, Write as _};
@@ -35,7 +35,8 @@ use std::time::{Duration, Instant, SystemTime};
 /// What every connection shares.
 pub struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
-    pub tree: RwLock<Arc<Tree>>,
+    pub tree: RwLock<Arc<ServedTree>>,
+    /// How answers are made: cache headers, the HTML view.
     pub settings: ResponsePolicy,
     /// No line per request.
     pub quiet: bool,
@@ -51,7 +52,7 @@ pub struct Shared {
 
 impl Shared {
     /// The current tree.
-    pub fn tree(&self) -> Arc<Tree> {
+    pub fn tree(&self) -> Arc<ServedTree> {
         self.tree.read().expect("tree lock").clone()
     }
 }
@@ -275,7 +276,11 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
 /// manifest, a new build may have been swapped in: if the manifest changed, the new tree is
 /// loaded and the request answered from it, once; otherwise the answer says the tree changed.
 /// The tree that answered comes with the reply: its deploy headers go with the answer.
-fn decide(shared: &Shared, facts: &respond::Request<'_>, settings: &ResponsePolicy) -> (respond::Reply, Arc<Tree>) {
+fn decide(
+    shared: &Shared,
+    facts: &respond::Request<'_>,
+    settings: &ResponsePolicy,
+) -> (respond::Reply, Arc<ServedTree>) {
     let tree = shared.tree();
     let reply = respond::decide_browsable(&tree, facts, settings);
     if reply.is_tree_changed() && super::refresh(shared, &tree) {

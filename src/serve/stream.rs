@@ -14,7 +14,7 @@
 //! [`RATE_WINDOW`], while a body larger than a single write is sent to it ([`MinRate`]); one that
 //! reads less is cut off. A client that reads nothing is cut off sooner, by the send timeout.
 
-use super::tree::{Tree, Unserved};
+use super::tree::{ServedTree, Unserved};
 use crate::tree::layout::API_PREFIX;
 use crate::tree::listing::{MAX_DOCUMENT_BYTES, Unservable};
 use std::fs::File;
@@ -46,7 +46,7 @@ pub struct Streamed {
     pub etag: String,
 }
 
-impl Tree {
+impl ServedTree {
     /// The document at `key` when the tree lists it and it is too large for the cache: open,
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
     pub fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {

@@ -36,7 +36,7 @@ pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(1
 struct Reads {
     reading: HashMap<CacheKey, Arc<Flight>>,
     sending: HashMap<CacheKey, std::sync::Weak<Doc>>,
-    /// The lists too large for the cache that answers still use (see [`Tree::list`]).
+    /// The lists too large for the cache that answers still use (see [`ServedTree::list`]).
     lists: HashMap<CacheKey, std::sync::Weak<List>>,
 }
 
@@ -65,7 +65,7 @@ pub struct Unserved {
 
 /// A loaded tree: one build's manifest, and the cache its documents are read into.
 #[derive(Debug)]
-pub struct Tree {
+pub struct ServedTree {
     pub(super) dir: PathBuf,
     /// The files served, with their hashes.
     pub(super) listing: Listing,
@@ -87,32 +87,36 @@ pub struct Tree {
     /// The deploy headers and the line exposing them, `Name: value\r\n` each, sent with every
     /// answer (empty for a tree built before them).
     pub(crate) deploy_head: String,
-    /// Reads under way (see [`Tree::read`]).
+    /// Reads under way (see [`ServedTree::read`]).
     flights: Flights,
     /// Held while a list is parsed: one at a time, so that requests that all miss a list too
     /// large for the cache share one parse and one copy of it rather than each making its own.
     list_parse: std::sync::Mutex<()>,
 }
 
-impl Tree {
+impl ServedTree {
     /// Loads the tree in `dir`, reading its documents into `cache` as they are asked for.
-    pub fn load(dir: &Path, cache: Arc<Cache>) -> Result<Tree> {
-        Tree::load_rebased(dir, cache, None)
+    pub fn load(dir: &Path, cache: Arc<Cache>) -> Result<ServedTree> {
+        ServedTree::load_rebased(dir, cache, None)
     }
 
-    /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
+    /// [`ServedTree::load`], with every url that starts with the tree's base URL made to start with
     /// `base_url` instead (see [`rebase`]), once per document as it is read.
-    pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<Tree> {
-        let (tree, to_check) = Tree::load_unchecked(dir, cache, base_url)?;
+    pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<ServedTree> {
+        let (tree, to_check) = ServedTree::load_unchecked(dir, cache, base_url)?;
         if let Some(paths) = to_check {
             listing::check_all(dir, &paths)?;
         }
         Ok(tree)
     }
 
-    /// [`Tree::load_rebased`] without checking the files: the tree, and the files to check
+    /// [`ServedTree::load_rebased`] without checking the files: the tree, and the files to check
     /// whole when it has at most [`CHECK_AT_LOAD`] (see [`listing::check_all`]).
-    pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(Tree, ToCheck)> {
+    pub(crate) fn load_unchecked(
+        dir: &Path,
+        cache: Arc<Cache>,
+        base_url: Option<&str>,
+    ) -> Result<(ServedTree, ToCheck)> {
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
         let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());
@@ -153,7 +157,7 @@ impl Tree {
             .unwrap_or_default();
         let built_base = manifest.settings.base_url;
         let served_base = base_url.unwrap_or(&built_base).to_string();
-        let tree = Tree {
+        let tree = ServedTree {
             dir: dir.to_path_buf(),
             listing,
             lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),

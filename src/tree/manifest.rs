@@ -35,7 +35,7 @@ pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> Stri
 /// The manifest embeds it (its fields sit at the manifest's top level); the renderer reads its
 /// options from it; the meta document shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TreeSettings {
+pub struct BuildSettings {
     /// Version of the manifest's format.
     pub format: u32,
     /// The program and version that built the tree.
@@ -122,30 +122,31 @@ impl DeployHeaders {
     }
 }
 
-impl TreeSettings {
+impl BuildSettings {
     /// True when trees built with `self` and `other` from the same data have the same bytes:
     /// equal in everything but the data's hash.
-    pub fn same_options(&self, other: &TreeSettings) -> bool {
+    pub fn same_options(&self, other: &BuildSettings) -> bool {
         self.without_data() == other.without_data()
     }
 
     /// True when `other` is these settings but for the deploy date: the same tree, deployed at
     /// another time.
-    pub fn same_but_date(&self, other: &TreeSettings) -> bool {
-        TreeSettings { deploy_date: String::new(), ..self.clone() }
-            == TreeSettings { deploy_date: String::new(), ..other.clone() }
+    pub fn same_but_date(&self, other: &BuildSettings) -> bool {
+        BuildSettings { deploy_date: String::new(), ..self.clone() }
+            == BuildSettings { deploy_date: String::new(), ..other.clone() }
     }
 
     /// These settings without what the data and the build's date decide.
-    fn without_data(&self) -> TreeSettings {
-        TreeSettings { data_hash: String::new(), hash: String::new(), deploy_date: String::new(), ..self.clone() }
+    fn without_data(&self) -> BuildSettings {
+        BuildSettings { data_hash: String::new(), hash: String::new(), deploy_date: String::new(), ..self.clone() }
     }
 
-    /// Fills in [`TreeSettings::hash`]: BLAKE3 of every other setting but the dates.
-    pub fn with_hash(self) -> TreeSettings {
-        let unhashed = TreeSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
+    /// Fills in [`BuildSettings::hash`]: BLAKE3 of every other setting but the dates.
+    pub fn with_hash(self) -> BuildSettings {
+        let unhashed =
+            BuildSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
         let bytes = serde_json::to_vec(&unhashed).expect("settings serialise");
-        TreeSettings { hash: blake3::hash(&bytes).to_hex().to_string(), ..self }
+        BuildSettings { hash: blake3::hash(&bytes).to_hex().to_string(), ..self }
     }
 
     /// The deploy header lines (`Name: value`) and the `Access-Control-Expose-Headers` line
@@ -168,8 +169,8 @@ impl TreeSettings {
     /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
     /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
     /// settings are built; the list of files is skipped.
-    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<TreeSettings> {
-        let settings: TreeSettings = serde_json::from_slice(bytes).ok()?;
+    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<BuildSettings> {
+        let settings: BuildSettings = serde_json::from_slice(bytes).ok()?;
         let ours = settings.generator.starts_with("gen ")
             && settings.data_hash.len() == 64
             && settings.data_hash.bytes().all(|b| b.is_ascii_hexdigit());
@@ -180,8 +181,9 @@ impl TreeSettings {
 /// What a built tree holds: the settings it was built with, its resources and its files.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Manifest {
+    /// The settings the tree was built with.
     #[serde(flatten)]
-    pub settings: TreeSettings,
+    pub settings: BuildSettings,
     /// Each resource's segment and entry count.
     pub resources: BTreeMap<String, ResourceInfo>,
     /// Every file of the tree (path relative to the output folder, `/`-separated) with the
@@ -245,7 +247,7 @@ impl Manifest {
             #[serde(default)]
             files: BTreeMap<String, String>,
         }
-        let settings: TreeSettings = serde_json::from_slice(bytes)?;
+        let settings: BuildSettings = serde_json::from_slice(bytes)?;
         let Rest { resources, files } = serde_json::from_slice(bytes)?;
         Ok(Manifest { settings, resources, files })
     }
@@ -316,7 +318,7 @@ fn not_ours(path: &Path) -> String {
     format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
 }
 
-fn check_format(path: &Path, settings: &TreeSettings) -> Result<()> {
+fn check_format(path: &Path, settings: &BuildSettings) -> Result<()> {
     if settings.format != FORMAT {
         anyhow::bail!(
             "{} has format {}, this gen reads format {FORMAT}: rebuild with this version's `gen build`",
@@ -459,7 +461,7 @@ mod tests {
     fn files_written_from_a_list_are_the_bytes_of_the_map() {
         let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
         let mut manifest = Manifest {
-            settings: TreeSettings {
+            settings: BuildSettings {
                 format: FORMAT,
                 generator: "gen test".into(),
                 base_url: "http://x".into(),

@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests: temporary folders, running the real binary,
 //! writing data folders, reading trees, an HTTP client and its one response type, and the skip
 //! policy (missing tools, the quick tier).
+
+// Shared by several test binaries: `pub` is how each reaches what it uses.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;

@@ -7,6 +7,9 @@
 //! One request per connection: the proxy answers with `Connection: close`, so a client opens a
 //! new connection for the next request and no framing has to be understood beyond one request's.
 
+// Shared by several test binaries: `pub` is how each reaches what it uses.
+#![allow(unreachable_pub)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,7 +13,7 @@ use crate::common;
 use common::*;
 use genapi::serve::respond::{Request, decide};
 use genapi::serve::route::{Route, route};
-use genapi::serve::tree::Tree;
+use genapi::serve::tree::ServedTree;
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -141,7 +141,7 @@ fn router_never_panics_and_never_serves_outside_the_tree() {
     let manifest = genapi::tree::manifest::Manifest::read(&out).unwrap();
     let hashes: HashSet<String> = manifest.files.values().cloned().collect();
     let cache = std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20));
-    let tree = Tree::load(&out, cache).unwrap();
+    let tree = ServedTree::load(&out, cache).unwrap();
     // a file beside the tree that must never be served
     std::fs::write(tmp.join("secret.json"), "{\"secret\": true}").unwrap();
 

@@ -2,6 +2,9 @@
 //! handler tests (`tests/suite/edge.rs`: workerd, Deno, Node): trees and what their data says they hold,
 //! starting hosts on free ports, and every request a host must answer as `gen serve` does, compared
 //! status and body.
+
+// Shared by several test binaries: `pub` is how each reaches what it uses.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 use crate::common::*;

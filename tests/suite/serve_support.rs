@@ -3,6 +3,9 @@
 //! client of `tests/suite/common.rs` ([`Conn`], [`Response`]), a synthetic data folder, and the paging
 //! rules written out again independently of `src/paging.rs`, to derive expected pages from the
 //! data.
+
+// Shared by several test binaries: `pub` is how each reaches what it uses.
+#![allow(unreachable_pub)]
 #![allow(dead_code)]
 
 pub use crate::common::{Conn, Response, http_request};

@@ -3,7 +3,7 @@
 //! that rule, used for data files, for the tree files a killed commit touched, and by
 //! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
-use super::{Index, TreeFile};
+use super::{DocumentFile, Index};
 use crate::fsutil::Stamp;
 use crate::tree::dir::TreeDir;
 use std::io::Read;
@@ -29,7 +29,7 @@ impl Index {
     /// and [`Index::trusted`]: a file changed just before its stamp was taken (during the
     /// commit, say) may have changed again within the same clock tick, so its bytes are read
     /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
-    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &TreeFile, gzip: bool) -> Option<bool> {
+    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &DocumentFile, gzip: bool) -> Option<bool> {
         let gz_rel = || format!("{path}.gz");
         let same_gz = match file.gz {
             Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),

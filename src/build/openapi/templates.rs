@@ -99,7 +99,7 @@ pub(super) fn root_schema(resources: &[&ResourceDescription]) -> Value {
     })
 }
 
-/// The meta document, as `render::TreeRenderer` writes it.
+/// The meta document, as `render::DocumentRenderer` writes it.
 pub(super) fn meta_schema() -> Value {
     json!({
         "type": "object",

@@ -6,7 +6,7 @@ use super::docs::Docs;
 use super::journal::journal_path;
 use super::stage::{Placed, previous_file};
 use super::{Previous, WriteReport, Written};
-use crate::build::index::{TreeDocs, TreeFile, gz_path};
+use crate::build::index::{DocumentFile, DocumentFiles, gz_path};
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
@@ -66,7 +66,7 @@ pub(super) fn stamps_after_commit(
     manifest_bytes: u64,
 ) -> Result<Written> {
     let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
-    let mut index = TreeDocs::default();
+    let mut index = DocumentFiles::default();
     index.reserve(placed.len());
     for (doc, output) in docs.all().zip(placed) {
         report.written += output.written;
@@ -85,7 +85,7 @@ pub(super) fn stamps_after_commit(
                 let shown = || format!("cannot read {}", committed.path().join(&first).display());
                 let stamp = committed.stamp(&first).with_context(shown)?;
                 let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
-                TreeFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
+                DocumentFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
             }
         };
         report.files += paths_count * (1 + usize::from(file.gz.is_some()));
