@@ -51,12 +51,13 @@ SETTLE = int(os.environ.get("SETTLE", "35"))
 EDIT_SETTLE = float(os.environ.get("EDIT_SETTLE", "3"))
 SIZES = {"200k": 200_000, "1m": 1_000_000}
 
-# Inodes and bytes a record takes, counted on the 200k tree of the synthetic data built by
-# gen-base (2026-11-26, bench/scale.py's own count): the tree (files and folders; by-name
-# paths are hard links of the by-id file) and its `cp -r` copy (no hard links). Rounded up;
-# MARGIN is for the index, the staging folder and everyone else on the disk.
-TREE_INODES, COPY_INODES = 3.4, 4.3
-TREE_BYTES, COPY_BYTES = 6_500, 9_000
+# Inodes and disk bytes a record takes, counted by describe() on the synthetic data's tree
+# (2,055 records, 2026-11-26): the tree 4.95 inodes (by-name paths are hard links of the by-id
+# file) and 21 KB of blocks (a folder or a small file takes a whole 4 KiB block: 3.3 folders
+# and 1.7 files a record); its `cp -r` copy 6.5 inodes (no hard links) and 27 KB. Rounded up;
+# the margins are for the index, the staging folder and everyone else on the disk.
+TREE_INODES, COPY_INODES = 5.1, 6.7
+TREE_BYTES, COPY_BYTES = 22_000, 28_000
 MARGIN_INODES, MARGIN_BYTES = 300_000, 5 * 2**30
 
 TARGETS = {  # (case, figure): (target as text, test of the first binary's value)
@@ -83,7 +84,7 @@ class Figures:
     """Every timed run: {(case, figure): {binary: [(value, load average before it)]}}."""
 
     def __init__(self):
-        self.runs, self.notes = {}, []
+        self.runs, self.notes, self.counts = {}, [], {}
 
     def add(self, case, figure, binary, value, load):
         self.runs.setdefault((case, figure), {}).setdefault(binary, []).append((value, load))
@@ -223,20 +224,28 @@ def changed(record, n):
 
 
 def count_tree(tree):
-    """(paths, inodes, bytes of unique inodes) of a tree: hard links counted once."""
-    seen, paths, size = set(), 0, 0
+    """{files, folders, inodes, bytes, disk, object bytes} of a tree: hard links counted once in
+    inodes, bytes (the files' sizes) and disk (allocated blocks, folders included), and once a
+    path in object bytes (a bucket has no hard links)."""
+    seen = set()
+    counts = {"files": 0, "folders": 1, "bytes": 0, "disk": tree.stat().st_blocks * 512, "object bytes": 0}
     stack = [str(tree)]
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
                 st = entry.stat(follow_symlinks=False)
-                paths += 1
-                if entry.is_dir(follow_symlinks=False):
+                folder = entry.is_dir(follow_symlinks=False)
+                counts["folders" if folder else "files"] += 1
+                if folder:
                     stack.append(entry.path)
+                else:
+                    counts["object bytes"] += st.st_size
                 if st.st_ino not in seen:
                     seen.add(st.st_ino)
-                    size += st.st_size
-    return paths, len(seen) + 1, size
+                    counts["bytes"] += 0 if folder else st.st_size
+                    counts["disk"] += st.st_blocks * 512
+    counts["inodes"] = len(seen) + 1
+    return counts
 
 
 def records_of(data):
@@ -256,13 +265,17 @@ def describe(case, data, tree, figures):
     if os.environ.get("SCALE_COUNT", "1") == "0":
         return
     records = records_of(data)
-    paths, inodes, size = count_tree(tree)
+    tree_counts = count_tree(tree)
     index = tree.parent / f".{tree.name}.gen-index"
-    index_bytes = index.stat().st_size if index.exists() else 0
+    tree_counts["index"] = index.stat().st_size if index.exists() else 0
+    figures.counts[case] = {"records": records, **tree_counts}
+    per = {k: v / records for k, v in tree_counts.items()}
     figures.notes.append(
-        f"{case}: {records:,} records; the tree {paths:,} paths, {inodes:,} inodes, {size / 1e6:,.0f} MB "
-        f"({paths / records:.2f} paths, {inodes / records:.2f} inodes, {size / records:,.0f} bytes a record); "
-        f"the build index {index_bytes / 1e6:,.0f} MB ({index_bytes / records:,.0f} bytes a record)"
+        f"{case}: {records:,} records; the tree: {tree_counts['files']:,} files (objects in a bucket), "
+        f"{tree_counts['folders']:,} folders, {tree_counts['inodes']:,} inodes, {tree_counts['bytes'] / 1e6:,.0f} MB in files, "
+        f"{tree_counts['disk'] / 1e6:,.0f} MB on disk, {tree_counts['object bytes'] / 1e6:,.0f} MB as objects; the build index {tree_counts['index'] / 1e6:,.0f} MB. A record: "
+        f"{per['files']:.2f} files, {per['folders']:.2f} folders, {per['inodes']:.2f} inodes, {per['bytes']:,.0f} bytes in files, "
+        f"{per['disk']:,.0f} on disk, {per['object bytes']:,.0f} as objects, {per['index']:,.0f} of index"
     )
 
 
@@ -500,7 +513,7 @@ def main():
     for note in figures.notes:
         print(f"- {note}")
     raw = {f"{case} / {figure}": by for (case, figure), by in figures.runs.items()}
-    (run.WORK / "results-scale.json").write_text(json.dumps({"binaries": {k: str(v) for k, v in bins}, "runs": raw, "notes": figures.notes}, indent=2))
+    (run.WORK / "results-scale.json").write_text(json.dumps({"binaries": {k: str(v) for k, v in bins}, "runs": raw, "trees": figures.counts, "notes": figures.notes}, indent=2))
     print(f"\nraw figures: {run.WORK / 'results-scale.json'}")
 
 
