@@ -314,8 +314,10 @@ def fresh_and_copy(case, gen, label, data, tree, figures):
     run.run(["sync"])
     time.sleep(SETTLE)
     figures.measure(case, "fresh build (s)", label, build(gen, data, tree))
-    figures.measure(case, "cp -r (s)", label, ["cp", "-r", str(tree), str(copy)])
-    remove(copy)
+    try:
+        figures.measure(case, "cp -r (s)", label, ["cp", "-r", str(tree), str(copy)])
+    finally:
+        remove(copy)
 
 
 def case_published(bins, work, figures):
