@@ -52,9 +52,9 @@ EDIT_SETTLE = float(os.environ.get("EDIT_SETTLE", "3"))
 SIZES = {"200k": 200_000, "1m": 1_000_000}
 
 # Inodes and disk bytes a record takes, counted by describe() on the synthetic data's tree
-# (2,055 records, 2026-11-26): the tree 4.95 inodes (by-name paths are hard links of the by-id
-# file) and 21 KB of blocks (a folder or a small file takes a whole 4 KiB block: 3.3 folders
-# and 1.7 files a record); its `cp -r` copy 6.5 inodes (no hard links) and 27 KB. Rounded up;
+# (200,055 records, 2026-11-26): the tree 4.96 inodes (by-name paths are hard links of the
+# by-id file) and 21 KB of blocks (a folder or a small file takes a whole 4 KiB block: 3.3
+# folders and 1.7 distinct files a record); its `cp -r` copy 6.6 inodes (no hard links), 27 KB. Rounded up;
 # the margins are for the index, the staging folder and everyone else on the disk.
 TREE_INODES, COPY_INODES = 5.1, 6.7
 TREE_BYTES, COPY_BYTES = 22_000, 28_000
