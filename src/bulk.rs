@@ -10,7 +10,7 @@
 //! The build's write decides which files to write (`build/write/bulk.rs`): a resource whose
 //! records all kept their bytes and whose list kept its order keeps its file and its entry.
 
-use crate::layout;
+use crate::tree::layout;
 use crate::problem::Problem;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,7 @@ const LEVEL: u32 = 1;
 /// One entry of the bulk-data index: a resource's file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The resource's path segment.
     pub resource: String,
     /// Records in the file: one line each.
     pub records: u64,
@@ -42,7 +43,9 @@ pub struct Entry {
     pub size: u64,
     /// SHA-256 (hex) of the file's bytes.
     pub sha256: String,
+    /// `application/x-ndjson`.
     pub content_type: String,
+    /// `gzip`.
     pub content_encoding: String,
     /// Absolute url of the file.
     pub download_url: String,
@@ -53,7 +56,9 @@ pub struct Entry {
 /// The bulk-data index document: `{"count": N, "results": [entry, ...]}`, in the root's order.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct IndexDocument {
+    /// The number of entries.
     pub count: usize,
+    /// One entry per resource.
     pub results: Vec<Entry>,
 }
 
@@ -74,8 +79,11 @@ pub fn read_index(bytes: &[u8]) -> Option<Vec<Entry>> {
 pub struct FileWritten {
     /// Its tree path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
     pub path: String,
+    /// Records written: one line each.
     pub records: u64,
+    /// Its size in bytes.
     pub size: u64,
+    /// SHA-256 (hex) of its bytes.
     pub sha256: String,
     /// BLAKE3 of its bytes, for the manifest.
     pub blake3: blake3::Hash,

@@ -1,6 +1,6 @@
 //! Site settings, kept in `data/gen.json`.
 
-pub use crate::manifest::DeployHeaders;
+pub use crate::tree::manifest::DeployHeaders;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -111,7 +111,7 @@ impl FilterDeclaration {
                 );
                 wrong.push((at.clone(), message));
             }
-            let folder = crate::layout::folder_name(&field.name);
+            let folder = crate::tree::layout::folder_name(&field.name);
             if folder.len() > MAX_NAME_BYTES {
                 let message = format!(
                     "the filter name {:?} makes a folder name of {} bytes (each character other than a-z, 0-9 and '-' \

@@ -46,7 +46,9 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 /// already knows of it when it has not changed.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
+    /// Its stamp, when the file could be stat'ed.
     pub stamp: Option<Stamp>,
+    /// What is known of it from the previous build, when it has not changed.
     pub known: Option<Known>,
 }
 
@@ -56,6 +58,7 @@ pub struct Seen {
 pub struct Known {
     /// The record's name (`None` for a sub-document or a nameless record).
     pub name: Option<String>,
+    /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
 }
 

@@ -10,12 +10,13 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::JSON_MEDIA_TYPE;
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The site block for `site`.
 // Long on purpose: a template, read top to bottom in the order Caddy applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "caddy",
         "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",
@@ -41,7 +42,7 @@ pub fn config(site: &Site) -> String {
 {bind}	root * "{root}"
 	header {{
 		Access-Control-Allow-Origin "{ALLOW_ORIGIN}"
-{deploy}		Content-Type "application/json; charset=utf-8"
+{deploy}		Content-Type "{JSON_MEDIA_TYPE}"
 		Cache-Control "public, max-age={max_age}"
 	}}
 	# meta and the bulk-data index are revalidated on every use (`gen publish` uploads them so
@@ -78,7 +79,7 @@ pub fn config(site: &Site) -> String {
 	# segments, no encoded slashes (as `gen serve` reads paths).
 	@refused expression `!{{http.request.uri}}.matches("^{raw_path}(?:[?].*)?$") || {{http.request.uri}}.matches("^[^?]*{dot_segment}")`
 	@not_a_document {{
-		not file {{path}}/index.json
+		not file {{path}}/{DOCUMENT_FILE}
 {not_files}	}}
 	@bad_query expression `{{http.vars.gen_list}} != "" && ({{gen_limit}} == "bad" || {{gen_offset}} == "bad")`
 "#,
@@ -90,7 +91,7 @@ pub fn config(site: &Site) -> String {
         not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT.replace('\\', "\\\\").replace("(?:/|$)", "(?:/|[?]|$)"),
-        bulk_segment = crate::layout::BULK_SEGMENT,
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -145,8 +146,8 @@ pub fn config(site: &Site) -> String {
 		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
 "#,
         allow = ALLOW,
-        bulk_key = crate::layout::BULK_KEY,
-        bulk_suffix = crate::layout::BULK_SUFFIX.replace('.', "\\."),
+        bulk_key = crate::tree::layout::BULK_KEY,
+        bulk_suffix = crate::tree::layout::BULK_SUFFIX.replace('.', "\\."),
         bulk_type = crate::bulk::CONTENT_TYPE,
         bulk_encoding = crate::bulk::CONTENT_ENCODING,
         bulk_cache = crate::bulk::CACHE_CONTROL,
@@ -176,9 +177,9 @@ pub fn config(site: &Site) -> String {
 		# Every document is a folder's index.json, answered at /x and /x/ alike (no redirect);
 		# nothing else is served.
 		error @not_a_document 404
-		try_files {{path}}/index.json
+		try_files {{path}}/{DOCUMENT_FILE}
 {encode}		file_server {{
-			index index.json
+			index {DOCUMENT_FILE}
 			disable_canonical_uris
 {compression}		}}
 	}}
@@ -329,9 +330,9 @@ fn errors(site: &Site) -> String {
         },
     ];
 
-    let mut out = String::from(
-        "\thandle_errors {\n\t\theader {\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n",
+    let mut out = format!(
+        "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
+         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
     );
     for answer in &answers {
         let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);

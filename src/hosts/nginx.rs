@@ -10,12 +10,12 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The `server { }` block for `site`.
 // Long on purpose: a template, read top to bottom in the order nginx applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "nginx",
         "Include this block inside `http { }` (e.g. /etc/nginx/conf.d/gen.conf), then `nginx -t && nginx -s reload`.",
@@ -39,6 +39,9 @@ pub fn config(site: &Site) -> String {
         .iter()
         .map(|(name, value)| format!("    add_header {name} \"{value}\" always;\n"))
         .collect();
+    // nginx names the charset apart from the type
+    let (media_type, charset) =
+        crate::tree::JSON_MEDIA_TYPE.split_once("; charset=").expect("the media type names its charset");
     let _ = write!(
         out,
         r#"server {{
@@ -47,11 +50,11 @@ pub fn config(site: &Site) -> String {
     root "{root}";
 
     # Every document is a folder's index.json, answered at /x and /x/ alike (no redirect).
-    index index.json;
+    index {DOCUMENT_FILE};
     types {{ }}
-    default_type application/json;
-    charset utf-8;
-    charset_types application/json;
+    default_type {media_type};
+    charset {charset};
+    charset_types {media_type};
     etag on;
 {gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
 {deploy}    add_header Cache-Control $gen_cache_control;
@@ -121,10 +124,12 @@ pub fn config(site: &Site) -> String {
     }}
 
     location / {{
-        try_files $uri/index.json =404;
+        try_files $uri/{DOCUMENT_FILE} =404;
     }}
 {files}{bulk}"#,
         root = site.root,
+        media_type = media_type,
+        charset = charset,
         max_age = site.max_age,
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT,
@@ -132,7 +137,7 @@ pub fn config(site: &Site) -> String {
         overflow = overflow(),
         files = file_locations(site),
         bulk = bulk_location(site),
-        bulk_segment = crate::layout::BULK_SEGMENT,
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
     );
 
     out.push_str(
@@ -199,8 +204,8 @@ fn bulk_location(site: &Site) -> String {
          add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n{deploy}        \
          add_header Cache-Control \"{CACHE_CONTROL}\" always;\n        \
          try_files $uri =404;\n    }}\n",
-        key = crate::layout::BULK_KEY,
-        suffix = crate::layout::BULK_SUFFIX.replace('.', "\\."),
+        key = crate::tree::layout::BULK_KEY,
+        suffix = crate::tree::layout::BULK_SUFFIX.replace('.', "\\."),
     )
 }
 

@@ -9,8 +9,8 @@
 //! client following links from what is published never reaches an object that is not there
 //! yet, and the remote manifest describes the old tree until every new object is in place.
 
-use crate::layout;
-use crate::manifest::MANIFEST_FILE;
+use crate::tree::layout;
+use crate::tree::manifest::MANIFEST_FILE;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// True for the documents that must never be cached: `manifest.json`, `meta` and the

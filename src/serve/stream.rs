@@ -14,9 +14,9 @@
 //! [`RATE_WINDOW`], while a body larger than a single write is sent to it ([`MinRate`]); one that
 //! reads less is cut off. A client that reads nothing is cut off sooner, by the send timeout.
 
-use super::files::{MAX_DOCUMENT_BYTES, Unservable};
-use super::tree::{Tree, Unserved};
-use crate::layout::API_PREFIX;
+use super::tree::{ServedTree, Unserved};
+use crate::tree::layout::API_PREFIX;
+use crate::tree::listing::{MAX_DOCUMENT_BYTES, Unservable};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt as _;
@@ -48,7 +48,7 @@ pub struct Streamed {
     pub bulk: bool,
 }
 
-impl Tree {
+impl ServedTree {
     /// The document at `key` when the tree lists it and it is too large for the cache: open,
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
     pub fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
@@ -70,7 +70,7 @@ impl Tree {
     /// its size, and as it is (its urls are not rebased: its bytes are gzip, and its name is
     /// their hash).
     pub fn streamed_bulk(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
-        let (path, hash) = self.file_of(key).filter(|(path, _)| crate::layout::is_bulk_file(path))?;
+        let (path, hash) = self.file_of(key).filter(|(path, _)| crate::tree::layout::is_bulk_file(path))?;
         let opened = Streamed::open(&self.dir, &path, hash, None).map(|stream| Streamed { bulk: true, ..stream });
         Some(opened.map(Arc::new).map_err(|e| self.unserved(&path, &e)))
     }
@@ -86,7 +86,7 @@ impl Streamed {
         rebase: Option<(String, String)>,
     ) -> Result<Streamed, Unservable> {
         let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
-        let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(|e| not_read(&e))?;
+        let tree = crate::tree::dir::TreeDir::open(dir).map_err(|e| not_read(&e))?;
         let file = tree.open_file(path, MAX_DOCUMENT_BYTES).map_err(|e| not_read(&e))?;
         let mut streamed = Streamed { file, hash, rebase, len: 0, etag: String::new(), bulk: false };
         let (mut sent, mut len) = (blake3::Hasher::new(), 0u64);

@@ -5,11 +5,11 @@
 
 use super::Documents;
 use super::docs::Docs;
-use super::stage::{Placed, TreeWriter};
+use super::stage::{Placed, Stager};
 use crate::build::plan::Content;
 use crate::bulk::{self, Entry};
-use crate::layout;
-use crate::manifest::TreeSettings;
+use crate::tree::layout;
+use crate::tree::manifest::BuildSettings;
 use crate::problem::Problems;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
@@ -24,11 +24,11 @@ pub(super) struct BulkFiles {
 /// Keeps or writes every resource's bulk-data file, in parallel (`None` when the tree has none:
 /// `"bulk": false`). `lists`: each list's hash, as the build index records it.
 pub(super) fn stage_bulk(
-    writer: &TreeWriter<'_>,
+    writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     placed: &[Placed],
-    settings: &TreeSettings,
+    settings: &BuildSettings,
     lists: &BTreeMap<String, String>,
 ) -> Result<Option<BulkFiles>> {
     if !settings.bulk {
@@ -86,7 +86,7 @@ pub(super) fn stage_bulk(
 /// The previous tree's bulk-data entries by resource, and whether they can be trusted to
 /// describe the files in place (the index's hash of the bulk-data index matches its bytes).
 /// Entries that cannot be trusted still give a file's date when its bytes are the same.
-fn previous_entries(writer: &TreeWriter<'_>) -> (BTreeMap<String, Entry>, bool) {
+fn previous_entries(writer: &Stager<'_>) -> (BTreeMap<String, Entry>, bool) {
     let Some(tree) = writer.tree else { return (BTreeMap::new(), false) };
     let Some(bytes) = tree.read(layout::BULK_INDEX_PATH, 64 << 20) else { return (BTreeMap::new(), false) };
     let indexed = writer.index.and_then(|index| index.docs.other(&[layout::BULK_INDEX_PATH.to_string()]));
@@ -98,8 +98,8 @@ fn previous_entries(writer: &TreeWriter<'_>) -> (BTreeMap<String, Entry>, bool) 
 /// The file of `old`, when the previous build's index lists it and no killed commit touched it:
 /// its path and its hash.
 fn kept_file<'e>(
-    writer: &TreeWriter<'_>,
-    settings: &TreeSettings,
+    writer: &Stager<'_>,
+    settings: &BuildSettings,
     old: &'e Entry,
 ) -> Option<(&'e Entry, String, blake3::Hash)> {
     let path = old.download_url.strip_prefix(&format!("{}/", settings.base_url))?;
@@ -113,7 +113,7 @@ fn kept_file<'e>(
 
 /// True when the tree holds a regular file at `path` whose bytes hash to `hash` (read a piece
 /// at a time).
-fn same_bytes(tree: &crate::build::tree_fs::TreeDir, path: &str, hash: &blake3::Hash) -> bool {
+fn same_bytes(tree: &crate::tree::dir::TreeDir, path: &str, hash: &blake3::Hash) -> bool {
     let Ok(mut file) = tree.open_file(path, u64::MAX) else { return false };
     let mut hasher = blake3::Hasher::new();
     hasher.update_reader(&mut file).is_ok() && hasher.finalize() == *hash
@@ -123,7 +123,7 @@ fn same_bytes(tree: &crate::build::tree_fs::TreeDir, path: &str, hash: &blake3::
 /// folder when it was written anew, else in the tree; rendered again when the tree's file
 /// cannot be read (a plain build trusts the tree: a link put in its place is not followed).
 fn record_bytes(
-    writer: &TreeWriter<'_>,
+    writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     placed: &[Placed],
