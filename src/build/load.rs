@@ -46,7 +46,9 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 /// already knows of it when it has not changed.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
+    /// Its stamp, when the file could be stat'ed.
     pub stamp: Option<Stamp>,
+    /// What is known of it from the previous build, when it has not changed.
     pub known: Option<Known>,
 }
 
@@ -56,6 +58,7 @@ pub struct Seen {
 pub struct Known {
     /// The record's name (`None` for a sub-document or a nameless record).
     pub name: Option<String>,
+    /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
 }
 
@@ -110,6 +113,7 @@ pub fn load_reusing(
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
     check_external(&dataset, &config_path, &mut problems);
+    problems.extend(crate::bulk::reserved_segment(dir, dataset.resources.keys().map(String::as_str)));
 
     if dataset.resources.is_empty() && problems.is_empty() {
         problems.push(Problem::new(

@@ -6,11 +6,11 @@ use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
 use crate::json::parse_json;
-use crate::layout::{self, API_PREFIX};
-use crate::manifest::TreeSettings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
+use crate::tree::layout::{self, API_PREFIX};
+use crate::tree::manifest::BuildSettings;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,8 +18,11 @@ use std::sync::Mutex;
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
+    /// The records rendered from.
     pub dataset: &'a Dataset,
+    /// Scheme and host the urls of the documents start with.
     pub base_url: &'a str,
+    /// Indent the JSON.
     pub pretty: bool,
 }
 
@@ -27,11 +30,26 @@ pub struct Renderer<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Referent<'s> {
     /// `/api/v2/<segment>/`
-    List { segment: &'s str },
+    List {
+        /// The resource.
+        segment: &'s str,
+    },
     /// `/api/v2/<segment>/<id>/`
-    Record { segment: &'s str, id: i64 },
+    Record {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+    },
     /// `/api/v2/<segment>/<id>/<name>` (with or without a trailing slash)
-    SubDoc { segment: &'s str, id: i64, name: &'s str },
+    SubDoc {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+        /// The sub-document's name.
+        name: &'s str,
+    },
 }
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
@@ -223,9 +241,11 @@ impl Renderer<'_> {
 }
 
 /// Renders every kind of document of the tree.
-pub struct TreeRenderer<'a> {
+pub struct DocumentRenderer<'a> {
+    /// The renderer of records and sub-documents.
     pub records: Renderer<'a>,
-    pub options: &'a TreeSettings,
+    /// The settings the tree is built with.
+    pub options: &'a BuildSettings,
     /// Each resource's list entries, serialised once.
     entries: BTreeMap<&'a str, Vec<Vec<u8>>>,
     meta: Vec<u8>,
@@ -237,9 +257,9 @@ pub struct TreeRenderer<'a> {
     pub extracts: Extracts,
 }
 
-impl<'a> TreeRenderer<'a> {
+impl<'a> DocumentRenderer<'a> {
     /// Prepares the renderer: list entries of every resource and the meta document.
-    pub fn new(dataset: &'a Dataset, options: &'a TreeSettings) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let entries = dataset
             .resources
@@ -276,7 +296,7 @@ impl<'a> TreeRenderer<'a> {
                 }
             }
         }
-        TreeRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
+        DocumentRenderer { records, options, entries, meta, seen, extracts: Extracts::new() }
     }
 
     /// Renders one planned document.
@@ -284,20 +304,23 @@ impl<'a> TreeRenderer<'a> {
         let dataset = self.records.dataset;
         match *content {
             Content::Root => {
-                let root: BTreeMap<&str, String> = dataset
+                let mut root: BTreeMap<&str, String> = dataset
                     .resources
                     .keys()
                     .map(|s| (s.as_str(), layout::list_url(&self.options.base_url, s)))
                     .collect();
+                if self.options.bulk {
+                    root.insert(layout::BULK_SEGMENT, layout::list_url(&self.options.base_url, layout::BULK_SEGMENT));
+                }
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
             Content::Meta => Ok(self.meta.clone()),
-            Content::Record { segment, index } => {
-                let source = dataset.record_source(segment, &dataset.resources[segment].records[index]);
+            Content::Record { segment, position } => {
+                let source = dataset.record_source(segment, &dataset.resources[segment].records[position]);
                 self.records.render_file_observed(&source, |value| self.observe(segment, None, value))
             }
-            Content::SubDoc { segment, index, subdoc } => {
-                let record = &dataset.resources[segment].records[index];
+            Content::SubDoc { segment, position, subdoc } => {
+                let record = &dataset.resources[segment].records[position];
                 let sub = &record.subdocs[subdoc];
                 let source = dataset.subdoc_source(segment, record.id, sub);
                 self.records.render_file_observed(&source, |value| self.observe(segment, Some(&sub.name), value))
@@ -321,6 +344,15 @@ impl<'a> TreeRenderer<'a> {
                 Ok(extract::filter_page(self.options, segment, entries, (declared, text, positions), page))
             }
         }
+    }
+
+    /// Renders one planned document as [`DocumentRenderer::render`] does, but a record unseen by the
+    /// schemas (they saw it already: a bulk-data file renders it again when the tree cannot give
+    /// it back).
+    pub fn render_unobserved(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+        let Content::Record { segment, position } = *content else { return self.render(content) };
+        let dataset = self.records.dataset;
+        self.records.render_file(&dataset.record_source(segment, &dataset.resources[segment].records[position]))
     }
 
     /// The names document of `segment` (or its shard `shard`, see [`search::names_shards`]), from
@@ -353,7 +385,7 @@ impl<'a> TreeRenderer<'a> {
     }
 }
 
-impl TreeRenderer<'_> {
+impl DocumentRenderer<'_> {
     fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {
         if let Some(seen) = self.seen.get(&(segment, subdoc)) {
             seen.lock().expect("no panic while observing").observe(value);

@@ -8,7 +8,7 @@ use crate::fsutil::Stamp;
 use std::io::{Read, Write};
 
 /// Bytes of one entry in the index file: a data file's (see [`DataFiles`]) or a document's (see
-/// [`TreeDocs`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
+/// [`DocumentFiles`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
 pub const ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
 pub(super) const KEY_BYTES: usize = 16;
 pub(super) const NAME_BYTES: usize = 8;

@@ -4,10 +4,10 @@
 //! cut one, and one whose entries do not add up; it never panics on what it reads.
 
 use super::codec::{Checksummed, Decoder, damaged, put_bytes};
-use super::{DataFiles, Index, TreeDocs};
+use super::{DataFiles, DocumentFiles, Index};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
-use crate::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -25,7 +25,7 @@ pub(super) const MAGIC: &[u8; 8] = b"genindex";
 pub(super) struct Head {
     pub(super) manifest: Stamp,
     pub(super) started_ns: i64,
-    pub(super) settings: TreeSettings,
+    pub(super) settings: BuildSettings,
     pub(super) lists: BTreeMap<String, String>,
     pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
 }
@@ -68,7 +68,7 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
     }
     let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
     let data = DataFiles::decode(&mut input)?;
-    let docs = TreeDocs::decode(&mut input)?;
+    let docs = DocumentFiles::decode(&mut input)?;
     if input.left != 0 {
         return Err(damaged());
     }
