@@ -10,8 +10,8 @@
 //! The build's write decides which files to write (`build/write/bulk.rs`): a resource whose
 //! records all kept their bytes and whose list kept its order keeps its file and its entry.
 
-use crate::tree::layout;
 use crate::problem::Problem;
+use crate::tree::layout;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};

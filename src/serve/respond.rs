@@ -141,7 +141,7 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
             }
             tree.doc(&key)
         }
-        Route::Doc(key) if layout::is_bulk_file(&key) => match tree.streamed_bulk(&key) {
+        Route::Doc(key) if layout::is_bulk_file(key) => match tree.streamed_bulk(key) {
             Some(Ok(stream)) => {
                 let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
                 return Reply::Stream { stream, not_modified, revalidate: false };
