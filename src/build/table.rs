@@ -13,6 +13,10 @@ use crate::fsutil::Stamp;
 use crate::json::parse_json;
 use crate::problem::Problem;
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// What the build knows of the data before reading it: each file's stamp (and, when trusted,
+/// what the index recorded of it), and the previous build's data table.
+type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
 use std::io::BufRead;
 use std::path::Path;
 
@@ -204,7 +208,7 @@ pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDo
 pub(crate) fn load_tables(
     tables: Tables,
     limit: u64,
-    (seen, previous): (&(dyn Fn(&Path) -> Seen + Sync), Option<&DataFiles>),
+    (seen, previous): Known<'_>,
     files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) -> Loaded {
@@ -284,7 +288,7 @@ pub(crate) fn load_tables(
 fn table_lines<T>(
     file: &Path,
     (segment, kind): (&str, Option<&str>),
-    (seen, previous): (&(dyn Fn(&Path) -> Seen + Sync), Option<&DataFiles>),
+    (seen, previous): Known<'_>,
     item: impl Fn(&TableLine<'_>) -> T,
     read: impl FnOnce(&KnownLines<'_>) -> Read<T>,
 ) -> (Read<T>, Stamp) {

@@ -8,7 +8,7 @@ use super::index::{self, Index};
 use super::walk::is_ignored;
 use crate::config::{CONFIG_FILE, DataSettings};
 use crate::fsutil::Stamp;
-use crate::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -25,7 +25,7 @@ pub(crate) struct Unchanged {
 pub(crate) fn unchanged(
     data: &Path,
     index: &Index,
-    settings_of: impl FnOnce(&DataSettings) -> Option<TreeSettings>,
+    settings_of: impl FnOnce(&DataSettings) -> Option<BuildSettings>,
 ) -> Option<Unchanged> {
     // Each file is checked as soon as it is stat'ed: an edit stops the walk where it is found.
     let same = |rel: &str, stamp: &Stamp| {
@@ -52,7 +52,7 @@ pub(crate) fn settings_of(
     options: &super::BuildOptions,
     index: &index::Index,
     config: &DataSettings,
-) -> Option<TreeSettings> {
+) -> Option<BuildSettings> {
     let mut settings = options.settings(config, index.settings.data_hash.clone()).ok()?;
     if options.source_date_epoch.is_none() && index.settings.same_but_date(&settings) {
         settings.deploy_date = index.settings.deploy_date.clone();

@@ -16,6 +16,7 @@ pub struct TableLine<'a> {
     pub id: i64,
     /// Its record's name (`None` for a sub-document's line).
     pub name: Option<&'a str>,
+    /// Where the line is in its table (offset, length, line number).
     pub span: crate::build::dataset::Span,
     /// BLAKE3 of the line's bytes.
     pub hash: [u8; 32],
