@@ -373,31 +373,42 @@ fn under_ci() -> bool {
 }
 
 /// Runs `gen args` with `env` set and returns how it ended and its peak resident memory in
-/// bytes, exactly as the kernel counted it (`wait4`'s `ru_maxrss`), output read from files so
-/// that no pipe fills.
+/// bytes (its `VmHWM`, read from `/proc` every millisecond until it ends), output read from files
+/// so that no pipe fills.
+///
+/// Not `wait4`'s `ru_maxrss`: Linux records there, at `exec`, the high-water mark of the memory
+/// the child replaced, which for a child spawned by this test binary is the test binary's own
+/// (every test runs in one process, some holding hundreds of MB). `VmHWM` is the mark of the
+/// memory the child's `exec` made, so it counts gen alone; it only grows, so the last reading
+/// before gen ends misses at most what it grew in its last millisecond.
 pub fn peak_memory(args: &[&str], env: &[(&str, &str)]) -> (Run, u64) {
     let dir = TempDir::new("peak-memory");
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below
-    let child = gen_bin()
+    let mut child = gen_bin()
         .args(args)
         .envs(env.iter().copied())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .expect("the gen binary runs");
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, writing into the two locals.
-    let waited = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(waited, child.id() as libc::pid_t, "wait4: {}", std::io::Error::last_os_error());
-    let output = Output {
-        status: std::os::unix::process::ExitStatusExt::from_raw(status),
-        stdout: std::fs::read(&out).unwrap(),
-        stderr: std::fs::read(&err).unwrap(),
+    let status_file = format!("/proc/{}/status", child.id());
+    let high_water = || -> Option<u64> {
+        let status = std::fs::read_to_string(&status_file).ok()?;
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim();
+        kb.parse::<u64>().ok().map(|kb| kb * 1024)
     };
-    (Run { args: args.iter().map(|s| s.to_string()).collect(), output }, usage.ru_maxrss as u64 * 1024)
+    let mut peak = 0;
+    let status = loop {
+        // read before asking whether it ended: the last reading is of the live process
+        peak = peak.max(high_water().unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("waiting for gen") {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    assert!(peak > 0, "no VmHWM was read from {status_file}: is /proc mounted?");
+    let output = Output { status, stdout: std::fs::read(&out).unwrap(), stderr: std::fs::read(&err).unwrap() };
+    (Run { args: args.iter().map(|s| s.to_string()).collect(), output }, peak)
 }
 
 /// The quick tier (`make test-quick` sets `GEN_QUICK=1`) leaves out the tests that need a
