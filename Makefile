@@ -49,7 +49,10 @@ test-quick:
 ## and adds gen publish against aws s3 sync on a local SeaweedFS (alone: python3 bench/run.py publish);
 ## ONLY=build|serve|crawl|edge|filters|compile runs one part (edge: the Cloudflare handler in workerd against its origin, bench/edge.py; compile: make build fresh and after a one-file edit, bench/compile.py). HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
 ## and warm, cp -r, gen serve, --watch; checks df -i first), ONLY=huge runs it alone;
-## HUGE_DATA=<imported data folder> reuses one, HUGE_RECORDS=<n> tries it at another size
+## HUGE_DATA=<imported data folder> reuses one, HUGE_RECORDS=<n> tries it at another size;
+## ONLY=scale measures issue 36's targets (bench/scale.py: 200k records one file each and in NDJSON,
+## the published data with API_DATA, 1M records in NDJSON with HUGE=1; GEN=<a gen> instead of
+## target/release/gen, GEN_BASE=<another gen> measured in turn, SCALE_DATA=<data made before>)
 bench:
 	API_DATA="$(API_DATA)" python3 bench/run.py
 
@@ -63,9 +66,9 @@ conformance:
 soak:
 	python3 bench/soak.py
 
-## fuzz: the fuzz loops of tests/fuzz.rs and 400 random-edit rebuilds of tests/incremental.rs, with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
+## fuzz: the fuzz loops of tests/suite/fuzz.rs and 400 random-edit rebuilds of tests/suite/incremental.rs, with a fresh seed (FUZZ_ITERATIONS, FUZZ_SEED)
 fuzz:
-	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test fuzz --test incremental -- --nocapture
+	FUZZ_ITERATIONS=$${FUZZ_ITERATIONS:-20000} $(CARGO) test --release --test suite -- --nocapture fuzz:: incremental::
 
 fmt:
 	$(CARGO) fmt --all

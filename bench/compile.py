@@ -7,7 +7,7 @@ Each commit is cloned into its own folder under target/bench/compile with its ow
 folder, so nothing is shared but cargo's download cache (the registry is fetched before the
 first timed build: the timings are compiles, not downloads). Per round and commit:
 - fresh: `make build` in the clone, target folder removed first;
-- edit: one line of a function body in src/layout.rs changed (`folder_name`'s empty case), then
+- edit: one line of a function body in src/tree/layout.rs changed (`folder_name`'s empty case), then
   `make build` again; three edits, each a different string.
 The rounds alternate the commits (A B, B A, ...) so that the machine's load falls on both alike.
 Prints each figure's runs and median, and the ratio AFTER / BEFORE of the medians.
@@ -51,13 +51,13 @@ def timed_make_build(clone_dir):
 
 
 def edit_one_library_file(clone_dir, n):
-    """Edit `n` of src/layout.rs: the file as committed, with `folder_name`'s empty case rewritten
+    """Edit `n` of src/tree/layout.rs: the file as committed, with `folder_name`'s empty case rewritten
     as other code returning the same string (a change of code, not only of a comment)."""
-    sh(["git", "checkout", "--quiet", "--", "src/layout.rs"], clone_dir)
-    path = clone_dir / "src" / "layout.rs"
+    sh(["git", "checkout", "--quiet", "--", "src/tree/layout.rs"], clone_dir)
+    path = clone_dir / "src" / "tree" / "layout.rs"
     text = path.read_text()
     old = 'return "_".to_string();'
-    assert old in text, "src/layout.rs no longer holds folder_name's empty case: update bench/compile.py"
+    assert old in text, "src/tree/layout.rs no longer holds folder_name's empty case: update bench/compile.py"
     new = f'return "_".repeat({n}).chars().take(1).collect(); // edit {n}'
     path.write_text(text.replace(old, new, 1))
 

@@ -32,6 +32,10 @@ BASELINE_GEN=<a gen from before issue 29> adds builds without any index file).
 ONLY=compile measures `make build`'s compile time, from a fresh clone and after a one-file edit,
 for f3d1d49 (before issue 35) and HEAD in alternating rounds (bench/compile.py).
 
+ONLY=scale measures issue 36's targets (bench/scale.py: 200k records one file each and in
+NDJSON, unchanged and one-record edits; the published data fresh and edited with API_DATA; 1M
+records in NDJSON with HUGE=1; GEN_BASE=<another gen> measures it in turn with GEN).
+
 HUGE=1 adds the 1M-record run (bench/huge.py: builds cold and warm, cp -r, gen serve, --watch)
 after the rest; ONLY=huge runs it alone. Its own settings (HUGE_DATA, HUGE_RECORDS, ...) are
 described in bench/huge.py.
@@ -457,6 +461,10 @@ def main():
         import compile  # make build's compile time, fresh and after a one-file edit (bench/compile.py)
 
         return compile.main()
+    if only == "scale":
+        import scale  # issue 36's targets: 200k and 1M records, files and NDJSON (bench/scale.py)
+
+        return scale.main()
     if only == "filters":
         import filters  # search and filters on the published data (bench/filters.py)
 

@@ -7,7 +7,7 @@ use genapi::build::render::Renderer;
 use genapi::paging::{self, LinkStyle, Page};
 use genapi::serve::respond::{Request, decide};
 use genapi::serve::route::route;
-use genapi::serve::tree::Tree;
+use genapi::serve::tree::ServedTree;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -110,7 +110,7 @@ fn main() {
     let out = std::env::temp_dir().join(format!("gen-bench-tree-{}", std::process::id()));
     genapi::build(&data, &out, &genapi::BuildOptions::default(), &Default::default()).expect("the default data builds");
     // documents are read on first use, into a cache large enough to keep them all
-    let tree = Tree::load(&out, std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20))).unwrap();
+    let tree = ServedTree::load(&out, std::sync::Arc::new(genapi::serve::cache::Cache::new(64 << 20))).unwrap();
     for (label, target) in [
         ("answer a record by name, gzip", "/api/v2/berry/cheri/"),
         ("answer a precomputed page", "/api/v2/berry/?limit=50&offset=50"),

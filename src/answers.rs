@@ -5,7 +5,7 @@
 //! syntax, so a body cannot drift between the two. The error schemas the OpenAPI document
 //! quotes ([`error_schemas`]) live here too, below it, and are tested against every body here.
 
-use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
+use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -222,7 +222,7 @@ pub(crate) fn error_schemas() -> [(&'static str, Value); 3] {
 /// A host config cannot JSON-escape a value, so each body is split into literal JSON text and
 /// [`Hole`]s, and a config inserts a hole only where the value needs no escaping (see
 /// [`SAFE_VALUE`], [`SAFE_PATH`]); otherwise it answers the variant without the value, which
-/// says the same without quoting the request. The host parity tests (`tests/hosts.rs`) compare
+/// says the same without quoting the request. The host parity tests (`tests/suite/hosts.rs`) compare
 /// every body with `gen serve`'s answer.
 pub mod template {
     use super::*;
@@ -244,6 +244,7 @@ pub mod template {
         Count,
         /// The requested offset and limit, normalised (digits, no leading zeros).
         Offset,
+        /// The requested limit, normalised.
         Limit,
         /// The request target's length in bytes.
         Length,
@@ -264,8 +265,11 @@ pub mod template {
     pub struct Template(pub Vec<Part>);
 
     #[derive(Debug, Clone, PartialEq, Eq)]
+    /// A piece of a [`Template`].
     pub enum Part {
+        /// Literal JSON text.
         Text(String),
+        /// A value filled in per request.
         Hole(Hole),
     }
 

@@ -7,7 +7,6 @@
 
 // The previous build: the index kept beside the tree, and the tree opened without following links.
 pub mod index;
-pub mod tree_fs;
 
 // Load: walk the data folder, check each record's own shape, into the dataset.
 pub mod data_path;
@@ -18,6 +17,9 @@ pub mod table;
 pub mod dataset;
 pub mod extract;
 pub mod parse_budget;
+
+// Decide: a build that finds every data file as the previous one left it does nothing.
+mod up_to_date;
 
 // Plan: every document and path of the tree, pure.
 pub mod plan;
@@ -30,21 +32,24 @@ pub mod openapi;
 // Write: stage what changed beside the tree, then commit it.
 pub mod write;
 
-use crate::manifest::{self, GENERATOR, Manifest, TreeSettings};
 use crate::problem::Problems;
-use crate::{config, date, fsutil, layout, paging};
+use crate::tree::layout;
+use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
+use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
-/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`TreeSettings`] a
+/// [`BuildOptions::settings`] turns them, with the data's settings, into the [`BuildSettings`] a
 /// tree is built with.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
     /// Overrides the data's `base_url`.
     pub base_url: Option<String>,
+    /// How list pages link to their neighbours; the data's `links` setting when `None`.
     pub links: Option<paging::LinkStyle>,
+    /// Indent the JSON.
     pub pretty: bool,
     /// Also write a precompressed `.gz` sibling of every document.
     pub gzip: bool,
@@ -58,11 +63,11 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     /// The settings of a tree built with these options from data with `config` and `data_hash`.
-    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<TreeSettings> {
+    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<BuildSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
         config.deploy_headers.check().map_err(|e| anyhow::anyhow!("{}: {e}", config::CONFIG_FILE))?;
-        Ok(TreeSettings {
+        Ok(BuildSettings {
             format: manifest::FORMAT,
             generator: GENERATOR.to_string(),
             base_url,
@@ -76,6 +81,7 @@ impl BuildOptions {
             deploy_date: self.source_date_epoch.unwrap_or_else(date::now_epoch).to_string(),
             hash: String::new(),
             filters: config.filters.iter().map(|(segment, declared)| (segment.clone(), declared.fields())).collect(),
+            bulk: config.bulk,
         }
         .with_hash())
     }
@@ -85,7 +91,7 @@ impl BuildOptions {
     /// purpose: it comes from the data's `gen.json`, read anew by each rebuild, so that an edit
     /// of it takes effect. The build date is not a setting of the tree: `source_date_epoch` is
     /// `None`.
-    pub fn of_tree(settings: &TreeSettings) -> BuildOptions {
+    pub fn of_tree(settings: &BuildSettings) -> BuildOptions {
         BuildOptions {
             base_url: None,
             links: Some(settings.links),
@@ -100,8 +106,11 @@ impl BuildOptions {
 /// What a build did, for its summary line.
 #[derive(Debug, Clone)]
 pub struct BuildSummary {
+    /// Resources built.
     pub resources: usize,
+    /// Records built.
     pub records: usize,
+    /// What the write did: files written, kept and removed.
     pub report: write::WriteReport,
     /// True when the output already held this build and nothing was done.
     pub up_to_date: bool,
@@ -166,6 +175,12 @@ pub fn build(
     }
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
+    if let Some(found) = previous.unchanged(data, options) {
+        crate::staging::clean_leftovers(&previous.target.dir);
+        timer.step("walk and stat the data: unchanged");
+        let (resources, records) = (found.resources, found.records);
+        return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true });
+    }
     let loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
@@ -200,11 +215,12 @@ pub fn build(
     timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
-        write::TreeWrite {
+        write::WriteJob {
             dataset,
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
+            lists: &list_hashes(dataset),
             previous: write::Previous {
                 index: previous.index.as_ref(),
                 listed: std::mem::take(&mut previous.listed),
@@ -246,7 +262,7 @@ struct PreviousBuild {
     /// there is no index.
     listed: Vec<String>,
     /// The tree in place, opened without following links inside it.
-    tree: Option<tree_fs::TreeDir>,
+    tree: Option<crate::tree::dir::TreeDir>,
 }
 
 impl PreviousBuild {
@@ -270,15 +286,23 @@ impl PreviousBuild {
         if index.is_none() {
             listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
         }
-        let tree = Some(tree_fs::TreeDir::open(&dir)?);
+        let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
         Ok(PreviousBuild { target, journal, index, listed, tree })
     }
 
+    /// What the data holds, when every file of it is as the build that left an intact tree
+    /// recorded it, and the settings are the same: the tree is up to date.
+    fn unchanged(&self, data: &Path, options: &BuildOptions) -> Option<up_to_date::Unchanged> {
+        let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
+        up_to_date::unchanged(data, index, |config| up_to_date::settings_of(options, index, config))
+    }
+
     /// Ends a build that found the tree up to date: the stamps of data files touched without
-    /// a change are recorded so that the next build need not read them again.
+    /// a change, or read because they had changed too shortly before the previous build, are
+    /// recorded (with this build's start) so that the next build need not read them again.
     fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles) {
         let Some(index) = self.index.take() else { return };
-        let data_touched = !index.data.same_stamps(&files);
+        let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
         if data_touched {
             let index = index::Index { started_ns, data: files, ..index };
             let _ = index.write(&self.target.dir);
@@ -309,7 +333,7 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
         load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, problems, files) = load::load_reusing(data, &seen);
+    let (dataset, problems, files) = load::load_reusing(data, &seen, previous.map(|index| &index.data));
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
@@ -331,7 +355,7 @@ enum Decision<'i> {
 /// Decides what this build does. The tree in place is trusted to be as the previous build's
 /// index says it left it: no file of it is looked at here (see docs/builds.md, "What a build
 /// trusts"); `gen build --verify` reads every one.
-fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &index::DataFiles) -> Decision<'i> {
+fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &index::DataFiles) -> Decision<'i> {
     let (Some(index), Some(_)) = (&previous.index, &previous.tree) else { return Decision::Full };
     let same = index.settings == *settings;
     let partial = only_changes_and_additions(index, settings, files);
@@ -345,7 +369,7 @@ fn decide<'i>(previous: &'i PreviousBuild, settings: &TreeSettings, files: &inde
 /// build needs), and their bytes. The writer asks for each document as it goes, so that no
 /// rendered body is held longer than it takes to place it.
 struct Rendering<'d> {
-    renderer: render::TreeRenderer<'d>,
+    renderer: render::DocumentRenderer<'d>,
     dataset: &'d load::Dataset,
     /// In a partial build: the data files whose hash changed, and the lists whose entries did.
     partial: Option<(HashSet<String>, HashSet<String>)>,
@@ -357,15 +381,15 @@ impl<'d> Rendering<'d> {
     /// is rendered.
     fn new(
         dataset: &'d load::Dataset,
-        settings: &'d TreeSettings,
+        settings: &'d BuildSettings,
         previous: &PreviousBuild,
         decision: Decision<'_>,
         files: &index::DataFiles,
     ) -> Rendering<'d> {
-        let full = Rendering { renderer: render::TreeRenderer::new(dataset, settings), dataset, partial: None };
+        let full = Rendering { renderer: render::DocumentRenderer::new(dataset, settings), dataset, partial: None };
         let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
         let changed: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
-        let renderer = render::TreeRenderer::new(dataset, settings);
+        let renderer = render::DocumentRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
         if !forget_previous(&renderer, index, tree, &changed) {
             return full;
@@ -396,12 +420,12 @@ impl write::Documents for Rendering<'_> {
         let resources = &self.dataset.resources;
         match output.content {
             plan::Content::Root | plan::Content::Meta => true,
-            plan::Content::Record { segment, index } => {
-                let id = resources[segment].records[index].id;
+            plan::Content::Record { segment, position } => {
+                let id = resources[segment].records[position].id;
                 changed.contains(&index::Place { segment, kind: None, id }.data_file())
             }
-            plan::Content::SubDoc { segment, index, subdoc } => {
-                let record = &resources[segment].records[index];
+            plan::Content::SubDoc { segment, position, subdoc } => {
+                let record = &resources[segment].records[position];
                 let kind = Some(record.subdocs[subdoc].name.as_str());
                 changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }
@@ -417,6 +441,10 @@ impl write::Documents for Rendering<'_> {
         self.renderer.render(&output.content)
     }
 
+    fn render_again(&self, output: &plan::Output<'_>) -> write::Rendered {
+        self.renderer.render_unobserved(&output.content)
+    }
+
     fn finish(&self) -> Vec<(String, Vec<u8>)> {
         vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
     }
@@ -430,12 +458,12 @@ fn record_index(dir: &Path, index: &index::Index) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }
-        Err(e) => eprintln!("warning: {e:#}: the next build renders every document again"),
+        Err(e) => say!("warning: {e:#}: the next build renders every document again"),
     }
 }
 
 /// The manifest of a tree built with `settings` from `dataset`, its files not yet listed.
-fn manifest_of(settings: &TreeSettings, dataset: &load::Dataset) -> Manifest {
+fn manifest_of(settings: &BuildSettings, dataset: &load::Dataset) -> Manifest {
     let resources = dataset
         .resources
         .iter()
@@ -466,7 +494,7 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// sub-documents changed or added (and list order), with the same options and `gen.json`:
 /// then only their documents need rendering. A removed or renamed record may be referred to by
 /// any other, so it needs every document checked again.
-fn only_changes_and_additions(index: &index::Index, settings: &TreeSettings, data_files: &index::DataFiles) -> bool {
+fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, data_files: &index::DataFiles) -> bool {
     let config_hash = |files: &index::DataFiles| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
     index.settings.same_options(settings)
         && config_hash(&index.data) == config_hash(data_files)
@@ -485,11 +513,11 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         Err(crate::fsutil::NotRead::Io(_)) => None,
         Err(e) => anyhow::bail!("{}", manifest::not_read_manifest(&path, &e)),
     };
-    if let Some(manifest) = bytes.as_deref().filter(|b| TreeSettings::from_manifest_bytes(b).is_some()) {
+    if let Some(manifest) = bytes.as_deref().filter(|b| BuildSettings::from_manifest_bytes(b).is_some()) {
         let files = Manifest::from_bytes(manifest).map(|m| m.files).unwrap_or_default();
         let (paths, bad): (Vec<String>, Vec<String>) = files.into_keys().partition(|p| layout::is_tree_file(p));
         for bad in bad {
-            eprintln!(
+            say!(
                 "note: {} lists {bad:?}, which is not a path of a gen tree: ignoring it (it is neither read, \
                  written nor removed)",
                 path.display()
@@ -524,9 +552,9 @@ fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
 /// sub-documents showed them, reading those versions from the tree (each checked against its
 /// hash in the index). False when one cannot be: the build then renders every document.
 fn forget_previous(
-    renderer: &render::TreeRenderer<'_>,
+    renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
-    tree: &tree_fs::TreeDir,
+    tree: &crate::tree::dir::TreeDir,
     changed: &HashSet<String>,
 ) -> bool {
     for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 /// static host can serve, and serves it locally.
 #[derive(Debug, Parser)]
 #[command(name = "gen", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Check the records in the data folder and write the whole API tree.
     ///
     /// A rebuild renders only what changed and writes only the files whose bytes change, each
@@ -109,7 +109,7 @@ Details: docs/deploy.md")]
 
 /// The examples under `gen serve --help`.
 fn serve_examples() -> String {
-    let root = genapi::layout::root_url(&format!("http://{}", genapi::config::DEFAULT_ADDR));
+    let root = genapi::tree::layout::root_url(&format!("http://{}", genapi::config::DEFAULT_ADDR));
     format!(
         "Examples:
   gen serve                               out/ at {root}
@@ -123,7 +123,7 @@ A new `gen build` into the served folder is picked up without a restart. Details
 }
 
 #[derive(Debug, clap::Args)]
-pub struct BuildArgs {
+pub(crate) struct BuildArgs {
     /// Folder holding the records: <segment>/<id>.json, plus gen.json settings.
     #[arg(long, default_value = "data", value_name = "DIR")]
     pub data: PathBuf,
@@ -156,14 +156,14 @@ pub struct BuildArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Folder holding the records.
     #[arg(long, default_value = "data", value_name = "DIR")]
     pub data: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Folder holding the tree written by `gen build`.
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
@@ -203,7 +203,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct PublishArgs {
+pub(crate) struct PublishArgs {
     /// Where to publish: s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX], az://CONTAINER[/PREFIX] or
     /// file:///PATH.
     #[arg(value_name = "TARGET")]
@@ -252,7 +252,7 @@ pub struct PublishArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ImportSource {
+pub(crate) enum ImportSource {
     /// Import the public API's published static tree (a checkout of the api-data repository).
     ///
     /// Reads SRC/api/v2/<segment>/index.json (the full list, in its order) and
@@ -269,7 +269,7 @@ Then `gen build --data data`. Details: the README's \"Self-host the public datas
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ImportApiDataArgs {
+pub(crate) struct ImportApiDataArgs {
     /// Folder holding api/v2/ in the published layout (e.g. a clone of PokeAPI/api-data, its data/ folder).
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
@@ -296,7 +296,7 @@ pub struct ImportApiDataArgs {
 
 /// The layout of a data folder written by `gen import`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DataLayout {
+pub(crate) enum DataLayout {
     /// `<segment>/<id>.json`, one file per record.
     Files,
     /// `<segment>.ndjson`, one record a line.
@@ -304,7 +304,7 @@ pub enum DataLayout {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// The host to configure.
     #[arg(value_enum)]
     pub host: HostArg,

@@ -1,22 +1,22 @@
 //! One thin module per subcommand: arguments in, a library call, a line out.
 
-pub mod build;
-pub mod check;
-pub mod config;
-pub mod import;
-pub mod publish;
-pub mod serve;
+pub(crate) mod build;
+pub(crate) mod check;
+pub(crate) mod config;
+pub(crate) mod import;
+pub(crate) mod publish;
+pub(crate) mod serve;
 
 /// Where a line goes.
 #[derive(Clone, Copy)]
-pub enum To {
+pub(crate) enum To {
     Stdout,
     Stderr,
 }
 
 /// Writes `text` (and a newline when `newline`); when the reader has gone (`gen check | head
 /// -1`), ends gen at once and quietly with `status`, as Unix tools do, instead of panicking.
-pub fn emit(to: To, status: u8, text: &str, newline: bool) {
+pub(crate) fn emit(to: To, status: u8, text: &str, newline: bool) {
     use std::io::Write as _;
     let result = match to {
         To::Stdout => {
@@ -37,6 +37,6 @@ pub fn emit(to: To, status: u8, text: &str, newline: bool) {
 }
 
 /// A line on stdout (status 0 if the reader has gone).
-pub fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     emit(To::Stdout, 0, text, true);
 }

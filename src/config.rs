@@ -1,6 +1,6 @@
 //! Site settings, kept in `data/gen.json`.
 
-pub use crate::manifest::DeployHeaders;
+pub use crate::tree::manifest::DeployHeaders;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -41,6 +41,10 @@ pub struct DataSettings {
     /// their paths (`{"creature": {"type": "types[].type.name"}}`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub filters: BTreeMap<String, FilterDeclaration>,
+    /// Whether the tree holds a bulk-data file per resource (`/api/v2/bulk-data/`,
+    /// docs/tree.md); `"bulk": false` leaves them out.
+    #[serde(skip_serializing_if = "is_true")]
+    pub bulk: bool,
 }
 
 /// The filters declared for one resource in `gen.json`.
@@ -107,7 +111,7 @@ impl FilterDeclaration {
                 );
                 wrong.push((at.clone(), message));
             }
-            let folder = crate::layout::folder_name(&field.name);
+            let folder = crate::tree::layout::folder_name(&field.name);
             if folder.len() > MAX_NAME_BYTES {
                 let message = format!(
                     "the filter name {:?} makes a folder name of {} bytes (each character other than a-z, 0-9 and '-' \
@@ -147,12 +151,18 @@ impl Default for DataSettings {
             shared_names: BTreeMap::new(),
             deploy_headers: DeployHeaders::default(),
             filters: BTreeMap::new(),
+            bulk: true,
         }
     }
 }
 
+/// True for `true`: a setting left at its default is not written out.
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
 /// The keys `gen.json` takes.
-pub(crate) const KEYS: [&str; 8] = [
+pub(crate) const KEYS: [&str; 9] = [
     "base_url",
     "page_sizes",
     "external",
@@ -161,6 +171,7 @@ pub(crate) const KEYS: [&str; 8] = [
     "shared_names",
     "deploy_headers",
     "filters",
+    "bulk",
 ];
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
@@ -396,6 +407,7 @@ mod tests {
             shared_names: BTreeMap::from([("a".into(), vec![])]),
             deploy_headers: DeployHeaders::public_api(),
             filters: BTreeMap::from([("a".into(), FilterDeclaration::Paths(vec!["x.y".into()]))]),
+            bulk: false,
             ..DataSettings::default()
         };
         let value = serde_json::to_value(&config).unwrap();

@@ -18,8 +18,8 @@
 //!
 //! where `<field>` and `<value>` are [`folder_name`]s.
 
-pub use crate::layout::folder_name;
 use crate::paging::Page;
+pub use crate::tree::layout::folder_name;
 use serde::{Deserialize, Serialize};
 
 /// A declared filter of a resource: the query parameter and the JSON path it reads.
@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(folders[1], "generation-i");
         assert_eq!(folders[7], "_2e_2e_2f_2e_2e_2fetc");
         for folder in &folders {
-            assert!(crate::layout::is_tree_path(folder) && !folder.contains('/'), "{folder}");
+            assert!(crate::tree::layout::is_tree_path(folder) && !folder.contains('/'), "{folder}");
         }
         let mut unique = folders.clone();
         unique.sort();

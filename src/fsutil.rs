@@ -8,9 +8,13 @@ use std::path::{Path, PathBuf};
 /// (`ctime`, which no user call can set), and a file replaced by rename has a new inode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
+    /// Size in bytes.
     pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
     pub mtime_ns: i64,
+    /// Change time, nanoseconds since the epoch.
     pub ctime_ns: i64,
+    /// Inode number.
     pub ino: u64,
 }
 

@@ -31,15 +31,17 @@ mod project;
 pub use edge::{CLOUDFRONT_MAX_BYTES, Edge};
 pub use project::{ProjectReport, write_project};
 
-use crate::layout;
-use crate::manifest::Manifest;
+use crate::tree::layout;
+use crate::tree::manifest::Manifest;
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 
 /// A static host `gen config` can configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
+    /// nginx: a `server { }` block.
     Nginx,
+    /// Caddy: a Caddyfile site block.
     Caddy,
     /// An edge runtime: the handler module ([`edge`]).
     Edge(Edge),
@@ -107,12 +109,12 @@ impl Site {
         // As `gen serve` reads the manifest ([`layout::key_of`]): `api/v2/<path>/index.json` is
         // the document at `/api/v2/<path>/`, any other `api/v2/<path>.json` the document at its
         // own path (its key is the path itself).
-        let plain = crate::layout::is_tree_path;
+        let plain = crate::tree::layout::is_tree_path;
         let files: Vec<String> = manifest
             .files
             .keys()
             .filter(|path| layout::key_of(path) == Some(path.as_str()))
-            .filter(|path| plain(path))
+            .filter(|path| plain(path) && !layout::is_bulk_file(path))
             .cloned()
             .collect();
         let mut singletons: Vec<String> = manifest

@@ -102,7 +102,15 @@ fn duplicate_key(bytes: &[u8], value: &Value) -> Option<Duplicate> {
             _ => 0,
         }
     }
-    // Only quotes, backslashes and colons matter, found with memchr's vectorised search.
+    if keys_written(bytes) == keys_held(value) {
+        return None;
+    }
+    first_key_twice(bytes)
+}
+
+/// The keys written in `bytes` (valid JSON): its colons outside strings. Only quotes,
+/// backslashes and colons matter, found with memchr's vectorised search.
+fn keys_written(bytes: &[u8]) -> usize {
     let mut colons = 0;
     let mut in_string = false;
     let mut escaped_at = usize::MAX;
@@ -122,15 +130,20 @@ fn duplicate_key(bytes: &[u8], value: &Value) -> Option<Duplicate> {
             colons += 1;
         }
     }
-    if colons == keys_held(value) {
-        return None;
-    }
-    // The slow walk: the keys of each open object (a key being a string followed by `:`) and
-    // the place of each open array, for the JSON path of the object the key is in.
-    enum Open {
-        Object { keys: std::collections::HashSet<String>, current: String },
-        Array { index: usize },
-    }
+    colons
+}
+
+/// An object or array the walk of [`first_key_twice`] is inside.
+enum Open {
+    /// An object: the keys seen so far, and the last (the member being read).
+    Object { keys: std::collections::HashSet<String>, current: String },
+    /// An array: the position of the item being read.
+    Array { index: usize },
+}
+
+/// The slow walk: the keys of each open object (a key being a string followed by `:`) and the
+/// place of each open array, for the JSON path of the object the key is in.
+fn first_key_twice(bytes: &[u8]) -> Option<Duplicate> {
     let mut open: Vec<Open> = Vec::new();
     let mut last_string: Option<(usize, usize)> = None;
     let mut i = 0;
@@ -159,14 +172,7 @@ fn duplicate_key(bytes: &[u8], value: &Value) -> Option<Duplicate> {
                 let key: String = serde_json::from_slice(&bytes[start..end]).unwrap_or_default();
                 let Some(Open::Object { keys, current }) = open.last_mut() else { continue };
                 if !keys.insert(key.clone()) {
-                    let mut path = String::from("$");
-                    for frame in &open[..open.len() - 1] {
-                        match frame {
-                            Open::Object { current, .. } => path.push_str(&format!(".{current}")),
-                            Open::Array { index } => path.push_str(&format!("[{index}]")),
-                        }
-                    }
-                    return Some(Duplicate { offset: start, key, object: path });
+                    return Some(Duplicate { offset: start, key, object: json_path(&open[..open.len() - 1]) });
                 }
                 *current = key;
             }
@@ -175,6 +181,19 @@ fn duplicate_key(bytes: &[u8], value: &Value) -> Option<Duplicate> {
         i += 1;
     }
     None
+}
+
+/// The JSON path (`$.a[2].b`) of the value read in `open`, the objects and arrays around it
+/// (outermost first).
+fn json_path(open: &[Open]) -> String {
+    let mut path = String::from("$");
+    for frame in open {
+        match frame {
+            Open::Object { current, .. } => path.push_str(&format!(".{current}")),
+            Open::Array { index } => path.push_str(&format!("[{index}]")),
+        }
+    }
+    path
 }
 
 /// A key found twice in one object: where the second one is, the key, and the JSON path of

@@ -8,9 +8,18 @@
 //! - [`serve`]: the preview server over a built tree; [`hosts`]: nginx and Caddy
 //!   configurations for it; [`import`]: the published data into a data folder; [`publish`]: the
 //!   tree onto object storage, uploading only what changed.
-//! - The vocabulary they share: [`config`] (the data folder's settings and names), [`layout`]
-//!   (where each document lives), [`paging`], [`search`] (`?q=`), [`manifest`] (the tree's settings and files),
-//!   [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`].
+//! - The vocabulary they share: [`config`] (the data folder's settings and names), [`tree`]
+//!   (the built tree: where each document lives, its manifest, reading it), [`paging`],
+//!   [`search`] (`?q=`), [`bulk`] (bulk-data files), [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`], [`message`] (the one sink of every
+//!   message, which the binary sets).
+
+/// Formats a message and sends it through the binary's sink ([`message::say`]): the library's
+/// only way to tell the user something.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::message::say(&format!($($arg)*))
+    };
+}
 
 // The pipeline.
 pub mod build;
@@ -23,11 +32,11 @@ pub mod publish;
 
 // The vocabulary they share.
 pub mod config;
-pub mod layout;
+pub mod tree;
 pub mod paging;
 pub mod search;
 pub mod filters;
-pub mod manifest;
+pub mod bulk;
 pub mod json;
 pub mod problem;
 pub mod answers;
@@ -35,5 +44,6 @@ pub mod staging;
 pub mod fsutil;
 pub mod date;
 pub mod progress;
+pub mod message;
 
 pub use build::{BuildOptions, BuildSummary, build, check};

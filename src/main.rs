@@ -10,6 +10,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Every message of the library (notes, warnings, gen serve's lines) goes to stderr.
+    genapi::message::set_sink(|text| eprintln!("{text}"));
     // `check` writes nothing, so the build's "nothing was written" line would mislead there.
     let writes = !matches!(cli.command, cli::Command::Check(_));
     let result = match cli.command {

@@ -13,13 +13,15 @@
 //! so following `next` and `previous` from offset 0 never leaves the aligned pages
 //! ([`precomputed_pages`]). Query links follow the public API exactly.
 
-use crate::layout::{self, DEFAULT_PAGE_SIZE};
+use crate::tree::layout::{self, DEFAULT_PAGE_SIZE};
 use std::collections::BTreeSet;
 
 /// One page of a list: entries `[offset, offset + limit)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Page {
+    /// Position of the first entry.
     pub offset: u64,
+    /// Most entries on the page.
     pub limit: u64,
 }
 
@@ -128,6 +130,7 @@ pub struct ListLinks<'a> {
     pub query_tail: &'a str,
     /// The url of the folder of the list's page files, which path links name.
     pub files_url: &'a str,
+    /// How the page links to its neighbours.
     pub style: LinkStyle,
 }
 

@@ -48,6 +48,7 @@ impl fmt::Display for Problem {
 /// The error of a run that found problems in the data: every problem, then a count.
 #[derive(Debug)]
 pub struct Problems {
+    /// Every problem, sorted.
     pub list: Vec<Problem>,
     /// True when the problems stopped the run before references between records were checked
     /// (they need every record read), so that more problems may follow once these are fixed.
@@ -85,7 +86,9 @@ impl std::error::Error for Problems {}
 /// One step of a JSON location.
 #[derive(Debug, Clone, Copy)]
 pub enum Step<'a> {
+    /// An object's member.
     Key(&'a str),
+    /// An array's item.
     Index(usize),
 }
 

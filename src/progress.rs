@@ -66,14 +66,16 @@ pub struct StepTimer {
 }
 
 impl StepTimer {
+    /// Times steps when `GEN_TIMINGS` is set; else does nothing.
     pub fn from_env() -> StepTimer {
         StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
     }
 
+    /// Prints, with `GEN_TIMINGS`, how long since the last step `what` took.
     pub fn step(&self, what: &str) {
         if let Some(last) = &self.last {
             let now = std::time::Instant::now();
-            eprintln!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
+            say!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());
             last.set(now);
         }
     }

@@ -7,7 +7,7 @@
 //!   object's content ([`remote`]); [`plan`] orders it: by links (an object before what links
 //!   to it), manifest last, then deletes.
 //! - Only objects a published manifest listed are ever deleted, and only files of the tree
-//!   ([`crate::layout::is_tree_file`]).
+//!   ([`crate::tree::layout::is_tree_file`]).
 //! - A lock object (`.gen-publish.lock`, created only if absent) keeps two publishes apart.
 //! - An unfinished publish leaves a marker (`.gen-publish.json`) that the next one reads: it
 //!   then compares every object and finishes the deletes the killed one had planned.
@@ -22,9 +22,9 @@ pub mod remote;
 pub mod target;
 
 use crate::build::index::Index;
-use crate::build::tree_fs::TreeDir;
-use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::LinkStyle;
+use crate::tree::dir::TreeDir;
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -64,6 +64,7 @@ pub struct PublishOptions {
 /// What a publish did (or, with `--dry-run`, would do).
 #[derive(Debug)]
 pub struct PublishSummary {
+    /// What was (or would be) uploaded and deleted.
     pub plan: Plan,
     /// The paths whose urls go to `--changed-urls`: what this publish uploaded and deleted, and
     /// what an unfinished one before it did.
@@ -74,6 +75,7 @@ pub struct PublishSummary {
     pub listed: bool,
     /// Why it was listed, for the output.
     pub listed_because: Option<&'static str>,
+    /// How long it took.
     pub seconds: f64,
 }
 
@@ -119,7 +121,8 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         .build()
         .context("cannot start the runtime of the uploads")?;
     let files = TreeDir::open(&options.dir)?;
-    let tree = remote::Tree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
+    let tree =
+        remote::LocalTree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
     let result = runtime.block_on(remote::publish(&tree, &target, store, options));
     if options.dry_run {
         // deepest first; only empty folders go
@@ -178,7 +181,7 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
     let mut bad: Vec<String> = files
         .par_iter()
         .filter_map(|(path, hash)| {
-            if !crate::layout::is_tree_file(path) {
+            if !crate::tree::layout::is_tree_file(path) {
                 return Some(format!(
                     "{MANIFEST_FILE} lists {path:?}, which is not a file of a gen tree (one under api/v2/)"
                 ));
@@ -192,7 +195,7 @@ pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
             }
             // bounded, no link followed, no wait on a pipe (as the build and `gen serve` read)
             let file = dir.join(path);
-            match tree.read_file(path, crate::serve::files::MAX_DOCUMENT_BYTES) {
+            match tree.read_file(path, crate::tree::listing::MAX_DOCUMENT_BYTES) {
                 Ok(bytes) if blake3::hash(&bytes).to_hex().as_str() == hash.as_str() => None,
                 Ok(_) => Some(format!("{} does not match its hash in {MANIFEST_FILE}", file.display())),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!("{} is missing", file.display())),
@@ -228,7 +231,7 @@ fn options_dir(dir: &Path) -> String {
 /// links name it, else the file's own.
 pub fn public_url(base_url: &str, path: &str) -> String {
     let base = base_url.trim_end_matches('/');
-    match path.strip_suffix("index.json") {
+    match path.strip_suffix(crate::tree::layout::DOCUMENT_FILE) {
         Some(folder) => format!("{base}/{folder}"),
         None => format!("{base}/{path}"),
     }

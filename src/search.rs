@@ -46,8 +46,11 @@ use unicode_normalization::char::is_combining_mark;
 /// One record's names, as the build extracts them (see [`entry_bytes`] for what is written).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameEntry {
+    /// The record's id.
     pub id: i64,
+    /// Its name, when it has one.
     pub name: Option<String>,
+    /// Its localized names, by language.
     pub names: BTreeMap<String, String>,
 }
 
@@ -68,7 +71,9 @@ pub const NAMES_SHARD_ENTRIES: usize = 50_000;
 /// file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListStamp {
+    /// Entries of the list.
     pub count: u64,
+    /// SHA-256 of the list's `_pages/all` file, lower-case hex.
     pub sha256: String,
 }
 
@@ -88,10 +93,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The first line of a names file (or the whole of a split one's index).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamesHead {
+    /// Number of entries it covers.
     pub count: u64,
     /// A shard's list position of its first entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
+    /// The list it belongs to.
     pub list: ListStamp,
     /// The shards of a split names document (none for one that holds its entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -101,8 +108,11 @@ pub struct NamesHead {
 /// One shard of a split names document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// List position of its first entry.
     pub offset: u64,
+    /// Entries it holds.
     pub count: u64,
+    /// Its url.
     pub url: String,
 }
 

@@ -4,12 +4,13 @@
 //!   use, checked against the manifest's hash, prepared once (bytes, gzip, ETag) and cached;
 //!   pages not precomputed are rendered from the list's entries, byte for byte as `gen build`
 //!   writes them.
-//! - [`filtered`]: lists narrowed by `?q=` and the declared filters, from the files the build
-//!   writes for them.
+//! - [`list`]: the list answers (plain, paged, narrowed by `?q=` and the declared filters), from
+//!   the query the router read and the files the build writes for them.
 //! - [`files`]: the compact listing of the manifest, and reading a listed file without
 //!   following links.
 //! - [`cache`]: the documents and lists read so far, bounded by bytes (`--cache-mb`).
-//! - [`route`]: request target → what it asks for (pure, table-tested).
+//! - [`route`]: request target → where it goes and its whole query, read once (pure, tested on
+//!   the rule vectors `tests/vectors/`).
 //! - [`respond`]: request facts + tree → status, headers, body.
 //! - [`server`]: tiny_http glue, and recovery from tiny_http's failure modes.
 //! - [`stream`]: documents too large for the cache, sent from their file a piece at a time, and
@@ -32,18 +33,19 @@
 
 pub mod budget;
 pub mod cache;
-pub mod files;
-pub mod filtered;
 pub mod html;
 mod html_escape;
 mod html_list;
 pub mod item;
+pub mod list;
 pub mod listen;
 pub mod respond;
 pub mod route;
 pub mod server;
 pub mod stream;
 pub mod tree;
+#[cfg(test)]
+mod vectors;
 pub mod view;
 pub mod watch;
 
@@ -52,13 +54,16 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tree::Tree;
+use tree::ServedTree;
 
 /// Settings of the server.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
+    /// The tree to serve.
     pub dir: PathBuf,
+    /// Address to listen on, `HOST:PORT` (port 0: any free port).
     pub addr: String,
+    /// No line per request, nor the start lines.
     pub quiet: bool,
     /// `Cache-Control: public, max-age=<max_age>` on documents.
     pub max_age: u64,
@@ -102,15 +107,15 @@ pub fn run(options: ServeOptions) -> Result<()> {
         stdout.flush()?;
     }
     if !options.quiet {
-        eprintln!(
+        say!(
             "serving {} ({} resources, {} documents) at {}",
             crate::fsutil::show_dir(&options.dir),
             tree.resources(),
             tree.documents(),
-            crate::layout::root_url(&origin)
+            crate::tree::layout::root_url(&origin)
         );
         let how = if options.keep_urls { "the tree's own (--keep-urls)" } else { "rebased onto this address" };
-        eprintln!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
+        say!("urls in the answers start with {} ({how}); browsers get an HTML view at {origin}/", tree.base_url);
     }
     let preview = Arc::new(html::Preview::new());
     preview.set_problems(problems);
@@ -126,9 +131,15 @@ pub fn run(options: ServeOptions) -> Result<()> {
         rebase: rebase.map(str::to_string),
         loaded: Mutex::new(signature),
     });
+    let (events_tx, events) = std::sync::mpsc::channel();
     if let Some(paths) = to_check {
         let shared = shared.clone();
-        std::thread::Builder::new().name("gen-check".into()).spawn(move || check_at_start(&shared, &paths))?;
+        let events_tx = events_tx.clone();
+        std::thread::Builder::new().name("gen-check".into()).spawn(move || {
+            if let Err(e) = check_at_start(&shared, &paths) {
+                let _ = events_tx.send(server::Event::Failed(e));
+            }
+        })?;
     }
     {
         let shared = shared.clone();
@@ -138,12 +149,12 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let shared_for_watch = shared.clone();
         let reload = move || {
             if let Err(e) = reload(&shared_for_watch) {
-                eprintln!("gen serve: cannot load the new build yet (retried): {e:#}");
+                say!("gen serve: cannot load the new build yet (retried): {e:#}");
             }
         };
         watch::start(data, options.dir.clone(), preview, options.quiet, reload)?;
     }
-    server::run(listener, shared)
+    server::run(listener, shared, events_tx, events)
 }
 
 /// The origin links lead to: the bound address, with a loopback address in place of an
@@ -161,10 +172,10 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
 /// Loads the tree at start (its manifest only: see [`check_at_start`]). A build swapping the
 /// tree in while it is read can make a load fail; that is retried for a few seconds before
 /// giving up.
-fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(Tree, tree::ToCheck)> {
+fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(ServedTree, tree::ToCheck)> {
     let mut attempts = 0;
     loop {
-        match Tree::load_unchecked(dir, cache.clone(), rebase) {
+        match ServedTree::load_unchecked(dir, cache.clone(), rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
@@ -175,25 +186,27 @@ fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) ->
 
 /// Checks the tree served from start whole (every file against its hash), while it is served
 /// (each document is checked as it is read anyway), so that the first answer does not wait for
-/// it. A tree that does not match its manifest ends the server (exit status 2) with the file
-/// named, unless a build swaps in a tree that does within two seconds (see [`poll`]).
-fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
+/// it. A tree that does not match its manifest is an error naming the file, which ends the
+/// server (`gen` exits with status 2), unless a build swaps in a tree that does within two
+/// seconds (see [`poll`]).
+fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) -> Result<()> {
     let first = shared.tree().digest;
-    for attempt in 0.. {
+    let mut attempt = 0;
+    loop {
         if shared.tree().digest != first {
-            return; // a new build was loaded, checked whole
+            return Ok(()); // a new build was loaded, checked whole
         }
-        let Err(e) = files::check_all(&shared.dir, paths) else {
+        let Err(e) = crate::tree::listing::check_all(&shared.dir, paths) else {
             if !shared.quiet {
                 let shown = crate::fsutil::show_dir(&shared.dir);
-                eprintln!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
+                say!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
             }
-            return;
+            return Ok(());
         };
         if attempt >= 8 {
-            eprintln!("error: {e:#}");
-            std::process::exit(2);
+            return Err(e);
         }
+        attempt += 1;
         std::thread::sleep(POLL); // meanwhile the poll loads a new manifest, if one comes
     }
 }
@@ -203,7 +216,7 @@ fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
 type Signature = Option<crate::fsutil::Stamp>;
 
 fn manifest_signature(dir: &Path) -> Signature {
-    crate::fsutil::Stamp::of_path(&dir.join(crate::manifest::MANIFEST_FILE))
+    crate::fsutil::Stamp::of_path(&dir.join(crate::tree::manifest::MANIFEST_FILE))
 }
 
 /// One load at a time (the poll, `--watch` and requests that found a file changed all load).
@@ -220,7 +233,7 @@ fn reload(shared: &server::Shared) -> Result<bool> {
 fn load_new(shared: &server::Shared) -> Result<bool> {
     let signature = manifest_signature(&shared.dir);
     let current = shared.tree();
-    let tree = Tree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
+    let tree = ServedTree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
     *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = signature;
     if tree.digest == current.digest {
         return Ok(false);
@@ -229,7 +242,7 @@ fn load_new(shared: &server::Shared) -> Result<bool> {
         tree.cache.clear(); // its documents were rebased from another base URL
     }
     if !shared.quiet {
-        eprintln!(
+        say!(
             "gen serve: loaded the new build of {} ({} resources, {} documents)",
             crate::fsutil::show_dir(&shared.dir),
             tree.resources(),
@@ -243,7 +256,7 @@ fn load_new(shared: &server::Shared) -> Result<bool> {
 /// Called when a request found a file of `seen` that does not match its manifest: true when a
 /// newer tree than `seen` is now served (another build was swapped in; the request is answered
 /// again from it), false when the manifest on disk is still the one `seen` was loaded from.
-pub(crate) fn refresh(shared: &server::Shared, seen: &Tree) -> bool {
+pub(crate) fn refresh(shared: &server::Shared, seen: &ServedTree) -> bool {
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if shared.tree().digest != seen.digest {
         return true;
@@ -256,7 +269,7 @@ pub(crate) fn refresh(shared: &server::Shared, seen: &Tree) -> bool {
     match load_new(shared) {
         Ok(swapped) => swapped,
         Err(e) => {
-            eprintln!("gen serve: cannot load the new build yet: {e:#}");
+            say!("gen serve: cannot load the new build yet: {e:#}");
             false
         }
     }
@@ -282,7 +295,7 @@ fn poll(shared: &server::Shared) {
             Err(e) => {
                 failed_at = std::time::Instant::now();
                 if reported != Some(signature) {
-                    eprintln!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
+                    say!("gen serve: still serving the previous tree; cannot load the new one yet: {e:#}");
                     reported = Some(signature);
                 }
             }

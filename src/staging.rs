@@ -76,7 +76,7 @@ fn lock(folder: &Path, out: &Path) -> Result<std::fs::File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!(
+            say!(
                 "waiting: another gen build or import is writing {} (it holds the lock on {}); \
                  this one goes on when it ends",
                 out.display(),

@@ -3,7 +3,7 @@
 //! build index, import and the NDJSON layout all read and spell paths through it.
 
 use crate::config::{CONFIG_FILE, ORDER_FILE, is_valid_name, is_valid_segment, parse_id};
-use crate::layout::API_PREFIX;
+use crate::tree::layout::API_PREFIX;
 
 /// The extension of a resource held as one file, a record a line.
 pub const TABLE_EXTENSION: &str = "ndjson";
@@ -14,20 +14,51 @@ pub enum DataPath<'a> {
     /// `gen.json`: the settings.
     Settings,
     /// `<segment>/`: a resource's folder.
-    ResourceFolder { segment: &'a str },
+    ResourceFolder {
+        /// The resource.
+        segment: &'a str,
+    },
     /// `<segment>/<id>.json`: a record.
-    Record { segment: &'a str, id: i64 },
+    Record {
+        /// The resource.
+        segment: &'a str,
+        /// The record's id.
+        id: i64,
+    },
     /// `<segment>/order.json`: a resource's list order.
-    Order { segment: &'a str },
+    Order {
+        /// The resource.
+        segment: &'a str,
+    },
     /// `<segment>/<id>/`: a record's folder of sub-documents.
-    RecordFolder { segment: &'a str, id: i64 },
+    RecordFolder {
+        /// The resource.
+        segment: &'a str,
+        /// The record's id.
+        id: i64,
+    },
     /// `<segment>/<id>/<name>.json`: a sub-document.
-    SubDoc { segment: &'a str, id: i64, name: &'a str },
+    SubDoc {
+        /// The resource.
+        segment: &'a str,
+        /// The record's id.
+        id: i64,
+        /// The sub-document's name.
+        name: &'a str,
+    },
     /// `<segment>.ndjson`: a resource held as one file, a record a line.
-    Table { segment: &'a str },
+    Table {
+        /// The resource.
+        segment: &'a str,
+    },
     /// `<segment>.<name>.ndjson`: the sub-documents `name` of a table's records, one
     /// `{"id": …, "document": …}` a line.
-    SubDocTable { segment: &'a str, name: &'a str },
+    SubDocTable {
+        /// The resource.
+        segment: &'a str,
+        /// The sub-documents' name.
+        name: &'a str,
+    },
 }
 
 /// Why a path is not one of the data folder's.

@@ -25,6 +25,7 @@ pub struct Dataset {
 /// One resource: its records in list order.
 #[derive(Debug)]
 pub struct Resource {
+    /// Path segment, e.g. `berry`.
     pub segment: String,
     /// Records in list order (by id, or as `order.json` states).
     pub records: Vec<Record>,
@@ -40,7 +41,9 @@ pub struct Resource {
 /// of paths.
 #[derive(Debug)]
 pub struct Record {
+    /// Its id.
     pub id: i64,
+    /// Its name, when it has one.
     pub name: Option<String>,
     /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
     pub subdocs: Vec<SubDoc>,
@@ -52,14 +55,18 @@ pub struct Record {
 /// number (from 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
+    /// Byte offset of the line in its table.
     pub offset: u64,
+    /// Length of the line in bytes, without the newline.
     pub len: u32,
+    /// Line number, from 1.
     pub line: u32,
 }
 
 /// A document under a record, such as `creature/132/encounters`: any JSON value.
 #[derive(Debug)]
 pub struct SubDoc {
+    /// Its name, e.g. `encounters`.
     pub name: String,
     /// Its line, when it is held in a table (`data/<segment>.<name>.ndjson`).
     pub line: Option<Span>,
@@ -69,8 +76,19 @@ pub struct SubDoc {
 /// sub-document, the line's `document`).
 #[derive(Debug, Clone)]
 pub enum Source {
+    /// Its own JSON file.
     File(PathBuf),
-    Line { table: PathBuf, file: Option<Arc<std::fs::File>>, span: Span, document: bool },
+    /// A line of a table.
+    Line {
+        /// The table file.
+        table: PathBuf,
+        /// The table opened once for all its lines' reads; `None`: opened for this read.
+        file: Option<Arc<std::fs::File>>,
+        /// Where the line is.
+        span: Span,
+        /// True when the JSON is the line's `document` (a sub-document table).
+        document: bool,
+    },
 }
 
 impl Source {

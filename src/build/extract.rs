@@ -7,11 +7,11 @@
 use crate::build::load::Dataset;
 use crate::config::CONFIG_FILE;
 use crate::filters::{FieldPath, FilterField};
-use crate::layout;
-use crate::manifest::TreeSettings;
 use crate::paging::{self, ListLinks, Page};
 use crate::problem::Problem;
 use crate::search::{self, NameEntry};
+use crate::tree::layout;
+use crate::tree::manifest::BuildSettings;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ pub type Extracts = BTreeMap<String, Extracted>;
 /// problem of `gen.json`.
 pub fn extract(
     dataset: &Dataset,
-    settings: &TreeSettings,
+    settings: &BuildSettings,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Extracts, Vec<Problem>> {
     let config_path = dataset.dir.join(CONFIG_FILE);
@@ -215,7 +215,7 @@ fn shown(value: &str) -> String {
 /// "url", "list"}]}`, a result per value, ascending; `url` asks the list for the value's records
 /// (`?name=value`), `list` is the folder of their list's files (for a client of a bare store).
 pub fn values_document(
-    settings: &TreeSettings,
+    settings: &BuildSettings,
     segment: &str,
     field: &FilterField,
     values: &[(String, Vec<u32>)],
@@ -253,7 +253,7 @@ pub fn values_document(
 /// the entries of the page): query links keep the condition, path links name the value's own
 /// page files.
 pub fn filter_page(
-    settings: &TreeSettings,
+    settings: &BuildSettings,
     segment: &str,
     count: u64,
     shown: &[Vec<u8>],

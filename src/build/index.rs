@@ -34,18 +34,18 @@ mod tree_docs;
 mod trust;
 
 pub use codec::ENTRY_BYTES;
-pub use data_files::DataFiles;
+pub use data_files::{DataFiles, TableLine};
 pub use format::FORMAT;
-pub use tree_docs::{OtherDoc, TreeDocs};
+pub use tree_docs::{DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;
 
 use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
 use crate::fsutil::{self, NotRead};
 use crate::fsutil::{Stamp, beside};
-use crate::layout;
-use crate::layout::is_tree_path;
-use crate::manifest::{MANIFEST_FILE, TreeSettings};
+use crate::tree::layout;
+use crate::tree::layout::is_tree_path;
+use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
 use anyhow::{Context, Result};
 use codec::Checksummed;
 use format::decode;
@@ -64,18 +64,24 @@ pub struct Hash(pub blake3::Hash);
 /// One file of the data folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFile {
+    /// Its stamp when it was read.
     pub stamp: Stamp,
+    /// BLAKE3 of its bytes.
     pub hash: Hash,
     /// A record's name.
     pub name: Option<String>,
+    /// The line of a table that holds the record or sub-document, when it is held in one (its
+    /// stamp is then the table's: the index keeps the line's place instead).
+    pub line: Option<crate::build::dataset::Span>,
 }
 
 /// One document of the tree: the file at each of its paths (they are hard links of one file,
 /// so they share one stamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TreeFile {
+pub struct DocumentFile {
     /// BLAKE3 of its bytes, as in the manifest.
     pub hash: Hash,
+    /// The stamp of the file (shared by its hard links).
     pub stamp: Stamp,
     /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
     pub gz: Option<Stamp>,
@@ -85,8 +91,11 @@ pub struct TreeFile {
 /// resource `segment`, by the record's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place<'a> {
+    /// The resource.
     pub segment: &'a str,
+    /// The sub-document's name, or `None` for the record itself.
     pub kind: Option<&'a str>,
+    /// The record's id.
     pub id: i64,
 }
 
@@ -127,7 +136,8 @@ pub struct Index {
     pub manifest: Stamp,
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
-    pub settings: TreeSettings,
+    /// The settings the tree was built with.
+    pub settings: BuildSettings,
     /// Hash of each resource's list entries (ids and names, in list order).
     pub lists: BTreeMap<String, String>,
     /// What rendering saw, for the schemas: (segment, sub-document kind, inference).
@@ -135,7 +145,7 @@ pub struct Index {
     /// Every data file.
     pub data: DataFiles,
     /// Every document of the tree (the manifest excepted).
-    pub docs: TreeDocs,
+    pub docs: DocumentFiles,
 }
 
 impl Index {
@@ -151,7 +161,7 @@ impl Index {
     pub fn read(out: &Path) -> Option<Index> {
         let path = Index::path(out);
         let ignored = |why: String| {
-            eprintln!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+            say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
         };
         let file = match fsutil::open_regular_file(&path, MAX_INDEX_BYTES, false) {
             Ok(file) => file,
@@ -162,7 +172,7 @@ impl Index {
             }
         };
         let size = file.metadata().map_or(0, |m| m.len());
-        let index = match decode(std::io::BufReader::with_capacity(1 << 20, file.take(MAX_INDEX_BYTES)), size) {
+        let index = match decode(file.take(MAX_INDEX_BYTES), size) {
             Ok(index) => index,
             Err(why) => {
                 ignored(format!("{} {why}", path.display()));
@@ -185,11 +195,11 @@ impl Index {
         let temporary = beside(out, "gen-index.tmp");
         let written = (|| -> std::io::Result<()> {
             let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
-            let mut out = Checksummed::new(std::io::BufWriter::with_capacity(1 << 20, file));
+            // Buffered before the checksum, so that it is taken of large blocks.
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
             self.encode(&mut out)?;
-            let (mut file, sum) = out.finish();
-            file.write_all(sum.as_bytes())?;
-            file.flush()
+            let (mut file, sum) = out.into_inner().map_err(|e| e.into_error())?.finish();
+            file.write_all(sum.as_bytes())
         })();
         written
             .and_then(|()| std::fs::rename(&temporary, &path))
@@ -226,14 +236,15 @@ mod tests {
             stamp: stamp(n),
             hash: Hash(blake3::hash(&n.to_le_bytes())),
             name: name.map(str::to_string),
+            line: None,
         };
         data.insert("berry/2.json", file(2, Some("oran")));
         data.insert("berry/1.json", file(1, Some("cheri")));
         data.insert("berry/1/flavor.json", file(3, None));
         data.insert("gen.json", file(4, None));
         data.finish();
-        let mut docs = TreeDocs::default();
-        let tree = |n: u64| TreeFile { hash: Hash(blake3::hash(&n.to_le_bytes())), stamp: stamp(n), gz: None };
+        let mut docs = DocumentFiles::default();
+        let tree = |n: u64| DocumentFile { hash: Hash(blake3::hash(&n.to_le_bytes())), stamp: stamp(n), gz: None };
         docs.push_keyed(&Place { segment: "berry", kind: None, id: 2 }, Some("oran"), tree(5));
         docs.push_keyed(&Place { segment: "berry", kind: Some("flavor"), id: 1 }, Some("cheri"), tree(6));
         docs.push_other(vec![layout::ROOT_PATH.to_string()], tree(7));

@@ -38,7 +38,7 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
-    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default());
+    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default(), None);
     (dataset, problems)
 }
 
@@ -46,7 +46,9 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 /// already knows of it when it has not changed.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
+    /// Its stamp, when the file could be stat'ed.
     pub stamp: Option<Stamp>,
+    /// What is known of it from the previous build, when it has not changed.
     pub known: Option<Known>,
 }
 
@@ -56,12 +58,19 @@ pub struct Seen {
 pub struct Known {
     /// The record's name (`None` for a sub-document or a nameless record).
     pub name: Option<String>,
+    /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
 }
 
 /// Like [`load`], asking `seen` about each file first (it is called before the file is read): a
-/// file it knows is not read. Also returns every file with its stamp, hash and name.
-pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Dataset, Vec<Problem>, DataFiles) {
+/// file it knows is not read; a table it knows is not read either, its lines are those
+/// `previous` (the data files of the build `seen` knows from) recorded. Also returns every file
+/// with its stamp, hash and name.
+pub fn load_reusing(
+    dir: &Path,
+    seen: &(dyn Fn(&Path) -> Seen + Sync),
+    previous: Option<&DataFiles>,
+) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
     let mut dataset = Dataset {
         dir: dir.to_path_buf(),
@@ -96,8 +105,7 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
         })
         .collect();
     let mut parsed = sort_out(dir, loaded, &mut files, &mut problems);
-    let stamp = |file: &Path| seen(file).stamp;
-    let (table_records, table_subdocs) = load_tables(tables, limit, &stamp, &mut files, &mut problems);
+    let (table_records, table_subdocs) = load_tables(tables, limit, (seen, previous), &mut files, &mut problems);
     dataset.tables = super::table::open(&dataset.dir, &table_records, &table_subdocs);
     parsed.records.extend(table_records);
     parsed.subdocs.extend(table_subdocs);
@@ -105,6 +113,7 @@ pub fn load_reusing(dir: &Path, seen: &(dyn Fn(&Path) -> Seen + Sync)) -> (Datas
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
     check_external(&dataset, &config_path, &mut problems);
+    problems.extend(crate::bulk::reserved_segment(dir, dataset.resources.keys().map(String::as_str)));
 
     if dataset.resources.is_empty() && problems.is_empty() {
         problems.push(Problem::new(
@@ -145,7 +154,7 @@ fn read_config(
         let stamp = seen(config_path).stamp.unwrap_or(UNKNOWN);
         match read_settings(config_path) {
             Ok((config, hash)) => {
-                files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None });
+                files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None, line: None });
                 dataset.config = config;
             }
             Err(found) => problems.extend(found),
@@ -263,7 +272,7 @@ fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Prob
 }
 
 fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&String>) -> DataFile {
-    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned() }
+    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned(), line: None }
 }
 
 /// What is `known` of an entry, as loading it would give (order files are always read).
@@ -287,7 +296,7 @@ fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
 
 /// Reads `gen.json`: a JSON object of settings (an empty file or another kind of value is
 /// reported as such, not as a bad record).
-fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
+pub(crate) fn read_settings(path: &Path) -> Result<(DataSettings, blake3::Hash), Vec<Problem>> {
     let bytes = read_data_file(path).map_err(|p| vec![p])?;
     let hash = blake3::hash(&bytes);
     let example = "e.g. {\"base_url\": \"https://api.example.org\"}, or {} for the defaults";

@@ -6,21 +6,27 @@
 //! derived from segments (`berry-firmness` → `BerryFirmness`, `getBerryFirmness`); names that
 //! would collide with the shared components or with each other get a suffix, deterministically.
 //!
-//! About 430 lines of code: most of them are the document's own JSON literals (the shared
-//! schemas, parameters and responses), which read best beside the paths that use them.
+//! The fixed JSON literals (shared schemas, parameters, error responses, the shape of an
+//! operation) are in [`templates`]; this file assembles them with each resource's paths.
+
+mod templates;
 
 use crate::build::schema;
-use crate::layout::{self, ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, META_KEY, OPENAPI_PATH, PAGES_DIR};
+use crate::tree::layout::{self, API_PREFIX, META_KEY, OPENAPI_PATH};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
+use templates::operation;
 
 /// What the document describes.
 #[derive(Debug, Clone)]
 pub struct ApiDescription<'a> {
     /// Scheme, host and optional path prefix the tree is served from, e.g. `http://127.0.0.1:8080`.
     pub base_url: &'a str,
+    /// The document's `info.title`.
     pub title: &'a str,
+    /// The document's `info.version`.
     pub version: &'a str,
+    /// The resources of the tree.
     pub resources: Vec<ResourceDescription<'a>>,
 }
 
@@ -59,30 +65,9 @@ const SHARED_SCHEMAS: [&str; 13] = [
     "Root",
 ];
 
-/// The error responses, referring to [`crate::answers::error_schemas`].
-fn error_responses() -> Value {
-    json!({
-        "NotFound": {
-            "description": "No such document.",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
-        },
-        "BadParameter": {
-            "description": "`limit` or `offset` is not a whole number in digits (0 to 18446744073709551615).",
-            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/BadParameter" } } }
-        },
-        "BadParameterOrFilter": {
-            "description": "`limit` or `offset` is not a whole number in digits, or a parameter is none of the resource's declared filters.",
-            "content": { "application/json": { "schema": { "oneOf": [
-                { "$ref": "#/components/schemas/BadParameter" },
-                { "$ref": "#/components/schemas/NotAFilter" }
-            ] } } }
-        }
-    })
-}
-
 /// The OpenAPI document of the tree `renderer` has rendered, from everything it has seen: call
 /// it once every record has been rendered.
-pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
+pub fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
     let dataset = renderer.records.dataset;
     let resources = dataset
         .resources
@@ -106,48 +91,20 @@ pub fn document(renderer: &super::render::TreeRenderer<'_>) -> Vec<u8> {
         version: env!("CARGO_PKG_VERSION"),
         resources,
     };
-    renderer.records.serialize(&openapi(&description))
+    let mut document = openapi(&description);
+    if renderer.options.bulk {
+        crate::bulk::describe_in_openapi(&mut document);
+    }
+    renderer.records.serialize(&document)
 }
 
 /// The OpenAPI 3.1 document of the tree described by `description`.
-// Long on purpose: a table literal, the document's schemas and paths in document order.
 pub fn openapi(description: &ApiDescription) -> Value {
     let mut resources: Vec<&ResourceDescription> = description.resources.iter().collect();
     resources.sort_by_key(|r| r.segment);
 
     let mut names = Names::default();
-    let mut schemas = Map::new();
-    schemas.insert("Reference".into(), schema::reference_schema());
-    for (name, schema) in crate::answers::error_schemas() {
-        schemas.insert(name.into(), schema);
-    }
-    let entry = |named: bool| {
-        json!({
-            "type": "object",
-            "description": "A list entry: the record's url, and its name.",
-            "required": if named { json!(["name", "url"]) } else { json!(["url"]) },
-            "properties": { "name": { "type": "string" }, "url": { "type": "string", "format": "uri" } }
-        })
-    };
-    schemas.insert("NamedListEntry".into(), entry(true));
-    schemas.insert("ListEntry".into(), entry(false));
-    for (page, entry) in [("NamedPage", "NamedListEntry"), ("Page", "ListEntry")] {
-        schemas.insert(page.into(), page_schema(entry));
-    }
-    schemas.insert("NamesDocument".into(), names_schema());
-    schemas.insert("FilterValues".into(), filter_values_schema());
-    schemas.insert("Root".into(), root_schema(&resources));
-    schemas.insert("Meta".into(), meta_schema());
-    schemas.insert(
-        "OpenApiDocument".into(),
-        json!({
-            "type": "object",
-            "description": "This document.",
-            "required": ["openapi", "info", "paths"],
-            "properties": { "openapi": { "type": "string" } }
-        }),
-    );
-
+    let mut schemas = shared_schemas(&resources);
     let mut paths = Map::new();
     paths.insert(API_PREFIX.into(), operation("getRoot", None, "Every resource's list url.", "Root", &[]));
     paths.insert(layout::url_path(META_KEY), operation("getMeta", None, "What the tree holds.", "Meta", &[]));
@@ -156,111 +113,7 @@ pub fn openapi(description: &ApiDescription) -> Value {
         operation("getOpenApiDocument", None, "This OpenAPI document.", "OpenApiDocument", &[]),
     );
     for resource in &resources {
-        let segment = resource.segment;
-        let name = names.take(&pascal_case(segment), "Record");
-        let mut record_schema = resource.record_schema.clone();
-        describe(
-            &mut record_schema,
-            format!("A record of {API_PREFIX}{segment}/, inferred from its {} records.", resource.count),
-        );
-        schemas.insert(name.clone(), record_schema);
-        let id = if resource.named { "IdOrName" } else { "Id" };
-        let page = if resource.named { "NamedPage" } else { "Page" };
-        paths.insert(
-            format!("{API_PREFIX}{segment}/"),
-            operation(
-                &format!("list{name}"),
-                Some(segment),
-                &format!("A page of the {segment} list ({} entries).", resource.count),
-                page,
-                &["Limit", "Offset", "Search"],
-            ),
-        );
-        if !resource.filters.is_empty() {
-            let list = &mut paths[&format!("{API_PREFIX}{segment}/")]["get"];
-            list["parameters"].as_array_mut().expect("the list's parameters").extend(filter_parameters(resource));
-            list["responses"]["400"] = json!({ "$ref": "#/components/responses/BadParameterOrFilter" });
-            list["description"] = json!(format!(
-                "Declared filters: {}. A filter's parameter repeated, or several filters given, narrow the list to \
-                 the records matching every one; any other parameter but limit, offset, q and format is a 400.",
-                resource.filters.iter().map(|f| format!("`{}` ({})", f.name, f.path)).collect::<Vec<_>>().join(", ")
-            ));
-        }
-        for (i, field) in resource.filters.iter().enumerate() {
-            let folder = format!("{API_PREFIX}{segment}/_filters/{}/", crate::filters::folder_name(&field.name));
-            let values_summary = format!("The values of the filter `{}` of {segment} and their counts.", field.name);
-            paths.insert(
-                folder.clone(),
-                operation(&format!("filter{name}{i}Values"), Some(segment), &values_summary, "FilterValues", &[]),
-            );
-            let mut list = operation(
-                &format!("filter{name}{i}List"),
-                Some(segment),
-                &format!(
-                    "A page of the {segment} records whose `{}` takes a value: the list `?{}=VALUE` answers.",
-                    field.path, field.name
-                ),
-                page,
-                &[],
-            );
-            list["get"]["parameters"] = json!([{
-                "name": "value",
-                "in": "path",
-                "required": true,
-                "description": "The value's folder name: its bytes a-z, 0-9 and '-' as they are, any other as '_' and two hex digits (docs/tree.md).",
-                "schema": { "type": "string", "pattern": "^[a-z0-9_-]+$" }
-            }]);
-            // a value no record takes has no list
-            list["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
-            paths.insert(format!("{folder}{{value}}/"), list);
-        }
-        paths.insert(
-            format!("{API_PREFIX}{segment}/_names/"),
-            operation(
-                &format!("names{name}"),
-                Some(segment),
-                &format!("Every {segment} record's id, name and localized names, in list order: what `q` searches."),
-                "NamesDocument",
-                &[],
-            ),
-        );
-        if crate::search::names_shards(resource.count as usize) > 0 {
-            let mut shard = operation(
-                &format!("names{name}Shard"),
-                Some(segment),
-                &format!("A shard of the {segment} names: the entries from its list position `offset`."),
-                "NamesDocument",
-                &[],
-            );
-            shard["get"]["parameters"] = json!([{
-                "name": "shard", "in": "path", "required": true,
-                "schema": { "type": "integer", "minimum": 0 }
-            }]);
-            shard["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
-            paths.insert(format!("{API_PREFIX}{segment}/_names/{{shard}}/"), shard);
-        }
-        paths.insert(
-            format!("{API_PREFIX}{segment}/{{id}}/"),
-            operation(&format!("get{name}"), Some(segment), &format!("A {segment} record."), &name, &[id]),
-        );
-        let mut subdocs: Vec<&(&str, Value)> = resource.subdocs.iter().collect();
-        subdocs.sort_by_key(|(sub, _)| *sub);
-        for (sub, sub_schema) in subdocs {
-            let sub_name = names.take(&format!("{name}{}", pascal_case(sub)), "Document");
-            let mut sub_schema = sub_schema.clone();
-            describe(&mut sub_schema, format!("The {sub} sub-document of a {segment} record."));
-            schemas.insert(sub_name.clone(), sub_schema);
-            paths.insert(
-                format!("{API_PREFIX}{segment}/{{id}}/{sub}/"),
-                operation(
-                    &format!("get{sub_name}"),
-                    Some(segment),
-                    &format!("The {sub} of a {segment} record (records without one answer 404)."),
-                    &sub_name,
-                    &[id],
-                ),
-            );
-        }
+        add_resource(resource, &mut names, &mut schemas, &mut paths);
     }
 
     json!({
@@ -268,33 +121,159 @@ pub fn openapi(description: &ApiDescription) -> Value {
         "info": {
             "title": description.title,
             "version": description.version,
-            "description": info_description(),
+            "description": templates::info_description(),
         },
         "servers": [{ "url": description.base_url }],
         "tags": resources.iter().map(|r| json!({ "name": r.segment })).collect::<Vec<_>>(),
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "parameters": parameters(),
-            "responses": error_responses(),
+            "parameters": templates::parameters(),
+            "responses": templates::error_responses(),
         }
     })
 }
 
-fn info_description() -> String {
-    format!(
-        "A read-only JSON API, prebuilt as static files by gen. Every path is also served without its \
-     trailing slash (`{API_PREFIX}berry` answers as `{API_PREFIX}berry/`). Lists are paged with `limit` (absent, \
-     empty or 0 means {DEFAULT_PAGE_SIZE}) and `offset` (absent or empty means 0); `next` and `previous` link to the \
-     neighbouring pages and are null at either end, and the last page's limit shrinks to what is left. \
-     Pages whose offset is a multiple of their limit are also files at \
-     `{API_PREFIX}<segment>/{PAGES_DIR}/<limit>/<offset>/` (and `{PAGES_DIR}/{ALL_PAGE}/`), which `next` and `previous` point \
-     to in trees built with `--links path`; there `next` keeps the limit. \
-     Records are served by id and, where they have one, by name. References between documents are \
-     `{{\"name\", \"url\"}}` (or `{{\"url\"}}`) with an absolute url. Record schemas are inferred from \
-     every record at build time: exact for the data, so every record validates against its schema; \
-     objects stay open to new fields."
-    )
+/// The schemas every document holds, whatever its resources: [`SHARED_SCHEMAS`].
+fn shared_schemas(resources: &[&ResourceDescription]) -> Map<String, Value> {
+    let mut schemas = Map::new();
+    schemas.insert("Reference".into(), schema::reference_schema());
+    for (name, schema) in crate::answers::error_schemas() {
+        schemas.insert(name.into(), schema);
+    }
+    schemas.insert("NamedListEntry".into(), templates::entry_schema(true));
+    schemas.insert("ListEntry".into(), templates::entry_schema(false));
+    for (page, entry) in [("NamedPage", "NamedListEntry"), ("Page", "ListEntry")] {
+        schemas.insert(page.into(), templates::page_schema(entry));
+    }
+    schemas.insert("NamesDocument".into(), templates::names_schema());
+    schemas.insert("FilterValues".into(), templates::filter_values_schema());
+    schemas.insert("Root".into(), templates::root_schema(resources));
+    schemas.insert("Meta".into(), templates::meta_schema());
+    schemas.insert("OpenApiDocument".into(), templates::openapi_document_schema());
+    schemas
+}
+
+/// `resource`'s record schema and its paths: the list, its filters, its names, the record and
+/// its sub-documents.
+fn add_resource(
+    resource: &ResourceDescription,
+    names: &mut Names,
+    schemas: &mut Map<String, Value>,
+    paths: &mut Map<String, Value>,
+) {
+    let segment = resource.segment;
+    let name = names.take(&pascal_case(segment), "Record");
+    let mut record_schema = resource.record_schema.clone();
+    describe(
+        &mut record_schema,
+        format!("A record of {API_PREFIX}{segment}/, inferred from its {} records.", resource.count),
+    );
+    schemas.insert(name.clone(), record_schema);
+    let id = if resource.named { "IdOrName" } else { "Id" };
+    let page = if resource.named { "NamedPage" } else { "Page" };
+    paths.insert(
+        format!("{API_PREFIX}{segment}/"),
+        operation(
+            &format!("list{name}"),
+            Some(segment),
+            &format!("A page of the {segment} list ({} entries).", resource.count),
+            page,
+            &["Limit", "Offset", "Search"],
+        ),
+    );
+    add_filters(resource, &name, page, paths);
+    add_names(resource, &name, paths);
+    paths.insert(
+        format!("{API_PREFIX}{segment}/{{id}}/"),
+        operation(&format!("get{name}"), Some(segment), &format!("A {segment} record."), &name, &[id]),
+    );
+    let mut subdocs: Vec<&(&str, Value)> = resource.subdocs.iter().collect();
+    subdocs.sort_by_key(|(sub, _)| *sub);
+    for (sub, sub_schema) in subdocs {
+        let sub_name = names.take(&format!("{name}{}", pascal_case(sub)), "Document");
+        let mut sub_schema = sub_schema.clone();
+        describe(&mut sub_schema, format!("The {sub} sub-document of a {segment} record."));
+        schemas.insert(sub_name.clone(), sub_schema);
+        paths.insert(
+            format!("{API_PREFIX}{segment}/{{id}}/{sub}/"),
+            operation(
+                &format!("get{sub_name}"),
+                Some(segment),
+                &format!("The {sub} of a {segment} record (records without one answer 404)."),
+                &sub_name,
+                &[id],
+            ),
+        );
+    }
+}
+
+/// `resource`'s declared filters: their parameters on its list, each filter's values document
+/// and the list of each value. `name` is the record's component name, `page` its page schema's.
+fn add_filters(resource: &ResourceDescription, name: &str, page: &str, paths: &mut Map<String, Value>) {
+    let segment = resource.segment;
+    if !resource.filters.is_empty() {
+        let list = &mut paths[&format!("{API_PREFIX}{segment}/")]["get"];
+        list["parameters"]
+            .as_array_mut()
+            .expect("the list's parameters")
+            .extend(templates::filter_parameters(resource));
+        list["responses"]["400"] = json!({ "$ref": "#/components/responses/BadParameterOrFilter" });
+        list["description"] = json!(format!(
+            "Declared filters: {}. A filter's parameter repeated, or several filters given, narrow the list to \
+             the records matching every one; any other parameter but limit, offset, q and format is a 400.",
+            resource.filters.iter().map(|f| format!("`{}` ({})", f.name, f.path)).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for (i, field) in resource.filters.iter().enumerate() {
+        let folder = format!("{API_PREFIX}{segment}/_filters/{}/", crate::filters::folder_name(&field.name));
+        let values_summary = format!("The values of the filter `{}` of {segment} and their counts.", field.name);
+        paths.insert(
+            folder.clone(),
+            operation(&format!("filter{name}{i}Values"), Some(segment), &values_summary, "FilterValues", &[]),
+        );
+        let mut list = operation(
+            &format!("filter{name}{i}List"),
+            Some(segment),
+            &format!(
+                "A page of the {segment} records whose `{}` takes a value: the list `?{}=VALUE` answers.",
+                field.path, field.name
+            ),
+            page,
+            &[],
+        );
+        list["get"]["parameters"] = templates::filter_value_parameter();
+        // a value no record takes has no list
+        list["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
+        paths.insert(format!("{folder}{{value}}/"), list);
+    }
+}
+
+/// `resource`'s names document, and its shards when it has them.
+fn add_names(resource: &ResourceDescription, name: &str, paths: &mut Map<String, Value>) {
+    let segment = resource.segment;
+    paths.insert(
+        format!("{API_PREFIX}{segment}/_names/"),
+        operation(
+            &format!("names{name}"),
+            Some(segment),
+            &format!("Every {segment} record's id, name and localized names, in list order: what `q` searches."),
+            "NamesDocument",
+            &[],
+        ),
+    );
+    if crate::search::names_shards(resource.count as usize) > 0 {
+        let mut shard = operation(
+            &format!("names{name}Shard"),
+            Some(segment),
+            &format!("A shard of the {segment} names: the entries from its list position `offset`."),
+            "NamesDocument",
+            &[],
+        );
+        shard["get"]["parameters"] = templates::shard_parameter();
+        shard["get"]["responses"]["404"] = json!({ "$ref": "#/components/responses/NotFound" });
+        paths.insert(format!("{API_PREFIX}{segment}/_names/{{shard}}/"), shard);
+    }
 }
 
 /// Adds a description to a schema object that has none.
@@ -302,232 +281,6 @@ fn describe(schema: &mut Value, text: String) {
     if let Value::Object(map) = schema {
         map.entry("description").or_insert(Value::String(text));
     }
-}
-
-fn page_schema(entry: &str) -> Value {
-    let link = |what: &str| {
-        json!({
-            "type": ["string", "null"],
-            "format": "uri",
-            "description": format!("The url of the {what} page, or null when there is none.")
-        })
-    };
-    json!({
-        "type": "object",
-        "description": "A page of a list.",
-        "required": ["count", "next", "previous", "results"],
-        "properties": {
-            "count": { "type": "integer", "minimum": 0, "description": "Entries in the whole list." },
-            "next": link("next"),
-            "previous": link("previous"),
-            "results": { "type": "array", "items": { "$ref": format!("#/components/schemas/{entry}") } }
-        }
-    })
-}
-
-fn root_schema(resources: &[&ResourceDescription]) -> Value {
-    let properties: Map<String, Value> =
-        resources.iter().map(|r| (r.segment.to_string(), json!({ "type": "string", "format": "uri" }))).collect();
-    let required: Vec<&str> = resources.iter().map(|r| r.segment).collect();
-    json!({
-        "type": "object",
-        "description": "Each resource's segment and the url of its list.",
-        "required": required,
-        "properties": properties
-    })
-}
-
-/// The meta document, as `render::TreeRenderer` writes it.
-fn meta_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "What the tree holds and how it was built.",
-        "required": ["built_at", "data_hash", "deploy_date", "generator", "hash", "links", "page_sizes", "records", "resources"],
-        "properties": {
-            "built_at": {
-                "type": ["string", "null"],
-                "format": "date-time",
-                "description": "Build date, when the build was given SOURCE_DATE_EPOCH; else null."
-            },
-            "data_hash": { "type": "string" },
-            "deploy_date": {
-                "type": "string",
-                "pattern": "^-?[0-9]+$",
-                "description": "When the tree was deployed, in Unix seconds (SOURCE_DATE_EPOCH, else the time of the last git commit of the data folder when it has no uncommitted change, else the time of the build that wrote it), as the public API writes it."
-            },
-            "generator": { "type": "string" },
-            "hash": {
-                "type": "string",
-                "description": "Hash of the data and the build's settings: the same for trees with the same documents."
-            },
-            "links": { "type": "string", "enum": ["query", "path"] },
-            "page_sizes": { "type": "array", "items": { "type": "integer", "minimum": 1 } },
-            "records": { "type": "integer", "minimum": 0 },
-            "resources": { "type": "integer", "minimum": 0 }
-        }
-    })
-}
-
-/// The names document of a resource (see [`crate::search`]).
-fn names_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "Every record's id and its name and localized names, folded (NFKD, combining marks removed, case folded), each once, in list order: what `?q=` searches. One entry per line. `list` names the list it belongs to: its count and the SHA-256 of its `_pages/all/index.json` file (a reader that finds another list there refuses the pair). For a resource of more than 50,000 records, `shards` instead of `results`: each shard (at its `url`, `count` entries from list position `offset`) is a names document of its own, with the same `list`.",
-        "required": ["count", "list"],
-        "properties": {
-            "count": { "type": "integer", "minimum": 0 },
-            "offset": { "type": "integer", "minimum": 0 },
-            "list": {
-                "type": "object",
-                "required": ["count", "sha256"],
-                "properties": {
-                    "count": { "type": "integer", "minimum": 0 },
-                    "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$" }
-                }
-            },
-            "shards": { "type": "array", "items": {
-                "type": "object",
-                "required": ["offset", "count", "url"],
-                "properties": {
-                    "offset": { "type": "integer", "minimum": 0 },
-                    "count": { "type": "integer", "minimum": 0 },
-                    "url": { "type": "string", "format": "uri" }
-                }
-            } },
-            "results": { "type": "array", "items": {
-                "type": "object",
-                "required": ["id", "keys"],
-                "properties": {
-                    "id": { "type": "integer" },
-                    "keys": { "type": "array", "items": { "type": "string" } }
-                }
-            } }
-        }
-    })
-}
-
-fn filter_values_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "A declared filter's values, ascending, each with the number of records that take it, the url asking the list for them and the folder of their list.",
-        "required": ["name", "path", "count", "results"],
-        "properties": {
-            "name": { "type": "string" },
-            "path": { "type": "string" },
-            "count": { "type": "integer", "minimum": 0 },
-            "results": { "type": "array", "items": {
-                "type": "object",
-                "required": ["value", "count", "url", "list"],
-                "properties": {
-                    "value": { "type": "string" },
-                    "count": { "type": "integer", "minimum": 1 },
-                    "url": { "type": "string", "format": "uri" },
-                    "list": { "type": "string", "format": "uri" }
-                }
-            } }
-        }
-    })
-}
-
-/// The query parameters of `resource`'s declared filters, inline in its list operation.
-fn filter_parameters(resource: &ResourceDescription) -> Vec<Value> {
-    let segment = resource.segment;
-    resource
-        .filters
-        .iter()
-        .map(|field| {
-            let values = format!("{API_PREFIX}{segment}/_filters/{}/", crate::filters::folder_name(&field.name));
-            json!({
-                "name": field.name,
-                "in": "query",
-                "required": false,
-                "description": format!(
-                    "Only the records whose `{}` takes this value (a string, a number as JSON writes it, true or \
-                     false), exactly; the values and their counts: {values}. Empty: no condition.",
-                    field.path
-                ),
-                "schema": { "type": "string" }
-            })
-        })
-        .collect()
-}
-
-fn parameters() -> Value {
-    let id_description = "The record's id";
-    json!({
-        "Limit": {
-            "name": "limit",
-            "in": "query",
-            "required": false,
-            "description": format!("Entries per page; absent, empty or 0 means {DEFAULT_PAGE_SIZE}."),
-            "schema": { "type": "integer", "minimum": 0, "default": DEFAULT_PAGE_SIZE }
-        },
-        "Offset": {
-            "name": "offset",
-            "in": "query",
-            "required": false,
-            "description": "Index of the first entry; absent or empty means 0. Past the end, results are empty.",
-            "schema": { "type": "integer", "minimum": 0, "default": 0 }
-        },
-        "Search": {
-            "name": "q",
-            "in": "query",
-            "required": false,
-            "description": "Only the records whose name or a localized name contains this text, case-folded (accents kept); limit and offset apply to the matches. Absent or empty: the whole list.",
-            "schema": { "type": "string" }
-        },
-        "Id": {
-            "name": "id",
-            "in": "path",
-            "required": true,
-            "description": format!("{id_description}."),
-            "schema": { "type": "integer" }
-        },
-        "IdOrName": {
-            "name": "id",
-            "in": "path",
-            "required": true,
-            "description": format!("{id_description} or its name."),
-            "schema": {
-                "anyOf": [
-                    { "type": "integer" },
-                    { "type": "string", "pattern": "^[a-z0-9-]*[a-z-][a-z0-9-]*$" }
-                ]
-            }
-        }
-    })
-}
-
-/// A path item with one GET operation answering `schema` with 200, plus the error responses
-/// that apply: 400 with the paging parameters, 404 with an id.
-fn operation(id: &str, tag: Option<&str>, summary: &str, schema: &str, parameters: &[&str]) -> Value {
-    let mut responses = Map::new();
-    responses.insert(
-        "200".into(),
-        json!({
-            "description": "OK",
-            "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } }
-        }),
-    );
-    if parameters.contains(&"Limit") {
-        responses.insert("400".into(), json!({ "$ref": "#/components/responses/BadParameter" }));
-    }
-    if parameters.iter().any(|p| p.starts_with("Id")) {
-        responses.insert("404".into(), json!({ "$ref": "#/components/responses/NotFound" }));
-    }
-    let mut get = Map::new();
-    get.insert("operationId".into(), id.into());
-    get.insert("summary".into(), summary.into());
-    if let Some(tag) = tag {
-        get.insert("tags".into(), json!([tag]));
-    }
-    if !parameters.is_empty() {
-        let refs: Vec<Value> =
-            parameters.iter().map(|p| json!({ "$ref": format!("#/components/parameters/{p}") })).collect();
-        get.insert("parameters".into(), Value::Array(refs));
-    }
-    get.insert("responses".into(), Value::Object(responses));
-    json!({ "get": get })
 }
 
 /// `berry-firmness` → `BerryFirmness`, `move-2` → `Move2`.

@@ -5,9 +5,9 @@ use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
 use crate::build::load::{Dataset, Record};
 use crate::filters::FilterField;
-use crate::layout::{self, META_PATH, ROOT_PATH};
-use crate::manifest::TreeSettings;
 use crate::paging::{self, LinkStyle, Page};
+use crate::tree::layout::{self, META_PATH, ROOT_PATH};
+use crate::tree::manifest::BuildSettings;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -19,19 +19,58 @@ pub enum Content<'a> {
     /// `api/v2/meta/index.json`: what the tree holds.
     Meta,
     /// A record, by id and by name.
-    Record { segment: &'a str, index: usize },
+    Record {
+        /// The resource.
+        segment: &'a str,
+        /// Its position in the resource's records.
+        position: usize,
+    },
     /// A record's sub-document, by id and by name.
-    SubDoc { segment: &'a str, index: usize, subdoc: usize },
+    SubDoc {
+        /// The resource.
+        segment: &'a str,
+        /// The record's position in the resource's records.
+        position: usize,
+        /// The sub-document's position in the record's.
+        subdoc: usize,
+    },
     /// A page of a list.
-    Page { segment: &'a str, page: Page },
+    Page {
+        /// The resource.
+        segment: &'a str,
+        /// Which page.
+        page: Page,
+    },
     /// A resource's names document, for `?q=` (see [`crate::search`]).
-    Names { segment: &'a str },
+    Names {
+        /// The resource.
+        segment: &'a str,
+    },
     /// Shard `shard` of the names of a resource whose names document is split.
-    NamesShard { segment: &'a str, shard: usize },
+    NamesShard {
+        /// The resource.
+        segment: &'a str,
+        /// The shard's number.
+        shard: usize,
+    },
     /// The values document of a resource's declared filter (its `field`th, see [`crate::filters`]).
-    FilterValues { segment: &'a str, field: usize },
+    FilterValues {
+        /// The resource.
+        segment: &'a str,
+        /// The filter's position among the resource's.
+        field: usize,
+    },
     /// A page of the list of the records whose `field`th filter takes its `value`th value.
-    FilterPage { segment: &'a str, field: usize, value: usize, page: Page },
+    FilterPage {
+        /// The resource.
+        segment: &'a str,
+        /// The filter's position among the resource's.
+        field: usize,
+        /// The value's position among the filter's values.
+        value: usize,
+        /// Which page.
+        page: Page,
+    },
 }
 
 impl<'a> Content<'a> {
@@ -55,6 +94,7 @@ impl<'a> Content<'a> {
 /// documents list theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output<'a> {
+    /// What the document holds.
     pub content: Content<'a>,
     /// The paths (relative to the output folder) of a document that is not a record's or
     /// sub-document's; empty for those.
@@ -68,13 +108,13 @@ impl<'a> Output<'a> {
 
     /// The record or sub-document this document is, and the name it is also published under.
     pub fn place(&self, dataset: &'a Dataset) -> Option<(Place<'a>, Option<&'a str>)> {
-        let (segment, index, subdoc) = match self.content {
-            Content::Record { segment, index } => (segment, index, None),
-            Content::SubDoc { segment, index, subdoc } => (segment, index, Some(subdoc)),
+        let (segment, position, subdoc) = match self.content {
+            Content::Record { segment, position } => (segment, position, None),
+            Content::SubDoc { segment, position, subdoc } => (segment, position, Some(subdoc)),
             _ => return None,
         };
         let resource = &dataset.resources[segment];
-        let record = &resource.records[index];
+        let record = &resource.records[position];
         let kind = subdoc.map(|s| record.subdocs[s].name.as_str());
         Some((Place { segment, kind, id: record.id }, resource.path_name(record)))
     }
@@ -153,8 +193,8 @@ impl<'a> Plan<'a> {
                 let index = firsts.partition_point(|&first| first <= at) - 1;
                 let segment = *segment;
                 let content = match (at - firsts[index]) as usize {
-                    0 => Content::Record { segment, index },
-                    n => Content::SubDoc { segment, index, subdoc: n - 1 },
+                    0 => Content::Record { segment, position: index },
+                    n => Content::SubDoc { segment, position: index, subdoc: n - 1 },
                 };
                 Cow::Owned(Output { content, listed: Box::default() })
             }
@@ -177,7 +217,7 @@ impl<'a> Plan<'a> {
 
 /// Lists every document of the tree, in a deterministic order. The files of a resource's
 /// declared filters are those of its values in `extracts`.
-pub fn plan<'a>(dataset: &'a Dataset, options: &TreeSettings, extracts: &Extracts) -> Plan<'a> {
+pub fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: &Extracts) -> Plan<'a> {
     let mut plan = Plan::default();
     plan.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
     plan.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
@@ -208,7 +248,7 @@ fn plan_filters<'a>(
     segment: &'a str,
     declared: &[FilterField],
     extracted: &Extracted,
-    options: &TreeSettings,
+    options: &BuildSettings,
 ) {
     for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
         let values_path = layout::filter_values_path(segment, &declared.name);

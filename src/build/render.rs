@@ -6,11 +6,11 @@ use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
 use crate::json::parse_json;
-use crate::layout::{self, API_PREFIX};
-use crate::manifest::TreeSettings;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
+use crate::tree::layout::{self, API_PREFIX};
+use crate::tree::manifest::BuildSettings;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,8 +18,11 @@ use std::sync::{Mutex, OnceLock};
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
+    /// The records rendered from.
     pub dataset: &'a Dataset,
+    /// Scheme and host the urls of the documents start with.
     pub base_url: &'a str,
+    /// Indent the JSON.
     pub pretty: bool,
 }
 
@@ -27,11 +30,26 @@ pub struct Renderer<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Referent<'s> {
     /// `/api/v2/<segment>/`
-    List { segment: &'s str },
+    List {
+        /// The resource.
+        segment: &'s str,
+    },
     /// `/api/v2/<segment>/<id>/`
-    Record { segment: &'s str, id: i64 },
+    Record {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+    },
     /// `/api/v2/<segment>/<id>/<name>` (with or without a trailing slash)
-    SubDoc { segment: &'s str, id: i64, name: &'s str },
+    SubDoc {
+        /// The resource.
+        segment: &'s str,
+        /// The record's id.
+        id: i64,
+        /// The sub-document's name.
+        name: &'s str,
+    },
 }
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
@@ -223,9 +241,11 @@ impl Renderer<'_> {
 }
 
 /// Renders every kind of document of the tree.
-pub struct TreeRenderer<'a> {
+pub struct DocumentRenderer<'a> {
+    /// The renderer of records and sub-documents.
     pub records: Renderer<'a>,
-    pub options: &'a TreeSettings,
+    /// The settings the tree is built with.
+    pub options: &'a BuildSettings,
     /// Each resource's list stamp (for its names document), made once when first asked for.
     list_stamps: BTreeMap<&'a str, OnceLock<search::ListStamp>>,
     meta: Vec<u8>,
@@ -237,11 +257,11 @@ pub struct TreeRenderer<'a> {
     pub extracts: Extracts,
 }
 
-impl<'a> TreeRenderer<'a> {
+impl<'a> DocumentRenderer<'a> {
     /// Prepares the renderer: the meta document. A list's entries are not held: each page
-    /// renders the entries it shows from the dataset ([`TreeRenderer::entries`]), so that a
+    /// renders the entries it shows from the dataset ([`DocumentRenderer::entries`]), so that a
     /// million records' entries are never in memory at once.
-    pub fn new(dataset: &'a Dataset, options: &'a TreeSettings) -> TreeRenderer<'a> {
+    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let list_stamps = dataset.resources.keys().map(|segment| (segment.as_str(), OnceLock::new())).collect();
         let meta = records.serialize(&serde_json::json!({
@@ -264,7 +284,7 @@ impl<'a> TreeRenderer<'a> {
                 }
             }
         }
-        TreeRenderer { records, options, list_stamps, meta, seen, extracts: Extracts::new() }
+        DocumentRenderer { records, options, list_stamps, meta, seen, extracts: Extracts::new() }
     }
 
     /// Renders one planned document.
@@ -272,20 +292,23 @@ impl<'a> TreeRenderer<'a> {
         let dataset = self.records.dataset;
         match *content {
             Content::Root => {
-                let root: BTreeMap<&str, String> = dataset
+                let mut root: BTreeMap<&str, String> = dataset
                     .resources
                     .keys()
                     .map(|s| (s.as_str(), layout::list_url(&self.options.base_url, s)))
                     .collect();
+                if self.options.bulk {
+                    root.insert(layout::BULK_SEGMENT, layout::list_url(&self.options.base_url, layout::BULK_SEGMENT));
+                }
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
             Content::Meta => Ok(self.meta.clone()),
-            Content::Record { segment, index } => {
-                let source = dataset.record_source(segment, &dataset.resources[segment].records[index]);
+            Content::Record { segment, position } => {
+                let source = dataset.record_source(segment, &dataset.resources[segment].records[position]);
                 self.records.render_file_observed(&source, |value| self.observe(segment, None, value))
             }
-            Content::SubDoc { segment, index, subdoc } => {
-                let record = &dataset.resources[segment].records[index];
+            Content::SubDoc { segment, position, subdoc } => {
+                let record = &dataset.resources[segment].records[position];
                 let sub = &record.subdocs[subdoc];
                 let source = dataset.subdoc_source(segment, record.id, sub);
                 self.records.render_file_observed(&source, |value| self.observe(segment, Some(&sub.name), value))
@@ -314,6 +337,15 @@ impl<'a> TreeRenderer<'a> {
         }
     }
 
+    /// Renders one planned document as [`DocumentRenderer::render`] does, but a record unseen by the
+    /// schemas (they saw it already: a bulk-data file renders it again when the tree cannot give
+    /// it back).
+    pub fn render_unobserved(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+        let Content::Record { segment, position } = *content else { return self.render(content) };
+        let dataset = self.records.dataset;
+        self.records.render_file(&dataset.record_source(segment, &dataset.resources[segment].records[position]))
+    }
+
     /// The names document of `segment` (or its shard `shard`, see [`search::names_shards`]), from
     /// its extract (made now when the build has none).
     fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {
@@ -321,7 +353,7 @@ impl<'a> TreeRenderer<'a> {
         let list = self.list_stamps[segment].get_or_init(|| self.list_stamp(segment));
         if shard.is_none() && search::names_shards(count) > 0 {
             let base = &self.options.base_url;
-            return search::render_names_index(&list, |k| layout::names_shard_url(base, segment, k));
+            return search::render_names_index(list, |k| layout::names_shard_url(base, segment, k));
         }
         let made;
         let entries = match self.extracts.get(segment) {
@@ -332,13 +364,13 @@ impl<'a> TreeRenderer<'a> {
             }
         };
         match shard {
-            Some(k) => search::render_names_shard(entries, k, &list),
-            None => search::render_names_raw(entries, &list),
+            Some(k) => search::render_names_shard(entries, k, list),
+            None => search::render_names_raw(entries, list),
         }
     }
 }
 
-impl TreeRenderer<'_> {
+impl DocumentRenderer<'_> {
     /// The list entries of `segment` at the list positions `positions`, serialised as
     /// [`paging::render_entry`] does.
     fn entries_at(&self, segment: &str, positions: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {

@@ -5,13 +5,18 @@
 
 use super::data_path::DataPath;
 use super::dataset::{Record, Span, SubDoc, at_line};
-use super::index::{DataFile, DataFiles, Hash, Place};
+use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
+use super::load::Seen;
 use super::validate::{check_record, check_syntax, parse_head};
 use super::walk::Tables;
 use crate::fsutil::Stamp;
 use crate::json::parse_json;
 use crate::problem::Problem;
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// What the build knows of the data before reading it: each file's stamp (and, when trusted,
+/// what the index recorded of it), and the previous build's data table.
+type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
 use std::io::BufRead;
 use std::path::Path;
 
@@ -29,19 +34,50 @@ pub(crate) struct Read<T> {
     pub hash: blake3::Hash,
 }
 
+/// What the previous build recorded of a table's lines, by the first bytes of each line's
+/// hash: a line whose bytes are unchanged is taken from here, not parsed again.
+pub(crate) struct KnownLines<'a> {
+    lines: Vec<TableLine<'a>>,
+    by_hash: HashMap<u64, u32>,
+}
+
+impl<'a> KnownLines<'a> {
+    /// The recorded `lines`, found by their bytes' hash.
+    pub(crate) fn new(lines: Vec<TableLine<'a>>) -> KnownLines<'a> {
+        let by_hash = lines.iter().enumerate().map(|(i, line)| (hash_key(&line.hash), i as u32)).collect();
+        KnownLines { lines, by_hash }
+    }
+
+    /// The recorded line whose bytes hash to `hash`.
+    fn get(&self, hash: &blake3::Hash) -> Option<&TableLine<'a>> {
+        let line = &self.lines[*self.by_hash.get(&hash_key(hash.as_bytes()))? as usize];
+        (line.hash == *hash.as_bytes()).then_some(line)
+    }
+}
+
+fn hash_key(hash: &[u8; 32]) -> u64 {
+    u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
+}
+
 /// Reads the records of the table `file`, checking each as a record file is checked; its `id`
-/// is its own (no file name gives it). An id on two lines is a problem.
-pub(crate) fn read_records(file: &Path, limit: u64) -> Read<Record> {
+/// is its own (no file name gives it). An id on two lines is a problem. A line `known` holds
+/// with the same bytes is not parsed again: it was checked when it was recorded.
+pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
     let mut seen: HashMap<i64, u32> = HashMap::new();
-    read_lines(file, limit, |span, bytes, problems| {
+    read_lines(file, limit, |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
-        let head = parse_head(&at, bytes).map_err(|p| problems.push(Problem::at_line_of(p, span.line))).ok()?;
-        if head.not_object.is_some() {
-            check_record(&at, 0, &head, problems); // says what the line is instead
-            return None;
-        }
-        let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
-        let name = check_record(&at, id, &head, problems);
+        let (id, name) = match known.get(hash) {
+            Some(line) => (line.id, line.name.map(str::to_string)),
+            None => {
+                let head = parse_head(&at, bytes).map_err(|p| problems.push(Problem::at_line_of(p, span.line))).ok()?;
+                if head.not_object.is_some() {
+                    check_record(&at, 0, &head, problems); // says what the line is instead
+                    return None;
+                }
+                let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
+                (id, check_record(&at, id, &head, problems))
+            }
+        };
         if let Some(first) = seen.insert(id, span.line) {
             problems.push(Problem::new(&at, "$.id", format!("id {id} is on line {first} too: ids are unique")));
             return None;
@@ -51,30 +87,39 @@ pub(crate) fn read_records(file: &Path, limit: u64) -> Read<Record> {
 }
 
 /// Reads the sub-documents `name` of the table `file`: each line `{"id": <the record's id>,
-/// "document": <any JSON value>}`. Returns each with its record's id.
-pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64) -> Read<(i64, SubDoc)> {
+/// "document": <any JSON value>}`. Returns each with its record's id. A line `known` holds
+/// with the same bytes is not parsed again.
+pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLines<'_>) -> Read<(i64, SubDoc)> {
     let mut seen: HashMap<i64, u32> = HashMap::new();
-    read_lines(file, limit, |span, bytes, problems| {
+    read_lines(file, limit, |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
-        check_syntax(bytes)
-            .map_err(|_| {
-                let found = parse_json(&at, bytes).err().unwrap_or_else(|| Problem::whole(&at, "invalid JSON"));
-                problems.push(Problem::at_line_of(found, span.line));
-            })
-            .ok()?;
-        let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-        let shape = "a line of a sub-document table is {\"id\": <the record's id>, \"document\": <the document>}";
-        let Some(object) = value.as_object().filter(|o| o.len() == 2 && o.contains_key("document")) else {
-            problems.push(Problem::whole(&at, shape));
-            return None;
+        let id = match known.get(hash) {
+            Some(line) => line.id,
+            None => subdoc_line_id(&at, span, bytes, problems)?,
         };
-        let id = line_id(&at, object.get("id"), shape, problems)?;
         if let Some(first) = seen.insert(id, span.line) {
             problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
             return None;
         }
         Some((id, SubDoc { name: name.to_string(), line: Some(span) }))
     })
+}
+
+/// The record id of a sub-document table's line, checked.
+fn subdoc_line_id(at: &Path, span: Span, bytes: &[u8], problems: &mut Vec<Problem>) -> Option<i64> {
+    check_syntax(bytes)
+        .map_err(|_| {
+            let found = parse_json(at, bytes).err().unwrap_or_else(|| Problem::whole(at, "invalid JSON"));
+            problems.push(Problem::at_line_of(found, span.line));
+        })
+        .ok()?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let shape = "a line of a sub-document table is {\"id\": <the record's id>, \"document\": <the document>}";
+    let Some(object) = value.as_object().filter(|o| o.len() == 2 && o.contains_key("document")) else {
+        problems.push(Problem::whole(at, shape));
+        return None;
+    };
+    line_id(at, object.get("id"), shape, problems)
 }
 
 /// The integer `id` of a line, or a problem saying `fix`.
@@ -93,13 +138,14 @@ fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut 
     None
 }
 
-/// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) to `read`.
+/// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
+/// hash to `read`.
 /// A blank line is a problem (a table holds one record a line; the file may end with a newline
 /// or not), and so is a line longer than `limit` bytes or a table with no lines.
 fn read_lines<T>(
     file: &Path,
     limit: u64,
-    mut read: impl FnMut(Span, &[u8], &mut Vec<Problem>) -> Option<T>,
+    mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
 ) -> Read<T> {
     let mut out = Read { lines: Vec::new(), problems: Vec::new(), hash: blake3::hash(b"") };
     let mut whole = blake3::Hasher::new();
@@ -135,8 +181,11 @@ fn read_lines<T>(
                 &at,
                 format!("a line longer than the {} MB limit: raise \"max_document_mb\" in gen.json", limit >> 20),
             ));
-        } else if let Some(item) = read(span, bytes, &mut out.problems) {
-            out.lines.push(Line { item, hash: blake3::hash(bytes) });
+        } else {
+            let hash = blake3::hash(bytes);
+            if let Some(item) = read(span, bytes, &hash, &mut out.problems) {
+                out.lines.push(Line { item, hash });
+            }
         }
     }
     out.hash = whole.finalize();
@@ -159,7 +208,7 @@ pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDo
 pub(crate) fn load_tables(
     tables: Tables,
     limit: u64,
-    stamp: &(dyn Fn(&Path) -> Option<Stamp> + Sync),
+    (seen, previous): Known<'_>,
     files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) -> Loaded {
@@ -181,13 +230,19 @@ pub(crate) fn load_tables(
             continue;
         }
         held.insert(segment.as_str());
-        let read = read_records(file, limit);
-        let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        let record = |line: &TableLine<'_>| Record {
+            id: line.id,
+            name: line.name.map(str::to_string),
+            subdocs: Vec::new(),
+            line: Some(line.span),
+        };
+        let read_table = |known: &KnownLines<'_>| read_records(file, limit, known);
+        let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
         let rel = DataPath::Table { segment }.file();
-        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None });
+        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
         for line in &read.lines {
-            let rel = Place { segment, kind: None, id: line.item.id }.data_file();
-            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: line.item.name.clone() });
+            let (rel, name) = (Place { segment, kind: None, id: line.item.id }.data_file(), line.item.name.clone());
+            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
         }
         problems.extend(read.problems);
         records.insert(segment.clone(), read.lines.into_iter().map(|line| line.item).collect());
@@ -209,19 +264,46 @@ pub(crate) fn load_tables(
             ));
             continue;
         }
-        let read = read_subdocs(file, name, limit);
-        let stamp = stamp(file).unwrap_or(UNKNOWN_STAMP);
+        let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: name.clone(), line: Some(line.span) });
+        let read_table = |known: &KnownLines<'_>| read_subdocs(file, name, limit, known);
+        let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
-        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None });
+        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
         for line in &read.lines {
             let (id, subdoc) = &line.item;
             let rel = Place { segment, kind: Some(&subdoc.name), id: *id }.data_file();
-            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: None });
+            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: None, line: subdoc.line });
         }
         problems.extend(read.problems);
         subdocs.extend(read.lines.into_iter().map(|line| (segment.clone(), line.item.0, line.item.1)));
     }
     (records, subdocs)
+}
+
+/// The lines of the table `file` (of `segment`'s records, or of its sub-documents `kind`), and
+/// its stamp. When `seen` finds the table unchanged since the build that recorded `previous`,
+/// the table is not read: its lines are the recorded ones, made items by `item`. Otherwise it
+/// is read by `read`, streamed, and only the lines whose bytes `previous` does not hold are
+/// parsed.
+fn table_lines<T>(
+    file: &Path,
+    (segment, kind): (&str, Option<&str>),
+    (seen, previous): Known<'_>,
+    item: impl Fn(&TableLine<'_>) -> T,
+    read: impl FnOnce(&KnownLines<'_>) -> Read<T>,
+) -> (Read<T>, Stamp) {
+    let Seen { stamp, known } = seen(file);
+    let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
+    let mut recorded: Vec<TableLine<'_>> = previous.into_iter().flat_map(|p| p.lines(segment, kind)).collect();
+    match known {
+        Some(known) if !recorded.is_empty() => {
+            recorded.sort_unstable_by_key(|line| line.span.line);
+            let lines =
+                recorded.iter().map(|line| Line { item: item(line), hash: blake3::Hash::from_bytes(line.hash) });
+            (Read { lines: lines.collect(), problems: Vec::new(), hash: known.hash }, stamp)
+        }
+        _ => (read(&KnownLines::new(recorded)), stamp),
+    }
 }
 
 /// Each table of `records` and `subdocs` (of the data folder `dir`), opened for reading its

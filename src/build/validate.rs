@@ -5,8 +5,8 @@
 use super::dataset::{Dataset, Record};
 use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::json::{is_integer_text, kind_of, parse_json};
-use crate::layout::API_PREFIX;
 use crate::problem::Problem;
+use crate::tree::layout::API_PREFIX;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -10,6 +10,7 @@
 //! staging folder), [`listing`] (the manifest), [`commit`] (into an existing tree) and
 //! [`journal`] (what a killed commit leaves for the next build).
 
+mod bulk;
 mod commit;
 mod docs;
 mod journal;
@@ -21,16 +22,16 @@ pub use journal::{Journal, journal_path, read_journal};
 use commit::{commit_in_place, gone_paths, stamps_after_commit};
 use docs::Docs;
 use listing::write_manifest;
-use stage::{TreeWriter, stage_documents};
+use stage::{Stager, stage_documents};
 
-use crate::build::index::{Index, TreeDocs};
+use crate::build::index::{DocumentFiles, Index};
 use crate::build::load::Dataset;
 use crate::build::plan::{Output, Plan};
-use crate::build::tree_fs::TreeDir;
-use crate::manifest::Manifest;
 use crate::problem::Problem;
 use crate::progress::Progress;
 use crate::staging::{FolderLock, Staging};
+use crate::tree::dir::TreeDir;
+use crate::tree::manifest::Manifest;
 use anyhow::{Context, Result};
 
 /// What a write did.
@@ -64,8 +65,10 @@ pub struct Previous<'i> {
 
 /// What a write did, and every document of the tree with its hash and stamp, for the index.
 pub struct Written {
+    /// What was written, kept and removed.
     pub report: WriteReport,
-    pub docs: TreeDocs,
+    /// Every document of the tree with its hash and stamp.
+    pub docs: DocumentFiles,
 }
 
 /// The documents a write takes, from the render step: which planned documents need rendering,
@@ -75,20 +78,29 @@ pub trait Documents: Sync {
     fn dirty(&self, output: &Output<'_>) -> bool;
     /// The bytes of `output`, or the problems found in its source.
     fn render(&self, output: &Output<'_>) -> Rendered;
+    /// The bytes of `output` rendered once more, seen by nothing (the schemas saw it already):
+    /// for a bulk-data file whose record cannot be read back.
+    fn render_again(&self, output: &Output<'_>) -> Rendered;
     /// The documents made once every other is rendered: (path, bytes).
     fn finish(&self) -> Vec<(String, Vec<u8>)>;
 }
 
 /// One write of a tree: what [`write_tree`] writes, and what it may reuse.
-pub struct TreeWrite<'a, 'o> {
+pub struct WriteJob<'a, 'o> {
     /// The dataset the outputs were planned from: a record's paths are derived from it.
     pub dataset: &'o Dataset,
     /// Every planned document, in plan order.
     pub outputs: &'a Plan<'o>,
+    /// Renders the documents that need it.
     pub documents: &'a dyn Documents,
     /// The new tree's manifest, its files listed by the write.
     pub manifest: Manifest,
+    /// Each list's hash (as the build index records them): a bulk-data file is kept only when
+    /// its list's is the previous build's.
+    pub lists: &'a std::collections::BTreeMap<String, String>,
+    /// What the previous build left, reused where its bytes are the same.
     pub previous: Previous<'a>,
+    /// The progress bar the write counts documents on.
     pub progress: &'a Progress,
 }
 
@@ -103,13 +115,13 @@ pub struct TreeWrite<'a, 'o> {
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<Written> {
+pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Written> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
     let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
     let previous = &write.previous;
-    let writer = TreeWriter {
+    let writer = Stager {
         tree: tree.as_ref(),
         stage: &stage,
         index: previous.index,
@@ -118,7 +130,17 @@ pub fn write_tree(target: &mut FolderLock, write: TreeWrite<'_, '_>) -> Result<W
     };
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
-    for (path, bytes) in write.documents.finish() {
+    let mut late = write.documents.finish();
+    if let Some(bulk) =
+        bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, write.lists)?
+    {
+        for (path, file) in bulk.files {
+            placed.push(file);
+            docs.late.push(vec![path]);
+        }
+        late.push((crate::tree::layout::BULK_INDEX_PATH.to_string(), bulk.index));
+    }
+    for (path, bytes) in late {
         let paths = vec![path];
         let previous = writer.index.and_then(|index| index.docs.other(&paths));
         placed.push(writer.place(&paths, previous, &bytes)?);

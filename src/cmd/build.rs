@@ -5,7 +5,7 @@ use anyhow::Result;
 use genapi::progress::{self, Progress};
 use std::time::Instant;
 
-pub fn execute(args: BuildArgs) -> Result<()> {
+pub(crate) fn execute(args: BuildArgs) -> Result<()> {
     let started = Instant::now();
     let source_date_epoch = genapi::date::source_date_epoch()?;
     let options = genapi::BuildOptions {

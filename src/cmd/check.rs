@@ -3,7 +3,7 @@
 use crate::cli::CheckArgs;
 use anyhow::Result;
 
-pub fn execute(args: CheckArgs) -> Result<()> {
+pub(crate) fn execute(args: CheckArgs) -> Result<()> {
     let dataset = genapi::check(&args.data)?;
     super::say(&format!(
         "{}: {} resources, {} records, no problems",

@@ -4,7 +4,7 @@ use crate::cli::ConfigArgs;
 use anyhow::Result;
 use genapi::hosts::Host;
 
-pub fn execute(args: ConfigArgs) -> Result<()> {
+pub(crate) fn execute(args: ConfigArgs) -> Result<()> {
     if let Some(project) = &args.project {
         let Host::Edge(edge) = args.host.into() else {
             anyhow::bail!(

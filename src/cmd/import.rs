@@ -4,7 +4,7 @@ use crate::cli::ImportApiDataArgs;
 use anyhow::Result;
 use std::time::Instant;
 
-pub fn execute(args: ImportApiDataArgs) -> Result<()> {
+pub(crate) fn execute(args: ImportApiDataArgs) -> Result<()> {
     let started = Instant::now();
     let options = genapi::import::ImportOptions {
         keep_segment_names: args.keep_segment_names,
@@ -40,7 +40,7 @@ pub fn execute(args: ImportApiDataArgs) -> Result<()> {
                  References by id reach each of them; {} serves the lowest id, {}",
                 ids.join(", "),
                 args.out.display(),
-                genapi::layout::record_url("", segment, name),
+                genapi::tree::layout::record_url("", segment, name),
                 ids[0]
             );
         }

@@ -4,7 +4,7 @@ use crate::cli::PublishArgs;
 use anyhow::Result;
 use genapi::publish::{PublishOptions, PublishSummary};
 
-pub fn execute(args: PublishArgs) -> Result<()> {
+pub(crate) fn execute(args: PublishArgs) -> Result<()> {
     let options = PublishOptions {
         dir: args.dir,
         target: args.target,
@@ -34,7 +34,7 @@ pub fn execute(args: PublishArgs) -> Result<()> {
 /// After a publish of a `--links path` tree: its links are folder urls, which a bare bucket
 /// answers with its own error or an empty object, not the folder's `index.json`; what to do.
 fn folder_urls_note(dir: &std::path::Path) -> Option<String> {
-    let manifest = genapi::manifest::Manifest::read(dir).ok()?;
+    let manifest = genapi::tree::manifest::Manifest::read(dir).ok()?;
     let settings = &manifest.settings;
     if settings.links != genapi::paging::LinkStyle::Path {
         return None;

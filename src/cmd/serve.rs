@@ -4,7 +4,7 @@ use crate::cli::ServeArgs;
 use anyhow::Result;
 use std::time::Duration;
 
-pub fn execute(args: ServeArgs) -> Result<()> {
+pub(crate) fn execute(args: ServeArgs) -> Result<()> {
     genapi::serve::run(genapi::serve::ServeOptions {
         dir: args.dir,
         addr: args.addr,

@@ -10,12 +10,13 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::JSON_MEDIA_TYPE;
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The site block for `site`.
 // Long on purpose: a template, read top to bottom in the order Caddy applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "caddy",
         "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",
@@ -41,12 +42,12 @@ pub fn config(site: &Site) -> String {
 {bind}	root * "{root}"
 	header {{
 		Access-Control-Allow-Origin "{ALLOW_ORIGIN}"
-{deploy}		Content-Type "application/json; charset=utf-8"
+{deploy}		Content-Type "{JSON_MEDIA_TYPE}"
 		Cache-Control "public, max-age={max_age}"
 	}}
-	# meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
-	# a new deploy sees it at once.
-	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/
+	# meta and the bulk-data index are revalidated on every use (`gen publish` uploads them so
+	# too): a client checking for a new deploy sees it at once.
+	@gen_meta path {API_PREFIX}meta {API_PREFIX}meta/ {API_PREFIX}{bulk_segment} {API_PREFIX}{bulk_segment}/
 	header @gen_meta {{
 		Cache-Control "no-cache"
 		defer
@@ -78,7 +79,7 @@ pub fn config(site: &Site) -> String {
 	# segments, no encoded slashes (as `gen serve` reads paths).
 	@refused expression `!{{http.request.uri}}.matches("^{raw_path}(?:[?].*)?$") || {{http.request.uri}}.matches("^[^?]*{dot_segment}")`
 	@not_a_document {{
-		not file {{path}}/index.json
+		not file {{path}}/{DOCUMENT_FILE}
 {not_files}	}}
 	@bad_query expression `{{http.vars.gen_list}} != "" && ({{gen_limit}} == "bad" || {{gen_offset}} == "bad")`
 "#,
@@ -90,6 +91,7 @@ pub fn config(site: &Site) -> String {
         not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT.replace('\\', "\\\\").replace("(?:/|$)", "(?:/|[?]|$)"),
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -129,9 +131,26 @@ pub fn config(site: &Site) -> String {
 		vars @refused gen_refused 1
 		error @refused 404
 
+		# Bulk-data files: gzip already, sent as they are (never compressed again, whatever the
+		# client accepts), cached forever (their names change with their bytes).
+		@gen_bulk path_regexp ^/{bulk_key}/[a-z0-9-]+{bulk_suffix}$
+		handle @gen_bulk {{
+			header {{
+				Content-Type "{bulk_type}"
+				Content-Encoding "{bulk_encoding}"
+				Cache-Control "{bulk_cache}"
+			}}
+			file_server
+		}}
+
 		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
 "#,
         allow = ALLOW,
+        bulk_key = crate::tree::layout::BULK_KEY,
+        bulk_suffix = crate::tree::layout::BULK_SUFFIX.replace('.', "\\."),
+        bulk_type = crate::bulk::CONTENT_TYPE,
+        bulk_encoding = crate::bulk::CONTENT_ENCODING,
+        bulk_cache = crate::bulk::CACHE_CONTROL,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -158,9 +177,9 @@ pub fn config(site: &Site) -> String {
 		# Every document is a folder's index.json, answered at /x and /x/ alike (no redirect);
 		# nothing else is served.
 		error @not_a_document 404
-		try_files {{path}}/index.json
+		try_files {{path}}/{DOCUMENT_FILE}
 {encode}		file_server {{
-			index index.json
+			index {DOCUMENT_FILE}
 			disable_canonical_uris
 {compression}		}}
 	}}
@@ -311,9 +330,9 @@ fn errors(site: &Site) -> String {
         },
     ];
 
-    let mut out = String::from(
-        "\thandle_errors {\n\t\theader {\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"application/json; charset=utf-8\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}\n",
+    let mut out = format!(
+        "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
+         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
     );
     for answer in &answers {
         let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);

@@ -32,9 +32,13 @@ pub const CLOUDFRONT_MAX_BYTES: usize = 10 * 1024;
 /// An edge runtime `gen config` prints the handler for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Edge {
+    /// A Cloudflare Worker reading the tree from R2.
     Cloudflare,
+    /// A Deno server.
     Deno,
+    /// A Node.js server.
     Node,
+    /// A CloudFront function in front of an S3 origin.
     Cloudfront,
 }
 
@@ -145,7 +149,7 @@ fn facts(site: &Site) -> Value {
         "links": links,
         "pretty": m.pretty,
         "page_sizes": site.page_sizes,
-        "default_limit": crate::layout::DEFAULT_PAGE_SIZE,
+        "default_limit": crate::tree::layout::DEFAULT_PAGE_SIZE,
         "resources": resources,
         "singletons": site.singletons,
         "files": site.files,
@@ -164,8 +168,9 @@ fn facts(site: &Site) -> Value {
         "max_read_bytes": max_read_bytes(site),
         // the characters past ASCII that Rust's `{:?}` writes as `\u{..}` (see debug_escaped)
         "debug_escaped": debug_escaped(),
-        // answered with `Cache-Control: no-cache`, as gen serve and gen publish's upload do
-        "revalidated": crate::layout::META_KEY,
+        // answered with `Cache-Control: no-cache` (meta, the bulk-data index), as gen serve and
+        // gen publish's upload do
+        "revalidated": [crate::tree::layout::META_KEY, crate::tree::layout::BULK_KEY],
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
         // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),
@@ -202,7 +207,9 @@ const MIN_READ_BYTES: u64 = 1 << 20;
 fn max_read_bytes(site: &Site) -> u64 {
     let root = std::path::Path::new(&site.root);
     let largest =
-        site.manifest.files.keys().filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
+        // a bulk-data file is streamed, never read whole
+        site.manifest.files.keys().filter(|path| !crate::tree::layout::is_bulk_file(path));
+    let largest = largest.filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
     largest.max().unwrap_or(0).saturating_mul(2).max(MIN_READ_BYTES)
 }
 

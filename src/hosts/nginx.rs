@@ -10,12 +10,12 @@
 use super::{DOT_SEGMENT, RAW_PATH, SEGMENT_CHARS, Site, at_least, overflow};
 use crate::answers::template::{self, Hole, SAFE_PATH, SAFE_VALUE, Template};
 use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
+use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
 /// The `server { }` block for `site`.
 // Long on purpose: a template, read top to bottom in the order nginx applies it.
-pub fn config(site: &Site) -> String {
+pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "nginx",
         "Include this block inside `http { }` (e.g. /etc/nginx/conf.d/gen.conf), then `nginx -t && nginx -s reload`.",
@@ -39,6 +39,9 @@ pub fn config(site: &Site) -> String {
         .iter()
         .map(|(name, value)| format!("    add_header {name} \"{value}\" always;\n"))
         .collect();
+    // nginx names the charset apart from the type
+    let (media_type, charset) =
+        crate::tree::JSON_MEDIA_TYPE.split_once("; charset=").expect("the media type names its charset");
     let _ = write!(
         out,
         r#"server {{
@@ -47,11 +50,11 @@ pub fn config(site: &Site) -> String {
     root "{root}";
 
     # Every document is a folder's index.json, answered at /x and /x/ alike (no redirect).
-    index index.json;
+    index {DOCUMENT_FILE};
     types {{ }}
-    default_type application/json;
-    charset utf-8;
-    charset_types application/json;
+    default_type {media_type};
+    charset {charset};
+    charset_types {media_type};
     etag on;
 {gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
 {deploy}    add_header Cache-Control $gen_cache_control;
@@ -84,10 +87,10 @@ pub fn config(site: &Site) -> String {
         set $gen_refused 1;
         return 404;
     }}
-    # meta is revalidated on every use (`gen publish` uploads it so too): a client checking for
-    # a new deploy sees it at once.
+    # meta and the bulk-data index are revalidated on every use (`gen publish` uploads them so
+    # too): a client checking for a new deploy sees it at once.
     set $gen_cache_control "public, max-age={max_age}";
-    if ($gen_raw_path ~ "^{API_PREFIX}meta/?$") {{
+    if ($gen_raw_path ~ "^{API_PREFIX}(?:meta|{bulk_segment})/?$") {{
         set $gen_cache_control "no-cache";
     }}
     # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
@@ -121,16 +124,20 @@ pub fn config(site: &Site) -> String {
     }}
 
     location / {{
-        try_files $uri/index.json =404;
+        try_files $uri/{DOCUMENT_FILE} =404;
     }}
-{files}"#,
+{files}{bulk}"#,
         root = site.root,
+        media_type = media_type,
+        charset = charset,
         max_age = site.max_age,
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT,
         default = DEFAULT_PAGE_SIZE,
         overflow = overflow(),
         files = file_locations(site),
+        bulk = bulk_location(site),
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
     );
 
     out.push_str(
@@ -176,6 +183,30 @@ fn file_locations(site: &Site) -> String {
         );
     }
     out
+}
+
+/// The bulk-data files: gzip already, so sent as they are (never compressed again, and with
+/// `Content-Encoding: gzip` whatever the client accepts), cached forever (their names change
+/// with their bytes).
+fn bulk_location(site: &Site) -> String {
+    use crate::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+    let deploy: String = site
+        .deploy_headers()
+        .iter()
+        .map(|(name, value)| format!("        add_header {name} \"{value}\" always;\n"))
+        .collect();
+    format!(
+        "    # Bulk-data files: gzip already, sent as they are, cached forever.\n    \
+         location ~ \"^/{key}/[a-z0-9-]+{suffix}$\" {{\n        \
+         gzip off;\n        gzip_static off;\n        types {{ }}\n        default_type {CONTENT_TYPE};\n        \
+         charset off;\n        \
+         add_header Content-Encoding {CONTENT_ENCODING} always;\n        \
+         add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n{deploy}        \
+         add_header Cache-Control \"{CACHE_CONTROL}\" always;\n        \
+         try_files $uri =404;\n    }}\n",
+        key = crate::tree::layout::BULK_KEY,
+        suffix = crate::tree::layout::BULK_SUFFIX.replace('.', "\\."),
+    )
 }
 
 /// The named locations that answer errors.

@@ -53,7 +53,7 @@ impl<'t> Numbers<'t> {
         let written = spans.get(k).and_then(|&(start, end)| std::str::from_utf8(&self.text[start..end]).ok());
         match written {
             // The only constructor that takes a text as it is; serde_json's own tests use it, and
-            // tests/build.rs checks that the text is copied byte for byte.
+            // tests/suite/build.rs checks that the text is copied byte for byte.
             Some(text) if as_serde_json_reads(text) == read => Ok(Number::from_string_unchecked(text.to_string())),
             _ => Err(E::custom(MARK_REFUSED)),
         }

@@ -22,7 +22,7 @@ use std::time::Duration;
 pub const LOCK: &str = ".gen-publish.lock";
 
 /// Largest lock object read: gen writes a few hundred bytes (holder and time).
-pub const MAX_LOCK_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_LOCK_BYTES: u64 = 64 << 10;
 
 /// How often a publish polls for a released lock to be gone before taking it (200 ms apart).
 const RELEASE_WAIT_POLLS: u32 = 25;
@@ -46,19 +46,19 @@ struct Lock {
 
 /// The lock this publish holds.
 #[derive(Debug)]
-pub struct Held {
+pub(crate) struct Held {
     /// The token it wrote into the lock.
-    pub token: String,
+    pub(crate) token: String,
 }
 
 /// Why a publish's lock is not its own any more.
 #[derive(Debug)]
-pub struct Lost(pub String);
+pub(crate) struct Lost(pub(crate) String);
 
 /// Creates the lock object if there is none (`If-None-Match: *`); with `take_over`, replaces the
 /// one there (conditional on the version read, where the store can). A released lock is waited
 /// for, then taken. Returns the lock held.
-pub async fn take(store: &dyn ObjectStore, target: &Target, place: &str, take_over: bool) -> Result<Held> {
+pub(crate) async fn take(store: &dyn ObjectStore, target: &Target, place: &str, take_over: bool) -> Result<Held> {
     // A read first: a missing bucket or a denied key is reported as such (some stores create a
     // bucket on the first write).
     store
@@ -128,7 +128,7 @@ async fn checked(store: &dyn ObjectStore, target: &Target, token: String) -> Res
 }
 
 /// Re-reads the lock: `Err` tells why it is not `held` any more (gone, another's, unreadable).
-pub async fn check(store: &dyn ObjectStore, target: &Target, held: &Held) -> std::result::Result<(), Lost> {
+pub(crate) async fn check(store: &dyn ObjectStore, target: &Target, held: &Held) -> std::result::Result<(), Lost> {
     match read_object(store, target, LOCK, MAX_LOCK_BYTES).await {
         Ok(Some((bytes, _))) => match serde_json::from_slice::<Lock>(&bytes) {
             Ok(lock) if lock.token == held.token && !lock.released => Ok(()),
@@ -144,7 +144,7 @@ pub async fn check(store: &dyn ObjectStore, target: &Target, held: &Held) -> std
 /// Gives the lock back if it is still `held`: re-read, marked released with a compare-and-swap
 /// where the store has one (a take-over since the read makes it fail), then deleted. A lock
 /// that is not this publish's any more is left as it is (the answer is then `false`).
-pub async fn release(store: &dyn ObjectStore, target: &Target, held: &Held) -> object_store::Result<bool> {
+pub(crate) async fn release(store: &dyn ObjectStore, target: &Target, held: &Held) -> object_store::Result<bool> {
     let (mut lock, version) = match read_object(store, target, LOCK, MAX_LOCK_BYTES).await {
         Ok(Some((bytes, version))) => match serde_json::from_slice::<Lock>(&bytes) {
             Ok(lock) if lock.token == held.token => (lock, version),
@@ -196,7 +196,7 @@ async fn swap(
 async fn put(store: &dyn ObjectStore, target: &Target, bytes: &[u8], mode: PutMode) -> object_store::Result<()> {
     let mut attributes = object_store::Attributes::new();
     if target.has_headers() {
-        attributes.insert(object_store::Attribute::ContentType, "application/json; charset=utf-8".into());
+        attributes.insert(object_store::Attribute::ContentType, crate::tree::media_type(LOCK).into());
         attributes.insert(object_store::Attribute::CacheControl, "no-cache".into());
     }
     let options = PutOptions { mode, attributes, ..PutOptions::default() };

@@ -3,7 +3,7 @@
 
 use super::object::{read_failed, read_optional};
 use super::target::{Stage, Target, explain};
-use crate::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
+use crate::tree::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
 use anyhow::Result;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 pub const MARKER: &str = ".gen-publish.json";
 
 /// What the marker says: what the next publish may delete if this one does not finish. Every
-/// path it lists is checked with [`crate::layout::is_tree_file`] before it is acted on: a marker is
+/// path it lists is checked with [`crate::tree::layout::is_tree_file`] before it is acted on: a marker is
 /// read from the bucket, where anyone with write access may have put it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Marker {

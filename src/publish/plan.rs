@@ -9,13 +9,14 @@
 //! client following links from what is published never reaches an object that is not there
 //! yet, and the remote manifest describes the old tree until every new object is in place.
 
-use crate::layout;
-use crate::manifest::MANIFEST_FILE;
+use crate::tree::layout;
+use crate::tree::manifest::MANIFEST_FILE;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// True for the documents that must never be cached: `manifest.json` and `meta`.
+/// True for the documents that must never be cached: `manifest.json`, `meta` and the
+/// bulk-data index.
 pub fn no_cache(path: &str) -> bool {
-    path == MANIFEST_FILE || path == layout::META_PATH
+    path == MANIFEST_FILE || path == layout::META_PATH || path == layout::BULK_INDEX_PATH
 }
 
 /// What the target holds, as far as the plan goes.

@@ -8,10 +8,10 @@ use super::marker::{Marker, read_target};
 use super::plan::{self, Listed, Remote};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
-use crate::build::tree_fs::TreeDir;
-use crate::layout;
-use crate::manifest::{MANIFEST_FILE, Manifest};
-use crate::serve::files::MAX_DOCUMENT_BYTES;
+use crate::tree::dir::TreeDir;
+use crate::tree::layout;
+use crate::tree::listing::MAX_DOCUMENT_BYTES;
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
@@ -21,15 +21,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The local tree being published.
-pub struct Tree<'a> {
+pub struct LocalTree<'a> {
+    /// The tree's folder.
     pub dir: &'a Path,
-    /// The same folder, read without following a link inside it (see [`Tree::read`]).
+    /// The same folder, read without following a link inside it (see [`LocalTree::read`]).
     pub files: &'a TreeDir,
+    /// The tree's manifest.
     pub manifest: &'a Manifest,
+    /// The manifest's bytes, uploaded last.
     pub manifest_bytes: &'a [u8],
 }
 
-impl Tree<'_> {
+impl LocalTree<'_> {
     /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
     /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
     /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
@@ -48,7 +51,7 @@ impl Tree<'_> {
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
 pub async fn publish(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
     options: &PublishOptions,
@@ -73,7 +76,7 @@ pub async fn publish(
 
 /// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.
 async fn publish_locked(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
     options: &PublishOptions,
@@ -153,7 +156,7 @@ fn is_object_of_tree(path: &str) -> bool {
 /// Lists the target and tells which files of the tree it already holds with the same bytes:
 /// by the object's MD5 (its ETag on S3) when the store gives one, else by reading it back.
 async fn list_and_compare(
-    tree: &Tree<'_>,
+    tree: &LocalTree<'_>,
     target: &Target,
     store: &dyn ObjectStore,
     jobs: usize,
@@ -210,7 +213,7 @@ fn md5_hex(bytes: &[u8]) -> String {
 
 /// Carries out uploads and deletes, counting them, with the progress bar.
 struct Writer<'a> {
-    tree: &'a Tree<'a>,
+    tree: &'a LocalTree<'a>,
     target: &'a Target,
     store: Arc<dyn ObjectStore>,
     options: &'a PublishOptions,
@@ -221,7 +224,7 @@ struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     fn new(
-        tree: &'a Tree<'a>,
+        tree: &'a LocalTree<'a>,
         target: &'a Target,
         store: Arc<dyn ObjectStore>,
         options: &'a PublishOptions,
@@ -350,8 +353,14 @@ impl<'a> Writer<'a> {
     /// Writes one object with the tree's headers.
     async fn put(&self, path: &str, bytes: Vec<u8>) -> object_store::Result<()> {
         let mut attributes = Attributes::new();
-        if self.target.has_headers() {
-            attributes.insert(Attribute::ContentType, "application/json; charset=utf-8".into());
+        if self.target.has_headers() && crate::tree::layout::is_bulk_file(path) {
+            // gzip already, named by its hash: sent as it is and cached forever
+            use crate::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+            attributes.insert(Attribute::ContentType, CONTENT_TYPE.into());
+            attributes.insert(Attribute::ContentEncoding, CONTENT_ENCODING.into());
+            attributes.insert(Attribute::CacheControl, CACHE_CONTROL.into());
+        } else if self.target.has_headers() {
+            attributes.insert(Attribute::ContentType, crate::tree::media_type(path).into());
             let cache = if plan::no_cache(path) || path == MARKER || path == LOCK || path.starts_with(STOPPED) {
                 "no-cache".to_string()
             } else {

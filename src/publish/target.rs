@@ -10,6 +10,7 @@ use std::time::Duration;
 /// or `file:///PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// Which kind of store.
     pub kind: Kind,
     /// Bucket or container (empty for `file://`).
     pub bucket: String,
@@ -22,9 +23,13 @@ pub struct Target {
 /// The kinds of store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Amazon S3 or an S3-compatible store (`s3://`).
     S3,
+    /// Google Cloud Storage (`gs://`).
     Gcs,
+    /// Azure Blob Storage (`az://`).
     Azure,
+    /// A local folder (`file://`).
     File,
 }
 

@@ -7,9 +7,9 @@
 //! get here ([`wants_html`]), so their answers stay byte for byte what the tree holds.
 
 use super::html_escape::escape;
-use super::route::normalize;
-use super::tree::Tree;
-use crate::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
+use super::route::{Target, normalize};
+use super::tree::ServedTree;
+use crate::tree::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;
@@ -38,14 +38,10 @@ impl Preview {
     }
 }
 
-/// True when a request should get the HTML view: its `Accept` names `text/html` with a higher
-/// quality than JSON gets (browsers; not curl's `*/*` nor `application/json`), and its query
-/// does not ask for `format=json`.
-pub(crate) fn wants_html(accept: Option<&str>, target: &str) -> bool {
-    let query = target.split_once('?').map_or("", |(_, q)| q);
-    if query.split('&').any(|pair| pair.eq_ignore_ascii_case("format=json")) {
-        return false;
-    }
+/// True when a request's `Accept` names `text/html` with a higher quality than JSON gets
+/// (browsers; not curl's `*/*` nor `application/json`): it gets the HTML view, unless its query
+/// asks for `format=json` ([`super::route::Format`]).
+pub(crate) fn wants_html(accept: Option<&str>) -> bool {
     let Some(accept) = accept else { return false };
     let (mut html, mut json, mut any) = (None, None, None);
     for item in accept.split(',') {
@@ -68,7 +64,7 @@ pub(crate) fn wants_html(accept: Option<&str>, target: &str) -> bool {
 }
 
 /// The page at `/`: links to the index, every resource, `meta` and `openapi.json`.
-pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
+pub fn root(tree: &ServedTree, preview: &Preview) -> Vec<u8> {
     let mut main = String::new();
     let _ = write!(
         main,
@@ -91,7 +87,7 @@ pub fn root(tree: &Tree, preview: &Preview) -> Vec<u8> {
 }
 
 /// Links to the documents the index does not list, where the tree has them.
-fn extras(tree: &Tree) -> String {
+fn extras(tree: &ServedTree) -> String {
     let mut out = String::new();
     if tree.has_doc(META_KEY) {
         let _ = writeln!(
@@ -110,7 +106,8 @@ fn extras(tree: &Tree) -> String {
 }
 
 /// The page of a document or an error: `body` is the JSON answer for `target` with `status`.
-pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body: &[u8]) -> Vec<u8> {
+pub fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status: u16, body: &[u8]) -> Vec<u8> {
+    let target = read.text;
     let path = target.split(['?', '#']).next().unwrap_or(target);
     let key = normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|k| k.split('/').collect()).unwrap_or_default();
@@ -119,7 +116,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
     let mut main = String::new();
     // The request with its query, as the heading and the status line show it.
     let title = match &key {
-        Some(key) => super::html_list::shown_request(&format!("/{key}/"), target),
+        Some(key) => super::html_list::shown_request(&format!("/{key}/"), &read.query),
         None => path.chars().take(200).collect(),
     };
     let _ = writeln!(main, "<h1>{}</h1>", escape(&title));
@@ -145,7 +142,7 @@ pub fn document(tree: &Tree, preview: &Preview, target: &str, status: u16, body:
         && map.contains_key("results")
         && let [_, _, segment, ..] = parts.as_slice()
     {
-        main.push_str(&super::html_list::controls(tree, target, &parts, segment, map, &|url| links.href(url)));
+        main.push_str(&super::html_list::controls(tree, read, &parts, segment, map, &|url| links.href(url)));
     }
     main.push_str("<pre class=\"json\">");
     match &value {
@@ -345,17 +342,19 @@ mod tests {
     fn who_gets_html() {
         let chromium = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
         let firefox = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-        assert!(wants_html(Some(chromium), "/api/v2/"));
-        assert!(wants_html(Some(firefox), "/api/v2/berry/?limit=5"));
-        assert!(!wants_html(Some(chromium), "/api/v2/berry/?limit=5&format=json"));
-        assert!(!wants_html(Some(chromium), "/api/v2/?format=json"));
+        assert!(wants_html(Some(chromium)));
+        assert!(wants_html(Some(firefox)));
+        let format = |target| super::super::route::route(target).query.format;
+        assert_eq!(format("/api/v2/berry/?limit=5"), super::super::route::Format::Negotiated);
+        assert_eq!(format("/api/v2/berry/?limit=5&FORMAT=Json"), super::super::route::Format::Json);
+        assert_eq!(format("/api/v2/?format=json"), super::super::route::Format::Json);
         for json in
             [None, Some("*/*"), Some("application/json"), Some("application/json, text/html"), Some("text/html;q=0")]
         {
-            assert!(!wants_html(json, "/api/v2/"), "{json:?}");
+            assert!(!wants_html(json), "{json:?}");
         }
-        assert!(!wants_html(Some("text/html;q=0.5, application/json"), "/api/v2/"));
-        assert!(wants_html(Some("text/html, application/json;q=0.9"), "/api/v2/"));
+        assert!(!wants_html(Some("text/html;q=0.5, application/json")));
+        assert!(wants_html(Some("text/html, application/json;q=0.9")));
     }
 
     #[test]

@@ -10,11 +10,11 @@
 //! value (two values of it match nothing).
 
 use super::html_escape::escape;
-use super::route::{Route, decode_lossy, filter_params, route, search_query};
-use super::tree::Tree;
+use super::route::{ListQuery, Target};
+use super::tree::ServedTree;
 use crate::filters::FilterField;
-use crate::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use crate::search::encode_query_value as encode;
+use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE, PAGES_DIR};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
@@ -83,26 +83,17 @@ fn takes_several(field: &FilterField) -> bool {
 }
 
 /// The request as the view shows it: the path, then the query as sent, each name and value
-/// percent-decoded (`/api/v2/creature/?type=fire&q=salamèche`).
-pub(super) fn shown_request(path: &str, target: &str) -> String {
-    let query = target.split('#').next().unwrap_or("").split_once('?').map_or("", |(_, q)| q);
-    let pairs: Vec<String> = query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| match pair.split_once('=') {
-            Some((key, value)) => format!("{}={}", decode_lossy(key), decode_lossy(&value.replace('+', " "))),
-            None => decode_lossy(pair),
-        })
-        .collect();
-    if pairs.is_empty() { path.to_string() } else { format!("{path}?{}", pairs.join("&")) }
+/// percent-decoded (`/api/v2/creature/?type=fire&q=salamèche`, see [`ListQuery::shown`]).
+pub(super) fn shown_request(path: &str, query: &ListQuery) -> String {
+    if query.shown.is_empty() { path.to_string() } else { format!("{path}?{}", query.shown.join("&")) }
 }
 
 /// Count, previous/next, the forms, the active filters and (on a resource's own list) the
 /// filters' values of a list page; `parts` are the key's segments, `map` the page's JSON, `href`
 /// the link of a url of the tree.
 pub(super) fn controls(
-    tree: &Tree,
-    target: &str,
+    tree: &ServedTree,
+    target: &Target<'_>,
     parts: &[&str],
     segment: &str,
     map: &serde_json::Map<String, Value>,
@@ -111,8 +102,8 @@ pub(super) fn controls(
     let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
     // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
-    let (offset, limit) = match route(target) {
-        Route::List { page: Ok(page), .. } => (page.offset, page.limit),
+    let (offset, limit) = match (&target.route, &target.query.page) {
+        (super::route::Route::List { .. }, Ok(page)) => (page.offset, page.limit),
         _ => match parts {
             [_, _, _, PAGES_DIR, limit, offset] => {
                 (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
@@ -121,12 +112,12 @@ pub(super) fn controls(
         },
     };
     let mut filters: Vec<(String, String)> = Vec::new();
-    for pair in filter_params(target) {
-        if !filters.contains(&pair) {
-            filters.push(pair);
+    for pair in &target.query.conditions {
+        if !filters.contains(pair) {
+            filters.push(pair.clone());
         }
     }
-    let state = ListState { segment, limit, q: search_query(target).unwrap_or_default(), filters };
+    let state = ListState { segment, limit, q: target.query.q.clone().unwrap_or_default(), filters };
     let mut out = String::new();
     let range = if shown == 0 {
         "no entries".to_string()
@@ -174,11 +165,30 @@ pub(super) fn controls(
         segment = escape(segment),
     );
     out.push_str(&active(&state));
+    if parts.len() == 3 {
+        out.push_str(&download_link(tree, segment, href));
+    }
     out.push_str("</div>\n");
     if parts.len() == 3 {
         out.push_str(&filter_links(tree, &state));
     }
     out
+}
+
+/// The link to the resource's bulk-data file (every record in one file, docs/tree.md), from
+/// the tree's bulk-data index; empty when the tree has none.
+fn download_link(tree: &ServedTree, segment: &str, href: &dyn Fn(&str) -> Option<String>) -> String {
+    let Ok(Some(index)) = tree.doc(crate::tree::layout::BULK_KEY) else { return String::new() };
+    let entries = crate::bulk::read_index(&index.body).unwrap_or_default();
+    let Some(entry) = entries.iter().find(|entry| entry.resource == segment) else { return String::new() };
+    let Some(link) = href(&entry.download_url) else { return String::new() };
+    format!(
+        "<p class=\"download\"><a id=\"download\" href=\"{}\" download>download every record</a> \
+         ({} records in one gzip'd NDJSON file, {} bytes)</p>\n",
+        escape(&link),
+        entry.records,
+        entry.size
+    )
 }
 
 /// The active `q` and filters, each with a link that removes it, and one that clears them all;
@@ -211,11 +221,11 @@ const MAX_FILTER_LINKS: usize = 60;
 /// The declared filters of the list as links, one per value with its count in the whole list,
 /// from the values documents (`?FIELD=VALUE`, see docs/tree.md), numbers in numeric order; an
 /// active value is marked, with a link that removes it. Empty for a resource without filters.
-fn filter_links(tree: &Tree, state: &ListState) -> String {
+fn filter_links(tree: &ServedTree, state: &ListState) -> String {
     let segment = state.segment;
     let mut out = String::new();
     for field in tree.filters(segment) {
-        let Ok(Some(doc)) = tree.doc(&crate::layout::filter_values_key(segment, &field.name)) else { continue };
+        let Ok(Some(doc)) = tree.doc(&crate::tree::layout::filter_values_key(segment, &field.name)) else { continue };
         let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
         let mut results: Vec<(&str, u64)> = values["results"]
             .as_array()
@@ -307,9 +317,7 @@ mod tests {
         assert_eq!(state.url("", &[]), "/api/v2/creature/?limit=2");
         let plain = ListState { segment: "creature", limit: DEFAULT_PAGE_SIZE, q: String::new(), filters: vec![] };
         assert_eq!(plain.url("", &[]), "/api/v2/creature/");
-        assert_eq!(
-            shown_request("/api/v2/x/", "/api/v2/x/?q=salam%C3%A8che+x&type=fire&flag"),
-            "/api/v2/x/?q=salamèche x&type=fire&flag"
-        );
+        let query = super::super::route::route("/api/v2/x/?q=salam%C3%A8che+x&type=fire&flag").query;
+        assert_eq!(shown_request("/api/v2/x/", &query), "/api/v2/x/?q=salamèche x&type=fire&flag");
     }
 }

@@ -22,13 +22,16 @@ pub enum Key {
 /// A cached value.
 #[derive(Debug, Clone)]
 pub enum Item {
+    /// A document.
     Doc(Arc<Doc>),
+    /// A list's entries.
     List(Arc<List>),
 }
 
 /// One response body, prepared for every way it is sent.
 #[derive(Debug)]
 pub struct Doc {
+    /// The bytes sent.
     pub body: Vec<u8>,
     /// The body gzip-compressed (when that is smaller), once a client has asked for it.
     pub(super) gzip: OnceLock<Option<Vec<u8>>>,

@@ -5,12 +5,13 @@
 
 use super::html::{self, Preview};
 use super::item::Doc;
-use super::route::{BadParam, Route, route};
+use super::list::{self, ListAnswer};
+use super::route::{BadParam, Format, Route, Target, route};
 use super::stream::Streamed;
-use super::tree::Tree;
+use super::tree::ServedTree;
 use super::view::{self, HtmlPage};
 use crate::answers::{self, ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, PREFLIGHT_MAX_AGE, PREFLIGHT_VARY};
-use crate::layout;
+use crate::tree::{JSON_MEDIA_TYPE, layout};
 use std::io::Write as _;
 use std::sync::Arc;
 
@@ -24,40 +25,81 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The parts of a request that decide the answer.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
+    /// The method, as sent.
     pub method: &'a str,
     /// The request target as sent: path and query.
     pub target: &'a str,
+    /// `Accept-Encoding`: gzip when it accepts it.
     pub accept_encoding: Option<&'a str>,
     /// `Accept`: a browser's gets the HTML view.
     pub accept: Option<&'a str>,
+    /// `If-None-Match`: 304 when it names the current ETag.
     pub if_none_match: Option<&'a str>,
     /// `Access-Control-Request-Headers`, echoed by preflight answers.
     pub request_headers: Option<&'a str>,
     /// Number of headers and their total size (names and values).
     pub header_count: usize,
+    /// Total size of the headers, names and values.
     pub header_bytes: usize,
 }
 
 /// The answer to a request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta`, sent
+    /// A document: 200, or 304 when the client's copy is current. `revalidate`: `meta` (and
+    /// the bulk-data index), sent
     /// with `Cache-Control: no-cache` (as `gen publish` uploads it), so that a client checking
     /// for a new deploy (the public API's browser client's `invalidateCache()`) sees it at once.
-    Doc { doc: Arc<Doc>, gzip: bool, not_modified: bool, revalidate: bool },
+    Doc {
+        /// The document.
+        doc: Arc<Doc>,
+        /// Send its gzip body.
+        gzip: bool,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
-    Error { status: u16, body: Vec<u8>, allow: bool },
+    Error {
+        /// The status.
+        status: u16,
+        /// The JSON body.
+        body: Vec<u8>,
+        /// Add the `Allow` header.
+        allow: bool,
+    },
     /// 204 to a CORS preflight, echoing the headers it asked for when they are plain tokens.
-    Options { allow_headers: Option<String> },
+    Options {
+        /// The headers echoed in `Access-Control-Allow-Headers`.
+        allow_headers: Option<String>,
+    },
     /// The HTML view of a document or an error, for a browser.
-    Html { status: u16, body: Arc<HtmlPage> },
+    Html {
+        /// The status.
+        status: u16,
+        /// The page.
+        body: Arc<HtmlPage>,
+    },
     /// A document too large for the cache, sent from its file (see [`super::stream`]): 200, or
     /// 304 as for [`Reply::Doc`]; never gzip-compressed.
-    Stream { stream: Arc<Streamed>, not_modified: bool, revalidate: bool },
+    Stream {
+        /// The file being sent.
+        stream: Arc<Streamed>,
+        /// 304: the client's copy is current.
+        not_modified: bool,
+        /// Send `Cache-Control: no-cache`.
+        revalidate: bool,
+    },
 }
 
 /// Decides the answer to `request` from `tree`.
-pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
+pub fn decide(tree: &ServedTree, request: &Request<'_>) -> Reply {
+    decide_routed(tree, request, &route(request.target))
+}
+
+/// Decides the answer to `request`, whose target the router read as `target`.
+fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) -> Reply {
     if request.target.len() > MAX_TARGET {
         return error(414, answers::target_too_long(request.target.len(), MAX_TARGET));
     }
@@ -79,46 +121,40 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
         }
     }
     let mut revalidate = false;
-    let found = match route(request.target) {
-        Route::List { segment, page } if tree.has_list(&segment) => match page {
-            Ok(page) => {
-                let q = super::route::search_query(request.target);
-                let declared = tree.filters(&segment);
-                // a resource without filters ignores other parameters, as the public API does
-                let given = if declared.is_empty() { Vec::new() } else { super::route::filter_params(request.target) };
-                match crate::filters::order_conditions(declared, &given) {
-                    Ok(conditions) if conditions.len() > crate::filters::MAX_CONDITIONS => {
-                        return error(400, answers::too_many_filters(crate::filters::MAX_CONDITIONS));
-                    }
-                    Ok(conditions) => {
-                        let whole = tree.count(&segment).is_some_and(|count| page.is_everything(count));
-                        if let Some(reply) = (q.is_none() && conditions.is_empty() && whole)
-                            .then(|| streamed(tree, &layout::all_page_key(&segment), request, false))
-                            .flatten()
-                        {
-                            return reply;
-                        }
-                        tree.narrowed(&segment, q.as_deref(), &conditions, page)
-                    }
-                    Err(name) => return error(400, answers::not_a_filter(&segment, name, declared)),
-                }
-            }
-            Err(bad) => return bad_param(&bad),
+    let found = match &target.route {
+        Route::List { segment } if tree.has_list(segment) => match &target.query.page {
+            Ok(page) => match list::answer(tree, segment, &target.query, *page) {
+                ListAnswer::Refused(body) => return error(400, body),
+                ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
+                    Some(reply) => return reply,
+                    None => tree.doc(&key),
+                },
+                ListAnswer::Page(found) => found,
+            },
+            Err(bad) => return bad_param(bad),
         },
-        Route::List { segment, .. } => {
-            let key = layout::list_key(&segment);
-            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
+        Route::List { segment } => {
+            let key = layout::list_key(segment);
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY) || key.eq_ignore_ascii_case(layout::BULK_KEY);
             if let Some(reply) = streamed(tree, &key, request, revalidate) {
                 return reply;
             }
             tree.doc(&key)
         }
+        Route::Doc(key) if layout::is_bulk_file(key) => match tree.streamed_bulk(key) {
+            Some(Ok(stream)) => {
+                let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
+                return Reply::Stream { stream, not_modified, revalidate: false };
+            }
+            Some(Err(unserved)) => return unserved_reply(&unserved),
+            None => Ok(None),
+        },
         Route::Doc(key) => {
-            revalidate = key.eq_ignore_ascii_case(layout::META_KEY);
-            if let Some(reply) = streamed(tree, &key, request, revalidate) {
+            revalidate = key.eq_ignore_ascii_case(layout::META_KEY) || key.eq_ignore_ascii_case(layout::BULK_KEY);
+            if let Some(reply) = streamed(tree, key, request, revalidate) {
                 return reply;
             }
-            tree.doc(&key)
+            tree.doc(key)
         }
         Route::NotFound => Ok(None),
     };
@@ -134,7 +170,7 @@ pub fn decide(tree: &Tree, request: &Request<'_>) -> Reply {
 }
 
 /// The answer for the document at `key` when it is too large for the cache: sent from its file.
-fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
+fn streamed(tree: &ServedTree, key: &str, request: &Request<'_>, revalidate: bool) -> Option<Reply> {
     Some(match tree.streamed(key)? {
         Ok(stream) => {
             let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
@@ -145,7 +181,7 @@ fn streamed(tree: &Tree, key: &str, request: &Request<'_>, revalidate: bool) -> 
 }
 
 fn unserved_reply(unserved: &super::tree::Unserved) -> Reply {
-    eprintln!("gen serve: {}", unserved.detail);
+    say!("gen serve: {}", unserved.detail);
     match unserved.busy {
         true => error(TREE_CHANGED, answers::busy()),
         false => error(TREE_CHANGED, answers::tree_changed(&unserved.path)),
@@ -157,12 +193,14 @@ const TREE_CHANGED: u16 = 503;
 
 /// Decides the answer as [`decide`] does, except that a browser (see [`html::wants_html`]) gets
 /// the HTML view of the same answer, and `/` a page linking every resource.
-pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
+pub(crate) fn decide_browsable(tree: &ServedTree, request: &Request<'_>, settings: &ResponsePolicy) -> Reply {
+    let target = route(request.target);
     let browsing = matches!(request.method, "GET" | "HEAD")
         && request.target.len() <= MAX_TARGET
-        && html::wants_html(request.accept, request.target);
+        && target.query.format == Format::Negotiated
+        && html::wants_html(request.accept);
     if !browsing {
-        return decide(tree, request);
+        return decide_routed(tree, request, &target);
     }
     let path = super::route::strip_origin(request.target);
     let path = path.split(['?', '#']).next().unwrap_or(path);
@@ -171,13 +209,13 @@ pub(crate) fn decide_browsable(tree: &Tree, request: &Request<'_>, settings: &Re
     }
     // The page shows the document itself, whatever copy the browser holds.
     let plain = Request { if_none_match: None, accept_encoding: None, ..request.clone() };
-    match decide(tree, &plain) {
-        Reply::Doc { doc, .. } => {
-            html_reply(200, view::document(tree, &settings.preview, request.target, 200, &doc.body))
-        }
+    match decide_routed(tree, &plain, &target) {
+        Reply::Doc { doc, .. } => html_reply(200, view::document(tree, &settings.preview, &target, 200, &doc.body)),
         Reply::Error { status: status @ (400 | 404), body, .. } => {
-            html_reply(status, view::document(tree, &settings.preview, request.target, status, &body))
+            html_reply(status, view::document(tree, &settings.preview, &target, status, &body))
         }
+        // a bulk-data file is downloaded, not shown
+        Reply::Stream { stream, .. } if stream.bulk => decide(tree, request),
         Reply::Stream { stream, .. } => {
             let page = html::too_large(&settings.preview, request.target, stream.len);
             Reply::Html { status: 200, body: HtmlPage::unheld(page) }
@@ -198,12 +236,13 @@ fn error(status: u16, body: serde_json::Value) -> Reply {
     Reply::Error { status, body: answers::to_bytes(&body), allow: false }
 }
 
-fn bad_param(bad: &BadParam) -> Reply {
+/// The 400 of a malformed `limit` or `offset`.
+pub(super) fn bad_param(bad: &BadParam) -> Reply {
     let BadParam { name, value } = bad;
     error(400, answers::bad_param(name, Some(value), value.starts_with('-')))
 }
 
-fn not_found(tree: &Tree, target: &str) -> Reply {
+fn not_found(tree: &ServedTree, target: &str) -> Reply {
     let path = target.split('?').next().unwrap_or(target);
     let key = super::route::normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|key| key.split('/').skip(2).collect()).unwrap_or_default();
@@ -322,7 +361,7 @@ impl Reply {
     }
 
     /// Writes the status line and headers (through the blank line) into `out`; `deploy` is the
-    /// tree's deploy header lines ([`Tree::deploy_head`]), sent with every answer.
+    /// tree's deploy header lines ([`ServedTree::deploy_head`]), sent with every answer.
     pub(crate) fn write_head(
         &self,
         out: &mut Vec<u8>,
@@ -336,8 +375,7 @@ impl Reply {
         match self {
             Reply::Doc { doc, gzip, not_modified, revalidate } => {
                 if !not_modified {
-                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                    let _ = write!(out, "Content-Length: {}\r\n", self.body().len());
+                    let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", self.body().len());
                     if *gzip {
                         out.extend_from_slice(b"Content-Encoding: gzip\r\n");
                     }
@@ -348,10 +386,17 @@ impl Reply {
                 // A browser asking for the same url gets the HTML view.
                 out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
             }
+            Reply::Stream { stream, not_modified, .. } if stream.bulk => {
+                if !not_modified {
+                    let _ = write!(out, "Content-Type: {}\r\n", crate::bulk::CONTENT_TYPE);
+                    let _ = write!(out, "Content-Encoding: {}\r\n", crate::bulk::CONTENT_ENCODING);
+                    let _ = write!(out, "Content-Length: {}\r\n", stream.len);
+                }
+                let _ = write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::bulk::CACHE_CONTROL);
+            }
             Reply::Stream { stream, not_modified, revalidate } => {
                 if !not_modified {
-                    out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                    let _ = write!(out, "Content-Length: {}\r\n", stream.len);
+                    let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", stream.len);
                 }
                 let cache_control = if *revalidate { "no-cache" } else { &settings.cache_control };
                 let _ = write!(out, "ETag: {}\r\nCache-Control: {cache_control}\r\n", stream.etag);
@@ -367,8 +412,11 @@ impl Reply {
                 );
             }
             Reply::Error { body, allow, .. } => {
-                out.extend_from_slice(b"Content-Type: application/json; charset=utf-8\r\n");
-                let _ = write!(out, "Content-Length: {}\r\nCache-Control: no-store\r\n", body.len());
+                let _ = write!(
+                    out,
+                    "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\nCache-Control: no-store\r\n",
+                    body.len()
+                );
                 if *allow {
                     let _ = write!(out, "Allow: {ALLOW}\r\n");
                 }
@@ -399,7 +447,7 @@ mod tests {
 
     /// A tree built from a small data folder: berry (5 named records, one with a
     /// sub-document) and note (nameless, ids -1 and 0).
-    fn sample_tree() -> Tree {
+    fn sample_tree() -> ServedTree {
         let dir = std::env::temp_dir().join(format!("gen-respond-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
@@ -416,7 +464,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        Tree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
+        ServedTree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
     }
 
     fn get(target: &str) -> Request<'_> {

@@ -23,7 +23,7 @@
 
 use super::respond::{self, Connection, Reply, ResponsePolicy};
 use super::stream::MinRate;
-use super::tree::Tree;
+use super::tree::ServedTree;
 use anyhow::{Result, anyhow};
 use std::cell::RefCell;
 use std::io::{Read, Write as _};
@@ -35,7 +35,8 @@ use std::time::{Duration, Instant, SystemTime};
 /// What every connection shares.
 pub struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
-    pub tree: RwLock<Arc<Tree>>,
+    pub tree: RwLock<Arc<ServedTree>>,
+    /// How answers are made: cache headers, the HTML view.
     pub settings: ResponsePolicy,
     /// No line per request.
     pub quiet: bool,
@@ -51,7 +52,7 @@ pub struct Shared {
 
 impl Shared {
     /// The current tree.
-    pub fn tree(&self) -> Arc<Tree> {
+    pub fn tree(&self) -> Arc<ServedTree> {
         self.tree.read().expect("tree lock").clone()
     }
 }
@@ -61,34 +62,46 @@ pub(crate) const MAX_BODY: u64 = 64 << 10;
 /// Responses up to this size are written in one piece (head and body in one buffer).
 const ONE_WRITE: usize = 256 << 10;
 
-enum Event {
+/// What the serving loop of [`run`] waits for.
+pub(crate) enum Event {
     /// A tiny_http thread that may be the accept thread panicked.
     Panicked,
+    /// The server cannot go on (the tree served from start does not match its manifest): [`run`]
+    /// returns this error.
+    Failed(anyhow::Error),
 }
 
-/// Serves `listener` until the process ends.
-pub fn run(listener: TcpListener, shared: Arc<Shared>) -> Result<()> {
-    let (events_tx, events) = mpsc::channel();
-    install_panic_hook(events_tx.clone());
+/// Serves `listener` until the process ends, or until an [`Event::Failed`] comes through
+/// `events` (`events_tx` is its sender).
+pub(crate) fn run(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    events_tx: mpsc::Sender<Event>,
+    events: mpsc::Receiver<Event>,
+) -> Result<()> {
+    install_panic_hook(events_tx);
     let handler: tiny_http::Handler = Arc::new(move |request| handle_guarded(request, &shared));
     let mut current = start(&listener, &handler)?;
     let mut born = Instant::now();
     let mut delay = Duration::ZERO;
     loop {
-        let Event::Panicked = events.recv().map_err(|_| anyhow!("the panic hook is gone"))?;
+        match events.recv().map_err(|_| anyhow!("the panic hook is gone"))? {
+            Event::Panicked => {}
+            Event::Failed(e) => return Err(e),
+        }
         // Accepting that fails again at once (out of descriptors) is retried with back-off.
         delay = if born.elapsed() < Duration::from_secs(1) {
             (delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1))
         } else {
             Duration::ZERO
         };
-        eprintln!("gen serve: tiny_http's accept thread may have stopped; accepting again");
+        say!("gen serve: tiny_http's accept thread may have stopped; accepting again");
         let server = loop {
             std::thread::sleep(delay);
             match start(&listener, &handler) {
                 Ok(server) => break server,
                 Err(e) => {
-                    eprintln!("gen serve: cannot accept connections again yet: {e:#}");
+                    say!("gen serve: cannot accept connections again yet: {e:#}");
                     delay = (delay * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
                 }
             }
@@ -123,7 +136,7 @@ fn install_panic_hook(events: Sender<Event>) {
             return default(info);
         }
         let location = info.location().map(|l| l.to_string()).unwrap_or_default();
-        eprintln!("gen serve: a tiny_http thread stopped: panicked at {location}: {message}");
+        say!("gen serve: a tiny_http thread stopped: panicked at {location}: {message}");
         if !file.ends_with("client.rs") {
             let _ = events.send(Event::Panicked);
         }
@@ -134,7 +147,7 @@ fn install_panic_hook(events: Sender<Event>) {
 fn handle_guarded(request: tiny_http::Request, shared: &Shared) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(request, shared)));
     if result.is_err() {
-        eprintln!("gen serve: answering a request panicked; the server goes on");
+        say!("gen serve: answering a request panicked; the server goes on");
     }
 }
 
@@ -158,7 +171,7 @@ fn handle(mut request: tiny_http::Request, shared: &Shared) {
     };
     if !body_read && !shared.quiet {
         let length = length.map_or("a chunked body".to_string(), |n| format!("a body of {n} bytes"));
-        eprintln!(
+        say!(
             "{} {}: {length} not read (more than {MAX_BODY} bytes, or not sent in time); the connection is closed",
             request.method(),
             printable(request.url())
@@ -263,7 +276,11 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
 /// manifest, a new build may have been swapped in: if the manifest changed, the new tree is
 /// loaded and the request answered from it, once; otherwise the answer says the tree changed.
 /// The tree that answered comes with the reply: its deploy headers go with the answer.
-fn decide(shared: &Shared, facts: &respond::Request<'_>, settings: &ResponsePolicy) -> (respond::Reply, Arc<Tree>) {
+fn decide(
+    shared: &Shared,
+    facts: &respond::Request<'_>,
+    settings: &ResponsePolicy,
+) -> (respond::Reply, Arc<ServedTree>) {
     let tree = shared.tree();
     let reply = respond::decide_browsable(&tree, facts, settings);
     if reply.is_tree_changed() && super::refresh(shared, &tree) {

@@ -14,9 +14,9 @@
 //! [`RATE_WINDOW`], while a body larger than a single write is sent to it ([`MinRate`]); one that
 //! reads less is cut off. A client that reads nothing is cut off sooner, by the send timeout.
 
-use super::files::{MAX_DOCUMENT_BYTES, Unservable};
-use super::tree::{Tree, Unserved};
-use crate::layout::API_PREFIX;
+use super::tree::{ServedTree, Unserved};
+use crate::tree::layout::API_PREFIX;
+use crate::tree::listing::{MAX_DOCUMENT_BYTES, Unservable};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt as _;
@@ -44,9 +44,11 @@ pub struct Streamed {
     pub len: u64,
     /// Strong ETag of the body sent: its BLAKE3 hash, quoted.
     pub etag: String,
+    /// True for a bulk-data file: sent as it is (gzip, `application/x-ndjson`, immutable).
+    pub bulk: bool,
 }
 
-impl Tree {
+impl ServedTree {
     /// The document at `key` when the tree lists it and it is too large for the cache: open,
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
     pub fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
@@ -63,6 +65,15 @@ impl Tree {
             (self.base_url != self.built_base_url).then(|| (self.built_base_url.clone(), self.base_url.clone()));
         Some(Streamed::open(&self.dir, &path, hash, rebase).map(Arc::new).map_err(|e| self.unserved(&path, &e)))
     }
+
+    /// The bulk-data file at `key` when the tree lists it: always sent from its file, whatever
+    /// its size, and as it is (its urls are not rebased: its bytes are gzip, and its name is
+    /// their hash).
+    pub fn streamed_bulk(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
+        let (path, hash) = self.file_of(key).filter(|(path, _)| crate::tree::layout::is_bulk_file(path))?;
+        let opened = Streamed::open(&self.dir, &path, hash, None).map(|stream| Streamed { bulk: true, ..stream });
+        Some(opened.map(Arc::new).map_err(|e| self.unserved(&path, &e)))
+    }
 }
 
 impl Streamed {
@@ -75,9 +86,9 @@ impl Streamed {
         rebase: Option<(String, String)>,
     ) -> Result<Streamed, Unservable> {
         let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
-        let tree = crate::build::tree_fs::TreeDir::open(dir).map_err(|e| not_read(&e))?;
+        let tree = crate::tree::dir::TreeDir::open(dir).map_err(|e| not_read(&e))?;
         let file = tree.open_file(path, MAX_DOCUMENT_BYTES).map_err(|e| not_read(&e))?;
-        let mut streamed = Streamed { file, hash, rebase, len: 0, etag: String::new() };
+        let mut streamed = Streamed { file, hash, rebase, len: 0, etag: String::new(), bulk: false };
         let (mut sent, mut len) = (blake3::Hasher::new(), 0u64);
         let read = streamed
             .each_piece(|piece| {

@@ -16,11 +16,11 @@
 //! while serving (see [`super::run`]).
 
 use super::cache::Cache;
-use super::files::{self, Listing, Unservable};
 use super::item::{Doc, Item, Key as CacheKey, List};
-use crate::layout::{self, API_PREFIX, ROOT_PATH};
-use crate::manifest::{MANIFEST_FILE, Manifest};
 use crate::paging::{self, LinkStyle, Page};
+use crate::tree::layout::{self, API_PREFIX, ROOT_PATH};
+use crate::tree::listing::{self, Listing, Unservable};
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(1
 struct Reads {
     reading: HashMap<CacheKey, Arc<Flight>>,
     sending: HashMap<CacheKey, std::sync::Weak<Doc>>,
-    /// The lists too large for the cache that answers still use (see [`Tree::list`]).
+    /// The lists too large for the cache that answers still use (see [`ServedTree::list`]).
     lists: HashMap<CacheKey, std::sync::Weak<List>>,
 }
 
@@ -65,7 +65,7 @@ pub struct Unserved {
 
 /// A loaded tree: one build's manifest, and the cache its documents are read into.
 #[derive(Debug)]
-pub struct Tree {
+pub struct ServedTree {
     pub(super) dir: PathBuf,
     /// The files served, with their hashes.
     pub(super) listing: Listing,
@@ -87,32 +87,36 @@ pub struct Tree {
     /// The deploy headers and the line exposing them, `Name: value\r\n` each, sent with every
     /// answer (empty for a tree built before them).
     pub(crate) deploy_head: String,
-    /// Reads under way (see [`Tree::read`]).
+    /// Reads under way (see [`ServedTree::read`]).
     flights: Flights,
     /// Held while a list is parsed: one at a time, so that requests that all miss a list too
     /// large for the cache share one parse and one copy of it rather than each making its own.
     list_parse: std::sync::Mutex<()>,
 }
 
-impl Tree {
+impl ServedTree {
     /// Loads the tree in `dir`, reading its documents into `cache` as they are asked for.
-    pub fn load(dir: &Path, cache: Arc<Cache>) -> Result<Tree> {
-        Tree::load_rebased(dir, cache, None)
+    pub fn load(dir: &Path, cache: Arc<Cache>) -> Result<ServedTree> {
+        ServedTree::load_rebased(dir, cache, None)
     }
 
-    /// [`Tree::load`], with every url that starts with the tree's base URL made to start with
+    /// [`ServedTree::load`], with every url that starts with the tree's base URL made to start with
     /// `base_url` instead (see [`rebase`]), once per document as it is read.
-    pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<Tree> {
-        let (tree, to_check) = Tree::load_unchecked(dir, cache, base_url)?;
+    pub(crate) fn load_rebased(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<ServedTree> {
+        let (tree, to_check) = ServedTree::load_unchecked(dir, cache, base_url)?;
         if let Some(paths) = to_check {
-            files::check_all(dir, &paths)?;
+            listing::check_all(dir, &paths)?;
         }
         Ok(tree)
     }
 
-    /// [`Tree::load_rebased`] without checking the files: the tree, and the files to check
-    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`files::check_all`]).
-    pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(Tree, ToCheck)> {
+    /// [`ServedTree::load_rebased`] without checking the files: the tree, and the files to check
+    /// whole when it has at most [`CHECK_AT_LOAD`] (see [`listing::check_all`]).
+    pub(crate) fn load_unchecked(
+        dir: &Path,
+        cache: Arc<Cache>,
+        base_url: Option<&str>,
+    ) -> Result<(ServedTree, ToCheck)> {
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
         let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());
@@ -153,7 +157,7 @@ impl Tree {
             .unwrap_or_default();
         let built_base = manifest.settings.base_url;
         let served_base = base_url.unwrap_or(&built_base).to_string();
-        let tree = Tree {
+        let tree = ServedTree {
             dir: dir.to_path_buf(),
             listing,
             lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),
@@ -207,7 +211,7 @@ impl Tree {
     /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
     /// (`api/v2/openapi.json`).
     pub(super) fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
-        let index = format!("{key}/{}", layout::DOCUMENT_FILE);
+        let index = layout::document_path(key);
         if let Some(hash) = self.listing.hash_of(&index) {
             return Some((index, hash));
         }
@@ -275,7 +279,7 @@ impl Tree {
                 busy: true,
             })?),
         };
-        let body = files::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
+        let body = listing::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
         let rebased =
             (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
         let mut doc = match rebased.flatten() {
@@ -300,29 +304,6 @@ impl Tree {
             self.cache.charge(&key, added);
         }
         doc.gzip()
-    }
-
-    /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
-    /// from the list's entries (byte for byte as the build would have written it) and cached.
-    pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
-        let Some(&count) = self.lists.get(segment) else { return Ok(None) };
-        if page.is_everything(count) {
-            return self.doc(&layout::all_page_key(segment));
-        }
-        let file = layout::page_path(segment, page.limit, page.offset);
-        if let Some(hash) = self.listing.hash_of(&file) {
-            return self.read(&file, &hash).map(Some);
-        }
-        let all_path = layout::all_page_path(segment);
-        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
-        let key = CacheKey::Page(*all_hash.as_bytes(), page);
-        if let Some(Item::Doc(doc)) = self.cache.get(&key) {
-            return Ok(Some(doc));
-        }
-        let list = self.list(segment, Some(count), &all_path, &all_hash)?;
-        let doc = Arc::new(Doc { cached_as: Some(key), ..Doc::computed(render(&list, page, self.links, self.pretty)) });
-        self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
-        Ok(Some(doc))
     }
 
     /// The entries of the list of `segment`, from its `_pages/all` file (`all_path`, whose hash
@@ -421,7 +402,7 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
 }
 
 /// Renders a page of `list` as `gen build` does (see [`paging::render_shown_page`]).
-fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
+pub(super) fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) -> Vec<u8> {
     render_linked(list, page, &paging::ListLinks::of_list(&list.url, links), pretty)
 }
 
@@ -475,7 +456,7 @@ pub enum Key<'a> {
 /// Classifies a path listed in the manifest: refused unless it has the shape of a tree path,
 /// else served under its [`layout::key_of`] when it has one.
 pub(crate) fn classify(path: &str) -> Key<'_> {
-    if !crate::layout::is_tree_path(path) {
+    if !crate::tree::layout::is_tree_path(path) {
         return Key::Refuse;
     }
     match layout::key_of(path) {

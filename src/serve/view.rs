@@ -12,7 +12,8 @@
 
 use super::budget::Permit;
 use super::html::{self, Preview};
-use super::tree::{IN_FLIGHT_WAIT, Tree};
+use super::route::Target;
+use super::tree::{IN_FLIGHT_WAIT, ServedTree};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
 
@@ -39,6 +40,7 @@ pub(crate) fn render_cost(json: &[u8]) -> usize {
 /// sends it.
 #[derive(Debug)]
 pub struct HtmlPage {
+    /// The page's bytes.
     pub bytes: Vec<u8>,
     _held: Option<Permit>,
 }
@@ -65,16 +67,16 @@ static PAGES: LazyLock<Mutex<Pages>> = LazyLock::new(Mutex::default);
 /// The HTML view of `json`, the answer to `target` with `status` (see the module's doc); `None`
 /// when no room came for its render within [`IN_FLIGHT_WAIT`] (answered 503).
 pub(crate) fn document(
-    tree: &Tree,
+    tree: &ServedTree,
     preview: &Preview,
-    target: &str,
+    target: &Target<'_>,
     status: u16,
     json: &[u8],
 ) -> Option<Arc<HtmlPage>> {
     if json.len() <= SMALL_JSON {
         return Some(HtmlPage::unheld(html::document(tree, preview, target, status, json)));
     }
-    let key = page_key(tree, preview, target, status, json);
+    let key = page_key(tree, preview, target.text, status, json);
     let lock = || PAGES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let flight = {
         let mut pages = lock();
@@ -98,7 +100,13 @@ pub(crate) fn document(
 }
 
 /// Renders the page within the budget; `None` when no room came within [`IN_FLIGHT_WAIT`].
-fn render(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> Option<Arc<HtmlPage>> {
+fn render(
+    tree: &ServedTree,
+    preview: &Preview,
+    target: &Target<'_>,
+    status: u16,
+    json: &[u8],
+) -> Option<Arc<HtmlPage>> {
     let mut held = tree.cache.in_flight.acquire(render_cost(json), IN_FLIGHT_WAIT)?;
     let bytes = html::document(tree, preview, target, status, json);
     held.shrink_to(bytes.len());
@@ -106,7 +114,7 @@ fn render(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]
 }
 
 /// What a page is made from: the tree, the target, the status, the JSON and the problems shown.
-fn page_key(tree: &Tree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> [u8; 32] {
+fn page_key(tree: &ServedTree, preview: &Preview, target: &str, status: u16, json: &[u8]) -> [u8; 32] {
     let problems = preview.problems.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut hasher = blake3::Hasher::new();
     hasher.update(tree.digest.as_bytes()).update(&status.to_le_bytes());

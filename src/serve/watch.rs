@@ -23,7 +23,7 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 /// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
 /// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
 fn options(out: &Path) -> Result<crate::build::BuildOptions> {
-    let mut options = match crate::manifest::Manifest::read_with_bytes(out) {
+    let mut options = match crate::tree::manifest::Manifest::read_with_bytes(out) {
         Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
         Err(_) => crate::build::BuildOptions::default(),
     };
@@ -43,9 +43,9 @@ fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
     match options(out).and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
         Ok(summary) => {
             if !quiet && summary.up_to_date {
-                eprintln!("gen serve: the tree is already up to date with {}", data.display());
+                say!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
-                eprintln!(
+                say!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s",
                     crate::fsutil::show_dir(out),
                     summary.resources,
@@ -60,8 +60,8 @@ fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
                 Some(problems) => problems.to_string(),
                 None => format!("error: {e:#}"),
             };
-            eprintln!("{text}");
-            eprintln!("gen serve: still serving the last good build; fix the problems above and save");
+            say!("{text}");
+            say!("gen serve: still serving the last good build; fix the problems above and save");
             Outcome::Failed(text)
         }
     }
@@ -85,7 +85,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
     match rebuild(data, out, quiet) {
         Outcome::Built => Ok(None),
         Outcome::Failed(problems) => {
-            if crate::manifest::Manifest::read_with_bytes(out).is_err() {
+            if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
                 bail!("{} holds no tree to serve until the data builds: fix the problems above", out.display());
             }
             Ok(Some(problems))
@@ -116,14 +116,14 @@ pub fn start(
     if let Some(parent) = data.parent()
         && let Err(e) = watcher.watch(parent, RecursiveMode::NonRecursive)
     {
-        eprintln!(
+        say!(
             "gen serve: cannot watch {} ({e}): if the data folder is deleted and recreated, restart gen serve",
             parent.display()
         );
     }
     let mut watched = identity(&data);
     if !quiet {
-        eprintln!("gen serve: watching {} for changes", data.display());
+        say!("gen serve: watching {} for changes", data.display());
     }
     std::thread::Builder::new().name("gen-watch".into()).spawn(move || {
         while let Ok(event) = events.recv() {
@@ -140,7 +140,7 @@ pub fn start(
                 let _ = watcher.unwatch(&data);
                 match watcher.watch(&data, RecursiveMode::Recursive) {
                     Ok(()) => watched = now,
-                    Err(e) => eprintln!("gen serve: cannot watch {} again: {e}", data.display()),
+                    Err(e) => say!("gen serve: cannot watch {} again: {e}", data.display()),
                 }
             }
             match rebuild(&data, &out, quiet) {
@@ -162,7 +162,7 @@ fn is_change(event: &notify::Result<notify::Event>, data: &Path) -> bool {
     let event = match event {
         Ok(event) => event,
         Err(e) => {
-            eprintln!("gen serve: watching {}: {e}", data.display());
+            say!("gen serve: watching {}: {e}", data.display());
             return true;
         }
     };

@@ -2,7 +2,7 @@
 // a page, then runs each step (types into a field, clicks a button or a link, waits for the
 // page it leads to), and prints, as one JSON array on stdout, what the page showed before the
 // first step and after each: the url, the heading, the count, the entries of the JSON shown,
-// the active filters, the forms' fields and the filters' values. tests/browser.rs checks them.
+// the active filters, the forms' fields and the filters' values. tests/suite/browser.rs checks them.
 //
 // node click-view.mjs <puppeteer-core dir> <chromium> <url> <steps as JSON>
 // A step: {"click": selector} (a link or a submit button: waits for the navigation), or

@@ -1,4 +1,4 @@
-// Runs a CloudFront Function (`gen config cloudfront`) in Node for tests/edge.rs: NOT CloudFront's
+// Runs a CloudFront Function (`gen config cloudfront`) in Node for tests/suite/edge.rs: NOT CloudFront's
 // own runtime (cloudfront-js-2.0), but the event shape AWS documents for a viewer request
 // ("CloudFront Functions event structure"), built from each request read as JSON from stdin:
 //   [{"method": "GET", "target": "/api/v2/berry/?limit=5", "headers": {"name": "value"}}, ...]

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs the JavaScript runtimes the edge handler tests run in (tests/edge.rs), pinned, under
+# Installs the JavaScript runtimes the edge handler tests run in (tests/suite/edge.rs), pinned, under
 # target/edge-runtimes: `miniflare` (it runs workerd, Cloudflare's runtime), `wrangler` (the
 # Cloudflare project's `wrangler dev`, on the same miniflare) and `deno` from npm.
 # Node itself is the system's. Used by `make test` and so by CI.

@@ -1,4 +1,4 @@
-// A misbehaving static store for tests/edge.rs: serves the files under a folder as
+// A misbehaving static store for tests/suite/edge.rs: serves the files under a folder as
 // static-origin.mjs does, except the paths named in a faults file (JSON, read again on every
 // request, so a test changes the faults between requests), which it answers as told:
 //   {"<path>": {"html": true}}              200, text/html, an error page

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the public API's official browser client, pokeapi-js-wrapper 2.x, from npm into
-# target/npm (never committed), for tests/browser.rs, which loads it unchanged in headless
+# target/npm (never committed), for tests/suite/browser.rs, which loads it unchanged in headless
 # Chromium against `gen serve`. Used by `make test` and so by CI.
 #
 # Never fails the build: without npm or the registry the test skips with a message instead

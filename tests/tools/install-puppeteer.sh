@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs puppeteer-core from npm, pinned, into target/puppeteer (never committed), for
-# tests/browser.rs, which drives the system's Chromium with it through tests/tools/click-view.mjs:
+# tests/suite/browser.rs, which drives the system's Chromium with it through tests/tools/click-view.mjs:
 # it fills in and submits the HTML view's forms and clicks its links as a user does.
 # puppeteer-core downloads no browser. Used by `make test` and so by CI.
 #

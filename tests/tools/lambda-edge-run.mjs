@@ -1,5 +1,5 @@
 // Calls the Lambda@Edge entry point of `gen config node` (its `handler` export) in Node for
-// tests/edge.rs, with origin-request events in the shape AWS documents ("Lambda@Edge event
+// tests/suite/edge.rs, with origin-request events in the shape AWS documents ("Lambda@Edge event
 // structure", origin request, custom origin), one per request read as JSON from stdin:
 //   {"origin": "127.0.0.1:8080", "requests": [{"method": "GET", "target": "/api/v2/"}, ...]}
 // (the origin's host and port go into the event's custom origin, as CloudFront sends them).

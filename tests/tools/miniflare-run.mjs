@@ -1,4 +1,4 @@
-// Runs a Worker module in workerd through miniflare, for tests/edge.rs and the benchmark:
+// Runs a Worker module in workerd through miniflare, for tests/suite/edge.rs and the benchmark:
 //   node miniflare-run.mjs <runtimes dir> <worker.js> <port> origin <url>
 //   node miniflare-run.mjs <runtimes dir> <worker.js> <port> r2 <tree folder>
 // With r2, the bucket bound as TREE is filled with every file of the tree, keyed by its path, as

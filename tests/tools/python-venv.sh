@@ -1,6 +1,6 @@
 #!/bin/sh
-# Installs the Python tools of the OpenAPI tests (tests/openapi.rs), and SeaweedFS (`weed`, for
-# tests/publish.rs) with awscli (for the publish benchmark), into a virtual environment,
+# Installs the Python tools of the OpenAPI tests (tests/suite/openapi.rs), and SeaweedFS (`weed`, for
+# tests/suite/publish.rs) with awscli (for the publish benchmark), into a virtual environment,
 # target/pyvenv by default (GEN_PYVENV overrides it): the pinned versions of
 # tests/tools/requirements.txt, from PyPI (pip honours PIP_INDEX_URL, PIP_FIND_LINKS, ...).
 #

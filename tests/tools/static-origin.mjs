@@ -1,4 +1,4 @@
-// A bare static store for tests/edge.rs: serves the files under a folder at their paths, a
+// A bare static store for tests/suite/edge.rs: serves the files under a folder at their paths, a
 // folder's index.json at the folder's path, 404 for anything else, query strings ignored, as an
 // object store's public endpoint does. `node static-origin.mjs <folder> <port> [<reads log>]`:
 // with a log file, the path of every request is appended to it, one a line (the reads a handler

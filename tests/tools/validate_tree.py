@@ -11,6 +11,7 @@ schema. Formats are asserted (`uri` through rfc3987, `date-time` through rfc3339
 Prints one line per resource and a total; exits 1 listing the first failures.
 """
 
+import gzip
 import json
 import re
 import sys
@@ -72,6 +73,28 @@ def main() -> int:
             path_key, label = "/api/v2/", "root"
         elif rel == "api/v2/meta/index.json":
             path_key, label = "/api/v2/meta/", "meta"
+        elif rel == "api/v2/bulk-data/index.json":
+            path_key, label = "/api/v2/bulk-data/", "bulk-data"
+        elif parts[:3] == ["api", "v2", "bulk-data"] and len(parts) == 4 and rel.endswith(".ndjson.gz"):
+            # a bulk-data file: its name as the path parameter says, every line a record of its
+            # resource as the record's own path describes it
+            operation = paths.get("/api/v2/bulk-data/{file}", {}).get("get")
+            if operation is None:
+                failures.append(f"{rel}: no path /api/v2/bulk-data/{{file}} in the document")
+                continue
+            (parameter,) = operation["parameters"]
+            if not re.fullmatch(parameter["schema"]["pattern"], parts[3]):
+                failures.append(f"{rel}: the name does not match {parameter['schema']['pattern']}")
+            if "application/x-ndjson" not in operation["responses"]["200"]["content"]:
+                failures.append(f"{rel}: the document gives another content type")
+            segment = parts[3][: -len("-0123456789abcdef.ndjson.gz")]
+            record = validator(f"/api/v2/{segment}/{{id}}/")
+            with gzip.open(tree / rel, "rt", encoding="utf-8") as lines:
+                for number, line in enumerate(lines, 1):
+                    for error in record.iter_errors(json.loads(line)):
+                        failures.append(f"{rel}:{number}: {error.message[:300]}")
+            counts["bulk-data files"] = counts.get("bulk-data files", 0) + 1
+            continue
         elif parts[:2] == ["api", "v2"] and parts[-1] == "index.json" and parts[2] in segments:
             segment, middle = parts[2], parts[3:-1]
             label = segment

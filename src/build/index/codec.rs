@@ -3,11 +3,12 @@
 //! that a damaged or cut file is an error, never a panic or a huge allocation.
 
 use super::Hash;
+use crate::build::dataset::Span;
 use crate::fsutil::Stamp;
 use std::io::{Read, Write};
 
 /// Bytes of one entry in the index file: a data file's (see [`DataFiles`]) or a document's (see
-/// [`TreeDocs`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
+/// [`DocumentFiles`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
 pub const ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
 pub(super) const KEY_BYTES: usize = 16;
 pub(super) const NAME_BYTES: usize = 8;
@@ -64,6 +65,24 @@ pub(super) fn get_key(bytes: &[u8]) -> (Key, (u32, u32), &[u8]) {
     (key, (u32_at(16), u32_at(20)), &bytes[KEY_BYTES + NAME_BYTES..])
 }
 
+/// The inode number that marks a data file's entry as a line of a table (no file has it): its
+/// stamp's place then holds the line's [`Span`] (offset, length and number), so that a table
+/// whose own stamp is unchanged need not be read to know where each of its records is.
+const LINE_MARK: u64 = u64::MAX;
+
+/// The stamp's place of a table line's entry: its span, marked.
+pub(super) fn span_stamp(span: Span) -> Stamp {
+    Stamp { size: u64::from(span.len), mtime_ns: span.offset as i64, ctime_ns: i64::from(span.line), ino: LINE_MARK }
+}
+
+/// The span a data file's entry holds in its stamp's place, when it is a table line's.
+pub(super) fn stamp_span(stamp: &Stamp) -> Option<Span> {
+    let fits = |n: i64| u32::try_from(n).ok();
+    let span =
+        Span { offset: stamp.mtime_ns as u64, len: u32::try_from(stamp.size).ok()?, line: fits(stamp.ctime_ns)? };
+    (stamp.ino == LINE_MARK).then_some(span)
+}
+
 pub(super) fn stamp_bytes(stamp: &Stamp) -> [u8; STAMP_BYTES] {
     let mut bytes = [0u8; STAMP_BYTES];
     bytes[0..8].copy_from_slice(&stamp.size.to_le_bytes());
@@ -98,7 +117,7 @@ pub(super) fn damaged() -> String {
 
 /// Reads an index file's body, counting what is left before its checksum.
 pub(super) struct Decoder<R> {
-    pub(super) inner: Checksummed<R>,
+    pub(super) inner: R,
     pub(super) left: u64,
 }
 

@@ -2,12 +2,25 @@
 //! record name) when the tree was built, and the comparisons a rebuild makes against it (what
 //! changed, whether anything was removed or renamed).
 
-use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
 use crate::build::data_path::DataPath;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+
+/// A line of a table, as the index recorded it.
+#[derive(Debug, Clone, Copy)]
+pub struct TableLine<'a> {
+    /// The id of its record.
+    pub id: i64,
+    /// Its record's name (`None` for a sub-document's line).
+    pub name: Option<&'a str>,
+    /// Where the line is in its table (offset, length, line number).
+    pub span: crate::build::dataset::Span,
+    /// BLAKE3 of the line's bytes.
+    pub hash: [u8; 32],
+}
 
 /// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
 /// key; the few others (`gen.json`, order files) by path.
@@ -27,7 +40,8 @@ impl DataFiles {
             Some(place) => {
                 let key = self.places.key(&place);
                 let name = self.places.names.add(file.name.as_deref());
-                self.entries.push(Entry { key, name, stamp: file.stamp, hash: *file.hash.0.as_bytes() });
+                let stamp = file.line.map_or(file.stamp, span_stamp);
+                self.entries.push(Entry { key, name, stamp, hash: *file.hash.0.as_bytes() });
                 self.sorted = false;
             }
             None => {
@@ -95,7 +109,24 @@ impl DataFiles {
         }
     }
 
-    pub(super) fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
+    /// Number of files of the data folder (a table's lines are not files).
+    pub fn file_count(&self) -> usize {
+        self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).count() + self.other.len()
+    }
+
+    /// True when `test` holds for the stamp of some file (a table's lines are not files).
+    pub fn any_stamp(&self, test: impl Fn(&crate::fsutil::Stamp) -> bool) -> bool {
+        let keyed = self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).map(|e| &e.stamp);
+        keyed.chain(self.other.values().map(|f| &f.stamp)).any(test)
+    }
+
+    /// Number of records, whether held in files or in tables' lines.
+    pub fn record_count(&self) -> usize {
+        self.entries.iter().filter(|e| e.key.kind == 0).count()
+    }
+
+    /// The record's or sub-document's file at `place`.
+    pub fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.file(&self.entries[at]))
@@ -106,7 +137,24 @@ impl DataFiles {
             stamp: entry.stamp,
             hash: Hash(blake3::Hash::from_bytes(entry.hash)),
             name: self.places.names.get(entry.name).map(str::to_string),
+            line: stamp_span(&entry.stamp),
         }
+    }
+
+    /// The lines of the table of `segment` (`kind` `None`) or of its sub-documents `kind`, as
+    /// the build recorded them, in no particular order: what an unchanged table holds, without
+    /// reading it.
+    pub fn lines<'a>(&'a self, segment: &str, kind: Option<&str>) -> impl Iterator<Item = TableLine<'a>> + 'a {
+        let wanted = self.places.find(&Place { segment, kind, id: 0 });
+        let range = wanted.map_or(0..0, |key| {
+            let first = self.entries.partition_point(|e| e.key.segment < key.segment);
+            first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
+        });
+        let of_kind = move |e: &&Entry| wanted.is_some_and(|key| e.key.kind == key.kind);
+        self.entries[range].iter().filter(of_kind).filter_map(|e| {
+            let span = stamp_span(&e.stamp)?;
+            Some(TableLine { id: e.key.id, name: self.places.names.get(e.name), span, hash: e.hash })
+        })
     }
 
     /// Every file: (path relative to the data folder, file).
@@ -173,7 +221,7 @@ impl DataFiles {
         for _ in 0..input.count(1)? {
             let rel = input.string()?;
             let (stamp, hash) = (input.stamp()?, input.hash()?);
-            other.insert(rel, DataFile { stamp, hash, name: None });
+            other.insert(rel, DataFile { stamp, hash, name: None, line: None });
         }
         check_entries(&places, &entries)?;
         Ok(DataFiles { places, entries, other, sorted: true })

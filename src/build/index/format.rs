@@ -4,10 +4,10 @@
 //! cut one, and one whose entries do not add up; it never panics on what it reads.
 
 use super::codec::{Checksummed, Decoder, damaged, put_bytes};
-use super::{DataFiles, Index, TreeDocs};
+use super::{DataFiles, DocumentFiles, Index};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
-use crate::manifest::TreeSettings;
+use crate::tree::manifest::BuildSettings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -25,7 +25,7 @@ pub(super) const MAGIC: &[u8; 8] = b"genindex";
 pub(super) struct Head {
     pub(super) manifest: Stamp,
     pub(super) started_ns: i64,
-    pub(super) settings: TreeSettings,
+    pub(super) settings: BuildSettings,
     pub(super) lists: BTreeMap<String, String>,
     pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
 }
@@ -48,29 +48,32 @@ impl Index {
 }
 
 /// Decodes an index file: magic, version, the head, the data files, the documents, and the
-/// checksum of all that at the end.
+/// checksum of all that at the end. The checksum is taken of large blocks as they are read (a
+/// hash fed entry by entry costs more than the decoding).
 pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
-    let mut input = Decoder { inner: Checksummed::new(reader), left: size };
+    let not_index = || {
+        "is not a build index of this version of gen (a JSON index of an earlier version, or another file)".to_string()
+    };
+    let body = size.checked_sub(32).ok_or_else(not_index)?;
+    let checksummed = Checksummed::new(reader.take(body));
+    let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
     let mut magic = [0u8; 8];
     let read = input.exact(&mut magic);
     if read.is_err() || &magic != MAGIC {
-        return Err(
-            "is not a build index of this version of gen (a JSON index of an earlier version, or another file)"
-                .to_string(),
-        );
+        return Err(not_index());
     }
-    input.left = input.left.checked_sub(32).ok_or_else(damaged)?;
     let format = u32::from_le_bytes(input.array()?);
     if format != FORMAT {
         return Err(format!("has format {format}, this gen reads format {FORMAT}"));
     }
     let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
     let data = DataFiles::decode(&mut input)?;
-    let docs = TreeDocs::decode(&mut input)?;
+    let docs = DocumentFiles::decode(&mut input)?;
     if input.left != 0 {
         return Err(damaged());
     }
-    let (mut reader, sum) = input.inner.finish();
+    let (reader, sum) = input.inner.into_inner().finish();
+    let mut reader = reader.into_inner();
     let mut stored = [0u8; 32];
     reader.read_exact(&mut stored).map_err(|_| damaged())?;
     if stored != *sum.as_bytes() {

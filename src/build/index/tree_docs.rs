@@ -4,9 +4,9 @@
 
 use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
 use super::places::{Places, check_entries};
-use super::{Hash, Place, TreeFile};
+use super::{DocumentFile, Hash, Place};
 use crate::fsutil::Stamp;
-use crate::layout;
+use crate::tree::layout;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::OnceLock;
@@ -15,15 +15,17 @@ use std::sync::OnceLock;
 /// list pages), with its paths.
 #[derive(Debug, Clone)]
 pub struct OtherDoc {
+    /// Its paths in the tree.
     pub paths: Vec<String>,
-    pub file: TreeFile,
+    /// Its hash and stamps.
+    pub file: DocumentFile,
 }
 
 /// Every document of a tree. A record or sub-document is a fixed-size entry keyed by its
 /// place, its paths derived (by id, and by name when it has a name path); other documents are
 /// listed with their paths (a few per list and page size).
 #[derive(Debug, Clone, Default)]
-pub struct TreeDocs {
+pub struct DocumentFiles {
     pub(super) places: Places,
     pub(super) entries: Vec<Entry>,
     /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
@@ -34,9 +36,9 @@ pub struct TreeDocs {
     pub(super) by_name: OnceLock<HashMap<(u32, String, u32), usize>>,
 }
 
-impl TreeDocs {
+impl DocumentFiles {
     /// Adds the document at `place`, also published under `name` when given.
-    pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: TreeFile) {
+    pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: DocumentFile) {
         let key = self.places.key(place);
         let name = self.places.names.add(name);
         if let Some(gz) = file.gz {
@@ -47,7 +49,7 @@ impl TreeDocs {
     }
 
     /// Adds a document that is not a record's or a sub-document's, published at `paths`.
-    pub fn push_other(&mut self, paths: Vec<String>, file: TreeFile) {
+    pub fn push_other(&mut self, paths: Vec<String>, file: DocumentFile) {
         for path in &paths {
             self.other_by_path.insert(path.clone(), self.other.len());
         }
@@ -82,16 +84,16 @@ impl TreeDocs {
         self.len() == 0
     }
 
-    pub(super) fn entry(&self, i: usize) -> (Place<'_>, Option<&str>, TreeFile) {
+    pub(super) fn entry(&self, i: usize) -> (Place<'_>, Option<&str>, DocumentFile) {
         let e = &self.entries[i];
         let file =
-            TreeFile { hash: Hash(blake3::Hash::from_bytes(e.hash)), stamp: e.stamp, gz: self.gz.get(i).copied() };
+            DocumentFile { hash: Hash(blake3::Hash::from_bytes(e.hash)), stamp: e.stamp, gz: self.gz.get(i).copied() };
         (self.places.place(e.key), self.places.names.get(e.name), file)
     }
 
     /// The document at `place`, when it is published under the same name as `name` (or under
     /// none when `None`): its paths are then the same.
-    pub fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<TreeFile> {
+    pub fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<DocumentFile> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         let (_, old_name, file) = self.entry(at);
@@ -99,13 +101,13 @@ impl TreeDocs {
     }
 
     /// The other document at exactly `paths`.
-    pub fn other(&self, paths: &[String]) -> Option<TreeFile> {
+    pub fn other(&self, paths: &[String]) -> Option<DocumentFile> {
         let doc = &self.other[*self.other_by_path.get(paths.first()?)?];
         (doc.paths == paths).then_some(doc.file)
     }
 
     /// The document at the tree path `path`, whatever its other paths.
-    pub fn file(&self, path: &str) -> Option<TreeFile> {
+    pub fn file(&self, path: &str) -> Option<DocumentFile> {
         if let Some(&at) = self.other_by_path.get(path) {
             return Some(self.other[at].file);
         }
@@ -130,7 +132,7 @@ impl TreeDocs {
         }
     }
 
-    pub(super) fn keyed_any_name(&self, place: &Place<'_>) -> Option<TreeFile> {
+    pub(super) fn keyed_any_name(&self, place: &Place<'_>) -> Option<DocumentFile> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.entry(at).2)
@@ -145,7 +147,7 @@ impl TreeDocs {
     }
 
     /// Every path of every document, with its file.
-    pub fn paths(&self) -> impl Iterator<Item = (String, TreeFile)> + '_ {
+    pub fn paths(&self) -> impl Iterator<Item = (String, DocumentFile)> + '_ {
         let keyed = (0..self.entries.len()).flat_map(move |i| {
             let (place, name, file) = self.entry(i);
             let by_name = name.map(|name| (place.tree_path(name), file));
@@ -156,7 +158,7 @@ impl TreeDocs {
 
     /// Every document's paths with its file, one document at a time: for each keyed document
     /// its place, the name it is published under, and its file; then the others.
-    pub fn each_keyed(&self) -> impl Iterator<Item = (Place<'_>, Option<&str>, TreeFile)> + '_ {
+    pub fn each_keyed(&self) -> impl Iterator<Item = (Place<'_>, Option<&str>, DocumentFile)> + '_ {
         (0..self.entries.len()).map(move |i| self.entry(i))
     }
 
@@ -194,8 +196,8 @@ impl TreeDocs {
         Ok(())
     }
 
-    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<TreeDocs, String> {
-        let mut docs = TreeDocs { places: Places::decode(input)?, ..TreeDocs::default() };
+    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<DocumentFiles, String> {
+        let mut docs = DocumentFiles { places: Places::decode(input)?, ..DocumentFiles::default() };
         let n = input.count(ENTRY_BYTES)?;
         let with_gz = input.byte()? == 1;
         docs.entries.reserve_exact(n);
@@ -209,7 +211,7 @@ impl TreeDocs {
             let paths = (0..input.count(1)?).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?;
             let (stamp, hash) = (input.stamp()?, input.hash()?);
             let gz = if input.byte()? == 1 { Some(input.stamp()?) } else { None };
-            docs.push_other(paths, TreeFile { hash, stamp, gz });
+            docs.push_other(paths, DocumentFile { hash, stamp, gz });
         }
         check_entries(&docs.places, &docs.entries)?;
         Ok(docs)

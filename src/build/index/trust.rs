@@ -3,9 +3,9 @@
 //! that rule, used for data files, for the tree files a killed commit touched, and by
 //! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
-use super::{Index, TreeFile};
-use crate::build::tree_fs::TreeDir;
+use super::{DocumentFile, Index};
 use crate::fsutil::Stamp;
+use crate::tree::dir::TreeDir;
 use std::io::Read;
 
 /// How long before a build started a file must have last changed for its stamp to be trusted:
@@ -29,7 +29,7 @@ impl Index {
     /// and [`Index::trusted`]: a file changed just before its stamp was taken (during the
     /// commit, say) may have changed again within the same clock tick, so its bytes are read
     /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
-    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &TreeFile, gzip: bool) -> Option<bool> {
+    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &DocumentFile, gzip: bool) -> Option<bool> {
         let gz_rel = || format!("{path}.gz");
         let same_gz = match file.gz {
             Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),

@@ -6,10 +6,10 @@ use super::docs::Docs;
 use super::journal::journal_path;
 use super::stage::{Placed, previous_file};
 use super::{Previous, WriteReport, Written};
-use crate::build::index::{TreeDocs, TreeFile, gz_path};
-use crate::build::tree_fs::TreeDir;
+use crate::build::index::{DocumentFile, DocumentFiles, gz_path};
 use crate::fsutil;
-use crate::manifest::MANIFEST_FILE;
+use crate::tree::dir::TreeDir;
+use crate::tree::manifest::MANIFEST_FILE;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::path::Path;
@@ -66,7 +66,7 @@ pub(super) fn stamps_after_commit(
     manifest_bytes: u64,
 ) -> Result<Written> {
     let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
-    let mut index = TreeDocs::default();
+    let mut index = DocumentFiles::default();
     index.reserve(placed.len());
     for (doc, output) in docs.all().zip(placed) {
         report.written += output.written as usize;
@@ -85,7 +85,7 @@ pub(super) fn stamps_after_commit(
                 let shown = || format!("cannot read {}", committed.path().join(&first).display());
                 let stamp = committed.stamp(&first).with_context(shown)?;
                 let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
-                TreeFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
+                DocumentFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
             }
         };
         report.files += paths_count * (1 + usize::from(file.gz.is_some()));
@@ -125,7 +125,8 @@ pub(super) fn commit_in_place<I: Iterator<Item = String>>(
     for path in staged() {
         let from = stage.join(&path);
         tree.rename_into(&from, &path)?;
-        if gzip {
+        // a bulk-data file is gzip already: it has no `.gz` sibling
+        if gzip && !crate::tree::layout::is_bulk_file(&path) {
             tree.rename_into(&gz_path(&from), &format!("{path}.gz"))?;
         }
     }

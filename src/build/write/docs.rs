@@ -56,7 +56,7 @@ impl<'a, 'o> Docs<'a, 'o> {
         if others.contains(path) {
             return true;
         }
-        let rest = path.strip_prefix(crate::layout::API_ROOT).and_then(|r| r.strip_prefix('/'));
+        let rest = path.strip_prefix(crate::tree::layout::API_ROOT).and_then(|r| r.strip_prefix('/'));
         let Some(rest) = rest.and_then(|r| r.strip_suffix("/index.json")) else {
             return false;
         };

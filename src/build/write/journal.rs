@@ -2,8 +2,8 @@
 //! it starts, so that the build after a killed one knows them as its own.
 
 use crate::fsutil::{self, NotRead};
-use crate::layout::is_tree_path;
-use crate::manifest::MAX_MANIFEST_BYTES;
+use crate::tree::layout::is_tree_path;
+use crate::tree::manifest::MAX_MANIFEST_BYTES;
 use std::path::{Path, PathBuf};
 
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
@@ -31,7 +31,7 @@ pub fn read_journal(out: &Path) -> Journal {
         Err(NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Journal::default(),
         Err(e) => {
             let why = fsutil::why_not_read(&path, MAX_MANIFEST_BYTES, &e);
-            eprintln!("note: {why}: ignoring it; this build checks every file of the tree");
+            say!("note: {why}: ignoring it; this build checks every file of the tree");
             return Journal { killed: true, paths: Vec::new() };
         }
     };
@@ -39,10 +39,9 @@ pub fn read_journal(out: &Path) -> Journal {
     for line in text.lines().filter(|l| !l.is_empty()) {
         match is_tree_path(line) {
             true => paths.push(line.to_string()),
-            false => eprintln!(
-                "note: {} lists {line:?}, which is not a path of a gen tree: ignoring that line",
-                path.display()
-            ),
+            false => {
+                say!("note: {} lists {line:?}, which is not a path of a gen tree: ignoring that line", path.display())
+            }
         }
     }
     Journal { killed: true, paths }

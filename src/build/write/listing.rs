@@ -3,7 +3,7 @@
 
 use super::docs::{Doc, Docs};
 use super::stage::Placed;
-use crate::manifest::{MANIFEST_FILE, Manifest};
+use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -52,7 +52,7 @@ pub(super) fn sorted_files<'d>(
                 while i < count && matches!(docs.doc(i), Doc::Planned(o) if o.content.segment() == Some(segment)) {
                     i += 1;
                 }
-                groups.push((format!("{}/{segment}/", crate::layout::API_ROOT), Group::Resource(start..i)));
+                groups.push((format!("{}/{segment}/", crate::tree::layout::API_ROOT), Group::Resource(start..i)));
             }
             None => {
                 for path in docs.paths(&docs.doc(i)) {

@@ -4,21 +4,21 @@
 
 use super::Documents;
 use super::docs::{Doc, Docs};
-use crate::build::index::{Index, TreeFile, gz_path};
-use crate::build::tree_fs::TreeDir;
+use crate::build::index::{DocumentFile, Index, gz_path};
 use crate::fsutil::{self, gzip_bytes};
 use crate::problem::{Problem, Problems};
 use crate::progress::Progress;
+use crate::tree::dir::TreeDir;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Renders the dirty documents of `outputs` and places each (see [`TreeWriter::place`]), in
+/// Renders the dirty documents of `outputs` and places each (see [`Stager::place`]), in
 /// parallel; takes the others from the previous tree. Fails with every problem found.
 pub(super) fn stage_documents(
-    writer: &TreeWriter<'_>,
+    writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     progress: &Progress,
@@ -72,7 +72,7 @@ pub(super) fn stage_documents(
 
 /// The previous tree's file of `doc`, as `index` describes it, when it is published at the
 /// same paths (its stamps are checked before a build trusts the index).
-pub(super) fn previous_file<'o>(index: &Index, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<TreeFile> {
+pub(super) fn previous_file<'o>(index: &Index, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<DocumentFile> {
     match (doc, docs.place(doc)) {
         (_, Some((place, name))) => index.docs.keyed(&place, name),
         (Doc::Planned(output), None) => index.docs.other(&output.listed),
@@ -81,7 +81,7 @@ pub(super) fn previous_file<'o>(index: &Index, docs: &Docs<'_, 'o>, doc: &Doc<'_
 }
 
 /// Places documents: taken from the previous tree when unchanged, staged otherwise.
-pub(super) struct TreeWriter<'w> {
+pub(super) struct Stager<'w> {
     /// The tree in place, when there is one.
     pub(super) tree: Option<&'w TreeDir>,
     pub(super) stage: &'w Path,
@@ -104,9 +104,9 @@ pub(super) struct Placed {
     pub(super) from_index: bool,
 }
 
-impl TreeWriter<'_> {
+impl Stager<'_> {
     /// The previous tree's file of `doc` (see [`previous_file`]).
-    pub(super) fn previous<'o>(&self, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<TreeFile> {
+    pub(super) fn previous<'o>(&self, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<DocumentFile> {
         previous_file(self.index?, docs, doc)
     }
 
@@ -115,7 +115,7 @@ impl TreeWriter<'_> {
     /// unless a killed commit touched it; else by reading the files), staged otherwise (the
     /// first path written, the others hard links to it). A document's paths are always links
     /// of one file, so one stamp stands for all of them.
-    pub(super) fn place(&self, paths: &[String], previous: Option<TreeFile>, bytes: &[u8]) -> Result<Placed> {
+    pub(super) fn place(&self, paths: &[String], previous: Option<DocumentFile>, bytes: &[u8]) -> Result<Placed> {
         let hash = blake3::hash(bytes);
         let in_place = match (self.tree, self.index, previous) {
             (None, ..) => false,

@@ -8,6 +8,18 @@
 // The rewritten uri is the cache key: no query string needs to be in it.
 // CORS and Cache-Control on the files: attach a response headers policy (see docs/deploy.md).
 
+// Rust counterparts: each JavaScript function on the left ports the Rust function on the right
+// (`decode` only ASCII escapes, `pageQuery` only the page). tests/suite/docs.rs checks that both exist; tests/vectors/*.json
+// holds the cases both answer alike, checked in Rust (src/serve/vectors.rs) and here
+// (tests/tools/vectors.mjs):
+//   handler    src/serve/respond.rs decide
+//   normalize  src/serve/route.rs   normalize
+//   decode     src/serve/route.rs   percent_decode
+//   pageQuery  src/serve/route.rs   list_query
+//   number     src/serve/route.rs   number
+//   pageFile   src/paging.rs        precomputed_pages
+//   preflight  src/serve/respond.rs echoable
+
 function handler(event) {
   var request = event.request;
   var method = request.method;

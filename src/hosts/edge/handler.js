@@ -16,6 +16,41 @@
 // filter with `?q=`, read each value's `_pages/all` file (at most 8, gen serve's bound too;
 // none after a value no record takes), and for `q` the two a search reads.
 
+// Rust counterparts: each JavaScript function on the left ports the Rust function on the right
+// (`debugEscape` with the table `debug_escaped` bakes from Rust's own `{:?}`). tests/suite/docs.rs checks that both exist; tests/vectors/*.json
+// holds the cases both answer alike, checked in Rust (src/serve/vectors.rs) and here
+// (tests/tools/vectors.mjs):
+//   handle            src/serve/respond.rs decide
+//   stripOrigin       src/serve/route.rs   strip_origin
+//   find              src/serve/respond.rs decide_routed
+//   route             src/serve/route.rs   route
+//   listAnswer        src/serve/list.rs    answer
+//   normalize         src/serve/route.rs   normalize
+//   percentDecode     src/serve/route.rs   percent_decode
+//   decodeLossy       src/serve/route.rs   decode_lossy
+//   listQuery         src/serve/route.rs   list_query
+//   pageOf            src/paging.rs        requested
+//   number            src/serve/route.rs   number
+//   badParam          src/answers.rs       bad_param
+//   listPage          src/serve/list.rs    page
+//   fold              src/search.rs        fold
+//   encodeQueryValue  src/search.rs        encode_query_value
+//   orderConditions   src/filters.rs       order_conditions
+//   folderName        src/tree/layout.rs   folder_name
+//   narrowedPage      src/serve/list.rs    narrowed
+//   matchingNames     src/serve/list.rs    matching_names
+//   sha256Hex         src/search.rs        sha256_hex
+//   namesOutOfStep    src/answers.rs       tree_changed
+//   nextPage          src/paging.rs        next
+//   nextLinked        src/paging.rs        next_linked
+//   previousPage      src/paging.rs        previous
+//   holds             src/paging.rs        precomputed_pages
+//   renderPage        src/paging.rs        render_page
+//   notFound          src/serve/respond.rs not_found
+//   debugEscape       src/hosts/edge.rs    debug_escaped
+//   preflight         src/serve/respond.rs echoable
+//   documentReply     src/serve/respond.rs etag_matches
+
 const MAX_U64 = 18446744073709551615n;
 const ALLOW = "GET, HEAD, OPTIONS";
 const ALLOW_METHODS = "GET, HEAD";
@@ -23,6 +58,7 @@ const PREFLIGHT_MAX_AGE = "86400";
 const PREFLIGHT_VARY = "Access-Control-Request-Headers";
 const MAX_SHOWN_PATH = 200;
 const JSON_TYPE = "application/json; charset=utf-8";
+const BULK_CACHE_CONTROL = "public, max-age=31536000, immutable";
 
 /**
  * The answer to `request` for the tree `facts` describes, read from `origin`. `target` is the
@@ -51,8 +87,10 @@ export async function handle(facts, request, origin, target) {
     const body = await find(facts, treeOrigin(facts, origin), stripOrigin(target));
     if (typeof body === "object" && body !== null && body.error) return errorReply(facts, body.status, body.error);
     if (body === null) return errorReply(facts, 404, notFound(facts, target));
-    // meta is revalidated on every use, as gen serve and gen publish's upload send it
-    const revalidate = normalize(stripOrigin(target).split("?")[0]) === facts.revalidated;
+    if (body.bulk !== undefined) return bulkReply(facts, request, body.bulk);
+    // meta and the bulk-data index are revalidated on every use, as gen serve and gen publish's
+    // upload send them
+    const revalidate = facts.revalidated.includes(normalize(stripOrigin(target).split("?")[0]));
     return documentReply(facts, request, body, revalidate);
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
@@ -75,39 +113,63 @@ function stripOrigin(target) {
   return at >= 0 && rest[at] === "/" ? rest.slice(at) : "/";
 }
 
-/** The document `target` names (bytes), `null` when the tree holds none, or `{status, error}`. */
+/**
+ * The document `target` names (bytes), `null` when the tree holds none, or `{status, error}`:
+ * src/serve/respond.rs `decide_routed`, step by step. The target is read once (`route`).
+ */
 async function find(facts, origin, target) {
-  const question = target.indexOf("?");
-  const path = question < 0 ? target : target.slice(0, question);
-  const query = question < 0 ? "" : target.slice(question + 1);
-  const key = normalize(path);
-  if (key === null) return null;
-  const parts = key.split("/");
-  const segment = parts[2];
+  const { route: where, query } = route(facts, target);
+  if (where.kind === "none") return null;
+  const segment = where.kind === "list" ? where.segment : where.key.split("/")[2];
   const isList = segment !== undefined && Object.hasOwn(facts.resources, segment);
   // every document of the tree is the root's, a list's or a singleton's (meta, openapi.json)
   if (segment !== undefined && !isList && !facts.singletons.includes(segment)) return null;
-  if (parts.length === 3 && !key.includes(".")) {
-    if (isList) {
-      const page = pageQuery(facts, query);
-      if (page.bad) return { status: 400, error: badParam(facts, page.bad) };
-      const q = searchQuery(query);
-      // a resource without filters ignores other parameters, as the public API does
-      const declared = facts.filters[segment] ?? [];
-      const conditions = orderConditions(declared, declared.length === 0 ? [] : filterParams(query));
-      if (conditions.bad !== undefined) {
-        return { status: 400, error: fill(facts, facts.errors.not_a_filter[segment], { Value: conditions.bad }) };
-      }
-      // each condition may be one read of its value's list: bounded, as gen serve bounds it
-      if (conditions.length > facts.max_conditions) return { status: 400, error: fill(facts, facts.errors.too_many_filters, {}) };
-      if (q === null && conditions.length === 0) {
-        return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
-      }
-      return narrowedPage(facts, origin, segment, q, conditions, page);
-    }
+  if (where.kind === "list" && isList) {
+    if (query.page.bad) return { status: 400, error: badParam(facts, query.page.bad) };
+    return listAnswer(facts, origin, segment, query, query.page);
+  }
+  const key = where.kind === "list" ? `api/v2/${segment}` : where.key;
+  // a bulk-data file: streamed as it is, never held whole (src/serve/stream.rs)
+  if (isBulkFile(key)) {
+    const file = await origin.stream(key);
+    return file === null ? null : { bulk: file };
   }
   // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
   return origin.get(facts.files.includes(key) ? key : `${key}/index.json`);
+}
+
+/**
+ * Where a request target goes and its whole query, read once (src/serve/route.rs `route`):
+ * `{route: {kind: "list", segment} | {kind: "doc", key} | {kind: "none"}, query}`.
+ */
+function route(facts, target) {
+  const question = target.indexOf("?");
+  const path = question < 0 ? target : target.slice(0, question);
+  const query = listQuery(facts, question < 0 ? "" : target.slice(question + 1));
+  const key = normalize(stripOrigin(path));
+  if (key === null) return { route: { kind: "none" }, query };
+  // segments of lists are `[a-z0-9-]`: a dotted third part is a file such as openapi.json
+  if (key.split("/").length === 3 && !key.includes(".")) return { route: { kind: "list", segment: key.split("/")[2] }, query };
+  return { route: { kind: "doc", key }, query };
+}
+
+/**
+ * The answer to `query` of the list of `segment`, asking for `page` (src/serve/list.rs `answer`):
+ * the parameters matched against the declared filters (a resource without filters ignores them,
+ * as the public API does), then the page, narrowed or not.
+ */
+async function listAnswer(facts, origin, segment, query, page) {
+  const declared = facts.filters[segment] ?? [];
+  const conditions = orderConditions(declared, declared.length === 0 ? [] : query.conditions);
+  if (conditions.bad !== undefined) {
+    return { status: 400, error: fill(facts, facts.errors.not_a_filter[segment], { Value: conditions.bad }) };
+  }
+  // each condition may be one read of its value's list: bounded, as gen serve bounds it
+  if (conditions.length > facts.max_conditions) return { status: 400, error: fill(facts, facts.errors.too_many_filters, {}) };
+  if (query.q === null && conditions.length === 0) {
+    return listPage(facts, origin, segment, BigInt(facts.resources[segment]), page);
+  }
+  return narrowedPage(facts, origin, segment, query.q, conditions, page);
 }
 
 /**
@@ -153,10 +215,9 @@ function percentDecode(text) {
   return out;
 }
 
-/** Two bytes read as a hex number as Rust's `u8::from_str_radix(_, 16)` reads them. */
+/** Two bytes read as two hex digits, `null` when they are not (`%+7` is no escape). */
 function hexByte(a, b) {
   const digit = (c) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
-  if (a === 43) return digit(b) < 0 ? null : digit(b); // a leading '+' is allowed there
   return digit(a) < 0 || digit(b) < 0 ? null : digit(a) * 16 + digit(b);
 }
 
@@ -167,18 +228,35 @@ function decodeLossy(text) {
   return bytes === null ? text : new TextDecoder("utf-8", { ignoreBOM: true }).decode(new Uint8Array(bytes));
 }
 
-/** The page a list query asks for, `{offset, limit}` as BigInts, or `{bad: {name, value}}`. */
-function pageQuery(facts, query) {
+/**
+ * A list's whole query, in one pass over its parameters (src/serve/route.rs `list_query`):
+ * `page`, `{offset, limit}` as BigInts or `{bad: {name, value}}` (the last `limit` and `offset`
+ * count); `q`, the last one percent-decoded with `+` as a space, `null` when absent or empty;
+ * `conditions`, every other parameter but `format` as `[name, value]` in the order given, decoded
+ * as `q` is, an empty value left out. (`format` and the parameters the HTML view shows are
+ * gen serve's alone.)
+ */
+function listQuery(facts, query) {
   let limit;
   let offset;
+  let q = null;
+  const conditions = [];
   for (const pair of query.split("&")) {
     if (pair === "") continue;
     const equals = pair.indexOf("=");
     const name = decodeLossy(equals < 0 ? pair : pair.slice(0, equals));
     const value = equals < 0 ? "" : pair.slice(equals + 1);
+    const text = decodeLossy(value.replaceAll("+", " "));
     if (name === "limit") limit = value;
     else if (name === "offset") offset = value;
+    else if (name === "q") q = text;
+    else if (name !== "format" && text !== "") conditions.push([name, text]);
   }
+  return { page: pageOf(facts, limit, offset), q: q === "" ? null : q, conditions };
+}
+
+/** The page `limit` and `offset` (as sent) ask for (src/paging.rs `requested`), or `{bad}`. */
+function pageOf(facts, limit, offset) {
   const l = number("limit", limit);
   if (l.bad) return l;
   const o = number("offset", offset);
@@ -244,10 +322,8 @@ async function listPage(facts, origin, segment, count, page, folder = segment, t
   const files = `${facts.base_url}/api/v2/${folder}/`;
   const link = (p) =>
     p === null ? null : facts.links === "path" ? `${files}_pages/${p.limit}/${p.offset}/` : `${url}?offset=${p.offset}&limit=${p.limit}${tail}`;
-  const next = nextPage(page, count);
-  const linked = next !== null && facts.links === "path" ? { offset: next.offset, limit: page.limit } : next;
-  const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
-  return new TextEncoder().encode(renderPage(count, link(linked), link(previous), entries, facts.pretty));
+  const next = nextLinked(page, count, facts.links);
+  return new TextEncoder().encode(renderPage(count, link(next), link(previousPage(page)), entries, facts.pretty));
 }
 
 async function mustGet(origin, path) {
@@ -310,18 +386,6 @@ function countEntries(bytes) {
   return count;
 }
 
-/** The last `q` of a list query, percent-decoded with `+` as a space; `null` when absent or empty. */
-function searchQuery(query) {
-  let q = null;
-  for (const pair of query.split("&")) {
-    if (pair === "") continue;
-    const equals = pair.indexOf("=");
-    if (decodeLossy(equals < 0 ? pair : pair.slice(0, equals)) !== "q") continue;
-    q = decodeLossy((equals < 0 ? "" : pair.slice(equals + 1)).replaceAll("+", " "));
-  }
-  return q === "" ? null : q;
-}
-
 /**
  * `q` folded for matching, as src/search.rs folds it (the names document holds names folded
  * so by the build): NFKD, combining marks removed, case folded, final sigma as sigma.
@@ -341,22 +405,6 @@ function encodeQueryValue(text) {
 }
 
 /**
- * The parameters of a list query but `limit`, `offset`, `q` and `format`, as `[name, value]` pairs in the
- * order given, percent-decoded (a value with `+` as a space); an empty value is left out.
- */
-function filterParams(query) {
-  const out = [];
-  for (const pair of query.split("&")) {
-    if (pair === "") continue;
-    const equals = pair.indexOf("=");
-    const name = decodeLossy(equals < 0 ? pair : pair.slice(0, equals));
-    const value = decodeLossy((equals < 0 ? "" : pair.slice(equals + 1)).replaceAll("+", " "));
-    if (!["limit", "offset", "q", "format"].includes(name) && value !== "") out.push([name, value]);
-  }
-  return out;
-}
-
-/**
  * The conditions `given`, as `[field index, value]` pairs ordered by the field's place among the
  * `declared` names, then as given, each once (src/filters.rs, `order_conditions`); `{bad: name}`
  * for the first parameter that is no declared filter.
@@ -371,7 +419,7 @@ function orderConditions(declared, given) {
   return out.map((c, i) => [c, i]).sort((a, b) => a[0][0] - b[0][0] || a[1] - b[1]).map(([c]) => c);
 }
 
-/** The folder a field name or value is written under, as src/filters.rs `folder_name` names it. */
+/** The folder a field name or value is written under, as src/tree/layout.rs `folder_name` names it. */
 function folderName(text) {
   if (text === "") return "_";
   let out = "";
@@ -385,7 +433,7 @@ function folderName(text) {
 /**
  * `page` of the records of the list of `segment` that match `q` (a name or localized name
  * containing it, folded; `null`: any) and every condition (`[field index, value]`), as gen serve
- * answers it (src/serve/filtered.rs): one condition alone, with a value the tree holds, is that
+ * answers it (src/serve/list.rs `narrowed`): one condition alone, with a value the tree holds, is that
  * value's list; anything else is rendered with query links.
  */
 async function narrowedPage(facts, origin, segment, q, conditions, page) {
@@ -431,8 +479,7 @@ async function narrowedPage(facts, origin, segment, q, conditions, page) {
   const url = `${facts.base_url}/api/v2/${segment}/`;
   const search = q === null ? "" : `&q=${encodeQueryValue(q)}`;
   const link = (p) => (p === null ? null : `${url}?offset=${p.offset}&limit=${p.limit}${search}${tailOf(conditions)}`);
-  const previous = page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
-  return new TextEncoder().encode(renderPage(total, link(nextPage(page, total)), link(previous), shown, facts.pretty));
+  return new TextEncoder().encode(renderPage(total, link(nextPage(page, total)), link(previousPage(page)), shown, facts.pretty));
 }
 
 /**
@@ -516,6 +563,18 @@ function namesOutOfStep(segment) {
 function nextPage(page, count) {
   const end = min(page.offset + page.limit, MAX_U64);
   return count > end ? { offset: end, limit: min(page.limit, count - end) } : null;
+}
+
+/** The page `next` links to in a tree with links `style` (src/paging.rs `next_linked`): for path
+ * links the same offset with the limit kept, naming the page file of the aligned chain. */
+function nextLinked(page, count, style) {
+  const next = nextPage(page, count);
+  return next !== null && style === "path" ? { offset: next.offset, limit: page.limit } : next;
+}
+
+/** The page `previous` points to (src/paging.rs `previous`), `null` on the first. */
+function previousPage(page) {
+  return page.offset > 0n ? { offset: page.offset > page.limit ? page.offset - page.limit : 0n, limit: min(page.limit, page.offset) } : null;
 }
 
 /** True when the tree holds `page` as a file: an aligned page of a page size, or (query links)
@@ -666,6 +725,30 @@ function preflight(facts, requested) {
   headers.set("Access-Control-Max-Age", PREFLIGHT_MAX_AGE);
   headers.set("Vary", PREFLIGHT_VARY);
   return new Response(null, { status: 204, headers });
+}
+
+/** True for a bulk-data file's key: `api/v2/bulk-data/<segment>-<hash>.ndjson.gz`. */
+function isBulkFile(key) {
+  return /^api\/v2\/bulk-data\/[a-z0-9-]+\.ndjson\.gz$/.test(key);
+}
+
+/**
+ * A bulk-data file, `{body, etag}` from the origin: its bytes as they are (gzip already: sent
+ * with `Content-Encoding: gzip` whatever the client accepts, and never compressed again: hence
+ * `encodeBody: "manual"` for workerd), cached forever (its name changes with its bytes).
+ */
+function bulkReply(facts, request, file) {
+  const headers = commonHeaders(facts);
+  headers.set("ETag", file.etag);
+  headers.set("Cache-Control", BULK_CACHE_CONTROL);
+  const tags = request.headers.get("If-None-Match");
+  const current = tags !== null && tags.split(",").some((t) => { const tag = t.trim().replace(/^W\//, ""); return tag === "*" || tag === file.etag; });
+  if (current || request.method === "HEAD") file.body.cancel().catch(() => {});
+  if (current) return new Response(null, { status: 304, headers });
+  headers.set("Content-Type", "application/x-ndjson");
+  headers.set("Content-Encoding", "gzip");
+  if (file.size !== null) headers.set("Content-Length", String(file.size));
+  return new Response(request.method === "HEAD" ? null : file.body, { status: 200, headers, encodeBody: "manual" });
 }
 
 async function documentReply(facts, request, bytes, revalidate) {

@@ -50,7 +50,33 @@ export function httpOrigin(base) {
         throw e;
       }
     },
+    /**
+     * The file at `path` as a stream, `{body, size, etag}`, `null` when the origin holds none
+     * (a bulk-data file: gzip bytes). An origin that sends it with `Content-Encoding: gzip` (as
+     * `gen publish` stores it) has it decoded by the runtime's fetch: it is compressed again
+     * here, the same lines but not the same bytes (docs/deploy.md).
+     */
+    async stream(path) {
+      const reply = await fetch(`${root}/${path}`, { signal: AbortSignal.timeout(ORIGIN_TIMEOUT_MS) });
+      if (reply.status === 404 || reply.status === 403) {
+        reply.body?.cancel().catch(() => {});
+        return null;
+      }
+      if (!reply.ok || reply.body === null) {
+        reply.body?.cancel().catch(() => {});
+        throw new OriginFault(502, `the origin answered ${reply.status} for ${path}`);
+      }
+      const decoded = (reply.headers.get("Content-Encoding") ?? "").toLowerCase().includes("gzip");
+      if (decoded) return { body: reply.body.pipeThrough(new CompressionStream("gzip")), size: null, etag: bulkEtag(path) };
+      const size = reply.headers.get("Content-Length");
+      return { body: reply.body, size: size === null ? null : Number(size), etag: bulkEtag(path) };
+    },
   };
+}
+
+/** A bulk-data file's ETag, from the hash its name carries (`<segment>-<hash>.ndjson.gz`). */
+function bulkEtag(path) {
+  return `"${path.slice(path.lastIndexOf("-") + 1, -".ndjson.gz".length)}"`;
 }
 
 /** An origin reading the tree's files from an R2 bucket binding whose keys are their paths. */
@@ -64,6 +90,11 @@ export function r2Origin(bucket) {
         throw tooLarge(path, maxBytes);
       }
       return new Uint8Array(await object.arrayBuffer());
+    },
+    /** The file at `path` as a stream, `{body, size, etag}`, `null` when the bucket holds none. */
+    async stream(path) {
+      const object = await bucket.get(path);
+      return object === null ? null : { body: object.body, size: object.size, etag: bulkEtag(path) };
     },
   };
 }
@@ -119,6 +150,11 @@ function treeOrigin(facts, origin) {
       while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
       if (body[i] !== 123 && body[i] !== 91) throw new OriginFault(503, `${path} is not a JSON document`);
       return body;
+    },
+    /** A bulk-data file, streamed: never longer than a key the tree holds. */
+    async stream(path) {
+      if (new TextEncoder().encode(path).length > facts.longest_key) return null;
+      return origin.stream(path);
     },
   };
 }

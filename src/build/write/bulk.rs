@@ -1,0 +1,142 @@
+//! The bulk step of a write (see [`crate::bulk`]): once every document is placed, each
+//! resource's bulk-data file is kept when none of its records was written anew and its list
+//! kept its order, and otherwise written again from its record documents as the write left
+//! them (staged, or in the tree), one at a time. Then the bulk-data index.
+
+use super::Documents;
+use super::docs::Docs;
+use super::stage::{Placed, Stager};
+use crate::build::plan::Content;
+use crate::bulk::{self, Entry};
+use crate::problem::Problems;
+use crate::tree::layout;
+use crate::tree::manifest::BuildSettings;
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// The bulk-data files of a write, each with its placement, and the bytes of the index.
+pub(super) struct BulkFiles {
+    pub(super) files: Vec<(String, Placed)>,
+    pub(super) index: Vec<u8>,
+}
+
+/// Keeps or writes every resource's bulk-data file, in parallel (`None` when the tree has none:
+/// `"bulk": false`). `lists`: each list's hash, as the build index records it.
+pub(super) fn stage_bulk(
+    writer: &Stager<'_>,
+    docs: &Docs<'_, '_>,
+    documents: &dyn Documents,
+    placed: &[Placed],
+    settings: &BuildSettings,
+    lists: &BTreeMap<String, String>,
+) -> Result<Option<BulkFiles>> {
+    if !settings.bulk {
+        return Ok(None);
+    }
+    let (previous, trusted) = previous_entries(writer);
+    let mut records: BTreeMap<&str, Vec<usize>> =
+        docs.dataset.resources.keys().map(|segment| (segment.as_str(), Vec::new())).collect();
+    for (i, output) in docs.outputs.iter().enumerate() {
+        if let Content::Record { segment, .. } = output.content {
+            records.get_mut(segment).expect("a planned resource").push(i);
+        }
+    }
+    let done: Vec<Result<(Entry, String, Placed)>> = records
+        .par_iter()
+        .map(|(segment, indices)| {
+            let old = previous.get(*segment);
+            let unchanged = |_: &&Entry| {
+                let records_kept = indices.iter().all(|&i| !placed[i].staged);
+                let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
+                trusted && records_kept && list_kept
+            };
+            if let Some((old, path, file)) = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)) {
+                let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
+                return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }));
+            }
+            let read = |&i: &usize| record_bytes(writer, docs, documents, placed, i);
+            let written = bulk::write_file(writer.stage, segment, settings.pretty, indices.iter().map(read))?;
+            let updated_at = match old {
+                Some(old) if old.sha256 == written.sha256 => &old.updated_at,
+                _ => &settings.deploy_date,
+            };
+            let entry = written.entry(segment, &settings.base_url, updated_at);
+            // the same bytes already in place (a build without the index): nothing to write
+            let staged = !writer.tree.is_some_and(|tree| same_bytes(tree, &written.path, &written.blake3));
+            if !staged {
+                let staged_file = writer.stage.join(&written.path);
+                std::fs::remove_file(&staged_file)
+                    .with_context(|| format!("cannot remove {}", staged_file.display()))?;
+            }
+            let placed = Placed { hash: written.blake3, staged, written: u32::from(staged), from_index: false };
+            Ok((entry, written.path, placed))
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(done.len());
+    let mut files = Vec::with_capacity(done.len());
+    for result in done {
+        let (entry, path, placed) = result?;
+        entries.push(entry);
+        files.push((path, placed));
+    }
+    Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
+}
+
+/// The previous tree's bulk-data entries by resource, and whether they can be trusted to
+/// describe the files in place (the index's hash of the bulk-data index matches its bytes).
+/// Entries that cannot be trusted still give a file's date when its bytes are the same.
+fn previous_entries(writer: &Stager<'_>) -> (BTreeMap<String, Entry>, bool) {
+    let Some(tree) = writer.tree else { return (BTreeMap::new(), false) };
+    let Some(bytes) = tree.read(layout::BULK_INDEX_PATH, 64 << 20) else { return (BTreeMap::new(), false) };
+    let indexed = writer.index.and_then(|index| index.docs.other(&[layout::BULK_INDEX_PATH.to_string()]));
+    let trusted = indexed.is_some_and(|file| file.hash.0 == blake3::hash(&bytes));
+    let entries = bulk::read_index(&bytes).unwrap_or_default();
+    (entries.into_iter().map(|entry| (entry.resource.clone(), entry)).collect(), trusted)
+}
+
+/// The file of `old`, when the previous build's index lists it and no killed commit touched it:
+/// its path and its hash.
+fn kept_file<'e>(
+    writer: &Stager<'_>,
+    settings: &BuildSettings,
+    old: &'e Entry,
+) -> Option<(&'e Entry, String, blake3::Hash)> {
+    let path = old.download_url.strip_prefix(&format!("{}/", settings.base_url))?;
+    if !layout::is_bulk_file(path) || !layout::is_tree_path(path) {
+        return None;
+    }
+    let touched = writer.killed.is_some_and(|paths| paths.is_empty() || paths.contains(path));
+    let file = writer.index?.docs.other(&[path.to_string()]).filter(|_| !touched)?;
+    Some((old, path.to_string(), file.hash.0))
+}
+
+/// True when the tree holds a regular file at `path` whose bytes hash to `hash` (read a piece
+/// at a time).
+fn same_bytes(tree: &crate::tree::dir::TreeDir, path: &str, hash: &blake3::Hash) -> bool {
+    let Ok(mut file) = tree.open_file(path, u64::MAX) else { return false };
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(&mut file).is_ok() && hasher.finalize() == *hash
+}
+
+/// The bytes of the record document of output `i`, as the write left them: in the staging
+/// folder when it was written anew, else in the tree; rendered again when the tree's file
+/// cannot be read (a plain build trusts the tree: a link put in its place is not followed).
+fn record_bytes(
+    writer: &Stager<'_>,
+    docs: &Docs<'_, '_>,
+    documents: &dyn Documents,
+    placed: &[Placed],
+    i: usize,
+) -> Result<Vec<u8>> {
+    let (place, _) = docs.outputs.get(i).place(docs.dataset).expect("a record has a place");
+    let path = place.tree_path(place.id);
+    if placed[i].staged {
+        let staged = writer.stage.join(&path);
+        return std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
+    }
+    if let Some(bytes) = writer.tree.and_then(|tree| tree.read(&path, u64::MAX)) {
+        return Ok(bytes);
+    }
+    documents.render_again(&docs.outputs.get(i)).map_err(|problems| Problems::all(problems).into())
+}

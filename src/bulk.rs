@@ -1,0 +1,302 @@
+//! Bulk data (docs/tree.md, "Bulk data"): every resource's records in one gzip'd NDJSON file,
+//! `api/v2/bulk-data/<segment>-<hash>.ndjson.gz`, listed in `api/v2/bulk-data/index.json`.
+//!
+//! A file is written streamed: one record document at a time, made compact, into a gzip encoder
+//! that writes through a hasher into the staging folder, so that no resource's records are ever
+//! held together. Its name carries the first 16 hex digits of the SHA-256 of its bytes (the
+//! compressed bytes, the index's `sha256`), so a host can let it be cached forever. The gzip
+//! stream is deterministic: no name, a zero mtime, an unknown OS and a fixed level.
+//!
+//! The build's write decides which files to write (`build/write/bulk.rs`): a resource whose
+//! records all kept their bytes and whose list kept its order keeps its file and its entry.
+
+use crate::problem::Problem;
+use crate::tree::layout;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// `Content-Type` of a bulk-data file, on every host.
+pub const CONTENT_TYPE: &str = "application/x-ndjson";
+
+/// `Content-Encoding` of a bulk-data file, on every host: its bytes are gzip, sent as they are
+/// (never compressed again, never decoded for a client that does not ask for gzip).
+pub const CONTENT_ENCODING: &str = "gzip";
+
+/// `Cache-Control` of a bulk-data file, on every host: its name changes with its bytes.
+pub const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+
+/// The gzip level the files are written with: fixed, so that the same records give the same
+/// bytes. Level 1: the fastest, at about 1.7 times the size of level 6 on the published data
+/// (BENCHMARKS.md, "Bulk data").
+const LEVEL: u32 = 1;
+
+/// One entry of the bulk-data index: a resource's file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The resource's path segment.
+    pub resource: String,
+    /// Records in the file: one line each.
+    pub records: u64,
+    /// Bytes of the file (compressed).
+    pub size: u64,
+    /// SHA-256 (hex) of the file's bytes.
+    pub sha256: String,
+    /// `application/x-ndjson`.
+    pub content_type: String,
+    /// `gzip`.
+    pub content_encoding: String,
+    /// Absolute url of the file.
+    pub download_url: String,
+    /// `deploy_date` of the build that last changed the file.
+    pub updated_at: String,
+}
+
+/// The bulk-data index document: `{"count": N, "results": [entry, ...]}`, in the root's order.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IndexDocument {
+    /// The number of entries.
+    pub count: usize,
+    /// One entry per resource.
+    pub results: Vec<Entry>,
+}
+
+/// The bulk-data index of `entries` (compact, or indented with `pretty`).
+pub fn index_document(entries: Vec<Entry>, pretty: bool) -> Vec<u8> {
+    let document = IndexDocument { count: entries.len(), results: entries };
+    let bytes = if pretty { serde_json::to_vec_pretty(&document) } else { serde_json::to_vec(&document) };
+    bytes.expect("the bulk-data index serialises")
+}
+
+/// The entries of a bulk-data index document, when `bytes` is one.
+pub fn read_index(bytes: &[u8]) -> Option<Vec<Entry>> {
+    serde_json::from_slice::<IndexDocument>(bytes).ok().map(|document| document.results)
+}
+
+/// A bulk-data file as written into the staging folder.
+#[derive(Debug, Clone)]
+pub struct FileWritten {
+    /// Its tree path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
+    pub path: String,
+    /// Records written: one line each.
+    pub records: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// SHA-256 (hex) of its bytes.
+    pub sha256: String,
+    /// BLAKE3 of its bytes, for the manifest.
+    pub blake3: blake3::Hash,
+}
+
+impl FileWritten {
+    /// Its index entry, with the url on `base_url` and the date it was last changed.
+    pub fn entry(&self, segment: &str, base_url: &str, updated_at: &str) -> Entry {
+        Entry {
+            resource: segment.to_string(),
+            records: self.records,
+            size: self.size,
+            sha256: self.sha256.clone(),
+            content_type: CONTENT_TYPE.to_string(),
+            content_encoding: CONTENT_ENCODING.to_string(),
+            download_url: format!("{base_url}/{}", self.path),
+            updated_at: updated_at.to_string(),
+        }
+    }
+}
+
+/// Writes the bulk-data file of `segment` into the staging folder `stage`: each record document
+/// `records` yields, compact (documents are indented when `pretty`), one a line, gzip'd as it
+/// goes. Only one record is held at a time.
+pub fn write_file(
+    stage: &Path,
+    segment: &str,
+    pretty: bool,
+    records: impl Iterator<Item = Result<Vec<u8>>>,
+) -> Result<FileWritten> {
+    let folder = stage.join(layout::BULK_KEY);
+    crate::fsutil::create_dir_all(&folder)?;
+    let partial = folder.join(format!("{segment}.partial"));
+    let file = std::fs::File::create(&partial).with_context(|| format!("cannot write {}", partial.display()))?;
+    let hashing = Hashing {
+        inner: io::BufWriter::with_capacity(256 << 10, file),
+        sha256: ring::digest::Context::new(&ring::digest::SHA256),
+        blake3: blake3::Hasher::new(),
+        size: 0,
+    };
+    let mut gzip =
+        flate2::GzBuilder::new().mtime(0).operating_system(255).write(hashing, flate2::Compression::new(LEVEL));
+    let (mut line, mut count) = (Vec::new(), 0u64);
+    let failed = || format!("cannot write {}", partial.display());
+    for record in records {
+        let record = record?;
+        line.clear();
+        if pretty {
+            compact_into(&record, &mut line);
+        } else {
+            line.extend_from_slice(record.trim_ascii_end());
+        }
+        line.push(b'\n');
+        gzip.write_all(&line).with_context(failed)?;
+        count += 1;
+    }
+    let mut hashing = gzip.finish().with_context(failed)?;
+    hashing.inner.flush().with_context(failed)?;
+    let sha256 = hex(hashing.sha256.finish().as_ref());
+    let path = layout::bulk_file_path(segment, &sha256[..16]);
+    let target = stage.join(&path);
+    std::fs::rename(&partial, &target).with_context(|| format!("cannot write {}", target.display()))?;
+    Ok(FileWritten { path, records: count, size: hashing.size, sha256, blake3: hashing.blake3.finalize() })
+}
+
+/// The problem of a data folder holding a resource named `bulk-data` (one of `segments`): its
+/// url is the bulk-data index's.
+pub fn reserved_segment<'s>(data: &Path, mut segments: impl Iterator<Item = &'s str>) -> Option<Problem> {
+    let segment = layout::BULK_SEGMENT;
+    segments.find(|s| *s == segment)?;
+    let folder = data.join(segment);
+    let path = if folder.is_dir() { folder } else { data.join(format!("{segment}.ndjson")) };
+    Some(Problem::whole(
+        &path,
+        format!(
+            "a resource cannot be named {segment:?}: /api/v2/{segment}/ is where gen lists every resource's \
+             bulk-data file (docs/tree.md); rename the resource (e.g. {segment}-records)"
+        ),
+    ))
+}
+
+/// Adds the bulk-data index and files to an OpenAPI document of the tree: their schemas, their
+/// paths, and the index's url in the root's schema.
+pub fn describe_in_openapi(document: &mut serde_json::Value) {
+    use serde_json::json;
+    let segment = layout::BULK_SEGMENT;
+    let schemas = &mut document["components"]["schemas"];
+    schemas["Root"]["properties"][segment] = json!({ "type": "string", "format": "uri" });
+    if let Some(required) = schemas["Root"]["required"].as_array_mut() {
+        required.push(segment.into());
+    }
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    schemas["BulkDataEntry"] = json!({
+        "type": "object",
+        "description": "One resource's bulk-data file: every record, one compact JSON document a line, in list order, gzip'd.",
+        "required": ["resource", "records", "size", "sha256", "content_type", "content_encoding", "download_url", "updated_at"],
+        "properties": {
+            "resource": text("The resource's segment."),
+            "records": { "type": "integer", "minimum": 0, "description": "Records in the file: one line each." },
+            "size": { "type": "integer", "minimum": 0, "description": "Bytes of the file (compressed)." },
+            "sha256": { "type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the file's bytes." },
+            "content_type": { "const": CONTENT_TYPE },
+            "content_encoding": { "const": CONTENT_ENCODING },
+            "download_url": { "type": "string", "format": "uri", "description": "The file's url: its name carries its hash." },
+            "updated_at": { "type": "string", "pattern": "^-?[0-9]+$", "description": "deploy_date of the build that last changed the file." }
+        }
+    });
+    schemas["BulkData"] = json!({
+        "type": "object",
+        "description": "One entry per resource, in the root's order.",
+        "required": ["count", "results"],
+        "properties": {
+            "count": { "type": "integer", "minimum": 0 },
+            "results": { "type": "array", "items": { "$ref": "#/components/schemas/BulkDataEntry" } }
+        }
+    });
+    let index = json!({ "get": {
+        "operationId": "getBulkData",
+        "summary": "Every resource's bulk-data file (revalidated on every use: Cache-Control no-cache).",
+        "responses": { "200": { "description": "OK", "content": { "application/json": {
+            "schema": { "$ref": "#/components/schemas/BulkData" } } } } }
+    }});
+    let file = json!({ "get": {
+        "operationId": "getBulkDataFile",
+        "summary": "One resource's records, one a line, gzip'd (sent with Content-Encoding: gzip whatever the client accepts; cached forever).",
+        "parameters": [{ "name": "file", "in": "path", "required": true,
+            "schema": { "type": "string", "pattern": "^[a-z0-9-]+-[0-9a-f]{16}\\.ndjson\\.gz$" },
+            "description": "The file's name, as the index gives it: <segment>-<first 16 hex digits of its SHA-256>.ndjson.gz." }],
+        "responses": {
+            "200": { "description": "The file's bytes.", "content": { CONTENT_TYPE: {
+                "schema": { "type": "string", "description": "Compact JSON records, one a line." } } } },
+            "404": { "$ref": "#/components/responses/NotFound" }
+        }
+    }});
+    document["paths"][format!("{}{segment}/", layout::API_PREFIX)] = index;
+    document["paths"][format!("{}{segment}/{{file}}", layout::API_PREFIX)] = file;
+}
+
+/// Appends `document` (JSON, indented or not) to `out` without the whitespace between its
+/// tokens: the compact form of the same document.
+pub fn compact_into(document: &[u8], out: &mut Vec<u8>) {
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in document {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+            out.push(b);
+        } else if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            out.push(b);
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes through to `inner`, hashing (SHA-256 and BLAKE3) and counting the bytes.
+struct Hashing<W> {
+    inner: W,
+    sha256: ring::digest::Context,
+    blake3: blake3::Hasher,
+    size: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.sha256.update(&buf[..n]);
+        self.blake3.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_keeps_strings_and_drops_the_indentation() {
+        let pretty = serde_json::to_vec_pretty(&serde_json::json!({"a": [1, {"b": "x y\n\"z\\"}], "c": {}})).unwrap();
+        let mut out = Vec::new();
+        compact_into(&pretty, &mut out);
+        assert_eq!(out, br#"{"a":[1,{"b":"x y\n\"z\\"}],"c":{}}"#);
+    }
+
+    #[test]
+    fn the_same_records_give_the_same_bytes_and_the_name_is_their_hash() {
+        let dir = std::env::temp_dir().join(format!("gen-bulk-unit-{}", std::process::id()));
+        let records = || vec![Ok(b"{\"id\":1}".to_vec()), Ok(b"{\n  \"id\": 2\n}\n".to_vec())].into_iter();
+        let first = write_file(&dir.join("a"), "berry", true, records()).unwrap();
+        let second = write_file(&dir.join("b"), "berry", true, records()).unwrap();
+        let bytes = std::fs::read(dir.join("a").join(&first.path)).unwrap();
+        assert_eq!(bytes, std::fs::read(dir.join("b").join(&second.path)).unwrap());
+        assert_eq!(first.sha256, hex(ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref()));
+        assert!(first.path.ends_with(&format!("berry-{}.ndjson.gz", &first.sha256[..16])));
+        assert_eq!((first.size, first.records), (bytes.len() as u64, 2));
+        let mut text = String::new();
+        io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
+        assert_eq!(text, "{\"id\":1}\n{\"id\":2}\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

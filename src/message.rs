@@ -1,0 +1,24 @@
+//! The one way the library speaks to a user: every note, warning and progress line goes through
+//! the sink the binary sets at start ([`set_sink`]), as the `log` crate's logger is set; the
+//! library itself prints nothing. Without a sink (a library caller, unit tests) messages go
+//! nowhere. A message is one text as the user reads it, its prefix included (`note: `,
+//! `warning: `, `gen serve: `).
+
+use std::sync::OnceLock;
+
+/// Where messages go: called with each message's text.
+pub type Sink = fn(&str);
+
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// Sets where every message goes, once (a second call changes nothing).
+pub fn set_sink(sink: Sink) {
+    let _ = SINK.set(sink);
+}
+
+/// Sends `text` to the sink, if one is set.
+pub fn say(text: &str) {
+    if let Some(sink) = SINK.get() {
+        sink(text);
+    }
+}

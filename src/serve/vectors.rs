@@ -1,0 +1,84 @@
+//! The rule vectors (`tests/vectors/*.json`, written from docs/serve.md, docs/tree.md and the
+//! paging rules) checked against the Rust side: the router ([`super::route`]), the paging rules
+//! ([`crate::paging`]), the folder names, Rust's `{:?}` escape and the search folding. The edge
+//! handler and the CloudFront Function check the same tables (`tests/tools/vectors.mjs`, run by
+//! tests/suite/edge.rs).
+
+use super::respond::bad_param;
+use super::route::{Route, route};
+use crate::paging::{LinkStyle, Page, precomputed_pages};
+use serde_json::{Value, json};
+
+/// The cases of a table.
+fn cases(table: &str) -> Vec<Value> {
+    let table: Value = serde_json::from_str(table).expect("a vectors table is JSON");
+    table["cases"].as_array().expect("a table has cases").clone()
+}
+
+/// `OFFSET/LIMIT` as a page.
+fn page(text: &str) -> Page {
+    let (offset, limit) = text.split_once('/').expect("OFFSET/LIMIT");
+    Page { offset: offset.parse().expect("an offset"), limit: limit.parse().expect("a limit") }
+}
+
+/// A page as the tables write it, `null` for none.
+fn written(page: Option<Page>) -> Value {
+    page.map_or(Value::Null, |p| json!(format!("{}/{}", p.offset, p.limit)))
+}
+
+#[test]
+fn targets_route_as_the_vectors_say() {
+    for case in cases(include_str!("../../tests/vectors/route.json")) {
+        let target = case["target"].as_str().expect("a target");
+        let read = route(target);
+        let mut got = match (&read.route, &read.query.page) {
+            (Route::NotFound, _) => json!({ "target": target, "none": true }),
+            (Route::Doc(key), _) => json!({ "target": target, "doc": key }),
+            (Route::List { segment }, Err(bad)) => {
+                let reply = bad_param(bad);
+                let body: Value = serde_json::from_slice(reply.body()).expect("a JSON body");
+                let error = json!({ "status": reply.status(), "parameter": body["parameter"], "value": body["value"],
+                    "detail": body["detail"] });
+                json!({ "target": target, "list": segment, "error": error })
+            }
+            (Route::List { segment }, Ok(page)) => json!({ "target": target, "list": segment,
+                "page": written(Some(*page)), "q": read.query.q, "conditions": read.query.conditions }),
+        };
+        if case["error"].is_object() && case["error"].get("detail").is_none() {
+            got["error"].as_object_mut().expect("an error").remove("detail");
+        }
+        assert_eq!(got, case, "{target:?}");
+    }
+}
+
+#[test]
+fn pages_link_and_are_held_as_the_vectors_say() {
+    for case in cases(include_str!("../../tests/vectors/paging.json")) {
+        let count = case["count"].as_u64().expect("a count");
+        let asked = page(case["page"].as_str().expect("a page"));
+        let style: LinkStyle = serde_json::from_value(case["style"].clone()).expect("a link style");
+        let sizes: Vec<u64> = serde_json::from_value(case["sizes"].clone()).expect("page sizes");
+        let held = sizes.iter().any(|&size| precomputed_pages(count, size, style).contains(&asked));
+        let file = if asked.is_everything(count) {
+            json!("_pages/all/")
+        } else if held {
+            json!(format!("_pages/{}/{}/", asked.limit, asked.offset))
+        } else {
+            Value::Null
+        };
+        let got = json!({ "count": count, "page": case["page"], "style": case["style"], "sizes": sizes,
+            "next": written(asked.next_linked(count, style)), "previous": written(asked.previous()), "file": file });
+        assert_eq!(got, case);
+    }
+}
+
+#[test]
+fn texts_fold_escape_and_name_folders_as_the_vectors_say() {
+    for case in cases(include_str!("../../tests/vectors/text.json")) {
+        let text = case["text"].as_str().expect("a text");
+        let quoted = format!("{text:?}");
+        let got = json!({ "text": text, "folder": crate::tree::layout::folder_name(text),
+            "escape": &quoted[1..quoted.len() - 1], "fold": crate::search::fold(text) });
+        assert_eq!(got, case, "{text:?}");
+    }
+}

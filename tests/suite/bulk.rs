@@ -1,0 +1,227 @@
+//! Bulk data (issue 37): every resource's records in one gzip'd NDJSON file, listed at
+//! `/api/v2/bulk-data/`. The files are checked against what they claim (size, SHA-256 computed
+//! here with `ring`), against the records `gen serve` answers (in list order), across an edit,
+//! and under a memory bound. The host tests (nginx, Caddy, edge, publish) are in their files.
+
+use crate::common;
+use crate::serve_support;
+
+use common::*;
+use serve_support::Server;
+use std::io::Read;
+use std::path::Path;
+
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// SHA-256 (hex) of `bytes`.
+fn sha256(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The lines of a gzip'd NDJSON file, each parsed.
+fn lines(gzip: &[u8]) -> Vec<serde_json::Value> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gzip).read_to_string(&mut text).expect("gzip");
+    assert!(text.is_empty() || text.ends_with('\n'), "every line ends with a newline");
+    text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect()
+}
+
+/// The entries of the bulk-data index of the tree `out`, by resource.
+fn entries(out: &Path) -> Vec<serde_json::Value> {
+    let index = read_json(&out.join("api/v2/bulk-data/index.json"));
+    let results = index["results"].as_array().expect("results").clone();
+    assert_eq!(index["count"], results.len());
+    results
+}
+
+/// The tree path of an entry's file (its url below the base).
+fn file_of(entry: &serde_json::Value, base: &str) -> String {
+    let url = entry["download_url"].as_str().unwrap();
+    url.strip_prefix(&format!("{base}/")).unwrap_or_else(|| panic!("{url} is not on {base}")).to_string()
+}
+
+/// For every resource of the published fixture, the entry's size and SHA-256 are the file's,
+/// its name carries the hash, `gen serve` answers it byte for byte with the bulk headers, and
+/// its lines are, parsed, the records `gen serve` answers, in the order of the list.
+#[test]
+fn every_resource_of_the_published_fixture_has_a_true_file_of_its_records_in_list_order() {
+    let Some(fixture) = fixture() else { return };
+    let tmp = TempDir::new("bulk-fixture");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    run(&["import", "api-data", utf8(&fixture), "--out", utf8(&data)]).ok();
+    build(&data, &out, &[]).ok();
+    let base = read_json(&out.join("manifest.json"))["base_url"].as_str().unwrap().to_string();
+    let root = read_json(&out.join("api/v2/index.json"));
+    let resources: Vec<&String> = root.as_object().unwrap().keys().filter(|s| *s != "bulk-data").collect();
+    let entries = entries(&out);
+    let listed: Vec<&str> = entries.iter().map(|e| e["resource"].as_str().unwrap()).collect();
+    assert_eq!(listed, resources, "one entry per resource, in the root's order");
+    assert_eq!(root["bulk-data"], format!("{base}/api/v2/bulk-data/"));
+
+    let server = Server::start(&out, &[]);
+    let mut conn = server.connect();
+    let index = conn.get("/api/v2/bulk-data/").expect(200);
+    assert_eq!(index.header("Cache-Control"), Some("no-cache"));
+    assert_eq!(index.body, std::fs::read(out.join("api/v2/bulk-data/index.json")).unwrap());
+    let mut records = 0;
+    for entry in &entries {
+        let segment = entry["resource"].as_str().unwrap();
+        let path = file_of(entry, &base);
+        let bytes = std::fs::read(out.join(&path)).unwrap();
+        let hash = sha256(&bytes);
+        assert_eq!(entry["size"], bytes.len(), "{segment}");
+        assert_eq!(entry["sha256"], hash, "{segment}");
+        assert_eq!(path, format!("api/v2/bulk-data/{segment}-{}.ndjson.gz", &hash[..16]));
+        assert_eq!(entry["content_type"], "application/x-ndjson");
+        assert_eq!(entry["content_encoding"], "gzip");
+        assert_eq!(entry["updated_at"], TEST_EPOCH);
+
+        let served = conn.get(&format!("/{path}")).expect(200);
+        assert_eq!(served.body, bytes, "{segment}: gen serve sends the file's bytes");
+        assert_eq!(served.header("Content-Type"), Some("application/x-ndjson"));
+        assert_eq!(served.header("Content-Encoding"), Some("gzip"));
+        assert_eq!(served.header("Cache-Control"), Some(IMMUTABLE));
+
+        let list = conn.get(&format!("/api/v2/{segment}/?limit=100000")).expect(200).json();
+        let urls: Vec<&str> = list["results"].as_array().unwrap().iter().map(|e| e["url"].as_str().unwrap()).collect();
+        let lines = lines(&bytes);
+        assert_eq!(entry["records"], lines.len());
+        assert_eq!(lines.len(), urls.len(), "{segment}: one line per entry of the list");
+        for (line, url) in lines.iter().zip(&urls) {
+            let record = conn.get(url.strip_prefix(&base).unwrap()).expect(200).json();
+            assert_eq!(*line, record, "{segment}: the line in the place of {url}");
+        }
+        records += lines.len();
+    }
+    assert!(entries.len() >= 17 && records > 2000, "{} resources, {records} records", entries.len());
+}
+
+/// Lines are compact even when the tree is indented (`--pretty`), and equal the records parsed.
+#[test]
+fn lines_are_compact_with_pretty() {
+    let tmp = TempDir::new("bulk-pretty");
+    sample_data(&tmp.join("data"));
+    build(&tmp.join("data"), &tmp.join("out"), &["--pretty"]).ok();
+    let base = "http://127.0.0.1:8080";
+    for entry in entries(&tmp.join("out")) {
+        let bytes = std::fs::read(tmp.join("out").join(file_of(&entry, base))).unwrap();
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
+        let segment = entry["resource"].as_str().unwrap();
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(line, serde_json::to_string(&record).unwrap(), "{segment}: compact, keys in order");
+            let file = tmp.join("out").join(format!("api/v2/{segment}/{}/index.json", record["id"]));
+            assert_eq!(record, read_json(&file));
+        }
+    }
+}
+
+/// An edit of one record rewrites its resource's file only: exactly one entry changes (its
+/// date is the new build's), the old file is removed and the manifest lists the new one; the
+/// other files are not written again.
+#[test]
+fn an_edit_changes_exactly_one_entry_and_removes_the_old_file() {
+    let tmp = TempDir::new("bulk-edit");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    build(&data, &out, &[]).ok();
+    let before = entries(&out);
+    let base = "http://127.0.0.1:8080";
+    let inode = |path: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(out.join(path)).unwrap());
+    let inodes: Vec<u64> = before.iter().map(|e| inode(&file_of(e, base))).collect();
+    std::fs::write(data.join("berry/3.json"), r#"{"id": 3, "name": "berry-3", "size": 99}"#).unwrap();
+    let later = "1786100000";
+    let rebuilt = gen_bin()
+        .env("SOURCE_DATE_EPOCH", later)
+        .args(["build", "--data", utf8(&data), "--out", utf8(&out)])
+        .output()
+        .unwrap();
+    assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
+    let after = entries(&out);
+    assert_eq!(before.len(), after.len());
+    let changed: Vec<usize> = (0..before.len()).filter(|&i| before[i] != after[i]).collect();
+    assert_eq!(changed.len(), 1, "exactly one entry changes: {changed:?}");
+    let (old, new) = (&before[changed[0]], &after[changed[0]]);
+    assert_eq!(new["resource"], "berry");
+    assert_eq!(new["updated_at"], later);
+    assert_ne!(old["sha256"], new["sha256"]);
+    assert!(!out.join(file_of(old, base)).exists(), "the old file is removed");
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(!manifest.contains(&file_of(old, base)) && manifest.contains(&file_of(new, base)));
+    let lines = lines(&std::fs::read(out.join(file_of(new, base))).unwrap());
+    assert!(lines.iter().any(|record| record["id"] == 3 && record["size"] == 99));
+    for (i, entry) in after.iter().enumerate().filter(|(i, _)| *i != changed[0]) {
+        assert_eq!(inode(&file_of(entry, base)), inodes[i], "{}: not written again", entry["resource"]);
+        assert_eq!(entry["updated_at"], TEST_EPOCH);
+    }
+}
+
+/// `"bulk": false` in gen.json: no bulk-data files, index or root entry; turned on again, a
+/// build writes them.
+#[test]
+fn bulk_false_in_gen_json_turns_the_files_off() {
+    let tmp = TempDir::new("bulk-off");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    let config = std::fs::read_to_string(data.join("gen.json")).unwrap();
+    std::fs::write(data.join("gen.json"), config.replacen('{', r#"{"bulk": false, "#, 1)).unwrap();
+    build(&data, &out, &[]).ok();
+    assert!(!out.join("api/v2/bulk-data").exists());
+    assert!(read_json(&out.join("api/v2/index.json")).get("bulk-data").is_none());
+    std::fs::write(data.join("gen.json"), config).unwrap();
+    build(&data, &out, &[]).ok();
+    let resources = read_json(&out.join("manifest.json"))["resources"].as_object().unwrap().len();
+    assert_eq!(entries(&out).len(), resources);
+    assert!(read_json(&out.join("api/v2/index.json")).get("bulk-data").is_some());
+}
+
+/// A resource named `bulk-data` would take the index's url: a data problem that says why.
+#[test]
+fn a_resource_named_bulk_data_is_a_data_problem() {
+    let tmp = TempDir::new("bulk-reserved");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    write_files(&data, &[("bulk-data/1.json", r#"{"id": 1, "name": "one"}"#.into())]);
+    for command in ["build", "check"] {
+        let mut args = vec![command, "--data", utf8(&data)];
+        if command == "build" {
+            args.extend(["--out", utf8(&out)]);
+        }
+        let run = run(&args);
+        assert_ne!(run.code(), Some(0));
+        let shown = format!("{}/bulk-data: $: a resource cannot be named \"bulk-data\"", data.display());
+        assert!(run.stderr().contains(&shown), "{}", run.stderr());
+        assert!(run.stderr().contains("rename the resource"), "{}", run.stderr());
+    }
+}
+
+/// A resource whose records add up to more than the memory the build may take: the file is
+/// written a record at a time, so the build's peak stays below the records' total.
+#[test]
+fn a_resource_larger_than_the_memory_bound_is_written_streamed() {
+    if heavy("it writes and builds 160 MB of records").is_none() {
+        return;
+    }
+    let tmp = TempDir::new("bulk-memory");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    // 160 records of about 1 MB, each different (a counter in every entry), 160 MB in all
+    std::fs::create_dir_all(data.join("large")).unwrap();
+    for id in 1..=160u64 {
+        let entries: Vec<String> =
+            (0..36_000u64).map(|n| format!(r#"{{"n":{},"v":"{:x}"}}"#, id * 100_000 + n, n * 7919)).collect();
+        let record = format!(r#"{{"id": {id}, "name": "large-{id}", "entries": [{}]}}"#, entries.join(","));
+        std::fs::write(data.join(format!("large/{id}.json")), record).unwrap();
+    }
+    let total: u64 = (1..=160).map(|id| std::fs::metadata(data.join(format!("large/{id}.json"))).unwrap().len()).sum();
+    let limit: u64 = 96 << 20;
+    assert!(total > limit, "the records ({total} bytes) add up to more than the bound");
+    let (run, peak) = peak_memory(&["build", "--data", utf8(&data), "--out", utf8(&out)], &[]);
+    run.ok();
+    eprintln!("records {} MB, peak {} MB", total >> 20, peak >> 20);
+    assert!(peak < limit, "the build peaked at {} MB, above {} MB", peak >> 20, limit >> 20);
+    let entry = &entries(&out)[0];
+    let lines = lines(&std::fs::read(out.join(file_of(entry, "http://127.0.0.1:8080"))).unwrap());
+    assert_eq!(lines.len(), 160);
+    assert!(lines.iter().enumerate().all(|(i, record)| record["id"] == i as u64 + 1));
+}

@@ -1,0 +1,266 @@
+//! The documentation keeps up with the command line: every flag of every subcommand's
+//! `--help` is named in README.md or docs/, and every subcommand's help has examples.
+
+use crate::common;
+
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+const SUBCOMMANDS: [&[&str]; 6] =
+    [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"], &["publish"]];
+
+/// The long flags a help text lists (`--data <DIR>` → `--data`), but `--help` and `--version`.
+fn flags(help: &str) -> BTreeSet<String> {
+    help.lines()
+        .map(str::trim_start)
+        .filter(|line| line.starts_with('-'))
+        .flat_map(|line| line.split([' ', ',', '=']).filter(|w| w.starts_with("--")).map(str::to_string))
+        .filter(|flag| flag != "--help" && flag != "--version")
+        .collect()
+}
+
+fn docs() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            text.push_str(&std::fs::read_to_string(path).unwrap());
+        }
+    }
+    text
+}
+
+#[test]
+fn every_flag_is_documented_and_every_help_has_examples() {
+    let docs = docs();
+    let mut seen = 0;
+    for args in SUBCOMMANDS {
+        let mut all = args.to_vec();
+        all.push("--help");
+        let help = run(&all).ok().stdout();
+        assert!(help.contains("Examples:"), "gen {} --help has no examples:\n{help}", args.join(" "));
+        for flag in flags(&help) {
+            seen += 1;
+            assert!(docs.contains(&flag), "gen {} {flag} is in --help but not in README.md or docs/", args.join(" "));
+        }
+    }
+    assert!(seen >= 15, "only {seen} flags found: is the help parsed right?");
+}
+
+/// Every `.rs` file under `src/`, by module path (`build/index/codec` for
+/// `src/build/index/codec.rs`; `lib`, the library's root, is `[]`), with its path and its text
+/// up to its unit tests.
+fn source_files() -> BTreeMap<Vec<String>, (String, String)> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(&src) {
+        let path = entry.unwrap().into_path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(&src).unwrap().with_extension("");
+        let mut module: Vec<String> = rel.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+        if module == ["lib"] {
+            module.clear(); // the library's root; main.rs, the binary's, is a file like the others
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+        files.insert(module, (rel.display().to_string(), code));
+    }
+    files
+}
+
+/// The files of `src/` that `file` (at `module`) names: `crate::a::b`, `super::x`, and the
+/// items of `use crate::{a, b}` and `use super::{x, y}` groups, in code or in doc comments
+/// (a doc link is a dependency a reader follows too). A parent naming its own child module is
+/// not counted: that is how Rust declares modules.
+fn named_files(
+    module: &[String],
+    code: &str,
+    files: &BTreeMap<Vec<String>, (String, String)>,
+) -> BTreeSet<Vec<String>> {
+    let resolve = |path: Vec<String>| -> Option<Vec<String>> {
+        (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|candidate| files.contains_key(candidate))
+    };
+    let mut named = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::").chain(code.match_indices("super::")) {
+        if at > 0 && code[..at].ends_with("super::") {
+            continue; // the middle of super::super::
+        }
+        let mut base: Vec<String> = Vec::new();
+        let mut rest = &code[at..];
+        if rest.starts_with("super::") {
+            let mut up = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                up += 1;
+                rest = r;
+            }
+            base = module[..module.len().saturating_sub(up)].to_vec();
+        } else {
+            rest = &rest["crate::".len()..];
+        }
+        let leading = |text: &str| -> Vec<String> {
+            let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(text.len());
+            text[..end].split("::").filter(|s| !s.is_empty()).map(str::to_string).collect()
+        };
+        let paths: Vec<Vec<String>> = match rest.strip_prefix('{') {
+            Some(group) => {
+                let (mut depth, mut items, mut start) = (0, Vec::new(), 0);
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                items.into_iter().map(|item| leading(item.trim())).collect()
+            }
+            None => vec![leading(rest)],
+        };
+        for path in paths {
+            let mut full = base.clone();
+            full.extend(path);
+            if let Some(target) = resolve(full) {
+                let parent_of_child = target.len() == module.len() + 1 && target.starts_with(module);
+                if target != module && !parent_of_child {
+                    named.insert(target);
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Issue 28: no import circle between files of `src/`: a type two files share has one home
+/// below both (e.g. the serve cache's items in `serve/item.rs`, the error schemas the OpenAPI
+/// document quotes in `answers.rs`).
+#[test]
+fn no_import_circle_between_files_of_src() {
+    let files = source_files();
+    let graph: BTreeMap<&Vec<String>, BTreeSet<Vec<String>>> =
+        files.iter().map(|(module, (_, code))| (module, named_files(module, code, &files))).collect();
+    assert!(graph.values().map(BTreeSet::len).sum::<usize>() > 100, "the references are found: {graph:?}");
+    // Depth-first from each file: a path back to a file on the current path is a circle.
+    fn visit<'g>(
+        at: &'g Vec<String>,
+        graph: &'g BTreeMap<&Vec<String>, BTreeSet<Vec<String>>>,
+        path: &mut Vec<&'g Vec<String>>,
+        done: &mut BTreeSet<&'g Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(from) = path.iter().position(|p| *p == at) {
+            return Some(path[from..].iter().chain([&at]).map(|m| m.join("/")).collect());
+        }
+        if !done.insert(at) {
+            return None;
+        }
+        path.push(at);
+        for next in &graph[at] {
+            let Some((next, _)) = graph.get_key_value(next) else { continue };
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in graph.keys() {
+        if let Some(circle) = visit(module, &graph, &mut Vec::new(), &mut done) {
+            panic!("an import circle between files of src/: {}", circle.join(" -> "));
+        }
+    }
+}
+
+/// Issue 28: every file of `src/` opens with a comment saying what it is, and none holds more
+/// than about 400 lines of code (non-blank, non-comment, before its unit tests) unless its
+/// opening comment says why (a table, a template).
+#[test]
+fn every_file_of_src_says_what_it_is_and_stays_short_or_says_why() {
+    for (rel, code) in source_files().values() {
+        assert!(code.starts_with("//!"), "src/{rel}.rs does not open with a //! comment saying what it is");
+        let lines = code.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("//")).count();
+        let opening: String = code.lines().take_while(|l| l.starts_with("//!")).collect::<Vec<_>>().join("\n");
+        assert!(
+            lines <= 420 || opening.contains("lines of code"),
+            "src/{rel}.rs has {lines} lines of code: split it, or say at its top why it is long (\"... lines of code: ...\")"
+        );
+    }
+}
+
+/// Issue 38: the library never prints nor ends the process: its messages go through the one
+/// sink the binary sets (`say!`, src/message.rs), and exit codes are decided in src/main.rs.
+#[test]
+fn the_library_never_prints_nor_exits() {
+    for (module, (rel, code)) in source_files() {
+        if module.first().is_some_and(|m| ["main", "cli", "cmd"].contains(&m.as_str())) {
+            continue; // the binary
+        }
+        for banned in ["eprintln!", "eprint!", "println!", "process::exit"] {
+            assert!(
+                !code.contains(banned),
+                "src/{rel}.rs uses {banned}: the library sends messages through say! (src/message.rs) and \
+                 returns errors; only src/main.rs decides an exit code"
+            );
+        }
+    }
+}
+
+/// Issue 35: the README stays a front page (details belong in docs/).
+#[test]
+fn the_readme_stays_a_front_page_of_at_most_250_lines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lines = std::fs::read_to_string(root.join("README.md")).unwrap().lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines: move details into docs/ (at most 250)");
+}
+
+/// The Rust functions the edge handler and the CloudFront Function name as the counterparts of
+/// their own: each row of their header table (`//   jsFunction  src/file.rs rust_function`), and
+/// each `src/file.rs `rust_function`` in their comments. Both sides of a row must exist, and
+/// every Rust function named must be defined in the file named.
+#[test]
+fn the_edge_handlers_name_rust_counterparts_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let defines = |file: &str, name: &str| {
+        let source = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        source.contains(&format!("fn {name}(")) || source.contains(&format!("fn {name}<"))
+    };
+    for js in ["src/hosts/edge/handler.js", "src/hosts/edge/cloudfront.js"] {
+        let text = std::fs::read_to_string(root.join(js)).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("//   "))
+            .map(|row| row.split_whitespace().collect::<Vec<_>>())
+            .filter(|row| row.len() == 3 && row[1].starts_with("src/") && row[1].ends_with(".rs"))
+            .collect();
+        assert!(rows.len() >= 5, "{js}: its header table of Rust counterparts has {} rows", rows.len());
+        for row in &rows {
+            let (function, file, rust) = (row[0], row[1], row[2]);
+            assert!(text.contains(&format!("function {function}(")), "{js} lists {function}, which it does not define");
+            assert!(defines(file, rust), "{js}: {function}'s counterpart {file} `{rust}` is no function of {file}");
+        }
+        let mut named = 0;
+        for (at, _) in text.match_indices("src/") {
+            let rest = &text[at..];
+            let Some(end) = rest.find(".rs").filter(|&end| !rest[..end].contains(char::is_whitespace)) else {
+                continue;
+            };
+            let after = rest[end + 3..].trim_start_matches(',').trim_start_matches(' ');
+            let Some(name) = after.strip_prefix('`').and_then(|a| a.split('`').next()) else { continue };
+            if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                named += 1;
+                let file = &rest[..end + 3];
+                assert!(defines(file, name), "{js} names {file} `{name}`, which is no function of {file}");
+            }
+        }
+        assert!(js.ends_with("cloudfront.js") || named >= 5, "{js}: only {named} references found: is the scan right?");
+    }
+}

@@ -1,0 +1,32 @@
+//! The integration tests, one binary (as mdBook's `tests/testsuite/`): one link of the library,
+//! a module per feature, and the shared helpers once. Each module runs the real `gen` binary on
+//! temporary folders (see `common`); `cargo test --release -- <module>::` runs one feature.
+
+// Shared helpers.
+mod common;
+mod fault_proxy;
+mod parity;
+mod serve_support;
+
+// One module per feature.
+mod browser;
+mod build;
+mod bulk;
+mod check;
+mod default_data;
+mod docs;
+mod edge;
+mod facts;
+mod filters;
+mod fuzz;
+mod hostile;
+mod hosts;
+mod import;
+mod incremental;
+mod killed;
+mod openapi;
+mod publish;
+mod search;
+mod serve;
+mod tree_files;
+mod watch;

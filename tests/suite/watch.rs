@@ -1,0 +1,332 @@
+//! `gen serve --watch`: the real binary watching a data folder while it is edited as people
+//! and tools edit: in place, by rename (as editors save), in bursts (as a checkout does), and
+//! broken then fixed. Every step is checked on what the server answers, polled with a generous
+//! time limit (no timing assertion).
+
+use crate::common;
+use crate::serve_support;
+
+use common::{TempDir, build, run, write_files};
+use serve_support::*;
+use std::path::Path;
+use std::time::Duration;
+
+/// Long enough for any rebuild on a loaded machine; steps end as soon as they are served.
+const LIMIT: Duration = Duration::from_secs(90);
+
+const BROWSER: &str = "Accept: text/html,application/xhtml+xml,*/*;q=0.8";
+
+fn record(id: i64, size: i64) -> String {
+    format!(r#"{{"id": {id}, "name": "berry-{id}", "size": {size}}}"#)
+}
+
+fn size_of(server: &Server, id: i64) -> Option<i64> {
+    let response = server.get(&format!("/api/v2/berry/{id}/"));
+    (response.status == 200).then(|| response.json()["size"].as_i64()).flatten()
+}
+
+fn count(server: &Server) -> Option<u64> {
+    let response = server.get("/api/v2/berry/");
+    (response.status == 200).then(|| response.json()["count"].as_u64()).flatten()
+}
+
+/// Saves `text` as an editor that writes a new file and renames it over the old one.
+fn save_by_rename(tmp: &Path, file: &Path, text: &str) {
+    let scratch = tmp.join("scratch.json");
+    std::fs::write(&scratch, text).unwrap();
+    std::fs::rename(&scratch, file).unwrap();
+}
+
+#[test]
+fn watch_rebuilds_on_every_change_and_keeps_the_last_good_tree() {
+    let tmp = TempDir::new("watch");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(
+        &data,
+        &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30)), ("berry/3.json", record(3, 40))],
+    );
+    let data_arg = data.to_str().unwrap();
+    // No tree yet: --watch builds one before serving.
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data_arg]);
+    assert_eq!(count(&server), Some(3));
+    assert!(out.join("manifest.json").is_file());
+
+    // Edit a record in place.
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit: {}", server.stderr());
+
+    // Add one, then delete one.
+    std::fs::write(data.join("berry/4.json"), record(4, 50)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 4) == Some(50)), "add: {}", server.stderr());
+    assert_eq!(count(&server), Some(4));
+    std::fs::remove_file(data.join("berry/2.json")).unwrap();
+    assert!(eventually(LIMIT, || server.get("/api/v2/berry/2/").status == 404), "delete: {}", server.stderr());
+    assert_eq!(count(&server), Some(3));
+
+    // Save by rename, as editors do.
+    save_by_rename(tmp.path(), &data.join("berry/3.json"), &record(3, 41));
+    assert!(eventually(LIMIT, || size_of(&server, 3) == Some(41)), "rename: {}", server.stderr());
+
+    // Break a record: the problems are printed as `gen check` prints them, and shown on the
+    // HTML view; the last good tree stays served.
+    save_by_rename(tmp.path(), &data.join("berry/1.json"), r#"{"id": 1, "name": "berry-1", "size": 22"#);
+    let check = run(&["check", "--data", data_arg]).fails_with(1);
+    let problems: Vec<String> = check.stderr().lines().map(str::to_string).collect();
+    assert!(problems.iter().any(|line| line.contains("berry/1.json")), "{problems:?}");
+    assert!(
+        eventually(LIMIT, || problems.iter().all(|line| server.stderr().contains(line.as_str()))),
+        "serve prints the problems as gen check does:\n{problems:?}\n--- serve:\n{}",
+        server.stderr()
+    );
+    assert_eq!(size_of(&server, 1), Some(21), "the last good tree is still served");
+    assert_eq!(count(&server), Some(3));
+    let page = server.get_with("/", &[BROWSER]).expect(200).text();
+    assert!(page.contains("id=\"problems\""), "{page}");
+    assert!(page.contains("berry/1.json"), "the page names the broken file: {page}");
+    let record_page = server.get_with("/api/v2/berry/3/", &[BROWSER]).expect(200).text();
+    assert!(record_page.contains("id=\"problems\""));
+
+    // Fix it: served, and the problems are gone from the page.
+    std::fs::write(data.join("berry/1.json"), record(1, 22)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(22)), "fix: {}", server.stderr());
+    assert!(eventually(LIMIT, || !server.get_with("/", &[BROWSER]).text().contains("id=\"problems\"")));
+
+    // A burst of creates and deletes, as a checkout of another branch.
+    for id in 10..60 {
+        std::fs::write(data.join(format!("berry/{id}.json")), record(id, id)).unwrap();
+    }
+    for id in 10..40 {
+        std::fs::remove_file(data.join(format!("berry/{id}.json"))).unwrap();
+    }
+    assert!(eventually(LIMIT, || count(&server) == Some(23)), "burst: {}", server.stderr());
+    assert_eq!(size_of(&server, 59), Some(59));
+    assert_eq!(server.get("/api/v2/berry/10/").status, 404);
+    assert_eq!(size_of(&server, 1), Some(22));
+}
+
+#[test]
+fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
+    let tmp = TempDir::new("watch-broken");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20))]);
+    build(&data, &out, &["--quiet"]).ok();
+    std::fs::write(data.join("berry/1.json"), "{").unwrap();
+
+    // A tree to fall back on: served, with the problems shown.
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(size_of(&server, 1), Some(20));
+    assert!(eventually(LIMIT, || server.stderr().contains("berry/1.json")), "{}", server.stderr());
+    assert!(server.get_with("/api/v2/", &[BROWSER]).text().contains("id=\"problems\""));
+    std::fs::write(data.join("berry/1.json"), record(1, 25)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(25)), "{}", server.stderr());
+    drop(server);
+
+    // No tree: nothing to serve, said clearly.
+    std::fs::write(data.join("berry/1.json"), "{").unwrap();
+    let empty = tmp.join("none");
+    let refused = run(&[
+        "serve",
+        "--watch",
+        "--data",
+        data.to_str().unwrap(),
+        "--dir",
+        empty.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:0",
+    ])
+    .fails_with(2);
+    assert!(refused.stderr().contains("berry/1.json"), "{}", refused.stderr());
+    assert!(refused.stderr().contains("holds no tree to serve until the data builds"), "{}", refused.stderr());
+
+    // --dir inside --data would rebuild forever.
+    let inside = data.join("out");
+    let refused = run(&[
+        "serve",
+        "--watch",
+        "--data",
+        data.to_str().unwrap(),
+        "--dir",
+        inside.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:0",
+    ])
+    .fails_with(2);
+    assert!(refused.stderr().contains("is inside --data"), "{}", refused.stderr());
+}
+
+#[test]
+fn watch_refuses_a_bad_source_date_epoch_at_start_as_build_does() {
+    let tmp = TempDir::new("watch-epoch");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20))]);
+    run(&["build", "--quiet", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()]).ok();
+    let built = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["build", "--data", data.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(built.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&built.stderr).to_string();
+    assert!(said.contains("SOURCE_DATE_EPOCH=\"yesterday\" is not a number of seconds"), "{said}");
+
+    let mut serve = common::gen_bin()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["serve", "--quiet", "--watch", "--data", data.to_str().unwrap(), "--dir", out.to_str().unwrap()])
+        .args(["--addr", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = eventually(LIMIT, || serve.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = serve.kill();
+    }
+    let output = serve.wait_with_output().unwrap();
+    assert!(ended, "gen serve --watch kept serving with a bad SOURCE_DATE_EPOCH");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(stderr.contains(said.trim()), "{stderr}\n--- gen build said\n{said}");
+}
+
+/// The CPU time `pid` has used so far, in clock ticks (user + system, from `/proc/<pid>/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// How many rebuilds `gen serve --watch` has announced on stderr (with or without a change to
+/// the tree, with or without problems).
+fn rebuilds(server: &Server) -> usize {
+    let stderr = server.stderr();
+    stderr.matches("gen serve: rebuilt ").count()
+        + stderr.matches("the tree is already up to date").count()
+        + stderr.matches("still serving the last good build").count()
+}
+
+/// How long [`idle`] watches: over ten times the watch's debounce (150 ms), so that a watch that
+/// rebuilt on its own reads would be seen doing it several times.
+const IDLE: Duration = Duration::from_secs(2);
+
+/// Stays idle for [`IDLE`]: returns the rebuilds announced and the CPU ticks used meanwhile.
+fn idle(server: &Server) -> (usize, u64) {
+    let (rebuilt, ticks) = (rebuilds(server), cpu_ticks(server.pid()));
+    std::thread::sleep(IDLE);
+    (rebuilds(server) - rebuilt, cpu_ticks(server.pid()) - ticks)
+}
+
+/// Time for the events of a rebuild to settle before watching for more: over three debounces.
+const SETTLE: Duration = Duration::from_millis(500);
+
+#[test]
+fn watch_rests_while_nothing_changes() {
+    let tmp = TempDir::new("watch-idle");
+    let data = tmp.join("data");
+    let out = tmp.join("out");
+    let records: Vec<(String, String)> = (1..=300).map(|id| (format!("berry/{id}.json"), record(id, id))).collect();
+    let records: Vec<(&str, String)> = records.iter().map(|(path, text)| (path.as_str(), text.clone())).collect();
+    write_files(&data, &records);
+    // Not quiet: each rebuild says so on stderr.
+    let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
+    let server_log = |server: &Server| server.stderr();
+    assert_eq!(count(&server), Some(300));
+
+    // An edit is rebuilt once; then, with nothing changing, no rebuild follows (the build's
+    // own reads of the data are not changes) and the process uses next to no CPU.
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit: {}", server_log(&server));
+    std::thread::sleep(SETTLE);
+    let (rebuilt, ticks) = idle(&server);
+    assert_eq!(rebuilt, 0, "rebuilds while idle:\n{}", server_log(&server));
+    assert!(ticks < 25, "{ticks} clock ticks of CPU in {IDLE:?} of idling (an eighth of a core at most)");
+
+    // Broken data: the problems are printed once, not again and again.
+    std::fs::write(data.join("berry/2.json"), "{").unwrap();
+    assert!(eventually(LIMIT, || rebuilds(&server) > 0), "{}", server_log(&server));
+    std::thread::sleep(SETTLE);
+    let printed = server.stderr().matches("berry/2.json").count();
+    let (rebuilt, _) = idle(&server);
+    assert_eq!(rebuilt, 0, "rebuilds of broken data while idle:\n{}", server_log(&server));
+    assert_eq!(server.stderr().matches("berry/2.json").count(), printed, "{}", server_log(&server));
+
+    // And the watch still reacts to the fix.
+    std::fs::write(data.join("berry/2.json"), record(2, 33)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 2) == Some(33)), "fix: {}", server_log(&server));
+}
+
+#[test]
+fn watch_follows_a_data_folder_deleted_and_recreated() {
+    let tmp = TempDir::new("watch-recreated");
+    let data = tmp.join("data");
+    let backup = tmp.join("backup");
+    let out = tmp.join("out");
+    write_files(&data, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    write_files(&backup, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(size_of(&server, 1), Some(20));
+
+    // `rm -rf data`: the rebuild fails, the last good tree stays served.
+    std::fs::remove_dir_all(&data).unwrap();
+    assert!(eventually(LIMIT, || server.stderr().contains("still serving the last good build")), "{}", server.stderr());
+    assert_eq!(size_of(&server, 1), Some(20));
+
+    // `cp -r backup data`, then an edit: watched anew and rebuilt.
+    let copied = std::process::Command::new("cp").arg("-r").arg(&backup).arg(&data).status().unwrap();
+    assert!(copied.success());
+    std::fs::write(data.join("berry/1.json"), record(1, 21)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 1) == Some(21)), "edit after recreating: {}", server.stderr());
+    assert!(eventually(LIMIT, || !server.get_with("/", &[BROWSER]).text().contains("id=\"problems\"")));
+
+    // Moved away and another folder moved in its place: the same.
+    std::fs::rename(&data, tmp.join("data.old")).unwrap();
+    std::fs::rename(&backup, &data).unwrap();
+    std::fs::write(data.join("berry/2.json"), record(2, 31)).unwrap();
+    assert!(eventually(LIMIT, || size_of(&server, 2) == Some(31)), "edit after moving: {}", server.stderr());
+    assert_eq!(size_of(&server, 1), Some(20), "the moved-in folder's records are served");
+}
+
+/// The bulk-data file of `segment` as `server` lists it: its url path and the index entry.
+fn bulk_entry(server: &Server, segment: &str) -> Option<(String, serde_json::Value)> {
+    let index = server.get("/api/v2/bulk-data/");
+    let index = (index.status == 200).then(|| index.json())?;
+    let entry = index["results"].as_array()?.iter().find(|e| e["resource"] == segment)?.clone();
+    let url = entry["download_url"].as_str()?;
+    let path = &url[url.find("/api/v2/")?..];
+    Some((path.to_string(), entry))
+}
+
+/// `gen serve --watch` serves the bulk-data files as they are (gzip, immutable), and after an
+/// edit the new file, the old one gone (issue 37).
+#[test]
+fn watch_serves_the_bulk_data_file_of_each_rebuild() {
+    let tmp = TempDir::new("watch-bulk");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    write_files(&data, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
+    assert_eq!(count(&server), Some(2));
+    let (old, entry) = bulk_entry(&server, "berry").expect("a bulk-data entry for berry");
+    let served = server.get_with(&old, &["Accept-Encoding: identity"]).expect(200);
+    assert_eq!(served.body, std::fs::read(out.join(old.trim_start_matches('/'))).unwrap());
+    assert_eq!(served.body.len() as u64, entry["size"].as_u64().unwrap());
+    assert_eq!(served.header("Content-Type"), Some("application/x-ndjson"));
+    assert_eq!(served.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(served.header("Cache-Control"), Some("public, max-age=31536000, immutable"));
+
+    std::fs::write(data.join("berry/2.json"), record(2, 31)).unwrap();
+    let changed = || bulk_entry(&server, "berry").is_some_and(|(path, _)| path != old);
+    assert!(eventually(LIMIT, changed), "the edit gives a new file: {}", server.stderr());
+    let (new, _) = bulk_entry(&server, "berry").unwrap();
+    let body = server.get(&new).expect(200).body;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&body[..]), &mut text).unwrap();
+    let sizes: Vec<i64> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["size"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sizes, [20, 31]);
+    server.get(&old).expect(404);
+}

@@ -1,0 +1,106 @@
+// Checks the rule vectors (tests/vectors/*.json) against the edge handler's and the CloudFront
+// Function's own functions, as `gen config node` and `gen config cloudfront` print them for a
+// tree (its facts: default limit 20, query links). Run by tests/suite/edge.rs:
+//   node vectors.mjs HANDLER.mjs FUNCTION.js VECTORS_DIR
+// The handler module is imported from a copy that exports its functions; the CloudFront Function
+// runs in a vm context, as tests/tools/cloudfront-run.mjs runs it. Prints each case on which a
+// function disagrees with its table, then how many agreed; exits 1 on any disagreement.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import vm from "node:vm";
+
+const [handlerPath, functionPath, dir] = process.argv.slice(2);
+const exported = `${handlerPath}.vectors.mjs`;
+const names = "FACTS, route, badParam, nextLinked, previousPage, holds, folderName, debugEscape, fold";
+writeFileSync(exported, `${readFileSync(handlerPath, "utf8")}\nexport { ${names} };\n`);
+const h = await import(pathToFileURL(exported).href);
+const cf = vm.createContext({});
+vm.runInContext(readFileSync(functionPath, "utf8"), cf);
+
+const cases = (name) => JSON.parse(readFileSync(join(dir, name), "utf8")).cases;
+/** JSON with object keys sorted, so that two values compare as text. */
+const canonical = (value) =>
+  JSON.stringify(value, (_, v) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
+const written = (page) => (page === null ? null : `${page.offset}/${page.limit}`);
+let agreed = 0;
+let disagreed = 0;
+function check(who, want, got) {
+  if (canonical(want) === canonical(got)) {
+    agreed++;
+  } else {
+    disagreed++;
+    console.log(`${who} disagrees:\n  table: ${canonical(want)}\n  got:   ${canonical(got)}`);
+  }
+}
+
+// target -> route, page, q, conditions, or the 400
+for (const c of cases("route.json")) {
+  const { target } = c;
+  const { route, query } = h.route(h.FACTS, target);
+  let got;
+  if (route.kind === "none") got = { target, none: true };
+  else if (route.kind === "doc") got = { target, doc: route.key };
+  else if (query.page.bad) {
+    const body = JSON.parse(h.badParam(h.FACTS, query.page.bad));
+    const error = { status: 400, parameter: body.parameter, value: body.value, detail: body.detail };
+    if (c.error?.detail === undefined) delete error.detail;
+    got = { target, list: route.segment, error };
+  } else {
+    got = { target, list: route.segment, page: written(query.page), q: query.q, conditions: query.conditions };
+  }
+  check(`handler.js route(${JSON.stringify(target)})`, c, got);
+  // the CloudFront Function gets the path and the query apart, and reads only the page
+  const question = target.indexOf("?");
+  const uri = question < 0 ? target : target.slice(0, question);
+  if (!uri.startsWith("/")) continue; // CloudFront hands it an origin-form path only
+  const key = cf.normalize(uri);
+  if (key === null || c.none) {
+    check(`cloudfront.js normalize(${JSON.stringify(uri)})`, c.none === true, key === null);
+    continue;
+  }
+  if (c.doc !== undefined) {
+    check(`cloudfront.js normalize(${JSON.stringify(uri)})`, c.doc, key);
+    continue;
+  }
+  const querystring = {};
+  for (const pair of (question < 0 ? "" : target.slice(question + 1)).split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    const name = equals < 0 ? pair : pair.slice(0, equals);
+    const value = equals < 0 ? "" : pair.slice(equals + 1);
+    const entry = querystring[name];
+    if (entry) (entry.multiValue = entry.multiValue ?? [{ value: entry.value }]).push({ value });
+    else querystring[name] = { value };
+  }
+  const page = cf.pageQuery(querystring);
+  const want = c.error ? { bad: { name: c.error.parameter, value: c.error.value } } : c.page;
+  check(`cloudfront.js pageQuery(${JSON.stringify(target)})`, want, page.bad ? { bad: page.bad } : `${page.offsetText}/${page.limitText}`);
+}
+
+// count, page and style -> next, previous, and the file held
+for (const c of cases("paging.json")) {
+  const [offset, limit] = c.page.split("/").map(BigInt);
+  const page = { offset, limit };
+  const count = BigInt(c.count);
+  const facts = { page_sizes: c.sizes, links: c.style };
+  const file = offset === 0n && limit >= count ? "_pages/all/" : h.holds(facts, count, page) ? `_pages/${limit}/${offset}/` : null;
+  const got = { ...c, next: written(h.nextLinked(page, count, c.style)), previous: written(h.previousPage(page)), file };
+  check(`handler.js paging ${canonical(c)}`, c, got);
+  // the CloudFront Function's numbers are exact up to 2^53: the cases within
+  if (c.page.length > 15) continue;
+  cf.FACTS = { ...cf.FACTS, page_sizes: c.sizes, links: c.style };
+  const held = cf.pageFile(c.count, { offset: Number(offset), limit: Number(limit) });
+  check(`cloudfront.js pageFile ${canonical(c)}`, c.file, held);
+}
+
+// text -> folder name, escape, case fold
+for (const c of cases("text.json")) {
+  const got = { text: c.text, folder: h.folderName(c.text), escape: h.debugEscape(h.FACTS, c.text), fold: h.fold(c.text) };
+  check(`handler.js text ${JSON.stringify(c.text)}`, c, got);
+}
+
+console.log(`${agreed} checks agree, ${disagreed} disagree`);
+process.exit(disagreed === 0 ? 0 : 1);
