@@ -3,6 +3,7 @@
 
 use super::data_path::DataPath;
 use crate::config::DataSettings;
+use crate::fsutil::Stamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,4 +207,24 @@ impl Dataset {
     pub fn record_count(&self) -> usize {
         self.resources.values().map(|r| r.records.len()).sum()
     }
+}
+
+/// What the caller of `load::load_reusing` saw of a file before it is read: its stamp, and what it
+/// already knows of it when it has not changed.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    /// Its stamp, when the file could be stat'ed.
+    pub stamp: Option<Stamp>,
+    /// What is known of it from the previous build, when it has not changed.
+    pub known: Option<Known>,
+}
+
+/// What an incremental build already knows of a record or sub-document file that has not
+/// changed since the previous build: it is not read again.
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// The record's name (`None` for a sub-document or a nameless record).
+    pub name: Option<String>,
+    /// BLAKE3 of its bytes.
+    pub hash: blake3::Hash,
 }

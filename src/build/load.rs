@@ -4,7 +4,7 @@
 //! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
-pub use super::dataset::{Dataset, Record, Resource, Source, SubDoc};
+pub use super::dataset::{Dataset, Known, Record, Resource, Seen, Source, SubDoc};
 use super::table::load_tables;
 use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
@@ -40,26 +40,6 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
     let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default(), None);
     (dataset, problems)
-}
-
-/// What the caller of [`load_reusing`] saw of a file before it is read: its stamp, and what it
-/// already knows of it when it has not changed.
-#[derive(Debug, Clone, Default)]
-pub struct Seen {
-    /// Its stamp, when the file could be stat'ed.
-    pub stamp: Option<Stamp>,
-    /// What is known of it from the previous build, when it has not changed.
-    pub known: Option<Known>,
-}
-
-/// What an incremental build already knows of a record or sub-document file that has not
-/// changed since the previous build: it is not read again.
-#[derive(Debug, Clone)]
-pub struct Known {
-    /// The record's name (`None` for a sub-document or a nameless record).
-    pub name: Option<String>,
-    /// BLAKE3 of its bytes.
-    pub hash: blake3::Hash,
 }
 
 /// Like [`load`], asking `seen` about each file first (it is called before the file is read): a

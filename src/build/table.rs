@@ -4,9 +4,8 @@
 //! time; each line's problems are reported at `<table>:LINE:COLUMN`.
 
 use super::data_path::DataPath;
-use super::dataset::{Record, Span, SubDoc, at_line};
+use super::dataset::{Record, Seen, Span, SubDoc, at_line};
 use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
-use super::load::Seen;
 use super::validate::{check_record, check_syntax, parse_head};
 use super::walk::Tables;
 use crate::fsutil::Stamp;
