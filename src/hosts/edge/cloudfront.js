@@ -1,7 +1,7 @@
 // CloudFront Function (runtime cloudfront-js-2.0), viewer request, for a tree in S3 behind
 // CloudFront. A CloudFront Function cannot read the origin, so it rewrites: each request to the
 // file the tree holds for it (the root, records by id and by name, sub-documents, meta,
-// openapi.json, the list pages the tree holds, the whole list for offset 0 and any limit at
+// openapi.json, the bulk-data files at their own paths, the list pages the tree holds, the whole list for offset 0 and any limit at
 // least the count), and answers the rest itself with gen serve's JSON errors (400 for a
 // malformed limit or offset, 404 for a resource the tree does not hold or a page it holds no
 // file for, 405, OPTIONS preflights). A record the tree does not hold is S3's own 403/404.
@@ -19,6 +19,7 @@
 //   number     src/serve/route.rs   number
 //   pageFile   src/paging.rs        precomputed_pages
 //   preflight  src/serve/respond.rs echoable
+//   isBulkFile src/tree/layout.rs   is_bulk_file
 
 function handler(event) {
   var request = event.request;
@@ -57,9 +58,15 @@ function handler(event) {
   ) {
     return reply(404, fill(FACTS.errors.no_resource, { Segment: segment }));
   }
-  request.uri = FACTS.files.indexOf(key) >= 0 ? "/" + key : "/" + key + "/index.json";
+  // a document that is a file of its own (openapi.json, a bulk-data file), else a folder's index.json
+  request.uri = FACTS.files.indexOf(key) >= 0 || isBulkFile(key) ? "/" + key : "/" + key + "/index.json";
   request.querystring = {};
   return request;
+}
+
+/** True for a bulk-data file's key (`api/v2/bulk-data/berry-<hash>.ndjson.gz`). */
+function isBulkFile(key) {
+  return /^api\/v2\/bulk-data\/[a-z0-9-]+\.ndjson\.gz$/.test(key);
 }
 
 /** The index key of a path (`api/v2/berry/1`), or null, as gen serve reads paths. */
