@@ -822,6 +822,7 @@ fn a_published_query_links_tree_answers_through_the_worker() {
     let mut p = Parity::new(&serve, vec![&workerd.server], tree.base_url());
     p.every_page = true;
     p.resolves_dots = ["workerd-seaweedfs".to_string()].into();
+    p.recompresses_bulk = ["workerd-seaweedfs".to_string()].into();
     check_parity(&tree, &mut p);
     check_random_pages(&tree, &mut p, 200);
     eprintln!("{} requests answered alike by gen serve and the Worker reading SeaweedFS", p.asked.len());
