@@ -37,12 +37,13 @@ test:
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
 ## Chromium or the Python tools, or that take long (the published fixture, kill, concurrency and
 ## random-edit runs); each says on stderr that it is skipped. Installs nothing. GEN_QUICK=1 tells them;
-## under CI=true it is ignored, nothing is skipped: CI runs `make test`. Under a minute once compiled:
-## 48, 55 and 54 s (median 54 s) on the 2-core machine nearly idle (load average 0.0-0.5 at each
-## start, 2026-11-24, after the edge handlers were merged); 57-61 s at load 3-6 (79 s before issue 28
-## the same way). Most of it is tests waiting on timeouts (serve, hostile, watch).
+## under CI=true it is ignored, nothing is skipped: CI runs `make test`. Six test threads: most of
+## the tier waits on timeouts (serve, hostile, watch), not on the 2 cores. One test binary since
+## issue 38: 59.4 and 65.2 s at load 1.4-4.2 (2026-11-26), against 94.9 and 106.6 s with the
+## default 2 threads at load 0.9-1.5 (and 48-55 s for the 20 binaries of before, idle, 2026-11-24,
+## with fewer tests).
 test-quick:
-	GEN_QUICK=1 $(CARGO) test --release --quiet
+	GEN_QUICK=1 $(CARGO) test --release --quiet -- --test-threads=6
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx, and gen serve's memory after
 ## asking for every document once (see BENCHMARKS.md); API_DATA=<path> uses the real published tree
