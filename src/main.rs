@@ -12,6 +12,12 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Every message of the library (notes, warnings, gen serve's lines) goes to stderr.
     genapi::message::set_sink(|text| eprintln!("{text}"));
+    genapi::message::set_output(|text| {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        stdout.flush()
+    });
     // `check` writes nothing, so the build's "nothing was written" line would mislead there.
     let writes = !matches!(cli.command, cli::Command::Check(_));
     let result = match cli.command {

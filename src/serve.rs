@@ -50,7 +50,6 @@ pub mod view;
 pub mod watch;
 
 use anyhow::Result;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -101,11 +100,8 @@ pub fn run(options: ServeOptions) -> Result<()> {
     let signature = manifest_signature(&options.dir);
     let cache = Arc::new(cache::Cache::new(options.cache_bytes));
     let (tree, to_check) = load_at_start(&options.dir, &cache, rebase)?;
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "http://{addr}")?;
-        stdout.flush()?;
-    }
+    // the first line a script reads: the address bound (port 0 picks one)
+    crate::message::output(&format!("http://{addr}"))?;
     if !options.quiet {
         say!(
             "serving {} ({} resources, {} documents) at {}",

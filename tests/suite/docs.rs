@@ -204,11 +204,11 @@ fn the_library_never_prints_nor_exits() {
         if module.first().is_some_and(|m| ["main", "cli", "cmd"].contains(&m.as_str())) {
             continue; // the binary
         }
-        for banned in ["eprintln!", "eprint!", "println!", "process::exit"] {
+        for banned in ["eprintln!", "eprint!", "println!", "process::exit", "io::stdout()"] {
             assert!(
                 !code.contains(banned),
-                "src/{rel}.rs uses {banned}: the library sends messages through say! (src/message.rs) and \
-                 returns errors; only src/main.rs decides an exit code"
+                "src/{rel}.rs uses {banned}: the library sends messages through say! and output lines through \
+                 message::output (src/message.rs), and returns errors; only src/main.rs decides an exit code"
             );
         }
     }
