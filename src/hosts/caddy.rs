@@ -14,30 +14,28 @@ use crate::tree::JSON_MEDIA_TYPE;
 use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
-/// The site block for `site`.
-// Long on purpose: a template, read top to bottom in the order Caddy applies it.
+/// The site block for `site`: its parts in the order Caddy applies them.
 pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "caddy",
         "Add this site block to your Caddyfile (HTTP only; for HTTPS write your domain as the site address).",
     );
+    out.push_str(&site_settings(site));
+    out.push_str(&paging_maps());
+    out.push_str(&matchers(site));
+    out.push_str(&route_checks());
+    out.push_str(&list_rewrites(site));
+    out.push_str(&route_files(site));
+    out
+}
+
+/// The site's address, root and the headers of every answer (meta and the bulk-data index
+/// revalidated).
+fn site_settings(site: &Site) -> String {
     let bind = if site.listen.is_any() { String::new() } else { format!("\tbind {}\n", site.listen.host) };
-    let compression = if site.manifest.settings.gzip {
-        "\t\t\t# The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n\
-         \t\t\tprecompressed gzip\n"
-    } else {
-        ""
-    };
-    let encode = if site.manifest.settings.gzip {
-        ""
-    } else {
-        "\t\t# The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n\
-         \t\tencode gzip\n"
-    };
     let deploy: String =
         site.deploy_headers().iter().map(|(name, value)| format!("\t\t{name} \"{value}\"\n")).collect();
-    let _ = write!(
-        out,
+    format!(
         r#"http://:{port} {{
 {bind}	root * "{root}"
 	header {{
@@ -53,7 +51,19 @@ pub(crate) fn config(site: &Site) -> String {
 		defer
 	}}
 
-	# ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros are
+"#,
+        port = site.listen.port,
+        root = site.root,
+        max_age = site.max_age,
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
+    )
+}
+
+/// `?limit=` and `?offset=` read by the paging rules into `{gen_limit}` and `{gen_offset}`
+/// (`bad` when malformed), and the raw path into `{gen_raw_path}`.
+fn paging_maps() -> String {
+    format!(
+        r#"	# ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros are
 	# dropped; anything but digits, or more than 2^64 - 1, is malformed.
 	map {{query.limit}} {{gen_limit}} {{
 		~^0*$ {default}
@@ -72,7 +82,17 @@ pub(crate) fn config(site: &Site) -> String {
 		default bad
 	}}
 
-	@options method OPTIONS
+"#,
+        default = DEFAULT_PAGE_SIZE,
+        overflow = overflow(),
+    )
+}
+
+/// The named matchers: the method, a refused raw path, what is not a document, a malformed
+/// query, and each resource's list and whole-list request.
+fn matchers(site: &Site) -> String {
+    let mut out = format!(
+        r#"	@options method OPTIONS
 	@not_allowed not method GET HEAD OPTIONS
 	@asks_headers header Access-Control-Request-Headers *
 	# The raw path must be segments of [A-Za-z0-9._-] or escapes of them: no empty or dots-only
@@ -83,15 +103,9 @@ pub(crate) fn config(site: &Site) -> String {
 {not_files}	}}
 	@bad_query expression `{{http.vars.gen_list}} != "" && ({{gen_limit}} == "bad" || {{gen_offset}} == "bad")`
 "#,
-        port = site.listen.port,
-        root = site.root,
-        max_age = site.max_age,
-        default = DEFAULT_PAGE_SIZE,
-        overflow = overflow(),
         not_files = site.files.iter().map(|f| format!("\t\tnot path /{f}\n")).collect::<String>(),
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT.replace('\\', "\\\\").replace("(?:/|$)", "(?:/|[?]|$)"),
-        bulk_segment = crate::tree::layout::BULK_SEGMENT,
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -105,9 +119,12 @@ pub(crate) fn config(site: &Site) -> String {
             everything = at_least(&count.to_string()),
         );
     }
+    out
+}
 
-    let _ = write!(
-        out,
+/// The route's first checks: the preflight, the method, a refused path, and the bulk-data files.
+fn route_checks() -> String {
+    format!(
         r#"
 	route {{
 		handle @options {{
@@ -143,7 +160,6 @@ pub(crate) fn config(site: &Site) -> String {
 			file_server
 		}}
 
-		# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.
 "#,
         allow = ALLOW,
         bulk_key = crate::tree::layout::BULK_KEY,
@@ -151,6 +167,13 @@ pub(crate) fn config(site: &Site) -> String {
         bulk_type = crate::bulk::CONTENT_TYPE,
         bulk_encoding = crate::bulk::CONTENT_ENCODING,
         bulk_cache = crate::bulk::CACHE_CONTROL,
+    )
+}
+
+/// Each list request: its `vars`, the 400 of a malformed query, and the rewrite to its page file.
+fn list_rewrites(site: &Site) -> String {
+    let mut out = String::from(
+        "\t\t# Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.\n",
     );
     for (segment, count) in &site.resources {
         let _ = write!(
@@ -170,8 +193,25 @@ pub(crate) fn config(site: &Site) -> String {
              \t\trewrite @list_{segment} {API_PREFIX}{segment}/{PAGES_DIR}/{{gen_limit}}/{{gen_offset}}/\n"
         );
     }
-    let _ = write!(
-        out,
+    out
+}
+
+/// The route's end: the documents that are files of their own, every other document a folder's
+/// `index.json`, compression; then the error answers, and the site block closed.
+fn route_files(site: &Site) -> String {
+    let compression = if site.manifest.settings.gzip {
+        "\t\t\t# The .gz sibling written by `gen build --gzip` is sent to clients that accept gzip.\n\
+         \t\t\tprecompressed gzip\n"
+    } else {
+        ""
+    };
+    let encode = if site.manifest.settings.gzip {
+        ""
+    } else {
+        "\t\t# The tree has no .gz siblings (`gen build --gzip` writes them): compress on the fly.\n\
+         \t\tencode gzip\n"
+    };
+    format!(
         r#"
 {file_rewrites}
 		# Every document is a folder's index.json, answered at /x and /x/ alike (no redirect);
@@ -194,8 +234,7 @@ pub(crate) fn config(site: &Site) -> String {
             .enumerate()
             .map(|(i, f)| format!("\t\t@file_{i} path /{f}/\n\t\trewrite @file_{i} /{f}\n"))
             .collect::<String>(),
-    );
-    out
+    )
 }
 
 /// One error answer of `handle_errors`: when its matcher holds, `body` with `status`.
@@ -209,10 +248,55 @@ struct Answer {
 
 /// The `handle_errors` block: each error answered as `gen serve` words it, the first answer
 /// whose matcher holds.
-// Long on purpose: a table literal, one `Answer` per error in the order Caddy tries them.
 fn errors(site: &Site) -> String {
-    let is = |n: u16| format!("{{http.error.status_code}} == {n}");
-    let expression = |condition: String| format!("expression `{condition}`");
+    let mut answers = vec![method_answer()];
+    answers.extend(bad_request_answers());
+    answers.extend(not_found_answers(site));
+
+    let mut out = format!(
+        "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
+         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
+    );
+    for answer in &answers {
+        let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);
+    }
+    let _ = writeln!(out, "\t\troute {{\n\t\t\theader @e405 Allow \"{}\"", ALLOW);
+    for answer in &answers {
+        let _ = writeln!(out, "\t\t\trespond @{} `{}` {}", answer.name, answer.body, answer.status);
+    }
+    // anything else the server itself refuses
+    out.push_str(
+        "\t\t\trespond `\\{\"detail\":\"{http.error.status_text}\"\\}` {http.error.status_code}\n\t\t}\n\t}\n",
+    );
+    out
+}
+
+/// `{http.error.status_code} == status` as a Caddy expression's condition.
+fn status_is(status: u16) -> String {
+    format!("{{http.error.status_code}} == {status}")
+}
+
+/// An `expression` matcher of `condition`.
+fn expression(condition: String) -> String {
+    format!("expression `{condition}`")
+}
+
+/// The 405 of a method not served.
+fn method_answer() -> Answer {
+    Answer {
+        name: "e405",
+        matcher: expression(status_is(405)),
+        body: quote(&template::method_not_allowed(), |h| match h {
+            Hole::Method => "{http.request.method}".to_string(),
+            other => panic!("no {other:?} in a 405"),
+        }),
+        status: 405,
+    }
+}
+
+/// The 400s of a malformed `limit` or `offset`, worded by whether its value can be shown.
+// A table literal, one `Answer` per error in the order Caddy tries them.
+fn bad_request_answers() -> Vec<Answer> {
     let safe = SAFE_VALUE;
     let value = |name: &'static str| {
         move |h: Hole| match h {
@@ -220,19 +304,9 @@ fn errors(site: &Site) -> String {
             other => panic!("no {other:?} in a 400"),
         }
     };
-    let bad = |name: &'static str, test: &str| expression(format!(r#"{} && {{gen_{name}}} == "bad"{test}"#, is(400)));
-    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
-    let not_refused = format!(r#"{} && {{http.vars.gen_refused}} == """#, is(404));
-    let answers = [
-        Answer {
-            name: "e405",
-            matcher: expression(is(405)),
-            body: quote(&template::method_not_allowed(), |h| match h {
-                Hole::Method => "{http.request.method}".to_string(),
-                other => panic!("no {other:?} in a 405"),
-            }),
-            status: 405,
-        },
+    let bad =
+        |name: &'static str, test: &str| expression(format!(r#"{} && {{gen_{name}}} == "bad"{test}"#, status_is(400)));
+    vec![
         Answer {
             name: "e400_limit_negative",
             matcher: bad("limit", &format!(r#" && {{query.limit}}.matches("^-{safe}*$")"#)),
@@ -265,13 +339,23 @@ fn errors(site: &Site) -> String {
         },
         Answer {
             name: "e400_offset_unquoted",
-            matcher: expression(is(400)),
+            matcher: expression(status_is(400)),
             body: quote(&template::bad_param("offset", false, false), value("offset")),
             status: 400,
         },
+    ]
+}
+
+/// The 404s: a page the list does not hold, a missing record, an unknown resource, any other
+/// path.
+// A table literal, one `Answer` per error in the order Caddy tries them.
+fn not_found_answers(site: &Site) -> Vec<Answer> {
+    let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
+    let not_refused = format!(r#"{} && {{http.vars.gen_refused}} == """#, status_is(404));
+    vec![
         Answer {
             name: "e404_page",
-            matcher: expression(format!(r#"{} && {{http.vars.gen_list}} != """#, is(404))),
+            matcher: expression(format!(r#"{} && {{http.vars.gen_list}} != """#, status_is(404))),
             body: quote(&template::page_not_held(&site.page_sizes), |h| match h {
                 Hole::Segment => "{http.vars.gen_list}".to_string(),
                 Hole::Count => "{http.vars.gen_count}".to_string(),
@@ -313,7 +397,7 @@ fn errors(site: &Site) -> String {
             name: "e404_path",
             matcher: expression(format!(
                 r#"{} && size({{gen_raw_path}}) <= {MAX_SHOWN_PATH} && {{gen_raw_path}}.matches("^{}+$")"#,
-                is(404),
+                status_is(404),
                 SAFE_PATH.replace('\\', "\\\\"),
             )),
             body: quote(&template::not_a_document(true), |h| match h {
@@ -324,28 +408,11 @@ fn errors(site: &Site) -> String {
         },
         Answer {
             name: "e404_path_unquoted",
-            matcher: expression(is(404)),
+            matcher: expression(status_is(404)),
             body: quote(&template::not_a_document(false), |h| panic!("no {h:?} in a path 404")),
             status: 404,
         },
-    ];
-
-    let mut out = format!(
-        "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
-    );
-    for answer in &answers {
-        let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);
-    }
-    let _ = writeln!(out, "\t\troute {{\n\t\t\theader @e405 Allow \"{}\"", ALLOW);
-    for answer in &answers {
-        let _ = writeln!(out, "\t\t\trespond @{} `{}` {}", answer.name, answer.body, answer.status);
-    }
-    // anything else the server itself refuses
-    out.push_str(
-        "\t\t\trespond `\\{\"detail\":\"{http.error.status_text}\"\\}` {http.error.status_code}\n\t\t}\n\t}\n",
-    );
-    out
+    ]
 }
 
 /// A body as a Caddyfile backtick token: literal braces escaped (`\{`, so that they are not read

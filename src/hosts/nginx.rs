@@ -13,13 +13,31 @@ use crate::answers::{ALLOW, ALLOW_METHODS, ALLOW_ORIGIN, MAX_SHOWN_PATH, PREFLIG
 use crate::tree::layout::{ALL_PAGE, API_PREFIX, DEFAULT_PAGE_SIZE, DOCUMENT_FILE, PAGES_DIR};
 use std::fmt::Write as _;
 
-/// The `server { }` block for `site`.
-// Long on purpose: a template, read top to bottom in the order nginx applies it.
+/// The `server { }` block for `site`: its parts in the order nginx applies them.
 pub(crate) fn config(site: &Site) -> String {
     let mut out = site.header(
         "nginx",
         "Include this block inside `http { }` (e.g. /etc/nginx/conf.d/gen.conf), then `nginx -t && nginx -s reload`.",
     );
+    out.push_str(&server_settings(site));
+    out.push_str(&request_checks(site));
+    out.push_str(&paging_params());
+    let _ = write!(
+        out,
+        "\n    location / {{\n        try_files $uri/{DOCUMENT_FILE} =404;\n    }}\n{files}{bulk}",
+        files = file_locations(site),
+        bulk = bulk_location(site),
+    );
+    out.push_str(&list_locations(site));
+    out.push_str("\n    # Errors, worded as `gen serve` words them.\n");
+    out.push_str(&errors(site));
+    out.push_str("}\n");
+    out
+}
+
+/// The server's own settings: where it listens, the root, the media type, compression, the
+/// headers of every answer and the error pages.
+fn server_settings(site: &Site) -> String {
     let listen = match (&site.listen.host, site.listen.port) {
         (host, port) if host.is_empty() => format!("{port}"),
         (host, port) if host.contains(':') => format!("[{host}]:{port}"),
@@ -34,16 +52,11 @@ pub(crate) fn config(site: &Site) -> String {
     };
     // nginx's `add_header` in a location replaces the server's: every block that adds headers
     // repeats these.
-    let deploy: String = site
-        .deploy_headers()
-        .iter()
-        .map(|(name, value)| format!("    add_header {name} \"{value}\" always;\n"))
-        .collect();
+    let deploy = deploy_headers(site, "    ");
     // nginx names the charset apart from the type
     let (media_type, charset) =
         crate::tree::JSON_MEDIA_TYPE.split_once("; charset=").expect("the media type names its charset");
-    let _ = write!(
-        out,
+    format!(
         r#"server {{
     listen {listen};
     server_name _;
@@ -64,7 +77,16 @@ pub(crate) fn config(site: &Site) -> String {
     error_page 405 @gen_405;
     error_page 418 = @gen_options;
 
-    # Read the request as `gen serve` does. The raw path (before decoding) must be segments of
+"#,
+        root = site.root,
+    )
+}
+
+/// The server-level reading of a request, as `gen serve` reads it: the method, the raw path, and
+/// the documents revalidated on every use.
+fn request_checks(site: &Site) -> String {
+    format!(
+        r#"    # Read the request as `gen serve` does. The raw path (before decoding) must be segments of
     # [A-Za-z0-9._-] or escapes of them: no empty or dots-only segments, no encoded slashes.
     set $gen_refused "";
     set $gen_list "";
@@ -93,7 +115,19 @@ pub(crate) fn config(site: &Site) -> String {
     if ($gen_raw_path ~ "^{API_PREFIX}(?:meta|{bulk_segment})/?$") {{
         set $gen_cache_control "no-cache";
     }}
-    # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
+"#,
+        max_age = site.max_age,
+        raw_path = RAW_PATH,
+        dot_segment = DOT_SEGMENT,
+        bulk_segment = crate::tree::layout::BULK_SEGMENT,
+    )
+}
+
+/// `?limit=` and `?offset=` read by the paging rules into `$gen_limit` and `$gen_offset`, and
+/// `$gen_bad` naming the malformed one.
+fn paging_params() -> String {
+    format!(
+        r#"    # ?limit= and ?offset=: absent or empty is {default} and 0, limit 0 is {default}, leading zeros
     # are dropped; anything but digits, or more than 2^64 - 1, is malformed (limit checked first).
     set $gen_offset $arg_offset;
     if ($gen_offset ~ "^0*([0-9]+)$") {{
@@ -122,25 +156,15 @@ pub(crate) fn config(site: &Site) -> String {
     if ($gen_limit ~ "^(?:{overflow})$") {{
         set $gen_bad limit;
     }}
-
-    location / {{
-        try_files $uri/{DOCUMENT_FILE} =404;
-    }}
-{files}{bulk}"#,
-        root = site.root,
-        media_type = media_type,
-        charset = charset,
-        max_age = site.max_age,
-        raw_path = RAW_PATH,
-        dot_segment = DOT_SEGMENT,
+"#,
         default = DEFAULT_PAGE_SIZE,
         overflow = overflow(),
-        files = file_locations(site),
-        bulk = bulk_location(site),
-        bulk_segment = crate::tree::layout::BULK_SEGMENT,
-    );
+    )
+}
 
-    out.push_str(
+/// Each resource's list: a regex location that rewrites `?limit=&offset=` to its page file.
+fn list_locations(site: &Site) -> String {
+    let mut out = String::from(
         "\n    # Each list: ?limit=&offset= onto its page file; offset 0 with limit >= count is the whole list.\n",
     );
     for (segment, count) in &site.resources {
@@ -162,11 +186,15 @@ pub(crate) fn config(site: &Site) -> String {
             everything = at_least(&count.to_string()),
         );
     }
-
-    out.push_str("\n    # Errors, worded as `gen serve` words them.\n");
-    out.push_str(&errors(site));
-    out.push_str("}\n");
     out
+}
+
+/// The deploy headers as `add_header` lines, each led by `indent`.
+fn deploy_headers(site: &Site, indent: &str) -> String {
+    site.deploy_headers()
+        .iter()
+        .map(|(name, value)| format!("{indent}add_header {name} \"{value}\" always;\n"))
+        .collect()
 }
 
 /// Documents that are files of their own (`openapi.json`), at their path with or without a slash.
@@ -190,11 +218,7 @@ fn file_locations(site: &Site) -> String {
 /// with their bytes).
 fn bulk_location(site: &Site) -> String {
     use crate::bulk::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
-    let deploy: String = site
-        .deploy_headers()
-        .iter()
-        .map(|(name, value)| format!("        add_header {name} \"{value}\" always;\n"))
-        .collect();
+    let deploy = deploy_headers(site, "        ");
     format!(
         "    # Bulk-data files: gzip already, sent as they are, cached forever.\n    \
          location ~ \"^/{key}/[a-z0-9-]+{suffix}$\" {{\n        \
@@ -209,26 +233,26 @@ fn bulk_location(site: &Site) -> String {
     )
 }
 
-/// The named locations that answer errors.
-// Long on purpose: a template, the error locations in the order nginx tries them.
+/// The named locations that answer errors, in the order of the `error_page` lines.
 fn errors(site: &Site) -> String {
-    let deploy: String = site
-        .deploy_headers()
-        .iter()
-        .map(|(name, value)| format!("        add_header {name} \"{value}\" always;\n"))
-        .collect();
+    let deploy = deploy_headers(site, "        ");
     let headers = format!(
         "        add_header Access-Control-Allow-Origin \"{ALLOW_ORIGIN}\" always;\n{deploy}        \
                    add_header Cache-Control \"no-store\" always;\n"
     );
+    let mut out = bad_request_location(&headers);
+    out.push_str(&not_found_location(site, &headers));
+    out.push_str(&method_locations(&headers, &deploy));
+    out
+}
+
+/// `@gen_400`: the malformed `limit` or `offset`, worded by whether its value can be shown.
+fn bad_request_location(headers: &str) -> String {
     let value = |h: Hole| match h {
         Hole::Value => "${gen_value}".to_string(),
         other => panic!("no {other:?} in a 400"),
     };
-    let safe = SAFE_VALUE;
-    let mut out = String::new();
-    let _ = write!(
-        out,
+    format!(
         r#"    location @gen_400 {{
 {headers}        set $gen_value $arg_offset;
         if ($gen_bad = limit) {{
@@ -256,14 +280,19 @@ fn errors(site: &Site) -> String {
         return 400 '{{"detail":"Bad request."}}';
     }}
 "#,
+        safe = SAFE_VALUE,
         limit_negative = quote(&template::bad_param("limit", true, true), value),
         limit = quote(&template::bad_param("limit", true, false), value),
         limit_negative_generic = quote(&template::bad_param("limit", false, true), value),
         limit_generic = quote(&template::bad_param("limit", false, false), value),
         offset = quote(&template::bad_param("offset", true, false), value),
         offset_generic = quote(&template::bad_param("offset", false, false), value),
-    );
+    )
+}
 
+/// `@gen_404`: a page the list does not hold, a missing record, an unknown resource, or any
+/// other path that is not a document.
+fn not_found_location(site: &Site, headers: &str) -> String {
     let segments: Vec<&str> = site.resources.iter().map(|(s, _)| s.as_str()).collect();
     let page = |h: Hole| match h {
         Hole::Segment => "${gen_list}".to_string(),
@@ -281,8 +310,7 @@ fn errors(site: &Site) -> String {
         Hole::Path => "${gen_raw_path}".to_string(),
         other => panic!("no {other:?} in a path 404"),
     };
-    let _ = write!(
-        out,
+    format!(
         r#"    location @gen_404 {{
 {headers}        if ($gen_list) {{
             return 404 '{page}';
@@ -299,7 +327,24 @@ fn errors(site: &Site) -> String {
         }}
         return 404 '{not_a_document_generic}';
     }}
-    location @gen_405 {{
+"#,
+        page = quote(&template::page_not_held(&site.page_sizes), page),
+        resources = site.resource_alternation(),
+        known = site.segment_alternation(),
+        chars = SEGMENT_CHARS,
+        no_record = quote(&template::no_record(), captures),
+        no_resource = quote(&template::no_resource(&segments), captures),
+        safe_path = SAFE_PATH,
+        max = MAX_SHOWN_PATH,
+        not_a_document = quote(&template::not_a_document(true), path),
+        not_a_document_generic = quote(&template::not_a_document(false), path),
+    )
+}
+
+/// `@gen_405` for a method not served, and `@gen_options`, the answer to a preflight.
+fn method_locations(headers: &str, deploy: &str) -> String {
+    format!(
+        r#"    location @gen_405 {{
 {headers}        add_header Allow "{allow}" always;
         return 405 '{method}';
     }}
@@ -313,23 +358,12 @@ fn errors(site: &Site) -> String {
         return 204;
     }}
 "#,
-        page = quote(&template::page_not_held(&site.page_sizes), page),
-        resources = site.resource_alternation(),
-        known = site.segment_alternation(),
-        chars = SEGMENT_CHARS,
-        no_record = quote(&template::no_record(), captures),
-        no_resource = quote(&template::no_resource(&segments), captures),
-        safe_path = SAFE_PATH,
-        max = MAX_SHOWN_PATH,
-        not_a_document = quote(&template::not_a_document(true), path),
-        not_a_document_generic = quote(&template::not_a_document(false), path),
         allow = ALLOW,
         method = quote(&template::method_not_allowed(), |h| match h {
             Hole::Method => "${request_method}".to_string(),
             other => panic!("no {other:?} in a 405"),
         }),
-    );
-    out
+    )
 }
 
 /// A body as the inside of an nginx single-quoted string: `\` and `'` escaped, holes as variables.
