@@ -101,16 +101,7 @@ pub(super) fn controls(
 ) -> String {
     let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
-    // The page asked for: from the query (`?limit=&offset=`) or a page file's path.
-    let (offset, limit) = match (&target.route, &target.query.page) {
-        (super::route::Route::List { .. }, Ok(page)) => (page.offset, page.limit),
-        _ => match parts {
-            [_, _, _, PAGES_DIR, limit, offset] => {
-                (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
-            }
-            _ => (0, count.max(1)),
-        },
-    };
+    let (offset, limit) = page_asked(target, parts, count);
     let mut filters: Vec<(String, String)> = Vec::new();
     for pair in &target.query.conditions {
         if !filters.contains(pair) {
@@ -132,20 +123,7 @@ pub(super) fn controls(
         out,
         "<div class=\"list\">\n<p class=\"count\"><strong>{count}</strong>{of_all} · {range}</p>\n<p class=\"pager\">"
     );
-    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
-        match map.get(field).and_then(Value::as_str).and_then(href) {
-            Some(href) => {
-                let _ = write!(
-                    out,
-                    "<a class=\"button\" rel=\"{rel}\" id=\"{field}\" href=\"{}\">{label}</a> ",
-                    escape(&href)
-                );
-            }
-            None => {
-                let _ = write!(out, "<span class=\"button disabled\">{label}</span> ");
-            }
-        }
-    }
+    out.push_str(&pager_buttons(map, href));
     out.push_str("</p>\n");
     // The search box (`?q=`, see docs/tree.md) keeps the page size and the filters; the page
     // form keeps `q` and the filters.
@@ -171,6 +149,40 @@ pub(super) fn controls(
     out.push_str("</div>\n");
     if parts.len() == 3 {
         out.push_str(&filter_links(tree, &state));
+    }
+    out
+}
+
+/// The page asked for, as `(offset, limit)`: from the query (`?limit=&offset=`) or a page
+/// file's path; the whole list otherwise.
+fn page_asked(target: &Target<'_>, parts: &[&str], count: u64) -> (u64, u64) {
+    match (&target.route, &target.query.page) {
+        (super::route::Route::List { .. }, Ok(page)) => (page.offset, page.limit),
+        _ => match parts {
+            [_, _, _, PAGES_DIR, limit, offset] => {
+                (offset.parse().unwrap_or(0), limit.parse().unwrap_or(DEFAULT_PAGE_SIZE))
+            }
+            _ => (0, count.max(1)),
+        },
+    }
+}
+
+/// The previous and next buttons: links where the page names them, greyed out where not.
+fn pager_buttons(map: &serde_json::Map<String, Value>, href: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
+        match map.get(field).and_then(Value::as_str).and_then(href) {
+            Some(href) => {
+                let _ = write!(
+                    out,
+                    "<a class=\"button\" rel=\"{rel}\" id=\"{field}\" href=\"{}\">{label}</a> ",
+                    escape(&href)
+                );
+            }
+            None => {
+                let _ = write!(out, "<span class=\"button disabled\">{label}</span> ");
+            }
+        }
     }
     out
 }
