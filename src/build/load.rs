@@ -222,9 +222,19 @@ fn index_resources(
 /// problem.
 fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>, problems: &mut Vec<Problem>) {
     subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
-    for (segment, id, subdoc) in subdocs {
+    let mut subdocs = subdocs.into_iter().peekable();
+    while let Some((segment, id, subdoc)) = subdocs.next() {
         match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
-            Some((resource, i)) => resource.records[i].subdocs.push(subdoc),
+            Some((resource, i)) => {
+                // A record's sub-documents are adjacent: one vector of their number each (pushed
+                // one by one, each would hold room for four).
+                let mut run = vec![subdoc];
+                while let Some((_, _, next)) = subdocs.next_if(|(s, i, _)| *s == segment && *i == id) {
+                    run.push(next);
+                }
+                run.shrink_to_fit();
+                resource.records[i].subdocs = run;
+            }
             None => problems.push(Problem::whole(
                 &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
                 match subdoc.line {

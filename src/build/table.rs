@@ -244,7 +244,10 @@ pub(crate) fn load_tables(
             files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
         }
         problems.extend(read.problems);
-        records.insert(segment.clone(), read.lines.into_iter().map(|line| line.item).collect());
+        // Into a vector of its own size: collected in place, it would keep the lines' larger one.
+        let mut items = Vec::with_capacity(read.lines.len());
+        items.extend(read.lines.into_iter().map(|line| line.item));
+        records.insert(segment.clone(), items);
     }
     let mut subdocs = Vec::new();
     for (segment, name, file) in &tables.subdocs {

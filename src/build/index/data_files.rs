@@ -216,7 +216,11 @@ impl DataFiles {
     pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<DataFiles, String> {
         let places = Places::decode(input)?;
         let n = input.count(ENTRY_BYTES)?;
-        let entries = (0..n).map(|_| Entry::decode(input)).collect::<Result<Vec<_>, _>>()?;
+        // Sized once: collected, the vector would double its way up to twice the entries.
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            entries.push(Entry::decode(input)?);
+        }
         let mut other = BTreeMap::new();
         for _ in 0..input.count(1)? {
             let rel = input.string()?;
