@@ -210,6 +210,7 @@ pub fn build(
         return Ok(summary(write::WriteReport::default(), true));
     }
     let mut rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
+    previous.forget_data_table();
     let extracts =
         extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment)).map_err(Problems::all)?;
     timer.step("extract (names and filter values)");
@@ -298,6 +299,15 @@ impl PreviousBuild {
     fn unchanged(&self, data: &Path, options: &BuildOptions) -> Option<up_to_date::Unchanged> {
         let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
         up_to_date::unchanged(data, index, |config| up_to_date::settings_of(options, index, config))
+    }
+
+    /// Lets go of the previous build's data table (a table line's or file's entry each), once
+    /// what changed is known: the write needs only its document table, and holding both is
+    /// the peak of an edit build.
+    fn forget_data_table(&mut self) {
+        if let Some(index) = self.index.as_mut() {
+            index.data = index::DataFiles::default();
+        }
     }
 
     /// Ends a build that found the tree up to date: the stamps of data files touched without
