@@ -160,3 +160,47 @@ fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i6
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::index::{DataFile, Hash};
+
+    fn files(blue: &str) -> DataFiles {
+        let mut files = DataFiles::default();
+        for (id, text) in [(1, "red"), (2, blue)] {
+            let stamp = crate::fsutil::Stamp { size: 1, mtime_ns: 1, ctime_ns: 1, ino: 1 };
+            let file = DataFile { stamp, hash: Hash(blake3::hash(text.as_bytes())), name: None, line: None };
+            files.insert(&format!("thing/{id}.json"), file);
+        }
+        files.finish();
+        files
+    }
+
+    #[test]
+    fn rows_come_back_only_for_the_same_data_filters_and_whole_file() {
+        let tmp = std::env::temp_dir().join(format!("gen-extracts-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let out = tmp.join("out");
+        let paths = vec!["color".to_string()];
+        let (before, after) = (files("blue"), files("cyan"));
+        let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> =
+            vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
+        let store = ExtractStore::new(&out, &before, true);
+        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])));
+        let taken = store.take("thing", &paths, &[2, 1, 3]);
+        assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
+        let changed = ExtractStore::new(&out, &after, true).take("thing", &paths, &[1, 2]);
+        assert_eq!(changed.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
+        assert!(store.take("thing", &["shade".to_string()], &[1]).iter().all(Option::is_none), "other filters");
+        assert!(ExtractStore::new(&out, &before, false).take("thing", &paths, &[1])[0].is_none(), "--verify");
+        let file = store.file("thing");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 1;
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(store.take("thing", &paths, &[1])[0].is_none(), "a damaged file is not used");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
