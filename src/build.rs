@@ -141,7 +141,7 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
         problems = files.par_iter().filter_map(|f| renderer.render_file(f).err()).flatten().collect();
         // the declared filters: every path reaches a value somewhere
         let settings = BuildOptions::default().settings(&dataset.config, String::new())?;
-        problems.extend(extract::extract(&dataset, &settings, |_| false).err().unwrap_or_default());
+        problems.extend(extract::extract(&dataset, &settings, |_| false, None).err().unwrap_or_default());
         problems.sort();
     }
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
@@ -211,8 +211,9 @@ pub fn build(
     }
     let mut rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
     previous.forget_data_table();
-    let extracts =
-        extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment)).map_err(Problems::all)?;
+    let store = index::ExtractStore::new(&previous.target.dir, &loaded.files, !options.verify);
+    let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment), Some(&store))
+        .map_err(Problems::all)?;
     timer.step("extract (names and filter values)");
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.extracts = extracts;

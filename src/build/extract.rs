@@ -4,6 +4,8 @@
 //! regular file, checked JSON); a file that cannot be read so is a problem its record's own
 //! document reports, so it counts here as a record without names or values.
 
+use crate::build::dataset::Record;
+use crate::build::index::ExtractStore;
 use crate::build::load::Dataset;
 use crate::config::CONFIG_FILE;
 use crate::filters::{FieldPath, FilterField};
@@ -36,10 +38,13 @@ pub type Extracts = BTreeMap<String, Extracted>;
 /// Extracts every resource that `wanted` names or that declares filters. A filter declared for
 /// a resource the data does not hold, or whose path reaches no value in any record, is a
 /// problem of `gen.json`.
+/// With a `store`, a record whose data is as a previous build's was is not read again: its
+/// extract is the one that build kept; every record's extract is kept for the next build.
 pub fn extract(
     dataset: &Dataset,
     settings: &BuildSettings,
     wanted: impl Fn(&str) -> bool,
+    store: Option<&ExtractStore>,
 ) -> Result<Extracts, Vec<Problem>> {
     let config_path = dataset.dir.join(CONFIG_FILE);
     let mut problems = Vec::new();
@@ -57,7 +62,7 @@ pub fn extract(
         if !wanted(segment) && declared.is_empty() {
             continue;
         }
-        let mut extracted = extract_one(dataset, segment, declared);
+        let mut extracted = extract_one(dataset, segment, declared, store);
         problems.append(&mut extracted.problems);
         for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {
             let at = dataset.config.filters.get(segment).map_or_else(String::new, |d| d.location(segment, i));
@@ -89,30 +94,42 @@ pub fn extract(
     if problems.is_empty() { Ok(extracts) } else { Err(problems) }
 }
 
-/// Reads the records of `segment` for their names and the values of `declared`.
-pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -> Extracted {
+/// Reads the records of `segment` for their names and the values of `declared` (those whose
+/// extract `store` keeps for their data as it is are not read), and keeps them in `store`.
+pub fn extract_one(
+    dataset: &Dataset,
+    segment: &str,
+    declared: &[FilterField],
+    store: Option<&ExtractStore>,
+) -> Extracted {
     let paths: Vec<FieldPath> = declared.iter().filter_map(|f| FieldPath::parse(&f.path).ok()).collect();
     let mut keys: Vec<&str> = paths.iter().map(FieldPath::first_key).chain(["names"]).collect();
     keys.sort_unstable();
     keys.dedup();
     let records = &dataset.resources[segment].records;
+    let declared_paths: Vec<String> = declared.iter().map(|f| f.path.clone()).collect();
+    let store = store.filter(|_| paths.len() == declared.len());
+    let mut kept = match store {
+        Some(store) => store.take(segment, &declared_paths, &records.iter().map(|r| r.id).collect::<Vec<_>>()),
+        None => records.iter().map(|_| None).collect(),
+    };
     // per record: its names entry, serialised, and the values it takes for each field
     type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>);
     let read: Vec<Read> = records
         .par_iter()
+        .zip(kept.par_iter_mut())
         .with_min_len(64)
-        .map(|record| {
-            let source = dataset.record_source(segment, record);
-            let file = source.problem_path();
-            let value = read_members(&source, &keys).map(serde_json::Value::Object);
-            let names = value.as_ref().map(search::localized_names).unwrap_or_default();
-            let values: Vec<Vec<String>> =
-                paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
-            let too_long = value.as_ref().map(|v| too_long(&file, v, declared, &paths, &values)).unwrap_or_default();
-            let entry = NameEntry { id: record.id, name: record.name.clone(), names };
-            (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
+        .map(|(record, kept)| match kept.take() {
+            Some((entry, values)) => (entry, values, Vec::new()),
+            None => read_record(dataset, segment, record, declared, &paths, &keys),
         })
         .collect();
+    drop(kept);
+    if let Some(store) = store {
+        // a record with a problem is read again by the next build, which reports it again
+        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems))| problems.is_empty());
+        store.keep(segment, &declared_paths, rows.map(|(r, (entry, values, _))| (r.id, &entry[..], &values[..])));
+    }
     let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
     let mut most_from_one = vec![(0, 0); paths.len()];
     let mut names = Vec::with_capacity(read.len());
@@ -131,6 +148,27 @@ pub fn extract_one(dataset: &Dataset, segment: &str, declared: &[FilterField]) -
     }
     let fields = fields.into_iter().map(|f| f.into_iter().collect()).collect();
     Extracted { names, fields, most_from_one, problems }
+}
+
+/// The names entry of `record` and the values it takes for each of `paths`, read from its data
+/// (only the members `keys`), with the values too long to be a folder name as problems.
+fn read_record(
+    dataset: &Dataset,
+    segment: &str,
+    record: &Record,
+    declared: &[FilterField],
+    paths: &[FieldPath],
+    keys: &[&str],
+) -> (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>) {
+    let source = dataset.record_source(segment, record);
+    let file = source.problem_path();
+    let value = read_members(&source, keys).map(serde_json::Value::Object);
+    let names = value.as_ref().map(search::localized_names).unwrap_or_default();
+    let values: Vec<Vec<String>> =
+        paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
+    let too_long = value.as_ref().map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
+    let entry = NameEntry { id: record.id, name: record.name.clone(), names };
+    (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
 }
 
 /// The values of `record` (in `file`) too long to be a folder name, each a problem at its JSON

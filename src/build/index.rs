@@ -23,11 +23,13 @@
 //! Its parts, one idea each: [`format`] (the file: magic, version, head, tables, checksum),
 //! [`codec`] (the fixed-size entries, stamps and counted strings it is made of), [`places`]
 //! (the interned segments, kinds and names that key the entries), [`data_files`] and
-//! [`tree_docs`] (the two tables), and [`trust`] (when a stamp may stand for a file's bytes,
-//! and the check of a tree against its index).
+//! [`tree_docs`] (the two tables), [`trust`] (when a stamp may stand for a file's bytes,
+//! and the check of a tree against its index), and [`extracts`] (what the extract took from
+//! each record, kept in files of their own beside the index, read only by a build that extracts).
 
 mod codec;
 mod data_files;
+mod extracts;
 mod format;
 mod places;
 mod tree_docs;
@@ -35,6 +37,7 @@ mod trust;
 
 pub use codec::ENTRY_BYTES;
 pub use data_files::{DataFiles, TableLine};
+pub use extracts::{ExtractStore, Kept};
 pub use format::FORMAT;
 pub use tree_docs::{DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;

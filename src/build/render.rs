@@ -359,7 +359,7 @@ impl<'a> DocumentRenderer<'a> {
         let entries = match self.extracts.get(segment) {
             Some(extracted) => &extracted.names,
             None => {
-                made = extract::extract_one(self.records.dataset, segment, &[]);
+                made = extract::extract_one(self.records.dataset, segment, &[], None);
                 &made.names
             }
         };

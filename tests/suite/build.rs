@@ -392,11 +392,12 @@ fn failed_build_leaves_the_previous_tree_untouched() {
     let run = build(&data, &out, &[]).fails_with(1);
     assert!(run.stderr().contains("berry/50.json: $.firmness.url:"), "{}", run.stderr());
     assert_eq!(read_tree(&out), before);
-    // beside out/: the data, and the build index of out/ (as the previous build left it)
+    // beside out/: the data, and the build index of out/ and its kept extracts
     let siblings: Vec<String> =
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
-    assert_eq!(siblings.len(), 3, "stray files beside out/: {siblings:?}");
+    assert_eq!(siblings.len(), 4, "stray files beside out/: {siblings:?}");
     assert!(siblings.contains(&".out.gen-index".to_string()), "{siblings:?}");
+    assert!(siblings.contains(&".out.gen-extract".to_string()), "{siblings:?}");
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! of edits (records changed, added, deleted and renamed, sub-documents added and removed, list
 //! order and settings changed, files touched or rewritten with their old modification time,
 //! broken edits that must fail; the things held as tables, `thing.ndjson`, their lines edited,
-//! added, deleted and moved, and the layout switched back and forth), and after every step it must equal, file by file and in its
-//! manifest, a fresh build of the same data into an empty folder.
+//! added, deleted and moved, and the layout switched back and forth; the things' declared
+//! filters' values and localized names changing with those edits), and after every step it must
+//! equal, file by file and in its manifest, a fresh build of the same data into an empty folder.
 //!
 //! `cargo test` runs `INCREMENTAL_STEPS` steps (default 40); `make fuzz` runs 400 with a fresh
 //! seed (`FUZZ_SEED` replays one).
@@ -68,6 +69,9 @@ impl Model {
         let mut text = format!(r#"{{"id": {id}, "kind": {{"url": "/api/v2/kind/{}/"}}, "value": {}"#, t.kind, t.value);
         if let Some(name) = &t.name {
             text.push_str(&format!(r#", "name": "{name}""#));
+            if id % 5 == 0 {
+                text.push_str(&format!(r#", "names": [{{"name": "{name}-fr", "language": {{"name": "fr"}}}}]"#));
+            }
         }
         if let Some(friend) = t.friend {
             text.push_str(&format!(r#", "friend": {{"url": "/api/v2/thing/{friend}/"}}"#));
@@ -82,7 +86,11 @@ impl Model {
         let sizes: Vec<String> = self.page_sizes.iter().map(u64::to_string).collect();
         files.insert(
             "gen.json".to_string(),
-            format!(r#"{{"base_url": "http://127.0.0.1:8080", "page_sizes": [{}]}}"#, sizes.join(", ")),
+            format!(
+                r#"{{"base_url": "http://127.0.0.1:8080", "page_sizes": [{}],
+                "filters": {{"thing": {{"value": "value", "kind": "kind.url"}}}}}}"#,
+                sizes.join(", ")
+            ),
         );
         for (id, name) in &self.kinds {
             files.insert(format!("kind/{id}.json"), format!(r#"{{"id": {id}, "name": "{name}"}}"#));
@@ -317,6 +325,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
         }
         std::fs::remove_dir_all(&fresh).unwrap();
         let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-index")));
+        let _ = std::fs::remove_dir_all(tmp.join(&format!(".fresh-{step}.gen-extract")));
     }
     eprintln!("{} steps, {failed} broken edits refused", steps());
 }
@@ -354,6 +363,55 @@ fn a_table_with_its_recorded_stamp_is_not_read_again() {
     build(&data, &out, &[]).ok();
     assert_eq!(value("thing/1")["value"], 8, "a table whose stamp changed is read");
     assert_eq!(value("thing/one")["value"], 8);
+}
+
+/// A record whose data is as the previous build recorded it is not read again for the names
+/// document and the filters' values: its extract is the one that build kept. Shown by a record
+/// changed in place while the index is told its file's new stamp: a rebuild (made to extract the
+/// resource by an edit of another of its records) keeps the record's old value in the values
+/// document; once the file's stamp differs from the index's, it is read and its new value counted.
+#[test]
+fn an_unchanged_record_is_not_read_again_for_names_and_filters() {
+    use genapi::build::index::{Index, now_ns};
+    let tmp = TempDir::new("extract-not-read");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let thing = |id: u32, name: &str, color: &str| format!(r#"{{"id": {id}, "name": "{name}", "color": "{color}"}}"#);
+    write_files(
+        &data,
+        &[
+            ("gen.json", r#"{"filters": {"thing": {"color": "color"}}}"#.into()),
+            ("thing/1.json", thing(1, "one", "red")),
+            ("thing/2.json", thing(2, "two", "blue")),
+        ],
+    );
+    build(&data, &out, &[]).ok();
+    let second = data.join("thing/2.json");
+    std::fs::write(&second, thing(2, "two", "cyan")).unwrap(); // the same size: only the bytes and the change time tell
+    std::fs::write(data.join("thing/1.json"), thing(1, "one", "green")).unwrap();
+    let mut index = Index::read(&out).expect("the build wrote its index");
+    let mut files = genapi::build::index::DataFiles::default();
+    for (rel, mut file) in index.data.iter() {
+        if rel == "thing/2.json" {
+            file.stamp = genapi::fsutil::Stamp::of_file(&second).unwrap();
+        }
+        files.insert(&rel, file);
+    }
+    files.finish();
+    index.data = files;
+    index.started_ns = now_ns() + 10_000_000_000; // the record's change is then old enough to trust
+    index.write(&out).unwrap();
+
+    build(&data, &out, &[]).ok();
+    let values = || {
+        let document = read_json(&out.join("api/v2/thing/_filters/color/index.json"));
+        let results = document["results"].as_array().unwrap().iter();
+        results.map(|r| r["value"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(values(), ["blue", "green"], "the edited record was read; the unchanged one was taken as kept");
+
+    std::fs::write(&second, thing(2, "two", "cyan")).unwrap();
+    build(&data, &out, &[]).ok();
+    assert_eq!(values(), ["cyan", "green"], "a record whose stamp changed is read");
 }
 
 /// The quick check of an unchanged build (every data file's stamp as the index recorded it)

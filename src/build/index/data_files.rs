@@ -132,6 +132,13 @@ impl DataFiles {
         Some(self.file(&self.entries[at]))
     }
 
+    /// The hash of the record's or sub-document's data at `place`.
+    pub fn hash_of(&self, place: &Place<'_>) -> Option<[u8; 32]> {
+        let key = self.places.find(place)?;
+        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
+        Some(self.entries[at].hash)
+    }
+
     pub(super) fn file(&self, entry: &Entry) -> DataFile {
         DataFile {
             stamp: entry.stamp,

@@ -1,0 +1,206 @@
+//! What the extract took from each record (its names entry and the values of each declared
+//! filter), kept beside the build index for the next build (`.<out>.gen-extract/`, one file per
+//! resource), so that an edit reads again only the records whose data changed.
+//!
+//! Each kept row names its record by id and by the BLAKE3 hash of the record's data (its file's
+//! or its table line's, as in the index's data files): a row is taken back only for a record
+//! whose data has that hash now, so a row is never stale whatever happened in between. A file
+//! written by another version of gen, for other declared filters, damaged or cut short is not
+//! used: every record of the resource is then read, as without one.
+
+use super::codec::{Checksummed, Decoder, put_bytes, put_u64};
+use super::{DataFiles, Place};
+use crate::fsutil::{self, beside};
+use crate::tree::manifest::GENERATOR;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What the extract took from one record: its names entry (serialised) and, for each declared
+/// filter, the values it takes.
+pub type Kept = (Box<[u8]>, Vec<Vec<String>>);
+
+/// Version of a kept extract's file; another version is not used.
+const FORMAT: u32 = 1;
+
+/// The first bytes of a kept extract's file.
+const MAGIC: &[u8; 8] = b"genextra";
+
+/// Largest file read (1 GiB): a resource of a million records keeps about 150 MB.
+const MAX_BYTES: u64 = 1 << 30;
+
+/// What a file was made for: rows made for other filters, or by another gen, are not used.
+#[derive(Serialize, Deserialize, PartialEq)]
+struct Head {
+    generator: String,
+    paths: Vec<String>,
+}
+
+/// The extracts kept between builds of the tree in one output folder, and the hashes of this
+/// build's data files that say which of them still hold.
+pub struct ExtractStore<'a> {
+    dir: PathBuf,
+    files: &'a DataFiles,
+    /// False when nothing kept may be used (`gen build --verify`): rows are only written.
+    reuse: bool,
+}
+
+impl<'a> ExtractStore<'a> {
+    /// The store of the tree in `out`, for a build whose data files are `files`.
+    pub fn new(out: &Path, files: &'a DataFiles, reuse: bool) -> ExtractStore<'a> {
+        ExtractStore { dir: beside(out, "gen-extract"), files, reuse }
+    }
+
+    /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
+    /// (no row, or one of the record's data as it was).
+    pub fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Vec<Option<Kept>> {
+        let mut kept = match self.reuse.then(|| self.read(segment, paths)).flatten() {
+            Some(rows) => rows,
+            None => return ids.iter().map(|_| None).collect(),
+        };
+        ids.iter()
+            .map(|&id| {
+                let now = self.hash(segment, id)?;
+                let (hash, row) = kept.remove(&id)?;
+                (hash == now).then_some(row)
+            })
+            .collect()
+    }
+
+    /// Keeps `rows` (id, names entry, values) of `segment` for the next build. A file that
+    /// cannot be written is left out: the next build then reads every record of `segment`.
+    pub fn keep<'r>(
+        &self,
+        segment: &str,
+        paths: &[String],
+        rows: impl Iterator<Item = (i64, &'r [u8], &'r [Vec<String>])>,
+    ) {
+        let path = self.file(segment);
+        let temporary = path.with_extension("tmp");
+        let written = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(&self.dir)?;
+            let file = std::fs::File::create(&temporary)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
+            out.write_all(MAGIC)?;
+            out.write_all(&FORMAT.to_le_bytes())?;
+            let head = Head { generator: GENERATOR.to_string(), paths: paths.to_vec() };
+            put_bytes(&mut out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
+            for (id, entry, values) in rows {
+                let Some(hash) = self.hash(segment, id) else { continue };
+                out.write_all(&[1])?;
+                out.write_all(&id.to_le_bytes())?;
+                out.write_all(&hash)?;
+                put_bytes(&mut out, entry)?;
+                for field in values {
+                    put_u64(&mut out, field.len() as u64)?;
+                    for value in field {
+                        put_bytes(&mut out, value.as_bytes())?;
+                    }
+                }
+            }
+            out.write_all(&[0])?;
+            let (mut file, sum) = out.into_inner().map_err(|e| e.into_error())?.finish();
+            file.write_all(sum.as_bytes())?;
+            std::fs::rename(&temporary, &path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
+    fn file(&self, segment: &str) -> PathBuf {
+        self.dir.join(format!("{segment}.extract"))
+    }
+
+    fn hash(&self, segment: &str, id: i64) -> Option<[u8; 32]> {
+        self.files.hash_of(&Place { segment, kind: None, id })
+    }
+
+    /// The rows of `segment`'s file, by id, when it is one made for `paths` by this gen, whole.
+    fn read(&self, segment: &str, paths: &[String]) -> Option<HashMap<i64, ([u8; 32], Kept)>> {
+        let path = self.file(segment);
+        let file = fsutil::open_regular_file(&path, MAX_BYTES, false).ok()?;
+        let body = file.metadata().ok()?.len().checked_sub(32)?;
+        let checksummed = Checksummed::new(file.take(body));
+        let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
+        let rows = decode(&mut input, paths).ok()?;
+        let (reader, sum) = input.inner.into_inner().finish();
+        let mut stored = [0u8; 32];
+        reader.into_inner().read_exact(&mut stored).ok()?;
+        (stored == *sum.as_bytes()).then_some(rows)
+    }
+}
+
+/// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
+/// version, other filters, or damage.
+fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i64, ([u8; 32], Kept)>, String> {
+    if &input.array::<8>()? != MAGIC || u32::from_le_bytes(input.array()?) != FORMAT {
+        return Err("another format".into());
+    }
+    let head: Head = serde_json::from_str(&input.string()?).map_err(|e| e.to_string())?;
+    if head != (Head { generator: GENERATOR.to_string(), paths: paths.to_vec() }) {
+        return Err("made for other filters or by another gen".into());
+    }
+    let mut rows = HashMap::new();
+    while input.byte()? == 1 {
+        let id = i64::from_le_bytes(input.array()?);
+        let hash: [u8; 32] = input.array()?;
+        let entry = input.string()?.into_bytes().into_boxed_slice();
+        let mut values = Vec::with_capacity(paths.len());
+        for _ in paths {
+            let n = input.count(8)?;
+            values.push((0..n).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?);
+        }
+        rows.insert(id, (hash, (entry, values)));
+    }
+    if input.left != 0 {
+        return Err("trailing bytes".into());
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::index::{DataFile, Hash};
+
+    fn files(blue: &str) -> DataFiles {
+        let mut files = DataFiles::default();
+        for (id, text) in [(1, "red"), (2, blue)] {
+            let stamp = crate::fsutil::Stamp { size: 1, mtime_ns: 1, ctime_ns: 1, ino: 1 };
+            let file = DataFile { stamp, hash: Hash(blake3::hash(text.as_bytes())), name: None, line: None };
+            files.insert(&format!("thing/{id}.json"), file);
+        }
+        files.finish();
+        files
+    }
+
+    #[test]
+    fn rows_come_back_only_for_the_same_data_filters_and_whole_file() {
+        let tmp = std::env::temp_dir().join(format!("gen-extracts-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let out = tmp.join("out");
+        let paths = vec!["color".to_string()];
+        let (before, after) = (files("blue"), files("cyan"));
+        let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> =
+            vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
+        let store = ExtractStore::new(&out, &before, true);
+        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])));
+        let taken = store.take("thing", &paths, &[2, 1, 3]);
+        assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
+        let changed = ExtractStore::new(&out, &after, true).take("thing", &paths, &[1, 2]);
+        assert_eq!(changed.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
+        assert!(store.take("thing", &["shade".to_string()], &[1]).iter().all(Option::is_none), "other filters");
+        assert!(ExtractStore::new(&out, &before, false).take("thing", &paths, &[1])[0].is_none(), "--verify");
+        let file = store.file("thing");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 1;
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(store.take("thing", &paths, &[1])[0].is_none(), "a damaged file is not used");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
