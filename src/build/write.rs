@@ -15,6 +15,7 @@ mod commit;
 mod docs;
 mod journal;
 mod listing;
+mod patch;
 mod stage;
 
 pub use journal::{Journal, journal_path, read_journal};
@@ -43,6 +44,9 @@ pub struct WriteReport {
     pub bytes: u64,
     /// Files written because their bytes are new (the others were left as they were).
     pub written: usize,
+    /// When the manifest was written by patching the previous one: the entries added, changed
+    /// or removed (the others were copied as they were).
+    pub manifest_patched: Option<usize>,
 }
 
 /// The rendered bytes of one planned document, or the problems found in its source.
@@ -146,8 +150,21 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         placed.push(writer.place(&paths, previous, &bytes)?);
         docs.late.push(paths);
     }
-    let manifest_bytes = write_manifest(write.manifest, &stage, &docs, &placed)?;
     let gone = gone_paths(previous, &docs);
+    let patched = match (tree.as_ref(), previous.index) {
+        (Some(tree), Some(index)) if previous.killed.is_none() && previous.listed.is_empty() => {
+            match manifest_changes(&docs, &placed, &gone) {
+                Some(changes) => patch::patch_manifest(&write.manifest, tree, index.manifest, &changes, &stage)?
+                    .map(|bytes| (bytes, changes.len())),
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let manifest_bytes = match patched {
+        Some((bytes, _)) => bytes,
+        None => write_manifest(write.manifest, &stage, &docs, &placed)?,
+    };
 
     if target.exists {
         let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(&doc));
@@ -165,5 +182,25 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         staging.commit()?;
         target.exists = true;
     }
-    stamps_after_commit(&TreeDir::open(&out)?, previous, &docs, &placed, writer.gzip, manifest_bytes)
+    let mut written =
+        stamps_after_commit(&TreeDir::open(&out)?, previous, &docs, &placed, writer.gzip, manifest_bytes)?;
+    written.report.manifest_patched = patched.map(|(_, changes)| changes);
+    Ok(written)
+}
+
+/// The entries of the manifest that differ from the previous build's, sorted by path: the
+/// paths of every document not taken unchanged from the index (with its hash), and the paths
+/// gone (without). A document taken from the index has the same paths and hash as before.
+/// `None` when more than half the documents changed: the manifest is then written whole,
+/// without holding every changed path at once.
+fn manifest_changes(docs: &Docs<'_, '_>, placed: &[stage::Placed], gone: &[String]) -> Option<Vec<patch::Change>> {
+    if placed.iter().filter(|placed| !placed.from_index).count() + gone.len() > placed.len() / 2 {
+        return None;
+    }
+    let changed = docs.all().zip(placed).filter(|(_, placed)| !placed.from_index);
+    let mut changes: Vec<patch::Change> =
+        changed.flat_map(|(doc, placed)| docs.paths(&doc).into_iter().map(|path| (path, Some(placed.hash)))).collect();
+    changes.extend(gone.iter().map(|path| (path.clone(), None)));
+    changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Some(changes)
 }
