@@ -167,7 +167,8 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
     };
 
     if target.exists {
-        let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(&doc));
+        // Only the staged documents are looked up in the plan (not every one of a large tree).
+        let staged = || placed.iter().enumerate().filter(|(_, p)| p.staged).flat_map(|(i, _)| docs.paths(&docs.doc(i)));
         // Without --gzip, the .gz siblings a previous build left go too.
         let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()
@@ -197,9 +198,12 @@ fn manifest_changes(docs: &Docs<'_, '_>, placed: &[stage::Placed], gone: &[Strin
     if placed.iter().filter(|placed| !placed.from_index).count() + gone.len() > placed.len() / 2 {
         return None;
     }
-    let changed = docs.all().zip(placed).filter(|(_, placed)| !placed.from_index);
-    let mut changes: Vec<patch::Change> =
-        changed.flat_map(|(doc, placed)| docs.paths(&doc).into_iter().map(|path| (path, Some(placed.hash)))).collect();
+    let changed = placed.iter().enumerate().filter(|(_, placed)| !placed.from_index);
+    let paths = |(i, placed): (usize, &stage::Placed)| {
+        let hash = placed.hash;
+        docs.paths(&docs.doc(i)).into_iter().map(move |path| (path, Some(hash)))
+    };
+    let mut changes: Vec<patch::Change> = changed.flat_map(paths).collect();
     changes.extend(gone.iter().map(|path| (path.clone(), None)));
     changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Some(changes)
