@@ -4,20 +4,20 @@
 //! bytes), with the same bytes as a manifest written whole (see [`super::listing`]).
 
 use super::listing::CountingWriter;
-use crate::fsutil::{self, Stamp};
+use crate::fsutil::Stamp;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::{MANIFEST_FILE, MAX_MANIFEST_BYTES, Manifest};
 use anyhow::{Context, Result};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 /// One entry of the new listing that differs from the previous one: a path and its new hash,
 /// or `None` when the path is gone.
 pub(super) type Change = (String, Option<blake3::Hash>);
 
-/// Where the previous entries start and end in a manifest's bytes.
-const FILES_OPEN: &[u8] = b"\n  \"files\": {\n";
-const FILES_CLOSE: &[u8] = b"\n  }\n}\n";
+/// The lines before and after the entries of a manifest's `files` object.
+const FILES_OPEN: &[u8] = b"  \"files\": {\n";
+const FILES_CLOSE: &[u8] = b"  }\n";
 
 /// Writes `manifest` (whose `files` is empty) into the staging folder `stage`, listing the
 /// previous tree's manifest's files with `changes` applied (`changes` sorted by path, each
@@ -32,8 +32,7 @@ pub(super) fn patch_manifest(
     changes: &[Change],
     stage: &Path,
 ) -> Result<Option<u64>> {
-    let Some(previous) = read_previous(tree, expected) else { return Ok(None) };
-    let Some(body) = entries_of(&previous) else { return Ok(None) };
+    let Some(mut previous) = open_previous(tree, expected) else { return Ok(None) };
     let mut head = Vec::new();
     manifest.write_sorted_listing(std::iter::empty::<(&str, blake3::Hash)>(), &mut head)?;
     let Some(head) = head.strip_suffix(b"{}\n}\n".as_slice()) else { return Ok(None) };
@@ -41,10 +40,13 @@ pub(super) fn patch_manifest(
     let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, CountingWriter { inner: file, bytes: 0 });
     let written = (|| -> std::io::Result<Option<()>> {
+        if !skip_to_files(&mut previous)? {
+            return Ok(None);
+        }
         out.write_all(head)?;
         out.write_all(b"{")?;
         let mut merge = Merge { out: &mut out, first: true };
-        if merge.entries(body, changes)?.is_none() {
+        if merge.entries(&mut previous, changes)?.is_none() {
             return Ok(None);
         }
         let any = !merge.first;
@@ -56,24 +58,27 @@ pub(super) fn patch_manifest(
     Ok(written.map(|()| bytes))
 }
 
-/// The previous manifest's bytes, when its stamp is `expected`.
-fn read_previous(tree: &TreeDir, expected: Stamp) -> Option<Vec<u8>> {
+/// The previous manifest, open for reading line by line (never held whole: a tree of a
+/// million records has one of a few hundred MB), when its stamp is `expected`.
+fn open_previous(tree: &TreeDir, expected: Stamp) -> Option<BufReader<std::fs::File>> {
     let file = tree.open_file(MANIFEST_FILE, MAX_MANIFEST_BYTES).ok()?;
     let stamp = Stamp::of(&file.metadata().ok()?);
-    (stamp == expected).then_some(())?;
-    fsutil::read_bounded(file, MAX_MANIFEST_BYTES).ok()
+    (stamp == expected).then(|| BufReader::with_capacity(1 << 16, file))
 }
 
-/// The lines of the `files` object of a manifest gen wrote (without their commas), or `None`
-/// when it has none or is not laid out as gen writes it.
-fn entries_of(manifest: &[u8]) -> Option<&[u8]> {
-    let start = find(manifest, FILES_OPEN)? + FILES_OPEN.len();
-    let body = manifest[start..].strip_suffix(FILES_CLOSE)?;
-    Some(body)
-}
-
-fn find(bytes: &[u8], needle: &[u8]) -> Option<usize> {
-    bytes.windows(needle.len()).position(|w| w == needle)
+/// Reads past the previous manifest's header, to its first entry: false when it has no
+/// `files` object laid out as gen writes it.
+fn skip_to_files(previous: &mut impl BufRead) -> std::io::Result<bool> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if previous.read_until(b'\n', &mut line)? == 0 {
+            return Ok(false);
+        }
+        if line == FILES_OPEN {
+            return Ok(true);
+        }
+    }
 }
 
 /// Writes the merged entries of the `files` object, each after `\n` or `,\n` as serde_json's
@@ -86,11 +91,18 @@ struct Merge<'w, W: Write> {
 impl<W: Write> Merge<'_, W> {
     /// Merges the previous entries `body` with `changes`; `None` when a line of `body` is not
     /// an entry as gen writes one.
-    fn entries(&mut self, body: &[u8], changes: &[Change]) -> std::io::Result<Option<()>> {
+    fn entries(&mut self, previous: &mut impl BufRead, changes: &[Change]) -> std::io::Result<Option<()>> {
         let mut changes = changes.iter().peekable();
-        for line in body.split(|&b| b == b'\n') {
-            let line = line.strip_suffix(b",").unwrap_or(line);
-            let Some((key, entry)) = parse_entry(line) else { return Ok(None) };
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            previous.read_until(b'\n', &mut line)?;
+            if line == FILES_CLOSE {
+                break;
+            }
+            let Some(entry) = line.strip_suffix(b"\n") else { return Ok(None) };
+            let entry = entry.strip_suffix(b",").unwrap_or(entry);
+            let Some((key, entry)) = parse_entry(entry) else { return Ok(None) };
             let mut replaced = false;
             while let Some((path, hash)) = changes.next_if(|(path, _)| path.as_str() <= &*key) {
                 if let Some(hash) = hash {
@@ -102,6 +114,11 @@ impl<W: Write> Merge<'_, W> {
                 self.separator()?;
                 self.out.write_all(entry)?;
             }
+        }
+        line.clear();
+        previous.read_until(b'\n', &mut line)?;
+        if line != b"}\n" || previous.read_until(b'\n', &mut line)? != 0 {
+            return Ok(None);
         }
         for (path, hash) in changes {
             if let Some(hash) = hash {
