@@ -354,8 +354,8 @@ fn an_edit_patches_the_manifest_entries_it_changes() {
         let edits: [(&str, &dyn Fn(&mut Model)); 3] = [
             ("thing 5 edited", &|m| m.things.get_mut(&5).unwrap().value = "\"edited\"".to_string()),
             ("things added", &|m| {
-                for (id, name) in [(71, "thing-15a"), (72, "thing-1")] {
-                    let name = Some(name.to_string()).filter(|_| id == 71);
+                for (id, name) in [(71, "thing-15a"), (72, "thing-1"), (73, "aardvark")] {
+                    let name = Some(name.to_string()).filter(|_| id != 72);
                     m.things.insert(id, Thing { name, kind: 2, friend: Some(5), value: "1".to_string() });
                 }
             }),
@@ -372,6 +372,11 @@ fn an_edit_patches_the_manifest_entries_it_changes() {
             build(&data, &fresh, options).ok();
             let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
             assert!(ours == theirs, "{what} {options:?}: the rebuilt tree differs from a fresh build");
+            // sorted by path, `thing/aardvark/` before the list's `thing/index.json`
+            let manifest = String::from_utf8(ours["manifest.json"].clone()).unwrap();
+            let files = manifest.split("\"files\": {\n").nth(1).unwrap();
+            let paths: Vec<&str> = files.lines().filter_map(|line| line.trim_start().split('"').nth(1)).collect();
+            assert!(paths.windows(2).all(|w| w[0] < w[1]), "{what} {options:?}: the manifest is not sorted by path");
             let changed =
                 patched.unwrap_or_else(|| panic!("{what} {options:?}: no manifest patched:\n{}", run.stderr()));
             // an edit changes its record's entries and meta's; an addition also every list page

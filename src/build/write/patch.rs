@@ -93,7 +93,7 @@ impl<W: Write> Merge<'_, W> {
     /// an entry as gen writes one.
     fn entries(&mut self, previous: &mut impl BufRead, changes: &[Change]) -> std::io::Result<Option<()>> {
         let mut changes = changes.iter().peekable();
-        let mut line = Vec::new();
+        let (mut line, mut last) = (Vec::new(), String::new());
         loop {
             line.clear();
             previous.read_until(b'\n', &mut line)?;
@@ -103,6 +103,13 @@ impl<W: Write> Merge<'_, W> {
             let Some(entry) = line.strip_suffix(b"\n") else { return Ok(None) };
             let entry = entry.strip_suffix(b",").unwrap_or(entry);
             let Some((key, entry)) = parse_entry(entry) else { return Ok(None) };
+            // A manifest whose paths are not strictly sorted (as written before gen sorted
+            // list pages among records) cannot be merged: it is written whole.
+            if !last.is_empty() && *key <= *last {
+                return Ok(None);
+            }
+            last.clear();
+            last.push_str(&key);
             let mut replaced = false;
             while let Some((path, hash)) = changes.next_if(|(path, _)| path.as_str() <= &*key) {
                 if let Some(hash) = hash {
