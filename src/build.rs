@@ -234,7 +234,10 @@ pub fn build(
             progress,
         },
     )?;
-    timer.step("render, write and commit");
+    match written.report.manifest_patched {
+        Some(entries) => timer.step(&format!("render, write and commit (manifest patched: {entries} entries changed)")),
+        None => timer.step("render, write and commit"),
+    }
     let dir = previous.target.dir.clone();
     drop(previous);
     drop(outputs);

@@ -15,6 +15,7 @@ mod commit;
 mod docs;
 mod journal;
 mod listing;
+mod patch;
 mod stage;
 
 pub use journal::{Journal, journal_path, read_journal};
@@ -43,6 +44,9 @@ pub struct WriteReport {
     pub bytes: u64,
     /// Files written because their bytes are new (the others were left as they were).
     pub written: usize,
+    /// When the manifest was written by patching the previous one: the entries added, changed
+    /// or removed (the others were copied as they were).
+    pub manifest_patched: Option<usize>,
 }
 
 /// The rendered bytes of one planned document, or the problems found in its source.
@@ -146,11 +150,25 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         placed.push(writer.place(&paths, previous, &bytes)?);
         docs.late.push(paths);
     }
-    let manifest_bytes = write_manifest(write.manifest, &stage, &docs, &placed)?;
     let gone = gone_paths(previous, &docs);
+    let patched = match (tree.as_ref(), previous.index) {
+        (Some(tree), Some(index)) if previous.killed.is_none() && previous.listed.is_empty() => {
+            match manifest_changes(&docs, &placed, &gone) {
+                Some(changes) => patch::patch_manifest(&write.manifest, tree, index.manifest, &changes, &stage)?
+                    .map(|bytes| (bytes, changes.len())),
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let manifest_bytes = match patched {
+        Some((bytes, _)) => bytes,
+        None => write_manifest(write.manifest, &stage, &docs, &placed)?,
+    };
 
     if target.exists {
-        let staged = || docs.all().zip(&placed).filter(|(_, p)| p.staged).flat_map(|(doc, _)| docs.paths(&doc));
+        // Only the staged documents are looked up in the plan (not every one of a large tree).
+        let staged = || placed.iter().enumerate().filter(|(_, p)| p.staged).flat_map(|(i, _)| docs.paths(&docs.doc(i)));
         // Without --gzip, the .gz siblings a previous build left go too.
         let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()
@@ -165,5 +183,28 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         staging.commit()?;
         target.exists = true;
     }
-    stamps_after_commit(&TreeDir::open(&out)?, previous, &docs, &placed, writer.gzip, manifest_bytes)
+    let mut written =
+        stamps_after_commit(&TreeDir::open(&out)?, previous, &docs, &placed, writer.gzip, manifest_bytes)?;
+    written.report.manifest_patched = patched.map(|(_, changes)| changes);
+    Ok(written)
+}
+
+/// The entries of the manifest that differ from the previous build's, sorted by path: the
+/// paths of every document not taken unchanged from the index (with its hash), and the paths
+/// gone (without). A document taken from the index has the same paths and hash as before.
+/// `None` when more than half the documents changed: the manifest is then written whole,
+/// without holding every changed path at once.
+fn manifest_changes(docs: &Docs<'_, '_>, placed: &[stage::Placed], gone: &[String]) -> Option<Vec<patch::Change>> {
+    if placed.iter().filter(|placed| !placed.from_index).count() + gone.len() > placed.len() / 2 {
+        return None;
+    }
+    let changed = placed.iter().enumerate().filter(|(_, placed)| !placed.from_index);
+    let paths = |(i, placed): (usize, &stage::Placed)| {
+        let hash = placed.hash;
+        docs.paths(&docs.doc(i)).into_iter().map(move |path| (path, Some(hash)))
+    };
+    let mut changes: Vec<patch::Change> = changed.flat_map(paths).collect();
+    changes.extend(gone.iter().map(|path| (path.clone(), None)));
+    changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Some(changes)
 }

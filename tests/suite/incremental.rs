@@ -270,7 +270,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
     let option_sets: [&[&str]; 3] = [&[], &["--pretty"], &["--gzip", "--links", "path"]];
     let mut options = option_sets[0];
     build(&data, &out, options).ok();
-    let mut failed = 0;
+    let (mut failed, mut patched) = (0, 0);
     for step in 0..steps() {
         let what = match rng.below(12) {
             0 => {
@@ -312,7 +312,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
                 what
             }
         };
-        build(&data, &out, options).ok();
+        patched += usize::from(timed_build(&data, &out, options).stderr().contains("manifest patched"));
         let fresh = tmp.join(&format!("fresh-{step}"));
         build(&data, &fresh, options).ok();
         let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
@@ -327,7 +327,73 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
         let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-index")));
         let _ = std::fs::remove_dir_all(tmp.join(&format!(".fresh-{step}.gen-extract")));
     }
-    eprintln!("{} steps, {failed} broken edits refused", steps());
+    eprintln!("{} steps, {failed} broken edits refused, {patched} manifests patched", steps());
+    assert!(steps() < 20 || patched > 0, "no step patched the previous manifest: the patch went untested");
+}
+
+/// `gen build` with `GEN_TIMINGS=1`: its steps' timings on stderr.
+fn timed_build(data: &Path, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["build", "--data", utf8(data), "--out", utf8(out)];
+    args.extend_from_slice(extra);
+    let output = gen_bin().args(&args).env("GEN_TIMINGS", "1").output().expect("the gen binary runs");
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }.ok()
+}
+
+/// The number of manifest entries a build says it patched (`GEN_TIMINGS`), when it did.
+fn manifest_patched(run: &Run) -> Option<usize> {
+    let stderr = run.stderr();
+    let at = stderr.find("manifest patched: ")? + "manifest patched: ".len();
+    stderr[at..].split(' ').next()?.parse().ok()
+}
+
+/// A build that changes a few documents writes its manifest by patching the previous one: it
+/// says how many entries it changed (a handful of a tree's), and the manifest and tree are a
+/// fresh build's, byte for byte: after an edit, after records added whose paths sort between
+/// existing ones (by id `71/` between `70/` and `8/`, by name `thing-15a` after `thing-15`),
+/// and after an added sub-document; indented or not, with `.gz` siblings or not.
+#[test]
+fn an_edit_patches_the_manifest_entries_it_changes() {
+    let tmp = TempDir::new("incremental-patch");
+    for (n, options) in [&[][..], &["--pretty"], &["--gzip", "--links", "path"]].into_iter().enumerate() {
+        let (data, out) = (tmp.join(&format!("data-{n}")), tmp.join(&format!("out-{n}")));
+        let mut model = Model::new(&mut Rng(7));
+        model.sync(&data);
+        build(&data, &out, options).ok();
+        let entries = read_json(&out.join("manifest.json"))["files"].as_object().unwrap().len();
+        let edits: [(&str, &dyn Fn(&mut Model)); 3] = [
+            ("thing 5 edited", &|m| m.things.get_mut(&5).unwrap().value = "\"edited\"".to_string()),
+            ("things added", &|m| {
+                for (id, name) in [(71, "thing-15a"), (72, "thing-1"), (73, "aardvark")] {
+                    let name = Some(name.to_string()).filter(|_| id != 72);
+                    m.things.insert(id, Thing { name, kind: 2, friend: Some(5), value: "1".to_string() });
+                }
+            }),
+            ("a note added", &|m| {
+                m.notes.insert(71, "[71]".to_string());
+            }),
+        ];
+        for (what, edit) in edits {
+            edit(&mut model);
+            model.sync(&data);
+            let run = timed_build(&data, &out, options);
+            let patched = manifest_patched(&run);
+            let fresh = tmp.join(&format!("fresh-{n}"));
+            build(&data, &fresh, options).ok();
+            let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
+            assert!(ours == theirs, "{what} {options:?}: the rebuilt tree differs from a fresh build");
+            // sorted by path, `thing/aardvark/` before the list's `thing/index.json`
+            let manifest = String::from_utf8(ours["manifest.json"].clone()).unwrap();
+            let files = manifest.split("\"files\": {\n").nth(1).unwrap();
+            let paths: Vec<&str> = files.lines().filter_map(|line| line.trim_start().split('"').nth(1)).collect();
+            assert!(paths.windows(2).all(|w| w[0] < w[1]), "{what} {options:?}: the manifest is not sorted by path");
+            let changed =
+                patched.unwrap_or_else(|| panic!("{what} {options:?}: no manifest patched:\n{}", run.stderr()));
+            // an edit changes its record's entries and meta's; an addition also every list page
+            let most = if what.contains("edited") { entries / 10 } else { entries / 2 };
+            assert!(changed > 0 && changed < most, "{what} {options:?}: {changed} of {entries} entries changed");
+            std::fs::remove_dir_all(&fresh).unwrap();
+        }
+    }
 }
 
 /// A table whose stamp is the one the build index recorded (and old enough to trust) is not read

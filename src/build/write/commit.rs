@@ -65,7 +65,7 @@ pub(super) fn stamps_after_commit(
     gzip: bool,
     manifest_bytes: u64,
 ) -> Result<Written> {
-    let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1 };
+    let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1, manifest_patched: None };
     let mut index = DocumentFiles::default();
     index.reserve(placed.len());
     for (doc, output) in docs.all().zip(placed) {

@@ -81,6 +81,8 @@ pub(super) fn resource_files<'d>(
 ) -> impl Iterator<Item = (String, blake3::Hash)> + 'd {
     let output_at = move |i: usize| docs.outputs.get(first + i);
     let mut keys: Vec<(String, usize)> = Vec::new();
+    let segment = output_at(0).content.segment().unwrap_or_default();
+    let prefix = format!("{}/{segment}/", crate::tree::layout::API_ROOT);
     for i in 0..placed.len() {
         let output = output_at(i);
         match output.place(docs.dataset) {
@@ -91,14 +93,17 @@ pub(super) fn resource_files<'d>(
                 }
             }
             Some(_) => {}
-            None => keys.extend(output.listed.iter().map(|path| (path.clone(), i))),
+            // keyed by the path below the resource's folder, as records are: all sort as paths
+            None => {
+                keys.extend(output.listed.iter().map(|path| (path.strip_prefix(&prefix).unwrap_or(path).into(), i)))
+            }
         }
     }
     keys.sort_unstable();
     keys.into_iter().flat_map(move |(key, i)| {
         let output = output_at(i);
         let mut files: Vec<(String, blake3::Hash)> = match output.place(docs.dataset) {
-            None => vec![(key, placed[i].hash)],
+            None => vec![(format!("{prefix}{key}"), placed[i].hash)],
             Some((place, _)) => {
                 let key = key.trim_end_matches('/');
                 let record = std::iter::once((place.tree_path(key), placed[i].hash));
