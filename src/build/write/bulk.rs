@@ -55,7 +55,11 @@ pub(super) fn stage_bulk(
                 let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
                 trusted && records_kept && list_kept
             };
-            if let Some((old, path, file)) = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)) {
+            // a file the member table does not describe (one an older gen wrote whole) is
+            // written again, in members, as a fresh build writes it
+            let described = |(_, path, _): &(&Entry, String, blake3::Hash)| table.files.contains_key(path);
+            let kept = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)).filter(described);
+            if let Some((old, path, file)) = kept {
                 let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
                 let members = table.files.get(&path).cloned();
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
