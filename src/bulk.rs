@@ -1,18 +1,24 @@
 //! Bulk data (docs/tree.md, "Bulk data"): every resource's records in one gzip'd NDJSON file,
 //! `api/v2/bulk-data/<segment>-<hash>.ndjson.gz`, listed in `api/v2/bulk-data/index.json`.
 //!
-//! A file is written streamed: one record document at a time, made compact, into a gzip encoder
-//! that writes through a hasher into the staging folder, so that no resource's records are ever
-//! held together. Its name carries the first 16 hex digits of the SHA-256 of its bytes (the
+//! A file is a series of gzip members, each a run of consecutive records ([`members`]): any gzip
+//! reader reads it whole, and an edit recompresses only the member it changed, the others'
+//! bytes copied from the previous file. A member is written streamed: one record document at a
+//! time, made compact, into a gzip encoder that writes through a hasher into the staging
+//! folder, so that no resource's records are ever held together. Its name carries the first 16 hex digits of the SHA-256 of its bytes (the
 //! compressed bytes, the index's `sha256`), so a host can let it be cached forever. The gzip
 //! stream is deterministic: no name, a zero mtime, an unknown OS and a fixed level.
 //!
 //! The build's write decides which files to write (`build/write/bulk.rs`): a resource whose
-//! records all kept their bytes and whose list kept its order keeps its file and its entry.
+//! records all kept their bytes and whose list kept its order keeps its file and its entry;
+//! another is written member by member.
+
+pub mod members;
 
 use crate::problem::Problem;
 use crate::tree::layout;
 use anyhow::{Context, Result};
+use members::{FileMembers, Member};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use std::path::Path;
@@ -105,48 +111,103 @@ impl FileWritten {
     }
 }
 
-/// Writes the bulk-data file of `segment` into the staging folder `stage`: each record document
-/// `records` yields, compact (documents are indented when `pretty`), one a line, gzip'd as it
-/// goes. Only one record is held at a time.
-pub fn write_file(
-    stage: &Path,
-    segment: &str,
-    pretty: bool,
-    records: impl Iterator<Item = Result<Vec<u8>>>,
-) -> Result<FileWritten> {
-    let folder = stage.join(layout::BULK_KEY);
-    crate::fsutil::create_dir_all(&folder)?;
-    let partial = folder.join(format!("{segment}.partial"));
-    let file = std::fs::File::create(&partial).with_context(|| format!("cannot write {}", partial.display()))?;
-    let hashing = Hashing {
-        inner: io::BufWriter::with_capacity(256 << 10, file),
-        sha256: ring::digest::Context::new(&ring::digest::SHA256),
-        blake3: blake3::Hasher::new(),
-        size: 0,
-    };
-    let mut gzip =
-        flate2::GzBuilder::new().mtime(0).operating_system(255).write(hashing, flate2::Compression::new(LEVEL));
-    let (mut line, mut count) = (Vec::new(), 0u64);
-    let failed = || format!("cannot write {}", partial.display());
-    for record in records {
-        let record = record?;
-        line.clear();
-        if pretty {
-            compact_into(&record, &mut line);
-        } else {
-            line.extend_from_slice(record.trim_ascii_end());
-        }
-        line.push(b'\n');
-        gzip.write_all(&line).with_context(failed)?;
-        count += 1;
+/// Writes a bulk-data file into the staging folder, one gzip member at a time (see
+/// [`members`]): a member is either compressed from its records or copied from the previous
+/// file. The file's SHA-256, BLAKE3 and size are computed as it is written.
+pub struct FileWriter {
+    segment: String,
+    stage: std::path::PathBuf,
+    partial: std::path::PathBuf,
+    out: Hashing<io::BufWriter<std::fs::File>>,
+    members: Vec<Member>,
+    records: u64,
+    line: Vec<u8>,
+}
+
+impl FileWriter {
+    /// Starts the file of `segment` in the staging folder `stage`.
+    pub fn create(stage: &Path, segment: &str) -> Result<FileWriter> {
+        let folder = stage.join(layout::BULK_KEY);
+        crate::fsutil::create_dir_all(&folder)?;
+        let partial = folder.join(format!("{segment}.partial"));
+        let file = std::fs::File::create(&partial).with_context(|| format!("cannot write {}", partial.display()))?;
+        let out = Hashing {
+            inner: io::BufWriter::with_capacity(256 << 10, file),
+            sha256: ring::digest::Context::new(&ring::digest::SHA256),
+            blake3: blake3::Hasher::new(),
+            size: 0,
+        };
+        let (segment, stage) = (segment.to_string(), stage.to_path_buf());
+        Ok(FileWriter { segment, stage, partial, out, members: Vec::new(), records: 0, line: Vec::new() })
     }
-    let mut hashing = gzip.finish().with_context(failed)?;
-    hashing.inner.flush().with_context(failed)?;
-    let sha256 = hex(hashing.sha256.finish().as_ref());
-    let path = layout::bulk_file_path(segment, &sha256[..16]);
-    let target = stage.join(&path);
-    std::fs::rename(&partial, &target).with_context(|| format!("cannot write {}", target.display()))?;
-    Ok(FileWritten { path, records: count, size: hashing.size, sha256, blake3: hashing.blake3.finalize() })
+
+    /// Appends a member of key `key` compressed from the record documents `records` yields,
+    /// each made one compact line (documents are indented when `pretty`). Only one record is
+    /// held at a time.
+    pub fn compress(
+        &mut self,
+        key: String,
+        pretty: bool,
+        records: impl Iterator<Item = Result<Vec<u8>>>,
+    ) -> Result<()> {
+        let offset = self.out.size;
+        let failed = || format!("cannot write {}", self.partial.display());
+        let mut gzip = flate2::GzBuilder::new().mtime(0).operating_system(255).write(&mut self.out, level());
+        let mut count = 0u64;
+        for record in records {
+            let record = record?;
+            self.line.clear();
+            if pretty {
+                compact_into(&record, &mut self.line);
+            } else {
+                self.line.extend_from_slice(record.trim_ascii_end());
+            }
+            self.line.push(b'\n');
+            gzip.write_all(&self.line).with_context(failed)?;
+            count += 1;
+        }
+        gzip.finish().with_context(failed)?;
+        self.push(key, count, offset);
+        Ok(())
+    }
+
+    /// Appends a member of key `key` holding `records` records, copied from the bytes
+    /// `offset..offset + length` of `from` (a previous file of the same resource).
+    pub fn copy(&mut self, key: String, records: u64, from: &std::fs::File, offset: u64, length: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let start = self.out.size;
+        let mut buffer = vec![0u8; length.min(1 << 20) as usize];
+        let mut done = 0u64;
+        while done < length {
+            let piece = &mut buffer[..(length - done).min(1 << 20) as usize];
+            from.read_exact_at(piece, offset + done).context("cannot read the previous bulk-data file")?;
+            self.out.write_all(piece).with_context(|| format!("cannot write {}", self.partial.display()))?;
+            done += piece.len() as u64;
+        }
+        self.push(key, records, start);
+        Ok(())
+    }
+
+    fn push(&mut self, key: String, records: u64, offset: u64) {
+        self.records += records;
+        self.members.push(Member { key, records, offset, length: self.out.size - offset });
+    }
+
+    /// Ends the file: renames it to its name, which carries its hash. Gives it and its members.
+    pub fn finish(mut self) -> Result<(FileWritten, FileMembers)> {
+        self.out.inner.flush().with_context(|| format!("cannot write {}", self.partial.display()))?;
+        let sha256 = hex(self.out.sha256.finish().as_ref());
+        let path = layout::bulk_file_path(&self.segment, &sha256[..16]);
+        let target = self.stage.join(&path);
+        std::fs::rename(&self.partial, &target).with_context(|| format!("cannot write {}", target.display()))?;
+        let blake3 = self.out.blake3.finalize();
+        let members = FileMembers { blake3: blake3.to_hex().to_string(), members: self.members };
+        Ok((FileWritten { path, records: self.records, size: self.out.size, sha256, blake3 }, members))
+    }
+}
+
+fn level() -> flate2::Compression {
+    flate2::Compression::new(LEVEL)
 }
 
 /// The problem of a data folder holding a resource named `bulk-data` (one of `segments`): its
@@ -283,20 +344,42 @@ mod tests {
         assert_eq!(out, br#"{"a":[1,{"b":"x y\n\"z\\"}],"c":{}}"#);
     }
 
+    /// Writes `records` as two members: the first one and the rest.
+    fn two_members(stage: &Path) -> (FileWritten, FileMembers) {
+        let records: [&[u8]; 3] = [b"{\"id\":1}", b"{\n  \"id\": 2\n}\n", b"{\"id\":3}"];
+        let run = |r: &[&[u8]]| r.iter().map(|b| Ok(b.to_vec())).collect::<Vec<_>>().into_iter();
+        let mut file = FileWriter::create(stage, "berry").unwrap();
+        file.compress("a".into(), true, run(&records[..1])).unwrap();
+        file.compress("b".into(), true, run(&records[1..])).unwrap();
+        file.finish().unwrap()
+    }
+
     #[test]
-    fn the_same_records_give_the_same_bytes_and_the_name_is_their_hash() {
+    fn the_same_records_give_the_same_bytes_and_a_copied_member_too() {
         let dir = std::env::temp_dir().join(format!("gen-bulk-unit-{}", std::process::id()));
-        let records = || vec![Ok(b"{\"id\":1}".to_vec()), Ok(b"{\n  \"id\": 2\n}\n".to_vec())].into_iter();
-        let first = write_file(&dir.join("a"), "berry", true, records()).unwrap();
-        let second = write_file(&dir.join("b"), "berry", true, records()).unwrap();
+        let (first, members) = two_members(&dir.join("a"));
+        let (second, _) = two_members(&dir.join("b"));
         let bytes = std::fs::read(dir.join("a").join(&first.path)).unwrap();
         assert_eq!(bytes, std::fs::read(dir.join("b").join(&second.path)).unwrap());
         assert_eq!(first.sha256, hex(ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref()));
+        assert_eq!(members.blake3, blake3::hash(&bytes).to_hex().to_string());
         assert!(first.path.ends_with(&format!("berry-{}.ndjson.gz", &first.sha256[..16])));
-        assert_eq!((first.size, first.records), (bytes.len() as u64, 2));
+        assert_eq!((first.size, first.records), (bytes.len() as u64, 3));
+        let lengths: Vec<(u64, u64, u64)> = members.members.iter().map(|m| (m.offset, m.length, m.records)).collect();
+        assert_eq!(lengths[1].0, lengths[0].1, "the second member starts where the first ends");
+        assert_eq!(lengths[0].1 + lengths[1].1, bytes.len() as u64);
         let mut text = String::new();
-        io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text).unwrap();
-        assert_eq!(text, "{\"id\":1}\n{\"id\":2}\n");
+        io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text).unwrap();
+        assert_eq!(text, "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
+
+        let old = std::fs::File::open(dir.join("a").join(&first.path)).unwrap();
+        let mut file = FileWriter::create(&dir.join("c"), "berry").unwrap();
+        file.compress("a".into(), true, std::iter::once(Ok(b"{\"id\":1}".to_vec()))).unwrap();
+        let second = &members.members[1];
+        file.copy(second.key.clone(), second.records, &old, second.offset, second.length).unwrap();
+        let (copied, copied_members) = file.finish().unwrap();
+        assert_eq!(std::fs::read(dir.join("c").join(&copied.path)).unwrap(), bytes);
+        assert_eq!(copied_members, members);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -131,6 +131,7 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         index: previous.index,
         gzip: write.manifest.settings.gzip,
         killed: previous.killed.as_ref(),
+        out: &out,
     };
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;

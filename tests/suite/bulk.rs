@@ -21,10 +21,26 @@ fn sha256(bytes: &[u8]) -> String {
 /// The lines of a gzip'd NDJSON file, each parsed.
 fn lines(gzip: &[u8]) -> Vec<serde_json::Value> {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(gzip).read_to_string(&mut text).expect("gzip");
+    flate2::read::MultiGzDecoder::new(gzip).read_to_string(&mut text).expect("gzip");
     assert!(text.is_empty() || text.ends_with('\n'), "every line ends with a newline");
     text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect()
 }
+
+/// The gzip members of `gzip`, each as its bytes, split by reading one member at a time.
+fn members(gzip: &[u8]) -> Vec<&[u8]> {
+    let (mut rest, mut members) = (gzip, Vec::new());
+    while !rest.is_empty() {
+        let mut decoder = flate2::bufread::GzDecoder::new(rest);
+        std::io::copy(&mut decoder, &mut std::io::sink()).expect("a gzip member");
+        let after = decoder.into_inner();
+        members.push(&rest[..rest.len() - after.len()]);
+        rest = after;
+    }
+    members
+}
+
+/// Members of about 2 KB of records: the sample's berries take about twenty.
+const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "2000")];
 
 /// The entries of the bulk-data index of the tree `out`, by resource.
 fn entries(out: &Path) -> Vec<serde_json::Value> {
@@ -106,7 +122,7 @@ fn lines_are_compact_with_pretty() {
     for entry in entries(&tmp.join("out")) {
         let bytes = std::fs::read(tmp.join("out").join(file_of(&entry, base))).unwrap();
         let mut text = String::new();
-        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
+        flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
         let segment = entry["resource"].as_str().unwrap();
         for line in text.lines() {
             let record: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -155,6 +171,71 @@ fn an_edit_changes_exactly_one_entry_and_removes_the_old_file() {
         assert_eq!(inode(&file_of(entry, base)), inodes[i], "{}: not written again", entry["resource"]);
         assert_eq!(entry["updated_at"], TEST_EPOCH);
     }
+}
+
+/// A file of many gzip members is read whole by readers other than ours: Python's gzip, the
+/// gzip command (`gzip -dc`, as zcat) and Node's zlib each give every record, one a line, equal
+/// to the record's document in the tree.
+#[test]
+fn other_gzip_readers_read_every_member() {
+    let (Some(python), Some(gzip), Some(node)) = (tool("python3"), tool("gzip"), tool("node")) else { return };
+    let tmp = TempDir::new("bulk-readers");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let entry = entries(&out).into_iter().find(|e| e["resource"] == "berry").unwrap();
+    let path = out.join(file_of(&entry, "http://127.0.0.1:8080"));
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(members(&bytes).len() >= 3, "{} members", members(&bytes).len());
+    let python_code = "import gzip, sys; sys.stdout.buffer.write(gzip.decompress(open(sys.argv[1], 'rb').read()))";
+    let node_code = "process.stdout.write(require('zlib').gunzipSync(require('fs').readFileSync(process.argv[1])))";
+    let readers = [
+        ("python", std::process::Command::new(&python).args(["-c", python_code]).arg(&path).output()),
+        ("gzip -dc", std::process::Command::new(&gzip).arg("-dc").arg(&path).output()),
+        ("node", std::process::Command::new(&node).args(["-e", node_code]).arg(&path).output()),
+    ];
+    for (reader, output) in readers {
+        let output = output.unwrap();
+        assert!(output.status.success(), "{reader}: {}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8(output.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len() as u64, entry["records"].as_u64().unwrap(), "{reader}: every record");
+        for line in lines {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(record, read_json(&out.join(format!("api/v2/berry/{}/index.json", record["id"]))), "{reader}");
+        }
+    }
+}
+
+/// An edit of one record recompresses its member only: the file's other members keep their
+/// compressed bytes, and the file equals a fresh build's.
+#[test]
+fn an_edit_keeps_the_other_members_bytes() {
+    let tmp = TempDir::new("bulk-members");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let berry_file = |out: &Path| {
+        let entry = entries(out).into_iter().find(|e| e["resource"] == "berry").unwrap();
+        std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap()
+    };
+    let before = berry_file(&out);
+    let old = members(&before);
+    assert!(old.len() >= 3, "{} members", old.len());
+    // a record of the second member
+    let id = lines(old[1])[0]["id"].as_u64().unwrap();
+    let record = std::fs::read_to_string(data.join(format!("berry/{id}.json"))).unwrap();
+    std::fs::write(data.join(format!("berry/{id}.json")), record.replacen(".5,", ".25,", 1)).unwrap();
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let after = berry_file(&out);
+    let new = members(&after);
+    assert_eq!(new.len(), old.len());
+    assert_ne!(new[1], old[1], "the edited member is new");
+    for i in (0..old.len()).filter(|&i| i != 1) {
+        assert_eq!(new[i], old[i], "member {i} keeps its bytes");
+    }
+    build_with(&data, &tmp.join("fresh"), &[], &SMALL_MEMBERS).ok();
+    assert!(berry_file(&tmp.join("fresh")) == after, "the rebuilt file equals a fresh build's");
 }
 
 /// `"bulk": false` in gen.json: no bulk-data files, index or root entry; turned on again, a

@@ -108,6 +108,14 @@ pub fn build(data: &Path, out: &Path, extra: &[&str]) -> Run {
     run(&args)
 }
 
+/// Like [`build`], with `env` set for `gen`.
+pub fn build_with(data: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut args = vec!["build", "--data", utf8(data), "--out", utf8(out)];
+    args.extend_from_slice(extra);
+    let output = gen_bin().args(&args).envs(env.iter().copied()).output().expect("the gen binary runs");
+    Run { args: args.iter().map(|s| s.to_string()).collect(), output }
+}
+
 /// `path` as text, for an argument; the tests' temporary paths are UTF-8.
 pub fn utf8(path: &Path) -> &str {
     path.to_str().unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))

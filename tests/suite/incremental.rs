@@ -255,6 +255,11 @@ fn rewrite_keeping_mtime(file: &Path) -> bool {
     true
 }
 
+/// Bulk-data members of about 400 bytes of records: every file of a few records has several,
+/// so that edits, inserts, deletes and moves of lines exercise the members copied from the
+/// previous file.
+const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "400")];
+
 #[test]
 fn incremental_builds_equal_fresh_builds_through_random_edits() {
     let Some(()) = heavy("it runs long (40 random edits, each rebuilt and built afresh)") else { return };
@@ -269,7 +274,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let option_sets: [&[&str]; 3] = [&[], &["--pretty"], &["--gzip", "--links", "path"]];
     let mut options = option_sets[0];
-    build(&data, &out, options).ok();
+    build_with(&data, &out, options, &SMALL_MEMBERS).ok();
     let (mut failed, mut patched) = (0, 0);
     for step in 0..steps() {
         let what = match rng.below(12) {
@@ -285,7 +290,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
                 let good = std::fs::read(&file).unwrap();
                 std::fs::write(&file, format!(r#"{{"id": {id}, "friend": {{"url": "/api/v2/thing/999999/"}}}}"#))
                     .unwrap();
-                let run = build(&data, &out, options).fails_with(1);
+                let run = build_with(&data, &out, options, &SMALL_MEMBERS).fails_with(1);
                 assert!(run.stderr().contains(&format!("thing/{id}.json")), "{}", run.stderr());
                 assert!(read_tree(&out) == before, "step {step}: a failed build changed the tree");
                 std::fs::write(&file, good).unwrap();
@@ -312,9 +317,10 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
                 what
             }
         };
-        patched += usize::from(timed_build(&data, &out, options).stderr().contains("manifest patched"));
+        let run = build_with(&data, &out, options, &[SMALL_MEMBERS[0], ("GEN_TIMINGS", "1")]).ok();
+        patched += usize::from(run.stderr().contains("manifest patched"));
         let fresh = tmp.join(&format!("fresh-{step}"));
-        build(&data, &fresh, options).ok();
+        build_with(&data, &fresh, options, &SMALL_MEMBERS).ok();
         let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
         if ours != theirs {
             let differ: Vec<&String> =
@@ -326,6 +332,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
         std::fs::remove_dir_all(&fresh).unwrap();
         let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-index")));
         let _ = std::fs::remove_dir_all(tmp.join(&format!(".fresh-{step}.gen-extract")));
+        let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-bulk")));
     }
     eprintln!("{} steps, {failed} broken edits refused, {patched} manifests patched", steps());
     assert!(steps() < 20 || patched > 0, "no step patched the previous manifest: the patch went untested");

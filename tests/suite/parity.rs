@@ -322,7 +322,7 @@ impl<'a> Parity<'a> {
                 if self.recompresses_bulk.contains(&host.name) {
                     let lines = |gz: &[u8]| {
                         let mut text = Vec::new();
-                        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz), &mut text).map(|_| text)
+                        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(gz), &mut text).map(|_| text)
                     };
                     assert!(
                         lines(&got.body).ok() == lines(&bytes).ok(),

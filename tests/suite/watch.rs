@@ -322,7 +322,7 @@ fn watch_serves_the_bulk_data_file_of_each_rebuild() {
     let (new, _) = bulk_entry(&server, "berry").unwrap();
     let body = server.get(&new).expect(200).body;
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&body[..]), &mut text).unwrap();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&body[..]), &mut text).unwrap();
     let sizes: Vec<i64> = text
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["size"].as_i64().unwrap())

@@ -1,19 +1,22 @@
 //! The bulk step of a write (see [`crate::bulk`]): once every document is placed, each
 //! resource's bulk-data file is kept when none of its records was written anew and its list
 //! kept its order, and otherwise written again from its record documents as the write left
-//! them (staged, or in the tree), one at a time. Then the bulk-data index.
+//! them (staged, or in the tree), one at a time, member by member: a member whose records the
+//! previous file holds as one member (by the member table) is copied from it, the others are
+//! compressed. Then the bulk-data index, and the member table beside the tree.
 
 use super::Documents;
 use super::docs::Docs;
 use super::stage::{Placed, Stager};
 use crate::build::plan::Content;
+use crate::bulk::members::{self, FileMembers, Member, Table};
 use crate::bulk::{self, Entry};
 use crate::problem::Problems;
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The bulk-data files of a write, each with its placement, and the bytes of the index.
 pub(super) struct BulkFiles {
@@ -35,6 +38,7 @@ pub(super) fn stage_bulk(
         return Ok(None);
     }
     let (previous, trusted) = previous_entries(writer);
+    let table = writer.tree.map(|tree| Table::read(tree.path())).unwrap_or_default();
     let mut records: BTreeMap<&str, Vec<usize>> =
         docs.dataset.resources.keys().map(|segment| (segment.as_str(), Vec::new())).collect();
     for (i, output) in docs.outputs.iter().enumerate() {
@@ -42,7 +46,7 @@ pub(super) fn stage_bulk(
             records.get_mut(segment).expect("a planned resource").push(i);
         }
     }
-    let done: Vec<Result<(Entry, String, Placed)>> = records
+    let done: Vec<Result<(Entry, String, Placed, Option<FileMembers>)>> = records
         .par_iter()
         .map(|(segment, indices)| {
             let old = previous.get(*segment);
@@ -51,12 +55,18 @@ pub(super) fn stage_bulk(
                 let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
                 trusted && records_kept && list_kept
             };
-            if let Some((old, path, file)) = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)) {
+            // a file the member table does not describe (one an older gen wrote whole) is
+            // written again, in members, as a fresh build writes it
+            let described = |(_, path, _): &(&Entry, String, blake3::Hash)| table.files.contains_key(path);
+            let kept = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)).filter(described);
+            if let Some((old, path, file)) = kept {
                 let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
-                return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }));
+                let members = table.files.get(&path).cloned();
+                return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
-            let read = |&i: &usize| record_bytes(writer, docs, documents, placed, i);
-            let written = bulk::write_file(writer.stage, segment, settings.pretty, indices.iter().map(read))?;
+            let from = old.and_then(|old| previous_members(writer, &table, old));
+            let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
+            let (written, members) = job.write(segment, indices, from.as_ref())?;
             let updated_at = match old {
                 Some(old) if old.sha256 == written.sha256 => &old.updated_at,
                 _ => &settings.deploy_date,
@@ -70,16 +80,21 @@ pub(super) fn stage_bulk(
                     .with_context(|| format!("cannot remove {}", staged_file.display()))?;
             }
             let placed = Placed { hash: written.blake3, staged, written: u32::from(staged), from_index: false };
-            Ok((entry, written.path, placed))
+            Ok((entry, written.path, placed, Some(members)))
         })
         .collect();
     let mut entries = Vec::with_capacity(done.len());
     let mut files = Vec::with_capacity(done.len());
+    let mut members = Table::default();
     for result in done {
-        let (entry, path, placed) = result?;
+        let (entry, path, placed, described) = result?;
+        if let Some(described) = described {
+            members.files.insert(path.clone(), described);
+        }
         entries.push(entry);
         files.push((path, placed));
     }
+    keep_member_table(writer, &previous, table, members)?;
     Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
 }
 
@@ -139,4 +154,119 @@ fn record_bytes(
         return Ok(bytes);
     }
     documents.render_again(&docs.outputs.get(i)).map_err(|problems| Problems::all(problems).into())
+}
+
+/// The previous file of a resource, open, and its members by key: when the member table
+/// describes it, its members cover its bytes end to end, and its bytes hash to what the table
+/// says (and the build index, when it lists the file). Else `None`: the file is written whole.
+fn previous_members<'t>(writer: &Stager<'_>, table: &'t Table, old: &Entry) -> Option<PreviousFile<'t>> {
+    let path = format!("{}/{}", layout::BULK_KEY, old.download_url.rsplit('/').next()?);
+    if !layout::is_bulk_file(&path) || !layout::is_tree_path(&path) {
+        return None;
+    }
+    let described = table.files.get(&path)?;
+    let mut file = writer.tree?.open_file(&path, u64::MAX).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut end = 0;
+    for member in &described.members {
+        (member.offset == end).then_some(())?;
+        end = member.offset.checked_add(member.length)?;
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(&mut file).ok()?;
+    let hash = hasher.finalize();
+    let indexed = writer.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
+    let agrees = end == size && hash.to_hex().as_str() == described.blake3;
+    if !agrees || indexed.is_some_and(|indexed| indexed.hash.0 != hash) {
+        return None;
+    }
+    Some(PreviousFile { file, members: described.members.iter().map(|m| (m.key.as_str(), m)).collect() })
+}
+
+/// A previous bulk-data file whose members can be copied.
+struct PreviousFile<'t> {
+    file: std::fs::File,
+    members: HashMap<&'t str, &'t Member>,
+}
+
+/// What writing a resource's file member by member needs.
+struct Members<'a, 'w, 'd, 'o> {
+    writer: &'a Stager<'w>,
+    docs: &'a Docs<'d, 'o>,
+    documents: &'a dyn Documents,
+    placed: &'a [Placed],
+    pretty: bool,
+}
+
+impl Members<'_, '_, '_, '_> {
+    /// Writes the file of `segment` from the records of outputs `indices`, in order, cut into
+    /// members where [`members::ends_member`] says; each member is copied from `from` when it
+    /// holds the same records, else compressed.
+    fn write(
+        &self,
+        segment: &str,
+        indices: &[usize],
+        from: Option<&PreviousFile<'_>>,
+    ) -> Result<(bulk::FileWritten, FileMembers)> {
+        let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
+        let mut start = 0;
+        for (n, &i) in indices.iter().enumerate() {
+            if n + 1 < indices.len() && !members::ends_member(&self.placed[i].hash, self.record_size(i)?) {
+                continue;
+            }
+            let run = &indices[start..=n];
+            start = n + 1;
+            let key = members::member_key(self.pretty, run.iter().map(|&i| &self.placed[i].hash));
+            match from.and_then(|from| from.members.get(key.as_str()).map(|member| (from, member))) {
+                Some((from, old)) if old.records == run.len() as u64 => {
+                    file.copy(key, old.records, &from.file, old.offset, old.length)?
+                }
+                _ => file.compress(key, self.pretty, run.iter().map(|&i| self.record_bytes(i)))?,
+            }
+        }
+        if indices.is_empty() {
+            file.compress(members::member_key(self.pretty, std::iter::empty()), self.pretty, std::iter::empty())?;
+        }
+        file.finish()
+    }
+
+    /// The size of the record document of output `i`: its staged file's, the index's (when it
+    /// is the document in place), else its bytes'.
+    fn record_size(&self, i: usize) -> Result<u64> {
+        let (place, name) = self.docs.outputs.get(i).place(self.docs.dataset).expect("a record has a place");
+        if self.placed[i].staged {
+            let staged = self.writer.stage.join(place.tree_path(place.id));
+            return Ok(std::fs::metadata(&staged).with_context(|| format!("cannot read {}", staged.display()))?.len());
+        }
+        let indexed = self.writer.index.and_then(|index| index.docs.keyed(&place, name));
+        match indexed {
+            Some(file) if file.hash.0 == self.placed[i].hash => Ok(file.stamp.size),
+            _ => Ok(self.record_bytes(i)?.len() as u64),
+        }
+    }
+
+    fn record_bytes(&self, i: usize) -> Result<Vec<u8>> {
+        record_bytes(self.writer, self.docs, self.documents, self.placed, i)
+    }
+}
+
+/// Writes the member table of this build's files beside the tree, keeping the previous
+/// files' members too (a build that fails after this leaves them in place), when it changed.
+fn keep_member_table(
+    writer: &Stager<'_>,
+    previous: &BTreeMap<String, Entry>,
+    old: Table,
+    mut new: Table,
+) -> Result<()> {
+    for entry in previous.values() {
+        let Some(name) = entry.download_url.rsplit('/').next() else { continue };
+        let path = format!("{}/{name}", layout::BULK_KEY);
+        if let Some(described) = old.files.get(&path) {
+            new.files.entry(path).or_insert_with(|| described.clone());
+        }
+    }
+    if new == old {
+        return Ok(());
+    }
+    new.write(writer.out)
 }

@@ -89,6 +89,8 @@ pub(super) struct Stager<'w> {
     pub(super) gzip: bool,
     /// The paths a killed commit's journal lists (see [`super::Previous::killed`]).
     pub(super) killed: Option<&'w std::collections::HashSet<String>>,
+    /// The output folder (the bulk-data member table is kept beside it).
+    pub(super) out: &'w Path,
 }
 
 /// One document, placed at all its paths.

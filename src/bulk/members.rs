@@ -1,0 +1,121 @@
+//! The members of a bulk-data file (docs/tree.md, "Bulk data"): a file is a series of gzip
+//! members (RFC 1952 §2.2), each a run of consecutive records in list order, so that an edit
+//! recompresses only the member of the record it changed and copies the others' bytes.
+//!
+//! Where a member ends depends on its records alone, never on history: after a record whose
+//! hash, read as a number, falls below its size in a [`target_bytes`] range (a record of
+//! `size` bytes ends one with probability `size / target`). So a fresh build and an
+//! incremental one cut the same members, and an insert or a delete moves no other cut.
+//!
+//! The next build finds each file's members in the member table, kept beside the tree as
+//! `.<out>.gen-bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
+//! key (a hash of its records' hashes), its records, its byte offset and its length. A member
+//! is copied only from a file whose bytes hash to what the table says.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The uncompressed bytes a member holds on average: 2 MiB, about 130-200 KB of gzip on the
+/// published data's shapes (a compression ratio of 10 to 16 at level 1).
+pub const TARGET_BYTES: u64 = 2 << 20;
+
+/// Largest member table read: a table of a million records' files is well under 1 MB.
+const MAX_TABLE_BYTES: u64 = 64 << 20;
+
+/// The average member's uncompressed bytes: [`TARGET_BYTES`], or `GEN_BULK_MEMBER_BYTES` when
+/// set (tests cut small data into several members with it).
+pub fn target_bytes() -> u64 {
+    static TARGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TARGET.get_or_init(|| {
+        let set = std::env::var("GEN_BULK_MEMBER_BYTES").ok().and_then(|v| v.parse().ok());
+        set.filter(|&bytes| bytes > 0).unwrap_or(TARGET_BYTES)
+    })
+}
+
+/// True when a member ends after a record whose document hashes to `hash` and is `size` bytes
+/// long (see the module's doc): a function of the record alone.
+pub fn ends_member(hash: &blake3::Hash, size: u64) -> bool {
+    let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().expect("8 bytes");
+    u64::from_le_bytes(bytes) % target_bytes() < size
+}
+
+/// The key of a member: a hash of the hashes of its record documents, in order, and of the way
+/// they become lines (`pretty` documents are made compact).
+pub fn member_key<'h>(pretty: bool, hashes: impl Iterator<Item = &'h blake3::Hash>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&[u8::from(pretty)]);
+    for hash in hashes {
+        hasher.update(hash.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// One gzip member of a bulk-data file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Its key (see [`member_key`]).
+    pub key: String,
+    /// Records it holds: one line each.
+    pub records: u64,
+    /// Where its bytes start in the file.
+    pub offset: u64,
+    /// Its bytes (compressed).
+    pub length: u64,
+}
+
+/// The members of one bulk-data file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileMembers {
+    /// BLAKE3 (hex) of the file's bytes.
+    pub blake3: String,
+    /// Its members, in order.
+    pub members: Vec<Member>,
+}
+
+/// The member table: each bulk-data file's members, by tree path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Table {
+    /// Files by tree path.
+    pub files: BTreeMap<String, FileMembers>,
+}
+
+impl Table {
+    /// Where the member table of the tree in `out` is kept: beside it, never published.
+    pub fn path(out: &Path) -> PathBuf {
+        crate::fsutil::beside(out, "gen-bulk")
+    }
+
+    /// The member table of the tree in `out`; empty when there is none or it cannot be read (the
+    /// files are then written whole).
+    pub fn read(out: &Path) -> Table {
+        let Ok(file) = std::fs::File::open(Table::path(out)) else { return Table::default() };
+        let regular = file.metadata().is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_TABLE_BYTES);
+        let bytes = if regular { crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok() } else { None };
+        bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+    }
+
+    /// Writes the table beside the tree in `out` (into a temporary file renamed into place).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        let path = Table::path(out);
+        let temporary = crate::fsutil::beside(out, "gen-bulk.tmp");
+        let bytes = serde_json::to_vec(self).expect("the member table serialises");
+        std::fs::write(&temporary, bytes).with_context(|| format!("cannot write {}", temporary.display()))?;
+        crate::fsutil::rename(&temporary, &path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_depends_on_the_record_alone_and_comes_about_every_target_bytes() {
+        let hashes: Vec<blake3::Hash> = (0..20_000u32).map(|n| blake3::hash(&n.to_le_bytes())).collect();
+        let cuts = hashes.iter().filter(|hash| ends_member(hash, 1000)).count();
+        let expected = 20_000 * 1000 / target_bytes() as usize;
+        assert!(cuts > expected / 2 && cuts < expected * 2, "{cuts} cuts, about {expected} expected");
+        assert!(hashes.iter().all(|hash| ends_member(hash, target_bytes())), "a record of the target ends one");
+    }
+}
