@@ -119,6 +119,12 @@ pub struct BuildSummary {
     pub up_to_date: bool,
 }
 
+impl BuildSummary {
+    fn of(dataset: &load::Dataset, report: write::WriteReport, up_to_date: bool) -> BuildSummary {
+        BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date }
+    }
+}
+
 /// Loads and fully validates `data`, returning the dataset or every problem found.
 pub fn check(data: &Path) -> Result<load::Dataset> {
     load::require_folder(data)?;
@@ -168,14 +174,7 @@ pub fn build(
     let started_ns = index::now_ns();
     let timer = crate::progress::StepTimer::from_env();
     load::require_folder(data)?;
-    if crate::fsutil::is_inside(out, data) {
-        anyhow::bail!(
-            "--out {} is inside --data {}: every later build would read the tree's own files as data and fail; \
-             write the tree beside the data folder instead (e.g. --out out)",
-            out.display(),
-            data.display()
-        );
-    }
+    require_out_beside(data, out)?;
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
     if let Some(found) = previous.unchanged(data, options) {
@@ -188,20 +187,10 @@ pub fn build(
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
-        // The same tree again keeps the date it was deployed with (and is found up to date);
-        // committed data is dated by its commit, the same for every clone of it.
-        settings.deploy_date = match previous.index.as_ref().filter(|i| i.settings.same_but_date(&settings)) {
-            Some(index) => index.settings.deploy_date.clone(),
-            None => date::data_commit_epoch(data).map_or(settings.deploy_date, |epoch| epoch.to_string()),
-        };
+        settings.deploy_date = deploy_date(data, &settings, previous.index.as_ref());
     }
     let dataset = &loaded.dataset;
-    let summary = |report, up_to_date| BuildSummary {
-        resources: dataset.resources.len(),
-        records: dataset.record_count(),
-        report,
-        up_to_date,
-    };
+    let summary = |report, up_to_date| BuildSummary::of(dataset, report, up_to_date);
     let decision = decide(&previous, &settings, &loaded.files);
     timer.step("decide (check the tree against the index)");
     if let Decision::UpToDate = decision {
@@ -234,18 +223,14 @@ pub fn build(
             progress,
         },
     )?;
-    match written.report.manifest_patched {
-        Some(entries) => timer.step(&format!("render, write and commit (manifest patched: {entries} entries changed)")),
-        None => timer.step("render, write and commit"),
-    }
+    let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
+    timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let dir = previous.target.dir.clone();
     drop(previous);
     drop(outputs);
     let schemas = rendering.renderer.schemas();
-    let manifest_path = dir.join(manifest::MANIFEST_FILE);
     let index = index::Index {
-        manifest: fsutil::Stamp::of_file(&manifest_path)
-            .with_context(|| format!("cannot read {}", manifest_path.display()))?,
+        manifest: manifest_stamp(&dir)?,
         started_ns,
         settings,
         lists: list_hashes(dataset),
@@ -256,6 +241,35 @@ pub fn build(
     record_index(&dir, &index);
     timer.step("write the index");
     Ok(summary(written.report, false))
+}
+
+/// Refuses an output folder inside the data folder: every later build would read it as data.
+fn require_out_beside(data: &Path, out: &Path) -> Result<()> {
+    if crate::fsutil::is_inside(out, data) {
+        anyhow::bail!(
+            "--out {} is inside --data {}: every later build would read the tree's own files as data and fail; \
+             write the tree beside the data folder instead (e.g. --out out)",
+            out.display(),
+            data.display()
+        );
+    }
+    Ok(())
+}
+
+/// The date a tree built with `settings` is deployed with, when no `SOURCE_DATE_EPOCH` gives
+/// it: the same tree again keeps the date of the build `previous` describes (and is found up to
+/// date); committed data is dated by its commit, the same for every clone of it; else now.
+fn deploy_date(data: &Path, settings: &BuildSettings, previous: Option<&index::Index>) -> String {
+    match previous.filter(|index| index.settings.same_but_date(settings)) {
+        Some(index) => index.settings.deploy_date.clone(),
+        None => date::data_commit_epoch(data).map_or(settings.deploy_date.clone(), |epoch| epoch.to_string()),
+    }
+}
+
+/// The stamp of the manifest just committed into `dir`, for the index.
+fn manifest_stamp(dir: &Path) -> Result<fsutil::Stamp> {
+    let path = dir.join(manifest::MANIFEST_FILE);
+    fsutil::Stamp::of_file(&path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// What the previous build left in the output folder, opened (and locked) for this one.

@@ -392,10 +392,11 @@ fn failed_build_leaves_the_previous_tree_untouched() {
     let run = build(&data, &out, &[]).fails_with(1);
     assert!(run.stderr().contains("berry/50.json: $.firmness.url:"), "{}", run.stderr());
     assert_eq!(read_tree(&out), before);
-    // beside out/: the data, and the build index of out/ and its kept extracts
+    // beside out/: the data, and the build index of out/, its kept extracts and bulk members
     let siblings: Vec<String> =
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
-    assert_eq!(siblings.len(), 4, "stray files beside out/: {siblings:?}");
+    assert_eq!(siblings.len(), 5, "stray files beside out/: {siblings:?}");
+    assert!(siblings.contains(&".out.gen-bulk".to_string()), "{siblings:?}");
     assert!(siblings.contains(&".out.gen-index".to_string()), "{siblings:?}");
     assert!(siblings.contains(&".out.gen-extract".to_string()), "{siblings:?}");
 }
