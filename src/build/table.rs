@@ -64,10 +64,11 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
     let mut seen: HashMap<i64, u32> = HashMap::new();
     read_lines(file, limit, |span, bytes, hash, problems| {
-        let at = at_line(file, span.line, 1);
+        let at = || at_line(file, span.line, 1);
         let (id, name) = match known.get(hash) {
             Some(line) => (line.id, line.name.map(str::to_string)),
             None => {
+                let at = at();
                 let head = parse_head(&at, bytes).map_err(|p| problems.push(Problem::at_line_of(p, span.line))).ok()?;
                 if head.not_object.is_some() {
                     check_record(&at, 0, &head, problems); // says what the line is instead
@@ -78,7 +79,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
             }
         };
         if let Some(first) = seen.insert(id, span.line) {
-            problems.push(Problem::new(&at, "$.id", format!("id {id} is on line {first} too: ids are unique")));
+            problems.push(Problem::new(&at(), "$.id", format!("id {id} is on line {first} too: ids are unique")));
             return None;
         }
         Some(Record { id, name, subdocs: Vec::new(), line: Some(span) })
@@ -172,12 +173,12 @@ fn read_lines<T>(
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let span = Span { offset, len: bytes.len() as u32, line: number };
         offset += n;
-        let at = at_line(file, number, 1);
+        let at = || at_line(file, number, 1);
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            out.problems.push(Problem::whole(&at, "blank line: a table holds one record a line; remove it"));
+            out.problems.push(Problem::whole(&at(), "blank line: a table holds one record a line; remove it"));
         } else if bytes.len() as u64 > limit || bytes.len() > u32::MAX as usize {
             out.problems.push(Problem::whole(
-                &at,
+                &at(),
                 format!("a line longer than the {} MB limit: raise \"max_document_mb\" in gen.json", limit >> 20),
             ));
         } else {
@@ -239,9 +240,10 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
         let rel = DataPath::Table { segment }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+        files.reserve(read.lines.len());
         for line in &read.lines {
-            let (rel, name) = (Place { segment, kind: None, id: line.item.id }.data_file(), line.item.name.clone());
-            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
+            let (place, name) = (Place { segment, kind: None, id: line.item.id }, line.item.name.clone());
+            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
         }
         problems.extend(read.problems);
         // Into a vector of its own size: collected in place, it would keep the lines' larger one.
@@ -271,10 +273,11 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+        files.reserve(read.lines.len());
         for line in &read.lines {
             let (id, subdoc) = &line.item;
-            let rel = Place { segment, kind: Some(&subdoc.name), id: *id }.data_file();
-            files.insert(&rel, DataFile { stamp, hash: Hash(line.hash), name: None, line: subdoc.line });
+            let place = Place { segment, kind: Some(&subdoc.name), id: *id };
+            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name: None, line: subdoc.line });
         }
         problems.extend(read.problems);
         subdocs.extend(read.lines.into_iter().map(|line| (segment.clone(), line.item.0, line.item.1)));

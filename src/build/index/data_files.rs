@@ -37,17 +37,21 @@ impl DataFiles {
     /// every file is in.
     pub fn insert(&mut self, rel: &str, file: DataFile) {
         match Place::of_data_file(rel) {
-            Some(place) => {
-                let key = self.places.key(&place);
-                let name = self.places.names.add(file.name.as_deref());
-                let stamp = file.line.map_or(file.stamp, span_stamp);
-                self.entries.push(Entry { key, name, stamp, hash: *file.hash.0.as_bytes() });
-                self.sorted = false;
-            }
+            Some(place) => self.insert_place(&place, file),
             None => {
                 self.other.insert(rel.to_string(), file);
             }
         }
+    }
+
+    /// Adds the record or sub-document file at `place` (a table's line, by the file it stands
+    /// for), without making and parsing its path.
+    pub fn insert_place(&mut self, place: &Place<'_>, file: DataFile) {
+        let key = self.places.key(place);
+        let name = self.places.names.add(file.name.as_deref());
+        let stamp = file.line.map_or(file.stamp, span_stamp);
+        self.entries.push(Entry { key, name, stamp, hash: *file.hash.0.as_bytes() });
+        self.sorted = false;
     }
 
     /// Makes room for `n` more files.
