@@ -353,6 +353,9 @@ fn manifest_patched(run: &Run) -> Option<usize> {
     stderr[at..].split(' ').next()?.parse().ok()
 }
 
+/// A named change of the model.
+type ModelEdit = dyn Fn(&mut Model);
+
 /// A build that changes a few documents writes its manifest by patching the previous one: it
 /// says how many entries it changed (a handful of a tree's), and the manifest and tree are a
 /// fresh build's, byte for byte: after an edit, after records added whose paths sort between
@@ -367,7 +370,7 @@ fn an_edit_patches_the_manifest_entries_it_changes() {
         model.sync(&data);
         build(&data, &out, options).ok();
         let entries = read_json(&out.join("manifest.json"))["files"].as_object().unwrap().len();
-        let edits: [(&str, &dyn Fn(&mut Model)); 3] = [
+        let edits: [(&str, &ModelEdit); 3] = [
             ("thing 5 edited", &|m| m.things.get_mut(&5).unwrap().value = "\"edited\"".to_string()),
             ("things added", &|m| {
                 for (id, name) in [(71, "thing-15a"), (72, "thing-1"), (73, "aardvark")] {

@@ -24,6 +24,9 @@ pub(super) struct BulkFiles {
     pub(super) index: Vec<u8>,
 }
 
+/// One resource's bulk-data file as staged: its index entry, path, placement and members.
+type Staged = (Entry, String, Placed, Option<FileMembers>);
+
 /// Keeps or writes every resource's bulk-data file, in parallel (`None` when the tree has none:
 /// `"bulk": false`). `lists`: each list's hash, as the build index records it.
 pub(super) fn stage_bulk(
@@ -46,7 +49,7 @@ pub(super) fn stage_bulk(
             records.get_mut(segment).expect("a planned resource").push(i);
         }
     }
-    let done: Vec<Result<(Entry, String, Placed, Option<FileMembers>)>> = records
+    let done: Vec<Result<Staged>> = records
         .par_iter()
         .map(|(segment, indices)| {
             let old = previous.get(*segment);
