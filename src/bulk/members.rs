@@ -12,7 +12,7 @@
 //! key (a hash of its records' hashes), its records, its byte offset and its length. A member
 //! is copied only from a file whose bytes hash to what the table says.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,9 +90,9 @@ impl Table {
     /// The member table of the tree in `out`; empty when there is none or it cannot be read (the
     /// files are then written whole).
     pub fn read(out: &Path) -> Table {
-        let Ok(file) = std::fs::File::open(Table::path(out)) else { return Table::default() };
-        let regular = file.metadata().is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_TABLE_BYTES);
-        let bytes = if regular { crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok() } else { None };
+        // Opened without waiting (a FIFO there is not a table) or following a link.
+        let file = crate::fsutil::open_regular_file(&Table::path(out), MAX_TABLE_BYTES, true).ok();
+        let bytes = file.and_then(|file| crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok());
         bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
     }
 
@@ -101,7 +101,8 @@ impl Table {
         let path = Table::path(out);
         let temporary = crate::fsutil::beside(out, "gen-bulk.tmp");
         let bytes = serde_json::to_vec(self).expect("the member table serialises");
-        std::fs::write(&temporary, bytes).with_context(|| format!("cannot write {}", temporary.display()))?;
+        // Created anew: a link left at the temporary name is removed, never written through.
+        crate::fsutil::write_new(&temporary, &bytes)?;
         crate::fsutil::rename(&temporary, &path)
     }
 }

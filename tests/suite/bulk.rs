@@ -306,3 +306,80 @@ fn a_resource_larger_than_the_memory_bound_is_written_streamed() {
     assert_eq!(lines.len(), 160);
     assert!(lines.iter().enumerate().all(|(i, record)| record["id"] == i as u64 + 1));
 }
+
+/// Gives berry 2's record in `data` the note `with` (otherwise the record `sample_data` writes).
+fn edit_a_berry(data: &Path, with: &str) {
+    let record = format!(
+        r#"{{"id": 2, "name": "berry-2", "size": 2.5, "note": "{with}", "firmness": {{"name": "firm-3", "url": "/api/v2/firmness/3/"}}, "item": {{"name": "item-2", "url": "/api/v2/item/2/"}}, "effect": {{"url": "/api/v2/effect/3/"}}}}"#
+    );
+    std::fs::write(data.join("berry/2.json"), record).unwrap();
+}
+
+/// Members of a few records each.
+const TINY_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "300")];
+
+fn read_json_text(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// `gen build --verify` trusts nothing of the previous build, the member table included: a
+/// table whose members' keys were swapped (the file's own hash still right) made a verify build
+/// copy two members into the wrong places, and the next verify build kept them.
+#[test]
+fn verify_writes_bulk_files_whole_whatever_the_member_table_says() {
+    let tmp = TempDir::new("bulk-verify");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    // the berries as a table: its members' records' sizes come from the index's line spans
+    let mut berries: Vec<(u64, String)> = std::fs::read_dir(data.join("berry"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .map(|record| (read_json_text(&record)["id"].as_u64().unwrap(), record.trim().to_string()))
+        .collect();
+    berries.sort();
+    let lines: Vec<String> = berries.into_iter().map(|(_, record)| record).collect();
+    std::fs::write(data.join("berry.ndjson"), lines.join("\n") + "\n").unwrap();
+    std::fs::remove_dir_all(data.join("berry")).unwrap();
+    build_with(&data, &out, &[], &TINY_MEMBERS).ok();
+    let table_path = tmp.join(".out.gen-bulk");
+    let mut table = read_json(&table_path);
+    let berry = table["files"].as_object_mut().unwrap().iter_mut().find(|(path, _)| path.contains("/berry-"));
+    let members = berry.expect("a berry file in the member table").1["members"].as_array_mut().unwrap();
+    assert!(members.len() >= 5, "{} members", members.len());
+    let (third, fourth) = (members[3]["key"].clone(), members[4]["key"].clone());
+    members[3]["key"] = fourth;
+    members[4]["key"] = third;
+    std::fs::write(&table_path, serde_json::to_vec(&table).unwrap()).unwrap();
+    build_with(&data, &out, &["--verify"], &TINY_MEMBERS).ok();
+    build_with(&data, &tmp.join("fresh"), &[], &TINY_MEMBERS).ok();
+    assert!(read_tree(&out) == read_tree(&tmp.join("fresh")), "a verify build equals a fresh build");
+}
+
+/// The build's own files beside the tree are created anew, never written through a link left
+/// at their names (docs/builds.md, "The tree's own files"), and a FIFO at the member table's
+/// name is not waited on.
+#[test]
+fn the_member_table_and_kept_extracts_are_never_written_through_links() {
+    let tmp = TempDir::new("bulk-links");
+    let (data, out, elsewhere) = (tmp.join("data"), tmp.join("out"), tmp.join("elsewhere"));
+    sample_data(&data);
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let victim = tmp.join("victim.txt");
+    std::fs::write(&victim, "victim").unwrap();
+    std::os::unix::fs::symlink(&victim, tmp.join(".out.gen-bulk.tmp")).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::remove_dir_all(tmp.join(".out.gen-extract")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, tmp.join(".out.gen-extract")).unwrap();
+    edit_a_berry(&data, "linked");
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim", "the link's target is untouched");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing written in the linked folder");
+    assert!(!tmp.join(".out.gen-bulk").is_symlink() && tmp.join(".out.gen-extract").is_dir());
+    // a FIFO at the member table's name: the build goes on (the files written whole)
+    make_hostile(&tmp.join(".out.gen-bulk"), "fifo");
+    edit_a_berry(&data, "fifo");
+    let ended = guarded(&["build", "--quiet", "--data", utf8(&data), "--out", utf8(&out)]);
+    assert!(ended.code == Some(0) && !ended.killed, "{}", ended.describe());
+    build_with(&data, &tmp.join("fresh"), &[], &[]).ok();
+    assert!(read_tree(&out) == read_tree(&tmp.join("fresh")), "the tree equals a fresh build's");
+}

@@ -79,8 +79,8 @@ impl<'a> ExtractStore<'a> {
         let path = self.file(segment);
         let temporary = path.with_extension("tmp");
         let written = (|| -> std::io::Result<()> {
-            std::fs::create_dir_all(&self.dir)?;
-            let file = std::fs::File::create(&temporary)?;
+            own_folder(&self.dir)?;
+            let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
             out.write_all(MAGIC)?;
             out.write_all(&FORMAT.to_le_bytes())?;
@@ -159,6 +159,18 @@ fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i6
         return Err("trailing bytes".into());
     }
     Ok(rows)
+}
+
+/// Makes `dir` a folder of its own: anything else at its name (a link to a folder elsewhere, a
+/// file) is removed first, so that the kept extracts are never written through a link.
+fn own_folder(dir: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => std::fs::remove_file(dir)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::create_dir(dir)
 }
 
 #[cfg(test)]

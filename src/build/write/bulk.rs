@@ -41,7 +41,9 @@ pub(super) fn stage_bulk(
         return Ok(None);
     }
     let (previous, trusted) = previous_entries(writer);
-    let table = writer.tree.map(|tree| Table::read(tree.path())).unwrap_or_default();
+    // The member table is trusted as the index is, and only with it: `--verify` (which uses no
+    // index) writes every file whole, so that a damaged table cannot carry into the tree.
+    let table = writer.tree.filter(|_| writer.index.is_some()).map(|tree| Table::read(tree.path())).unwrap_or_default();
     let mut records: BTreeMap<&str, Vec<usize>> =
         docs.dataset.resources.keys().map(|segment| (segment.as_str(), Vec::new())).collect();
     for (i, output) in docs.outputs.iter().enumerate() {
