@@ -222,6 +222,16 @@ impl Server {
             }
         };
         command.args(&serve_args);
+        // SIGINT as a terminal gives it: a test run started in the background by a shell (as a
+        // CI script may be) inherits SIGINT ignored, and `gen serve` would inherit that too.
+        // SAFETY: signal() is async-signal-safe, called in the child between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("gen serve starts");
         let stderr = collect(child.stderr.take().unwrap());
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
