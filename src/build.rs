@@ -226,6 +226,10 @@ pub fn build(
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let dir = previous.target.dir.clone();
+    let docs = written.docs.table(previous.index.take().map(|index| index.docs));
+    let mut report = written.report;
+    let (files, bytes) = docs.totals();
+    (report.files, report.bytes) = (report.files + files, report.bytes + bytes);
     drop(previous);
     drop(outputs);
     let schemas = rendering.renderer.schemas();
@@ -236,11 +240,11 @@ pub fn build(
         lists: list_hashes(dataset),
         schemas,
         data: loaded.files,
-        docs: written.docs,
+        docs,
     };
     record_index(&dir, &index);
     timer.step("write the index");
-    Ok(summary(written.report, false))
+    Ok(summary(report, false))
 }
 
 /// Refuses an output folder inside the data folder: every later build would read it as data.
@@ -466,6 +470,34 @@ impl write::Documents for Rendering<'_> {
             | plan::Content::FilterValues { segment, .. }
             | plan::Content::FilterPage { segment, .. } => self.extract_dirty(segment),
         }
+    }
+
+    fn visit(&self, plan: &plan::Plan<'_>) -> Option<Vec<usize>> {
+        let (changed, _) = self.partial.as_ref()?;
+        let mut visit = Vec::new();
+        for rel in changed {
+            let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, tables
+            let Some(resource) = self.dataset.resources.get(place.segment) else { continue };
+            let Some(&position) = resource.by_id.get(&place.id) else { continue };
+            let record = &resource.records[position];
+            let subdoc = match place.kind {
+                None => None,
+                Some(kind) => record.subdocs.iter().position(|s| s.name == kind),
+            };
+            visit.extend(plan.position_of(place.segment, position, subdoc));
+            // an added record may take a shared name's path from another: those are visited too
+            if place.kind.is_none() && !resource.shadowed.is_empty() && record.name.is_some() {
+                let same_name = resource.records.iter().enumerate().filter(|(_, r)| r.name == record.name);
+                for (position, other) in same_name {
+                    visit.extend(plan.position_of(place.segment, position, None));
+                    let subdocs = (0..other.subdocs.len()).map(|n| plan.position_of(place.segment, position, Some(n)));
+                    visit.extend(subdocs.flatten());
+                }
+            }
+        }
+        visit.sort_unstable();
+        visit.dedup();
+        Some(visit)
     }
 
     fn render(&self, output: &plan::Output<'_>) -> write::Rendered {

@@ -39,7 +39,7 @@ pub use codec::ENTRY_BYTES;
 pub use data_files::{DataFiles, TableLine};
 pub use extracts::{ExtractStore, Kept};
 pub use format::FORMAT;
-pub use tree_docs::{DocumentFiles, OtherDoc};
+pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;
 
 use crate::build::data_path::DataPath;

@@ -201,6 +201,34 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The position of the document of record `position` of `segment` (its sub-document
+    /// `subdoc`'s, when given), found without walking the plan.
+    pub fn position_of(&self, segment: &str, position: usize, subdoc: Option<usize>) -> Option<usize> {
+        self.parts.iter().zip(&self.starts).find_map(|(part, start)| match part {
+            Part::Records { segment: s, firsts } if *s == segment => {
+                Some(start + *firsts.get(position)? as usize + subdoc.map_or(0, |n| n + 1))
+            }
+            _ => None,
+        })
+    }
+
+    /// The positions of the records of `segment` (not their sub-documents), in list order.
+    pub fn record_positions(&self, segment: &str) -> Vec<usize> {
+        let run = self.parts.iter().zip(&self.starts).find_map(|(part, start)| match part {
+            Part::Records { segment: s, firsts } if *s == segment => Some((start, firsts)),
+            _ => None,
+        });
+        run.map_or_else(Vec::new, |(start, firsts)| firsts.iter().map(|&first| start + first as usize).collect())
+    }
+
+    /// The documents that list their paths, with their positions.
+    pub fn listed_positions(&self) -> impl Iterator<Item = (usize, &Output<'a>)> + '_ {
+        self.parts.iter().zip(&self.starts).filter_map(|(part, &start)| match part {
+            Part::One(output) => Some((start, output)),
+            Part::Records { .. } => None,
+        })
+    }
+
     /// Every document, in order.
     pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Output<'a>>> + '_ {
         (0..self.len).map(|i| self.get(i))

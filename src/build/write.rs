@@ -23,9 +23,9 @@ pub use journal::{Journal, journal_path, read_journal};
 use commit::{commit_in_place, gone_paths, stamps_after_commit};
 use docs::Docs;
 use listing::write_manifest;
-use stage::{Stager, stage_documents};
+use stage::{Placements, Stager, stage_documents};
 
-use crate::build::index::{DocumentFiles, Index};
+use crate::build::index::{DocChanges, DocumentFiles, Index};
 use crate::build::load::Dataset;
 use crate::build::plan::{Output, Plan};
 use crate::problem::Problem;
@@ -68,11 +68,35 @@ pub struct Previous<'i> {
 }
 
 /// What a write did, and every document of the tree with its hash and stamp, for the index.
-pub struct Written {
-    /// What was written, kept and removed.
+pub struct Written<'o> {
+    /// What was written, kept and removed (the files and bytes of the manifest only: those of
+    /// the documents are counted from the table, see [`NewDocs::table`]).
     pub report: WriteReport,
-    /// Every document of the tree with its hash and stamp.
-    pub docs: DocumentFiles,
+    /// Every document of the tree with its hash and stamp, or the changes to the previous
+    /// build's table.
+    pub docs: NewDocs<'o>,
+}
+
+/// The new tree's table of documents, for the index.
+pub enum NewDocs<'o> {
+    /// Every document, as a write that visited each one found it.
+    Whole(DocumentFiles),
+    /// What a partial write changed in the previous build's table.
+    Changes(DocChanges<'o>),
+}
+
+impl NewDocs<'_> {
+    /// The table: the whole one, or `previous` (the previous build's) with the changes made.
+    pub fn table(self, previous: Option<DocumentFiles>) -> DocumentFiles {
+        match self {
+            NewDocs::Whole(table) => table,
+            NewDocs::Changes(changes) => {
+                let mut table = previous.expect("a partial write changes the previous build's table");
+                table.apply(changes);
+                table
+            }
+        }
+    }
 }
 
 /// The documents a write takes, from the render step: which planned documents need rendering,
@@ -80,6 +104,11 @@ pub struct Written {
 pub trait Documents: Sync {
     /// True when `output` must be rendered; otherwise it is taken from the previous tree.
     fn dirty(&self, output: &Output<'_>) -> bool;
+    /// In a build that renders only some records: the positions in `plan` of the records and
+    /// sub-documents that may need it, sorted. The writer visits those and every document that
+    /// is not a record's (a few per list); every other record it takes from the previous tree
+    /// unvisited, as the index has it. `None`: every document is visited.
+    fn visit(&self, plan: &Plan<'_>) -> Option<Vec<usize>>;
     /// The bytes of `output`, or the problems found in its source.
     fn render(&self, output: &Output<'_>) -> Rendered;
     /// The bytes of `output` rendered once more, seen by nothing (the schemas saw it already):
@@ -119,7 +148,7 @@ pub struct WriteJob<'a, 'o> {
 /// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
 /// into place; into an existing tree, each new file is renamed over its path, files gone from
 /// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Written> {
+pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Result<Written<'o>> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
@@ -140,7 +169,7 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
         bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, write.lists)?
     {
         for (path, file) in bulk.files {
-            placed.push(file);
+            placed.push(docs.count(), file);
             docs.late.push(vec![path]);
         }
         late.push((crate::tree::layout::BULK_INDEX_PATH.to_string(), bulk.index));
@@ -148,10 +177,10 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
     for (path, bytes) in late {
         let paths = vec![path];
         let previous = writer.index.and_then(|index| index.docs.other(&paths));
-        placed.push(writer.place(&paths, previous, &bytes)?);
+        placed.push(docs.count(), writer.place(&paths, previous, &bytes)?);
         docs.late.push(paths);
     }
-    let gone = gone_paths(previous, &docs);
+    let gone = gone_paths(previous, &docs, &placed);
     let patched = match (tree.as_ref(), previous.index) {
         (Some(tree), Some(index)) if previous.killed.is_none() && previous.listed.is_empty() => {
             match manifest_changes(&docs, &placed, &gone) {
@@ -164,12 +193,15 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
     };
     let manifest_bytes = match patched {
         Some((bytes, _)) => bytes,
-        None => write_manifest(write.manifest, &stage, &docs, &placed)?,
+        None => {
+            let previous_hash = |i: usize| writer.previous(&docs, &docs.doc(i)).map(|file| file.hash.0);
+            write_manifest(write.manifest, &stage, &docs, &placed.whole_list(docs.count(), previous_hash)?)?
+        }
     };
 
     if target.exists {
         // Only the staged documents are looked up in the plan (not every one of a large tree).
-        let staged = || placed.iter().enumerate().filter(|(_, p)| p.staged).flat_map(|(i, _)| docs.paths(&docs.doc(i)));
+        let staged = || placed.visited().filter(|(_, p)| p.staged).flat_map(|(i, _)| docs.paths(&docs.doc(i)));
         // Without --gzip, the .gz siblings a previous build left go too.
         let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()
@@ -195,11 +227,11 @@ pub fn write_tree(target: &mut FolderLock, write: WriteJob<'_, '_>) -> Result<Wr
 /// gone (without). A document taken from the index has the same paths and hash as before.
 /// `None` when more than half the documents changed: the manifest is then written whole,
 /// without holding every changed path at once.
-fn manifest_changes(docs: &Docs<'_, '_>, placed: &[stage::Placed], gone: &[String]) -> Option<Vec<patch::Change>> {
-    if placed.iter().filter(|placed| !placed.from_index).count() + gone.len() > placed.len() / 2 {
+fn manifest_changes(docs: &Docs<'_, '_>, placed: &Placements, gone: &[String]) -> Option<Vec<patch::Change>> {
+    if placed.visited().filter(|(_, placed)| !placed.from_index).count() + gone.len() > docs.count() / 2 {
         return None;
     }
-    let changed = placed.iter().enumerate().filter(|(_, placed)| !placed.from_index);
+    let changed = placed.visited().filter(|(_, placed)| !placed.from_index);
     let paths = |(i, placed): (usize, &stage::Placed)| {
         let hash = placed.hash;
         docs.paths(&docs.doc(i)).into_iter().map(move |path| (path, Some(hash)))

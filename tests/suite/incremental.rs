@@ -508,3 +508,47 @@ fn an_unchanged_build_still_reports_a_resource_held_twice() {
     let run = build(&data, &out, &[]).fails_with(1);
     assert!(run.stderr().contains("thing is held twice"), "{}", run.stderr());
 }
+
+/// A record added with a lower id than another carrying the same shared name takes the name's
+/// paths from it (the lowest id owns them): the partial build that follows visits the other
+/// record too, so the tree and the index are as a fresh build's, and stay so after a further
+/// edit of that record.
+#[test]
+fn an_added_record_taking_a_shared_names_paths_is_built_as_afresh() {
+    let tmp = TempDir::new("shared-name-added");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let thing = |id: u32, name: &str, value: u32| format!(r#"{{"id": {id}, "name": "{name}", "value": {value}}}"#);
+    write_files(
+        &data,
+        &[
+            ("gen.json", r#"{"shared_names": {"thing": ["same"]}}"#.into()),
+            ("thing/2.json", thing(2, "other", 1)),
+            ("thing/5.json", thing(5, "same", 1)),
+            ("thing/5/extra.json", r#"{"note": 5}"#.into()),
+            ("thing/7.json", thing(7, "same", 1)),
+        ],
+    );
+    // more records, so that the change is a small part of the tree (else the manifest is written whole)
+    let more: Vec<(String, String)> =
+        (10..60).map(|id| (format!("thing/{id}.json"), thing(id, &format!("t{id}"), 1))).collect();
+    let more: Vec<(&str, String)> = more.iter().map(|(path, text)| (path.as_str(), text.clone())).collect();
+    write_files(&data, &more);
+    build(&data, &out, &[]).ok();
+    let fresh_equals = |step: &str| {
+        let fresh = tmp.join(&format!("fresh-{step}"));
+        build(&data, &fresh, &[]).ok();
+        let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
+        let differ: Vec<&String> =
+            ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).collect();
+        assert!(differ.is_empty(), "{step}: the rebuilt tree differs from a fresh build at {differ:?}");
+    };
+    write_files(&data, &[("thing/3.json", thing(3, "same", 1))]);
+    let run = build_with(&data, &out, &[], &[("GEN_TIMINGS", "1")]).ok();
+    assert!(run.stderr().contains("manifest patched"), "an addition is a partial build: {}", run.stderr());
+    let by_name = read_json(&out.join("api/v2/thing/same/index.json"));
+    assert_eq!(by_name["id"], 3, "the lowest id owns the shared name's path");
+    fresh_equals("added");
+    write_files(&data, &[("thing/5.json", thing(5, "same", 2)), ("thing/5/extra.json", r#"{"note": 6}"#.into())]);
+    build(&data, &out, &[]).ok();
+    fresh_equals("edited");
+}

@@ -36,7 +36,68 @@ pub struct DocumentFiles {
     pub(super) by_name: OnceLock<HashMap<(u32, String, u32), usize>>,
 }
 
+/// What a partial build changed in the previous build's table of documents: the records and
+/// sub-documents written or added, and every document that is not a record's (they replace
+/// the previous ones: a few per list).
+#[derive(Debug, Default)]
+pub struct DocChanges<'p> {
+    /// Each record or sub-document changed or added: its place, the name it is also
+    /// published under, and its file.
+    pub keyed: Vec<(Place<'p>, Option<&'p str>, DocumentFile)>,
+    /// Every document that is not a record's.
+    pub others: Vec<OtherDoc>,
+}
+
 impl DocumentFiles {
+    /// Makes `changes`: each changed record's entry replaced, added ones inserted, and the
+    /// documents that are not records' replaced by those given.
+    pub fn apply(&mut self, changes: DocChanges<'_>) {
+        let (mut added, sorted) = (false, self.entries.len());
+        for (place, name, file) in changes.keyed {
+            let key = self.places.find(&place);
+            let found = key.and_then(|key| self.entries[..sorted].binary_search_by_key(&key, |e| e.key).ok());
+            let Some(at) = found else {
+                self.push_keyed(&place, name, file);
+                added = true;
+                continue;
+            };
+            if self.places.names.get(self.entries[at].name) != name {
+                self.entries[at].name = self.places.names.add(name);
+            }
+            self.entries[at].stamp = file.stamp;
+            self.entries[at].hash = *file.hash.0.as_bytes();
+            if let Some(gz) = file.gz.filter(|_| at < self.gz.len()) {
+                self.gz[at] = gz;
+            }
+        }
+        if added {
+            self.finish();
+        }
+        self.other.clear();
+        self.other_by_path.clear();
+        for doc in changes.others {
+            self.push_other(doc.paths, doc.file);
+        }
+        self.by_name = OnceLock::new();
+    }
+
+    /// The files (a document's paths, and their `.gz` siblings) and bytes of the tree.
+    pub fn totals(&self) -> (usize, u64) {
+        let mut totals = (0, 0);
+        let mut count = |paths: usize, file: &DocumentFile| {
+            totals.0 += paths * (1 + usize::from(file.gz.is_some()));
+            totals.1 += paths as u64 * (file.stamp.size + file.gz.map_or(0, |gz| gz.size));
+        };
+        for i in 0..self.entries.len() {
+            let (_, name, file) = self.entry(i);
+            count(1 + usize::from(name.is_some()), &file);
+        }
+        for doc in &self.other {
+            count(doc.paths.len(), &doc.file);
+        }
+        totals
+    }
+
     /// Adds the document at `place`, also published under `name` when given.
     pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: DocumentFile) {
         let key = self.places.key(place);
@@ -98,6 +159,14 @@ impl DocumentFiles {
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         let (_, old_name, file) = self.entry(at);
         (old_name == name).then_some(file)
+    }
+
+    /// The name the document at `place` is published under (`Some(None)`: none), when the
+    /// table has it.
+    pub fn name_of(&self, place: &Place<'_>) -> Option<Option<&str>> {
+        let key = self.places.find(place)?;
+        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
+        Some(self.places.names.get(self.entries[at].name))
     }
 
     /// The other document at exactly `paths`.

@@ -6,8 +6,8 @@
 //! compressed. Then the bulk-data index, and the member table beside the tree.
 
 use super::Documents;
-use super::docs::Docs;
-use super::stage::{Placed, Stager};
+use super::docs::{Doc, Docs};
+use super::stage::{Placed, Placements, Stager};
 use crate::build::plan::Content;
 use crate::bulk::members::{self, FileMembers, Member, Table};
 use crate::bulk::{self, Entry};
@@ -16,7 +16,7 @@ use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The bulk-data files of a write, each with its placement, and the bytes of the index.
 pub(super) struct BulkFiles {
@@ -33,7 +33,7 @@ pub(super) fn stage_bulk(
     writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
-    placed: &[Placed],
+    placed: &Placements,
     settings: &BuildSettings,
     lists: &BTreeMap<String, String>,
 ) -> Result<Option<BulkFiles>> {
@@ -44,19 +44,20 @@ pub(super) fn stage_bulk(
     // The member table is trusted as the index is, and only with it: `--verify` (which uses no
     // index) writes every file whole, so that a damaged table cannot carry into the tree.
     let table = writer.tree.filter(|_| writer.index.is_some()).map(|tree| Table::read(tree.path())).unwrap_or_default();
-    let mut records: BTreeMap<&str, Vec<usize>> =
-        docs.dataset.resources.keys().map(|segment| (segment.as_str(), Vec::new())).collect();
-    for (i, output) in docs.outputs.iter().enumerate() {
-        if let Content::Record { segment, .. } = output.content {
-            records.get_mut(segment).expect("a planned resource").push(i);
+    // the resources with a record written anew (only the documents visited are looked at)
+    let mut staged: HashSet<&str> = HashSet::new();
+    for (i, _) in placed.visited().filter(|(i, placed)| placed.staged && *i < docs.outputs.len()) {
+        if let Content::Record { segment, .. } = docs.outputs.get(i).content {
+            staged.insert(segment);
         }
     }
-    let done: Vec<Result<Staged>> = records
+    let segments: Vec<&str> = docs.dataset.resources.keys().map(String::as_str).collect();
+    let done: Vec<Result<Staged>> = segments
         .par_iter()
-        .map(|(segment, indices)| {
+        .map(|segment| {
             let old = previous.get(*segment);
             let unchanged = |_: &&Entry| {
-                let records_kept = indices.iter().all(|&i| !placed[i].staged);
+                let records_kept = !staged.contains(segment);
                 let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
                 trusted && records_kept && list_kept
             };
@@ -71,7 +72,7 @@ pub(super) fn stage_bulk(
             }
             let from = old.and_then(|old| previous_members(writer, &table, old));
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
-            let (written, members) = job.write(segment, indices, from.as_ref())?;
+            let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
             let updated_at = match old {
                 Some(old) if old.sha256 == written.sha256 => &old.updated_at,
                 _ => &settings.deploy_date,
@@ -146,12 +147,12 @@ fn record_bytes(
     writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
-    placed: &[Placed],
+    placed: &Placements,
     i: usize,
 ) -> Result<Vec<u8>> {
     let (place, _) = docs.outputs.get(i).place(docs.dataset).expect("a record has a place");
     let path = place.tree_path(place.id);
-    if placed[i].staged {
+    if placed.get(i).is_some_and(|placed| placed.staged) {
         let staged = writer.stage.join(&path);
         return std::fs::read(&staged).with_context(|| format!("cannot read {}", staged.display()));
     }
@@ -199,7 +200,7 @@ struct Members<'a, 'w, 'd, 'o> {
     writer: &'a Stager<'w>,
     docs: &'a Docs<'d, 'o>,
     documents: &'a dyn Documents,
-    placed: &'a [Placed],
+    placed: &'a Placements,
     pretty: bool,
 }
 
@@ -214,14 +215,17 @@ impl Members<'_, '_, '_, '_> {
         from: Option<&PreviousFile<'_>>,
     ) -> Result<(bulk::FileWritten, FileMembers)> {
         let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
-        let mut start = 0;
+        let (mut start, mut hashes) = (0, Vec::new());
         for (n, &i) in indices.iter().enumerate() {
-            if n + 1 < indices.len() && !members::ends_member(&self.placed[i].hash, self.record_size(i)?) {
+            let (hash, size) = self.hash_and_size(i)?;
+            hashes.push(hash);
+            if n + 1 < indices.len() && !members::ends_member(&hash, size) {
                 continue;
             }
             let run = &indices[start..=n];
             start = n + 1;
-            let key = members::member_key(self.pretty, run.iter().map(|&i| &self.placed[i].hash));
+            let key = members::member_key(self.pretty, hashes.iter());
+            hashes.clear();
             match from.and_then(|from| from.members.get(key.as_str()).map(|member| (from, member))) {
                 Some((from, old)) if old.records == run.len() as u64 => {
                     file.copy(key, old.records, &from.file, old.offset, old.length)?
@@ -235,18 +239,28 @@ impl Members<'_, '_, '_, '_> {
         file.finish()
     }
 
-    /// The size of the record document of output `i`: its staged file's, the index's (when it
-    /// is the document in place), else its bytes'.
-    fn record_size(&self, i: usize) -> Result<u64> {
-        let (place, name) = self.docs.outputs.get(i).place(self.docs.dataset).expect("a record has a place");
-        if self.placed[i].staged {
+    /// The hash and size of the record document of output `i`: its staged file's size, the
+    /// index's (when it is the document in place: always for one not visited), else its bytes'.
+    fn hash_and_size(&self, i: usize) -> Result<(blake3::Hash, u64)> {
+        let output = self.docs.outputs.get(i);
+        let (place, name) = output.place(self.docs.dataset).expect("a record has a place");
+        let placed = self.placed.get(i);
+        if let Some(placed) = placed.filter(|placed| placed.staged) {
             let staged = self.writer.stage.join(place.tree_path(place.id));
-            return Ok(std::fs::metadata(&staged).with_context(|| format!("cannot read {}", staged.display()))?.len());
+            let meta = std::fs::metadata(&staged).with_context(|| format!("cannot read {}", staged.display()))?;
+            return Ok((placed.hash, meta.len()));
         }
-        let indexed = self.writer.index.and_then(|index| index.docs.keyed(&place, name));
-        match indexed {
-            Some(file) if file.hash.0 == self.placed[i].hash => Ok(file.stamp.size),
-            _ => Ok(self.record_bytes(i)?.len() as u64),
+        let indexed = match placed {
+            Some(_) => self.writer.index.and_then(|index| index.docs.keyed(&place, name)),
+            None => self.writer.previous(self.docs, &Doc::Planned(output)),
+        };
+        match (placed, indexed) {
+            (Some(placed), Some(file)) if file.hash.0 == placed.hash => Ok((placed.hash, file.stamp.size)),
+            (None, Some(file)) => Ok((file.hash.0, file.stamp.size)),
+            _ => {
+                let bytes = self.record_bytes(i)?;
+                Ok((placed.map_or_else(|| blake3::hash(&bytes), |placed| placed.hash), bytes.len() as u64))
+            }
         }
     }
 

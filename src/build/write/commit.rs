@@ -2,11 +2,12 @@
 //! paths (journal first), the gone ones removed, the manifest last; then the stamps the commit
 //! left, for the index.
 
+use super::docs::Doc;
 use super::docs::Docs;
 use super::journal::journal_path;
-use super::stage::{Placed, previous_file};
-use super::{Previous, WriteReport, Written};
-use crate::build::index::{DocumentFile, DocumentFiles, gz_path};
+use super::stage::{Placed, Placements, previous_file};
+use super::{NewDocs, Previous, WriteReport, Written};
+use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, OtherDoc, Place, gz_path};
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
@@ -16,8 +17,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 /// The files of the previous tree that the new one no longer has, sorted: only files the
-/// previous index, manifest or journal lists are ever removed.
-pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>) -> Vec<String> {
+/// previous index, manifest or journal lists are ever removed. After a partial write (every
+/// record and name of the previous tree is kept, see [`super::Documents::visit`]) only the
+/// records visited (one may have lost a shared name's paths) and the documents that are not
+/// records' are looked at.
+pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>, placed: &Placements) -> Vec<String> {
     let had_files = previous.index.is_some_and(|index| !index.docs.is_empty()) || !previous.listed.is_empty();
     if !had_files {
         return Vec::new(); // a first build: nothing can be gone
@@ -32,7 +36,12 @@ pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>) -> Vec<St
     let names = OnceLock::new();
     let mut gone: Vec<String> = Vec::new();
     if let Some(index) = previous.index {
-        for (place, name, _) in index.docs.each_keyed() {
+        let visited = placed.visited().filter_map(|(i, _)| docs.place(&docs.doc(i)));
+        let keyed: Box<dyn Iterator<Item = (Place<'_>, Option<&str>)>> = match placed.whole() {
+            true => Box::new(index.docs.each_keyed().map(|(place, name, _)| (place, name))),
+            false => Box::new(visited.filter_map(|(place, _)| Some((place, index.docs.name_of(&place)?)))),
+        };
+        for (place, name) in keyed {
             // Still planned under the same paths: nothing of it is gone.
             let same = docs.dataset.resources.get(place.segment).and_then(|r| Some((r, r.get(place.id)?))).is_some_and(
                 |(resource, record)| {
@@ -56,47 +65,61 @@ pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>) -> Vec<St
 
 /// Every document of the committed tree with its hash and stamp, for the index (stamps as the
 /// commit left them: renames and new links change a file's change time), and the write's
-/// report. `manifest_bytes`: the size of the manifest written.
-pub(super) fn stamps_after_commit(
+/// report. `manifest_bytes`: the size of the manifest written. After a partial write, the
+/// changes to the previous build's table: the records visited and not kept, and every document
+/// that is not a record's.
+pub(super) fn stamps_after_commit<'o>(
     committed: &TreeDir,
     previous: &Previous<'_>,
-    docs: &Docs<'_, '_>,
-    placed: &[Placed],
+    docs: &Docs<'_, 'o>,
+    placed: &Placements,
     gzip: bool,
     manifest_bytes: u64,
-) -> Result<Written> {
+) -> Result<Written<'o>> {
     let mut report = WriteReport { files: 1, bytes: manifest_bytes, written: 1, manifest_patched: None };
-    let mut index = DocumentFiles::default();
-    index.reserve(placed.len());
-    for (doc, output) in docs.all().zip(placed) {
-        report.written += output.written as usize;
-        let kept = previous.index.filter(|_| output.from_index).and_then(|index| previous_file(index, docs, &doc));
-        let (paths_count, place) = match docs.place(&doc) {
-            Some((place, name)) => (1 + usize::from(name.is_some()), Some((place, name))),
-            None => (docs.paths(&doc).len(), None),
+    report.written += placed.visited().map(|(_, placed)| placed.written as usize).sum::<usize>();
+    // The file of a document placed at `placed` (unvisited: as the index has it).
+    let file_of = |doc: &Doc<'_, 'o>, placed: Option<&Placed>| -> Result<DocumentFile> {
+        let kept = previous.index.filter(|_| placed.is_none_or(|p| p.from_index));
+        if let Some(kept) = kept.and_then(|index| previous_file(index, docs, doc)) {
+            return Ok(kept);
+        }
+        let placed = placed.context("a document not visited is missing from the build index")?;
+        let first = match docs.place(doc) {
+            Some((place, _)) => place.tree_path(place.id),
+            None => docs.paths(doc).swap_remove(0),
         };
-        let file = match kept {
-            Some(kept) => kept,
-            None => {
-                let first = match place {
-                    Some((place, _)) => place.tree_path(place.id),
-                    None => docs.paths(&doc).swap_remove(0),
-                };
-                let shown = || format!("cannot read {}", committed.path().join(&first).display());
-                let stamp = committed.stamp(&first).with_context(shown)?;
-                let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
-                DocumentFile { hash: crate::build::index::Hash(output.hash), stamp, gz }
+        let shown = || format!("cannot read {}", committed.path().join(&first).display());
+        let stamp = committed.stamp(&first).with_context(shown)?;
+        let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
+        Ok(DocumentFile { hash: crate::build::index::Hash(placed.hash), stamp, gz })
+    };
+    if !placed.whole() {
+        let mut changes = DocChanges::default();
+        for (i, placed) in placed.visited().filter(|(_, placed)| !placed.from_index) {
+            let doc = docs.doc(i);
+            if let Some((place, name)) = docs.place(&doc) {
+                changes.keyed.push((place, name, file_of(&doc, Some(placed))?));
             }
-        };
-        report.files += paths_count * (1 + usize::from(file.gz.is_some()));
-        report.bytes += paths_count as u64 * (file.stamp.size + file.gz.map_or(0, |gz| gz.size));
-        match place {
+        }
+        let listed = docs.outputs.listed_positions().map(|(i, _)| i).chain(docs.outputs.len()..docs.count());
+        for i in listed {
+            let doc = docs.doc(i);
+            changes.others.push(OtherDoc { paths: docs.paths(&doc), file: file_of(&doc, placed.get(i))? });
+        }
+        return Ok(Written { report, docs: NewDocs::Changes(changes) });
+    }
+    let mut index = DocumentFiles::default();
+    index.reserve(docs.count());
+    for (i, doc) in docs.all().enumerate() {
+        let file = file_of(&doc, placed.get(i))?;
+        match docs.place(&doc) {
             Some((place, name)) => index.push_keyed(&place, name, file),
             None => index.push_other(docs.paths(&doc), file),
         }
     }
     index.finish();
-    Ok(Written { report, docs: index })
+    Ok(Written { report, docs: NewDocs::Whole(index) })
 }
 
 /// Moves the staged files over their paths in `tree`, removes the files gone from the tree,

@@ -29,6 +29,11 @@ impl<'a, 'o> Docs<'a, 'o> {
         planned.chain(self.late.iter().map(|paths| Doc::Late(paths)))
     }
 
+    /// The number of documents.
+    pub(super) fn count(&self) -> usize {
+        self.outputs.len() + self.late.len()
+    }
+
     /// The `i`-th document of [`Docs::all`].
     pub(super) fn doc(&self, i: usize) -> Doc<'_, 'o> {
         match i.checked_sub(self.outputs.len()) {

@@ -16,49 +16,67 @@ use std::path::Path;
 use std::sync::Mutex;
 
 /// Renders the dirty documents of `outputs` and places each (see [`Stager::place`]), in
-/// parallel; takes the others from the previous tree. Fails with every problem found.
+/// parallel; takes the others from the previous tree. In a partial build (see
+/// [`Documents::visit`]) only the documents it names and those that are not records' are
+/// visited. Fails with every problem found.
 pub(super) fn stage_documents(
     writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
     documents: &dyn Documents,
     progress: &Progress,
-) -> Result<Vec<Placed>> {
+) -> Result<Placements> {
     let outputs = docs.outputs;
-    progress.set_total(outputs.iter().filter(|o| documents.dirty(o)).count() as u64);
+    let visit: Option<Vec<usize>> = documents.visit(outputs).map(|records| {
+        let mut visit: Vec<usize> = outputs.listed_positions().map(|(i, _)| i).chain(records).collect();
+        visit.sort_unstable();
+        visit.dedup();
+        visit
+    });
+    let count = |i: usize| documents.dirty(&outputs.get(i));
+    let total = match &visit {
+        Some(visit) => visit.iter().filter(|&&i| count(i)).count(),
+        None => (0..outputs.len()).filter(|&i| count(i)).count(),
+    };
+    progress.set_total(total as u64);
     // Failures are gathered aside, so that the results of a million documents are one vector of
     // small records, not of `Result`s.
     let problems: Mutex<Vec<Problem>> = Mutex::default();
     let error: Mutex<Option<anyhow::Error>> = Mutex::default();
     let failed = Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false };
-    let placed: Vec<Placed> = (0..outputs.len())
-        .into_par_iter()
-        .with_min_len(64)
-        .map(|i| {
-            let output = outputs.get(i);
-            let previous = writer.previous(docs, &Doc::Planned(Cow::Borrowed(&*output)));
-            if !documents.dirty(&output)
-                && let Some(file) = previous
-            {
-                return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
+    let place = |i: usize| {
+        let output = outputs.get(i);
+        let previous = writer.previous(docs, &Doc::Planned(Cow::Borrowed(&*output)));
+        if !documents.dirty(&output)
+            && let Some(file) = previous
+        {
+            return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
+        }
+        let placed = documents.render(&output).map_err(DocumentFailure::Problems).and_then(|bytes| {
+            let paths = output.paths(docs.dataset);
+            writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
+        });
+        progress.inc(1);
+        match placed {
+            Ok(placed) => placed,
+            Err(DocumentFailure::Problems(found)) => {
+                problems.lock().expect("no panic while writing").extend(found);
+                failed
             }
-            let placed = documents.render(&output).map_err(DocumentFailure::Problems).and_then(|bytes| {
-                let paths = output.paths(docs.dataset);
-                writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
-            });
-            progress.inc(1);
-            match placed {
-                Ok(placed) => placed,
-                Err(DocumentFailure::Problems(found)) => {
-                    problems.lock().expect("no panic while writing").extend(found);
-                    failed
-                }
-                Err(DocumentFailure::Error(e)) => {
-                    error.lock().expect("no panic while writing").get_or_insert(e);
-                    failed
-                }
+            Err(DocumentFailure::Error(e)) => {
+                error.lock().expect("no panic while writing").get_or_insert(e);
+                failed
             }
-        })
-        .collect();
+        }
+    };
+    let placements = match visit {
+        None => {
+            Placements { placed: (0..outputs.len()).into_par_iter().with_min_len(64).map(place).collect(), at: None }
+        }
+        Some(visit) => {
+            let placed = visit.par_iter().with_min_len(64).map(|&i| place(i)).collect();
+            Placements { placed, at: Some(visit) }
+        }
+    };
     if let Some(e) = error.into_inner().expect("no panic while writing") {
         return Err(e);
     }
@@ -67,7 +85,66 @@ pub(super) fn stage_documents(
         problems.sort();
         return Err(Problems::all(problems).into());
     }
-    Ok(placed)
+    Ok(placements)
+}
+
+/// Where the documents of a write were placed: every one, or in a partial build only those
+/// visited (the others are the previous tree's, unchanged, as the index has them).
+pub(super) struct Placements {
+    placed: Vec<Placed>,
+    /// The position of each of `placed`, sorted, when not every document was visited.
+    at: Option<Vec<usize>>,
+}
+
+impl Placements {
+    /// The placement of document `i`; `None` when it was not visited (it is as the index has it).
+    pub(super) fn get(&self, i: usize) -> Option<&Placed> {
+        match &self.at {
+            None => self.placed.get(i),
+            Some(at) => at.binary_search(&i).ok().map(|k| &self.placed[k]),
+        }
+    }
+
+    /// The documents visited, with their positions, in order.
+    pub(super) fn visited(&self) -> impl Iterator<Item = (usize, &Placed)> + '_ {
+        self.placed.iter().enumerate().map(|(k, placed)| (self.at.as_ref().map_or(k, |at| at[k]), placed))
+    }
+
+    /// True when every document was visited.
+    pub(super) fn whole(&self) -> bool {
+        self.at.is_none()
+    }
+
+    /// Adds the placement of the next document (after every planned one): `count` documents
+    /// come before it.
+    pub(super) fn push(&mut self, count: usize, placed: Placed) {
+        if let Some(at) = &mut self.at {
+            at.push(count);
+        }
+        self.placed.push(placed);
+    }
+
+    /// Every document's placement, those not visited taken from the index by `previous` (for
+    /// a manifest written whole after a partial build).
+    pub(super) fn whole_list(
+        &self,
+        count: usize,
+        previous: impl Fn(usize) -> Option<blake3::Hash>,
+    ) -> Result<Cow<'_, [Placed]>> {
+        let Some(at) = &self.at else { return Ok(Cow::Borrowed(&self.placed)) };
+        let mut visited = at.iter().zip(&self.placed).peekable();
+        let mut whole = Vec::with_capacity(count);
+        for i in 0..count {
+            match visited.next_if(|(at, _)| **at == i) {
+                Some((_, placed)) => whole.push(*placed),
+                None => {
+                    let hash = previous(i).context("a document not visited is missing from the build index")?;
+                    whole.push(Placed { hash, staged: false, written: 0, from_index: true });
+                }
+            }
+        }
+        Ok(Cow::Owned(whole))
+    }
 }
 
 /// The previous tree's file of `doc`, as `index` describes it, when it is published at the
