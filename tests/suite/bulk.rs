@@ -238,6 +238,36 @@ fn an_edit_keeps_the_other_members_bytes() {
     assert!(berry_file(&tmp.join("fresh")) == after, "the rebuilt file equals a fresh build's");
 }
 
+/// The member an edit recompresses takes its other records' lines from the previous file's
+/// member, not from their documents in the tree (a member holds a few thousand records: their
+/// files are not opened). Shown by a neighbour's document changed in the tree behind the build's
+/// back, which a plain build trusts: its line stays the one the previous build wrote.
+#[test]
+fn an_edit_takes_its_members_other_lines_from_the_previous_file() {
+    let tmp = TempDir::new("bulk-old-lines");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    sample_data(&data);
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let berry_file = |out: &Path| {
+        let entry = entries(out).into_iter().find(|e| e["resource"] == "berry").unwrap();
+        std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap()
+    };
+    let old = members(&berry_file(&out)).iter().map(|member| lines(member)).collect::<Vec<_>>();
+    let member = old.iter().find(|lines| lines.len() >= 2).expect("a member of two records or more");
+    let (edited, neighbour) = (member[0]["id"].as_u64().unwrap(), member[1]["id"].as_u64().unwrap());
+    let document = out.join(format!("api/v2/berry/{neighbour}/index.json"));
+    let text = std::fs::read_to_string(&document).unwrap();
+    let changed = text.replacen('{', r#"{"behind_the_builds_back": true, "#, 1);
+    std::fs::write(&document, changed).unwrap();
+    let record = std::fs::read_to_string(data.join(format!("berry/{edited}.json"))).unwrap();
+    std::fs::write(data.join(format!("berry/{edited}.json")), record.replacen(".5,", ".25,", 1)).unwrap();
+    build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
+    let after = lines(&berry_file(&out));
+    let line = after.iter().find(|line| line["id"] == neighbour).unwrap();
+    assert_eq!(line, &member[1], "the neighbour's line is the previous file's, not read from the tree");
+    assert_ne!(after.iter().find(|line| line["id"] == edited).unwrap(), &member[0], "the edit is in the file");
+}
+
 /// `"bulk": false` in gen.json: no bulk-data files, index or root entry; turned on again, a
 /// build writes them.
 #[test]

@@ -70,7 +70,12 @@ pub(super) fn stage_bulk(
                 let members = table.files.get(&path).cloned();
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
-            let from = old.and_then(|old| previous_members(writer, &table, old));
+            let mut from = old.and_then(|old| previous_members(writer, &table, old));
+            // the same records in the same order: an unchanged record's line is the previous file's
+            let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
+            if let Some(from) = from.as_mut().filter(|_| !list_kept) {
+                from.ordered = &[];
+            }
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
             let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
             let updated_at = match old {
@@ -186,13 +191,71 @@ fn previous_members<'t>(writer: &Stager<'_>, table: &'t Table, old: &Entry) -> O
     if !agrees || indexed.is_some_and(|indexed| indexed.hash.0 != hash) {
         return None;
     }
-    Some(PreviousFile { file, members: described.members.iter().map(|m| (m.key.as_str(), m)).collect() })
+    let members = described.members.iter().map(|m| (m.key.as_str(), m)).collect();
+    Some(PreviousFile { file, members, ordered: &described.members })
 }
 
 /// A previous bulk-data file whose members can be copied.
 struct PreviousFile<'t> {
     file: std::fs::File,
     members: HashMap<&'t str, &'t Member>,
+    /// Its members in order, when its records are this build's in the same order (else empty):
+    /// the line of an unchanged record is then read from the member holding it.
+    ordered: &'t [Member],
+}
+
+/// The record lines of a previous bulk-data file, asked for by list position in increasing
+/// order: each member holding one is decompressed once (a member is a few MB of lines; reading
+/// its records' documents from the tree instead opens a few thousand files).
+struct OldLines<'a, 't> {
+    from: &'a PreviousFile<'t>,
+    /// The next member to read, and the list position of its first record.
+    next: usize,
+    first: u64,
+    /// The member read last: its first record's position, its text, and each line's range.
+    read: Option<(u64, Vec<u8>, Vec<std::ops::Range<usize>>)>,
+}
+
+impl OldLines<'_, '_> {
+    /// The line (without its newline) of the record at list `position`, when the previous file
+    /// has it as it should (`None` else: the caller reads the record's document).
+    fn line(&mut self, position: u64) -> Option<Vec<u8>> {
+        loop {
+            if let Some((first, text, lines)) = &self.read
+                && position >= *first
+                && let Some(range) = lines.get((position - first) as usize)
+            {
+                return Some(text[range.clone()].to_vec());
+            }
+            let member = self.from.ordered.get(self.next)?;
+            let first = self.first;
+            (self.next, self.first) = (self.next + 1, first + member.records);
+            if position < first || position >= self.first {
+                continue; // a member before it (or a position asked for out of order: none has it)
+            }
+            let text = self.decompress(member)?;
+            let mut lines = Vec::with_capacity(member.records as usize);
+            let mut start = 0;
+            for end in text.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(at, _)| at) {
+                lines.push(start..end);
+                start = end + 1;
+            }
+            if lines.len() as u64 != member.records || start != text.len() {
+                return None;
+            }
+            self.read = Some((first, text, lines));
+        }
+    }
+
+    fn decompress(&self, member: &Member) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::FileExt;
+        let mut packed = vec![0u8; usize::try_from(member.length).ok()?];
+        self.from.file.read_exact_at(&mut packed, member.offset).ok()?;
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(packed.as_slice()).read_to_end(&mut text).ok()?;
+        Some(text)
+    }
 }
 
 /// What writing a resource's file member by member needs.
@@ -216,13 +279,14 @@ impl Members<'_, '_, '_, '_> {
     ) -> Result<(bulk::FileWritten, FileMembers)> {
         let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
         let (mut start, mut hashes) = (0, Vec::new());
+        let mut old = from.map(|from| OldLines { from, next: 0, first: 0, read: None });
         for (n, &i) in indices.iter().enumerate() {
             let (hash, size) = self.hash_and_size(i)?;
             hashes.push(hash);
             if n + 1 < indices.len() && !members::ends_member(&hash, size) {
                 continue;
             }
-            let run = &indices[start..=n];
+            let (run, first) = (&indices[start..=n], start as u64);
             start = n + 1;
             let key = members::member_key(self.pretty, hashes.iter());
             hashes.clear();
@@ -230,7 +294,16 @@ impl Members<'_, '_, '_, '_> {
                 Some((from, old)) if old.records == run.len() as u64 => {
                     file.copy(key, old.records, &from.file, old.offset, old.length)?
                 }
-                _ => file.compress(key, self.pretty, run.iter().map(|&i| self.record_bytes(i)))?,
+                _ => {
+                    let lines = run.iter().zip(first..).map(|(&i, position)| {
+                        let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
+                        match old.as_mut().filter(|_| !staged).and_then(|old| old.line(position)) {
+                            Some(line) => Ok(line),
+                            None => self.record_bytes(i),
+                        }
+                    });
+                    file.compress(key, self.pretty, lines)?
+                }
             }
         }
         if indices.is_empty() {
