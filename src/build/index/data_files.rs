@@ -54,9 +54,10 @@ impl DataFiles {
         self.sorted = false;
     }
 
-    /// Makes room for `n` more files.
+    /// Makes room for exactly `n` more files (a table's lines: grown by doubling, the entries
+    /// of a million records would hold room for as many more).
     pub fn reserve(&mut self, n: usize) {
-        self.entries.reserve(n);
+        self.entries.reserve_exact(n);
     }
 
     /// Sorts the entries for lookups, in an order that does not depend on the order files were
