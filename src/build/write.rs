@@ -206,7 +206,9 @@ pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Resul
         let stale_gz: Vec<String> = if writer.gzip {
             Vec::new()
         } else {
-            let with_gz = previous.index.into_iter().flat_map(|i| i.docs.paths()).filter(|(_, f)| f.gz.is_some());
+            // (a tree built without them has none: its paths are not made)
+            let gzipped = previous.index.filter(|index| index.docs.gzipped());
+            let with_gz = gzipped.into_iter().flat_map(|i| i.docs.paths()).filter(|(_, f)| f.gz.is_some());
             with_gz.map(|(path, _)| path).chain(previous.listed.iter().cloned()).collect()
         };
         let tree = tree.as_ref().expect("an existing tree is open");

@@ -135,6 +135,11 @@ impl DocumentFiles {
         (self.entries, self.gz) = pairs.into_iter().unzip();
     }
 
+    /// True when a document has a `.gz` sibling (the tree was built with `--gzip`).
+    pub fn gzipped(&self) -> bool {
+        !self.gz.is_empty() || self.other.iter().any(|doc| doc.file.gz.is_some())
+    }
+
     /// Number of documents.
     pub fn len(&self) -> usize {
         self.entries.len() + self.other.len()
