@@ -183,7 +183,7 @@ pub fn build(
         let (resources, records) = (found.resources, found.records);
         return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true });
     }
-    let loaded = load_changed(data, previous.index.as_ref())?;
+    let mut loaded = load_changed(data, previous.index.as_ref())?;
     timer.step("load (walk and stat the data, read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
@@ -203,6 +203,10 @@ pub fn build(
     let store = index::ExtractStore::new(&previous.target.dir, &loaded.files, !options.verify);
     let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment), Some(&store))
         .map_err(Problems::all)?;
+    drop(store);
+    // Nothing after this needs the data table: it goes into the new index now, and is let go.
+    let index_writer = index::IndexWriter::begin(&previous.target.dir, &loaded.files);
+    loaded.files = index::DataFiles::default();
     timer.step("extract (names and filter values)");
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.extracts = extracts;
@@ -239,10 +243,10 @@ pub fn build(
         settings,
         lists: list_hashes(dataset),
         schemas,
-        data: loaded.files,
+        data: index::DataFiles::default(), // written already
         docs,
     };
-    record_index(&dir, &index);
+    record_index(&dir, index_writer, &index);
     timer.step("write the index");
     Ok(summary(report, false))
 }
@@ -513,11 +517,11 @@ impl write::Documents for Rendering<'_> {
     }
 }
 
-/// Records the build index beside the tree in `dir`, for the next build, and removes the
-/// journal of the commit: the tree is whole. An index that cannot be written is a warning (the
-/// next build renders every document).
-fn record_index(dir: &Path, index: &index::Index) {
-    match index.write(dir) {
+/// Records the build index beside the tree in `dir` (its data table written already by
+/// `writer`), for the next build, and removes the journal of the commit: the tree is whole. An
+/// index that cannot be written is a warning (the next build renders every document).
+fn record_index(dir: &Path, writer: Result<index::IndexWriter>, index: &index::Index) {
+    match writer.and_then(|writer| writer.finish(index)) {
         Ok(()) => {
             let _ = std::fs::remove_file(write::journal_path(dir));
         }

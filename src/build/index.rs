@@ -34,6 +34,7 @@ mod format;
 mod places;
 mod tree_docs;
 mod trust;
+mod writer;
 
 pub use codec::ENTRY_BYTES;
 pub use data_files::{DataFiles, TableLine};
@@ -41,6 +42,7 @@ pub use extracts::{ExtractStore, Kept};
 pub use format::FORMAT;
 pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;
+pub use writer::IndexWriter;
 
 use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
@@ -49,11 +51,10 @@ use crate::fsutil::{Stamp, beside};
 use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
-use anyhow::{Context, Result};
-use codec::Checksummed;
+use anyhow::Result;
 use format::decode;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Largest build index read (4 GiB): the index of a tree of a million records is about 200 MB.
@@ -192,24 +193,7 @@ impl Index {
 
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
-        let path = Index::path(out);
-        // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
-        // killed build's leftover is simply overwritten by the next one.
-        let temporary = beside(out, "gen-index.tmp");
-        let written = (|| -> std::io::Result<()> {
-            let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
-            // Buffered before the checksum, so that it is taken of large blocks.
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
-            self.encode(&mut out)?;
-            let (mut file, sum) = out.into_inner().map_err(|e| e.into_error())?.finish();
-            file.write_all(sum.as_bytes())
-        })();
-        written
-            .and_then(|()| std::fs::rename(&temporary, &path))
-            .with_context(|| format!("cannot write the build index {}", path.display()))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&temporary);
-            })
+        IndexWriter::begin(out, &self.data)?.finish(self)
     }
 }
 
@@ -259,8 +243,9 @@ mod tests {
     }
 
     fn bytes(index: &Index) -> Vec<u8> {
-        let mut out = Checksummed::new(Vec::new());
-        index.encode(&mut out).unwrap();
+        let mut out = codec::Checksummed::new(Vec::new());
+        Index::encode_data(&index.data, &mut out).unwrap();
+        index.encode_rest(&mut out).unwrap();
         let (mut bytes, sum) = out.finish();
         bytes.extend_from_slice(sum.as_bytes());
         bytes

@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 3: binary, one fixed-size entry per data file and per document (2 was JSON, one entry per
-/// path of the tree).
-pub const FORMAT: u32 = 3;
+/// 4: the head after the tables (the data table is written as soon as the build no longer needs
+/// it, the rest once the tree is committed); 3: binary, one fixed-size entry per data file and
+/// per document (2 was JSON, one entry per path of the tree).
+pub const FORMAT: u32 = 4;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
@@ -31,9 +32,16 @@ pub(super) struct Head {
 }
 
 impl Index {
-    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+    /// The first part of the index's bytes: magic, version and the data table of `data`.
+    pub(super) fn encode_data(data: &DataFiles, out: &mut impl Write) -> std::io::Result<()> {
         out.write_all(MAGIC)?;
         out.write_all(&FORMAT.to_le_bytes())?;
+        data.encode(out)
+    }
+
+    /// The rest of the index's bytes (the checksum aside): the documents' table, then the head.
+    pub(super) fn encode_rest(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.docs.encode(out)?;
         let head = Head {
             manifest: self.manifest,
             started_ns: self.started_ns,
@@ -41,13 +49,11 @@ impl Index {
             lists: self.lists.clone(),
             schemas: self.schemas.clone(),
         };
-        put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
-        self.data.encode(out)?;
-        self.docs.encode(out)
+        put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)
     }
 }
 
-/// Decodes an index file: magic, version, the head, the data files, the documents, and the
+/// Decodes an index file: magic, version, the data files, the documents, the head, and the
 /// checksum of all that at the end. The checksum is taken of large blocks as they are read (a
 /// hash fed entry by entry costs more than the decoding).
 pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
@@ -66,9 +72,9 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
     if format != FORMAT {
         return Err(format!("has format {format}, this gen reads format {FORMAT}"));
     }
-    let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
     let data = DataFiles::decode(&mut input)?;
     let docs = DocumentFiles::decode(&mut input)?;
+    let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
     if input.left != 0 {
         return Err(damaged());
     }
