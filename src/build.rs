@@ -198,8 +198,14 @@ pub fn build(
         timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
-    let mut rendering = Rendering::new(dataset, &settings, &previous, decision, &loaded.files);
+    // What changed is known: the previous data table goes before the documents' table is read.
+    let changed = match decision {
+        Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
+        _ => None,
+    };
     previous.forget_data_table();
+    previous.read_docs()?;
+    let mut rendering = Rendering::new(dataset, &settings, &previous, changed);
     let store = index::ExtractStore::new(&previous.target.dir, &loaded.files, !options.verify);
     let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment), Some(&store))
         .map_err(Problems::all)?;
@@ -293,6 +299,8 @@ struct PreviousBuild {
     listed: Vec<String>,
     /// The tree in place, opened without following links inside it.
     tree: Option<crate::tree::dir::TreeDir>,
+    /// The index's documents' table, until it is read ([`PreviousBuild::read_docs`]).
+    docs: Option<index::DeferredDocs>,
 }
 
 impl PreviousBuild {
@@ -307,17 +315,38 @@ impl PreviousBuild {
                 index: None,
                 listed: Vec::new(),
                 tree: None,
+                docs: None,
             });
         }
         let dir = target.dir.clone();
         let journal = write::read_journal(&dir);
-        let index = if use_index { index::Index::read(&dir) } else { None };
+        let (index, docs) = match use_index.then(|| index::Index::read_deferred(&dir)).flatten() {
+            Some((index, docs)) => (Some(index), Some(docs)),
+            None => (None, None),
+        };
         let mut listed = journal.paths.clone();
         if index.is_none() {
             listed.extend(previous::previous_files(&dir, !journal.paths.is_empty())?);
         }
         let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
-        Ok(PreviousBuild { target, journal, index, listed, tree })
+        Ok(PreviousBuild { target, journal, index, listed, tree, docs })
+    }
+
+    /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
+    /// load does not hold it). One that cannot be used is noted, and the build goes on without
+    /// the index: every document is rendered, and the previous manifest says what is ours.
+    fn read_docs(&mut self) -> Result<()> {
+        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
+        match docs.read() {
+            Ok(docs) => index.docs = docs,
+            Err(why) => {
+                say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+                self.index = None;
+                let dir = self.target.dir.clone();
+                self.listed.extend(previous::previous_files(&dir, !self.journal.paths.is_empty())?);
+            }
+        }
+        Ok(())
     }
 
     /// What the data holds, when every file of it is as the build that left an intact tree
@@ -340,6 +369,9 @@ impl PreviousBuild {
     /// a change, or read because they had changed too shortly before the previous build, are
     /// recorded (with this build's start) so that the next build need not read them again.
     fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles) {
+        if self.read_docs().is_err() {
+            return;
+        }
         let Some(index) = self.index.take() else { return };
         let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
         if data_touched {
@@ -415,24 +447,23 @@ struct Rendering<'d> {
 }
 
 impl<'d> Rendering<'d> {
-    /// Prepares rendering for `decision`. A partial build first takes back from the schemas what
-    /// the previous versions of the changed files showed them; when it cannot, every document
-    /// is rendered.
+    /// Prepares rendering: every document, or in a partial build (`changed` given) those of
+    /// what changed. A partial build first takes back from the schemas what the previous
+    /// versions of the changed files showed them; when it cannot, every document is rendered.
     fn new(
         dataset: &'d load::Dataset,
         settings: &'d BuildSettings,
         previous: &PreviousBuild,
-        decision: Decision<'_>,
-        files: &index::DataFiles,
+        changed: Option<Changed>,
     ) -> Rendering<'d> {
         let full = Rendering { renderer: render::DocumentRenderer::new(dataset, settings), dataset, partial: None };
-        let (Decision::Partial(index), Some(tree)) = (decision, &previous.tree) else { return full };
-        let changed: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
+        let (Some(changed), Some(index), Some(tree)) = (changed, &previous.index, &previous.tree) else { return full };
         let renderer = render::DocumentRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
-        if !forget_previous(&renderer, index, tree, &changed) {
+        if !forget_previous(&renderer, index, tree, &changed.existed) {
             return full;
         }
+        let changed = changed.files;
         let lists_changed = list_hashes(dataset)
             .into_iter()
             .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
@@ -568,16 +599,33 @@ fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, da
         && data_files.keeps_every_file_and_name_of(&index.data)
 }
 
+/// The data files a partial build finds changed or added since the build an index describes.
+struct Changed {
+    /// Every data file whose hash changed, or that is new.
+    files: HashSet<String>,
+    /// Those the previous build had (changed, not added).
+    existed: Vec<String>,
+}
+
+impl Changed {
+    fn since(index: &index::Index, files: &index::DataFiles) -> Changed {
+        let files: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
+        let existed = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
+        Changed { files, existed }
+    }
+}
+
 /// Takes back from the schemas what the previous versions of the changed records and
-/// sub-documents showed them, reading those versions from the tree (each checked against its
-/// hash in the index). False when one cannot be: the build then renders every document.
+/// sub-documents (`existed`: the data files changed that the previous build had) showed them,
+/// reading those versions from the tree (each checked against its hash in the index). False
+/// when one cannot be: the build then renders every document.
 fn forget_previous(
     renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
     tree: &crate::tree::dir::TreeDir,
-    changed: &HashSet<String>,
+    existed: &[String],
 ) -> bool {
-    for rel in changed.iter().filter(|rel| index.data.get(rel).is_some()) {
+    for rel in existed {
         let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
         let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
         let Some(entry) = index.docs.file(&path) else { return false };

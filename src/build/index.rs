@@ -52,7 +52,7 @@ use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
 use anyhow::Result;
-use format::decode;
+use format::{decode_docs, decode_parts};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -163,6 +163,17 @@ impl Index {
     /// another version, fails its checksum or lists a path no build writes is ignored with a
     /// one-line note (the build is then a full one).
     pub fn read(out: &Path) -> Option<Index> {
+        let (mut index, docs) = Index::read_deferred(out)?;
+        let ignored =
+            |why| say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+        index.docs = docs.read().map_err(ignored).ok()?;
+        Some(index)
+    }
+
+    /// Reads the index of the tree in `out` as [`Index::read`] does (its checksum checked
+    /// whole), all but its documents' table, which is read when the build needs it
+    /// ([`DeferredDocs::read`]): a build holds it and the data table at once only if it must.
+    pub fn read_deferred(out: &Path) -> Option<(Index, DeferredDocs)> {
         let path = Index::path(out);
         let ignored = |why: String| {
             say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
@@ -176,24 +187,46 @@ impl Index {
             }
         };
         let size = file.metadata().map_or(0, |m| m.len());
-        let index = match decode(file.take(MAX_INDEX_BYTES), size) {
-            Ok(index) => index,
+        let (index, at) = match decode_parts((&file).take(MAX_INDEX_BYTES), size, false) {
+            Ok(read) => read,
             Err(why) => {
                 ignored(format!("{} {why}", path.display()));
                 return None;
             }
         };
-        if let Some(bad) = index.docs.other.iter().flat_map(|doc| &doc.paths).find(|path| !is_tree_path(path)) {
-            ignored(format!("{} lists {bad:?}, which is not a path of a gen tree", path.display()));
-            return None;
-        }
         let manifest = Stamp::of_file(&out.join(MANIFEST_FILE))?;
-        (index.manifest == manifest).then_some(index)
+        (index.manifest == manifest).then_some((index, DeferredDocs { file, at, size, path }))
     }
-
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         IndexWriter::begin(out, &self.data)?.finish(self)
+    }
+}
+
+/// The documents' table of an index read without it (its checksum checked already): the file
+/// stays open (a build replaces the index by renaming a new one into place, never by writing
+/// into it), and the table is decoded when asked for.
+#[derive(Debug)]
+pub struct DeferredDocs {
+    file: std::fs::File,
+    at: u64,
+    size: u64,
+    path: PathBuf,
+}
+
+impl DeferredDocs {
+    /// The documents' table, or why it cannot be used (it does not add up, or lists a path no
+    /// build writes).
+    pub fn read(self) -> Result<DocumentFiles, String> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = self.file;
+        let shown = |why: String| format!("{} {why}", self.path.display());
+        file.seek(SeekFrom::Start(self.at)).map_err(|e| shown(e.to_string()))?;
+        let docs = decode_docs(&file, self.at, self.size).map_err(shown)?;
+        if let Some(bad) = docs.other.iter().flat_map(|doc| &doc.paths).find(|path| !is_tree_path(path)) {
+            return Err(shown(format!("lists {bad:?}, which is not a path of a gen tree")));
+        }
+        Ok(docs)
     }
 }
 
@@ -212,6 +245,7 @@ pub fn now_ns() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use format::decode;
 
     fn stamp(n: u64) -> Stamp {
         Stamp { size: n, mtime_ns: n as i64, ctime_ns: n as i64 + 1, ino: n + 2 }

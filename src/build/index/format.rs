@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 4: the head after the tables (the data table is written as soon as the build no longer needs
-/// it, the rest once the tree is committed); 3: binary, one fixed-size entry per data file and
+/// 4: the data table first (written as soon as the build no longer needs it), the head, then the
+/// documents' table last (read only once the build needs it); 3: binary, one fixed-size entry per data file and
 /// per document (2 was JSON, one entry per path of the tree).
 pub const FORMAT: u32 = 4;
 
@@ -39,9 +39,8 @@ impl Index {
         data.encode(out)
     }
 
-    /// The rest of the index's bytes (the checksum aside): the documents' table, then the head.
+    /// The rest of the index's bytes (the checksum aside): the head, then the documents' table.
     pub(super) fn encode_rest(&self, out: &mut impl Write) -> std::io::Result<()> {
-        self.docs.encode(out)?;
         let head = Head {
             manifest: self.manifest,
             started_ns: self.started_ns,
@@ -49,14 +48,22 @@ impl Index {
             lists: self.lists.clone(),
             schemas: self.schemas.clone(),
         };
-        put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)
+        put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
+        self.docs.encode(out)
     }
 }
 
-/// Decodes an index file: magic, version, the data files, the documents, the head, and the
-/// checksum of all that at the end. The checksum is taken of large blocks as they are read (a
-/// hash fed entry by entry costs more than the decoding).
+/// Decodes an index file whole (see [`decode_parts`]).
+#[cfg(test)]
 pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
+    decode_parts(reader, size, true).map(|(index, _)| index)
+}
+
+/// Decodes an index file: magic, version, the data files, the head, the documents (when `docs`;
+/// else they are only checksummed, and left empty), and the checksum of all that at the end.
+/// The checksum is taken of large blocks as they are read (a hash fed entry by entry costs more
+/// than the decoding). Also gives where the documents' table starts.
+pub(super) fn decode_parts(reader: impl Read, size: u64, docs: bool) -> Result<(Index, u64), String> {
     let not_index = || {
         "is not a build index of this version of gen (a JSON index of an earlier version, or another file)".to_string()
     };
@@ -73,8 +80,19 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
         return Err(format!("has format {format}, this gen reads format {FORMAT}"));
     }
     let data = DataFiles::decode(&mut input)?;
-    let docs = DocumentFiles::decode(&mut input)?;
     let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
+    let docs_at = body - input.left;
+    let docs = match docs {
+        true => DocumentFiles::decode(&mut input)?,
+        false => {
+            let mut skipped = vec![0u8; 1 << 20];
+            while input.left > 0 {
+                let n = input.left.min(skipped.len() as u64) as usize;
+                input.exact(&mut skipped[..n])?;
+            }
+            DocumentFiles::default()
+        }
+    };
     if input.left != 0 {
         return Err(damaged());
     }
@@ -85,7 +103,7 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
     if stored != *sum.as_bytes() {
         return Err(damaged());
     }
-    Ok(Index {
+    let index = Index {
         manifest: head.manifest,
         started_ns: head.started_ns,
         settings: head.settings,
@@ -93,5 +111,18 @@ pub(super) fn decode(reader: impl Read, size: u64) -> Result<Index, String> {
         schemas: head.schemas,
         data,
         docs,
-    })
+    };
+    Ok((index, docs_at))
+}
+
+/// Decodes the documents' table of an index file checksummed already, from `reader` at its start
+/// (`at`, in a file of `size` bytes).
+pub(super) fn decode_docs(reader: impl Read, at: u64, size: u64) -> Result<DocumentFiles, String> {
+    let left = size.checked_sub(32).and_then(|body| body.checked_sub(at)).ok_or_else(damaged)?;
+    let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, reader.take(left)), left };
+    let docs = DocumentFiles::decode(&mut input)?;
+    if input.left != 0 {
+        return Err(damaged());
+    }
+    Ok(docs)
 }
