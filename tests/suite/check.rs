@@ -595,6 +595,27 @@ fn a_bad_line_of_a_table_is_reported_at_its_line_and_column() {
     );
 }
 
+/// A table is read in blocks of a few MB: a line longer than `max_document_mb` is reported at
+/// its line, whether it fits in a block or is longer than one (passed over to its newline),
+/// and the lines after it are still read and reported at their own line numbers.
+#[test]
+fn a_table_line_over_the_size_limit_is_reported_and_the_lines_after_it_read() {
+    let long = |mb: usize| format!("{{\"id\": 7, \"text\": \"{}\"}}", "x".repeat(mb << 20));
+    let nuts = format!("{{\"id\": 1}}\n{}\r\n{{\"id\": 2}}\n{}\n{{\"id\": 2}}\n{{\"id\": \"3\"}}", long(2), long(9));
+    let settings = r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item"],
+        "filters": {"berry": {"firmness": "firmness.name", "size": "size"}, "effect": ["appeal"]}, "max_document_mb": 1}"#;
+    assert_reported(
+        "table-long-line",
+        &[("gen.json", settings.as_bytes()), ("nut.ndjson", nuts.as_bytes())],
+        &[
+            "data/nut.ndjson:2:1: $: a line longer than the 1 MB limit",
+            "data/nut.ndjson:4:1: $: a line longer than the 1 MB limit",
+            "data/nut.ndjson:5:1: $.id: id 2 is on line 3 too",
+            "data/nut.ndjson:6:1: $.id: \"id\" must be an integer",
+        ],
+    );
+}
+
 /// Issue 36 item 1: a resource held both as a folder and as a table is a problem naming both;
 /// a sub-document table of a folder resource says where its sub-documents go.
 #[test]
