@@ -3,6 +3,8 @@
 //! `{"id": …, "document": …}` a line (docs/data.md). A table is read streamed, a line at a
 //! time; each line's problems are reported at `<table>:LINE:COLUMN`.
 
+mod lines;
+
 use super::data_path::DataPath;
 use super::dataset::{Record, Seen, Span, SubDoc, at_line};
 use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
@@ -11,12 +13,13 @@ use super::walk::Tables;
 use crate::fsutil::Stamp;
 use crate::json::parse_json;
 use crate::problem::Problem;
+use lines::read_lines;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// What the build knows of the data before reading it: each file's stamp (and, when trusted,
 /// what the index recorded of it), and the previous build's data table.
 type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
-use std::io::BufRead;
 use std::path::Path;
 
 /// One line of a table, read and checked.
@@ -34,22 +37,29 @@ pub(crate) struct Read<T> {
 }
 
 /// What the previous build recorded of a table's lines, by the first bytes of each line's
-/// hash: a line whose bytes are unchanged is taken from here, not parsed again.
+/// hash: a line whose bytes are unchanged is taken from here, not parsed again. Only the
+/// number of each line's entry in the previous build's data table is held.
 pub(crate) struct KnownLines<'a> {
-    lines: Vec<TableLine<'a>>,
-    by_hash: HashMap<u64, u32>,
+    files: Option<&'a DataFiles>,
+    by_hash: HashMap<u64, u32, BuildHasherDefault<Spread>>,
 }
 
 impl<'a> KnownLines<'a> {
-    /// The recorded `lines`, found by their bytes' hash.
-    pub(crate) fn new(lines: Vec<TableLine<'a>>) -> KnownLines<'a> {
-        let by_hash = lines.iter().enumerate().map(|(i, line)| (hash_key(&line.hash), i as u32)).collect();
-        KnownLines { lines, by_hash }
+    /// The lines `files` recorded of the table of `segment` (`kind` `None`) or of its
+    /// sub-documents `kind`, found by their bytes' hash.
+    pub(crate) fn new(files: Option<&'a DataFiles>, (segment, kind): (&str, Option<&str>)) -> KnownLines<'a> {
+        let mut by_hash = HashMap::default();
+        if let Some(files) = files {
+            let lines = files.numbered_lines(segment, kind);
+            by_hash.reserve(lines.size_hint().1.unwrap_or(0));
+            by_hash.extend(lines.map(|(number, line)| (hash_key(&line.hash), number)));
+        }
+        KnownLines { files, by_hash }
     }
 
     /// The recorded line whose bytes hash to `hash`.
-    fn get(&self, hash: &blake3::Hash) -> Option<&TableLine<'a>> {
-        let line = &self.lines[*self.by_hash.get(&hash_key(hash.as_bytes()))? as usize];
+    fn get(&self, hash: &blake3::Hash) -> Option<TableLine<'a>> {
+        let line = self.files?.line(*self.by_hash.get(&hash_key(hash.as_bytes()))?)?;
         (line.hash == *hash.as_bytes()).then_some(line)
     }
 }
@@ -58,11 +68,37 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
     u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
 }
 
+/// A hasher for integer keys (ids, the first bytes of a hash): the key times an odd constant,
+/// which spreads consecutive ids over the table, instead of SipHash, which costs more than
+/// the lookup it serves (a table's lines are looked up once each).
+#[derive(Default)]
+pub(crate) struct Spread(u64);
+
+impl Hasher for Spread {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(self.0 ^ u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+}
+
 /// Reads the records of the table `file`, checking each as a record file is checked; its `id`
 /// is its own (no file name gives it). An id on two lines is a problem. A line `known` holds
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
-    let mut seen: HashMap<i64, u32> = HashMap::new();
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
     read_lines(file, limit, |span, bytes, hash, problems| {
         let at = || at_line(file, span.line, 1);
         let (id, name) = match known.get(hash) {
@@ -90,7 +126,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
 /// "document": <any JSON value>}`. Returns each with its record's id. A line `known` holds
 /// with the same bytes is not parsed again.
 pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLines<'_>) -> Read<(i64, SubDoc)> {
-    let mut seen: HashMap<i64, u32> = HashMap::new();
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
     read_lines(file, limit, |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
         let id = match known.get(hash) {
@@ -136,63 +172,6 @@ fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut 
         },
     }
     None
-}
-
-/// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
-/// hash to `read`.
-/// A blank line is a problem (a table holds one record a line; the file may end with a newline
-/// or not), and so is a line longer than `limit` bytes or a table with no lines.
-fn read_lines<T>(
-    file: &Path,
-    limit: u64,
-    mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
-) -> Read<T> {
-    let mut out = Read { lines: Vec::new(), problems: Vec::new(), hash: blake3::hash(b"") };
-    let mut whole = blake3::Hasher::new();
-    let mut reader = match std::fs::File::open(file) {
-        Ok(f) => std::io::BufReader::with_capacity(1 << 16, f),
-        Err(e) => {
-            out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
-            return out;
-        }
-    };
-    let (mut offset, mut number, mut buf) = (0u64, 0u32, Vec::new());
-    loop {
-        buf.clear();
-        let n = match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(n) => n as u64,
-            Err(e) => {
-                out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
-                break;
-            }
-        };
-        number += 1;
-        whole.update(&buf);
-        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let span = Span { offset, len: bytes.len() as u32, line: number };
-        offset += n;
-        let at = || at_line(file, number, 1);
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            out.problems.push(Problem::whole(&at(), "blank line: a table holds one record a line; remove it"));
-        } else if bytes.len() as u64 > limit || bytes.len() > u32::MAX as usize {
-            out.problems.push(Problem::whole(
-                &at(),
-                format!("a line longer than the {} MB limit: raise \"max_document_mb\" in gen.json", limit >> 20),
-            ));
-        } else {
-            let hash = blake3::hash(bytes);
-            if let Some(item) = read(span, bytes, &hash, &mut out.problems) {
-                out.lines.push(Line { item, hash });
-            }
-        }
-    }
-    out.hash = whole.finalize();
-    if number == 0 && out.problems.is_empty() {
-        out.problems.push(Problem::whole(file, "empty table: add one record a line, or remove the file"));
-    }
-    out
 }
 
 /// The records of the tables by segment, in line order, and their sub-documents with their
@@ -299,16 +278,16 @@ fn table_lines<T>(
 ) -> (Read<T>, Stamp) {
     let Seen { stamp, known } = seen(file);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
-    let mut recorded: Vec<TableLine<'_>> = previous.into_iter().flat_map(|p| p.lines(segment, kind)).collect();
-    match known {
-        Some(known) if !recorded.is_empty() => {
+    if let Some(known) = known {
+        let mut recorded: Vec<TableLine<'_>> = previous.into_iter().flat_map(|p| p.lines(segment, kind)).collect();
+        if !recorded.is_empty() {
             recorded.sort_unstable_by_key(|line| line.span.line);
             let lines =
                 recorded.iter().map(|line| Line { item: item(line), hash: blake3::Hash::from_bytes(line.hash) });
-            (Read { lines: lines.collect(), problems: Vec::new(), hash: known.hash }, stamp)
+            return (Read { lines: lines.collect(), problems: Vec::new(), hash: known.hash }, stamp);
         }
-        _ => (read(&KnownLines::new(recorded)), stamp),
     }
+    (read(&KnownLines::new(previous, (segment, kind))), stamp)
 }
 
 /// Each table of `records` and `subdocs` (of the data folder `dir`), opened for reading its

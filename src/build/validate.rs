@@ -196,7 +196,7 @@ pub(crate) fn check_unique_names(
     config: &DataSettings,
     problems: &mut Vec<Problem>,
 ) -> HashSet<i64> {
-    let mut first: HashMap<&str, &Record> = HashMap::new();
+    let mut first: HashMap<&str, &Record> = HashMap::with_capacity(records.len());
     let mut shadowed = HashSet::new();
     for record in records {
         let Some(name) = &record.name else { continue };

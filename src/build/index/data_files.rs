@@ -89,8 +89,11 @@ impl DataFiles {
         for (rel, file) in &self.other {
             add(rel, file.hash.0.as_bytes());
         }
+        let mut path = String::new();
         for e in &self.entries {
-            add(&self.places.place(e.key).data_file(), &e.hash);
+            path.clear();
+            write_data_file(&self.places.place(e.key), &mut path);
+            add(&path, &e.hash);
         }
         hasher.finalize().to_hex().to_string()
     }
@@ -156,16 +159,34 @@ impl DataFiles {
     /// the build recorded them, in no particular order: what an unchanged table holds, without
     /// reading it.
     pub fn lines<'a>(&'a self, segment: &str, kind: Option<&str>) -> impl Iterator<Item = TableLine<'a>> + 'a {
+        self.numbered_lines(segment, kind).map(|(_, line)| line)
+    }
+
+    /// Like [`DataFiles::lines`], each with a number that [`DataFiles::line`] gives it back by.
+    /// At most as many as the segment's records and sub-documents.
+    pub fn numbered_lines<'a>(
+        &'a self,
+        segment: &str,
+        kind: Option<&str>,
+    ) -> impl Iterator<Item = (u32, TableLine<'a>)> + 'a {
         let wanted = self.places.find(&Place { segment, kind, id: 0 });
         let range = wanted.map_or(0..0, |key| {
             let first = self.entries.partition_point(|e| e.key.segment < key.segment);
             first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
         });
-        let of_kind = move |e: &&Entry| wanted.is_some_and(|key| e.key.kind == key.kind);
-        self.entries[range].iter().filter(of_kind).filter_map(|e| {
-            let span = stamp_span(&e.stamp)?;
-            Some(TableLine { id: e.key.id, name: self.places.names.get(e.name), span, hash: e.hash })
-        })
+        let of_kind = move |(_, e): &(usize, &Entry)| wanted.is_some_and(|key| e.key.kind == key.kind);
+        let numbered = self.entries[range.clone()].iter().enumerate().map(move |(i, e)| (range.start + i, e));
+        numbered.filter(of_kind).filter_map(|(at, e)| Some((at as u32, self.table_line(e)?)))
+    }
+
+    /// The line numbered `number` by [`DataFiles::numbered_lines`].
+    pub fn line(&self, number: u32) -> Option<TableLine<'_>> {
+        self.table_line(self.entries.get(number as usize)?)
+    }
+
+    fn table_line<'a>(&'a self, e: &Entry) -> Option<TableLine<'a>> {
+        let span = stamp_span(&e.stamp)?;
+        Some(TableLine { id: e.key.id, name: self.places.names.get(e.name), span, hash: e.hash })
     }
 
     /// Every file: (path relative to the data folder, file).
@@ -187,10 +208,9 @@ impl DataFiles {
     /// The files of `self` that `before` does not have with the same hash (paths relative to the
     /// data folder).
     pub fn changed_since(&self, before: &DataFiles) -> Vec<String> {
-        let keyed = self.entries.iter().filter_map(|e| {
-            let place = self.places.place(e.key);
-            let same = before.get_place(&place).is_some_and(|old| old.hash.0.as_bytes() == &e.hash);
-            (!same).then(|| place.data_file())
+        let keyed = self.with_entries_of(before).filter_map(|(e, old)| {
+            let same = old.is_some_and(|old| old.hash == e.hash);
+            (!same).then(|| self.places.place(e.key).data_file())
         });
         let other = self.other.iter().filter(|(rel, f)| before.other.get(*rel).is_none_or(|old| old.hash != f.hash));
         keyed.chain(other.map(|(rel, _)| rel.clone())).collect()
@@ -199,14 +219,39 @@ impl DataFiles {
     /// True when every record and sub-document of `before` is in `self` under the same name,
     /// and every other file of `before` is too, order files excepted.
     pub fn keeps_every_file_and_name_of(&self, before: &DataFiles) -> bool {
-        let keyed = before.entries.iter().all(|e| {
-            let old_name = before.places.names.get(e.name);
-            self.get_place(&before.places.place(e.key)).is_some_and(|new| new.name.as_deref() == old_name)
-        });
+        let keyed = before
+            .with_entries_of(self)
+            .all(|(e, new)| new.is_some_and(|new| self.places.names.get(new.name) == before.places.names.get(e.name)));
         keyed
             && before.other.keys().all(|rel| {
                 self.other.contains_key(rel) || matches!(DataPath::parse(rel, false), Ok(DataPath::Order { .. }))
             })
+    }
+
+    /// Each entry of `self` with the entry of `other` at the same place, if any. When both are
+    /// sorted and name the same segments and kinds, the same place has the same key in both,
+    /// and the two tables are walked side by side; otherwise each place is looked up.
+    fn with_entries_of<'a>(&'a self, other: &'a DataFiles) -> impl Iterator<Item = (&'a Entry, Option<&'a Entry>)> {
+        let same_keys = self.sorted
+            && other.sorted
+            && self.places.segments.strings == other.places.segments.strings
+            && self.places.kinds.strings == other.places.kinds.strings;
+        let mut next = 0;
+        self.entries.iter().map(move |e| {
+            if !same_keys {
+                return (e, other.entry(&self.places.place(e.key)));
+            }
+            while other.entries.get(next).is_some_and(|o| o.key < e.key) {
+                next += 1;
+            }
+            (e, other.entries.get(next).filter(|o| o.key == e.key))
+        })
+    }
+
+    /// The entry of the record's or sub-document's file at `place`.
+    fn entry(&self, place: &Place<'_>) -> Option<&Entry> {
+        let key = self.places.find(place)?;
+        self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|at| &self.entries[at])
     }
 
     pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -240,5 +285,32 @@ impl DataFiles {
         }
         check_entries(&places, &entries)?;
         Ok(DataFiles { places, entries, other, sorted: true })
+    }
+}
+
+/// Writes the data file of `place`, as [`Place::data_file`] makes it, to `path`: one string
+/// for every file, not one each.
+fn write_data_file(place: &Place<'_>, path: &mut String) {
+    use std::fmt::Write as _;
+    let (segment, id) = (place.segment, place.id);
+    let _ = match place.kind {
+        None => write!(path, "{segment}/{id}.json"),
+        Some(kind) => write!(path, "{segment}/{id}/{kind}.json"),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_file_is_written_as_its_place_makes_it() {
+        for kind in [None, Some("encounters")] {
+            let place = Place { segment: "creature", kind, id: -12 };
+            let mut path = "left from the last".to_string();
+            path.clear();
+            write_data_file(&place, &mut path);
+            assert_eq!(path, place.data_file());
+        }
     }
 }

@@ -14,8 +14,9 @@ use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
 /// 3: binary, one fixed-size entry per data file and per document (2 was JSON, one entry per
-/// path of the tree).
-pub const FORMAT: u32 = 3;
+/// path of the tree). 4: a table's hash is made of its lines' hashes and line ends, not of
+/// its bytes (the same table had another hash in 3).
+pub const FORMAT: u32 = 4;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
