@@ -5,6 +5,7 @@ use super::data_path::DataPath;
 use crate::config::DataSettings;
 use crate::fsutil::Stamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,7 +32,7 @@ pub struct Resource {
     /// Records in list order (by id, or as `order.json` states).
     pub records: Vec<Record>,
     /// Position in `records` of each id.
-    pub by_id: HashMap<i64, usize>,
+    pub by_id: HashMap<i64, usize, BuildHasherDefault<Spread>>,
     /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
     /// owns the name path.
     pub shadowed: HashSet<i64>,
@@ -227,4 +228,30 @@ pub struct Known {
     pub name: Option<String>,
     /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
+}
+
+/// A hasher for integer keys (ids, the first bytes of a hash): the key times an odd constant,
+/// which spreads consecutive ids over the table, instead of SipHash, which costs more than
+/// the lookups it serves (a record's id, a table line's hash: looked up a few times a build).
+#[derive(Default)]
+pub struct Spread(u64);
+
+impl Hasher for Spread {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
 }

@@ -6,7 +6,7 @@
 mod lines;
 
 use super::data_path::DataPath;
-use super::dataset::{Record, Seen, Span, SubDoc, at_line};
+use super::dataset::{Record, Seen, Span, Spread, SubDoc, at_line};
 use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
 use super::validate::{check_record, check_syntax, parse_head};
 use super::walk::Tables;
@@ -14,8 +14,9 @@ use crate::fsutil::Stamp;
 use crate::json::parse_json;
 use crate::problem::Problem;
 use lines::read_lines;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 /// What the build knows of the data before reading it: each file's stamp (and, when trusted,
 /// what the index recorded of it), and the previous build's data table.
@@ -36,62 +37,62 @@ pub(crate) struct Read<T> {
     pub hash: blake3::Hash,
 }
 
-/// What the previous build recorded of a table's lines, by the first bytes of each line's
-/// hash: a line whose bytes are unchanged is taken from here, not parsed again. Only the
-/// number of each line's entry in the previous build's data table is held.
+/// What the previous build recorded of a table's lines: a line whose bytes are unchanged is
+/// taken from here, not parsed again. Only the number of each line's entry in the previous
+/// build's data table is held, by its line number: most lines of an edited table are where
+/// they were, and are found there in the order they are read. A line not found at its number
+/// is looked up by the first bytes of its hash, in a map made the first time one is needed.
 pub(crate) struct KnownLines<'a> {
     files: Option<&'a DataFiles>,
-    by_hash: HashMap<u64, u32, BuildHasherDefault<Spread>>,
+    table: (&'a str, Option<&'a str>),
+    by_number: Vec<u32>,
+    by_hash: OnceCell<HashMap<u64, u32, BuildHasherDefault<Spread>>>,
 }
+
+/// No recorded line at this number.
+const NO_LINE: u32 = u32::MAX;
 
 impl<'a> KnownLines<'a> {
     /// The lines `files` recorded of the table of `segment` (`kind` `None`) or of its
-    /// sub-documents `kind`, found by their bytes' hash.
-    pub(crate) fn new(files: Option<&'a DataFiles>, (segment, kind): (&str, Option<&str>)) -> KnownLines<'a> {
-        let mut by_hash = HashMap::default();
+    /// sub-documents `kind`.
+    pub(crate) fn new(files: Option<&'a DataFiles>, table: (&'a str, Option<&'a str>)) -> KnownLines<'a> {
+        let mut by_number = Vec::new();
         if let Some(files) = files {
-            let lines = files.numbered_lines(segment, kind);
-            by_hash.reserve(lines.size_hint().1.unwrap_or(0));
-            by_hash.extend(lines.map(|(number, line)| (hash_key(&line.hash), number)));
+            let lines = files.numbered_lines(table.0, table.1);
+            let most = lines.size_hint().1.unwrap_or(0);
+            for (entry, line) in lines {
+                let at = line.span.line as usize;
+                if at == 0 || at > most {
+                    continue; // not a line number of a table of this many lines: found by hash
+                }
+                if at > by_number.len() {
+                    by_number.resize(at, NO_LINE);
+                }
+                by_number[at - 1] = entry;
+            }
         }
-        KnownLines { files, by_hash }
+        KnownLines { files, table, by_number, by_hash: OnceCell::new() }
     }
 
-    /// The recorded line whose bytes hash to `hash`.
-    fn get(&self, hash: &blake3::Hash) -> Option<TableLine<'a>> {
-        let line = self.files?.line(*self.by_hash.get(&hash_key(hash.as_bytes()))?)?;
-        (line.hash == *hash.as_bytes()).then_some(line)
+    /// The recorded line whose bytes hash to `hash`, read at line `number`.
+    fn get(&self, number: u32, hash: &blake3::Hash) -> Option<TableLine<'a>> {
+        let files = self.files?;
+        let same = |line: &TableLine<'_>| line.hash == *hash.as_bytes();
+        let at_number =
+            (number as usize).checked_sub(1).and_then(|i| self.by_number.get(i)).and_then(|&e| files.line(e));
+        if let Some(line) = at_number.filter(same) {
+            return Some(line);
+        }
+        let by_hash = self.by_hash.get_or_init(|| {
+            let lines = files.numbered_lines(self.table.0, self.table.1);
+            lines.map(|(entry, line)| (hash_key(&line.hash), entry)).collect()
+        });
+        files.line(*by_hash.get(&hash_key(hash.as_bytes()))?).filter(same)
     }
 }
 
 fn hash_key(hash: &[u8; 32]) -> u64 {
     u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
-}
-
-/// A hasher for integer keys (ids, the first bytes of a hash): the key times an odd constant,
-/// which spreads consecutive ids over the table, instead of SipHash, which costs more than
-/// the lookup it serves (a table's lines are looked up once each).
-#[derive(Default)]
-pub(crate) struct Spread(u64);
-
-impl Hasher for Spread {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.write_u64(self.0 ^ u64::from(byte));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
 }
 
 /// Reads the records of the table `file`, checking each as a record file is checked; its `id`
@@ -101,7 +102,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
     let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
     read_lines(file, limit, |span, bytes, hash, problems| {
         let at = || at_line(file, span.line, 1);
-        let (id, name) = match known.get(hash) {
+        let (id, name) = match known.get(span.line, hash) {
             Some(line) => (line.id, line.name.map(str::to_string)),
             None => {
                 let at = at();
@@ -129,7 +130,7 @@ pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLin
     let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
     read_lines(file, limit, |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
-        let id = match known.get(hash) {
+        let id = match known.get(span.line, hash) {
             Some(line) => line.id,
             None => subdoc_line_id(&at, span, bytes, problems)?,
         };
@@ -298,8 +299,13 @@ pub(crate) fn open(
     subdocs: &[(String, i64, SubDoc)],
 ) -> HashMap<std::path::PathBuf, std::sync::Arc<std::fs::File>> {
     let tables = records.keys().map(|segment| DataPath::Table { segment }.file());
-    let subdoc_tables =
-        subdocs.iter().map(|(segment, _, subdoc)| DataPath::SubDocTable { segment, name: &subdoc.name }.file());
+    // Each table's path made once, not once a line.
+    let kinds: HashSet<(&str, &str)> = subdocs
+        .iter()
+        .filter(|(_, _, subdoc)| subdoc.line.is_some())
+        .map(|(segment, _, subdoc)| (segment.as_str(), subdoc.name.as_str()))
+        .collect();
+    let subdoc_tables = kinds.into_iter().map(|(segment, name)| DataPath::SubDocTable { segment, name }.file());
     let files: HashSet<String> = tables.chain(subdoc_tables).collect();
     let open = |rel: String| Some((dir.join(&rel), std::sync::Arc::new(std::fs::File::open(dir.join(&rel)).ok()?)));
     files.into_iter().filter_map(open).collect()
