@@ -230,9 +230,9 @@ pub struct Known {
     pub hash: blake3::Hash,
 }
 
-/// A hasher for integer keys (ids, the first bytes of a hash): the key times an odd constant,
-/// which spreads consecutive ids over the table, instead of SipHash, which costs more than
-/// the lookups it serves (a record's id, a table line's hash: looked up a few times a build).
+/// A hasher for the keys a build looks up a few times each (ids, the first bytes of a hash,
+/// names): each 8 bytes of the key times an odd constant, which spreads consecutive ids over
+/// the table, instead of SipHash, which costs more than the lookups it serves.
 #[derive(Default)]
 pub struct Spread(u64);
 
@@ -242,8 +242,10 @@ impl Hasher for Spread {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.write_u64(u64::from(byte));
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
         }
     }
 

@@ -17,7 +17,7 @@ use crate::json::{parse_json, read_data_file};
 use crate::problem::Problem;
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Fails, saying what to do, unless `dir` is a folder: a missing data folder is a mistake in
@@ -209,7 +209,8 @@ fn index_resources(
         if list.first().is_some_and(|r| r.line.is_some()) {
             list.sort_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
         }
-        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let mut by_id = HashMap::with_capacity_and_hasher(list.len(), Default::default());
+        by_id.extend(list.iter().enumerate().map(|(i, r)| (r.id, i)));
         dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
     }
     check_shared_names(config_path, dataset, problems);

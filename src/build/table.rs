@@ -23,16 +23,12 @@ use std::hash::BuildHasherDefault;
 type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
 use std::path::Path;
 
-/// One line of a table, read and checked.
-pub(crate) struct Line<T> {
-    pub item: T,
-    pub hash: blake3::Hash,
-}
-
-/// What reading a table gave: its lines without problems, in order, every problem, and the
-/// hash of the whole file (a line moved changes the list).
+/// What reading a table gave: its lines without problems, in order, as items and their bytes'
+/// hashes (two vectors: the items are kept, the hashes only noted), every problem, and the
+/// table's hash (a line moved changes the list).
 pub(crate) struct Read<T> {
-    pub lines: Vec<Line<T>>,
+    pub items: Vec<T>,
+    pub hashes: Vec<blake3::Hash>,
     pub problems: Vec<Problem>,
     pub hash: blake3::Hash,
 }
@@ -74,6 +70,11 @@ impl<'a> KnownLines<'a> {
         KnownLines { files, table, by_number, by_hash: OnceCell::new() }
     }
 
+    /// How many lines the previous build recorded (at most).
+    fn count(&self) -> usize {
+        self.by_number.len()
+    }
+
     /// The recorded line whose bytes hash to `hash`, read at line `number`.
     fn get(&self, number: u32, hash: &blake3::Hash) -> Option<TableLine<'a>> {
         let files = self.files?;
@@ -100,7 +101,7 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
     let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
-    read_lines(file, limit, |span, bytes, hash, problems| {
+    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
         let at = || at_line(file, span.line, 1);
         let (id, name) = match known.get(span.line, hash) {
             Some(line) => (line.id, line.name.map(str::to_string)),
@@ -128,7 +129,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
 /// with the same bytes is not parsed again.
 pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLines<'_>) -> Read<(i64, SubDoc)> {
     let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
-    read_lines(file, limit, |span, bytes, hash, problems| {
+    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
         let id = match known.get(span.line, hash) {
             Some(line) => line.id,
@@ -220,15 +221,14 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
         let rel = DataPath::Table { segment }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-        files.reserve(read.lines.len());
-        for line in &read.lines {
-            let (place, name) = (Place { segment, kind: None, id: line.item.id }, line.item.name.clone());
-            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
+        files.reserve(read.items.len());
+        for (record, hash) in read.items.iter().zip(&read.hashes) {
+            let place = Place { segment, kind: None, id: record.id };
+            files.insert_line(&place, record.name.as_deref(), hash, record.line.unwrap_or(NO_SPAN));
         }
         problems.extend(read.problems);
-        // Into a vector of its own size: collected in place, it would keep the lines' larger one.
-        let mut items = Vec::with_capacity(read.lines.len());
-        items.extend(read.lines.into_iter().map(|line| line.item));
+        let mut items = read.items;
+        items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
         records.insert(segment.clone(), items);
     }
     let mut subdocs = Vec::new();
@@ -253,14 +253,13 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-        files.reserve(read.lines.len());
-        for line in &read.lines {
-            let (id, subdoc) = &line.item;
+        files.reserve(read.items.len());
+        for ((id, subdoc), hash) in read.items.iter().zip(&read.hashes) {
             let place = Place { segment, kind: Some(&subdoc.name), id: *id };
-            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name: None, line: subdoc.line });
+            files.insert_line(&place, None, hash, subdoc.line.unwrap_or(NO_SPAN));
         }
         problems.extend(read.problems);
-        subdocs.extend(read.lines.into_iter().map(|line| (segment.clone(), line.item.0, line.item.1)));
+        subdocs.extend(read.items.into_iter().map(|(id, subdoc)| (segment.clone(), id, subdoc)));
     }
     (records, subdocs)
 }
@@ -280,12 +279,14 @@ fn table_lines<T>(
     let Seen { stamp, known } = seen(file);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
     if let Some(known) = known {
-        let mut recorded: Vec<TableLine<'_>> = previous.into_iter().flat_map(|p| p.lines(segment, kind)).collect();
+        let most = previous.map_or(0, |p| p.numbered_lines(segment, kind).size_hint().1.unwrap_or(0));
+        let mut recorded: Vec<TableLine<'_>> = Vec::with_capacity(most);
+        recorded.extend(previous.into_iter().flat_map(|p| p.lines(segment, kind)));
         if !recorded.is_empty() {
             recorded.sort_unstable_by_key(|line| line.span.line);
-            let lines =
-                recorded.iter().map(|line| Line { item: item(line), hash: blake3::Hash::from_bytes(line.hash) });
-            return (Read { lines: lines.collect(), problems: Vec::new(), hash: known.hash }, stamp);
+            let items = recorded.iter().map(item).collect();
+            let hashes = recorded.iter().map(|line| blake3::Hash::from_bytes(line.hash)).collect();
+            return (Read { items, hashes, problems: Vec::new(), hash: known.hash }, stamp);
         }
     }
     (read(&KnownLines::new(previous, (segment, kind))), stamp)
@@ -313,3 +314,6 @@ pub(crate) fn open(
 
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
 const UNKNOWN_STAMP: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
+
+/// The span of a line read from a table: each has one.
+const NO_SPAN: Span = Span { offset: 0, len: 0, line: 0 };

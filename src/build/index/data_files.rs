@@ -6,6 +6,8 @@ use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, span_stamp, 
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
 use crate::build::data_path::DataPath;
+use crate::build::dataset::Span;
+use rayon::slice::ParallelSliceMut;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
@@ -54,6 +56,15 @@ impl DataFiles {
         self.sorted = false;
     }
 
+    /// Adds the table line at `span` that holds the record or sub-document at `place` (named
+    /// `name`), whose bytes hash to `hash`.
+    pub fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
+        let key = self.places.key(place);
+        let name = self.places.names.add(name);
+        self.entries.push(Entry { key, name, stamp: span_stamp(span), hash: *hash.as_bytes() });
+        self.sorted = false;
+    }
+
     /// Makes room for `n` more files.
     pub fn reserve(&mut self, n: usize) {
         self.entries.reserve(n);
@@ -73,28 +84,32 @@ impl DataFiles {
                 e.key.kind = kinds[e.key.kind as usize - 1] + 1;
             }
         }
-        self.entries.sort_unstable_by_key(|e| e.key);
+        self.entries.par_sort_unstable_by_key(|e| e.key);
         self.entries.shrink_to_fit();
         self.sorted = true;
     }
 
     /// One hash of every file's path and hash, in the order of [`DataFiles::finish`].
     pub fn combined_hash(&self) -> String {
-        let mut hasher = blake3::Hasher::new();
-        let mut add = |path: &str, hash: &[u8; 32]| {
-            hasher.update(path.as_bytes());
-            hasher.update(b"\0");
-            hasher.update(hash);
+        // Fed in blocks: a hash fed a path at a time costs more than the hashing.
+        let (mut hasher, mut block) = (blake3::Hasher::new(), Vec::with_capacity(1 << 16));
+        let mut add = |block: &mut Vec<u8>, hash: &[u8; 32]| {
+            block.push(0);
+            block.extend_from_slice(hash);
+            if block.len() >= 1 << 16 {
+                hasher.update(block);
+                block.clear();
+            }
         };
         for (rel, file) in &self.other {
-            add(rel, file.hash.0.as_bytes());
+            block.extend_from_slice(rel.as_bytes());
+            add(&mut block, file.hash.0.as_bytes());
         }
-        let mut path = String::new();
         for e in &self.entries {
-            path.clear();
-            write_data_file(&self.places.place(e.key), &mut path);
-            add(&path, &e.hash);
+            write_data_file(&self.places.place(e.key), &mut block);
+            add(&mut block, &e.hash);
         }
+        hasher.update(&block);
         hasher.finalize().to_hex().to_string()
     }
 
@@ -288,15 +303,31 @@ impl DataFiles {
     }
 }
 
-/// Writes the data file of `place`, as [`Place::data_file`] makes it, to `path`: one string
-/// for every file, not one each.
-fn write_data_file(place: &Place<'_>, path: &mut String) {
-    use std::fmt::Write as _;
-    let (segment, id) = (place.segment, place.id);
-    let _ = match place.kind {
-        None => write!(path, "{segment}/{id}.json"),
-        Some(kind) => write!(path, "{segment}/{id}/{kind}.json"),
-    };
+/// Writes the data file of `place`, as [`Place::data_file`] makes it, to the end of `path`:
+/// one buffer for every file, not a string each.
+fn write_data_file(place: &Place<'_>, path: &mut Vec<u8>) {
+    path.extend_from_slice(place.segment.as_bytes());
+    path.push(b'/');
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut id = place.id.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (id % 10) as u8;
+        id /= 10;
+        if id == 0 {
+            break;
+        }
+    }
+    if place.id < 0 {
+        path.push(b'-');
+    }
+    path.extend_from_slice(&digits[at..]);
+    if let Some(kind) = place.kind {
+        path.push(b'/');
+        path.extend_from_slice(kind.as_bytes());
+    }
+    path.extend_from_slice(b".json");
 }
 
 #[cfg(test)]
@@ -305,12 +336,13 @@ mod tests {
 
     #[test]
     fn a_data_file_is_written_as_its_place_makes_it() {
-        for kind in [None, Some("encounters")] {
-            let place = Place { segment: "creature", kind, id: -12 };
-            let mut path = "left from the last".to_string();
-            path.clear();
-            write_data_file(&place, &mut path);
-            assert_eq!(path, place.data_file());
+        for id in [0, 7, -12, 1_000_000, i64::MIN, i64::MAX] {
+            for kind in [None, Some("encounters")] {
+                let place = Place { segment: "creature", kind, id };
+                let mut path = b"before ".to_vec();
+                write_data_file(&place, &mut path);
+                assert_eq!(String::from_utf8(path).unwrap(), format!("before {}", place.data_file()));
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! newline; a block's lines are hashed in parallel, then given in order to the reader. Memory
 //! holds one block (more only while a longer line is read), whatever the table's size.
 
-use super::{Line, Read};
+use super::Read;
 use crate::build::dataset::{Span, at_line};
 use crate::problem::Problem;
 use rayon::prelude::*;
@@ -20,7 +20,7 @@ const ENDS_FILE: u8 = 0;
 const SKIPPED: u8 = 3;
 
 /// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
-/// hash to `read`. The table's hash is that of each line's hash followed by how the line ends:
+/// hash to `read`; room is made for `lines` lines. The table's hash is that of each line's hash followed by how the line ends:
 /// any byte changed, a line moved, a line end changed changes it, for 33 bytes a line hashed
 /// instead of the whole file again.
 /// A blank line is a problem (a table holds one record a line; the file may end with a newline
@@ -28,9 +28,11 @@ const SKIPPED: u8 = 3;
 pub(super) fn read_lines<T>(
     file: &Path,
     limit: u64,
+    lines: usize,
     mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
 ) -> Read<T> {
-    let mut out = Read { lines: Vec::new(), problems: Vec::new(), hash: blake3::hash(b"") };
+    let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
+    let mut out = Read { items, hashes, problems: Vec::new(), hash: blake3::hash(b"") };
     let mut input = match std::fs::File::open(file) {
         Ok(f) => f,
         Err(e) => {
@@ -133,7 +135,8 @@ impl Lines<'_> {
             let bytes = &block[start..end];
             let span = Span { offset: self.offset + start as u64, len: bytes.len() as u32, line: self.number };
             if let Some(item) = self.line(span, bytes, hash, out, read) {
-                out.lines.push(Line { item, hash: *hash });
+                out.items.push(item);
+                out.hashes.push(*hash);
             }
         }
         self.offset += block.len() as u64;
