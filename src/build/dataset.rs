@@ -5,7 +5,7 @@ use super::data_path::DataPath;
 use crate::config::DataSettings;
 use crate::fsutil::Stamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ pub struct Resource {
     /// Records in list order (by id, or as `order.json` states).
     pub records: Vec<Record>,
     /// Position in `records` of each id.
-    pub by_id: HashMap<i64, usize, BuildHasherDefault<Spread>>,
+    pub by_id: ById,
     /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
     /// owns the name path.
     pub shadowed: HashSet<i64>,
@@ -162,7 +162,7 @@ pub fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
 impl Resource {
     /// The record with `id`, if any.
     pub fn get(&self, id: i64) -> Option<&Record> {
-        self.by_id.get(&id).map(|&i| &self.records[i])
+        self.by_id.get(&self.records, id).map(|i| &self.records[i])
     }
 
     /// The record's name, when its name path is its own: a shared name's path belongs to the
@@ -228,6 +228,33 @@ pub struct Known {
     pub name: Option<String>,
     /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
+}
+
+/// Where each id of a resource is in its records: nothing held when they are in id order
+/// (most are: records listed by id, a table written in id order), the records themselves
+/// searched; else each id with its position, by id (12 bytes a record, not a hash map's 17).
+#[derive(Debug, Default)]
+pub struct ById(Vec<(i64, u32)>);
+
+impl ById {
+    /// Where each record of `records` (in list order, ids unique) is.
+    pub fn new(records: &[Record]) -> ById {
+        if records.windows(2).all(|pair| pair[0].id < pair[1].id) {
+            return ById(Vec::new());
+        }
+        let mut ids: Vec<(i64, u32)> = records.iter().enumerate().map(|(at, r)| (r.id, at as u32)).collect();
+        ids.sort_unstable();
+        ById(ids)
+    }
+
+    /// The position in `records` (those it was made of) of the record with `id`.
+    pub fn get(&self, records: &[Record], id: i64) -> Option<usize> {
+        if self.0.is_empty() {
+            return records.binary_search_by_key(&id, |r| r.id).ok();
+        }
+        let at = self.0.binary_search_by_key(&id, |&(id, _)| id).ok()?;
+        Some(self.0[at].1 as usize)
+    }
 }
 
 /// A hasher for the keys a build looks up a few times each (ids, the first bytes of a hash,

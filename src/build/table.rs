@@ -279,8 +279,8 @@ fn table_lines<T>(
     let Seen { stamp, known } = seen(file);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
     if let Some(known) = known {
-        let most = previous.map_or(0, |p| p.numbered_lines(segment, kind).size_hint().1.unwrap_or(0));
-        let mut recorded: Vec<TableLine<'_>> = Vec::with_capacity(most);
+        let count = previous.map_or(0, |p| p.lines(segment, kind).count());
+        let mut recorded: Vec<TableLine<'_>> = Vec::with_capacity(count);
         recorded.extend(previous.into_iter().flat_map(|p| p.lines(segment, kind)));
         if !recorded.is_empty() {
             recorded.sort_unstable_by_key(|line| line.span.line);
