@@ -265,7 +265,9 @@ pub struct Spread(u64);
 
 impl Hasher for Spread {
     fn finish(&self) -> u64 {
-        self.0
+        // A product's low bits depend only on its factors' low bits: the high ones, well mixed,
+        // are turned down to where the table takes its slot from.
+        self.0.rotate_left(26)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -282,5 +284,26 @@ impl Hasher for Spread {
 
     fn write_i64(&mut self, n: i64) {
         self.write_u64(n as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Spread;
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, BuildHasherDefault};
+
+    /// A hash table takes a key's slot from the low bits of its hash: keys alike but for a few
+    /// bytes (ids in a row, names that differ after their eighth byte) must not share them.
+    #[test]
+    fn keys_alike_spread_over_the_low_bits() {
+        let spread = BuildHasherDefault::<Spread>::default();
+        let slots = |hashes: Vec<u64>| hashes.into_iter().map(|h| h & 0xffff).collect::<HashSet<_>>().len();
+        let names = (0..10_000).map(|i| spread.hash_one(format!("creature-{i}").as_str())).collect();
+        let ids = (0..10_000i64).map(|i| spread.hash_one(i * 1000)).collect();
+        for (what, hashes) in [("names", names), ("ids", ids)] {
+            let used = slots(hashes);
+            assert!(used > 8_000, "{what}: 10,000 keys in {used} of 65,536 slots");
+        }
     }
 }
