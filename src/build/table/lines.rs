@@ -1,4 +1,4 @@
-//! A table's lines, read: the file is read in blocks of a few MB, each cut after its last
+//! A table's lines, read: the file is read in blocks of 1 MB, each cut after its last
 //! newline; a block's lines are hashed in parallel, then given in order to the reader. Memory
 //! holds one block (more only while a longer line is read), whatever the table's size.
 
@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use std::io::Read as _;
 use std::path::Path;
 
-/// Bytes read at a time: enough lines for the hashing to be shared out, few enough MB to hold.
-const BLOCK: usize = 4 << 20;
+/// Bytes read at a time: enough lines (thousands) for the hashing to be shared out, little to hold.
+const BLOCK: usize = 1 << 20;
 
 /// How a line ends, as the table's hash records it after the line's hash: `\n`, `\r\n`, or
 /// nothing (the last line of a file without a final newline); a line skipped as too long.
