@@ -513,7 +513,7 @@ impl write::Documents for Rendering<'_> {
         for rel in changed {
             let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, tables
             let Some(resource) = self.dataset.resources.get(place.segment) else { continue };
-            let Some(&position) = resource.by_id.get(&place.id) else { continue };
+            let Some(position) = resource.by_id.get(&resource.records, place.id) else { continue };
             let record = &resource.records[position];
             let subdoc = match place.kind {
                 None => None,

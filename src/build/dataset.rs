@@ -5,6 +5,7 @@ use super::data_path::DataPath;
 use crate::config::DataSettings;
 use crate::fsutil::Stamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,7 +32,7 @@ pub struct Resource {
     /// Records in list order (by id, or as `order.json` states).
     pub records: Vec<Record>,
     /// Position in `records` of each id.
-    pub by_id: HashMap<i64, usize>,
+    pub by_id: ById,
     /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
     /// owns the name path.
     pub shadowed: HashSet<i64>,
@@ -161,7 +162,7 @@ pub fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
 impl Resource {
     /// The record with `id`, if any.
     pub fn get(&self, id: i64) -> Option<&Record> {
-        self.by_id.get(&id).map(|&i| &self.records[i])
+        self.by_id.get(&self.records, id).map(|i| &self.records[i])
     }
 
     /// The record's name, when its name path is its own: a shared name's path belongs to the
@@ -227,4 +228,82 @@ pub struct Known {
     pub name: Option<String>,
     /// BLAKE3 of its bytes.
     pub hash: blake3::Hash,
+}
+
+/// Where each id of a resource is in its records: nothing held when they are in id order
+/// (most are: records listed by id, a table written in id order), the records themselves
+/// searched; else each id with its position, by id (12 bytes a record, not a hash map's 17).
+#[derive(Debug, Default)]
+pub struct ById(Vec<(i64, u32)>);
+
+impl ById {
+    /// Where each record of `records` (in list order, ids unique) is.
+    pub fn new(records: &[Record]) -> ById {
+        if records.windows(2).all(|pair| pair[0].id < pair[1].id) {
+            return ById(Vec::new());
+        }
+        let mut ids: Vec<(i64, u32)> = records.iter().enumerate().map(|(at, r)| (r.id, at as u32)).collect();
+        ids.sort_unstable();
+        ById(ids)
+    }
+
+    /// The position in `records` (those it was made of) of the record with `id`.
+    pub fn get(&self, records: &[Record], id: i64) -> Option<usize> {
+        if self.0.is_empty() {
+            return records.binary_search_by_key(&id, |r| r.id).ok();
+        }
+        let at = self.0.binary_search_by_key(&id, |&(id, _)| id).ok()?;
+        Some(self.0[at].1 as usize)
+    }
+}
+
+/// A hasher for the keys a build looks up a few times each (ids, the first bytes of a hash,
+/// names): each 8 bytes of the key times an odd constant, which spreads consecutive ids over
+/// the table, instead of SipHash, which costs more than the lookups it serves.
+#[derive(Default)]
+pub struct Spread(u64);
+
+impl Hasher for Spread {
+    fn finish(&self) -> u64 {
+        // A product's low bits depend only on its factors' low bits: the high ones, well mixed,
+        // are turned down to where the table takes its slot from.
+        self.0.rotate_left(26)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Spread;
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, BuildHasherDefault};
+
+    /// A hash table takes a key's slot from the low bits of its hash: keys alike but for a few
+    /// bytes (ids in a row, names that differ after their eighth byte) must not share them.
+    #[test]
+    fn keys_alike_spread_over_the_low_bits() {
+        let spread = BuildHasherDefault::<Spread>::default();
+        let slots = |hashes: Vec<u64>| hashes.into_iter().map(|h| h & 0xffff).collect::<HashSet<_>>().len();
+        let names = (0..10_000).map(|i| spread.hash_one(format!("creature-{i}").as_str())).collect();
+        let ids = (0..10_000i64).map(|i| spread.hash_one(i * 1000)).collect();
+        for (what, hashes) in [("names", names), ("ids", ids)] {
+            let used = slots(hashes);
+            assert!(used > 8_000, "{what}: 10,000 keys in {used} of 65,536 slots");
+        }
+    }
 }

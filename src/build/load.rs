@@ -209,7 +209,7 @@ fn index_resources(
         if list.first().is_some_and(|r| r.line.is_some()) {
             list.sort_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
         }
-        let by_id = list.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let by_id = super::dataset::ById::new(&list);
         dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
     }
     check_shared_names(config_path, dataset, problems);
@@ -224,7 +224,7 @@ fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>
     subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
     let mut subdocs = subdocs.into_iter().peekable();
     while let Some((segment, id, subdoc)) = subdocs.next() {
-        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&id).copied().map(|i| (r, i))) {
+        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&r.records, id).map(|i| (r, i))) {
             Some((resource, i)) => {
                 // A record's sub-documents are adjacent: one vector of their number each (pushed
                 // one by one, each would hold room for four).

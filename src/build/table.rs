@@ -3,54 +3,92 @@
 //! `{"id": …, "document": …}` a line (docs/data.md). A table is read streamed, a line at a
 //! time; each line's problems are reported at `<table>:LINE:COLUMN`.
 
+mod lines;
+
 use super::data_path::DataPath;
-use super::dataset::{Record, Seen, Span, SubDoc, at_line};
+use super::dataset::{Record, Seen, Span, Spread, SubDoc, at_line};
 use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
 use super::validate::{check_record, check_syntax, parse_head};
 use super::walk::Tables;
 use crate::fsutil::Stamp;
 use crate::json::parse_json;
 use crate::problem::Problem;
+use lines::read_lines;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 /// What the build knows of the data before reading it: each file's stamp (and, when trusted,
 /// what the index recorded of it), and the previous build's data table.
 type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
-use std::io::BufRead;
 use std::path::Path;
 
-/// One line of a table, read and checked.
-pub(crate) struct Line<T> {
-    pub item: T,
-    pub hash: blake3::Hash,
-}
-
-/// What reading a table gave: its lines without problems, in order, every problem, and the
-/// hash of the whole file (a line moved changes the list).
+/// What reading a table gave: its lines without problems, in order, as items and their bytes'
+/// hashes (two vectors: the items are kept, the hashes only noted), every problem, and the
+/// table's hash (a line moved changes the list).
 pub(crate) struct Read<T> {
-    pub lines: Vec<Line<T>>,
+    pub items: Vec<T>,
+    pub hashes: Vec<blake3::Hash>,
     pub problems: Vec<Problem>,
     pub hash: blake3::Hash,
 }
 
-/// What the previous build recorded of a table's lines, by the first bytes of each line's
-/// hash: a line whose bytes are unchanged is taken from here, not parsed again.
+/// What the previous build recorded of a table's lines: a line whose bytes are unchanged is
+/// taken from here, not parsed again. Only the number of each line's entry in the previous
+/// build's data table is held, by its line number: most lines of an edited table are where
+/// they were, and are found there in the order they are read. A line not found at its number
+/// is looked up by the first bytes of its hash, in a map made the first time one is needed.
 pub(crate) struct KnownLines<'a> {
-    lines: Vec<TableLine<'a>>,
-    by_hash: HashMap<u64, u32>,
+    files: Option<&'a DataFiles>,
+    table: (&'a str, Option<&'a str>),
+    by_number: Vec<u32>,
+    by_hash: OnceCell<HashMap<u64, u32, BuildHasherDefault<Spread>>>,
 }
 
+/// No recorded line at this number.
+const NO_LINE: u32 = u32::MAX;
+
 impl<'a> KnownLines<'a> {
-    /// The recorded `lines`, found by their bytes' hash.
-    pub(crate) fn new(lines: Vec<TableLine<'a>>) -> KnownLines<'a> {
-        let by_hash = lines.iter().enumerate().map(|(i, line)| (hash_key(&line.hash), i as u32)).collect();
-        KnownLines { lines, by_hash }
+    /// The lines `files` recorded of the table of `segment` (`kind` `None`) or of its
+    /// sub-documents `kind`.
+    pub(crate) fn new(files: Option<&'a DataFiles>, table: (&'a str, Option<&'a str>)) -> KnownLines<'a> {
+        let mut by_number = Vec::new();
+        if let Some(files) = files {
+            let lines = files.numbered_lines(table.0, table.1);
+            let most = lines.size_hint().1.unwrap_or(0);
+            for (entry, line) in lines {
+                let at = line.span.line as usize;
+                if at == 0 || at > most {
+                    continue; // not a line number of a table of this many lines: found by hash
+                }
+                if at > by_number.len() {
+                    by_number.resize(at, NO_LINE);
+                }
+                by_number[at - 1] = entry;
+            }
+        }
+        KnownLines { files, table, by_number, by_hash: OnceCell::new() }
     }
 
-    /// The recorded line whose bytes hash to `hash`.
-    fn get(&self, hash: &blake3::Hash) -> Option<&TableLine<'a>> {
-        let line = &self.lines[*self.by_hash.get(&hash_key(hash.as_bytes()))? as usize];
-        (line.hash == *hash.as_bytes()).then_some(line)
+    /// How many lines the previous build recorded (at most).
+    fn count(&self) -> usize {
+        self.by_number.len()
+    }
+
+    /// The recorded line whose bytes hash to `hash`, read at line `number`.
+    fn get(&self, number: u32, hash: &blake3::Hash) -> Option<TableLine<'a>> {
+        let files = self.files?;
+        let same = |line: &TableLine<'_>| line.hash == *hash.as_bytes();
+        let at_number =
+            (number as usize).checked_sub(1).and_then(|i| self.by_number.get(i)).and_then(|&e| files.line(e));
+        if let Some(line) = at_number.filter(same) {
+            return Some(line);
+        }
+        let by_hash = self.by_hash.get_or_init(|| {
+            let lines = files.numbered_lines(self.table.0, self.table.1);
+            lines.map(|(entry, line)| (hash_key(&line.hash), entry)).collect()
+        });
+        files.line(*by_hash.get(&hash_key(hash.as_bytes()))?).filter(same)
     }
 }
 
@@ -62,10 +100,10 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 /// is its own (no file name gives it). An id on two lines is a problem. A line `known` holds
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
-    let mut seen: HashMap<i64, u32> = HashMap::new();
-    read_lines(file, limit, |span, bytes, hash, problems| {
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
+    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
         let at = || at_line(file, span.line, 1);
-        let (id, name) = match known.get(hash) {
+        let (id, name) = match known.get(span.line, hash) {
             Some(line) => (line.id, line.name.map(str::to_string)),
             None => {
                 let at = at();
@@ -90,10 +128,10 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
 /// "document": <any JSON value>}`. Returns each with its record's id. A line `known` holds
 /// with the same bytes is not parsed again.
 pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLines<'_>) -> Read<(i64, SubDoc)> {
-    let mut seen: HashMap<i64, u32> = HashMap::new();
-    read_lines(file, limit, |span, bytes, hash, problems| {
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
+    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
-        let id = match known.get(hash) {
+        let id = match known.get(span.line, hash) {
             Some(line) => line.id,
             None => subdoc_line_id(&at, span, bytes, problems)?,
         };
@@ -136,63 +174,6 @@ fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut 
         },
     }
     None
-}
-
-/// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
-/// hash to `read`.
-/// A blank line is a problem (a table holds one record a line; the file may end with a newline
-/// or not), and so is a line longer than `limit` bytes or a table with no lines.
-fn read_lines<T>(
-    file: &Path,
-    limit: u64,
-    mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
-) -> Read<T> {
-    let mut out = Read { lines: Vec::new(), problems: Vec::new(), hash: blake3::hash(b"") };
-    let mut whole = blake3::Hasher::new();
-    let mut reader = match std::fs::File::open(file) {
-        Ok(f) => std::io::BufReader::with_capacity(1 << 16, f),
-        Err(e) => {
-            out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
-            return out;
-        }
-    };
-    let (mut offset, mut number, mut buf) = (0u64, 0u32, Vec::new());
-    loop {
-        buf.clear();
-        let n = match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(n) => n as u64,
-            Err(e) => {
-                out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
-                break;
-            }
-        };
-        number += 1;
-        whole.update(&buf);
-        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let span = Span { offset, len: bytes.len() as u32, line: number };
-        offset += n;
-        let at = || at_line(file, number, 1);
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            out.problems.push(Problem::whole(&at(), "blank line: a table holds one record a line; remove it"));
-        } else if bytes.len() as u64 > limit || bytes.len() > u32::MAX as usize {
-            out.problems.push(Problem::whole(
-                &at(),
-                format!("a line longer than the {} MB limit: raise \"max_document_mb\" in gen.json", limit >> 20),
-            ));
-        } else {
-            let hash = blake3::hash(bytes);
-            if let Some(item) = read(span, bytes, &hash, &mut out.problems) {
-                out.lines.push(Line { item, hash });
-            }
-        }
-    }
-    out.hash = whole.finalize();
-    if number == 0 && out.problems.is_empty() {
-        out.problems.push(Problem::whole(file, "empty table: add one record a line, or remove the file"));
-    }
-    out
 }
 
 /// The records of the tables by segment, in line order, and their sub-documents with their
@@ -240,15 +221,14 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
         let rel = DataPath::Table { segment }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-        files.reserve(read.lines.len());
-        for line in &read.lines {
-            let (place, name) = (Place { segment, kind: None, id: line.item.id }, line.item.name.clone());
-            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name, line: line.item.line });
+        files.reserve(read.items.len());
+        for (record, hash) in read.items.iter().zip(&read.hashes) {
+            let place = Place { segment, kind: None, id: record.id };
+            files.insert_line(&place, record.name.as_deref(), hash, record.line.unwrap_or(NO_SPAN));
         }
         problems.extend(read.problems);
-        // Into a vector of its own size: collected in place, it would keep the lines' larger one.
-        let mut items = Vec::with_capacity(read.lines.len());
-        items.extend(read.lines.into_iter().map(|line| line.item));
+        let mut items = read.items;
+        items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
         records.insert(segment.clone(), items);
     }
     let mut subdocs = Vec::new();
@@ -273,14 +253,13 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-        files.reserve(read.lines.len());
-        for line in &read.lines {
-            let (id, subdoc) = &line.item;
+        files.reserve(read.items.len());
+        for ((id, subdoc), hash) in read.items.iter().zip(&read.hashes) {
             let place = Place { segment, kind: Some(&subdoc.name), id: *id };
-            files.insert_place(&place, DataFile { stamp, hash: Hash(line.hash), name: None, line: subdoc.line });
+            files.insert_line(&place, None, hash, subdoc.line.unwrap_or(NO_SPAN));
         }
         problems.extend(read.problems);
-        subdocs.extend(read.lines.into_iter().map(|line| (segment.clone(), line.item.0, line.item.1)));
+        subdocs.extend(read.items.into_iter().map(|(id, subdoc)| (segment.clone(), id, subdoc)));
     }
     (records, subdocs)
 }
@@ -299,16 +278,18 @@ fn table_lines<T>(
 ) -> (Read<T>, Stamp) {
     let Seen { stamp, known } = seen(file);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
-    let mut recorded: Vec<TableLine<'_>> = previous.into_iter().flat_map(|p| p.lines(segment, kind)).collect();
-    match known {
-        Some(known) if !recorded.is_empty() => {
+    if let Some(known) = known {
+        let count = previous.map_or(0, |p| p.lines(segment, kind).count());
+        let mut recorded: Vec<TableLine<'_>> = Vec::with_capacity(count);
+        recorded.extend(previous.into_iter().flat_map(|p| p.lines(segment, kind)));
+        if !recorded.is_empty() {
             recorded.sort_unstable_by_key(|line| line.span.line);
-            let lines =
-                recorded.iter().map(|line| Line { item: item(line), hash: blake3::Hash::from_bytes(line.hash) });
-            (Read { lines: lines.collect(), problems: Vec::new(), hash: known.hash }, stamp)
+            let items = recorded.iter().map(item).collect();
+            let hashes = recorded.iter().map(|line| blake3::Hash::from_bytes(line.hash)).collect();
+            return (Read { items, hashes, problems: Vec::new(), hash: known.hash }, stamp);
         }
-        _ => (read(&KnownLines::new(recorded)), stamp),
     }
+    (read(&KnownLines::new(previous, (segment, kind))), stamp)
 }
 
 /// Each table of `records` and `subdocs` (of the data folder `dir`), opened for reading its
@@ -319,8 +300,13 @@ pub(crate) fn open(
     subdocs: &[(String, i64, SubDoc)],
 ) -> HashMap<std::path::PathBuf, std::sync::Arc<std::fs::File>> {
     let tables = records.keys().map(|segment| DataPath::Table { segment }.file());
-    let subdoc_tables =
-        subdocs.iter().map(|(segment, _, subdoc)| DataPath::SubDocTable { segment, name: &subdoc.name }.file());
+    // Each table's path made once, not once a line.
+    let kinds: HashSet<(&str, &str)> = subdocs
+        .iter()
+        .filter(|(_, _, subdoc)| subdoc.line.is_some())
+        .map(|(segment, _, subdoc)| (segment.as_str(), subdoc.name.as_str()))
+        .collect();
+    let subdoc_tables = kinds.into_iter().map(|(segment, name)| DataPath::SubDocTable { segment, name }.file());
     let files: HashSet<String> = tables.chain(subdoc_tables).collect();
     let open = |rel: String| Some((dir.join(&rel), std::sync::Arc::new(std::fs::File::open(dir.join(&rel)).ok()?)));
     files.into_iter().filter_map(open).collect()
@@ -328,3 +314,6 @@ pub(crate) fn open(
 
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
 const UNKNOWN_STAMP: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
+
+/// The span of a line read from a table: each has one.
+const NO_SPAN: Span = Span { offset: 0, len: 0, line: 0 };

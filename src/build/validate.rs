@@ -2,13 +2,14 @@
 //! resource, of order files and of settings. References between records are checked when
 //! documents are rendered (`render`), once every record is known.
 
-use super::dataset::{Dataset, Record};
+use super::dataset::{Dataset, Record, Spread};
 use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::json::{is_integer_text, kind_of, parse_json};
 use crate::problem::Problem;
 use crate::tree::layout::API_PREFIX;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 pub(crate) fn check_config(path: &Path, config: &DataSettings, problems: &mut Vec<Problem>) {
@@ -196,7 +197,8 @@ pub(crate) fn check_unique_names(
     config: &DataSettings,
     problems: &mut Vec<Problem>,
 ) -> HashSet<i64> {
-    let mut first: HashMap<&str, &Record> = HashMap::new();
+    let mut first: HashMap<&str, &Record, BuildHasherDefault<Spread>> =
+        HashMap::with_capacity_and_hasher(records.len(), Default::default());
     let mut shadowed = HashSet::new();
     for record in records {
         let Some(name) = &record.name else { continue };

@@ -595,6 +595,31 @@ fn a_bad_line_of_a_table_is_reported_at_its_line_and_column() {
     );
 }
 
+/// A table is read in blocks of 1 MB: a line longer than a block is read whole (here 1.5 MB,
+/// under a `max_document_mb` of 2), a line longer than `max_document_mb` is reported at its
+/// line and passed over to its newline, and the lines after both are still read and reported
+/// at their own line numbers.
+#[test]
+fn a_table_line_over_the_size_limit_is_reported_and_the_lines_after_it_read() {
+    let long = |id: u32, kb: usize| format!("{{\"id\": {id}, \"text\": \"{}\"}}", "x".repeat(kb << 10));
+    let nuts = format!(
+        "{{\"id\": 1}}\n{}\r\n{{\"id\": 2}}\n{}\n{{\"id\": 2}}\n{{\"id\": \"3\"}}",
+        long(8, 1536),
+        long(9, 9 << 10)
+    );
+    let settings = r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item"],
+        "filters": {"berry": {"firmness": "firmness.name", "size": "size"}, "effect": ["appeal"]}, "max_document_mb": 2}"#;
+    assert_reported(
+        "table-long-line",
+        &[("gen.json", settings.as_bytes()), ("nut.ndjson", nuts.as_bytes())],
+        &[
+            "data/nut.ndjson:4:1: $: a line longer than the 2 MB limit",
+            "data/nut.ndjson:5:1: $.id: id 2 is on line 3 too",
+            "data/nut.ndjson:6:1: $.id: \"id\" must be an integer",
+        ],
+    );
+}
+
 /// Issue 36 item 1: a resource held both as a folder and as a table is a problem naming both;
 /// a sub-document table of a folder resource says where its sub-documents go.
 #[test]

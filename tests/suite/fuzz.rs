@@ -215,6 +215,42 @@ fn any_bytes_as_a_record_are_reported_not_panicked_on() {
     }
 }
 
+/// A table is read in blocks, its lines cut at `\n` or `\r\n`: any bytes as a table are
+/// reported at the table (at a line of it, or the whole file), never panicked on.
+#[test]
+fn any_bytes_as_a_table_are_reported_not_panicked_on() {
+    let tmp = TempDir::new("fuzz-tables");
+    let data = tmp.join("data");
+    let lines = ["{\"id\": 1, \"name\": \"one\", \"n\": [1, 2]}", "{\"id\": 2, \"name\": \"two\"}", "{\"id\": 3}"];
+    let seeds: Vec<Vec<u8>> = vec![
+        (lines.join("\n") + "\n").into_bytes(),
+        lines.join("\r\n").into_bytes(),
+        format!("{}\r\n\n{}\r{}", lines[0], lines[1], lines[2]).into_bytes(),
+    ];
+    let target = data.join("thing.ndjson");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut rng = Rng(seed("fuzz", FIXED_SEED) ^ 3);
+    for _ in 0..iterations(300) {
+        let seed_input = rng.pick(&seeds).clone();
+        let input = mutate(&mut rng, &seed_input);
+        std::fs::write(&target, &input).unwrap();
+        match catch_unwind(|| genapi::check(&data)) {
+            Err(_) => crash("table", &input, "gen check panicked"),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                let problems = e
+                    .downcast::<genapi::problem::Problems>()
+                    .unwrap_or_else(|e| crash("table", &input, &format!("an error that is not a data problem: {e:#}")));
+                for problem in &problems.list {
+                    if !problem.path.to_string_lossy().starts_with(&*target.to_string_lossy()) {
+                        crash("table", &input, &format!("problem not about the table: {problem}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn any_bytes_as_published_documents_are_reported_not_panicked_on() {
     let tmp = TempDir::new("fuzz-import");

@@ -441,6 +441,43 @@ fn a_table_with_its_recorded_stamp_is_not_read_again() {
     assert_eq!(value("thing/one")["value"], 8);
 }
 
+/// A table changed only by its line ends (`\n` to `\r\n`, the final newline removed, `\r\n`
+/// back to `\n`, a final newline added) or by two lines swapped is a changed table: the data
+/// hash meta shows changes at each step, and the rebuilt tree equals a fresh build (the
+/// swapped lines' list is rendered again). The table's hash is made of its lines' hashes and
+/// line ends: one of the lines' hashes alone would miss all but the swap.
+#[test]
+fn a_table_changed_only_by_its_line_ends_or_order_is_a_changed_table() {
+    let tmp = TempDir::new("table-line-ends");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let lines =
+        ["{\"id\": 1, \"name\": \"one\"}", "{\"id\": 2, \"name\": \"two\"}", "{\"id\": 3, \"name\": \"three\"}"];
+    let swapped = [lines[1], lines[0], lines[2]];
+    let versions = [
+        ("the table", lines.join("\n") + "\n"),
+        ("\\n made \\r\\n", lines.join("\r\n") + "\r\n"),
+        ("the final newline removed", lines.join("\r\n")),
+        ("\\r\\n made \\n", lines.join("\n")),
+        ("a final newline added", lines.join("\n") + "\n"),
+        ("two lines swapped", swapped.join("\n") + "\n"),
+    ];
+    let mut previous = String::new();
+    for (n, (what, table)) in versions.iter().enumerate() {
+        write_files(&data, &[("thing.ndjson", table.clone())]);
+        build(&data, &out, &[]).ok();
+        let fresh = tmp.join(&format!("fresh-{n}"));
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{what}: the rebuilt tree differs from a fresh build");
+        let meta = read_json(&out.join("api/v2/meta/index.json"));
+        let hash = meta["data_hash"].as_str().expect("meta has a data hash").to_string();
+        assert_ne!(hash, previous, "{what}: the data hash did not change");
+        previous = hash;
+    }
+    let list = read_json(&out.join("api/v2/thing/index.json"));
+    let names: Vec<&str> = list["results"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["two", "one", "three"], "the list is in the table's new line order");
+}
+
 /// A record whose data is as the previous build recorded it is not read again for the names
 /// document and the filters' values: its extract is the one that build kept. Shown by a record
 /// changed in place while the index is told its file's new stamp: a rebuild (made to extract the

@@ -6,6 +6,8 @@ use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, span_stamp, 
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
 use crate::build::data_path::DataPath;
+use crate::build::dataset::Span;
+use rayon::slice::ParallelSliceMut;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
@@ -54,6 +56,15 @@ impl DataFiles {
         self.sorted = false;
     }
 
+    /// Adds the table line at `span` that holds the record or sub-document at `place` (named
+    /// `name`), whose bytes hash to `hash`.
+    pub fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
+        let key = self.places.key(place);
+        let name = self.places.names.add(name);
+        self.entries.push(Entry { key, name, stamp: span_stamp(span), hash: *hash.as_bytes() });
+        self.sorted = false;
+    }
+
     /// Makes room for exactly `n` more files (a table's lines: grown by doubling, the entries
     /// of a million records would hold room for as many more).
     pub fn reserve(&mut self, n: usize) {
@@ -74,25 +85,32 @@ impl DataFiles {
                 e.key.kind = kinds[e.key.kind as usize - 1] + 1;
             }
         }
-        self.entries.sort_unstable_by_key(|e| e.key);
+        self.entries.par_sort_unstable_by_key(|e| e.key);
         self.entries.shrink_to_fit();
         self.sorted = true;
     }
 
     /// One hash of every file's path and hash, in the order of [`DataFiles::finish`].
     pub fn combined_hash(&self) -> String {
-        let mut hasher = blake3::Hasher::new();
-        let mut add = |path: &str, hash: &[u8; 32]| {
-            hasher.update(path.as_bytes());
-            hasher.update(b"\0");
-            hasher.update(hash);
+        // Fed in blocks: a hash fed a path at a time costs more than the hashing.
+        let (mut hasher, mut block) = (blake3::Hasher::new(), Vec::with_capacity(1 << 16));
+        let mut add = |block: &mut Vec<u8>, hash: &[u8; 32]| {
+            block.push(0);
+            block.extend_from_slice(hash);
+            if block.len() >= 1 << 16 {
+                hasher.update(block);
+                block.clear();
+            }
         };
         for (rel, file) in &self.other {
-            add(rel, file.hash.0.as_bytes());
+            block.extend_from_slice(rel.as_bytes());
+            add(&mut block, file.hash.0.as_bytes());
         }
         for e in &self.entries {
-            add(&self.places.place(e.key).data_file(), &e.hash);
+            write_data_file(&self.places.place(e.key), &mut block);
+            add(&mut block, &e.hash);
         }
+        hasher.update(&block);
         hasher.finalize().to_hex().to_string()
     }
 
@@ -157,16 +175,34 @@ impl DataFiles {
     /// the build recorded them, in no particular order: what an unchanged table holds, without
     /// reading it.
     pub fn lines<'a>(&'a self, segment: &str, kind: Option<&str>) -> impl Iterator<Item = TableLine<'a>> + 'a {
+        self.numbered_lines(segment, kind).map(|(_, line)| line)
+    }
+
+    /// Like [`DataFiles::lines`], each with a number that [`DataFiles::line`] gives it back by.
+    /// At most as many as the segment's records and sub-documents.
+    pub fn numbered_lines<'a>(
+        &'a self,
+        segment: &str,
+        kind: Option<&str>,
+    ) -> impl Iterator<Item = (u32, TableLine<'a>)> + 'a {
         let wanted = self.places.find(&Place { segment, kind, id: 0 });
         let range = wanted.map_or(0..0, |key| {
             let first = self.entries.partition_point(|e| e.key.segment < key.segment);
             first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
         });
-        let of_kind = move |e: &&Entry| wanted.is_some_and(|key| e.key.kind == key.kind);
-        self.entries[range].iter().filter(of_kind).filter_map(|e| {
-            let span = stamp_span(&e.stamp)?;
-            Some(TableLine { id: e.key.id, name: self.places.names.get(e.name), span, hash: e.hash })
-        })
+        let of_kind = move |(_, e): &(usize, &Entry)| wanted.is_some_and(|key| e.key.kind == key.kind);
+        let numbered = self.entries[range.clone()].iter().enumerate().map(move |(i, e)| (range.start + i, e));
+        numbered.filter(of_kind).filter_map(|(at, e)| Some((at as u32, self.table_line(e)?)))
+    }
+
+    /// The line numbered `number` by [`DataFiles::numbered_lines`].
+    pub fn line(&self, number: u32) -> Option<TableLine<'_>> {
+        self.table_line(self.entries.get(number as usize)?)
+    }
+
+    fn table_line<'a>(&'a self, e: &Entry) -> Option<TableLine<'a>> {
+        let span = stamp_span(&e.stamp)?;
+        Some(TableLine { id: e.key.id, name: self.places.names.get(e.name), span, hash: e.hash })
     }
 
     /// Every file: (path relative to the data folder, file).
@@ -188,10 +224,9 @@ impl DataFiles {
     /// The files of `self` that `before` does not have with the same hash (paths relative to the
     /// data folder).
     pub fn changed_since(&self, before: &DataFiles) -> Vec<String> {
-        let keyed = self.entries.iter().filter_map(|e| {
-            let place = self.places.place(e.key);
-            let same = before.get_place(&place).is_some_and(|old| old.hash.0.as_bytes() == &e.hash);
-            (!same).then(|| place.data_file())
+        let keyed = self.with_entries_of(before).filter_map(|(e, old)| {
+            let same = old.is_some_and(|old| old.hash == e.hash);
+            (!same).then(|| self.places.place(e.key).data_file())
         });
         let other = self.other.iter().filter(|(rel, f)| before.other.get(*rel).is_none_or(|old| old.hash != f.hash));
         keyed.chain(other.map(|(rel, _)| rel.clone())).collect()
@@ -200,14 +235,39 @@ impl DataFiles {
     /// True when every record and sub-document of `before` is in `self` under the same name,
     /// and every other file of `before` is too, order files excepted.
     pub fn keeps_every_file_and_name_of(&self, before: &DataFiles) -> bool {
-        let keyed = before.entries.iter().all(|e| {
-            let old_name = before.places.names.get(e.name);
-            self.get_place(&before.places.place(e.key)).is_some_and(|new| new.name.as_deref() == old_name)
-        });
+        let keyed = before
+            .with_entries_of(self)
+            .all(|(e, new)| new.is_some_and(|new| self.places.names.get(new.name) == before.places.names.get(e.name)));
         keyed
             && before.other.keys().all(|rel| {
                 self.other.contains_key(rel) || matches!(DataPath::parse(rel, false), Ok(DataPath::Order { .. }))
             })
+    }
+
+    /// Each entry of `self` with the entry of `other` at the same place, if any. When both are
+    /// sorted and name the same segments and kinds, the same place has the same key in both,
+    /// and the two tables are walked side by side; otherwise each place is looked up.
+    fn with_entries_of<'a>(&'a self, other: &'a DataFiles) -> impl Iterator<Item = (&'a Entry, Option<&'a Entry>)> {
+        let same_keys = self.sorted
+            && other.sorted
+            && self.places.segments.strings == other.places.segments.strings
+            && self.places.kinds.strings == other.places.kinds.strings;
+        let mut next = 0;
+        self.entries.iter().map(move |e| {
+            if !same_keys {
+                return (e, other.entry(&self.places.place(e.key)));
+            }
+            while other.entries.get(next).is_some_and(|o| o.key < e.key) {
+                next += 1;
+            }
+            (e, other.entries.get(next).filter(|o| o.key == e.key))
+        })
+    }
+
+    /// The entry of the record's or sub-document's file at `place`.
+    fn entry(&self, place: &Place<'_>) -> Option<&Entry> {
+        let key = self.places.find(place)?;
+        self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|at| &self.entries[at])
     }
 
     pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -241,5 +301,49 @@ impl DataFiles {
         }
         check_entries(&places, &entries)?;
         Ok(DataFiles { places, entries, other, sorted: true })
+    }
+}
+
+/// Writes the data file of `place`, as [`Place::data_file`] makes it, to the end of `path`:
+/// one buffer for every file, not a string each.
+fn write_data_file(place: &Place<'_>, path: &mut Vec<u8>) {
+    path.extend_from_slice(place.segment.as_bytes());
+    path.push(b'/');
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut id = place.id.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (id % 10) as u8;
+        id /= 10;
+        if id == 0 {
+            break;
+        }
+    }
+    if place.id < 0 {
+        path.push(b'-');
+    }
+    path.extend_from_slice(&digits[at..]);
+    if let Some(kind) = place.kind {
+        path.push(b'/');
+        path.extend_from_slice(kind.as_bytes());
+    }
+    path.extend_from_slice(b".json");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_file_is_written_as_its_place_makes_it() {
+        for id in [0, 7, -12, 1_000_000, i64::MIN, i64::MAX] {
+            for kind in [None, Some("encounters")] {
+                let place = Place { segment: "creature", kind, id };
+                let mut path = b"before ".to_vec();
+                write_data_file(&place, &mut path);
+                assert_eq!(String::from_utf8(path).unwrap(), format!("before {}", place.data_file()));
+            }
+        }
     }
 }

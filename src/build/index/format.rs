@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 4: the data table first (written as soon as the build no longer needs it), the head, then the
-/// documents' table last (read only once the build needs it); 3: binary, one fixed-size entry per data file and
-/// per document (2 was JSON, one entry per path of the tree).
-pub const FORMAT: u32 = 4;
+/// 5: the data table first (written as soon as the build no longer needs it), the head, then the
+/// documents' table last (read only once the build needs it). 4: a table's hash is made of its
+/// lines' hashes and line ends, not of its bytes (the same table had another hash in 3). 3:
+/// binary, one fixed-size entry per data file and per document (2 was JSON, one entry per path
+/// of the tree).
+pub const FORMAT: u32 = 5;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
