@@ -24,10 +24,14 @@ const FILES_OPEN: &[u8] = b"  \"files\": {\n";
 /// How a manifest with entries ends: its last entry's closing quote and line end, then the
 /// lines closing the `files` object and the manifest.
 const FILES_END: &[u8] = b"\"\n  }\n}\n";
-/// The bytes read from the previous manifest at a time (one page).
-const BLOCK: u64 = 4096;
-/// The first step, in bytes, of the search forward from the last change point.
+/// The bytes read from the previous manifest at a time, around a line the search reads.
+const BLOCK: u64 = 1024;
+/// The first step, in bytes, of the search forward from the last change point, once the two
+/// entries there are read (the next change's place, when changes are close together).
 const FIRST_STEP: u64 = 512;
+/// Runs of previous entries shorter than this are copied through memory (a few blocks
+/// read), longer ones file to file: a copy costs two calls.
+const COPY_FILE_MIN: u64 = 1 << 15;
 
 /// Writes `manifest` (whose `files` is empty) into the staging folder `stage`, listing the
 /// previous tree's manifest's files with `changes` applied (`changes` sorted by path, each
@@ -64,6 +68,16 @@ trait Previous {
     fn size(&self) -> io::Result<u64>;
     /// Reads bytes from `offset` into `buf`, as `pread` does.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Fills `buf` from `offset` on.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset)? {
+                0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the previous manifest shrank")),
+                n => (buf, offset) = (&mut buf[n..], offset + n as u64),
+            }
+        }
+        Ok(())
+    }
     /// Appends the bytes of `range` to `out` (file to file, in the kernel on Linux); returns
     /// how many were copied.
     fn copy_to(&self, range: Range<u64>, out: &mut File) -> io::Result<u64>;
@@ -95,20 +109,20 @@ impl Previous for File {
 /// must be entries as gen writes them, their paths strictly increasing down the file. The
 /// entries between change points are copied as bytes, unread.
 fn patch_listing(previous: &impl Previous, head: &[u8], changes: &[Change], out: &mut File) -> io::Result<Option<u64>> {
-    let mut lines = Lines { previous, size: previous.size()?, block: Vec::new(), at: 0 };
+    let mut lines = Lines { previous, size: previous.size()?, block: Vec::new(), at: 0, last_entry: None };
     let Some(body) = lines.body()? else { return Ok(None) };
     let mut emit = Emit { out, buffer: head.to_vec(), first: true };
     emit.buffer.push(b'{');
     let mut search = Search { cursor: body.start, before: None, end: body.end };
     for (path, hash) in changes {
         let Some(found) = search.find(&mut lines, path)? else { return Ok(None) };
-        emit.copy(previous, search.cursor..found.at, body.end)?;
+        emit.copy(&mut lines, search.cursor..found.at, body.end)?;
         search.cursor = found.next;
         if let Some(hash) = hash {
             emit.entry(path, hash)?;
         }
     }
-    emit.copy(previous, search.cursor..body.end, body.end)?;
+    emit.copy(&mut lines, search.cursor..body.end, body.end)?;
     emit.finish().map(Some)
 }
 
@@ -125,6 +139,9 @@ struct Lines<'p, P> {
     size: u64,
     block: Vec<u8>,
     at: u64,
+    /// The last entry read: its line's start and end, and its path (read again by the next
+    /// search when changes are close together).
+    last_entry: Option<(u64, u64, String)>,
 }
 
 impl<P: Previous> Lines<'_, P> {
@@ -155,10 +172,17 @@ impl<P: Previous> Lines<'_, P> {
     /// its line and its path; `None` when the line is not an entry as gen writes one (followed
     /// by a comma unless it is the last).
     fn entry(&mut self, start: u64, end: u64) -> io::Result<Option<(u64, String)>> {
+        if let Some((at, line_end, path)) = &self.last_entry
+            && *at == start
+        {
+            return Ok(Some((*line_end, path.clone())));
+        }
         let Some(line_end) = self.line_end(start, end)? else { return Ok(None) };
         let line = self.read(start..line_end - 1)?;
         let entry = if line_end == end { Some(line.as_slice()) } else { line.strip_suffix(b",") };
-        Ok(entry.and_then(parse_entry).map(|(path, _)| (line_end, path.into_owned())))
+        let Some((path, _)) = entry.and_then(parse_entry) else { return Ok(None) };
+        self.last_entry = Some((start, line_end, path.to_string()));
+        Ok(Some((line_end, path.into_owned())))
     }
 
     /// The offset just past the first line end at or after `offset` and before `end`.
@@ -189,6 +213,11 @@ impl<P: Previous> Lines<'_, P> {
     /// The bytes of `range`.
     fn read(&mut self, range: Range<u64>) -> io::Result<Vec<u8>> {
         let mut bytes = Vec::with_capacity((range.end - range.start) as usize);
+        if range.end - range.start > BLOCK {
+            bytes.resize(bytes.capacity(), 0);
+            self.previous.read_exact_at(&mut bytes, range.start)?;
+            return Ok(bytes);
+        }
         let mut offset = range.start;
         while offset < range.end {
             let chunk = self.chunk(offset)?;
@@ -241,17 +270,18 @@ struct Found {
 
 impl Search {
     /// The place of `path` (past the cursor): the first entry whose path is not before it,
-    /// found by steps that double from the cursor, then halving. `None` when an entry read is
+    /// found by reading the two entries at the cursor, then steps that double, then halving. `None` when an entry read is
     /// not one, or not after the entries read before it (the manifest is not sorted).
     fn find(&mut self, lines: &mut Lines<'_, impl Previous>, path: &str) -> io::Result<Option<Found>> {
         let (mut low, mut low_path) = (self.cursor, self.before.take());
         let (mut high, mut high_entry): (u64, Option<(String, u64)>) = (self.end, None);
-        let mut step = Some(FIRST_STEP);
+        let mut forward = Some(0); // the steps made forward, while no entry read is past `path`
         while low < high {
-            let middle = match step.map(|step| low + step).filter(|&middle| middle < high) {
+            let step = |n: u32| if n < 2 { 0 } else { FIRST_STEP << (n - 2).min(40) };
+            let middle = match forward.map(|n| low + step(n)).filter(|&middle| middle < high) {
                 Some(middle) => middle,
                 None => {
-                    step = None;
+                    forward = None;
                     low + (high - low) / 2
                 }
             };
@@ -265,10 +295,10 @@ impl Search {
             }
             if key.as_str() < path {
                 (low, low_path) = (line_end, Some(key));
-                step = step.map(|step| step * 2);
+                forward = forward.map(|n| n + 1);
             } else {
                 (high, high_entry) = (start, Some((key, line_end)));
-                step = None;
+                forward = None;
             }
         }
         // the entry after the one at the change point follows it too
@@ -303,14 +333,19 @@ struct Emit<'o> {
 impl Emit<'_> {
     /// Appends the previous entries whose lines lie in `lines` (the last of which ends the
     /// entries when `lines` ends at `end`), without the last one's comma and line end.
-    fn copy(&mut self, previous: &impl Previous, lines: Range<u64>, end: u64) -> io::Result<()> {
+    fn copy(&mut self, previous: &mut Lines<'_, impl Previous>, lines: Range<u64>, end: u64) -> io::Result<()> {
         if lines.is_empty() {
             return Ok(());
         }
         self.separator();
+        let bytes = lines.start..lines.end - if lines.end == end { 1 } else { 2 };
+        if bytes.end - bytes.start < COPY_FILE_MIN {
+            let read = previous.read(bytes)?;
+            self.buffer.extend_from_slice(&read);
+            return self.flush_full();
+        }
         self.out.write_all(&std::mem::take(&mut self.buffer))?;
-        let to = lines.end - if lines.end == end { 1 } else { 2 };
-        if previous.copy_to(lines.start..to, self.out)? != to - lines.start {
+        if previous.previous.copy_to(bytes.clone(), self.out)? != bytes.end - bytes.start {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the previous manifest shrank"));
         }
         Ok(())
@@ -321,8 +356,14 @@ impl Emit<'_> {
         self.separator();
         let key = serde_json::to_string(path).expect("a string always serialises");
         write!(self.buffer, "    {key}: \"{}\"", hash.to_hex())?;
+        self.flush_full()
+    }
+
+    /// Writes out the buffer once it holds a large block.
+    fn flush_full(&mut self) -> io::Result<()> {
         if self.buffer.len() >= 1 << 16 {
-            self.out.write_all(&std::mem::take(&mut self.buffer))?;
+            self.out.write_all(&self.buffer)?;
+            self.buffer.clear();
         }
         Ok(())
     }
