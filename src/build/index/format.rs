@@ -14,8 +14,10 @@ use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
 /// 3: binary, one fixed-size entry per data file and per document (2 was JSON, one entry per
-/// path of the tree).
-pub const FORMAT: u32 = 3;
+/// path of the tree). 4: the same, naming a manifest whose paths are sorted (one of format 3
+/// may list a resource's pages out of order, and the manifest's patch reads only a few of its
+/// lines: src/build/write/patch.rs).
+pub const FORMAT: u32 = 4;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
