@@ -17,7 +17,9 @@ use std::io::{Read, Write};
 /// documents' table last (read only once the build needs it). 4: a table's hash is made of its
 /// lines' hashes and line ends, not of its bytes (the same table had another hash in 3). 3:
 /// binary, one fixed-size entry per data file and per document (2 was JSON, one entry per path
-/// of the tree).
+/// of the tree). From 5 on, the manifest an index names is sorted (one an older index names may
+/// list a resource's pages out of order, and the manifest's patch reads only a few of its
+/// lines: src/build/write/patch.rs).
 pub const FORMAT: u32 = 5;
 
 /// The first bytes of an index file.
