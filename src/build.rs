@@ -35,12 +35,15 @@ pub mod write;
 // A previous tree without an index: what its manifest lists.
 mod previous;
 
+// The render step: which documents a build renders, and what changed since the previous one.
+mod rendering;
+use rendering::{Changed, Rendering};
+
 use crate::problem::Problems;
-use crate::tree::layout;
 use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
 use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
@@ -198,14 +201,11 @@ pub fn build(
         timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
-    // What changed is known: the previous data table goes before the documents' table is read.
     let changed = match decision {
         Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
         _ => None,
     };
-    previous.forget_data_table();
-    previous.read_docs()?;
-    let mut rendering = Rendering::new(dataset, &settings, &previous, changed);
+    let mut rendering = previous.rendering(dataset, &settings, changed)?;
     let store = index::ExtractStore::new(&previous.target.dir, &loaded.files, !options.verify);
     let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment), Some(&store))
         .map_err(Problems::all)?;
@@ -237,21 +237,13 @@ pub fn build(
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let dir = previous.target.dir.clone();
     let docs = written.docs.table(previous.index.take().map(|index| index.docs));
-    let mut report = written.report;
-    let (files, bytes) = docs.totals();
-    (report.files, report.bytes) = (report.files + files, report.bytes + bytes);
+    let report = written.report.with_totals(docs.totals());
     drop(previous);
     drop(outputs);
+    let lists = list_hashes(dataset);
     let schemas = rendering.renderer.schemas();
-    let index = index::Index {
-        manifest: manifest_stamp(&dir)?,
-        started_ns,
-        settings,
-        lists: list_hashes(dataset),
-        schemas,
-        data: index::DataFiles::default(), // written already
-        docs,
-    };
+    let (manifest, data) = (manifest_stamp(&dir)?, index::DataFiles::default()); // data: written already
+    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, docs };
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
     Ok(summary(report, false))
@@ -330,6 +322,20 @@ impl PreviousBuild {
         }
         let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
         Ok(PreviousBuild { target, journal, index, listed, tree, docs })
+    }
+
+    /// Prepares rendering: every document, or in a partial build (`changed` given) those of what
+    /// changed. What changed is known: the previous data table goes before the documents' table
+    /// is read, so that the two are not held at once.
+    fn rendering<'d>(
+        &mut self,
+        dataset: &'d load::Dataset,
+        settings: &'d BuildSettings,
+        changed: Option<Changed>,
+    ) -> Result<Rendering<'d>> {
+        self.forget_data_table();
+        self.read_docs()?;
+        Ok(Rendering::new(dataset, settings, self, changed))
     }
 
     /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
@@ -436,118 +442,6 @@ fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &ind
     if same { Decision::UpToDate } else { Decision::Partial(index) }
 }
 
-/// The render step: which planned documents this build renders (all, or those a partial
-/// build needs), and their bytes. The writer asks for each document as it goes, so that no
-/// rendered body is held longer than it takes to place it.
-struct Rendering<'d> {
-    renderer: render::DocumentRenderer<'d>,
-    dataset: &'d load::Dataset,
-    /// In a partial build: the data files whose hash changed, and the lists whose entries did.
-    partial: Option<(HashSet<String>, HashSet<String>)>,
-}
-
-impl<'d> Rendering<'d> {
-    /// Prepares rendering: every document, or in a partial build (`changed` given) those of
-    /// what changed. A partial build first takes back from the schemas what the previous
-    /// versions of the changed files showed them; when it cannot, every document is rendered.
-    fn new(
-        dataset: &'d load::Dataset,
-        settings: &'d BuildSettings,
-        previous: &PreviousBuild,
-        changed: Option<Changed>,
-    ) -> Rendering<'d> {
-        let full = Rendering { renderer: render::DocumentRenderer::new(dataset, settings), dataset, partial: None };
-        let (Some(changed), Some(index), Some(tree)) = (changed, &previous.index, &previous.tree) else { return full };
-        let renderer = render::DocumentRenderer::new(dataset, settings);
-        renderer.seed_schemas(index.schemas.clone());
-        if !forget_previous(&renderer, index, tree, &changed.existed) {
-            return full;
-        }
-        let changed = changed.files;
-        let lists_changed = list_hashes(dataset)
-            .into_iter()
-            .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
-            .map(|(segment, _)| segment)
-            .collect();
-        Rendering { renderer, dataset, partial: Some((changed, lists_changed)) }
-    }
-}
-
-impl Rendering<'_> {
-    /// True when the documents made of the extract of `segment` (its names document and its
-    /// filters' files) are rendered: in a partial build, when one of its records' files changed
-    /// (not only a sub-document's) or its list did.
-    fn extract_dirty(&self, segment: &str) -> bool {
-        let Some((changed, lists_changed)) = &self.partial else { return true };
-        let record_of_segment = |file: &String| data_path::DataPath::is_list_input(file, segment);
-        lists_changed.contains(segment) || changed.iter().any(record_of_segment)
-    }
-}
-
-impl write::Documents for Rendering<'_> {
-    fn dirty(&self, output: &plan::Output<'_>) -> bool {
-        let Some((changed, lists_changed)) = &self.partial else { return true };
-        let resources = &self.dataset.resources;
-        match output.content {
-            plan::Content::Root | plan::Content::Meta => true,
-            plan::Content::Record { segment, position } => {
-                let id = resources[segment].records[position].id;
-                changed.contains(&index::Place { segment, kind: None, id }.data_file())
-            }
-            plan::Content::SubDoc { segment, position, subdoc } => {
-                let record = &resources[segment].records[position];
-                let kind = Some(record.subdocs[subdoc].name.as_str());
-                changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
-            }
-            plan::Content::Page { segment, .. } => lists_changed.contains(segment),
-            plan::Content::Names { segment }
-            | plan::Content::NamesShard { segment, .. }
-            | plan::Content::FilterValues { segment, .. }
-            | plan::Content::FilterPage { segment, .. } => self.extract_dirty(segment),
-        }
-    }
-
-    fn visit(&self, plan: &plan::Plan<'_>) -> Option<Vec<usize>> {
-        let (changed, _) = self.partial.as_ref()?;
-        let mut visit = Vec::new();
-        for rel in changed {
-            let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, tables
-            let Some(resource) = self.dataset.resources.get(place.segment) else { continue };
-            let Some(position) = resource.by_id.get(&resource.records, place.id) else { continue };
-            let record = &resource.records[position];
-            let subdoc = match place.kind {
-                None => None,
-                Some(kind) => record.subdocs.iter().position(|s| s.name == kind),
-            };
-            visit.extend(plan.position_of(place.segment, position, subdoc));
-            // an added record may take a shared name's path from another: those are visited too
-            if place.kind.is_none() && !resource.shadowed.is_empty() && record.name.is_some() {
-                let same_name = resource.records.iter().enumerate().filter(|(_, r)| r.name == record.name);
-                for (position, other) in same_name {
-                    visit.extend(plan.position_of(place.segment, position, None));
-                    let subdocs = (0..other.subdocs.len()).map(|n| plan.position_of(place.segment, position, Some(n)));
-                    visit.extend(subdocs.flatten());
-                }
-            }
-        }
-        visit.sort_unstable();
-        visit.dedup();
-        Some(visit)
-    }
-
-    fn render(&self, output: &plan::Output<'_>) -> write::Rendered {
-        self.renderer.render(&output.content)
-    }
-
-    fn render_again(&self, output: &plan::Output<'_>) -> write::Rendered {
-        self.renderer.render_unobserved(&output.content)
-    }
-
-    fn finish(&self) -> Vec<(String, Vec<u8>)> {
-        vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
-    }
-}
-
 /// Records the build index beside the tree in `dir` (its data table written already by
 /// `writer`), for the next build, and removes the journal of the commit: the tree is whole. An
 /// index that cannot be written is a warning (the next build renders every document).
@@ -597,42 +491,4 @@ fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, da
     index.settings.same_options(settings)
         && config_hash(&index.data) == config_hash(data_files)
         && data_files.keeps_every_file_and_name_of(&index.data)
-}
-
-/// The data files a partial build finds changed or added since the build an index describes.
-struct Changed {
-    /// Every data file whose hash changed, or that is new.
-    files: HashSet<String>,
-    /// Those the previous build had (changed, not added).
-    existed: Vec<String>,
-}
-
-impl Changed {
-    fn since(index: &index::Index, files: &index::DataFiles) -> Changed {
-        let files: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
-        let existed = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
-        Changed { files, existed }
-    }
-}
-
-/// Takes back from the schemas what the previous versions of the changed records and
-/// sub-documents (`existed`: the data files changed that the previous build had) showed them,
-/// reading those versions from the tree (each checked against its hash in the index). False
-/// when one cannot be: the build then renders every document.
-fn forget_previous(
-    renderer: &render::DocumentRenderer<'_>,
-    index: &index::Index,
-    tree: &crate::tree::dir::TreeDir,
-    existed: &[String],
-) -> bool {
-    for rel in existed {
-        let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
-        let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
-        let Some(entry) = index.docs.file(&path) else { return false };
-        let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
-        if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
-            return false;
-        }
-    }
-    true
 }

@@ -49,6 +49,14 @@ pub struct WriteReport {
     pub manifest_patched: Option<usize>,
 }
 
+impl WriteReport {
+    /// This report with the files and bytes of the documents (`totals`, see
+    /// [`DocumentFiles::totals`]) added to the manifest's.
+    pub fn with_totals(self, (files, bytes): (usize, u64)) -> WriteReport {
+        WriteReport { files: self.files + files, bytes: self.bytes + bytes, ..self }
+    }
+}
+
 /// The rendered bytes of one planned document, or the problems found in its source.
 pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
