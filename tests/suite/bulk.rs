@@ -413,3 +413,49 @@ fn the_member_table_and_kept_extracts_are_never_written_through_links() {
     build_with(&data, &tmp.join("fresh"), &[], &[]).ok();
     assert!(read_tree(&out) == read_tree(&tmp.join("fresh")), "the tree equals a fresh build's");
 }
+
+/// Review of issue 36 (fe48162): a commit killed once `bulk-data/index.json` is in place (its
+/// new bulk file too; the old file, the manifest and the index not yet), then the data put back
+/// as the build before had it: the list is the index's again, so the next build took the
+/// previous file's lines by list position, from the killed build's file (another list). The
+/// file held a removed record, one record twice, and lacked two; the build after kept them so.
+/// The kill lands exactly there through strace (SIGKILL on the commit's first unlink: the old
+/// bulk file's).
+#[test]
+fn a_build_after_a_killed_commit_takes_no_line_from_the_killed_builds_bulk_file() {
+    let Some(strace) = tool("strace") else { return };
+    let tmp = TempDir::new("bulk-killed-commit");
+    let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
+    let record = |id: i64, v: i64| (format!("item/{id}.json"), format!(r#"{{"id": {id}, "name": "n{id}", "v": {v}}}"#));
+    let mut first: Vec<(String, String)> = (1..=6).map(|id| record(id, id)).collect();
+    first.push(("gen.json".to_string(), "{}".to_string()));
+    write_files(&data, &as_files(&first));
+    build(&data, &out, &[]).ok();
+    // a record added at the top of the list, another edited; the build killed in its commit
+    write_files(&data, &as_files(&[record(0, 0), record(3, 33)]));
+    let killed = std::process::Command::new(strace)
+        .args(["-f", "-o", "/dev/null", "-e", "trace=unlinkat", "-e", "inject=unlinkat:signal=KILL:when=1"])
+        .arg(env!("CARGO_BIN_EXE_gen"))
+        .args(["build", "-q", "--data", utf8(&data), "--out", utf8(&out)])
+        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success(), "the build was not killed");
+    assert!(tmp.join(".out.gen-journal").exists(), "the build was not killed inside its commit");
+    // the data back as the first build had it
+    std::fs::remove_file(data.join("item/0.json")).unwrap();
+    write_files(&data, &as_files(&first));
+    build(&data, &out, &[]).ok();
+    build(&data, &fresh, &[]).ok();
+    let bulk = |out: &Path| {
+        let entry = entries(out).into_iter().find(|e| e["resource"] == "item").unwrap();
+        lines(&std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap())
+    };
+    assert_eq!(bulk(&out), bulk(&fresh), "the bulk file after the killed commit is not the data's");
+    assert!(read_tree(&out) == read_tree(&fresh), "the tree after the killed commit differs from a fresh build");
+}
+
+/// `files` as [`write_files`] takes them.
+fn as_files(files: &[(String, String)]) -> Vec<(&str, String)> {
+    files.iter().map(|(path, text)| (path.as_str(), text.clone())).collect()
+}
