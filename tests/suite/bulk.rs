@@ -442,6 +442,8 @@ fn a_build_after_a_killed_commit_takes_no_line_from_the_killed_builds_bulk_file(
         .unwrap();
     assert!(!killed.status.success(), "the build was not killed");
     assert!(tmp.join(".out.gen-journal").exists(), "the build was not killed inside its commit");
+    let bulk_files = std::fs::read_dir(out.join("api/v2/bulk-data")).unwrap().count();
+    assert_eq!(bulk_files, 3, "the kill did not land after the new bulk file and index were in place");
     // the data back as the first build had it
     std::fs::remove_file(data.join("item/0.json")).unwrap();
     write_files(&data, &as_files(&first));
