@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the static hosts the host tests run against (nginx and Caddy, from Debian's
 # packages), the headless browser of the HTML view tests (Chromium), and Node with npm (the edge
-# handler tests' runtime and the installer of the npm packages the tests use), when missing.
+# handler tests' runtime and the installer of the npm packages the tests use), and strace (a
+# test kills a build at an exact system call), when missing.
 # Used by `make test` and so by CI.
 #
 # Never fails the build: without root or apt the host tests skip with a message instead.
@@ -14,6 +15,7 @@ command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium fonts-liberation"
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
+command -v strace >/dev/null 2>&1 || missing="$missing strace"
 [ -z "$missing" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
