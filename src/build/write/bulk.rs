@@ -71,9 +71,12 @@ pub(super) fn stage_bulk(
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
             let mut from = old.and_then(|old| previous_members(writer, &table, old));
-            // the same records in the same order: an unchanged record's line is the previous file's
+            // The same records in the same order as the file the index lists: an unchanged record's
+            // line is that file's. Only that file's: after a killed commit the tree may name
+            // another build's file, of another list (copying a member by key is safe either way).
             let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
-            if let Some(from) = from.as_mut().filter(|_| !list_kept) {
+            let the_indexed_file = from.as_ref().is_some_and(|from| from.indexed) && writer.killed.is_none();
+            if let Some(from) = from.as_mut().filter(|_| !(list_kept && trusted && the_indexed_file)) {
                 from.ordered = &[];
             }
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
@@ -192,7 +195,7 @@ fn previous_members<'t>(writer: &Stager<'_>, table: &'t Table, old: &Entry) -> O
         return None;
     }
     let members = described.members.iter().map(|m| (m.key.as_str(), m)).collect();
-    Some(PreviousFile { file, members, ordered: &described.members })
+    Some(PreviousFile { file, members, ordered: &described.members, indexed: indexed.is_some() })
 }
 
 /// A previous bulk-data file whose members can be copied.
@@ -202,6 +205,8 @@ struct PreviousFile<'t> {
     /// Its members in order, when its records are this build's in the same order (else empty):
     /// the line of an unchanged record is then read from the member holding it.
     ordered: &'t [Member],
+    /// True when the build index lists it (with its hash): it is the previous build's file.
+    indexed: bool,
 }
 
 /// The record lines of a previous bulk-data file, asked for by list position in increasing
