@@ -130,7 +130,14 @@ impl TreeDir {
     /// leaves empty go too, up to (not including) the tree's folder.
     pub fn remove(&self, rel: &str, clean_folders: bool) -> Result<()> {
         let shown = || format!("cannot remove {}", self.path.join(rel).display());
-        let Some((dirs, name)) = self.walk(rel, false).with_context(shown)? else { return Ok(()) };
+        let Some((dirs, name)) = self.walk(rel, false).with_context(shown)? else {
+            // A folder on the way is gone already (a build killed while it removed folders left
+            // empty): the ones above it that are empty still go.
+            match rel.rsplit_once('/') {
+                Some((folder, _)) if clean_folders => return self.remove_empty_folder(folder),
+                _ => return Ok(()),
+            }
+        };
         let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
         match kind_at(parent, name).with_context(shown)? {
             None => {}
@@ -145,17 +152,44 @@ impl TreeDir {
             }
         }
         if clean_folders {
-            let names: Vec<&str> = rel.split('/').collect();
-            for depth in (0..dirs.len()).rev() {
-                let above = if depth == 0 { self.root.as_raw_fd() } else { dirs[depth - 1].as_raw_fd() };
-                let Ok(name_c) = cstring(names[depth]) else { break };
-                // SAFETY: a valid NUL-terminated name and an open folder descriptor.
-                if unsafe { libc::unlinkat(above, name_c.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
-                    break; // not empty (a user's file), or gone
-                }
-            }
+            self.remove_empty_folders_on_the_way(&dirs, rel);
         }
         Ok(())
+    }
+
+    /// Removes the folder `rel` if it is empty, and then each folder above it left empty (the
+    /// nearest folder that exists, when `rel` does not).
+    fn remove_empty_folder(&self, rel: &str) -> Result<()> {
+        let shown = || format!("cannot remove {}", self.path.join(rel).display());
+        let Some((dirs, name)) = self.walk(rel, false).with_context(shown)? else {
+            return match rel.rsplit_once('/') {
+                Some((above, _)) => self.remove_empty_folder(above),
+                None => Ok(()),
+            };
+        };
+        let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
+        let name_c = cstring(name).with_context(shown)?;
+        // SAFETY: a valid NUL-terminated name and an open folder descriptor.
+        let removed = check(unsafe { libc::unlinkat(parent, name_c.as_ptr(), libc::AT_REMOVEDIR) });
+        // gone already, or removed now: the folders above may be empty
+        if removed.as_ref().map_or_else(|e| e.kind() == io::ErrorKind::NotFound, |_| true) {
+            self.remove_empty_folders_on_the_way(&dirs, rel);
+        }
+        Ok(())
+    }
+
+    /// Removes the folders `dirs` on the way to `rel` (top first) that are empty, nearest first,
+    /// up to (not including) the tree's folder; stops at the first that is not.
+    fn remove_empty_folders_on_the_way(&self, dirs: &[OwnedFd], rel: &str) {
+        let names: Vec<&str> = rel.split('/').collect();
+        for depth in (0..dirs.len()).rev() {
+            let above = if depth == 0 { self.root.as_raw_fd() } else { dirs[depth - 1].as_raw_fd() };
+            let Ok(name_c) = cstring(names[depth]) else { break };
+            // SAFETY: a valid NUL-terminated name and an open folder descriptor.
+            if unsafe { libc::unlinkat(above, name_c.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+                break; // not empty (a user's file), or gone
+            }
+        }
     }
 
     /// Opens the folders on the way to `rel`, each relative to the one above without following
@@ -235,4 +269,26 @@ fn path_cstring(path: &Path) -> io::Result<CString> {
 /// The result of a system call: negative is the error in `errno`.
 fn check(result: libc::c_int) -> io::Result<libc::c_int> {
     if result < 0 { Err(io::Error::last_os_error()) } else { Ok(result) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build killed while it removed the folders a gone file left empty: the file and the
+    /// deepest folders are gone, the empty ones above them stay. Removing the file again (the
+    /// journal lists it) removes those, and stops at a folder that holds something.
+    #[test]
+    fn removing_a_gone_file_again_removes_the_empty_folders_left_above_it() {
+        let dir = std::env::temp_dir().join(format!("gen-dir-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("api/item/_filters/v/3/_pages")).unwrap();
+        std::fs::create_dir_all(dir.join("api/item/_filters/v/4")).unwrap();
+        std::fs::write(dir.join("api/item/_filters/v/4/index.json"), "{}").unwrap();
+        let tree = TreeDir::open(&dir).unwrap();
+        tree.remove("api/item/_filters/v/3/_pages/20/0/index.json", true).unwrap();
+        assert!(!dir.join("api/item/_filters/v/3").exists(), "the empty folders above the gone ones are removed");
+        assert!(dir.join("api/item/_filters/v/4/index.json").exists(), "a folder that holds a file stays");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

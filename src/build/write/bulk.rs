@@ -56,11 +56,8 @@ pub(super) fn stage_bulk(
         .par_iter()
         .map(|segment| {
             let old = previous.get(*segment);
-            let unchanged = |_: &&Entry| {
-                let records_kept = !staged.contains(segment);
-                let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
-                trusted && records_kept && list_kept
-            };
+            let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
+            let unchanged = |_: &&Entry| trusted && list_kept && !staged.contains(segment);
             // a file the member table does not describe (one an older gen wrote whole) is
             // written again, in members, as a fresh build writes it
             let described = |(_, path, _): &(&Entry, String, blake3::Hash)| table.files.contains_key(path);
@@ -70,15 +67,9 @@ pub(super) fn stage_bulk(
                 let members = table.files.get(&path).cloned();
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
-            let mut from = old.and_then(|old| previous_members(writer, &table, old));
-            // The same records in the same order as the file the index lists: an unchanged record's
-            // line is that file's. Only that file's: after a killed commit the tree may name
-            // another build's file, of another list (copying a member by key is safe either way).
-            let list_kept = writer.index.is_some_and(|index| index.lists.get(*segment) == lists.get(*segment));
-            let the_indexed_file = from.as_ref().is_some_and(|from| from.indexed) && writer.killed.is_none();
-            if let Some(from) = from.as_mut().filter(|_| !(list_kept && trusted && the_indexed_file)) {
-                from.ordered = &[];
-            }
+            // the same records in the same order as the previous build's file (see `previous_members`)
+            let by_position = list_kept && trusted && writer.killed.is_none();
+            let from = old.and_then(|old| previous_members(writer, &table, old, by_position));
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
             let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
             let updated_at = match old {
@@ -173,7 +164,14 @@ fn record_bytes(
 /// The previous file of a resource, open, and its members by key: when the member table
 /// describes it, its members cover its bytes end to end, and its bytes hash to what the table
 /// says (and the build index, when it lists the file). Else `None`: the file is written whole.
-fn previous_members<'t>(writer: &Stager<'_>, table: &'t Table, old: &Entry) -> Option<PreviousFile<'t>> {
+/// With `by_position` (this build's records are the previous build's, in the same order), its
+/// members in order too, when the build index lists the file.
+fn previous_members<'t>(
+    writer: &Stager<'_>,
+    table: &'t Table,
+    old: &Entry,
+    by_position: bool,
+) -> Option<PreviousFile<'t>> {
     let path = format!("{}/{}", layout::BULK_KEY, old.download_url.rsplit('/').next()?);
     if !layout::is_bulk_file(&path) || !layout::is_tree_path(&path) {
         return None;
@@ -195,7 +193,10 @@ fn previous_members<'t>(writer: &Stager<'_>, table: &'t Table, old: &Entry) -> O
         return None;
     }
     let members = described.members.iter().map(|m| (m.key.as_str(), m)).collect();
-    Some(PreviousFile { file, members, ordered: &described.members, indexed: indexed.is_some() })
+    // Lines by position only from the file the index lists: after a killed commit the tree may
+    // name another build's file, of another list (copying a member by key is safe either way).
+    let ordered = if by_position && indexed.is_some() { &described.members[..] } else { &[] };
+    Some(PreviousFile { file, members, ordered })
 }
 
 /// A previous bulk-data file whose members can be copied.
@@ -205,8 +206,6 @@ struct PreviousFile<'t> {
     /// Its members in order, when its records are this build's in the same order (else empty):
     /// the line of an unchanged record is then read from the member holding it.
     ordered: &'t [Member],
-    /// True when the build index lists it (with its hash): it is the previous build's file.
-    indexed: bool,
 }
 
 /// The record lines of a previous bulk-data file, asked for by list position in increasing
