@@ -344,9 +344,8 @@ impl PreviousBuild {
     fn read_docs(&mut self) -> Result<()> {
         let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
         match docs.read() {
-            Ok(docs) => index.docs = docs,
-            Err(why) => {
-                say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+            Some(docs) => index.docs = docs,
+            None => {
                 self.index = None;
                 let dir = self.target.dir.clone();
                 self.listed.extend(previous::previous_files(&dir, !self.journal.paths.is_empty())?);

@@ -163,40 +163,37 @@ impl Index {
     /// another version, fails its checksum or lists a path no build writes is ignored with a
     /// one-line note (the build is then a full one).
     pub fn read(out: &Path) -> Option<Index> {
-        let (mut index, docs) = Index::read_deferred(out)?;
-        let ignored =
-            |why| say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
-        index.docs = docs.read().map_err(ignored).ok()?;
-        Some(index)
+        // the documents' table decoded in the same pass as the checksum
+        Index::read_parts(out, true).map(|(index, _)| index)
     }
 
     /// Reads the index of the tree in `out` as [`Index::read`] does (its checksum checked
     /// whole), all but its documents' table, which is read when the build needs it
     /// ([`DeferredDocs::read`]): a build holds it and the data table at once only if it must.
     pub fn read_deferred(out: &Path) -> Option<(Index, DeferredDocs)> {
+        Index::read_parts(out, false)
+    }
+
+    /// The index of the tree in `out` (its documents' table decoded when `docs`, else left for
+    /// the [`DeferredDocs`] returned), or `None` with a note saying why it is not used.
+    fn read_parts(out: &Path, docs: bool) -> Option<(Index, DeferredDocs)> {
         let path = Index::path(out);
-        let ignored = |why: String| {
-            say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
-        };
         let file = match fsutil::open_regular_file(&path, MAX_INDEX_BYTES, false) {
             Ok(file) => file,
             Err(NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                ignored(fsutil::why_not_read(&path, MAX_INDEX_BYTES, &e));
-                return None;
-            }
+            Err(e) => return ignored(fsutil::why_not_read(&path, MAX_INDEX_BYTES, &e)),
         };
         let size = file.metadata().map_or(0, |m| m.len());
-        let (index, at) = match decode_parts((&file).take(MAX_INDEX_BYTES), size, false) {
+        let decoded = decode_parts((&file).take(MAX_INDEX_BYTES), size, docs);
+        let checked = decoded.and_then(|(index, at)| check_listed_paths(&index.docs).map(|()| (index, at)));
+        let (index, at) = match checked {
             Ok(read) => read,
-            Err(why) => {
-                ignored(format!("{} {why}", path.display()));
-                return None;
-            }
+            Err(why) => return ignored(format!("{} {why}", path.display())),
         };
         let manifest = Stamp::of_file(&out.join(MANIFEST_FILE))?;
         (index.manifest == manifest).then_some((index, DeferredDocs { file, at, size, path }))
     }
+
     /// Writes the index of the tree in `out` (beside it, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         IndexWriter::begin(out, &self.data)?.finish(self)
@@ -215,18 +212,32 @@ pub struct DeferredDocs {
 }
 
 impl DeferredDocs {
-    /// The documents' table, or why it cannot be used (it does not add up, or lists a path no
-    /// build writes).
-    pub fn read(self) -> Result<DocumentFiles, String> {
+    /// The documents' table, or `None` with a note saying why it cannot be used (it does not
+    /// add up, or lists a path no build writes).
+    pub fn read(self) -> Option<DocumentFiles> {
         use std::io::{Seek, SeekFrom};
         let mut file = self.file;
-        let shown = |why: String| format!("{} {why}", self.path.display());
-        file.seek(SeekFrom::Start(self.at)).map_err(|e| shown(e.to_string()))?;
-        let docs = decode_docs(&file, self.at, self.size).map_err(shown)?;
-        if let Some(bad) = docs.other.iter().flat_map(|doc| &doc.paths).find(|path| !is_tree_path(path)) {
-            return Err(shown(format!("lists {bad:?}, which is not a path of a gen tree")));
+        let read = file.seek(SeekFrom::Start(self.at)).map_err(|e| e.to_string());
+        let docs = read.and_then(|_| decode_docs(&file, self.at, self.size));
+        match docs.and_then(|docs| check_listed_paths(&docs).map(|()| docs)) {
+            Ok(docs) => Some(docs),
+            Err(why) => ignored(format!("{} {why}", self.path.display())),
         }
-        Ok(docs)
+    }
+}
+
+/// Says why the build index is not used (the build is then a full one); `None`.
+fn ignored<T>(why: String) -> Option<T> {
+    say!("note: {why}: ignoring the build index; this build checks every file and writes a new index");
+    None
+}
+
+/// Checks that every path listed for the documents that are not records' is a path of a gen
+/// tree (a build removes the files the index lists).
+fn check_listed_paths(docs: &DocumentFiles) -> Result<(), String> {
+    match docs.other.iter().flat_map(|doc| &doc.paths).find(|path| !is_tree_path(path)) {
+        Some(bad) => Err(format!("lists {bad:?}, which is not a path of a gen tree")),
+        None => Ok(()),
     }
 }
 

@@ -457,6 +457,32 @@ impl Serialize for Hex {
     }
 }
 
+/// A manifest without files whose one resource `segment` has `count` records, with plain test
+/// settings (for unit tests here and in the build's writer).
+#[cfg(test)]
+pub(crate) fn test_manifest(segment: &str, count: u64) -> Manifest {
+    Manifest {
+        settings: BuildSettings {
+            format: FORMAT,
+            generator: "gen test".into(),
+            base_url: "http://x".into(),
+            links: LinkStyle::Query,
+            pretty: false,
+            gzip: false,
+            page_sizes: vec![20],
+            data_hash: "d".into(),
+            built_at: None,
+            deploy_headers: DeployHeaders::default(),
+            deploy_date: String::new(),
+            hash: String::new(),
+            filters: BTreeMap::new(),
+            bulk: true,
+        },
+        resources: BTreeMap::from([(segment.to_string(), ResourceInfo { count })]),
+        files: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,26 +490,7 @@ mod tests {
     #[test]
     fn files_written_from_a_list_are_the_bytes_of_the_map() {
         let hashes = [blake3::hash(b"a"), blake3::hash(b"b"), blake3::hash(b"c")];
-        let mut manifest = Manifest {
-            settings: BuildSettings {
-                format: FORMAT,
-                generator: "gen test".into(),
-                base_url: "http://x".into(),
-                links: LinkStyle::Query,
-                pretty: false,
-                gzip: false,
-                page_sizes: vec![20],
-                data_hash: "d".into(),
-                built_at: None,
-                deploy_headers: DeployHeaders::default(),
-                deploy_date: String::new(),
-                hash: String::new(),
-                filters: BTreeMap::new(),
-                bulk: true,
-            },
-            resources: BTreeMap::from([("berry".to_string(), ResourceInfo { count: 2 })]),
-            files: BTreeMap::new(),
-        };
+        let mut manifest = test_manifest("berry", 2);
         let mut list = vec![("b/index.json", hashes[1]), ("a/index.json", hashes[0]), ("c.json", hashes[2])];
         let streamed = manifest.to_bytes_listing(&mut list);
         for (path, hash) in &list {

@@ -56,6 +56,13 @@ fn file_of(entry: &serde_json::Value, base: &str) -> String {
     url.strip_prefix(&format!("{base}/")).unwrap_or_else(|| panic!("{url} is not on {base}")).to_string()
 }
 
+/// The bytes of the bulk-data file of `resource` in the tree `out` (built with the default base
+/// url), as its entry in the bulk-data index names it.
+fn bulk_file(out: &Path, resource: &str) -> Vec<u8> {
+    let entry = entries(out).into_iter().find(|e| e["resource"] == resource).unwrap();
+    std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap()
+}
+
 /// For every resource of the published fixture, the entry's size and SHA-256 are the file's,
 /// its name carries the hash, `gen serve` answers it byte for byte with the bulk headers, and
 /// its lines are, parsed, the records `gen serve` answers, in the order of the list.
@@ -215,10 +222,7 @@ fn an_edit_keeps_the_other_members_bytes() {
     let (data, out) = (tmp.join("data"), tmp.join("out"));
     sample_data(&data);
     build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
-    let berry_file = |out: &Path| {
-        let entry = entries(out).into_iter().find(|e| e["resource"] == "berry").unwrap();
-        std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap()
-    };
+    let berry_file = |out: &Path| bulk_file(out, "berry");
     let before = berry_file(&out);
     let old = members(&before);
     assert!(old.len() >= 3, "{} members", old.len());
@@ -248,10 +252,7 @@ fn an_edit_takes_its_members_other_lines_from_the_previous_file() {
     let (data, out) = (tmp.join("data"), tmp.join("out"));
     sample_data(&data);
     build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
-    let berry_file = |out: &Path| {
-        let entry = entries(out).into_iter().find(|e| e["resource"] == "berry").unwrap();
-        std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap()
-    };
+    let berry_file = |out: &Path| bulk_file(out, "berry");
     let old = members(&berry_file(&out)).iter().map(|member| lines(member)).collect::<Vec<_>>();
     let member = old.iter().find(|lines| lines.len() >= 2).expect("a member of two records or more");
     let (edited, neighbour) = (member[0]["id"].as_u64().unwrap(), member[1]["id"].as_u64().unwrap());
@@ -455,10 +456,7 @@ fn a_build_after_a_killed_commit_takes_no_line_from_the_killed_builds_bulk_file(
     write_files(&data, &as_files(&first));
     build(&data, &out, &[]).ok();
     build(&data, &fresh, &[]).ok();
-    let bulk = |out: &Path| {
-        let entry = entries(out).into_iter().find(|e| e["resource"] == "item").unwrap();
-        lines(&std::fs::read(out.join(file_of(&entry, "http://127.0.0.1:8080"))).unwrap())
-    };
+    let bulk = |out: &Path| lines(&bulk_file(out, "item"));
     assert_eq!(bulk(&out), bulk(&fresh), "the bulk file after the killed commit is not the data's");
     assert!(read_tree(&out) == read_tree(&fresh), "the tree after the killed commit differs from a fresh build");
 }

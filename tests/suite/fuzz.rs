@@ -190,25 +190,36 @@ fn any_bytes_as_a_record_are_reported_not_panicked_on() {
         .chain([format!("{{\"id\": 7, \"x\": {}1{}}}", "[".repeat(200), "]".repeat(200)).into_bytes()])
         .collect();
     let target = data.join("berry/7.json");
-    let mut rng = Rng(seed("fuzz", FIXED_SEED) ^ 1);
+    // a mutation of one file can only break that file, or a reference to berry 7 (its name
+    // changed or it is gone)
+    let about = |problem: &genapi::problem::Problem| problem.path == target || problem.message.contains("berry");
+    check_mutations("record", (&data, &target), &seeds, 1, about);
+}
+
+/// Writes mutations of `seeds` at `target` in `data`, `gen check`s each, and crashes (saving
+/// the input as `kind`) when it panics, fails with anything but data problems, or reports a
+/// problem that `about` says is not about the mutated file.
+fn check_mutations(
+    kind: &str,
+    (data, target): (&Path, &Path),
+    seeds: &[Vec<u8>],
+    stream: u64,
+    about: impl Fn(&genapi::problem::Problem) -> bool,
+) {
+    let mut rng = Rng(seed("fuzz", FIXED_SEED) ^ stream);
     for _ in 0..iterations(300) {
-        let seed_input = rng.pick(&seeds).clone();
+        let seed_input = rng.pick(seeds).clone();
         let input = mutate(&mut rng, &seed_input);
-        std::fs::write(&target, &input).unwrap();
-        match catch_unwind(|| genapi::check(&data)) {
-            Err(_) => crash("record", &input, "gen check panicked"),
+        std::fs::write(target, &input).unwrap();
+        match catch_unwind(|| genapi::check(data)) {
+            Err(_) => crash(kind, &input, "gen check panicked"),
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                let problems = e.downcast::<genapi::problem::Problems>().unwrap_or_else(|e| {
-                    crash("record", &input, &format!("an error that is not a data problem: {e:#}"))
-                });
-                // a mutation of one file can only break that file, or a reference to berry 7
-                // (its name changed or it is gone)
-                for problem in &problems.list {
-                    let named = problem.path == target || problem.message.contains("berry");
-                    if !named {
-                        crash("record", &input, &format!("problem not about the mutated file: {problem}"));
-                    }
+                let problems = e
+                    .downcast::<genapi::problem::Problems>()
+                    .unwrap_or_else(|e| crash(kind, &input, &format!("an error that is not a data problem: {e:#}")));
+                if let Some(problem) = problems.list.iter().find(|problem| !about(problem)) {
+                    crash(kind, &input, &format!("problem not about the mutated file: {problem}"));
                 }
             }
         }
@@ -229,26 +240,9 @@ fn any_bytes_as_a_table_are_reported_not_panicked_on() {
     ];
     let target = data.join("thing.ndjson");
     std::fs::create_dir_all(&data).unwrap();
-    let mut rng = Rng(seed("fuzz", FIXED_SEED) ^ 3);
-    for _ in 0..iterations(300) {
-        let seed_input = rng.pick(&seeds).clone();
-        let input = mutate(&mut rng, &seed_input);
-        std::fs::write(&target, &input).unwrap();
-        match catch_unwind(|| genapi::check(&data)) {
-            Err(_) => crash("table", &input, "gen check panicked"),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                let problems = e
-                    .downcast::<genapi::problem::Problems>()
-                    .unwrap_or_else(|e| crash("table", &input, &format!("an error that is not a data problem: {e:#}")));
-                for problem in &problems.list {
-                    if !problem.path.to_string_lossy().starts_with(&*target.to_string_lossy()) {
-                        crash("table", &input, &format!("problem not about the table: {problem}"));
-                    }
-                }
-            }
-        }
-    }
+    let about =
+        |problem: &genapi::problem::Problem| problem.path.to_string_lossy().starts_with(&*target.to_string_lossy());
+    check_mutations("table", (&data, &target), &seeds, 3, about);
 }
 
 #[test]

@@ -54,9 +54,8 @@ impl DocumentFiles {
     pub fn apply(&mut self, changes: DocChanges<'_>) {
         let (mut added, sorted) = (false, self.entries.len());
         for (place, name, file) in changes.keyed {
-            let key = self.places.find(&place);
-            let found = key.and_then(|key| self.entries[..sorted].binary_search_by_key(&key, |e| e.key).ok());
-            let Some(at) = found else {
+            // among the entries sorted before this call (those added since are at the end)
+            let Some(at) = self.position(&place, sorted) else {
                 self.push_keyed(&place, name, file);
                 added = true;
                 continue;
@@ -160,18 +159,20 @@ impl DocumentFiles {
     /// The document at `place`, when it is published under the same name as `name` (or under
     /// none when `None`): its paths are then the same.
     pub fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<DocumentFile> {
-        let key = self.places.find(place)?;
-        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
-        let (_, old_name, file) = self.entry(at);
+        let (_, old_name, file) = self.entry(self.position(place, self.entries.len())?);
         (old_name == name).then_some(file)
     }
 
     /// The name the document at `place` is published under (`Some(None)`: none), when the
     /// table has it.
     pub fn name_of(&self, place: &Place<'_>) -> Option<Option<&str>> {
+        Some(self.places.names.get(self.entries[self.position(place, self.entries.len())?].name))
+    }
+
+    /// The position of the entry at `place` among the first `sorted` entries (sorted by key).
+    fn position(&self, place: &Place<'_>, sorted: usize) -> Option<usize> {
         let key = self.places.find(place)?;
-        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
-        Some(self.places.names.get(self.entries[at].name))
+        self.entries[..sorted].binary_search_by_key(&key, |e| e.key).ok()
     }
 
     /// The other document at exactly `paths`.
@@ -207,9 +208,7 @@ impl DocumentFiles {
     }
 
     pub(super) fn keyed_any_name(&self, place: &Place<'_>) -> Option<DocumentFile> {
-        let key = self.places.find(place)?;
-        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
-        Some(self.entry(at).2)
+        Some(self.entry(self.position(place, self.entries.len())?).2)
     }
 
     pub(super) fn names_map(&self) -> HashMap<(u32, String, u32), usize> {

@@ -404,32 +404,11 @@ fn parse_entry(line: &[u8]) -> Option<(std::borrow::Cow<'_, str>, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paging::LinkStyle;
-    use crate::tree::manifest::{BuildSettings, DeployHeaders, FORMAT, ResourceInfo};
     use std::collections::BTreeMap;
 
     /// A manifest without files whose one resource has `count` records.
     fn manifest(count: u64) -> Manifest {
-        Manifest {
-            settings: BuildSettings {
-                format: FORMAT,
-                generator: "gen test".into(),
-                base_url: "http://x".into(),
-                links: LinkStyle::Query,
-                pretty: false,
-                gzip: false,
-                page_sizes: vec![20],
-                data_hash: "d".into(),
-                built_at: None,
-                deploy_headers: DeployHeaders::default(),
-                deploy_date: String::new(),
-                hash: String::new(),
-                filters: BTreeMap::new(),
-                bulk: true,
-            },
-            resources: BTreeMap::from([("thing".to_string(), ResourceInfo { count })]),
-            files: BTreeMap::new(),
-        }
+        crate::tree::manifest::test_manifest("thing", count)
     }
 
     /// The bytes of the manifest with `count` records listing `files`, written whole.
