@@ -205,17 +205,12 @@ pub fn build(
         Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
         _ => None,
     };
-    let mut rendering = previous.rendering(dataset, &settings, changed)?;
-    let store = index::ExtractStore::new(&previous.target.dir, &loaded.files, !options.verify);
-    let extracts = extract::extract(dataset, &settings, |segment| rendering.extract_dirty(segment), Some(&store))
-        .map_err(Problems::all)?;
-    drop(store);
-    // Nothing after this needs the data table: it goes into the new index now, and is let go.
-    let index_writer = index::IndexWriter::begin(&previous.target.dir, &loaded.files);
-    loaded.files = index::DataFiles::default();
+    let data = std::mem::take(&mut loaded.files);
+    let (mut rendering, extracts, index_writer) =
+        extract_then_read_docs(&mut previous, dataset, &settings, changed, data, options.verify)?;
     timer.step("extract (names and filter values)");
     let outputs = plan::plan(dataset, &settings, &extracts);
-    rendering.renderer.extracts = extracts;
+    rendering.renderer.set_extracts(extracts);
     timer.step("plan");
     let written = write::write_tree(
         &mut previous.target,
@@ -247,6 +242,39 @@ pub fn build(
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
     Ok(summary(report, false))
+}
+
+/// Prepares a build's rendering, and extracts the names and filter values it needs. What
+/// changed is known: the previous data table goes before the extract (which holds the new
+/// one, `data`, and a resource's kept rows), and the new one goes into the index begun here
+/// before the previous documents' table is read, so that no two of these tables are held at
+/// once.
+fn extract_then_read_docs<'d>(
+    previous: &mut PreviousBuild,
+    dataset: &'d load::Dataset,
+    settings: &'d BuildSettings,
+    changed: Option<Changed>,
+    data: index::DataFiles,
+    verify: bool,
+) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
+    previous.forget_data_table();
+    let mut rendering = Rendering::new(dataset, settings, previous, changed);
+    let store = index::ExtractStore::new(&previous.target.dir, &data, !verify);
+    let mut extracts = extract::extract(dataset, settings, |segment| rendering.extract_dirty(segment), Some(&store))
+        .map_err(Problems::all)?;
+    drop(store);
+    // Nothing after this needs the data table: it goes into the new index now, and is let go.
+    let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
+    drop(data);
+    previous.read_docs()?;
+    if rendering.take_back(previous) {
+        // Every document is rendered after all (the documents' table or a changed record's
+        // previous document could not be used): so is every resource's extract (read anew:
+        // the kept rows were checked against the data table let go).
+        rendering = Rendering::new(dataset, settings, previous, None);
+        extracts = extract::extract(dataset, settings, |_| true, None).map_err(Problems::all)?;
+    }
+    Ok((rendering, extracts, index_writer))
 }
 
 /// Refuses an output folder inside the data folder: every later build would read it as data.
@@ -324,34 +352,22 @@ impl PreviousBuild {
         Ok(PreviousBuild { target, journal, index, listed, tree, docs })
     }
 
-    /// Prepares rendering: every document, or in a partial build (`changed` given) those of what
-    /// changed. What changed is known: the previous data table goes before the documents' table
-    /// is read, so that the two are not held at once.
-    fn rendering<'d>(
-        &mut self,
-        dataset: &'d load::Dataset,
-        settings: &'d BuildSettings,
-        changed: Option<Changed>,
-    ) -> Result<Rendering<'d>> {
-        self.forget_data_table();
-        self.read_docs()?;
-        Ok(Rendering::new(dataset, settings, self, changed))
-    }
-
     /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
     /// load does not hold it). One that cannot be used is noted, and the build goes on without
     /// the index: every document is rendered, and the previous manifest says what is ours.
-    fn read_docs(&mut self) -> Result<()> {
-        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
+    /// True when the index was let go so.
+    fn read_docs(&mut self) -> Result<bool> {
+        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(false) };
         match docs.read() {
             Some(docs) => index.docs = docs,
             None => {
                 self.index = None;
                 let dir = self.target.dir.clone();
                 self.listed.extend(previous::previous_files(&dir, !self.journal.paths.is_empty())?);
+                return Ok(true);
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     /// What the data holds, when every file of it is as the build that left an intact tree

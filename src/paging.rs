@@ -176,59 +176,74 @@ pub(crate) fn render_shown_page(
     out
 }
 
-/// Renders a list page in the API's key order (`count`, `next`, `previous`, `results`).
+/// Where a page is rendered to: a buffer, or a hash of its bytes (see [`render_page`]).
+pub trait PageSink {
+    /// Appends `bytes`.
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl PageSink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Renders a list page in the API's key order (`count`, `next`, `previous`, `results`) into
+/// `out`.
 ///
 /// `entries` are the list entries already serialised (compact, or pretty at nesting depth 2
-/// when `pretty`), so rendering a page is concatenation, never JSON serialisation.
-pub fn render_page(
-    out: &mut Vec<u8>,
+/// when `pretty`), so rendering a page is concatenation, never JSON serialisation. They are
+/// taken one at a time: a whole list's page can be hashed without being held.
+pub fn render_page<E: AsRef<[u8]>>(
+    out: &mut impl PageSink,
     count: u64,
     next: Option<&str>,
     previous: Option<&str>,
-    entries: &[impl AsRef<[u8]>],
+    entries: impl IntoIterator<Item = E>,
     pretty: bool,
 ) {
     let (open, sep, colon, nl, indent) =
         if pretty { ("{\n", ",\n", ": ", "\n", "  ") } else { ("{", ",", ":", "", "") };
-    out.extend_from_slice(open.as_bytes());
-    let field = |out: &mut Vec<u8>, key: &str| {
-        out.extend_from_slice(indent.as_bytes());
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.push(b'"');
-        out.extend_from_slice(colon.as_bytes());
+    out.put(open.as_bytes());
+    let field = |out: &mut dyn PageSink, key: &str| {
+        out.put(indent.as_bytes());
+        out.put(b"\"");
+        out.put(key.as_bytes());
+        out.put(b"\"");
+        out.put(colon.as_bytes());
     };
     field(out, "count");
-    out.extend_from_slice(count.to_string().as_bytes());
-    out.extend_from_slice(sep.as_bytes());
+    out.put(count.to_string().as_bytes());
+    out.put(sep.as_bytes());
     for (key, link) in [("next", next), ("previous", previous)] {
         field(out, key);
         match link {
-            Some(url) => out.extend_from_slice(json_string(url).as_bytes()),
-            None => out.extend_from_slice(b"null"),
+            Some(url) => out.put(json_string(url).as_bytes()),
+            None => out.put(b"null"),
         }
-        out.extend_from_slice(sep.as_bytes());
+        out.put(sep.as_bytes());
     }
     field(out, "results");
-    if entries.is_empty() {
-        out.extend_from_slice(b"[]");
+    let mut entries = entries.into_iter().peekable();
+    if entries.peek().is_none() {
+        out.put(b"[]");
     } else {
-        out.push(b'[');
-        for (i, entry) in entries.iter().enumerate() {
+        out.put(b"[");
+        for (i, entry) in entries.enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.put(b",");
             }
             if pretty {
-                out.extend_from_slice(b"\n    ");
+                out.put(b"\n    ");
             }
-            out.extend_from_slice(entry.as_ref());
+            out.put(entry.as_ref());
         }
-        out.extend_from_slice(nl.as_bytes());
-        out.extend_from_slice(indent.as_bytes());
-        out.push(b']');
+        out.put(nl.as_bytes());
+        out.put(indent.as_bytes());
+        out.put(b"]");
     }
-    out.extend_from_slice(nl.as_bytes());
-    out.push(b'}');
+    out.put(nl.as_bytes());
+    out.put(b"}");
 }
 
 /// A list entry (`{"name", "url"}`, or `{"url"}` for a nameless record) serialised as it

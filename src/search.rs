@@ -82,6 +82,32 @@ impl ListStamp {
     pub fn of(count: u64, all: &[u8]) -> ListStamp {
         ListStamp { count, sha256: sha256_hex(all) }
     }
+
+    /// The stamp of the list of `count` entries whose `_pages/all` file `render` puts into the
+    /// sink it is given: hashed as it goes, never held whole (a million entries are 50 MB).
+    pub fn of_rendered(count: u64, render: impl FnOnce(&mut PageHasher)) -> ListStamp {
+        let mut hasher = PageHasher { context: ring::digest::Context::new(&ring::digest::SHA256), block: Vec::new() };
+        render(&mut hasher);
+        hasher.context.update(&hasher.block);
+        let digest = hasher.context.finish();
+        ListStamp { count, sha256: digest.as_ref().iter().map(|b| format!("{b:02x}")).collect() }
+    }
+}
+
+/// A page rendered straight into its SHA-256 (see [`ListStamp::of_rendered`]), in blocks.
+pub struct PageHasher {
+    context: ring::digest::Context,
+    block: Vec<u8>,
+}
+
+impl crate::paging::PageSink for PageHasher {
+    fn put(&mut self, bytes: &[u8]) {
+        self.block.extend_from_slice(bytes);
+        if self.block.len() >= 1 << 16 {
+            self.context.update(&self.block);
+            self.block.clear();
+        }
+    }
 }
 
 /// The SHA-256 of `bytes`, lower-case hex.

@@ -14,7 +14,7 @@ use crate::tree::manifest::BuildSettings;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
@@ -253,8 +253,8 @@ pub struct DocumentRenderer<'a> {
     /// (`(segment, Some(name))`), for the schemas.
     seen: BTreeMap<(&'a str, Option<&'a str>), Mutex<Inferred>>,
     /// The names and filter values of the resources whose documents of them this build renders
-    /// (set after the plan, which needs them too).
-    pub extracts: Extracts,
+    /// (set after the plan, which needs them too; let go once those documents are rendered).
+    extracts: RwLock<Extracts>,
 }
 
 impl<'a> DocumentRenderer<'a> {
@@ -284,7 +284,7 @@ impl<'a> DocumentRenderer<'a> {
                 }
             }
         }
-        DocumentRenderer { records, options, list_stamps, meta, seen, extracts: Extracts::new() }
+        DocumentRenderer { records, options, list_stamps, meta, seen, extracts: RwLock::new(Extracts::new()) }
     }
 
     /// Renders one planned document.
@@ -323,12 +323,14 @@ impl<'a> DocumentRenderer<'a> {
             Content::Names { segment } => Ok(self.names(segment, None)),
             Content::NamesShard { segment, shard } => Ok(self.names(segment, Some(shard))),
             Content::FilterValues { segment, field } => {
-                let values = &self.extracts[segment].fields[field];
+                let extracts = self.extracts.read().expect("no panic while rendering");
+                let values = &extracts[segment].fields[field];
                 let declared = &self.options.filters[segment][field];
                 Ok(extract::values_document(self.options, segment, declared, values))
             }
             Content::FilterPage { segment, field, value, page } => {
-                let (text, positions) = &self.extracts[segment].fields[field][value];
+                let extracts = self.extracts.read().expect("no panic while rendering");
+                let (text, positions) = &extracts[segment].fields[field][value];
                 let declared = &self.options.filters[segment][field];
                 let count = positions.len() as u64;
                 let shown = self.entries_at(segment, positions[page.range(count)].iter().map(|&i| i as usize));
@@ -356,7 +358,8 @@ impl<'a> DocumentRenderer<'a> {
             return search::render_names_index(list, |k| layout::names_shard_url(base, segment, k));
         }
         let made;
-        let entries = match self.extracts.get(segment) {
+        let extracts = self.extracts.read().expect("no panic while rendering");
+        let entries = match extracts.get(segment) {
             Some(extracted) => &extracted.names,
             None => {
                 made = extract::extract_one(self.records.dataset, segment, &[], None);
@@ -371,6 +374,17 @@ impl<'a> DocumentRenderer<'a> {
 }
 
 impl DocumentRenderer<'_> {
+    /// Sets the names and filter values the documents made of them are rendered from.
+    pub fn set_extracts(&mut self, extracts: Extracts) {
+        *self.extracts.get_mut().expect("no panic while rendering") = extracts;
+    }
+
+    /// Lets go of the extracts once every document made of them is rendered (a names entry
+    /// a record: 150 MB at a million records, held no longer than needed).
+    pub fn release_extracts(&self) {
+        std::mem::take(&mut *self.extracts.write().expect("no panic while rendering"));
+    }
+
     /// The list entries of `segment` at the list positions `positions`, serialised as
     /// [`paging::render_entry`] does.
     fn entries_at(&self, segment: &str, positions: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
@@ -383,20 +397,22 @@ impl DocumentRenderer<'_> {
     }
 
     /// The stamp of the list of `segment`, which its names document names: its `_pages/all`
-    /// file's bytes, rendered again to hash them.
+    /// file's bytes, rendered again to hash them (an entry at a time, not held).
     fn list_stamp(&self, segment: &str) -> search::ListStamp {
-        let count = self.records.dataset.resources[segment].records.len();
-        let list_url = layout::list_url(&self.options.base_url, segment);
+        let records = &self.records.dataset.resources[segment].records;
+        let count = records.len();
+        let (base_url, pretty) = (&self.options.base_url, self.options.pretty);
+        let list_url = layout::list_url(base_url, segment);
         let links = paging::ListLinks::of_list(&list_url, self.options.links);
         let whole = paging::Page { offset: 0, limit: (count as u64).max(1) };
-        let all = paging::render_shown_page(
-            count as u64,
-            &self.entries_at(segment, 0..count),
-            &links,
-            whole,
-            self.options.pretty,
-        );
-        search::ListStamp::of(count as u64, &all)
+        let link = |p: Option<paging::Page>| p.map(|p| links.url(p));
+        let (next, previous) = (link(whole.next_linked(count as u64, links.style)), link(whole.previous()));
+        let entries = records
+            .iter()
+            .map(|r| paging::render_entry(r.name.as_deref(), &layout::record_url(base_url, segment, r.id), pretty));
+        search::ListStamp::of_rendered(count as u64, |hasher| {
+            paging::render_page(hasher, count as u64, next.as_deref(), previous.as_deref(), entries, pretty)
+        })
     }
 
     fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {

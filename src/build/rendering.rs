@@ -14,34 +14,57 @@ use std::collections::HashSet;
 pub(super) struct Rendering<'d> {
     pub(super) renderer: render::DocumentRenderer<'d>,
     dataset: &'d load::Dataset,
+    settings: &'d BuildSettings,
     /// In a partial build: the data files whose hash changed, and the lists whose entries did.
     partial: Option<(HashSet<String>, HashSet<String>)>,
+    /// In a partial build, until [`Rendering::take_back`]: the changed data files that existed
+    /// before.
+    existed: Option<Vec<String>>,
 }
 
 impl<'d> Rendering<'d> {
     /// Prepares rendering: every document, or in a partial build (`changed` given) those of
-    /// what changed. A partial build first takes back from the schemas what the previous
-    /// versions of the changed files showed them; when it cannot, every document is rendered.
+    /// what changed. Needs only the index's head, not its documents' table: see
+    /// [`Rendering::take_back`], which a partial build calls once that table is read.
     pub(super) fn new(
         dataset: &'d load::Dataset,
         settings: &'d BuildSettings,
         previous: &PreviousBuild,
         changed: Option<Changed>,
     ) -> Rendering<'d> {
-        let full = Rendering { renderer: render::DocumentRenderer::new(dataset, settings), dataset, partial: None };
-        let (Some(changed), Some(index), Some(tree)) = (changed, &previous.index, &previous.tree) else { return full };
+        let full = Rendering {
+            renderer: render::DocumentRenderer::new(dataset, settings),
+            dataset,
+            settings,
+            partial: None,
+            existed: None,
+        };
+        let (Some(changed), Some(index), Some(_)) = (changed, &previous.index, &previous.tree) else { return full };
         let renderer = render::DocumentRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
-        if !forget_previous(&renderer, index, tree, &changed.existed) {
-            return full;
-        }
-        let changed = changed.files;
         let lists_changed = list_hashes(dataset)
             .into_iter()
             .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
             .map(|(segment, _)| segment)
             .collect();
-        Rendering { renderer, dataset, partial: Some((changed, lists_changed)) }
+        let (partial, existed) = (Some((changed.files, lists_changed)), Some(changed.existed));
+        Rendering { renderer, dataset, settings, partial, existed }
+    }
+
+    /// A partial build takes back from the schemas what the previous versions of the changed
+    /// files showed them (read from the tree, by the index's documents' table). When it cannot,
+    /// or the index is gone, every document is rendered instead: returns true then.
+    pub(super) fn take_back(&mut self, previous: &PreviousBuild) -> bool {
+        let Some(existed) = self.existed.take() else { return false };
+        let taken = match (&previous.index, &previous.tree) {
+            (Some(index), Some(tree)) => forget_previous(&self.renderer, index, tree, &existed),
+            _ => false,
+        };
+        if !taken {
+            self.renderer = render::DocumentRenderer::new(self.dataset, self.settings);
+            self.partial = None;
+        }
+        !taken
     }
 }
 
@@ -116,6 +139,7 @@ impl write::Documents for Rendering<'_> {
     }
 
     fn finish(&self) -> Vec<(String, Vec<u8>)> {
+        self.renderer.release_extracts();
         vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
     }
 }

@@ -13,7 +13,6 @@ use super::{DataFiles, Place};
 use crate::fsutil::{self, beside};
 use crate::tree::manifest::GENERATOR;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -55,15 +54,14 @@ impl<'a> ExtractStore<'a> {
     /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
     /// (no row, or one of the record's data as it was).
     pub fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Vec<Option<Kept>> {
-        let mut kept = match self.reuse.then(|| self.read(segment, paths)).flatten() {
+        let mut kept = match self.reuse.then(|| self.read(segment, paths, ids.len())).flatten() {
             Some(rows) => rows,
             None => return ids.iter().map(|_| None).collect(),
         };
         ids.iter()
             .map(|&id| {
-                let now = self.hash(segment, id)?;
-                let (hash, row) = kept.remove(&id)?;
-                (hash == now).then_some(row)
+                let at = kept.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+                kept[at].1.take()
             })
             .collect()
     }
@@ -118,24 +116,38 @@ impl<'a> ExtractStore<'a> {
         self.files.hash_of(&Place { segment, kind: None, id })
     }
 
-    /// The rows of `segment`'s file, by id, when it is one made for `paths` by this gen, whole.
-    fn read(&self, segment: &str, paths: &[String]) -> Option<HashMap<i64, ([u8; 32], Kept)>> {
+    /// The rows of `segment`'s file that hold for the records' data as it is now, sorted by id,
+    /// when it is a file made for `paths` by this gen, whole. Room is made for `records` rows
+    /// (a row a record): the rows of a million records are 50 MB, twice that when doubled.
+    fn read(&self, segment: &str, paths: &[String], records: usize) -> Option<Vec<(i64, Option<Kept>)>> {
         let path = self.file(segment);
         let file = fsutil::open_regular_file(&path, MAX_BYTES, false).ok()?;
         let body = file.metadata().ok()?.len().checked_sub(32)?;
         let checksummed = Checksummed::new(file.take(body));
         let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
-        let rows = decode(&mut input, paths).ok()?;
+        let holds = |id: i64, hash: &[u8; 32]| self.hash(segment, id).as_ref() == Some(hash);
+        let mut rows = decode(&mut input, paths, records, holds).ok()?;
         let (reader, sum) = input.inner.into_inner().finish();
         let mut stored = [0u8; 32];
         reader.into_inner().read_exact(&mut stored).ok()?;
-        (stored == *sum.as_bytes()).then_some(rows)
+        if stored != *sum.as_bytes() {
+            return None;
+        }
+        if !rows.is_sorted_by_key(|(id, _)| *id) {
+            rows.sort_unstable_by_key(|(id, _)| *id);
+        }
+        Some(rows)
     }
 }
 
 /// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
-/// version, other filters, or damage.
-fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i64, ([u8; 32], Kept)>, String> {
+/// version, other filters, or damage. Only the rows that `hold` (by id and data hash) are kept.
+fn decode(
+    input: &mut Decoder<impl Read>,
+    paths: &[String],
+    records: usize,
+    holds: impl Fn(i64, &[u8; 32]) -> bool,
+) -> Result<Vec<(i64, Option<Kept>)>, String> {
     if &input.array::<8>()? != MAGIC || u32::from_le_bytes(input.array()?) != FORMAT {
         return Err("another format".into());
     }
@@ -143,7 +155,7 @@ fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i6
     if head != (Head { generator: GENERATOR.to_string(), paths: paths.to_vec() }) {
         return Err("made for other filters or by another gen".into());
     }
-    let mut rows = HashMap::new();
+    let mut rows = Vec::with_capacity(records);
     while input.byte()? == 1 {
         let id = i64::from_le_bytes(input.array()?);
         let hash: [u8; 32] = input.array()?;
@@ -153,7 +165,9 @@ fn decode(input: &mut Decoder<impl Read>, paths: &[String]) -> Result<HashMap<i6
             let n = input.count(8)?;
             values.push((0..n).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?);
         }
-        rows.insert(id, (hash, (entry, values)));
+        if holds(id, &hash) {
+            rows.push((id, Some((entry, values))));
+        }
     }
     if input.left != 0 {
         return Err("trailing bytes".into());

@@ -121,6 +121,11 @@ impl Placements {
         if let Some(at) = &mut self.at {
             at.push(count);
         }
+        // A few late documents follow every planned one: room for them, not for as many again
+        // (a doubled vector of a million placements is 40 MB held to the end of the build).
+        if self.placed.len() == self.placed.capacity() {
+            self.placed.reserve_exact(64);
+        }
         self.placed.push(placed);
     }
 
