@@ -68,10 +68,24 @@ pub struct Span {
 /// A document under a record, such as `creature/132/encounters`: any JSON value.
 #[derive(Debug)]
 pub struct SubDoc {
-    /// Its name, e.g. `encounters`.
-    pub name: String,
+    /// Its name, e.g. `encounters` (shared by every sub-document of a table: one allocation,
+    /// not one a line).
+    pub name: std::sync::Arc<str>,
     /// Its line, when it is held in a table (`data/<segment>.<name>.ndjson`).
     pub line: Option<Span>,
+}
+
+/// Sub-documents by their record's segment, with their record's id (a segment's vector, not a
+/// copy of the segment's name a sub-document).
+pub(crate) type SubDocs = std::collections::BTreeMap<String, Vec<(i64, SubDoc)>>;
+
+/// Adds the sub-documents `items` to `into` (their order does not matter: they are sorted
+/// when attached), moving the larger vector rather than copying it.
+pub(crate) fn add_subdocs(into: &mut Vec<(i64, SubDoc)>, mut items: Vec<(i64, SubDoc)>) {
+    if into.len() < items.len() {
+        std::mem::swap(into, &mut items);
+    }
+    into.append(&mut items);
 }
 
 /// Where the JSON of a record or sub-document is: its own file, or a line of a table (for a
@@ -193,7 +207,7 @@ impl Dataset {
 
     /// Where the JSON of the sub-document `subdoc` of the record `id` of `segment` is.
     pub fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
-        let name = subdoc.name.as_str();
+        let name = &*subdoc.name;
         match subdoc.line {
             Some(span) => self.line(self.dir.join(DataPath::SubDocTable { segment, name }.file()), span, true),
             None => Source::File(self.subdoc_file(segment, id, name)),

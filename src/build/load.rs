@@ -4,6 +4,7 @@
 //! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
+pub(crate) use super::dataset::SubDocs;
 pub use super::dataset::{Dataset, Known, Record, Resource, Seen, Source, SubDoc};
 use super::table::load_tables;
 use super::validate::{
@@ -88,7 +89,9 @@ pub fn load_reusing(
     let (table_records, table_subdocs) = load_tables(tables, limit, (seen, previous), &mut files, &mut problems);
     dataset.tables = super::table::open(&dataset.dir, &table_records, &table_subdocs);
     parsed.records.extend(table_records);
-    parsed.subdocs.extend(table_subdocs);
+    for (segment, items) in table_subdocs {
+        super::dataset::add_subdocs(parsed.subdocs.entry(segment).or_default(), items);
+    }
 
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
@@ -150,7 +153,7 @@ struct Parsed {
     /// Order files, by segment.
     orders: BTreeMap<String, (PathBuf, Value)>,
     /// Sub-documents, with their record's segment and id.
-    subdocs: Vec<(String, i64, SubDoc)>,
+    subdocs: SubDocs,
 }
 
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
@@ -164,7 +167,7 @@ fn sort_out(
     files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) -> Parsed {
-    let mut parsed = Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: Vec::new() };
+    let mut parsed = Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: SubDocs::new() };
     files.reserve(loaded.len());
     for (item, stamp) in loaded {
         match item {
@@ -184,7 +187,7 @@ fn sort_out(
             Loaded::SubDoc { segment, id, subdoc, hash } => {
                 let rel = Place { segment: &segment, kind: Some(&subdoc.name), id }.data_file();
                 files.insert(&rel, data_file(stamp, hash, None));
-                parsed.subdocs.push((segment, id, subdoc));
+                parsed.subdocs.entry(segment).or_default().push((id, subdoc));
             }
         }
     }
@@ -220,30 +223,34 @@ fn index_resources(
 
 /// Gives each record its sub-documents, sorted by name; a sub-document without its record is a
 /// problem.
-fn attach_subdocs(dataset: &mut Dataset, mut subdocs: Vec<(String, i64, SubDoc)>, problems: &mut Vec<Problem>) {
-    subdocs.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
-    let mut subdocs = subdocs.into_iter().peekable();
-    while let Some((segment, id, subdoc)) = subdocs.next() {
-        match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&r.records, id).map(|i| (r, i))) {
-            Some((resource, i)) => {
-                // A record's sub-documents are adjacent: one vector of their number each (pushed
-                // one by one, each would hold room for four).
-                let mut run = vec![subdoc];
-                while let Some((_, _, next)) = subdocs.next_if(|(s, i, _)| *s == segment && *i == id) {
-                    run.push(next);
+fn attach_subdocs(dataset: &mut Dataset, subdocs: SubDocs, problems: &mut Vec<Problem>) {
+    for (segment, mut items) in subdocs {
+        items.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        let mut items = items.into_iter().peekable();
+        while let Some((id, subdoc)) = items.next() {
+            match dataset.resources.get_mut(&segment).and_then(|r| r.by_id.get(&r.records, id).map(|i| (r, i))) {
+                Some((resource, i)) => {
+                    // A record's sub-documents are adjacent: one vector of their number each
+                    // (pushed one by one, each would hold room for four).
+                    let mut run = vec![subdoc];
+                    while let Some((_, next)) = items.next_if(|(i, _)| *i == id) {
+                        run.push(next);
+                    }
+                    run.shrink_to_fit();
+                    resource.records[i].subdocs = run;
                 }
-                run.shrink_to_fit();
-                resource.records[i].subdocs = run;
+                None => problems.push(Problem::whole(
+                    &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
+                    match subdoc.line {
+                        Some(_) => format!(
+                            "sub-document of {segment} {id}, which has no record: add it to {segment}.ndjson or remove the line"
+                        ),
+                        None => format!(
+                            "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
+                        ),
+                    },
+                )),
             }
-            None => problems.push(Problem::whole(
-                &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
-                match subdoc.line {
-                    Some(_) => format!("sub-document of {segment} {id}, which has no record: add it to {segment}.ndjson or remove the line"),
-                    None => format!(
-                    "sub-document of {segment} {id}, which has no record: add {segment}/{id}.json or remove the folder"
-                ),
-                },
-            )),
         }
     }
 }
@@ -277,7 +284,7 @@ fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
         Entry::SubDoc { segment, id, name, .. } => known.map(|k| Loaded::SubDoc {
             segment: segment.clone(),
             id: *id,
-            subdoc: SubDoc { name: name.clone(), line: None },
+            subdoc: SubDoc { name: name.as_str().into(), line: None },
             hash: k.hash,
         }),
         Entry::Order { .. } => None,
@@ -359,7 +366,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
         Entry::SubDoc { segment, id, name, file } => {
             let checked = check_syntax(&bytes).map_err(|_| parse_json(&file, &bytes).err());
             match checked {
-                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name, line: None }, hash },
+                Ok(()) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name: name.into(), line: None }, hash },
                 Err(problem) => Loaded::Failed(problem.unwrap_or_else(|| Problem::whole(&file, "invalid JSON"))),
             }
         }

@@ -115,7 +115,7 @@ impl<'a> Output<'a> {
         };
         let resource = &dataset.resources[segment];
         let record = &resource.records[position];
-        let kind = subdoc.map(|s| record.subdocs[s].name.as_str());
+        let kind = subdoc.map(|s| &*record.subdocs[s].name);
         Some((Place { segment, kind, id: record.id }, resource.path_name(record)))
     }
 

@@ -221,7 +221,7 @@ impl Renderer<'_> {
             ));
         };
         if let Some(name) = subdoc {
-            if !record.subdocs.iter().any(|s| s.name == name) {
+            if !record.subdocs.iter().any(|s| *s.name == *name) {
                 return Err(format!(
                     "{url:?} points to a sub-document that does not exist: add data/{segment}/{id}/{name}.json"
                 ));
@@ -280,7 +280,7 @@ impl<'a> DocumentRenderer<'a> {
             seen.insert((segment.as_str(), None), Mutex::default());
             for record in &resource.records {
                 for sub in &record.subdocs {
-                    seen.entry((segment.as_str(), Some(sub.name.as_str()))).or_insert_with(Mutex::default);
+                    seen.entry((segment.as_str(), Some(&*sub.name))).or_insert_with(Mutex::default);
                 }
             }
         }

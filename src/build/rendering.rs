@@ -91,7 +91,7 @@ impl write::Documents for Rendering<'_> {
             }
             plan::Content::SubDoc { segment, position, subdoc } => {
                 let record = &resources[segment].records[position];
-                let kind = Some(record.subdocs[subdoc].name.as_str());
+                let kind = Some(&*record.subdocs[subdoc].name);
                 changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
@@ -112,7 +112,7 @@ impl write::Documents for Rendering<'_> {
             let record = &resource.records[position];
             let subdoc = match place.kind {
                 None => None,
-                Some(kind) => record.subdocs.iter().position(|s| s.name == kind),
+                Some(kind) => record.subdocs.iter().position(|s| *s.name == *kind),
             };
             visit.extend(plan.position_of(place.segment, position, subdoc));
             // an added record may take a shared name's path from another: those are visited too

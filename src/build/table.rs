@@ -127,7 +127,12 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
 /// Reads the sub-documents `name` of the table `file`: each line `{"id": <the record's id>,
 /// "document": <any JSON value>}`. Returns each with its record's id. A line `known` holds
 /// with the same bytes is not parsed again.
-pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLines<'_>) -> Read<(i64, SubDoc)> {
+pub(crate) fn read_subdocs(
+    file: &Path,
+    name: &std::sync::Arc<str>,
+    limit: u64,
+    known: &KnownLines<'_>,
+) -> Read<(i64, SubDoc)> {
     let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
     read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
@@ -139,7 +144,7 @@ pub(crate) fn read_subdocs(file: &Path, name: &str, limit: u64, known: &KnownLin
             problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
             return None;
         }
-        Some((id, SubDoc { name: name.to_string(), line: Some(span) }))
+        Some((id, SubDoc { name: name.clone(), line: Some(span) }))
     })
 }
 
@@ -178,7 +183,7 @@ fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut 
 
 /// The records of the tables by segment, in line order, and their sub-documents with their
 /// record's segment and id.
-pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, Vec<(String, i64, SubDoc)>);
+pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, crate::build::dataset::SubDocs);
 
 /// The tables of the data folder, read: their records by segment in line order, and their
 /// sub-documents with their record's segment and id. Each line is noted in `files` as the
@@ -231,7 +236,7 @@ pub(crate) fn load_tables(
         items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
         records.insert(segment.clone(), items);
     }
-    let mut subdocs = Vec::new();
+    let mut subdocs = crate::build::dataset::SubDocs::new();
     for (segment, name, file) in &tables.subdocs {
         if twice.contains(segment.as_str()) {
             continue; // reported
@@ -248,8 +253,9 @@ pub(crate) fn load_tables(
             ));
             continue;
         }
-        let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: name.clone(), line: Some(line.span) });
-        let read_table = |known: &KnownLines<'_>| read_subdocs(file, name, limit, known);
+        let shared: std::sync::Arc<str> = name.as_str().into();
+        let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
+        let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
         let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
@@ -259,7 +265,7 @@ pub(crate) fn load_tables(
             files.insert_line(&place, None, hash, subdoc.line.unwrap_or(NO_SPAN));
         }
         problems.extend(read.problems);
-        subdocs.extend(read.items.into_iter().map(|(id, subdoc)| (segment.clone(), id, subdoc)));
+        super::dataset::add_subdocs(subdocs.entry(segment.clone()).or_default(), read.items);
     }
     (records, subdocs)
 }
@@ -278,14 +284,16 @@ fn table_lines<T>(
 ) -> (Read<T>, Stamp) {
     let Seen { stamp, known } = seen(file);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
-    if let Some(known) = known {
-        let count = previous.map_or(0, |p| p.lines(segment, kind).count());
-        let mut recorded: Vec<TableLine<'_>> = Vec::with_capacity(count);
-        recorded.extend(previous.into_iter().flat_map(|p| p.lines(segment, kind)));
+    if let (Some(known), Some(previous)) = (known, previous) {
+        // (line number, entry number) a line: 8 bytes, not the 72 of a line taken out whole
+        let count = previous.numbered_lines(segment, kind).count();
+        let mut recorded: Vec<(u32, u32)> = Vec::with_capacity(count);
+        recorded.extend(previous.numbered_lines(segment, kind).map(|(entry, line)| (line.span.line, entry)));
         if !recorded.is_empty() {
-            recorded.sort_unstable_by_key(|line| line.span.line);
-            let items = recorded.iter().map(item).collect();
-            let hashes = recorded.iter().map(|line| blake3::Hash::from_bytes(line.hash)).collect();
+            recorded.sort_unstable();
+            let lines = || recorded.iter().filter_map(|&(_, entry)| previous.line(entry));
+            let items = lines().map(|line| item(&line)).collect();
+            let hashes = lines().map(|line| blake3::Hash::from_bytes(line.hash)).collect();
             return (Read { items, hashes, problems: Vec::new(), hash: known.hash }, stamp);
         }
     }
@@ -297,14 +305,15 @@ fn table_lines<T>(
 pub(crate) fn open(
     dir: &Path,
     records: &BTreeMap<String, Vec<Record>>,
-    subdocs: &[(String, i64, SubDoc)],
+    subdocs: &crate::build::dataset::SubDocs,
 ) -> HashMap<std::path::PathBuf, std::sync::Arc<std::fs::File>> {
     let tables = records.keys().map(|segment| DataPath::Table { segment }.file());
     // Each table's path made once, not once a line.
     let kinds: HashSet<(&str, &str)> = subdocs
         .iter()
-        .filter(|(_, _, subdoc)| subdoc.line.is_some())
-        .map(|(segment, _, subdoc)| (segment.as_str(), subdoc.name.as_str()))
+        .flat_map(|(segment, items)| items.iter().map(move |(_, subdoc)| (segment, subdoc)))
+        .filter(|(_, subdoc)| subdoc.line.is_some())
+        .map(|(segment, subdoc)| (segment.as_str(), &*subdoc.name))
         .collect();
     let subdoc_tables = kinds.into_iter().map(|(segment, name)| DataPath::SubDocTable { segment, name }.file());
     let files: HashSet<String> = tables.chain(subdoc_tables).collect();

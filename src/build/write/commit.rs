@@ -46,7 +46,7 @@ pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>, placed: &
             let same = docs.dataset.resources.get(place.segment).and_then(|r| Some((r, r.get(place.id)?))).is_some_and(
                 |(resource, record)| {
                     resource.path_name(record) == name
-                        && place.kind.is_none_or(|kind| record.subdocs.iter().any(|s| s.name == kind))
+                        && place.kind.is_none_or(|kind| record.subdocs.iter().any(|s| *s.name == *kind))
                 },
             );
             if !same {

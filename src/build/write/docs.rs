@@ -77,7 +77,7 @@ impl<'a, 'o> Docs<'a, 'o> {
                 names.get(&(segment, key)).map(|&i| &resource.records[i])
             }
         };
-        record.is_some_and(|record| kind.is_none_or(|kind| record.subdocs.iter().any(|s| s.name == kind)))
+        record.is_some_and(|record| kind.is_none_or(|kind| record.subdocs.iter().any(|s| *s.name == *kind)))
     }
 }
 
