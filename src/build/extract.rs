@@ -167,7 +167,7 @@ fn read_record(
     let values: Vec<Vec<String>> =
         paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
     let too_long = value.as_ref().map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
-    let entry = NameEntry { id: record.id, name: record.name.clone(), names };
+    let entry = NameEntry { id: record.id, name: record.name.as_deref().map(str::to_string), names };
     (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
 }
 

@@ -174,7 +174,7 @@ fn sort_out(
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
                 let rel = Place { segment: &segment, kind: None, id: record.id }.data_file();
-                files.insert(&rel, data_file(stamp, hash, record.name.as_ref()));
+                files.insert(&rel, data_file(stamp, hash, record.name.as_deref()));
                 if found.is_empty() {
                     parsed.records.entry(segment).or_default().push(record);
                 }
@@ -237,7 +237,7 @@ fn attach_subdocs(dataset: &mut Dataset, subdocs: SubDocs, problems: &mut Vec<Pr
                         run.push(next);
                     }
                     run.shrink_to_fit();
-                    resource.records[i].subdocs = run;
+                    resource.records[i].subdocs = run.into_boxed_slice();
                 }
                 None => problems.push(Problem::whole(
                     &dataset.subdoc_source(&segment, id, &subdoc).problem_path(),
@@ -268,8 +268,8 @@ fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Prob
     }
 }
 
-fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&String>) -> DataFile {
-    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.cloned(), line: None }
+fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&str>) -> DataFile {
+    DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.map(str::to_string), line: None }
 }
 
 /// What is `known` of an entry, as loading it would give (order files are always read).
@@ -277,7 +277,7 @@ fn reuse(entry: &Entry, known: Option<Known>) -> Option<Loaded> {
     match entry {
         Entry::Record { segment, id, .. } => known.map(|k| Loaded::Record {
             segment: segment.clone(),
-            record: Record { id: *id, name: k.name, subdocs: Vec::new(), line: None },
+            record: Record { id: *id, name: k.name.map(String::into_boxed_str), subdocs: Box::default(), line: None },
             hash: k.hash,
             problems: Vec::new(),
         }),
@@ -356,7 +356,8 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
             Ok(head) => {
                 let mut problems = Vec::new();
                 let name = check_record(&file, id, &head, &mut problems);
-                Loaded::Record { segment, record: Record { id, name, subdocs: Vec::new(), line: None }, hash, problems }
+                let (name, subdocs) = (name.map(String::into_boxed_str), Box::default());
+                Loaded::Record { segment, record: Record { id, name, subdocs, line: None }, hash, problems }
             }
         },
         Entry::Order { segment, file } => match parse_json(&file, &bytes) {

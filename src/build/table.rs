@@ -120,7 +120,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
             problems.push(Problem::new(&at(), "$.id", format!("id {id} is on line {first} too: ids are unique")));
             return None;
         }
-        Some(Record { id, name, subdocs: Vec::new(), line: Some(span) })
+        Some(Record { id, name: name.map(String::into_boxed_str), subdocs: Box::default(), line: Some(span) })
     })
 }
 
@@ -218,8 +218,8 @@ pub(crate) fn load_tables(
         held.insert(segment.as_str());
         let record = |line: &TableLine<'_>| Record {
             id: line.id,
-            name: line.name.map(str::to_string),
-            subdocs: Vec::new(),
+            name: line.name.map(Box::from),
+            subdocs: Box::default(),
             line: Some(line.span),
         };
         let read_table = |known: &KnownLines<'_>| read_records(file, limit, known);

@@ -202,7 +202,7 @@ pub(crate) fn check_unique_names(
     let mut shadowed = HashSet::new();
     for record in records {
         let Some(name) = &record.name else { continue };
-        let Some(&owner) = first.get(name.as_str()) else {
+        let Some(&owner) = first.get(&**name) else {
             first.insert(name, record);
             continue;
         };
@@ -338,7 +338,7 @@ mod tests {
     }
 
     fn record(id: i64) -> Record {
-        Record { id, name: None, subdocs: Vec::new(), line: None }
+        Record { id, name: None, subdocs: Box::default(), line: None }
     }
 
     #[test]
