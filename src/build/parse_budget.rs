@@ -75,8 +75,10 @@ const TRIM_FROM: u64 = 256 << 20;
 
 /// Gives the memory freed back to the system. glibc keeps what a thread freed in that thread's
 /// own arena, where the next parse, on another thread, does not find it: without this, parses
-/// one after another on two threads held twice the memory of one.
-fn give_back_freed_memory() {
+/// one after another on two threads held twice the memory of one. Small blocks freed in the
+/// middle of the heap are kept too, and a large block allocated next (mapped apart) does not
+/// use them.
+pub(crate) fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free memory to the system; it touches nothing in use.
     unsafe {

@@ -383,6 +383,9 @@ impl DocumentRenderer<'_> {
     /// a record: 150 MB at a million records, held no longer than needed).
     pub fn release_extracts(&self) {
         std::mem::take(&mut *self.extracts.write().expect("no panic while rendering"));
+        // a names entry a record, small blocks: kept by the allocator, they would stay beside
+        // the new index's document table, which is allocated apart
+        super::parse_budget::give_back_freed_memory();
     }
 
     /// The list entries of `segment` at the list positions `positions`, serialised as

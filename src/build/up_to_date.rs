@@ -94,21 +94,34 @@ fn stamped_files(data: &Path, same: &Same<'_>) -> Option<Vec<(String, Stamp)>> {
 
 /// The files of the resource folder `segment` and of its records' folders, with their stamps.
 fn resource_files(data: &Path, segment: &str, same: &Same<'_>) -> Option<Vec<(String, Stamp)>> {
-    let mut files = Vec::new();
+    let (mut files, mut record_folders) = (Vec::new(), Vec::new());
     for (rel, is_dir, stamp) in folder_entries(&data.join(segment), &format!("{segment}/"), same)? {
         match DataPath::parse(&rel, is_dir) {
             Ok(DataPath::Record { .. } | DataPath::Order { .. }) => files.push((rel, stamp)),
-            Ok(DataPath::RecordFolder { .. }) => {
-                for (rel, is_dir, stamp) in folder_entries(&data.join(&rel), &format!("{rel}/"), same)? {
-                    match DataPath::parse(&rel, is_dir) {
-                        Ok(DataPath::SubDoc { .. }) => files.push((rel, stamp)),
-                        _ => return None,
-                    }
-                }
-            }
+            Ok(DataPath::RecordFolder { .. }) => record_folders.push(rel),
             _ => return None,
         }
     }
+    // A record's folder holds a sub-document or two: the folders are read in parallel, not
+    // their few files.
+    let subdocs = |rel: &String| -> Option<Vec<(String, Stamp)>> {
+        let entries = folder_entries(&data.join(rel), &format!("{rel}/"), same)?;
+        let subdoc = |(rel, is_dir, stamp): (String, bool, Stamp)| match DataPath::parse(&rel, is_dir) {
+            Ok(DataPath::SubDoc { .. }) => Some((rel, stamp)),
+            _ => None,
+        };
+        entries.into_iter().map(subdoc).collect()
+    };
+    // gathered into a vector a part of the work, not one a folder
+    let in_folders = record_folders.par_iter().with_min_len(64).map(subdocs).try_fold(Vec::new, |mut all, found| {
+        all.extend(found?);
+        Some(all)
+    });
+    let in_folders = in_folders.try_reduce(Vec::new, |mut all, more| {
+        all.extend(more);
+        Some(all)
+    })?;
+    files.extend(in_folders);
     Some(files)
 }
 
