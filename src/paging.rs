@@ -154,17 +154,19 @@ impl<'a> ListLinks<'a> {
 /// Renders `page` of a list of `count` entries, given the entries it shows (`shown`, those of
 /// `page.range(count)`, serialised as [`render_entry`] does), linking pages as `links` says:
 /// the one function behind the page files of `gen build` and the pages `gen serve` computes,
-/// so they cannot differ.
-pub(crate) fn render_shown_page(
+/// so they cannot differ. The entries are taken one at a time: a list's `_pages/all` page is
+/// not held twice (its entries, then the page).
+pub(crate) fn render_shown_page<E: AsRef<[u8]>>(
     count: u64,
-    shown: &[impl AsRef<[u8]>],
+    shown: impl IntoIterator<Item = E>,
     links: &ListLinks,
     page: Page,
     pretty: bool,
 ) -> Vec<u8> {
     let link = |p: Option<Page>| p.map(|p| links.url(p));
-    let size: usize = shown.iter().map(|e| e.as_ref().len() + 6).sum();
-    let mut out = Vec::with_capacity(size + 2 * links.list_url.len() + 128);
+    let shown = shown.into_iter();
+    // room for entries of a usual size; a page of longer ones grows as it is rendered
+    let mut out = Vec::with_capacity(shown.size_hint().0 * 64 + 2 * links.list_url.len() + 128);
     render_page(
         &mut out,
         count,

@@ -294,7 +294,7 @@ pub fn filter_page(
     settings: &BuildSettings,
     segment: &str,
     count: u64,
-    shown: &[Vec<u8>],
+    shown: impl Iterator<Item = Vec<u8>>,
     (field, value): (&FilterField, &str),
     page: Page,
 ) -> Vec<u8> {

@@ -318,7 +318,7 @@ impl<'a> DocumentRenderer<'a> {
                 let links = paging::ListLinks::of_list(&list_url, self.options.links);
                 let count = dataset.resources[segment].records.len() as u64;
                 let shown = self.entries_at(segment, page.range(count));
-                Ok(paging::render_shown_page(count, &shown, &links, page, self.options.pretty))
+                Ok(paging::render_shown_page(count, shown, &links, page, self.options.pretty))
             }
             Content::Names { segment } => Ok(self.names(segment, None)),
             Content::NamesShard { segment, shard } => Ok(self.names(segment, Some(shard))),
@@ -334,7 +334,7 @@ impl<'a> DocumentRenderer<'a> {
                 let declared = &self.options.filters[segment][field];
                 let count = positions.len() as u64;
                 let shown = self.entries_at(segment, positions[page.range(count)].iter().map(|&i| i as usize));
-                Ok(extract::filter_page(self.options, segment, count, &shown, (declared, text), page))
+                Ok(extract::filter_page(self.options, segment, count, shown, (declared, text), page))
             }
         }
     }
@@ -390,13 +390,17 @@ impl DocumentRenderer<'_> {
 
     /// The list entries of `segment` at the list positions `positions`, serialised as
     /// [`paging::render_entry`] does.
-    fn entries_at(&self, segment: &str, positions: impl Iterator<Item = usize>) -> Vec<Vec<u8>> {
+    fn entries_at<'s>(
+        &'s self,
+        segment: &'s str,
+        positions: impl Iterator<Item = usize> + 's,
+    ) -> impl Iterator<Item = Vec<u8>> + 's {
         let records = &self.records.dataset.resources[segment].records;
         let base_url = &self.options.base_url;
-        let entry = |r: &crate::build::load::Record| {
+        let entry = move |r: &crate::build::load::Record| {
             paging::render_entry(r.name.as_deref(), &layout::record_url(base_url, segment, r.id), self.options.pretty)
         };
-        positions.map(|i| entry(&records[i])).collect()
+        positions.map(move |i| entry(&records[i]))
     }
 
     /// The stamp of the list of `segment`, which its names document names: its `_pages/all`

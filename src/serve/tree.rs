@@ -409,8 +409,7 @@ pub(super) fn render(list: &List, page: Page, links: LinkStyle, pretty: bool) ->
 /// Renders a page of `list` linked as `links` says, as `gen build` does.
 pub(super) fn render_linked(list: &List, page: Page, links: &paging::ListLinks, pretty: bool) -> Vec<u8> {
     let count = list.count();
-    let shown: Vec<&[u8]> = page.range(count).map(|i| list.entry(i)).collect();
-    paging::render_shown_page(count, &shown, links, page, pretty)
+    paging::render_shown_page(count, page.range(count).map(|i| list.entry(i)), links, page, pretty)
 }
 
 /// `body` with each JSON string that starts with `from` followed by `/api/v2/` (a url of the
