@@ -245,10 +245,10 @@ pub fn build(
 }
 
 /// Prepares a build's rendering, and extracts the names and filter values it needs. What
-/// changed is known: the previous data table goes before the extract (which holds the new
-/// one, `data`, and a resource's kept rows), and the new one goes into the index begun here
-/// before the previous documents' table is read, so that no two of these tables are held at
-/// once.
+/// changed is known: the previous data table goes first; the new one (`data`) goes into the
+/// index begun here before the extract (which keeps only the hashes of the records it reads,
+/// 40 bytes each, beside a resource's kept rows), and the previous documents' table is read
+/// last, so that no two of these tables are held at once.
 fn extract_then_read_docs<'d>(
     previous: &mut PreviousBuild,
     dataset: &'d load::Dataset,
@@ -259,13 +259,16 @@ fn extract_then_read_docs<'d>(
 ) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
     previous.forget_data_table();
     let mut rendering = Rendering::new(dataset, settings, previous, changed);
-    let store = index::ExtractStore::new(&previous.target.dir, &data, !verify);
+    // The extract needs only the hashes of the records it reads: the data table goes into the
+    // new index now, and is let go.
+    let has_filters = |segment: &str| settings.filters.get(segment).is_some_and(|f| !f.is_empty());
+    let extracted = dataset.resources.keys().filter(|s| rendering.extract_dirty(s) || has_filters(s));
+    let store = index::ExtractStore::new(&previous.target.dir, &data, extracted.map(String::as_str), !verify);
+    let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
+    drop(data);
     let mut extracts = extract::extract(dataset, settings, |segment| rendering.extract_dirty(segment), Some(&store))
         .map_err(Problems::all)?;
     drop(store);
-    // Nothing after this needs the data table: it goes into the new index now, and is let go.
-    let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
-    drop(data);
     previous.read_docs()?;
     if rendering.take_back(previous) {
         // Every document is rendered after all (the documents' table or a changed record's

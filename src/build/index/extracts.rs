@@ -8,11 +8,12 @@
 //! written by another version of gen, for other declared filters, damaged or cut short is not
 //! used: every record of the resource is then read, as without one.
 
+use super::DataFiles;
 use super::codec::{Checksummed, Decoder, put_bytes, put_u64};
-use super::{DataFiles, Place};
 use crate::fsutil::{self, beside};
 use crate::tree::manifest::GENERATOR;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -37,18 +38,27 @@ struct Head {
 }
 
 /// The extracts kept between builds of the tree in one output folder, and the hashes of this
-/// build's data files that say which of them still hold.
-pub struct ExtractStore<'a> {
+/// build's records that say which of them still hold.
+pub struct ExtractStore {
     dir: PathBuf,
-    files: &'a DataFiles,
+    /// By segment: each record's id and data hash, sorted by id (those of the resources
+    /// extracted; not the whole data table, which is let go first).
+    hashes: BTreeMap<String, Vec<(i64, [u8; 32])>>,
     /// False when nothing kept may be used (`gen build --verify`): rows are only written.
     reuse: bool,
 }
 
-impl<'a> ExtractStore<'a> {
-    /// The store of the tree in `out`, for a build whose data files are `files`.
-    pub fn new(out: &Path, files: &'a DataFiles, reuse: bool) -> ExtractStore<'a> {
-        ExtractStore { dir: beside(out, "gen-extract"), files, reuse }
+impl ExtractStore {
+    /// The store of the tree in `out`, for the resources `segments` of a build whose data
+    /// files are `files`.
+    pub fn new<'s>(
+        out: &Path,
+        files: &DataFiles,
+        segments: impl Iterator<Item = &'s str>,
+        reuse: bool,
+    ) -> ExtractStore {
+        let hashes = segments.map(|segment| (segment.to_string(), files.record_hashes(segment))).collect();
+        ExtractStore { dir: beside(out, "gen-extract"), hashes, reuse }
     }
 
     /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
@@ -113,7 +123,8 @@ impl<'a> ExtractStore<'a> {
     }
 
     fn hash(&self, segment: &str, id: i64) -> Option<[u8; 32]> {
-        self.files.hash_of(&Place { segment, kind: None, id })
+        let hashes = self.hashes.get(segment)?;
+        hashes.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| hashes[at].1)
     }
 
     /// The rows of `segment`'s file that hold for the records' data as it is now, sorted by id,
@@ -212,15 +223,18 @@ mod tests {
         let (before, after) = (files("blue"), files("cyan"));
         let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> =
             vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
-        let store = ExtractStore::new(&out, &before, true);
+        let store = ExtractStore::new(&out, &before, ["thing"].into_iter(), true);
         store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])));
         let taken = store.take("thing", &paths, &[2, 1, 3]);
         assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
         assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
-        let changed = ExtractStore::new(&out, &after, true).take("thing", &paths, &[1, 2]);
+        let changed = ExtractStore::new(&out, &after, ["thing"].into_iter(), true).take("thing", &paths, &[1, 2]);
         assert_eq!(changed.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
         assert!(store.take("thing", &["shade".to_string()], &[1]).iter().all(Option::is_none), "other filters");
-        assert!(ExtractStore::new(&out, &before, false).take("thing", &paths, &[1])[0].is_none(), "--verify");
+        assert!(
+            ExtractStore::new(&out, &before, ["thing"].into_iter(), false).take("thing", &paths, &[1])[0].is_none(),
+            "--verify"
+        );
         let file = store.file("thing");
         let mut bytes = std::fs::read(&file).unwrap();
         let at = bytes.len() / 2;
