@@ -84,7 +84,9 @@ fn sigkill_at_any_point_keeps_the_previous_tree() {
     let after = read_tree(&fresh);
 
     let mut killed_while_staging = 0;
-    for delay_ms in [5, 40, 120, 250, 450, 700] {
+    // The later delays matter on a loaded machine, where the load and the extract alone can
+    // outlast the first ones (the loop ends once a build finishes or swaps before its kill).
+    for delay_ms in [5, 40, 120, 250, 450, 700, 1000, 1500, 2500, 4000] {
         let mut child =
             gen_bin().args(["build", "--quiet", "--data"]).arg(&data).arg("--out").arg(&out).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(delay_ms));
