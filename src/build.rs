@@ -261,8 +261,7 @@ fn extract_then_read_docs<'d>(
     let mut rendering = Rendering::new(dataset, settings, previous, changed);
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.
-    let has_filters = |segment: &str| settings.filters.get(segment).is_some_and(|f| !f.is_empty());
-    let extracted = dataset.resources.keys().filter(|s| rendering.extract_dirty(s) || has_filters(s));
+    let extracted = dataset.resources.keys().filter(|s| extract::is_extracted(settings, s, rendering.extract_dirty(s)));
     let store = index::ExtractStore::new(&previous.target.dir, &data, extracted.map(String::as_str), !verify);
     let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
     drop(data);
@@ -358,19 +357,17 @@ impl PreviousBuild {
     /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
     /// load does not hold it). One that cannot be used is noted, and the build goes on without
     /// the index: every document is rendered, and the previous manifest says what is ours.
-    /// True when the index was let go so.
-    fn read_docs(&mut self) -> Result<bool> {
-        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(false) };
+    fn read_docs(&mut self) -> Result<()> {
+        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
         match docs.read() {
             Some(docs) => index.docs = docs,
             None => {
                 self.index = None;
                 let dir = self.target.dir.clone();
                 self.listed.extend(previous::previous_files(&dir, !self.journal.paths.is_empty())?);
-                return Ok(true);
             }
         }
-        Ok(false)
+        Ok(())
     }
 
     /// What the data holds, when every file of it is as the build that left an intact tree

@@ -163,19 +163,25 @@ pub(crate) fn render_shown_page<E: AsRef<[u8]>>(
     page: Page,
     pretty: bool,
 ) -> Vec<u8> {
-    let link = |p: Option<Page>| p.map(|p| links.url(p));
     let shown = shown.into_iter();
     // room for entries of a usual size; a page of longer ones grows as it is rendered
     let mut out = Vec::with_capacity(shown.size_hint().0 * 64 + 2 * links.list_url.len() + 128);
-    render_page(
-        &mut out,
-        count,
-        link(page.next_linked(count, links.style)).as_deref(),
-        link(page.previous()).as_deref(),
-        shown,
-        pretty,
-    );
+    render_shown_page_into(&mut out, count, shown, links, page, pretty);
     out
+}
+
+/// [`render_shown_page`] into `out` (a buffer, or a hash of the page: see [`PageSink`]).
+pub(crate) fn render_shown_page_into<E: AsRef<[u8]>>(
+    out: &mut impl PageSink,
+    count: u64,
+    shown: impl IntoIterator<Item = E>,
+    links: &ListLinks,
+    page: Page,
+    pretty: bool,
+) {
+    let link = |p: Option<Page>| p.map(|p| links.url(p));
+    let (next, previous) = (link(page.next_linked(count, links.style)), link(page.previous()));
+    render_page(out, count, next.as_deref(), previous.as_deref(), shown, pretty);
 }
 
 /// Where a page is rendered to: a buffer, or a hash of its bytes (see [`render_page`]).

@@ -89,8 +89,7 @@ impl ListStamp {
         let mut hasher = PageHasher { context: ring::digest::Context::new(&ring::digest::SHA256), block: Vec::new() };
         render(&mut hasher);
         hasher.context.update(&hasher.block);
-        let digest = hasher.context.finish();
-        ListStamp { count, sha256: digest.as_ref().iter().map(|b| format!("{b:02x}")).collect() }
+        ListStamp { count, sha256: hex(hasher.context.finish().as_ref()) }
     }
 }
 
@@ -112,8 +111,11 @@ impl crate::paging::PageSink for PageHasher {
 
 /// The SHA-256 of `bytes`, lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The first line of a names file (or the whole of a split one's index).

@@ -35,6 +35,12 @@ pub struct Extracted {
 /// The extracts of the resources a build needs them of, by segment.
 pub type Extracts = BTreeMap<String, Extracted>;
 
+/// True when [`extract`] reads the resource `segment`: when its names and filter values are
+/// `wanted`, or filters are declared for it (the plan needs their values).
+pub fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool) -> bool {
+    wanted || settings.filters.get(segment).is_some_and(|declared| !declared.is_empty())
+}
+
 /// Extracts every resource that `wanted` names or that declares filters. A filter declared for
 /// a resource the data does not hold, or whose path reaches no value in any record, is a
 /// problem of `gen.json`.
@@ -58,10 +64,10 @@ pub fn extract(
     }
     let mut extracts = Extracts::new();
     for segment in dataset.resources.keys() {
-        let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
-        if !wanted(segment) && declared.is_empty() {
+        if !is_extracted(settings, segment, wanted(segment)) {
             continue;
         }
+        let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
         let mut extracted = extract_one(dataset, segment, declared, store);
         problems.append(&mut extracted.problems);
         for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {

@@ -406,19 +406,13 @@ impl DocumentRenderer<'_> {
     /// The stamp of the list of `segment`, which its names document names: its `_pages/all`
     /// file's bytes, rendered again to hash them (an entry at a time, not held).
     fn list_stamp(&self, segment: &str) -> search::ListStamp {
-        let records = &self.records.dataset.resources[segment].records;
-        let count = records.len();
-        let (base_url, pretty) = (&self.options.base_url, self.options.pretty);
-        let list_url = layout::list_url(base_url, segment);
+        let count = self.records.dataset.resources[segment].records.len();
+        let list_url = layout::list_url(&self.options.base_url, segment);
         let links = paging::ListLinks::of_list(&list_url, self.options.links);
         let whole = paging::Page { offset: 0, limit: (count as u64).max(1) };
-        let link = |p: Option<paging::Page>| p.map(|p| links.url(p));
-        let (next, previous) = (link(whole.next_linked(count as u64, links.style)), link(whole.previous()));
-        let entries = records
-            .iter()
-            .map(|r| paging::render_entry(r.name.as_deref(), &layout::record_url(base_url, segment, r.id), pretty));
+        let entries = self.entries_at(segment, 0..count);
         search::ListStamp::of_rendered(count as u64, |hasher| {
-            paging::render_page(hasher, count as u64, next.as_deref(), previous.as_deref(), entries, pretty)
+            paging::render_shown_page_into(hasher, count as u64, entries, &links, whole, self.options.pretty)
         })
     }
 

@@ -2,7 +2,7 @@
 //! record name) when the tree was built, and the comparisons a rebuild makes against it (what
 //! changed, whether anything was removed or renamed).
 
-use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
+use super::codec::{Decoder, ENTRY_BYTES, Entry, Key, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
 use crate::build::data_path::DataPath;
@@ -166,13 +166,16 @@ impl DataFiles {
     /// bytes a record, for what needs only these once the table is let go.
     pub fn record_hashes(&self, segment: &str) -> Vec<(i64, [u8; 32])> {
         let Some(key) = self.places.find(&Place { segment, kind: None, id: 0 }) else { return Vec::new() };
-        let first = self.entries.partition_point(|e| e.key.segment < key.segment);
-        let of_segment =
-            &self.entries[first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)];
-        let records = of_segment.iter().filter(|e| e.key.kind == 0);
+        let records = self.entries[self.segment_range(key)].iter().filter(|e| e.key.kind == 0);
         let mut hashes = Vec::with_capacity(records.clone().count());
         hashes.extend(records.map(|e| (e.key.id, e.hash)));
         hashes
+    }
+
+    /// Where the entries of `key`'s segment are (they are sorted by segment first).
+    fn segment_range(&self, key: Key) -> std::ops::Range<usize> {
+        let first = self.entries.partition_point(|e| e.key.segment < key.segment);
+        first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
     }
 
     pub(super) fn file(&self, entry: &Entry) -> DataFile {
@@ -199,10 +202,7 @@ impl DataFiles {
         kind: Option<&str>,
     ) -> impl Iterator<Item = (u32, TableLine<'a>)> + 'a {
         let wanted = self.places.find(&Place { segment, kind, id: 0 });
-        let range = wanted.map_or(0..0, |key| {
-            let first = self.entries.partition_point(|e| e.key.segment < key.segment);
-            first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
-        });
+        let range = wanted.map_or(0..0, |key| self.segment_range(key));
         let of_kind = move |(_, e): &(usize, &Entry)| wanted.is_some_and(|key| e.key.kind == key.kind);
         let numbered = self.entries[range.clone()].iter().enumerate().map(move |(i, e)| (range.start + i, e));
         numbered.filter(of_kind).filter_map(|(at, e)| Some((at as u32, self.table_line(e)?)))
