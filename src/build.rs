@@ -19,6 +19,7 @@ pub mod extract;
 pub mod parse_budget;
 
 // Decide: a build that finds every data file as the previous one left it does nothing.
+pub mod listing;
 mod up_to_date;
 
 // Plan: every document and path of the tree, pure.
@@ -180,14 +181,15 @@ pub fn build(
     require_out_beside(data, out)?;
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
-    if let Some(found) = previous.unchanged(data, options) {
+    let listing = listing::list(data, previous.index.as_ref());
+    timer.step("list the data (stat every file, read the folders that changed)");
+    if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);
-        timer.step("walk and stat the data: unchanged");
         let (resources, records) = (found.resources, found.records);
         return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true });
     }
-    let mut loaded = load_changed(data, previous.index.as_ref())?;
-    timer.step("load (walk and stat the data, read what changed)");
+    let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
+    timer.step("load (read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
         settings.deploy_date = deploy_date(data, &settings, previous.index.as_ref());
@@ -197,7 +199,7 @@ pub fn build(
     let decision = decide(&previous, &settings, &loaded.files);
     timer.step("decide (check the tree against the index)");
     if let Decision::UpToDate = decision {
-        previous.record_up_to_date(started_ns, loaded.files);
+        previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
         timer.step("record");
         return Ok(summary(write::WriteReport::default(), true));
     }
@@ -238,7 +240,8 @@ pub fn build(
     let lists = list_hashes(dataset);
     let schemas = rendering.renderer.schemas();
     let (manifest, data) = (manifest_stamp(&dir)?, index::DataFiles::default()); // data: written already
-    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, docs };
+    let hollow_folders = loaded.folders.hollow;
+    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, hollow_folders, docs };
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
     Ok(summary(report, false))
@@ -372,9 +375,14 @@ impl PreviousBuild {
 
     /// What the data holds, when every file of it is as the build that left an intact tree
     /// recorded it, and the settings are the same: the tree is up to date.
-    fn unchanged(&self, data: &Path, options: &BuildOptions) -> Option<up_to_date::Unchanged> {
+    fn unchanged(
+        &self,
+        data: &Path,
+        listing: &listing::Listing,
+        options: &BuildOptions,
+    ) -> Option<up_to_date::Unchanged> {
         let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
-        up_to_date::unchanged(data, index, |config| up_to_date::settings_of(options, index, config))
+        up_to_date::unchanged(data, listing, index, |config| up_to_date::settings_of(options, index, config))
     }
 
     /// Lets go of the previous build's data table (a table line's or file's entry each), once
@@ -388,15 +396,16 @@ impl PreviousBuild {
 
     /// Ends a build that found the tree up to date: the stamps of data files touched without
     /// a change, or read because they had changed too shortly before the previous build, are
-    /// recorded (with this build's start) so that the next build need not read them again.
-    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles) {
+    /// recorded (with this build's start) so that the next build need not read them again; so
+    /// are the folders, when some had to be read.
+    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, folders: Folders) {
         if self.read_docs().is_err() {
             return;
         }
         let Some(index) = self.index.take() else { return };
         let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
-        if data_touched {
-            let index = index::Index { started_ns, data: files, ..index };
+        if data_touched || folders.read > 0 || folders.hollow != index.hollow_folders {
+            let index = index::Index { started_ns, data: files, hollow_folders: folders.hollow, ..index };
             let _ = index.write(&self.target.dir);
         }
         crate::staging::clean_leftovers(&self.target.dir);
@@ -408,13 +417,32 @@ impl PreviousBuild {
 struct Loaded {
     dataset: load::Dataset,
     files: index::DataFiles,
+    folders: Folders,
+}
+
+/// What the listing of the data folder found of its folders, for the index.
+struct Folders {
+    /// The folders that hold no data file (`None` when the data folder was walked, not listed).
+    hollow: Option<Vec<String>>,
+    /// How many folders it read rather than trusted.
+    read: usize,
 }
 
 /// Loads `data`, reading only the files whose stamps say they may have changed since the
-/// build `previous` describes. Fails with the problems found before references are checked.
-fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> {
+/// build `previous` describes: the files `listing` found (when the data folder could be listed;
+/// else it is walked, and each file stat'ed). Fails with the problems found before references
+/// are checked.
+fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option<&index::Index>) -> Result<Loaded> {
     use crate::fsutil::Stamp;
-    let seen = |file: &Path| -> load::Seen {
+    let seen = |file: &Path, listed: Option<&listing::FileStat>| -> load::Seen {
+        let known_at = |index: &index::Index, number| {
+            let old = index.data.file_at(number);
+            load::Known { name: old.name, hash: old.hash.0 }
+        };
+        if let Some(listed) = listed {
+            let known = previous.zip(listed.entry).map(|(index, number)| known_at(index, number));
+            return load::Seen { stamp: Some(listed.stamp), known };
+        }
         let Some(stamp) = std::fs::metadata(file).ok().map(|meta| Stamp::of(&meta)) else {
             return load::Seen::default();
         };
@@ -425,11 +453,16 @@ fn load_changed(data: &Path, previous: Option<&index::Index>) -> Result<Loaded> 
         let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
         load::Seen { stamp: Some(stamp), known }
     };
-    let (dataset, problems, files) = load::load_reusing(data, &seen, previous.map(|index| &index.data));
+    let folders = match &listing {
+        Some(listing) => Folders { hollow: Some(listing.hollow.clone()), read: listing.folders_read },
+        None => Folders { hollow: None, read: 0 },
+    };
+    let files = listing.map(|listing| listing.files);
+    let (dataset, problems, files) = load::load_reusing(data, &seen, files, previous.map(|index| &index.data));
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());
     }
-    Ok(Loaded { dataset, files })
+    Ok(Loaded { dataset, files, folders })
 }
 
 /// What a build does, given what the previous one left.

@@ -37,7 +37,7 @@ mod trust;
 mod writer;
 
 pub use codec::ENTRY_BYTES;
-pub use data_files::{DataFiles, TableLine};
+pub use data_files::{DataFiles, FolderFiles, TableLine};
 pub use extracts::{ExtractStore, Kept};
 pub use format::FORMAT;
 pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
@@ -148,6 +148,10 @@ pub struct Index {
     pub schemas: Vec<(String, Option<String>, Inferred)>,
     /// Every data file.
     pub data: DataFiles,
+    /// The folders of the data folder that held no data file when it was listed (relative to
+    /// it): with the data files' folders, every folder the data holds. `None` when not known (an
+    /// index of an older gen): the next build then reads every folder (see `listing`).
+    pub hollow_folders: Option<Vec<String>>,
     /// Every document of the tree (the manifest excepted).
     pub docs: DocumentFiles,
 }
@@ -284,7 +288,16 @@ mod tests {
         let settings = crate::build::BuildOptions::default()
             .settings(&crate::config::DataSettings::default(), "d".into())
             .expect("default settings");
-        Index { manifest: stamp(9), started_ns: 10, settings, lists: BTreeMap::new(), schemas: Vec::new(), data, docs }
+        Index {
+            manifest: stamp(9),
+            started_ns: 10,
+            settings,
+            lists: BTreeMap::new(),
+            schemas: Vec::new(),
+            data,
+            hollow_folders: Some(vec!["berry/9".to_string()]),
+            docs,
+        }
     }
 
     fn bytes(index: &Index) -> Vec<u8> {

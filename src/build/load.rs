@@ -4,8 +4,10 @@
 //! Records are parsed here to check them and to read `id` and `name`, then dropped: the index
 //! holds no record bodies, so memory is bounded by the number of records, not their size.
 
+use super::data_path::DataPath;
 pub(crate) use super::dataset::SubDocs;
 pub use super::dataset::{Dataset, Known, Record, Resource, Seen, Source, SubDoc};
+use super::listing::{FileStat, Listed, SeeFile};
 use super::table::load_tables;
 use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
@@ -39,17 +41,19 @@ pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
 /// Loads and indexes `dir`. Returns the dataset and every problem found; the dataset is only
 /// usable when there are no problems.
 pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
-    let (dataset, problems, _) = load_reusing(dir, &|_| Seen::default(), None);
+    let (dataset, problems, _) = load_reusing(dir, &|_, _| Seen::default(), None, None);
     (dataset, problems)
 }
 
 /// Like [`load`], asking `seen` about each file first (it is called before the file is read): a
 /// file it knows is not read; a table it knows is not read either, its lines are those
-/// `previous` (the data files of the build `seen` knows from) recorded. Also returns every file
-/// with its stamp, hash and name.
+/// `previous` (the data files of the build `seen` knows from) recorded. The files are those
+/// `listed` (the data folder's listing) when given, else found by a walk. Also returns every
+/// file with its stamp, hash and name.
 pub fn load_reusing(
     dir: &Path,
-    seen: &(dyn Fn(&Path) -> Seen + Sync),
+    seen: &SeeFile<'_>,
+    listed: Option<Vec<Listed>>,
     previous: Option<&DataFiles>,
 ) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
@@ -70,18 +74,21 @@ pub fn load_reusing(
     read_config(&config_path, seen, &mut dataset, &mut files, &mut problems);
 
     let mut tables = Tables::default();
-    let entries = walk(dir, &mut problems, &mut tables);
+    let entries: Vec<(Entry, Option<FileStat>)> = match listed {
+        Some(listed) => listed_entries(dir, listed, &mut tables),
+        None => walk(dir, &mut problems, &mut tables).into_iter().map(|entry| (entry, None)).collect(),
+    };
 
     // Parse every record and sub-document in parallel; keep only what the index needs.
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
     let loaded: Vec<(Loaded, Option<Stamp>)> = entries
         .into_par_iter()
         .with_min_len(256)
-        .map(|entry| {
+        .map(|(entry, listed)| {
             let file = match &entry {
                 Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
             };
-            let Seen { stamp, known } = seen(file);
+            let Seen { stamp, known } = seen(file, listed.as_ref());
             (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
         })
         .collect();
@@ -112,6 +119,33 @@ pub fn load_reusing(
     (dataset, problems, files)
 }
 
+/// The entries of the files the data folder's listing found, each with what it found of it;
+/// the tables go in `tables` (the listing found no resource held both ways: it ends on one).
+fn listed_entries(dir: &Path, listed: Vec<Listed>, tables: &mut Tables) -> Vec<(Entry, Option<FileStat>)> {
+    let mut entries = Vec::with_capacity(listed.len());
+    for Listed { rel, stat } in listed {
+        let file = dir.join(&rel);
+        let entry = match DataPath::parse(&rel, false) {
+            Ok(DataPath::Record { segment, id }) => Entry::Record { segment: segment.to_string(), id, file },
+            Ok(DataPath::Order { segment }) => Entry::Order { segment: segment.to_string(), file },
+            Ok(DataPath::SubDoc { segment, id, name }) => {
+                Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file }
+            }
+            Ok(DataPath::Table { segment }) => {
+                tables.records.push((segment.to_string(), file));
+                continue;
+            }
+            Ok(DataPath::SubDocTable { segment, name }) => {
+                tables.subdocs.push((segment.to_string(), name.to_string(), file));
+                continue;
+            }
+            _ => continue, // the settings, read apart
+        };
+        entries.push((entry, Some(stat)));
+    }
+    entries
+}
+
 /// The problem with `dir` when it is missing or not a folder.
 fn not_a_data_folder(dir: &Path) -> Option<Problem> {
     if dir.is_dir() {
@@ -128,13 +162,13 @@ fn not_a_data_folder(dir: &Path) -> Option<Problem> {
 /// Reads the settings file at `config_path` into `dataset`, when there is one, and checks them.
 fn read_config(
     config_path: &Path,
-    seen: &(dyn Fn(&Path) -> Seen + Sync),
+    seen: &SeeFile<'_>,
     dataset: &mut Dataset,
     files: &mut DataFiles,
     problems: &mut Vec<Problem>,
 ) {
     if config_path.exists() {
-        let stamp = seen(config_path).stamp.unwrap_or(UNKNOWN);
+        let stamp = seen(config_path, None).stamp.unwrap_or(UNKNOWN);
         match read_settings(config_path) {
             Ok((config, hash)) => {
                 files.insert(CONFIG_FILE, DataFile { stamp, hash: Hash(hash), name: None, line: None });

@@ -20,7 +20,7 @@ use std::hash::BuildHasherDefault;
 
 /// What the build knows of the data before reading it: each file's stamp (and, when trusted,
 /// what the index recorded of it), and the previous build's data table.
-type Known<'a> = (&'a (dyn Fn(&Path) -> Seen + Sync), Option<&'a DataFiles>);
+type Known<'a> = (&'a super::listing::SeeFile<'a>, Option<&'a DataFiles>);
 use std::path::Path;
 
 /// What reading a table gave: its lines without problems, in order, as items and their bytes'
@@ -282,7 +282,7 @@ fn table_lines<T>(
     item: impl Fn(&TableLine<'_>) -> T,
     read: impl FnOnce(&KnownLines<'_>) -> Read<T>,
 ) -> (Read<T>, Stamp) {
-    let Seen { stamp, known } = seen(file);
+    let Seen { stamp, known } = seen(file, None);
     let stamp = stamp.unwrap_or(UNKNOWN_STAMP);
     if let (Some(known), Some(previous)) = (known, previous) {
         // (line number, entry number) a line: 8 bytes, not the 72 of a line taken out whole

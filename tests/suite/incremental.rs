@@ -622,3 +622,48 @@ fn an_edit_over_a_hand_changed_document_renders_every_document_as_a_fresh_build(
     let tags = read_json(&out.join("api/v2/tag/_filters/color/index.json"));
     assert_eq!(tags["count"], 2, "the other resource's filter values are there: {tags}");
 }
+
+/// The listing of the data folder trusts a folder whose times are older than the previous
+/// build's start to hold what that build found there (docs/builds.md, "What a build trusts"):
+/// files it recorded, and folders it noted as holding none. Each change below lands in such a
+/// folder's subfolder or file, or adds a folder beside them, and each rebuild equals a fresh
+/// build.
+#[test]
+fn changes_inside_folders_the_previous_build_listed_are_all_found() {
+    let tmp = TempDir::new("listing");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let thing = |id: i64| (format!("thing/{id}.json"), format!("{{\"id\": {id}, \"name\": \"thing-{id}\"}}"));
+    let mut files: Vec<(String, String)> = (1..=4).map(thing).collect();
+    files.push(("thing/2/note.json".to_string(), "{\"a\": 1}".to_string()));
+    let files: Vec<(&str, String)> = files.iter().map(|(rel, text)| (rel.as_str(), text.clone())).collect();
+    write_files(&data, &files);
+    std::fs::create_dir(data.join("thing/3")).unwrap(); // a record's folder holding nothing yet
+    std::fs::create_dir(data.join("other")).unwrap(); // a resource's folder holding nothing yet
+    std::thread::sleep(std::time::Duration::from_millis(2100)); // every folder's times are trusted
+    build(&data, &out, &[]).ok();
+    let again = build(&data, &out, &[]).ok();
+    assert!(again.stdout().contains("up to date"), "{}", again.stdout());
+    let steps = std::cell::Cell::new(0);
+    let same_as_fresh = |step: &str| {
+        build(&data, &out, &[]).ok();
+        steps.set(steps.get() + 1);
+        let fresh = tmp.join(&format!("fresh-{}", steps.get()));
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{step}: the rebuilt tree differs from a fresh build");
+    };
+    std::fs::write(data.join("thing/3/note.json"), "{\"b\": 2}").unwrap();
+    same_as_fresh("a sub-document in the record folder that held none");
+    std::fs::write(data.join("thing/2/more.json"), "{\"c\": 3}").unwrap();
+    same_as_fresh("a second sub-document beside a recorded one");
+    std::fs::write(data.join("other/1.json"), "{\"id\": 1, \"name\": \"first\"}").unwrap();
+    same_as_fresh("a record in the resource folder that held none");
+    std::fs::remove_file(data.join("thing/2/note.json")).unwrap();
+    same_as_fresh("a sub-document removed");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    build(&data, &out, &[]).ok(); // records the folders' new times
+    let again = build(&data, &out, &[]).ok();
+    assert!(again.stdout().contains("up to date"), "{}", again.stdout());
+    std::fs::create_dir(data.join("thing/4")).unwrap();
+    std::fs::write(data.join("thing/4/late.json"), "{\"d\": 4}").unwrap();
+    same_as_fresh("a new record folder with a sub-document");
+}

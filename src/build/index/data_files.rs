@@ -24,6 +24,25 @@ pub struct TableLine<'a> {
     pub hash: [u8; 32],
 }
 
+/// The files a build recorded in one resource's folder ([`DataFiles::folder_files`]): (id,
+/// entry number), in order of id.
+#[derive(Debug, Default)]
+pub struct FolderFiles {
+    /// Each record's file.
+    pub records: Vec<(i64, u32)>,
+    /// Each sub-document's file, in the folder of its record's id.
+    pub subdocs: Vec<(i64, u32)>,
+}
+
+impl FolderFiles {
+    /// The entries of the sub-documents in the folder of record `id`.
+    pub fn subdocs_of(&self, id: i64) -> &[(i64, u32)] {
+        let first = self.subdocs.partition_point(|(i, _)| *i < id);
+        let end = first + self.subdocs[first..].partition_point(|(i, _)| *i == id);
+        &self.subdocs[first..end]
+    }
+}
+
 /// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
 /// key; the few others (`gen.json`, order files) by path.
 #[derive(Debug, Clone, Default)]
@@ -153,6 +172,58 @@ impl DataFiles {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.file(&self.entries[at]))
+    }
+
+    /// The files the build recorded in the folder of `segment` (a table's lines aside), in
+    /// order of id: each record's file, and each sub-document's, by entry number
+    /// ([`DataFiles::stamp_at`]). What a data folder's listing takes a folder it trusts to hold.
+    pub fn folder_files(&self, segment: &str) -> FolderFiles {
+        let mut files = FolderFiles::default();
+        let Some(key) = self.places.find(&Place { segment, kind: None, id: 0 }) else { return files };
+        let range = self.segment_range(key);
+        for (at, e) in self.entries[range.clone()].iter().enumerate() {
+            if stamp_span(&e.stamp).is_some() {
+                continue;
+            }
+            let number = (range.start + at) as u32;
+            match e.key.kind {
+                0 => files.records.push((e.key.id, number)),
+                _ => files.subdocs.push((e.key.id, number)),
+            }
+        }
+        files
+    }
+
+    /// The number of the entry of the record or sub-document file `rel`, if recorded.
+    pub fn entry_number(&self, rel: &str) -> Option<u32> {
+        let key = self.places.find(&Place::of_data_file(rel)?)?;
+        self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|at| at as u32)
+    }
+
+    /// The stamp recorded for the file of entry `number`.
+    pub fn stamp_at(&self, number: u32) -> crate::fsutil::Stamp {
+        self.entries[number as usize].stamp
+    }
+
+    /// The path (relative to the data folder) of the file of entry `number`.
+    pub fn path_at(&self, number: u32) -> String {
+        self.places.place(self.entries[number as usize].key).data_file()
+    }
+
+    /// The sub-document kind of entry `number` (`None` for a record).
+    pub fn kind_at(&self, number: u32) -> Option<&str> {
+        self.places.place(self.entries[number as usize].key).kind
+    }
+
+    /// The file of entry `number`.
+    pub fn file_at(&self, number: u32) -> DataFile {
+        self.file(&self.entries[number as usize])
+    }
+
+    /// The stamp recorded for a file that is not a record or sub-document (`gen.json`, an
+    /// order file), if any.
+    pub fn other_stamp(&self, rel: &str) -> Option<crate::fsutil::Stamp> {
+        self.other.get(rel).map(|file| file.stamp)
     }
 
     /// The hash of the record's or sub-document's data at `place`.

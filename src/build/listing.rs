@@ -1,0 +1,300 @@
+//! The data folder's files with their stamps, listed in parallel and compared with what the
+//! previous build recorded (docs/builds.md, "What a build trusts").
+//!
+//! Every file is stat'ed; a folder is read only when it may have changed. A folder's change and
+//! modification times move whenever an entry is added to it, removed or renamed (and a tool
+//! that sets the modification time back, as `tar`, `rsync -a` or `cp -a` do, moves the change
+//! time, which no user call can set). So a folder whose times are older than the previous
+//! build's start, by the same window as a file's ([`Index::trusted`]), holds what that build
+//! found in it: the files it recorded there, and the folders it noted as holding none
+//! ([`Index::hollow_folders`]). The data folder itself is always read.
+//!
+//! Anything a walk would report (a stray file or folder, one that cannot be read, a resource
+//! held both as a folder and as a table) ends the listing with `None`, and so does a link to a
+//! folder (whose target may change without its folder's times moving): the build then walks
+//! the data folder as without a previous build, and reports what it finds.
+
+use super::data_path::DataPath;
+use super::index::{FolderFiles, Index};
+use super::walk::is_ignored;
+use crate::fsutil::Stamp;
+use rayon::prelude::*;
+use std::path::Path;
+
+/// What the listing found of one file, against what the previous build recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct FileStat {
+    /// The file's stamp (links followed).
+    pub stamp: Stamp,
+    /// True when the previous build recorded the file with this stamp, old enough to trust.
+    pub same: bool,
+    /// The file's entry in the previous build's data table, when it is `same` and a record or
+    /// sub-document.
+    pub entry: Option<u32>,
+}
+
+/// What the caller of `load::load_reusing` says of a file before it is read, given the file and
+/// what the data folder's listing found of it (when it was listed, not walked).
+pub type SeeFile<'a> = dyn Fn(&Path, Option<&FileStat>) -> super::dataset::Seen + Sync + 'a;
+
+/// One file of the data folder.
+#[derive(Debug)]
+pub struct Listed {
+    /// Its path relative to the data folder.
+    pub rel: String,
+    /// Its stamp, against the previous build's.
+    pub stat: FileStat,
+}
+
+/// Every file of the data folder that a build loads, with its stamp.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The files, in no particular order.
+    pub files: Vec<Listed>,
+    /// Folders that hold no data file (relative to the data folder), sorted: for the index.
+    pub hollow: Vec<String>,
+    /// How many folders were read because they may have changed since the previous build, or
+    /// because it did not note them (the data folder aside).
+    pub folders_read: usize,
+}
+
+impl Listing {
+    /// True when every file is as the previous build recorded it, no more and no fewer, and no
+    /// folder needed reading: the data is the data that build was made from.
+    pub fn unchanged_since(&self, index: &Index) -> bool {
+        self.folders_read == 0
+            && self.files.iter().all(|file| file.stat.same)
+            && self.files.len() == index.data.file_count()
+            && index.hollow_folders.as_ref() == Some(&self.hollow)
+    }
+}
+
+/// The previous build's index, and the folders it noted as holding no data file (`None` when
+/// it did not note them: no folder is then trusted).
+#[derive(Clone, Copy)]
+struct Recorded<'a> {
+    index: &'a Index,
+    hollow: Option<&'a [String]>,
+}
+
+impl Recorded<'_> {
+    /// True when the folder `rel` held no data file when the previous build listed it.
+    fn is_hollow(&self, rel: &str) -> bool {
+        self.hollow.is_some_and(|hollow| hollow.binary_search_by(|folder| folder.as_str().cmp(rel)).is_ok())
+    }
+
+    /// True when the folder stamped `stamp`, which the previous build found holding `known`
+    /// data files (or noted as holding none), has had no entry added, removed or renamed since.
+    fn trusts_folder(&self, known: bool, stamp: &Stamp) -> bool {
+        known && self.hollow.is_some() && self.index.trusted(stamp)
+    }
+
+    /// What the previous build recorded of the file `rel`, now stamped `stamp`: whether it is the
+    /// same, and its entry (`entry`, when the caller knows it; looked up otherwise).
+    fn stat(&self, rel: &str, stamp: Stamp, entry: Option<u32>) -> FileStat {
+        let data = &self.index.data;
+        let trusted = self.index.trusted(&stamp);
+        let entry = entry.or_else(|| data.entry_number(rel));
+        let same = trusted
+            && match entry {
+                Some(number) => data.stamp_at(number) == stamp,
+                None => data.other_stamp(rel) == Some(stamp),
+            };
+        FileStat { stamp, same, entry: entry.filter(|_| same) }
+    }
+}
+
+/// What the listing of part of the data folder found.
+#[derive(Default)]
+struct Part {
+    files: Vec<Listed>,
+    hollow: Vec<String>,
+    folders_read: usize,
+}
+
+impl Part {
+    fn add(mut self, other: Part) -> Part {
+        self.files.extend(other.files);
+        self.hollow.extend(other.hollow);
+        self.folders_read += other.folders_read;
+        self
+    }
+}
+
+/// Lists the data folder `data`, trusting the folders that `index` (the previous build's, if
+/// any) vouches for. `None` when a walk would report a problem, or when a folder is a link.
+pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
+    let recorded = index.map(|index| Recorded { index, hollow: index.hollow_folders.as_deref() });
+    let mut top = Part::default();
+    let mut folders = Vec::new();
+    for (name, is_dir) in folder_names(data)? {
+        let meta = std::fs::metadata(data.join(&name)).ok()?;
+        if meta.is_dir() != is_dir {
+            return None; // a link to a folder
+        }
+        let stamp = Stamp::of(&meta);
+        match DataPath::parse(&name, is_dir).ok()? {
+            DataPath::ResourceFolder { .. } => folders.push((name, stamp)),
+            DataPath::Settings | DataPath::Table { .. } | DataPath::SubDocTable { .. } => {
+                let stat = stat_of(recorded, &name, stamp, None);
+                top.files.push(Listed { rel: name, stat });
+            }
+            _ => return None,
+        }
+    }
+    let tables: Vec<String> = top.files.iter().map(|file| file.rel.clone()).collect();
+    let held_twice = |segment: &String| tables.contains(&DataPath::Table { segment }.file());
+    if folders.iter().any(|(segment, _)| held_twice(segment)) {
+        return None;
+    }
+    let parts = folders.par_iter().map(|(segment, stamp)| resource_folder(data, segment, stamp, recorded));
+    let part = parts.try_reduce(Part::default, |a, b| Some(a.add(b)))?.add(top);
+    let mut hollow = part.hollow;
+    hollow.sort();
+    Some(Listing { files: part.files, hollow, folders_read: part.folders_read })
+}
+
+/// The stamp of the file `rel`, against what `recorded` says of it.
+fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Option<u32>) -> FileStat {
+    match recorded {
+        Some(recorded) => recorded.stat(rel, stamp, entry),
+        None => FileStat { stamp, same: false, entry: None },
+    }
+}
+
+/// The names in the folder `dir` that the walk does not skip, each with whether it is a folder
+/// (by its entry: a link is not one). `None` when it cannot be read.
+fn folder_names(dir: &Path) -> Option<Vec<(String, bool)>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let name = entry.file_name().into_string().ok()?;
+        if !is_ignored(&name) {
+            names.push((name, entry.file_type().ok()?.is_dir()));
+        }
+    }
+    Some(names)
+}
+
+/// The files of the resource folder `segment` (stamped `stamp`) and of its records' folders.
+fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<Recorded<'_>>) -> Option<Part> {
+    let files = recorded.map(|r| r.index.data.folder_files(segment)).unwrap_or_default();
+    let order = DataPath::Order { segment }.file();
+    let has_order = recorded.is_some_and(|r| r.index.data.other_stamp(&order).is_some());
+    let known = !files.records.is_empty()
+        || !files.subdocs.is_empty()
+        || has_order
+        || recorded.is_some_and(|r| r.is_hollow(segment));
+    let trusted = recorded.is_some_and(|r| r.trusts_folder(known, stamp));
+    let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
+    let (to_stat, record_folders) = match trusted {
+        true => recorded_entries(segment, &files, has_order.then_some(order), recorded?),
+        false => read_resource_folder(data, segment, &files)?,
+    };
+    let stat = |(rel, entry): (String, Option<u32>)| {
+        let meta = std::fs::metadata(data.join(&rel)).ok().filter(|meta| !meta.is_dir())?;
+        let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
+        Some(Listed { rel, stat })
+    };
+    part.files = to_stat.into_par_iter().with_min_len(256).map(stat).collect::<Option<Vec<_>>>()?;
+    let in_folders = record_folders
+        .par_iter()
+        .with_min_len(64)
+        .map(|id| record_folder(data, segment, *id, &files, recorded))
+        .try_fold(Part::default, |all, found| Some(all.add(found?)))
+        .try_reduce(Part::default, |a, b| Some(a.add(b)))?;
+    let mut part = part.add(in_folders);
+    if part.files.is_empty() {
+        part.hollow.push(segment.to_string()); // nothing in it or below it is data
+    }
+    Some(part)
+}
+
+/// A file to stat: its path relative to the data folder, and its entry in the previous build's
+/// data table when known.
+type ToStat = (String, Option<u32>);
+
+/// What a trusted resource folder holds, by the previous build's index: its files, and the ids
+/// of its records' folders.
+fn recorded_entries(
+    segment: &str,
+    files: &FolderFiles,
+    order: Option<String>,
+    recorded: Recorded<'_>,
+) -> (Vec<ToStat>, Vec<i64>) {
+    let mut to_stat: Vec<ToStat> = Vec::with_capacity(files.records.len() + 1);
+    to_stat.extend(files.records.iter().map(|&(id, number)| (DataPath::Record { segment, id }.file(), Some(number))));
+    to_stat.extend(order.map(|order| (order, None)));
+    let mut folders: Vec<i64> = files.subdocs.iter().map(|(id, _)| *id).collect();
+    let hollow = recorded.hollow.unwrap_or_default().iter().filter_map(|rel| match DataPath::parse(rel, true) {
+        Ok(DataPath::RecordFolder { segment: s, id }) if s == segment => Some(id),
+        _ => None,
+    });
+    folders.extend(hollow);
+    folders.sort_unstable();
+    folders.dedup();
+    (to_stat, folders)
+}
+
+/// What the resource folder `segment` holds, read: its files (with their entries in `files`),
+/// and the ids of its records' folders. `None` for anything else in it, or a link to a folder.
+fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Option<(Vec<ToStat>, Vec<i64>)> {
+    let (mut to_stat, mut folders) = (Vec::new(), Vec::new());
+    for (name, is_dir) in folder_names(&data.join(segment))? {
+        let rel = format!("{segment}/{name}");
+        match DataPath::parse(&rel, is_dir).ok()? {
+            DataPath::Record { id, .. } => {
+                let entry = files.records.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| files.records[at].1);
+                to_stat.push((rel, entry));
+            }
+            DataPath::Order { .. } => to_stat.push((rel, None)),
+            DataPath::RecordFolder { id, .. } => folders.push(id),
+            _ => return None,
+        }
+    }
+    Some((to_stat, folders))
+}
+
+/// The files of the folder of record `id` of `segment`: read unless the previous build noted
+/// it and it has not changed since.
+fn record_folder(
+    data: &Path,
+    segment: &str,
+    id: i64,
+    files: &FolderFiles,
+    recorded: Option<Recorded<'_>>,
+) -> Option<Part> {
+    let rel = DataPath::RecordFolder { segment, id }.file();
+    let dir = data.join(&rel);
+    let meta = std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?; // not a link
+    let recorded_subdocs = files.subdocs_of(id);
+    let known = !recorded_subdocs.is_empty() || recorded.is_some_and(|r| r.is_hollow(&rel));
+    let trusted = recorded.is_some_and(|r| r.trusts_folder(known, &Stamp::of(&meta)));
+    let to_stat: Vec<ToStat> = match (trusted, recorded) {
+        (true, Some(r)) => {
+            recorded_subdocs.iter().map(|&(_, number)| (r.index.data.path_at(number), Some(number))).collect()
+        }
+        _ => {
+            let mut to_stat = Vec::new();
+            for (name, is_dir) in folder_names(&dir)? {
+                let file = format!("{rel}/{name}");
+                let Ok(DataPath::SubDoc { name: kind, .. }) = DataPath::parse(&file, is_dir) else { return None };
+                let entry = recorded.and_then(|r| {
+                    recorded_subdocs.iter().map(|(_, number)| *number).find(|n| r.index.data.kind_at(*n) == Some(kind))
+                });
+                to_stat.push((file, entry));
+            }
+            to_stat
+        }
+    };
+    let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
+    for (file, entry) in to_stat {
+        let meta = std::fs::metadata(data.join(&file)).ok().filter(|meta| !meta.is_dir())?;
+        let stat = stat_of(recorded, &file, Stamp::of(&meta), entry);
+        part.files.push(Listed { rel: file, stat });
+    }
+    if part.files.is_empty() {
+        part.hollow.push(rel);
+    }
+    Some(part)
+}
