@@ -73,8 +73,15 @@ pub enum NotData {
 impl<'a> DataPath<'a> {
     /// What `rel` (relative to the data folder, `/`-separated) is, a folder when `is_dir`.
     pub fn parse(rel: &'a str, is_dir: bool) -> Result<DataPath<'a>, NotData> {
-        let parts: Vec<&str> = rel.split('/').collect();
-        match (parts.as_slice(), is_dir) {
+        // Up to four parts, on the stack (no path of the data folder has more than three: a
+        // fourth stands for all the rest, which every rule reads the same way).
+        let mut parts = [""; 4];
+        let mut n = 0;
+        for part in rel.split('/').take(4) {
+            parts[n] = part;
+            n += 1;
+        }
+        match (&parts[..n], is_dir) {
             ([folder], true) if !is_valid_segment(folder) => Err(stray(format!(
                 "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in {API_PREFIX}<segment>/)"
             ))),

@@ -207,8 +207,8 @@ fn sort_out(
         match item {
             Loaded::Failed(problem) => problems.push(problem),
             Loaded::Record { segment, record, hash, problems: found } => {
-                let rel = Place { segment: &segment, kind: None, id: record.id }.data_file();
-                files.insert(&rel, data_file(stamp, hash, record.name.as_deref()));
+                let place = Place { segment: &segment, kind: None, id: record.id };
+                files.insert_file(&place, stamp.unwrap_or(UNKNOWN), &hash, record.name.as_deref());
                 if found.is_empty() {
                     parsed.records.entry(segment).or_default().push(record);
                 }
@@ -219,8 +219,8 @@ fn sort_out(
                 parsed.orders.insert(segment, (file, value));
             }
             Loaded::SubDoc { segment, id, subdoc, hash } => {
-                let rel = Place { segment: &segment, kind: Some(&subdoc.name), id }.data_file();
-                files.insert(&rel, data_file(stamp, hash, None));
+                let place = Place { segment: &segment, kind: Some(&subdoc.name), id };
+                files.insert_file(&place, stamp.unwrap_or(UNKNOWN), &hash, None);
                 parsed.subdocs.entry(segment).or_default().push((id, subdoc));
             }
         }

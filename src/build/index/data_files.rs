@@ -75,6 +75,21 @@ impl DataFiles {
         self.sorted = false;
     }
 
+    /// Adds the record or sub-document file at `place`, stamped `stamp`, whose bytes hash to
+    /// `hash` (a record named `name`): [`DataFiles::insert_place`] without a [`DataFile`] made.
+    pub fn insert_file(
+        &mut self,
+        place: &Place<'_>,
+        stamp: crate::fsutil::Stamp,
+        hash: &blake3::Hash,
+        name: Option<&str>,
+    ) {
+        let key = self.places.key(place);
+        let name = self.places.names.add(name);
+        self.entries.push(Entry { key, name, stamp, hash: *hash.as_bytes() });
+        self.sorted = false;
+    }
+
     /// Adds the table line at `span` that holds the record or sub-document at `place` (named
     /// `name`), whose bytes hash to `hash`.
     pub fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
