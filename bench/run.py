@@ -81,18 +81,44 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+# Starts a command and reports its wall time and peak RSS (`wait4`) on the descriptor its first
+# argument names. Run as a
+# small process of its own: a child's `ru_maxrss` starts from its parent's peak RSS at the
+# fork (Linux carries the old memory's high-water mark across `exec`), so a command started
+# straight from this script, whose RSS grows past 100 MB reading trees, would report at
+# least that much (a `cp -r` of 296 MB). The runner's own peak (10 MB) is the floor of what
+# it reports.
+RUNNER = """
+import os, sys, time
+report, cmd = int(sys.argv[1]), sys.argv[2:]
+os.set_inheritable(report, False)
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(cmd[0], cmd)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, f"{time.perf_counter() - start} {usage.ru_maxrss}".encode())
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def timed(cmd, **kw):
-    """Runs cmd; returns (seconds, peak RSS in KB) from `wait4`'s view of the child. Its stderr
-    goes to target/bench/step.log, whose end a failure shows."""
+    """Runs cmd; returns (seconds, peak RSS in KB) from `wait4`'s view of the child, both taken
+    by RUNNER. Its stderr goes to target/bench/step.log, whose end a failure shows."""
+    read, write = os.pipe()
     with open(WORK / "step.log", "w") as stderr:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, **kw)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+        runner = [sys.executable, "-c", RUNNER, str(write), *map(str, cmd)]
+        proc = subprocess.Popen(runner, stdout=subprocess.DEVNULL, stderr=stderr, pass_fds=(write,), **kw)
+        os.close(write)
+        proc.wait()
+        status = proc.returncode
+    with os.fdopen(read) as report:
+        measured = report.read().split()
+    elapsed, rss = (float(measured[0]), int(measured[1])) if len(measured) == 2 else (0.0, 0)
+    if status != 0:
         tail = " | ".join((WORK / "step.log").read_text(errors="replace").strip().splitlines()[-3:])
-        raise SystemExit(f"failed ({os.waitstatus_to_exitcode(status)}): {' '.join(map(str, cmd))}: {tail or 'no message'}")
-    return elapsed, usage.ru_maxrss
+        raise SystemExit(f"failed ({status}): {' '.join(map(str, cmd))}: {tail or 'no message'}")
+    return elapsed, rss
 
 
 def ensure_wrk_and_nginx():
