@@ -214,6 +214,7 @@ pub fn build(
     let outputs = plan::plan(dataset, &settings, &extracts);
     rendering.renderer.set_extracts(extracts);
     timer.step("plan");
+    let lists = list_hashes(dataset);
     let written = write::write_tree(
         &mut previous.target,
         write::WriteJob {
@@ -221,7 +222,7 @@ pub fn build(
             outputs: &outputs,
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
-            lists: &list_hashes(dataset),
+            lists: &lists,
             previous: write::Previous {
                 index: previous.index.as_ref(),
                 listed: std::mem::take(&mut previous.listed),
@@ -237,7 +238,6 @@ pub fn build(
     let report = written.report.with_totals(docs.totals());
     drop(previous);
     drop(outputs);
-    let lists = list_hashes(dataset);
     let schemas = rendering.renderer.schemas();
     let (manifest, data) = (manifest_stamp(&dir)?, index::DataFiles::default()); // data: written already
     let hollow_folders = loaded.folders.hollow;
@@ -457,7 +457,7 @@ fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option
         Some(listing) => Folders { hollow: Some(listing.hollow.clone()), read: listing.folders_read },
         None => Folders { hollow: None, read: 0 },
     };
-    let files = listing.map(|listing| listing.files);
+    let files = listing.map(|listing| listing.blocks);
     let (dataset, problems, files) = load::load_reusing(data, &seen, files, previous.map(|index| &index.data));
     if !problems.is_empty() {
         return Err(Problems::before_references(problems).into());

@@ -49,8 +49,9 @@ pub struct Listed {
 /// Every file of the data folder that a build loads, with its stamp.
 #[derive(Debug, Default)]
 pub struct Listing {
-    /// The files, in no particular order.
-    pub files: Vec<Listed>,
+    /// The files, in no particular order, in blocks of a few thousand: the load takes them a
+    /// block at a time, and lets go of each.
+    pub blocks: Vec<Vec<Listed>>,
     /// Folders that hold no data file (relative to the data folder), sorted: for the index.
     pub hollow: Vec<String>,
     /// How many folders were read because they may have changed since the previous build, or
@@ -59,12 +60,17 @@ pub struct Listing {
 }
 
 impl Listing {
+    /// Every file listed.
+    pub fn files(&self) -> impl Iterator<Item = &Listed> {
+        self.blocks.iter().flatten()
+    }
+
     /// True when every file is as the previous build recorded it, no more and no fewer, and no
     /// folder needed reading: the data is the data that build was made from.
     pub fn unchanged_since(&self, index: &Index) -> bool {
         self.folders_read == 0
-            && self.files.iter().all(|file| file.stat.same)
-            && self.files.len() == index.data.file_count()
+            && self.files().all(|file| file.stat.same)
+            && self.files().count() == index.data.file_count()
             && index.hollow_folders.as_ref() == Some(&self.hollow)
     }
 }
@@ -107,17 +113,32 @@ impl Recorded<'_> {
 /// What the listing of part of the data folder found.
 #[derive(Default)]
 struct Part {
-    files: Vec<Listed>,
+    /// The files found, in blocks.
+    blocks: Vec<Vec<Listed>>,
+    /// The folders holding no data file.
     hollow: Vec<String>,
+    /// How many folders were read.
     folders_read: usize,
 }
 
+/// How many record folders' files make one block of a listing.
+const BLOCK_FOLDERS: usize = 2048;
+
 impl Part {
-    fn add(mut self, other: Part) -> Part {
-        self.files.extend(other.files);
-        self.hollow.extend(other.hollow);
-        self.folders_read += other.folders_read;
-        self
+    /// The parts, one after another.
+    fn join(parts: impl IntoIterator<Item = Part>) -> Part {
+        let mut all = Part::default();
+        for part in parts {
+            all.blocks.extend(part.blocks.into_iter().filter(|block| !block.is_empty()));
+            all.hollow.extend(part.hollow);
+            all.folders_read += part.folders_read;
+        }
+        all
+    }
+
+    /// True when no file was found.
+    fn has_no_file(&self) -> bool {
+        self.blocks.iter().all(Vec::is_empty)
     }
 }
 
@@ -125,7 +146,7 @@ impl Part {
 /// any) vouches for. `None` when a walk would report a problem, or when a folder is a link.
 pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
     let recorded = index.map(|index| Recorded { index, hollow: index.hollow_folders.as_deref() });
-    let mut top = Part::default();
+    let mut top = Vec::new();
     let mut folders = Vec::new();
     for (name, is_dir) in folder_names(data)? {
         let meta = std::fs::metadata(data.join(&name)).ok()?;
@@ -137,22 +158,22 @@ pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
             DataPath::ResourceFolder { .. } => folders.push((name, stamp)),
             DataPath::Settings | DataPath::Table { .. } | DataPath::SubDocTable { .. } => {
                 let stat = stat_of(recorded, &name, stamp, None);
-                top.files.push(Listed { rel: name, stat });
+                top.push(Listed { rel: name, stat });
             }
             _ => return None,
         }
     }
-    let tables: Vec<String> = top.files.iter().map(|file| file.rel.clone()).collect();
+    let tables: Vec<String> = top.iter().map(|file| file.rel.clone()).collect();
     let held_twice = |segment: &String| tables.contains(&DataPath::Table { segment }.file());
     if folders.iter().any(|(segment, _)| held_twice(segment)) {
         return None;
     }
     let parts = folders.par_iter().map(|(segment, stamp)| resource_folder(data, segment, stamp, recorded));
-    let part = parts.try_reduce(Part::default, |a, b| Some(a.add(b)))?.add(top);
-    let (mut files, mut hollow) = (part.files, part.hollow);
-    files.shrink_to_fit(); // merged from parts: up to twice the room, held through the load
+    let top = Part { blocks: vec![top], ..Part::default() };
+    let part = Part::join(std::iter::once(top).chain(parts.collect::<Option<Vec<_>>>()?));
+    let mut hollow = part.hollow;
     hollow.sort();
-    Some(Listing { files, hollow, folders_read: part.folders_read })
+    Some(Listing { blocks: part.blocks, hollow, folders_read: part.folders_read })
 }
 
 /// The stamp of the file `rel`, against what `recorded` says of it.
@@ -197,15 +218,16 @@ fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<R
         let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
         Some(Listed { rel, stat })
     };
-    part.files = to_stat.into_par_iter().with_min_len(256).map(stat).collect::<Option<Vec<_>>>()?;
-    let in_folders = record_folders
-        .par_iter()
-        .with_min_len(64)
-        .map(|id| record_folder(data, segment, *id, &files, recorded))
-        .try_fold(Part::default, |all, found| Some(all.add(found?)))
-        .try_reduce(Part::default, |a, b| Some(a.add(b)))?;
-    let mut part = part.add(in_folders);
-    if part.files.is_empty() {
+    part.blocks.push(to_stat.into_par_iter().with_min_len(256).map(stat).collect::<Option<Vec<_>>>()?);
+    let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
+        let mut part = Part { blocks: vec![Vec::new()], ..Part::default() };
+        for id in ids {
+            record_folder(data, segment, *id, (&files, recorded), &mut part)?;
+        }
+        Some(part)
+    });
+    let mut part = Part::join(std::iter::once(part).chain(in_folders.collect::<Option<Vec<_>>>()?));
+    if part.has_no_file() {
         part.hollow.push(segment.to_string()); // nothing in it or below it is data
     }
     Some(part)
@@ -256,15 +278,15 @@ fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Opti
     Some((to_stat, folders))
 }
 
-/// The files of the folder of record `id` of `segment`: read unless the previous build noted
-/// it and it has not changed since.
+/// The files of the folder of record `id` of `segment`, added to `part` (its last block): read
+/// unless the previous build noted it and it has not changed since.
 fn record_folder(
     data: &Path,
     segment: &str,
     id: i64,
-    files: &FolderFiles,
-    recorded: Option<Recorded<'_>>,
-) -> Option<Part> {
+    (files, recorded): (&FolderFiles, Option<Recorded<'_>>),
+    part: &mut Part,
+) -> Option<()> {
     let rel = DataPath::RecordFolder { segment, id }.file();
     let dir = data.join(&rel);
     let meta = std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?; // not a link
@@ -288,14 +310,15 @@ fn record_folder(
             to_stat
         }
     };
-    let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
+    part.folders_read += usize::from(!trusted);
+    if to_stat.is_empty() {
+        part.hollow.push(rel);
+    }
+    let block = part.blocks.last_mut()?;
     for (file, entry) in to_stat {
         let meta = std::fs::metadata(data.join(&file)).ok().filter(|meta| !meta.is_dir())?;
         let stat = stat_of(recorded, &file, Stamp::of(&meta), entry);
-        part.files.push(Listed { rel: file, stat });
+        block.push(Listed { rel: file, stat });
     }
-    if part.files.is_empty() {
-        part.hollow.push(rel);
-    }
-    Some(part)
+    Some(())
 }

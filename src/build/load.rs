@@ -53,7 +53,7 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 pub fn load_reusing(
     dir: &Path,
     seen: &SeeFile<'_>,
-    listed: Option<Vec<Listed>>,
+    listed: Option<Vec<Vec<Listed>>>,
     previous: Option<&DataFiles>,
 ) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
@@ -119,11 +119,11 @@ pub fn load_reusing(
 /// Also returns how many entries there are.
 fn listed_entries<'a>(
     dir: &'a Path,
-    mut listed: Vec<Listed>,
+    mut blocks: Vec<Vec<Listed>>,
     tables: &mut Tables,
 ) -> (impl Iterator<Item = ToLoad> + 'a, usize) {
     // the tables and the settings are the files at the top, the only paths without a '/'
-    listed.retain(|Listed { rel, .. }| {
+    let mut take_top = |Listed { rel, .. }: &Listed| {
         rel.contains('/')
             || match DataPath::parse(rel, false) {
                 Ok(DataPath::Table { segment }) => {
@@ -137,9 +137,13 @@ fn listed_entries<'a>(
                 Ok(DataPath::Settings) => false, // read apart
                 _ => true,
             }
-    });
-    let count = listed.len();
-    let entries = listed.into_iter().filter_map(move |Listed { rel, stat }| {
+    };
+    for block in &mut blocks {
+        block.retain(&mut take_top);
+    }
+    let count = blocks.iter().map(Vec::len).sum();
+    // each block let go once its files are taken
+    let entries = blocks.into_iter().flatten().filter_map(move |Listed { rel, stat }| {
         let file = dir.join(&rel);
         let entry = match DataPath::parse(&rel, false) {
             Ok(DataPath::Record { segment, id }) => Entry::Record { segment: segment.to_string(), id, file },
