@@ -124,6 +124,9 @@ struct Part {
 /// How many record folders' files make one block of a listing.
 const BLOCK_FOLDERS: usize = 2048;
 
+/// How many files of a resource's folder (its records' files) make one block of a listing.
+const BLOCK_FILES: usize = 4096;
+
 impl Part {
     /// The parts, one after another.
     fn join(parts: impl IntoIterator<Item = Part>) -> Part {
@@ -218,9 +221,10 @@ fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<R
         let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
         Some(Listed { rel, stat })
     };
-    part.blocks.push(to_stat.into_par_iter().with_min_len(256).map(stat).collect::<Option<Vec<_>>>()?);
+    let blocks = to_stat.into_par_iter().with_min_len(256).map(stat).chunks(BLOCK_FILES);
+    part.blocks = blocks.map(|block| block.into_iter().collect::<Option<Vec<_>>>()).collect::<Option<_>>()?;
     let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
-        let mut part = Part { blocks: vec![Vec::new()], ..Part::default() };
+        let mut part = Part { blocks: vec![Vec::with_capacity(ids.len())], ..Part::default() };
         for id in ids {
             record_folder(data, segment, *id, (&files, recorded), &mut part)?;
         }
