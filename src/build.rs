@@ -240,8 +240,8 @@ pub fn build(
     drop(outputs);
     let schemas = rendering.renderer.schemas();
     let (manifest, data) = (manifest_stamp(&dir)?, index::DataFiles::default()); // data: written already
-    let hollow_folders = loaded.folders.hollow;
-    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, hollow_folders, docs };
+    let folders = loaded.folders.notes;
+    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
     Ok(summary(report, false))
@@ -404,8 +404,8 @@ impl PreviousBuild {
         }
         let Some(index) = self.index.take() else { return };
         let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
-        if data_touched || folders.read > 0 || folders.hollow != index.hollow_folders {
-            let index = index::Index { started_ns, data: files, hollow_folders: folders.hollow, ..index };
+        if data_touched || folders.read > 0 || folders.notes != index.folders {
+            let index = index::Index { started_ns, data: files, folders: folders.notes, ..index };
             let _ = index.write(&self.target.dir);
         }
         crate::staging::clean_leftovers(&self.target.dir);
@@ -422,8 +422,8 @@ struct Loaded {
 
 /// What the listing of the data folder found of its folders, for the index.
 struct Folders {
-    /// The folders that hold no data file (`None` when the data folder was walked, not listed).
-    hollow: Option<Vec<String>>,
+    /// What the listing noted of them (`None` when the data folder was walked, not listed).
+    notes: Option<index::FolderNotes>,
     /// How many folders it read rather than trusted.
     read: usize,
 }
@@ -454,8 +454,8 @@ fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option
         load::Seen { stamp: Some(stamp), known }
     };
     let folders = match &listing {
-        Some(listing) => Folders { hollow: Some(listing.hollow.clone()), read: listing.folders_read },
-        None => Folders { hollow: None, read: 0 },
+        Some(listing) => Folders { notes: Some(listing.notes.clone()), read: listing.folders_read },
+        None => Folders { notes: None, read: 0 },
     };
     let files = listing.map(|listing| listing.blocks);
     let (dataset, problems, files) = load::load_reusing(data, &seen, files, previous.map(|index| &index.data));

@@ -132,6 +132,17 @@ impl<'a> Place<'a> {
     }
 }
 
+/// What the listing of a data folder noted of its folders, beside the files its index records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FolderNotes {
+    /// The folders that held no data file (relative to the data folder), sorted: with the data
+    /// files' folders, every folder the data holds.
+    pub hollow: Vec<String>,
+    /// Each resource folder's identity (device and inode), by segment: a folder is trusted to
+    /// hold what it held only when it is the same folder (not another data folder's).
+    pub resources: BTreeMap<String, (u64, u64)>,
+}
+
 /// The build index of one tree.
 #[derive(Debug, Clone)]
 pub struct Index {
@@ -148,10 +159,10 @@ pub struct Index {
     pub schemas: Vec<(String, Option<String>, Inferred)>,
     /// Every data file.
     pub data: DataFiles,
-    /// The folders of the data folder that held no data file when it was listed (relative to
-    /// it): with the data files' folders, every folder the data holds. `None` when not known (an
-    /// index of an older gen): the next build then reads every folder (see `listing`).
-    pub hollow_folders: Option<Vec<String>>,
+    /// What the listing of the data folder noted of its folders, for the next build's listing.
+    /// `None` when not known (an index of an older gen, a data folder walked): the next build
+    /// then reads every folder (see `listing`).
+    pub folders: Option<FolderNotes>,
     /// Every document of the tree (the manifest excepted).
     pub docs: DocumentFiles,
 }
@@ -295,7 +306,10 @@ mod tests {
             lists: BTreeMap::new(),
             schemas: Vec::new(),
             data,
-            hollow_folders: Some(vec!["berry/9".to_string()]),
+            folders: Some(FolderNotes {
+                hollow: vec!["berry/9".to_string()],
+                resources: BTreeMap::from([("berry".to_string(), (1, 2))]),
+            }),
             docs,
         }
     }

@@ -7,7 +7,10 @@
 //! time, which no user call can set). So a folder whose times are older than the previous
 //! build's start, by the same window as a file's ([`Index::trusted`]), holds what that build
 //! found in it: the files it recorded there, and the folders it noted as holding none
-//! ([`Index::hollow_folders`]). The data folder itself is always read.
+//! ([`FolderNotes`]), provided it is the same folder: a resource's folder is trusted only when
+//! its identity (device and inode) is the one the previous build noted, so that a build from
+//! another data folder of the same shape lists its own files. The data folder itself is always
+//! read.
 //!
 //! Anything a walk would report (a stray file or folder, one that cannot be read, a resource
 //! held both as a folder and as a table) ends the listing with `None`, and so does a link to a
@@ -15,7 +18,7 @@
 //! the data folder as without a previous build, and reports what it finds.
 
 use super::data_path::DataPath;
-use super::index::{FolderFiles, Index};
+use super::index::{FolderFiles, FolderNotes, Index};
 use super::walk::is_ignored;
 use crate::fsutil::Stamp;
 use rayon::prelude::*;
@@ -52,8 +55,9 @@ pub struct Listing {
     /// The files, in no particular order, in blocks of a few thousand: the load takes them a
     /// block at a time, and lets go of each.
     pub blocks: Vec<Vec<Listed>>,
-    /// Folders that hold no data file (relative to the data folder), sorted: for the index.
-    pub hollow: Vec<String>,
+    /// What it noted of the folders (those holding no data file, each resource folder's
+    /// identity): for the index.
+    pub notes: FolderNotes,
     /// How many folders were read because they may have changed since the previous build, or
     /// because it did not note them (the data folder aside).
     pub folders_read: usize,
@@ -71,28 +75,39 @@ impl Listing {
         self.folders_read == 0
             && self.files().all(|file| file.stat.same)
             && self.files().count() == index.data.file_count()
-            && index.hollow_folders.as_ref() == Some(&self.hollow)
+            && index.folders.as_ref() == Some(&self.notes)
     }
 }
 
-/// The previous build's index, and the folders it noted as holding no data file (`None` when
-/// it did not note them: no folder is then trusted).
+/// The previous build's index, and what it noted of the data folder's folders (`None` when it
+/// did not note them: no folder is then trusted).
 #[derive(Clone, Copy)]
 struct Recorded<'a> {
     index: &'a Index,
-    hollow: Option<&'a [String]>,
+    notes: Option<&'a FolderNotes>,
 }
 
 impl Recorded<'_> {
+    /// The folders that held no data file when the previous build listed them.
+    fn hollow(&self) -> &[String] {
+        self.notes.map_or(&[], |notes| &notes.hollow)
+    }
+
     /// True when the folder `rel` held no data file when the previous build listed it.
     fn is_hollow(&self, rel: &str) -> bool {
-        self.hollow.is_some_and(|hollow| hollow.binary_search_by(|folder| folder.as_str().cmp(rel)).is_ok())
+        self.hollow().binary_search_by(|folder| folder.as_str().cmp(rel)).is_ok()
     }
 
     /// True when the folder stamped `stamp`, which the previous build found holding `known`
     /// data files (or noted as holding none), has had no entry added, removed or renamed since.
     fn trusts_folder(&self, known: bool, stamp: &Stamp) -> bool {
-        known && self.hollow.is_some() && self.index.trusted(stamp)
+        known && self.notes.is_some() && self.index.trusted(stamp)
+    }
+
+    /// True when the resource folder `segment` is the folder (by `identity`) the previous
+    /// build listed.
+    fn same_folder(&self, segment: &str, identity: (u64, u64)) -> bool {
+        self.notes.and_then(|notes| notes.resources.get(segment)) == Some(&identity)
     }
 
     /// What the previous build recorded of the file `rel`, now stamped `stamp`: whether it is the
@@ -148,7 +163,7 @@ impl Part {
 /// Lists the data folder `data`, trusting the folders that `index` (the previous build's, if
 /// any) vouches for. `None` when a walk would report a problem, or when a folder is a link.
 pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
-    let recorded = index.map(|index| Recorded { index, hollow: index.hollow_folders.as_deref() });
+    let recorded = index.map(|index| Recorded { index, notes: index.folders.as_ref() });
     let mut top = Vec::new();
     let mut folders = Vec::new();
     for (name, is_dir) in folder_names(data)? {
@@ -158,7 +173,7 @@ pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
         }
         let stamp = Stamp::of(&meta);
         match DataPath::parse(&name, is_dir).ok()? {
-            DataPath::ResourceFolder { .. } => folders.push((name, stamp)),
+            DataPath::ResourceFolder { .. } => folders.push((name, stamp, identity(&meta))),
             DataPath::Settings | DataPath::Table { .. } | DataPath::SubDocTable { .. } => {
                 let stat = stat_of(recorded, &name, stamp, None);
                 top.push(Listed { rel: name, stat });
@@ -168,15 +183,19 @@ pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
     }
     let tables: Vec<String> = top.iter().map(|file| file.rel.clone()).collect();
     let held_twice = |segment: &String| tables.contains(&DataPath::Table { segment }.file());
-    if folders.iter().any(|(segment, _)| held_twice(segment)) {
+    if folders.iter().any(|(segment, ..)| held_twice(segment)) {
         return None;
     }
-    let parts = folders.par_iter().map(|(segment, stamp)| resource_folder(data, segment, stamp, recorded));
+    let parts = folders.par_iter().map(|(segment, stamp, identity)| {
+        let same = recorded.is_some_and(|r| r.same_folder(segment, *identity));
+        resource_folder(data, segment, (stamp, same), recorded)
+    });
     let top = Part { blocks: vec![top], ..Part::default() };
     let part = Part::join(std::iter::once(top).chain(parts.collect::<Option<Vec<_>>>()?));
     let mut hollow = part.hollow;
     hollow.sort();
-    Some(Listing { blocks: part.blocks, hollow, folders_read: part.folders_read })
+    let resources = folders.into_iter().map(|(segment, _, identity)| (segment, identity)).collect();
+    Some(Listing { blocks: part.blocks, notes: FolderNotes { hollow, resources }, folders_read: part.folders_read })
 }
 
 /// The stamp of the file `rel`, against what `recorded` says of it.
@@ -185,6 +204,12 @@ fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Optio
         Some(recorded) => recorded.stat(rel, stamp, entry),
         None => FileStat { stamp, same: false, entry: None },
     }
+}
+
+/// The identity of a folder: its device and inode.
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 /// The names in the folder `dir` that the walk does not skip, each with whether it is a folder
@@ -201,8 +226,14 @@ fn folder_names(dir: &Path) -> Option<Vec<(String, bool)>> {
     Some(names)
 }
 
-/// The files of the resource folder `segment` (stamped `stamp`) and of its records' folders.
-fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<Recorded<'_>>) -> Option<Part> {
+/// The files of the resource folder `segment` (stamped `stamp`; `same` when it is the folder
+/// the previous build listed) and of its records' folders.
+fn resource_folder(
+    data: &Path,
+    segment: &str,
+    (stamp, same): (&Stamp, bool),
+    recorded: Option<Recorded<'_>>,
+) -> Option<Part> {
     let files = recorded.map(|r| r.index.data.folder_files(segment)).unwrap_or_default();
     let order = DataPath::Order { segment }.file();
     let has_order = recorded.is_some_and(|r| r.index.data.other_stamp(&order).is_some());
@@ -210,7 +241,7 @@ fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<R
         || !files.subdocs.is_empty()
         || has_order
         || recorded.is_some_and(|r| r.is_hollow(segment));
-    let trusted = recorded.is_some_and(|r| r.trusts_folder(known, stamp));
+    let trusted = same && recorded.is_some_and(|r| r.trusts_folder(known, stamp));
     let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
     let (to_stat, record_folders) = match trusted {
         true => recorded_entries(segment, &files, has_order.then_some(order), recorded?),
@@ -226,7 +257,7 @@ fn resource_folder(data: &Path, segment: &str, stamp: &Stamp, recorded: Option<R
     let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
         let mut part = Part { blocks: vec![Vec::with_capacity(ids.len())], ..Part::default() };
         for id in ids {
-            record_folder(data, segment, *id, (&files, recorded), &mut part)?;
+            record_folder(data, segment, *id, (&files, recorded.filter(|_| same)), &mut part)?;
         }
         Some(part)
     });
@@ -253,7 +284,7 @@ fn recorded_entries(
     to_stat.extend(files.records.iter().map(|&(id, number)| (DataPath::Record { segment, id }.file(), Some(number))));
     to_stat.extend(order.map(|order| (order, None)));
     let mut folders: Vec<i64> = files.subdocs.iter().map(|(id, _)| *id).collect();
-    let hollow = recorded.hollow.unwrap_or_default().iter().filter_map(|rel| match DataPath::parse(rel, true) {
+    let hollow = recorded.hollow().iter().filter_map(|rel| match DataPath::parse(rel, true) {
         Ok(DataPath::RecordFolder { segment: s, id }) if s == segment => Some(id),
         _ => None,
     });
@@ -283,7 +314,9 @@ fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Opti
 }
 
 /// The files of the folder of record `id` of `segment`, added to `part` (its last block): read
-/// unless the previous build noted it and it has not changed since.
+/// unless the previous build noted it and it has not changed since (`recorded` is `None` when
+/// its resource's folder is not the one the previous build listed). A record's folder moved in
+/// from elsewhere has a new change time (Linux file systems set it on a rename), so it is read.
 fn record_folder(
     data: &Path,
     segment: &str,

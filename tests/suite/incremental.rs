@@ -667,3 +667,30 @@ fn changes_inside_folders_the_previous_build_listed_are_all_found() {
     std::fs::write(data.join("thing/4/late.json"), "{\"d\": 4}").unwrap();
     same_as_fresh("a new record folder with a sub-document");
 }
+
+/// A folder is trusted to hold what the previous build found only when it is the same folder:
+/// a build from another data folder of the same shape (another checkout, a staging copy), whose
+/// folders are older than the previous build, finds its own files, not the previous ones.
+#[test]
+fn a_build_from_another_data_folder_lists_its_own_files() {
+    let tmp = TempDir::new("listing-other-data");
+    let out = tmp.join("out");
+    let thing = |id: i64| (format!("thing/{id}.json"), format!("{{\"id\": {id}, \"name\": \"thing-{id}\"}}"));
+    let first: Vec<(String, String)> = (1..=3).map(thing).collect();
+    let mut second = first.clone();
+    second.push(thing(4));
+    second.push(("thing/2/note.json".to_string(), "{\"a\": 1}".to_string()));
+    for (name, files) in [("one", &first), ("two", &second)] {
+        let files: Vec<(&str, String)> = files.iter().map(|(rel, text)| (rel.as_str(), text.clone())).collect();
+        write_files(&tmp.join(name), &files);
+    }
+    std::fs::create_dir(tmp.join("one/thing/2")).unwrap(); // the same folders in both
+    std::thread::sleep(std::time::Duration::from_millis(2100)); // every folder's times are trusted
+    build(&tmp.join("one"), &out, &[]).ok();
+    build(&tmp.join("two"), &out, &[]).ok();
+    build(&tmp.join("two"), &tmp.join("fresh"), &[]).ok();
+    assert!(
+        read_tree(&out) == read_tree(&tmp.join("fresh")),
+        "the tree built from two differs from a fresh build of it"
+    );
+}

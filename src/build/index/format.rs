@@ -35,7 +35,7 @@ pub(super) struct Head {
     pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
     /// Absent from the head of an index written before gen listed folders.
     #[serde(default)]
-    pub(super) hollow_folders: Option<Vec<String>>,
+    pub(super) folders: Option<super::FolderNotes>,
 }
 
 impl Index {
@@ -54,7 +54,7 @@ impl Index {
             settings: self.settings.clone(),
             lists: self.lists.clone(),
             schemas: self.schemas.clone(),
-            hollow_folders: self.hollow_folders.clone(),
+            folders: self.folders.clone(),
         };
         put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
         self.docs.encode(out)
@@ -118,7 +118,7 @@ pub(super) fn decode_parts(reader: impl Read, size: u64, docs: bool) -> Result<(
         lists: head.lists,
         schemas: head.schemas,
         data,
-        hollow_folders: head.hollow_folders,
+        folders: head.folders,
         docs,
     };
     Ok((index, docs_at))
