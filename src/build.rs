@@ -434,13 +434,10 @@ struct Folders {
 /// are checked.
 fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option<&index::Index>) -> Result<Loaded> {
     use crate::fsutil::Stamp;
+    let known = |old: index::DataFile| load::Known { name: old.name, hash: old.hash.0 };
     let seen = |file: &Path, listed: Option<&listing::FileStat>| -> load::Seen {
-        let known_at = |index: &index::Index, number| {
-            let old = index.data.file_at(number);
-            load::Known { name: old.name, hash: old.hash.0 }
-        };
         if let Some(listed) = listed {
-            let known = previous.zip(listed.entry).map(|(index, number)| known_at(index, number));
+            let known = previous.zip(listed.entry).map(|(index, number)| known(index.data.file_at(number)));
             return load::Seen { stamp: Some(listed.stamp), known };
         }
         let Some(stamp) = std::fs::metadata(file).ok().map(|meta| Stamp::of(&meta)) else {
@@ -450,8 +447,7 @@ fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option
             let old = index.data.get(&fsutil::relative(data, file))?;
             (old.stamp == stamp && index.trusted(&stamp)).then_some(old)
         });
-        let known = old.map(|old| load::Known { name: old.name, hash: old.hash.0 });
-        load::Seen { stamp: Some(stamp), known }
+        load::Seen { stamp: Some(stamp), known: old.map(known) }
     };
     let folders = match &listing {
         Some(listing) => Folders { notes: Some(listing.notes.clone()), read: listing.folders_read },

@@ -181,8 +181,7 @@ pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
             _ => return None,
         }
     }
-    let tables: Vec<String> = top.iter().map(|file| file.rel.clone()).collect();
-    let held_twice = |segment: &String| tables.contains(&DataPath::Table { segment }.file());
+    let held_twice = |segment: &String| top.iter().any(|file| file.rel == DataPath::Table { segment }.file());
     if folders.iter().any(|(segment, ..)| held_twice(segment)) {
         return None;
     }
@@ -204,6 +203,14 @@ fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Optio
         Some(recorded) => recorded.stat(rel, stamp, entry),
         None => FileStat { stamp, same: false, entry: None },
     }
+}
+
+/// The file `rel` (with its entry in the previous build's data table, when known), stat'ed and
+/// compared with what `recorded` says of it. `None` when it cannot be stat'ed or is a folder.
+fn stat_file(data: &Path, recorded: Option<Recorded<'_>>, (rel, entry): ToStat) -> Option<Listed> {
+    let meta = std::fs::metadata(data.join(&rel)).ok().filter(|meta| !meta.is_dir())?;
+    let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
+    Some(Listed { rel, stat })
 }
 
 /// The identity of a folder: its device and inode.
@@ -247,11 +254,7 @@ fn resource_folder(
         true => recorded_entries(segment, &files, has_order.then_some(order), recorded?),
         false => read_resource_folder(data, segment, &files)?,
     };
-    let stat = |(rel, entry): (String, Option<u32>)| {
-        let meta = std::fs::metadata(data.join(&rel)).ok().filter(|meta| !meta.is_dir())?;
-        let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
-        Some(Listed { rel, stat })
-    };
+    let stat = |file: ToStat| stat_file(data, recorded, file);
     let blocks = to_stat.into_par_iter().with_min_len(256).map(stat).chunks(BLOCK_FILES);
     part.blocks = blocks.map(|block| block.into_iter().collect::<Option<Vec<_>>>()).collect::<Option<_>>()?;
     let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
@@ -352,10 +355,8 @@ fn record_folder(
         part.hollow.push(rel);
     }
     let block = part.blocks.last_mut()?;
-    for (file, entry) in to_stat {
-        let meta = std::fs::metadata(data.join(&file)).ok().filter(|meta| !meta.is_dir())?;
-        let stat = stat_of(recorded, &file, Stamp::of(&meta), entry);
-        block.push(Listed { rel: file, stat });
+    for file in to_stat {
+        block.push(stat_file(data, recorded, file)?);
     }
     Some(())
 }

@@ -68,11 +68,8 @@ impl DataFiles {
     /// Adds the record or sub-document file at `place` (a table's line, by the file it stands
     /// for), without making and parsing its path.
     pub fn insert_place(&mut self, place: &Place<'_>, file: DataFile) {
-        let key = self.places.key(place);
-        let name = self.places.names.add(file.name.as_deref());
         let stamp = file.line.map_or(file.stamp, span_stamp);
-        self.entries.push(Entry { key, name, stamp, hash: *file.hash.0.as_bytes() });
-        self.sorted = false;
+        self.insert_file(place, stamp, &file.hash.0, file.name.as_deref());
     }
 
     /// Adds the record or sub-document file at `place`, stamped `stamp`, whose bytes hash to
@@ -93,10 +90,7 @@ impl DataFiles {
     /// Adds the table line at `span` that holds the record or sub-document at `place` (named
     /// `name`), whose bytes hash to `hash`.
     pub fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
-        let key = self.places.key(place);
-        let name = self.places.names.add(name);
-        self.entries.push(Entry { key, name, stamp: span_stamp(span), hash: *hash.as_bytes() });
-        self.sorted = false;
+        self.insert_file(place, span_stamp(span), hash, name);
     }
 
     /// Makes room for exactly `n` more files (a table's lines: grown by doubling, the entries
