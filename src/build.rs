@@ -20,6 +20,7 @@ pub mod parse_budget;
 
 // Decide: a build that finds every data file as the previous one left it does nothing.
 pub mod listing;
+pub mod watched;
 mod up_to_date;
 
 // Plan: every document and path of the tree, pure.
@@ -66,6 +67,9 @@ pub struct BuildOptions {
     /// read, every document rendered and compared with the file in place by reading it. Not a
     /// setting of the tree: the tree built is the same.
     pub verify: bool,
+    /// What a watcher of the data folder saw change since a build (`gen serve --watch`): when
+    /// the tree's index is that build's, what it did not see change is not `stat`ed.
+    pub watched: Option<std::sync::Arc<watched::WatchedChanges>>,
 }
 
 impl BuildOptions {
@@ -106,6 +110,7 @@ impl BuildOptions {
             gzip: settings.gzip,
             source_date_epoch: None,
             verify: false,
+            watched: None,
         }
     }
 }
@@ -121,11 +126,14 @@ pub struct BuildSummary {
     pub report: write::WriteReport,
     /// True when the output already held this build and nothing was done.
     pub up_to_date: bool,
+    /// The start of the build the tree's index now records (nanoseconds since the epoch): what
+    /// a watcher counts its [`watched::WatchedChanges`] from.
+    pub base: i64,
 }
 
 impl BuildSummary {
-    fn of(dataset: &load::Dataset, report: write::WriteReport, up_to_date: bool) -> BuildSummary {
-        BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date }
+    fn of(dataset: &load::Dataset, report: write::WriteReport, (up_to_date, base): (bool, i64)) -> BuildSummary {
+        BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date, base }
     }
 }
 
@@ -181,12 +189,12 @@ pub fn build(
     require_out_beside(data, out)?;
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
-    let listing = listing::list(data, previous.index.as_ref());
+    let listing = listing::list(data, previous.index.as_ref(), options.watched.as_deref());
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);
-        let (resources, records) = (found.resources, found.records);
-        return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true });
+        let (resources, records, base) = (found.resources, found.records, found.started_ns);
+        return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true, base });
     }
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
@@ -199,9 +207,9 @@ pub fn build(
     let decision = decide(&previous, &settings, &loaded.files);
     timer.step("decide (check the tree against the index)");
     if let Decision::UpToDate = decision {
-        previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
+        let base = previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
         timer.step("record");
-        return Ok(summary(write::WriteReport::default(), true));
+        return Ok(summary(write::WriteReport::default(), (true, base)));
     }
     let changed = match decision {
         Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
@@ -244,7 +252,7 @@ pub fn build(
     let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
-    Ok(summary(report, false))
+    Ok(summary(report, (false, started_ns)))
 }
 
 /// Prepares a build's rendering, and extracts the names and filter values it needs. What
@@ -398,17 +406,22 @@ impl PreviousBuild {
     /// a change, or read because they had changed too shortly before the previous build, are
     /// recorded (with this build's start) so that the next build need not read them again; so
     /// are the folders, when some had to be read.
-    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, folders: Folders) {
+    /// Returns the start of the build the index then records (0 when it cannot be read).
+    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, folders: Folders) -> i64 {
         if self.read_docs().is_err() {
-            return;
+            return 0;
         }
-        let Some(index) = self.index.take() else { return };
+        let Some(index) = self.index.take() else { return 0 };
+        let mut base = index.started_ns;
         let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
         if data_touched || folders.read > 0 || folders.notes != index.folders {
             let index = index::Index { started_ns, data: files, folders: folders.notes, ..index };
-            let _ = index.write(&self.target.dir);
+            if index.write(&self.target.dir).is_ok() {
+                base = started_ns;
+            }
         }
         crate::staging::clean_leftovers(&self.target.dir);
+        base
     }
 }
 

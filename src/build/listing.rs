@@ -20,6 +20,7 @@
 use super::data_path::DataPath;
 use super::index::{FolderFiles, FolderNotes, Index};
 use super::walk::is_ignored;
+use super::watched::WatchedChanges;
 use crate::fsutil::Stamp;
 use rayon::prelude::*;
 use std::path::Path;
@@ -80,11 +81,14 @@ impl Listing {
 }
 
 /// The previous build's index, and what it noted of the data folder's folders (`None` when it
-/// did not note them: no folder is then trusted).
+/// did not note them: no folder is then trusted), and what a watcher saw change since.
 #[derive(Clone, Copy)]
 struct Recorded<'a> {
     index: &'a Index,
     notes: Option<&'a FolderNotes>,
+    /// What a watcher saw change since that build, when it watched: what it did not see
+    /// change is taken from the index without a `stat`.
+    changes: Option<&'a WatchedChanges>,
 }
 
 impl Recorded<'_> {
@@ -102,6 +106,26 @@ impl Recorded<'_> {
     /// data files (or noted as holding none), has had no entry added, removed or renamed since.
     fn trusts_folder(&self, known: bool, stamp: &Stamp) -> bool {
         known && self.notes.is_some() && self.index.trusted(stamp)
+    }
+
+    /// Whether the folder `rel`, which the previous build found holding `known` data files (or
+    /// noted as holding none), is trusted by what a watcher saw: `None` when no watcher did.
+    fn watched_folder(&self, rel: &str, known: bool) -> Option<bool> {
+        let changes = self.changes?;
+        Some(known && self.notes.is_some() && changes.folder_unchanged(rel))
+    }
+
+    /// The file `rel` (entry `entry` of the data table, when a record or sub-document), as the
+    /// previous build recorded it, when a watcher saw no change to it since: no `stat` needed.
+    fn watched_file(&self, rel: &str, entry: Option<u32>) -> Option<FileStat> {
+        if !self.changes?.file_unchanged(rel) {
+            return None;
+        }
+        let stamp = match entry {
+            Some(number) => self.index.data.stamp_at(number),
+            None => self.index.data.other_stamp(rel)?,
+        };
+        Some(self.stat(rel, stamp, entry))
     }
 
     /// True when the resource folder `segment` is the folder (by `identity`) the previous
@@ -161,9 +185,15 @@ impl Part {
 }
 
 /// Lists the data folder `data`, trusting the folders that `index` (the previous build's, if
-/// any) vouches for. `None` when a walk would report a problem, or when a folder is a link.
-pub fn list(data: &Path, index: Option<&Index>) -> Option<Listing> {
-    let recorded = index.map(|index| Recorded { index, notes: index.folders.as_ref() });
+/// any) vouches for: by their times, or by what a watcher saw change since that build
+/// (`changes`, used when counted from it). `None` when a walk would report a problem, or when a
+/// folder is a link.
+pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>) -> Option<Listing> {
+    let recorded = index.map(|index| Recorded {
+        index,
+        notes: index.folders.as_ref(),
+        changes: changes.filter(|changes| changes.base == index.started_ns),
+    });
     let mut top = Vec::new();
     let mut folders = Vec::new();
     for (name, is_dir) in folder_names(data)? {
@@ -208,6 +238,9 @@ fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Optio
 /// The file `rel` (with its entry in the previous build's data table, when known), stat'ed and
 /// compared with what `recorded` says of it. `None` when it cannot be stat'ed or is a folder.
 fn stat_file(data: &Path, recorded: Option<Recorded<'_>>, (rel, entry): ToStat) -> Option<Listed> {
+    if let Some(stat) = recorded.and_then(|r| r.watched_file(&rel, entry)) {
+        return Some(Listed { rel, stat });
+    }
     let meta = std::fs::metadata(data.join(&rel)).ok().filter(|meta| !meta.is_dir())?;
     let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
     Some(Listed { rel, stat })
@@ -248,7 +281,8 @@ fn resource_folder(
         || !files.subdocs.is_empty()
         || has_order
         || recorded.is_some_and(|r| r.is_hollow(segment));
-    let trusted = same && recorded.is_some_and(|r| r.trusts_folder(known, stamp));
+    let trusted = same
+        && recorded.is_some_and(|r| r.watched_folder(segment, known).unwrap_or_else(|| r.trusts_folder(known, stamp)));
     let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
     let (to_stat, record_folders) = match trusted {
         true => recorded_entries(segment, &files, has_order.then_some(order), recorded?),
@@ -329,10 +363,13 @@ fn record_folder(
 ) -> Option<()> {
     let rel = DataPath::RecordFolder { segment, id }.file();
     let dir = data.join(&rel);
-    let meta = std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?; // not a link
     let recorded_subdocs = files.subdocs_of(id);
     let known = !recorded_subdocs.is_empty() || recorded.is_some_and(|r| r.is_hollow(&rel));
-    let trusted = recorded.is_some_and(|r| r.trusts_folder(known, &Stamp::of(&meta)));
+    let watched = recorded.and_then(|r| r.watched_folder(&rel, known));
+    let trusted = watched == Some(true) || {
+        let meta = std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?; // not a link
+        watched.is_none() && recorded.is_some_and(|r| r.trusts_folder(known, &Stamp::of(&meta)))
+    };
     let to_stat: Vec<ToStat> = match (trusted, recorded) {
         (true, Some(r)) => {
             recorded_subdocs.iter().map(|&(_, number)| (r.index.data.path_at(number), Some(number))).collect()

@@ -14,6 +14,8 @@ use std::path::Path;
 pub(crate) struct Unchanged {
     pub resources: usize,
     pub records: usize,
+    /// The start of the build the index records.
+    pub started_ns: i64,
 }
 
 /// The data in `data`, listed as `listing`, as the build `index` recorded it, when no file of
@@ -34,7 +36,11 @@ pub(crate) fn unchanged(
         false => DataSettings::default(),
     };
     let settings = settings_of(&config)?;
-    (settings == index.settings).then(|| Unchanged { resources: index.lists.len(), records: index.data.record_count() })
+    (settings == index.settings).then(|| Unchanged {
+        resources: index.lists.len(),
+        records: index.data.record_count(),
+        started_ns: index.started_ns,
+    })
 }
 
 /// The settings a build with `options` of data with `config` would have, were its data the

@@ -15,6 +15,7 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
         gzip: args.gzip,
         source_date_epoch,
         verify: args.verify,
+        watched: None,
     };
     let progress = Progress::new(progress::wanted(args.quiet), "writing", "documents");
     let summary = genapi::build(&args.data, &args.out, &options, &progress);

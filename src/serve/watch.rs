@@ -6,8 +6,15 @@
 //! of files) gives one rebuild. Each rebuild is `genapi::build`, which swaps the new tree in whole; the
 //! server then loads it at once. A rebuild that finds problems prints them as `gen check` does,
 //! keeps the last good tree served, and shows them on the HTML view until a rebuild succeeds.
+//!
+//! The paths the events name are handed to the next rebuild ([`WatchedChanges`]): it lists
+//! those, and takes every other file and folder from the previous build's index without a
+//! `stat`. Only for a rebuild that follows one this watcher saw start, and never for a data
+//! folder holding a link (a link's target may change outside it, unwatched); lost events, a
+//! failed rebuild or a data folder replaced whole make the next rebuild list everything.
 
 use super::html::Preview;
+use crate::build::watched::WatchedChanges;
 use crate::problem::Problems;
 use anyhow::{Context, Result, bail};
 use notify::{RecursiveMode, Watcher};
@@ -33,27 +40,34 @@ fn options(out: &Path) -> Result<crate::build::BuildOptions> {
 
 /// What one rebuild came to.
 enum Outcome {
-    Built,
+    /// Built, with the start the tree's index records ([`crate::build::BuildSummary::base`]).
+    Built(i64),
     /// The problems, as `gen check` prints them.
     Failed(String),
 }
 
-fn rebuild(data: &Path, out: &Path, quiet: bool) -> Outcome {
+/// Rebuilds `out` from `data`, listing only what `watched` names when it is given.
+fn rebuild(data: &Path, out: &Path, quiet: bool, watched: Option<Arc<WatchedChanges>>) -> Outcome {
     let started = Instant::now();
-    match options(out).and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
+    let changed = watched.as_ref().map(|watched| watched.len());
+    let options = options(out).map(|options| crate::build::BuildOptions { watched, ..options });
+    match options.and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
         Ok(summary) => {
             if !quiet && summary.up_to_date {
                 say!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
+                let plural = |n: usize| if n == 1 { "path" } else { "paths" };
+                let changed = changed.map(|n| format!("; {n} {} seen changed, the rest trusted", plural(n)));
+                let changed = changed.unwrap_or_default();
                 say!(
-                    "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s",
+                    "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s{changed}",
                     crate::fsutil::show_dir(out),
                     summary.resources,
                     summary.records,
                     started.elapsed().as_secs_f64()
                 );
             }
-            Outcome::Built
+            Outcome::Built(summary.base)
         }
         Err(e) => {
             let text = match e.downcast_ref::<Problems>() {
@@ -82,8 +96,8 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
     crate::date::source_date_epoch()?;
-    match rebuild(data, out, quiet) {
-        Outcome::Built => Ok(None),
+    match rebuild(data, out, quiet, None) {
+        Outcome::Built(_) => Ok(None),
         Outcome::Failed(problems) => {
             if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
                 bail!("{} holds no tree to serve until the data builds: fix the problems above", out.display());
@@ -126,25 +140,30 @@ pub fn start(
         say!("gen serve: watching {} for changes", data.display());
     }
     std::thread::Builder::new().name("gen-watch".into()).spawn(move || {
+        let mut seen = Seen { changes: None, links: holds_a_link(&data) };
         while let Ok(event) = events.recv() {
             if !is_change(&event, &data) {
                 continue;
             }
-            if !quiet_for(&events, DEBOUNCE, &data) {
+            seen.note(&event, &data);
+            if !quiet_for(&events, DEBOUNCE, &data, &mut seen) {
                 return;
             }
             // A data folder replaced whole (recreated, or another moved in) is watched anew,
             // before the rebuild reads it, so that no change made after this is missed.
             let now = identity(&data);
             if now != watched && now.is_some() {
+                seen.changes = None;
                 let _ = watcher.unwatch(&data);
                 match watcher.watch(&data, RecursiveMode::Recursive) {
                     Ok(()) => watched = now,
                     Err(e) => say!("gen serve: cannot watch {} again: {e}", data.display()),
                 }
             }
-            match rebuild(&data, &out, quiet) {
-                Outcome::Built => {
+            // Changes seen from here on are the next rebuild's: it starts from this one's index.
+            match rebuild(&data, &out, quiet, seen.changes.take().map(Arc::new)) {
+                Outcome::Built(base) => {
+                    seen.changes = Some(WatchedChanges::since(base));
                     reload();
                     preview.set_problems(None);
                 }
@@ -153,6 +172,39 @@ pub fn start(
         }
     })?;
     Ok(())
+}
+
+/// What the watcher saw change since the last rebuild, for the next one: `None` when that one
+/// must list everything (no rebuild yet since watching began, the last one failed, events were
+/// lost, or the data folder holds a link).
+struct Seen {
+    changes: Option<WatchedChanges>,
+    /// True once a link was found in the data folder: no rebuild is then told what changed.
+    links: bool,
+}
+
+impl Seen {
+    /// Notes the paths `event` (a change) names, or that everything may have changed.
+    fn note(&mut self, event: &notify::Result<notify::Event>, data: &Path) {
+        use notify::event::{EventKind, ModifyKind};
+        let Ok(event) = event else { return self.changes = None };
+        let contents_only = matches!(event.kind, EventKind::Modify(ModifyKind::Data(_)));
+        let links = !contents_only && event.paths.iter().any(|path| path.is_symlink());
+        self.links |= links;
+        let Some(changes) = self.changes.as_mut().filter(|_| !self.links && !event.need_rescan()) else {
+            return self.changes = None;
+        };
+        // A path outside the data folder (moved in from, or out to) is not the data's.
+        let inside: Vec<&Path> = event.paths.iter().filter_map(|path| path.strip_prefix(data).ok()).collect();
+        if inside.is_empty() || !inside.into_iter().all(|rel| changes.note(rel, contents_only)) {
+            self.changes = None;
+        }
+    }
+}
+
+/// True when the data folder holds a link (to a file or a folder), or cannot be walked.
+fn holds_a_link(data: &Path) -> bool {
+    walkdir::WalkDir::new(data).into_iter().any(|entry| entry.map_or(true, |entry| entry.path_is_symlink()))
 }
 
 /// True when `event` may change what a build of `data` reads: a change (not an access) of
@@ -172,13 +224,21 @@ fn is_change(event: &notify::Result<notify::Event>, data: &Path) -> bool {
     kind_counts && (event.paths.is_empty() || event.paths.iter().any(|path| path.starts_with(data)))
 }
 
-/// Waits until no change has come for `quiet`: a burst of changes is one rebuild. False when
-/// the watcher is gone.
-fn quiet_for(events: &mpsc::Receiver<notify::Result<notify::Event>>, quiet: Duration, data: &Path) -> bool {
+/// Waits until no change has come for `quiet`: a burst of changes is one rebuild, its paths
+/// noted in `seen`. False when the watcher is gone.
+fn quiet_for(
+    events: &mpsc::Receiver<notify::Result<notify::Event>>,
+    quiet: Duration,
+    data: &Path,
+    seen: &mut Seen,
+) -> bool {
     let mut until = Instant::now() + quiet;
     loop {
         match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            Ok(event) if is_change(&event, data) => until = Instant::now() + quiet,
+            Ok(event) if is_change(&event, data) => {
+                seen.note(&event, data);
+                until = Instant::now() + quiet;
+            }
             Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Timeout) => return true,
             Err(mpsc::RecvTimeoutError::Disconnected) => return false,

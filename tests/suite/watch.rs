@@ -6,7 +6,7 @@
 use crate::common;
 use crate::serve_support;
 
-use common::{TempDir, build, run, write_files};
+use common::{TempDir, build, read_tree, run, write_files};
 use serve_support::*;
 use std::path::Path;
 use std::time::Duration;
@@ -329,4 +329,85 @@ fn watch_serves_the_bulk_data_file_of_each_rebuild() {
         .collect();
     assert_eq!(sizes, [20, 31]);
     server.get(&old).expect(404);
+}
+
+/// Waits for the rebuilds a change sets off to be done: one more announced than `before`, then
+/// none for [`SETTLE`].
+fn rebuilt_since(server: &Server, before: usize) -> bool {
+    if !eventually(LIMIT, || rebuilds(server) > before) {
+        return false;
+    }
+    loop {
+        let now = rebuilds(server);
+        std::thread::sleep(SETTLE);
+        if rebuilds(server) == now {
+            return true;
+        }
+    }
+}
+
+/// A rebuild under the watcher lists only the paths it saw change and trusts the rest to be as
+/// the previous build's index says: after every kind of change, the tree it leaves is the tree
+/// a fresh build of the same data gives. A data folder that comes to hold a link is listed
+/// whole from then on.
+#[test]
+fn watch_rebuilds_told_what_changed_leave_the_tree_a_fresh_build_gives() {
+    let tmp = TempDir::new("watch-told");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    let thing = |id: i64, size: i64| format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"size\": {size}}}");
+    let mut files: Vec<(String, String)> = (1..=6).map(|id| (format!("thing/{id}.json"), thing(id, id))).collect();
+    files.push(("thing/2/note.json".to_string(), "{\"a\": 1}".to_string()));
+    files.push(("other/1.json".to_string(), "{\"id\": 1, \"name\": \"first\"}".to_string()));
+    let files: Vec<(&str, String)> = files.iter().map(|(rel, text)| (rel.as_str(), text.clone())).collect();
+    write_files(&data, &files);
+    std::fs::create_dir(data.join("thing/3")).unwrap(); // a record's folder holding nothing yet
+    let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
+    assert!(eventually(LIMIT, || server.get("/api/v2/thing/1/").status == 200), "{}", server.stderr());
+
+    let steps = std::cell::Cell::new(0);
+    let same_as_fresh = |step: &str, change: &dyn Fn()| {
+        let before = rebuilds(&server);
+        change();
+        assert!(rebuilt_since(&server, before), "{step}: no rebuild\n{}", server.stderr());
+        steps.set(steps.get() + 1);
+        let fresh = tmp.join(&format!("fresh-{}", steps.get()));
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{step}: the rebuilt tree differs from a fresh build");
+    };
+    let write = |rel: &str, text: &str| std::fs::write(data.join(rel), text).unwrap();
+    // The first rebuild lists everything (the build at start began before the watch did).
+    same_as_fresh("a record edited in place", &|| write("thing/1.json", &thing(1, 10)));
+    same_as_fresh("a record edited in place again", &|| write("thing/1.json", &thing(1, 11)));
+    assert!(server.stderr().contains("seen changed, the rest trusted"), "{}", server.stderr());
+    same_as_fresh("a record saved by rename", &|| {
+        save_by_rename(tmp.path(), &data.join("thing/4.json"), &thing(4, 40))
+    });
+    same_as_fresh("a sub-document in the record folder that held none", &|| write("thing/3/note.json", "{\"b\": 2}"));
+    same_as_fresh("a second sub-document beside a recorded one", &|| write("thing/2/more.json", "{\"c\": 3}"));
+    same_as_fresh("a new record folder with a sub-document", &|| {
+        std::fs::create_dir(data.join("thing/5")).unwrap();
+        write("thing/5/late.json", "{\"d\": 4}");
+    });
+    same_as_fresh("a sub-document removed", &|| std::fs::remove_file(data.join("thing/2/note.json")).unwrap());
+    same_as_fresh("a record and its folder removed", &|| {
+        std::fs::remove_file(data.join("thing/5.json")).unwrap();
+        std::fs::remove_dir_all(data.join("thing/5")).unwrap();
+    });
+    same_as_fresh("a record folder moved in whole", &|| {
+        write_files(&tmp.join("elsewhere"), &[("6/far.json", "{\"e\": 5}".to_string())]);
+        std::fs::rename(tmp.join("elsewhere/6"), data.join("thing/6")).unwrap();
+    });
+    same_as_fresh("a resource folder renamed", &|| std::fs::rename(data.join("other"), data.join("another")).unwrap());
+    same_as_fresh("settings added", &|| write("gen.json", "{\"page_sizes\": [2]}"));
+    let told = server.stderr().matches("the rest trusted").count();
+    assert!(told >= 10, "rebuilds told what changed: {told}\n{}", server.stderr());
+
+    // A link in the data folder: its target may change unwatched, so every later rebuild
+    // lists everything.
+    same_as_fresh("a link to a record", &|| {
+        write_files(&tmp.join("outside"), &[("7.json", thing(7, 70))]);
+        std::os::unix::fs::symlink(tmp.join("outside/7.json"), data.join("thing/7.json")).unwrap();
+    });
+    same_as_fresh("an edit beside the link", &|| write("thing/1.json", &thing(1, 12)));
+    assert_eq!(server.stderr().matches("the rest trusted").count(), told, "{}", server.stderr());
 }
