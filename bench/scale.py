@@ -4,7 +4,8 @@ as a Markdown table ready to paste into BENCHMARKS.md, raw figures in
 target/bench/results-scale.json.
 
 `ONLY=scale make bench` (or `ONLY=scale python3 bench/run.py`) runs it. Cases:
-- `200k-files`: 200k records, one file each: unchanged rebuild, one-record edit, peak RSS;
+- `200k-files`: 200k records, one file each: unchanged rebuild, one-record edit, peak RSS; then
+  the same edit under `gen serve --watch` (watch_edits: the rebuild told what changed);
 - `200k-ndjson`: the same records as NDJSON tables: unchanged, one-line edit, peak RSS;
 - `published` (with API_DATA=<api-data's data folder>, imported once): fresh build against
   `cp -r` of its output, a one-record edit against the fresh build;
@@ -45,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402
 from huge import remove  # noqa: E402
+from load import free_port  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 SETTLE = int(os.environ.get("SETTLE", "35"))
@@ -65,6 +67,7 @@ TARGETS = {  # (case, figure): (target as text, test of the first binary's value
     ("200k-files", "one-record edit (s)"): ("< 1", lambda v: v < 1),
     ("200k-files", "unchanged rebuild: peak RSS (MB)"): ("≤ 110", lambda v: v <= 110),
     ("200k-files", "one-record edit: peak RSS (MB)"): ("≤ 110", lambda v: v <= 110),
+    ("200k-files", "one-record edit under --watch: rebuild (s)"): ("< 1", lambda v: v < 1),
     ("200k-ndjson", "unchanged rebuild (s)"): ("< 0.3", lambda v: v < 0.3),
     ("200k-ndjson", "one-line edit (s)"): ("< 1", lambda v: v < 1),
     ("200k-ndjson", "unchanged rebuild: peak RSS (MB)"): ("≤ 110", lambda v: v <= 110),
@@ -301,8 +304,58 @@ def case_200k(case, bins, work, figures):
                 figures.measure(case, edit_figure, label, build(gen, data, trees[label]))
             for label, gen in in_turn(bins, round_):
                 figures.measure(case, "unchanged rebuild (s)", label, build(gen, data, trees[label]))
+        if case == "200k-files":
+            for label, gen in bins:
+                watch_edits(case, (label, gen), (data, trees[label]), edit, figures)
     finally:
         edit.restore()
+
+
+def watch_edits(case, binary, where, edit, figures):
+    """The edit of case_200k under `gen serve --watch` (one binary at a time: a server lives
+    across its rounds): ROUNDS edits, each timed from the rename to the server's `rebuilt ...
+    in X s` line (which gives the rebuild's own X); the server's peak RSS (VmHWM) at the end.
+    The first rebuild after the start is untimed: it lists everything (the watch began after
+    the build at start did)."""
+    import queue
+    import threading
+
+    (label, gen), (data, tree) = binary, where
+    cmd = [str(gen), "serve", "--watch", "--data", str(data), "--dir", str(tree), "--addr", f"127.0.0.1:{free_port()}"]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put((time.monotonic(), line)) for line in server.stderr], daemon=True).start()
+
+    def wait_for(text, limit=600):
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                at, line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            if text in line:
+                return at, line
+        raise SystemExit(f"{case}, {label}: gen serve --watch never said {text!r}")
+
+    try:
+        wait_for("watching")
+        for round_ in range(-1, ROUNDS):
+            load = os.getloadavg()[0]
+            started = time.monotonic()
+            edit.set(1000 + round_)  # sleeps EDIT_SETTLE after the rename; the rebuild goes on meanwhile
+            at, line = wait_for("gen serve: rebuilt")
+            if round_ < 0:
+                continue
+            rebuild = float(line.split(" in ")[-1].split(" s")[0])
+            figures.add(case, "one-record edit under --watch: rebuild (s)", label, rebuild, load)
+            figures.add(case, "one-record edit under --watch: rename to rebuilt (s)", label, at - started, load)
+            run.log(f"{case}, {label}: under --watch: rebuilt in {rebuild:.2f} s, {at - started:.2f} s after the rename (load {load:.1f})")
+        status = Path(f"/proc/{server.pid}/status").read_text()
+        hwm = next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM"))
+        figures.add(case, "under --watch: server's peak RSS (MB)", label, hwm / 1024, os.getloadavg()[0])
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def fresh_and_copy(case, gen, label, data, tree, figures):
@@ -402,7 +455,15 @@ def case_1m(bins, work, figures):
 
 
 ROWS = {  # the figures of each case, in the table's order (ratios computed from medians)
-    "200k-files": ["unchanged rebuild (s)", "unchanged rebuild: peak RSS (MB)", "one-record edit (s)", "one-record edit: peak RSS (MB)"],
+    "200k-files": [
+        "unchanged rebuild (s)",
+        "unchanged rebuild: peak RSS (MB)",
+        "one-record edit (s)",
+        "one-record edit: peak RSS (MB)",
+        "one-record edit under --watch: rebuild (s)",
+        "one-record edit under --watch: rename to rebuilt (s)",
+        "under --watch: server's peak RSS (MB)",
+    ],
     "200k-ndjson": ["unchanged rebuild (s)", "unchanged rebuild: peak RSS (MB)", "one-line edit (s)", "one-line edit: peak RSS (MB)"],
     "1m-ndjson": [
         "fresh build (s)",

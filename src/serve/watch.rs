@@ -124,9 +124,15 @@ pub fn start(
     let data = std::path::absolute(&data).with_context(|| format!("cannot watch {}", data.display()))?;
     let (events_tx, events) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(events_tx).context("cannot watch the data folder for changes")?;
-    watcher
-        .watch(&data, RecursiveMode::Recursive)
-        .with_context(|| format!("cannot watch {} for changes", data.display()))?;
+    if let Err(e) = watcher.watch(&data, RecursiveMode::Recursive) {
+        let hint = match e.kind {
+            notify::ErrorKind::MaxFilesWatch => {
+                " (a watch a folder: raise the limit, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`)"
+            }
+            _ => "",
+        };
+        bail!("cannot watch {} for changes: {e}{hint}", data.display());
+    }
     if let Some(parent) = data.parent()
         && let Err(e) = watcher.watch(parent, RecursiveMode::NonRecursive)
     {
