@@ -74,20 +74,21 @@ pub fn load_reusing(
     read_config(&config_path, seen, &mut dataset, &mut files, &mut problems);
 
     let mut tables = Tables::default();
-    let (entries, count): (Box<dyn Iterator<Item = ToLoad>>, usize) = match listed {
+    let (entries, count, sizes): (Box<dyn Iterator<Item = ToLoad>>, usize, Sizes) = match listed {
         Some(listed) => {
-            let (entries, count) = listed_entries(dir, listed, &mut tables);
-            (Box::new(entries), count)
+            let (entries, count, sizes) = listed_entries(dir, listed, &mut tables);
+            (Box::new(entries), count, sizes)
         }
         None => {
             let walked = walk(dir, &mut problems, &mut tables);
             let count = walked.len();
-            (Box::new(walked.into_iter().map(|entry| (entry, None))), count)
+            (Box::new(walked.into_iter().map(|entry| (entry, None))), count, Sizes::new())
         }
     };
 
     let limit = dataset.config.max_document_mb.saturating_mul(1 << 20);
-    let mut parsed = load_files(dir, (entries, count), (seen, limit), &mut files, &mut problems);
+    let mut parsed = Parsed::sized(sizes);
+    load_files(dir, (entries, count), (seen, limit), (&mut parsed, &mut files), &mut problems);
     let (table_records, table_subdocs) = load_tables(tables, limit, (seen, previous), &mut files, &mut problems);
     dataset.tables = super::table::open(&dataset.dir, &table_records, &table_subdocs);
     parsed.records.extend(table_records);
@@ -116,12 +117,12 @@ pub fn load_reusing(
 
 /// The entries of the files the data folder's listing found, each with what it found of it;
 /// the tables go in `tables` (the listing found no resource held both ways: it ends on one).
-/// Also returns how many entries there are.
+/// Also returns how many entries there are, and how many of each segment.
 fn listed_entries<'a>(
     dir: &'a Path,
     mut blocks: Vec<Vec<Listed>>,
     tables: &mut Tables,
-) -> (impl Iterator<Item = ToLoad> + 'a, usize) {
+) -> (impl Iterator<Item = ToLoad> + 'a, usize, Sizes) {
     // the tables and the settings are the files at the top, the only paths without a '/'
     let mut take_top = |Listed { rel, .. }: &Listed| {
         rel.contains('/')
@@ -142,6 +143,18 @@ fn listed_entries<'a>(
         block.retain(&mut take_top);
     }
     let count = blocks.iter().map(Vec::len).sum();
+    let mut sizes = Sizes::new();
+    for Listed { rel, .. } in blocks.iter().flatten() {
+        let Some((segment, rest)) = rel.split_once('/') else { continue };
+        let size = match sizes.get_mut(segment) {
+            Some(size) => size,
+            None => sizes.entry(segment.to_string()).or_default(),
+        };
+        match rest.contains('/') {
+            true => size.1 += 1,
+            false => size.0 += 1, // a record's file, or the order file: one more room at most
+        }
+    }
     // each block let go once its files are taken
     let entries = blocks.into_iter().flatten().filter_map(move |Listed { rel, stat }| {
         let file = dir.join(&rel);
@@ -155,7 +168,7 @@ fn listed_entries<'a>(
         };
         Some((entry, Some(stat)))
     });
-    (entries, count)
+    (entries, count, sizes)
 }
 
 /// The problem with `dir` when it is missing or not a folder.
@@ -192,6 +205,11 @@ fn read_config(
     check_config(config_path, &dataset.config, problems);
 }
 
+/// How many record files and sub-document files each segment's folder holds, by the listing:
+/// the load sizes its vectors once (grown by doubling, a vector holds up to twice the room it
+/// needs, and both sizes at once while it grows).
+type Sizes = BTreeMap<String, (usize, usize)>;
+
 /// The parsed files, sorted out by kind.
 struct Parsed {
     /// Records without problems, by segment, in no particular order.
@@ -200,6 +218,20 @@ struct Parsed {
     orders: BTreeMap<String, (PathBuf, Value)>,
     /// Sub-documents, with their record's segment and id.
     subdocs: SubDocs,
+}
+
+impl Parsed {
+    /// Nothing parsed yet, with room for the records and sub-documents of `sizes`.
+    fn sized(sizes: Sizes) -> Parsed {
+        let (mut records, mut subdocs) = (BTreeMap::new(), SubDocs::new());
+        for (segment, (n_records, n_subdocs)) in sizes {
+            if n_subdocs > 0 {
+                subdocs.insert(segment.clone(), Vec::with_capacity(n_subdocs));
+            }
+            records.insert(segment, Vec::with_capacity(n_records));
+        }
+        Parsed { records, orders: BTreeMap::new(), subdocs }
+    }
 }
 
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
@@ -216,10 +248,9 @@ fn load_files(
     dir: &Path,
     (entries, count): (impl Iterator<Item = ToLoad>, usize),
     (seen, limit): (&SeeFile<'_>, u64),
-    files: &mut DataFiles,
+    (parsed, files): (&mut Parsed, &mut DataFiles),
     problems: &mut Vec<Problem>,
-) -> Parsed {
-    let mut parsed = Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: SubDocs::new() };
+) {
     files.reserve(count); // sized once, not doubled up to twice its size
     let mut entries = entries.peekable();
     while entries.peek().is_some() {
@@ -235,9 +266,12 @@ fn load_files(
                 (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
             })
             .collect();
-        sort_out(dir, loaded, &mut parsed, files, problems);
+        sort_out(dir, loaded, parsed, files, problems);
     }
-    parsed // the entries dropped: the listing's room goes before the dataset is made
+    // the entries dropped: the listing's room goes before the dataset is made; a segment sized
+    // but without a record loaded is no resource
+    parsed.records.retain(|_, records| !records.is_empty());
+    parsed.subdocs.retain(|_, subdocs| !subdocs.is_empty());
 }
 
 /// How many files the load reads (or takes from the index) at a time: what loading a file
