@@ -450,7 +450,7 @@ fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option
     let known = |old: index::DataFile| load::Known { name: old.name, hash: old.hash.0 };
     let seen = |file: &Path, listed: Option<&listing::FileStat>| -> load::Seen {
         if let Some(listed) = listed {
-            let known = previous.zip(listed.entry).map(|(index, number)| known(index.data.file_at(number)));
+            let known = previous.zip(listed.entry()).map(|(index, number)| known(index.data.file_at(number)));
             return load::Seen { stamp: Some(listed.stamp), known };
         }
         let Some(stamp) = std::fs::metadata(file).ok().map(|meta| Stamp::of(&meta)) else {

@@ -32,9 +32,26 @@ pub struct FileStat {
     pub stamp: Stamp,
     /// True when the previous build recorded the file with this stamp, old enough to trust.
     pub same: bool,
+    /// The file's entry in the previous build's data table ([`NO_ENTRY`] when none; a
+    /// listing holds one of these a file: 40 bytes, not the 48 an `Option` makes it).
+    entry: u32,
+}
+
+/// [`FileStat`]'s entry when it has none.
+const NO_ENTRY: u32 = u32::MAX;
+
+impl FileStat {
+    /// The file's stamp, `same` or not, and its entry number when it is `same` and a record or
+    /// sub-document.
+    fn new(stamp: Stamp, same: bool, entry: Option<u32>) -> FileStat {
+        FileStat { stamp, same, entry: entry.filter(|_| same).unwrap_or(NO_ENTRY) }
+    }
+
     /// The file's entry in the previous build's data table, when it is `same` and a record or
     /// sub-document.
-    pub entry: Option<u32>,
+    pub fn entry(&self) -> Option<u32> {
+        (self.entry != NO_ENTRY).then_some(self.entry)
+    }
 }
 
 /// What the caller of `load::load_reusing` says of a file before it is read, given the file and
@@ -145,7 +162,7 @@ impl Recorded<'_> {
                 Some(number) => data.stamp_at(number) == stamp,
                 None => data.other_stamp(rel) == Some(stamp),
             };
-        FileStat { stamp, same, entry: entry.filter(|_| same) }
+        FileStat::new(stamp, same, entry)
     }
 }
 
@@ -211,7 +228,7 @@ pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>
             _ => return None,
         }
     }
-    let held_twice = |segment: &String| top.iter().any(|file| file.rel == DataPath::Table { segment }.file());
+    let held_twice = |segment: &String| top.iter().any(|file| *file.rel == DataPath::Table { segment }.file());
     if folders.iter().any(|(segment, ..)| held_twice(segment)) {
         return None;
     }
@@ -231,7 +248,7 @@ pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>
 fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Option<u32>) -> FileStat {
     match recorded {
         Some(recorded) => recorded.stat(rel, stamp, entry),
-        None => FileStat { stamp, same: false, entry: None },
+        None => FileStat::new(stamp, false, None),
     }
 }
 

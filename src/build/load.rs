@@ -128,11 +128,11 @@ fn listed_entries<'a>(
         rel.contains('/')
             || match DataPath::parse(rel, false) {
                 Ok(DataPath::Table { segment }) => {
-                    tables.records.push((segment.to_string(), dir.join(rel)));
+                    tables.records.push((segment.to_string(), dir.join(&**rel)));
                     false
                 }
                 Ok(DataPath::SubDocTable { segment, name }) => {
-                    tables.subdocs.push((segment.to_string(), name.to_string(), dir.join(rel)));
+                    tables.subdocs.push((segment.to_string(), name.to_string(), dir.join(&**rel)));
                     false
                 }
                 Ok(DataPath::Settings) => false, // read apart
@@ -157,7 +157,7 @@ fn listed_entries<'a>(
     }
     // each block let go once its files are taken
     let entries = blocks.into_iter().flatten().filter_map(move |Listed { rel, stat }| {
-        let file = dir.join(&rel);
+        let file = dir.join(&*rel);
         let entry = match DataPath::parse(&rel, false) {
             Ok(DataPath::Record { segment, id }) => Entry::Record { segment: segment.to_string(), id, file },
             Ok(DataPath::Order { segment }) => Entry::Order { segment: segment.to_string(), file },
@@ -218,19 +218,28 @@ struct Parsed {
     orders: BTreeMap<String, (PathBuf, Value)>,
     /// Sub-documents, with their record's segment and id.
     subdocs: SubDocs,
+    /// How many of each segment's files there are, when known.
+    sizes: Sizes,
 }
 
 impl Parsed {
-    /// Nothing parsed yet, with room for the records and sub-documents of `sizes`.
+    /// Nothing parsed yet; `sizes` gives each segment's vectors their room when its first file
+    /// comes (the listing gives the files a segment at a time: the room of one is held ahead of
+    /// its files, not every segment's at once).
     fn sized(sizes: Sizes) -> Parsed {
-        let (mut records, mut subdocs) = (BTreeMap::new(), SubDocs::new());
-        for (segment, (n_records, n_subdocs)) in sizes {
-            if n_subdocs > 0 {
-                subdocs.insert(segment.clone(), Vec::with_capacity(n_subdocs));
-            }
-            records.insert(segment, Vec::with_capacity(n_records));
-        }
-        Parsed { records, orders: BTreeMap::new(), subdocs }
+        Parsed { records: BTreeMap::new(), orders: BTreeMap::new(), subdocs: SubDocs::new(), sizes }
+    }
+
+    fn push_record(&mut self, segment: String, record: Record) {
+        let size = self.sizes.get(&segment).map_or(0, |size| size.0);
+        let records = self.records.entry(segment).or_insert_with(|| Vec::with_capacity(size));
+        records.push(record);
+    }
+
+    fn push_subdoc(&mut self, segment: String, item: (i64, SubDoc)) {
+        let size = self.sizes.get(&segment).map_or(0, |size| size.1);
+        let subdocs = self.subdocs.entry(segment).or_insert_with(|| Vec::with_capacity(size));
+        subdocs.push(item);
     }
 }
 
@@ -268,10 +277,7 @@ fn load_files(
             .collect();
         sort_out(dir, loaded, parsed, files, problems);
     }
-    // the entries dropped: the listing's room goes before the dataset is made; a segment sized
-    // but without a record loaded is no resource
-    parsed.records.retain(|_, records| !records.is_empty());
-    parsed.subdocs.retain(|_, subdocs| !subdocs.is_empty());
+    // the entries dropped: the listing's room goes before the dataset is made
 }
 
 /// How many files the load reads (or takes from the index) at a time: what loading a file
@@ -295,7 +301,7 @@ fn sort_out(
                 let place = Place { segment: &segment, kind: None, id: record.id };
                 files.insert_file(&place, stamp.unwrap_or(UNKNOWN), &hash, record.name.as_deref());
                 if found.is_empty() {
-                    parsed.records.entry(segment).or_default().push(record);
+                    parsed.push_record(segment, record);
                 }
                 problems.extend(found);
             }
@@ -306,7 +312,7 @@ fn sort_out(
             Loaded::SubDoc { segment, id, subdoc, hash } => {
                 let place = Place { segment: &segment, kind: Some(&subdoc.name), id };
                 files.insert_file(&place, stamp.unwrap_or(UNKNOWN), &hash, None);
-                parsed.subdocs.entry(segment).or_default().push((id, subdoc));
+                parsed.push_subdoc(segment, (id, subdoc));
             }
         }
     }
