@@ -67,12 +67,42 @@ pub struct Listed {
     pub stat: FileStat,
 }
 
+/// Some files of a listing: those the previous build recorded as they are, by their entry
+/// in its data table (4 bytes a file: what they are is in that table), and the others.
+#[derive(Debug, Default)]
+pub struct Block {
+    /// The records' and sub-documents' files that are [`FileStat::same`], by entry number.
+    pub same: Vec<u32>,
+    /// Every other file.
+    pub other: Vec<Listed>,
+}
+
+impl Block {
+    /// Adds a file, by its entry number when it is the same.
+    fn push(&mut self, listed: Listed) {
+        match listed.stat.entry() {
+            Some(number) => self.same.push(number),
+            None => self.other.push(listed),
+        }
+    }
+
+    /// Number of files.
+    pub fn len(&self) -> usize {
+        self.same.len() + self.other.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Every file of the data folder that a build loads, with its stamp.
 #[derive(Debug, Default)]
 pub struct Listing {
     /// The files, in no particular order, in blocks of a few thousand: the load takes them a
     /// block at a time, and lets go of each.
-    pub blocks: Vec<Vec<Listed>>,
+    pub blocks: Vec<Block>,
     /// What it noted of the folders (those holding no data file, each resource folder's
     /// identity): for the index.
     pub notes: FolderNotes,
@@ -82,17 +112,28 @@ pub struct Listing {
 }
 
 impl Listing {
-    /// Every file listed.
-    pub fn files(&self) -> impl Iterator<Item = &Listed> {
-        self.blocks.iter().flatten()
+    /// Every file listed that is not the same as the previous build recorded it, and every
+    /// file that is not a record's or sub-document's (`gen.json`, order files, tables).
+    pub fn others(&self) -> impl Iterator<Item = &Listed> {
+        self.blocks.iter().flat_map(|block| &block.other)
+    }
+
+    /// Number of files listed.
+    pub fn len(&self) -> usize {
+        self.blocks.iter().map(Block::len).sum()
+    }
+
+    /// True when no file was listed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// True when every file is as the previous build recorded it, no more and no fewer, and no
     /// folder needed reading: the data is the data that build was made from.
     pub fn unchanged_since(&self, index: &Index) -> bool {
         self.folders_read == 0
-            && self.files().all(|file| file.stat.same)
-            && self.files().count() == index.data.file_count()
+            && self.others().all(|file| file.stat.same)
+            && self.len() == index.data.file_count()
             && index.folders.as_ref() == Some(&self.notes)
     }
 }
@@ -170,7 +211,7 @@ impl Recorded<'_> {
 #[derive(Default)]
 struct Part {
     /// The files found, in blocks.
-    blocks: Vec<Vec<Listed>>,
+    blocks: Vec<Block>,
     /// The folders holding no data file.
     hollow: Vec<String>,
     /// How many folders were read.
@@ -197,7 +238,7 @@ impl Part {
 
     /// True when no file was found.
     fn has_no_file(&self) -> bool {
-        self.blocks.iter().all(Vec::is_empty)
+        self.blocks.iter().all(Block::is_empty)
     }
 }
 
@@ -236,7 +277,7 @@ pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>
         let same = recorded.is_some_and(|r| r.same_folder(segment, *identity));
         resource_folder(data, segment, (stamp, same), recorded)
     });
-    let top = Part { blocks: vec![top], ..Part::default() };
+    let top = Part { blocks: vec![Block { same: Vec::new(), other: top }], ..Part::default() };
     let part = Part::join(std::iter::once(top).chain(parts.collect::<Option<Vec<_>>>()?));
     let mut hollow = part.hollow;
     hollow.sort();
@@ -307,9 +348,10 @@ fn resource_folder(
     };
     let stat = |file: ToStat| stat_file(data, recorded, file);
     let blocks = to_stat.into_par_iter().with_min_len(256).map(stat).chunks(BLOCK_FILES);
-    part.blocks = blocks.map(|block| block.into_iter().collect::<Option<Vec<_>>>()).collect::<Option<_>>()?;
+    part.blocks = blocks.map(into_block).collect::<Option<_>>()?;
     let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
-        let mut part = Part { blocks: vec![Vec::with_capacity(ids.len())], ..Part::default() };
+        let mut part =
+            Part { blocks: vec![Block { same: Vec::with_capacity(ids.len()), other: Vec::new() }], ..Part::default() };
         for id in ids {
             record_folder(data, segment, *id, (&files, recorded.filter(|_| same)), &mut part)?;
         }
@@ -320,6 +362,16 @@ fn resource_folder(
         part.hollow.push(segment.to_string()); // nothing in it or below it is data
     }
     Some(part)
+}
+
+/// The files stat'ed, as a block; `None` when one could not be.
+fn into_block(files: Vec<Option<Listed>>) -> Option<Block> {
+    let mut block = Block { same: Vec::with_capacity(files.len()), other: Vec::new() };
+    for listed in files {
+        block.push(listed?);
+    }
+    block.same.shrink_to_fit();
+    Some(block)
 }
 
 /// A file to stat: its path relative to the data folder, and its entry in the previous build's

@@ -7,7 +7,7 @@
 use super::data_path::DataPath;
 pub(crate) use super::dataset::SubDocs;
 pub use super::dataset::{Dataset, Known, Record, Resource, Seen, Source, SubDoc};
-use super::listing::{FileStat, Listed, SeeFile};
+use super::listing::{Block, FileStat, Listed, SeeFile};
 use super::table::load_tables;
 use super::validate::{
     apply_order, check_config, check_record, check_shared_names, check_syntax, check_unique_names, parse_head,
@@ -53,7 +53,7 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 pub fn load_reusing(
     dir: &Path,
     seen: &SeeFile<'_>,
-    listed: Option<Vec<Vec<Listed>>>,
+    listed: Option<Vec<Block>>,
     previous: Option<&DataFiles>,
 ) -> (Dataset, Vec<Problem>, DataFiles) {
     let mut problems = Vec::new();
@@ -76,13 +76,13 @@ pub fn load_reusing(
     let mut tables = Tables::default();
     let (entries, count, sizes): (Box<dyn Iterator<Item = ToLoad>>, usize, Sizes) = match listed {
         Some(listed) => {
-            let (entries, count, sizes) = listed_entries(dir, listed, &mut tables);
+            let (entries, count, sizes) = listed_entries(dir, listed, &mut tables, previous);
             (Box::new(entries), count, sizes)
         }
         None => {
             let walked = walk(dir, &mut problems, &mut tables);
             let count = walked.len();
-            (Box::new(walked.into_iter().map(|entry| (entry, None))), count, Sizes::new())
+            (Box::new(walked.into_iter().map(|entry| ToLoad::Read(entry, None))), count, Sizes::new())
         }
     };
 
@@ -115,24 +115,26 @@ pub fn load_reusing(
     (dataset, problems, files)
 }
 
-/// The entries of the files the data folder's listing found, each with what it found of it;
-/// the tables go in `tables` (the listing found no resource held both ways: it ends on one).
-/// Also returns how many entries there are, and how many of each segment.
+/// The entries of the files the data folder's listing found, each with what it found of it
+/// (those it found as `previous` recorded them, by their entry there); the tables go in
+/// `tables` (the listing found no resource held both ways: it ends on one). Also returns how
+/// many entries there are, and how many of each segment.
 fn listed_entries<'a>(
     dir: &'a Path,
-    mut blocks: Vec<Vec<Listed>>,
+    mut blocks: Vec<Block>,
     tables: &mut Tables,
-) -> (impl Iterator<Item = ToLoad> + 'a, usize, Sizes) {
+    previous: Option<&'a DataFiles>,
+) -> (impl Iterator<Item = ToLoad<'a>> + 'a, usize, Sizes) {
     // the tables and the settings are the files at the top, the only paths without a '/'
     let mut take_top = |Listed { rel, .. }: &Listed| {
         rel.contains('/')
             || match DataPath::parse(rel, false) {
                 Ok(DataPath::Table { segment }) => {
-                    tables.records.push((segment.to_string(), dir.join(&**rel)));
+                    tables.records.push((segment.to_string(), dir.join(rel)));
                     false
                 }
                 Ok(DataPath::SubDocTable { segment, name }) => {
-                    tables.subdocs.push((segment.to_string(), name.to_string(), dir.join(&**rel)));
+                    tables.subdocs.push((segment.to_string(), name.to_string(), dir.join(rel)));
                     false
                 }
                 Ok(DataPath::Settings) => false, // read apart
@@ -140,35 +142,61 @@ fn listed_entries<'a>(
             }
     };
     for block in &mut blocks {
-        block.retain(&mut take_top);
+        block.other.retain(&mut take_top);
+        if previous.is_none() {
+            block.same.clear(); // none without a previous build
+        }
     }
-    let count = blocks.iter().map(Vec::len).sum();
+    let count = blocks.iter().map(Block::len).sum();
+    let sizes = segment_sizes(&blocks, previous);
+    // each block let go once its files are taken
+    let entries = blocks.into_iter().flat_map(move |Block { same, other }| {
+        let same = same.into_iter().filter_map(move |number| Some(ToLoad::Same(previous?, number)));
+        let other = other.into_iter().filter_map(move |Listed { rel, stat }| {
+            let file = dir.join(&rel);
+            let entry = match DataPath::parse(&rel, false) {
+                Ok(DataPath::Record { segment, id }) => Entry::Record { segment: segment.to_string(), id, file },
+                Ok(DataPath::Order { segment }) => Entry::Order { segment: segment.to_string(), file },
+                Ok(DataPath::SubDoc { segment, id, name }) => {
+                    Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file }
+                }
+                _ => return None,
+            };
+            Some(ToLoad::Read(entry, Some(stat)))
+        });
+        same.chain(other)
+    });
+    (entries, count, sizes)
+}
+
+/// How many records and sub-documents of each segment `blocks` holds (those listed the same by
+/// their entry in `previous`).
+fn segment_sizes(blocks: &[Block], previous: Option<&DataFiles>) -> Sizes {
     let mut sizes = Sizes::new();
-    for Listed { rel, .. } in blocks.iter().flatten() {
-        let Some((segment, rest)) = rel.split_once('/') else { continue };
+    let mut add = |segment: &str, subdoc: bool| {
         let size = match sizes.get_mut(segment) {
             Some(size) => size,
             None => sizes.entry(segment.to_string()).or_default(),
         };
-        match rest.contains('/') {
+        match subdoc {
             true => size.1 += 1,
             false => size.0 += 1, // a record's file, or the order file: one more room at most
         }
-    }
-    // each block let go once its files are taken
-    let entries = blocks.into_iter().flatten().filter_map(move |Listed { rel, stat }| {
-        let file = dir.join(&*rel);
-        let entry = match DataPath::parse(&rel, false) {
-            Ok(DataPath::Record { segment, id }) => Entry::Record { segment: segment.to_string(), id, file },
-            Ok(DataPath::Order { segment }) => Entry::Order { segment: segment.to_string(), file },
-            Ok(DataPath::SubDoc { segment, id, name }) => {
-                Entry::SubDoc { segment: segment.to_string(), id, name: name.to_string(), file }
+    };
+    for block in blocks {
+        for &number in previous.map_or(&[][..], |_| &block.same[..]) {
+            let place = previous.map(|previous| previous.place_at(number));
+            if let Some(place) = place {
+                add(place.segment, place.kind.is_some());
             }
-            _ => return None,
-        };
-        Some((entry, Some(stat)))
-    });
-    (entries, count, sizes)
+        }
+        for Listed { rel, .. } in &block.other {
+            if let Some((segment, rest)) = rel.split_once('/') {
+                add(segment, rest.contains('/'));
+            }
+        }
+    }
+    sizes
 }
 
 /// The problem with `dir` when it is missing or not a folder.
@@ -246,16 +274,21 @@ impl Parsed {
 /// A stamp for a file that could not be stamped: never equal to a real one, never trusted.
 const UNKNOWN: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 };
 
-/// A file to load, with what the listing found of it (when it was listed).
-type ToLoad = (Entry, Option<FileStat>);
+/// A file to load: one to read (or to take from what `seen` knows), with what the listing
+/// found of it (when it was listed); or one the listing found as the previous build recorded
+/// it, by its entry in that build's data table.
+enum ToLoad<'a> {
+    Read(Entry, Option<FileStat>),
+    Same(&'a DataFiles, u32),
+}
 
 /// Loads the `count` files of `entries` (records, sub-documents, order files), or takes them
 /// from what `seen` knows, in parallel, a block of files at a time (what loading one gives is a
 /// few times what is kept of it); keeps only what the index needs. Documents over `limit`
 /// bytes are problems.
-fn load_files(
+fn load_files<'a>(
     dir: &Path,
-    (entries, count): (impl Iterator<Item = ToLoad>, usize),
+    (entries, count): (impl Iterator<Item = ToLoad<'a>>, usize),
     (seen, limit): (&SeeFile<'_>, u64),
     (parsed, files): (&mut Parsed, &mut DataFiles),
     problems: &mut Vec<Problem>,
@@ -267,12 +300,15 @@ fn load_files(
         let loaded: Vec<(Loaded, Option<Stamp>)> = block
             .into_par_iter()
             .with_min_len(256)
-            .map(|(entry, listed)| {
-                let file = match &entry {
-                    Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
-                };
-                let Seen { stamp, known } = seen(file, listed.as_ref());
-                (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
+            .map(|to_load| match to_load {
+                ToLoad::Read(entry, listed) => {
+                    let file = match &entry {
+                        Entry::Record { file, .. } | Entry::Order { file, .. } | Entry::SubDoc { file, .. } => file,
+                    };
+                    let Seen { stamp, known } = seen(file, listed.as_ref());
+                    (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
+                }
+                ToLoad::Same(previous, number) => same_as_recorded(previous, number),
             })
             .collect();
         sort_out(dir, loaded, parsed, files, problems);
@@ -394,6 +430,23 @@ fn check_external(dataset: &Dataset, config_path: &Path, problems: &mut Vec<Prob
 
 fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&str>) -> DataFile {
     DataFile { stamp: stamp.unwrap_or(UNKNOWN), hash: Hash(hash), name: name.map(str::to_string), line: None }
+}
+
+/// The record's or sub-document's file of entry `number` of `previous`, found as recorded
+/// there, as loading it would give, with its stamp.
+fn same_as_recorded(previous: &DataFiles, number: u32) -> (Loaded, Option<Stamp>) {
+    let (place, file) = (previous.place_at(number), previous.file_at(number));
+    let (segment, id, hash) = (place.segment.to_string(), place.id, file.hash.0);
+    let loaded = match place.kind {
+        None => Loaded::Record {
+            segment,
+            record: Record { id, name: file.name.map(String::into_boxed_str), subdocs: Box::default(), line: None },
+            hash,
+            problems: Vec::new(),
+        },
+        Some(kind) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name: kind.into(), line: None }, hash },
+    };
+    (loaded, Some(file.stamp))
 }
 
 /// What is `known` of an entry, as loading it would give (order files are always read).

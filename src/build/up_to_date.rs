@@ -31,7 +31,7 @@ pub(crate) fn unchanged(
     if !listing.unchanged_since(index) {
         return None;
     }
-    let config = match listing.files().any(|file| &*file.rel == CONFIG_FILE) {
+    let config = match listing.others().any(|file| file.rel == CONFIG_FILE) {
         true => super::load::read_settings(&data.join(CONFIG_FILE)).ok()?.0,
         false => DataSettings::default(),
     };

@@ -214,6 +214,11 @@ impl DataFiles {
         self.entries[number as usize].stamp
     }
 
+    /// The place of the record or sub-document of entry `number`.
+    pub fn place_at(&self, number: u32) -> Place<'_> {
+        self.places.place(self.entries[number as usize].key)
+    }
+
     /// The path (relative to the data folder) of the file of entry `number`.
     pub fn path_at(&self, number: u32) -> String {
         self.places.place(self.entries[number as usize].key).data_file()
