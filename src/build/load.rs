@@ -74,9 +74,10 @@ pub fn load_reusing(
     read_config(&config_path, seen, &mut dataset, &mut files, &mut problems);
 
     let mut tables = Tables::default();
+    let recorded = previous.map(Recorded::of);
     let (entries, count, sizes): (Box<dyn Iterator<Item = ToLoad>>, usize, Sizes) = match listed {
         Some(listed) => {
-            let (entries, count, sizes) = listed_entries(dir, listed, &mut tables, previous);
+            let (entries, count, sizes) = listed_entries(dir, listed, &mut tables, recorded.as_ref());
             (Box::new(entries), count, sizes)
         }
         None => {
@@ -123,7 +124,7 @@ fn listed_entries<'a>(
     dir: &'a Path,
     mut blocks: Vec<Block>,
     tables: &mut Tables,
-    previous: Option<&'a DataFiles>,
+    recorded: Option<&'a Recorded<'a>>,
 ) -> (impl Iterator<Item = ToLoad<'a>> + 'a, usize, Sizes) {
     // the tables and the settings are the files at the top, the only paths without a '/'
     let mut take_top = |Listed { rel, .. }: &Listed| {
@@ -143,15 +144,15 @@ fn listed_entries<'a>(
     };
     for block in &mut blocks {
         block.other.retain(&mut take_top);
-        if previous.is_none() {
+        if recorded.is_none() {
             block.same.clear(); // none without a previous build
         }
     }
     let count = blocks.iter().map(Block::len).sum();
-    let sizes = segment_sizes(&blocks, previous);
+    let sizes = segment_sizes(&blocks, recorded.map(|recorded| recorded.files));
     // each block let go once its files are taken
     let entries = blocks.into_iter().flat_map(move |Block { same, other }| {
-        let same = same.into_iter().filter_map(move |number| Some(ToLoad::Same(previous?, number)));
+        let same = same.into_iter().filter_map(move |number| Some(ToLoad::Same(recorded?, number)));
         let other = other.into_iter().filter_map(move |Listed { rel, stat }| {
             let file = dir.join(&rel);
             let entry = match DataPath::parse(&rel, false) {
@@ -279,7 +280,20 @@ const UNKNOWN: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, ino: 0 
 /// it, by its entry in that build's data table.
 enum ToLoad<'a> {
     Read(Entry, Option<FileStat>),
-    Same(&'a DataFiles, u32),
+    Same(&'a Recorded<'a>, u32),
+}
+
+/// The previous build's data table, and one name for each sub-document kind it knows: a
+/// sub-document found as recorded shares its kind's, instead of one allocation each.
+struct Recorded<'a> {
+    files: &'a DataFiles,
+    kinds: Vec<std::sync::Arc<str>>,
+}
+
+impl Recorded<'_> {
+    fn of(files: &DataFiles) -> Recorded<'_> {
+        Recorded { files, kinds: files.kinds().map(std::sync::Arc::from).collect() }
+    }
 }
 
 /// Loads the `count` files of `entries` (records, sub-documents, order files), or takes them
@@ -308,7 +322,7 @@ fn load_files<'a>(
                     let Seen { stamp, known } = seen(file, listed.as_ref());
                     (reuse(&entry, known).unwrap_or_else(|| load_entry(entry, limit)), stamp)
                 }
-                ToLoad::Same(previous, number) => same_as_recorded(previous, number),
+                ToLoad::Same(recorded, number) => same_as_recorded(recorded, number),
             })
             .collect();
         sort_out(dir, loaded, parsed, files, problems);
@@ -364,13 +378,16 @@ fn index_resources(
     problems: &mut Vec<Problem>,
 ) {
     for (segment, mut list) in records {
-        list.sort_by_key(|r| r.id);
+        // ids are unique (a file's is its name; a table's repeated id is a problem, its line
+        // left out), so an unstable sort gives the order a stable one does, in place: a stable
+        // sort holds a copy of the list, 64 bytes a record
+        list.sort_unstable_by_key(|r| r.id);
         let shadowed = check_unique_names(&dataset.dir, &segment, &list, &dataset.config, problems);
         if let Some((file, order)) = orders.remove(&segment) {
             list = apply_order(&file, order, list, problems);
         }
         if list.first().is_some_and(|r| r.line.is_some()) {
-            list.sort_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
+            list.sort_unstable_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
         }
         let by_id = super::dataset::ById::new(&list);
         dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
@@ -434,8 +451,10 @@ fn data_file(stamp: Option<Stamp>, hash: blake3::Hash, name: Option<&str>) -> Da
 
 /// The record's or sub-document's file of entry `number` of `previous`, found as recorded
 /// there, as loading it would give, with its stamp.
-fn same_as_recorded(previous: &DataFiles, number: u32) -> (Loaded, Option<Stamp>) {
-    let (place, file) = (previous.place_at(number), previous.file_at(number));
+fn same_as_recorded(recorded: &Recorded<'_>, number: u32) -> (Loaded, Option<Stamp>) {
+    let (place, file) = (recorded.files.place_at(number), recorded.files.file_at(number));
+    let kind =
+        |kind: &str| recorded.kinds.iter().find(|known| ***known == *kind).cloned().unwrap_or_else(|| kind.into());
     let (segment, id, hash) = (place.segment.to_string(), place.id, file.hash.0);
     let loaded = match place.kind {
         None => Loaded::Record {
@@ -444,7 +463,7 @@ fn same_as_recorded(previous: &DataFiles, number: u32) -> (Loaded, Option<Stamp>
             hash,
             problems: Vec::new(),
         },
-        Some(kind) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name: kind.into(), line: None }, hash },
+        Some(name) => Loaded::SubDoc { segment, id, subdoc: SubDoc { name: kind(name), line: None }, hash },
     };
     (loaded, Some(file.stamp))
 }

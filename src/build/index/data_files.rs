@@ -214,6 +214,11 @@ impl DataFiles {
         self.entries[number as usize].stamp
     }
 
+    /// The sub-document kinds of the entries (`encounters`, ...).
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.places.kinds.strings.iter().map(String::as_str)
+    }
+
     /// The place of the record or sub-document of entry `number`.
     pub fn place_at(&self, number: u32) -> Place<'_> {
         self.places.place(self.entries[number as usize].key)
