@@ -30,6 +30,45 @@ impl Stamp {
         }
     }
 
+    /// The stamp of what `rel` names under the open folder `dir` (links followed when
+    /// `follow`), and whether it is a folder (a link to one is not, unless followed): one
+    /// `fstatat`, the path resolved from the folder, not from the root, and no path made.
+    /// `None` when there is nothing there or it cannot be stat'ed.
+    pub fn at(dir: &std::fs::File, rel: &str, follow: bool) -> Option<(Stamp, bool)> {
+        use std::os::fd::AsRawFd;
+        let (mut short, long);
+        let name: *const libc::c_char = match rel.len() < 256 {
+            true => {
+                short = [0u8; 256];
+                short[..rel.len()].copy_from_slice(rel.as_bytes());
+                short.as_ptr().cast()
+            }
+            false => {
+                long = std::ffi::CString::new(rel).ok()?;
+                long.as_ptr()
+            }
+        };
+        if rel.as_bytes().contains(&0) {
+            return None;
+        }
+        // SAFETY: `stat` is plain data, filled by the call.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated name (the buffer is zeroed past it, or a CString), an open
+        // folder's descriptor, and a `stat` to fill.
+        let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+        let done = unsafe { libc::fstatat(dir.as_raw_fd(), name, &mut stat, flags) };
+        if done != 0 {
+            return None;
+        }
+        let stamp = Stamp {
+            size: stat.st_size as u64,
+            mtime_ns: stat.st_mtime * 1_000_000_000 + stat.st_mtime_nsec,
+            ctime_ns: stat.st_ctime * 1_000_000_000 + stat.st_ctime_nsec,
+            ino: stat.st_ino,
+        };
+        Some((stamp, stat.st_mode & libc::S_IFMT == libc::S_IFDIR))
+    }
+
     /// The stamp of whatever `path` names (links are followed), if it exists.
     pub fn of_path(path: &Path) -> Option<Stamp> {
         std::fs::metadata(path).ok().map(|m| Stamp::of(&m))

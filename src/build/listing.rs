@@ -273,9 +273,10 @@ pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>
     if folders.iter().any(|(segment, ..)| held_twice(segment)) {
         return None;
     }
+    let opened = Data { path: data, dir: std::fs::File::open(data).ok() };
     let parts = folders.par_iter().map(|(segment, stamp, identity)| {
         let same = recorded.is_some_and(|r| r.same_folder(segment, *identity));
-        resource_folder(data, segment, (stamp, same), recorded)
+        resource_folder(&opened, segment, (stamp, same), recorded)
     });
     let top = Part { blocks: vec![Block { same: Vec::new(), other: top }], ..Part::default() };
     let part = Part::join(std::iter::once(top).chain(parts.collect::<Option<Vec<_>>>()?));
@@ -295,13 +296,22 @@ fn stat_of(recorded: Option<Recorded<'_>>, rel: &str, stamp: Stamp, entry: Optio
 
 /// The file `rel` (with its entry in the previous build's data table, when known), stat'ed and
 /// compared with what `recorded` says of it. `None` when it cannot be stat'ed or is a folder.
-fn stat_file(data: &Path, recorded: Option<Recorded<'_>>, (rel, entry): ToStat) -> Option<Listed> {
+fn stat_file(data: &Data<'_>, recorded: Option<Recorded<'_>>, (rel, entry): ToStat) -> Option<Listed> {
     if let Some(stat) = recorded.and_then(|r| r.watched_file(&rel, entry)) {
         return Some(Listed { rel, stat });
     }
-    let meta = std::fs::metadata(data.join(&rel)).ok().filter(|meta| !meta.is_dir())?;
-    let stat = stat_of(recorded, &rel, Stamp::of(&meta), entry);
+    let stamp = match data.dir.as_ref() {
+        Some(dir) => Stamp::at(dir, &rel, true).filter(|(_, is_dir)| !is_dir)?.0,
+        None => Stamp::of(&std::fs::metadata(data.path.join(&rel)).ok().filter(|meta| !meta.is_dir())?),
+    };
+    let stat = stat_of(recorded, &rel, stamp, entry);
     Some(Listed { rel, stat })
+}
+
+/// The data folder, and the folder opened (each file is stat'ed from it).
+struct Data<'a> {
+    path: &'a Path,
+    dir: Option<std::fs::File>,
 }
 
 /// The identity of a folder: its device and inode.
@@ -327,7 +337,7 @@ fn folder_names(dir: &Path) -> Option<Vec<(String, bool)>> {
 /// The files of the resource folder `segment` (stamped `stamp`; `same` when it is the folder
 /// the previous build listed) and of its records' folders.
 fn resource_folder(
-    data: &Path,
+    data: &Data<'_>,
     segment: &str,
     (stamp, same): (&Stamp, bool),
     recorded: Option<Recorded<'_>>,
@@ -344,7 +354,7 @@ fn resource_folder(
     let mut part = Part { folders_read: usize::from(!trusted), ..Part::default() };
     let (to_stat, record_folders) = match trusted {
         true => recorded_entries(segment, &files, has_order.then_some(order), recorded?),
-        false => read_resource_folder(data, segment, &files)?,
+        false => read_resource_folder(data.path, segment, &files)?,
     };
     let stat = |file: ToStat| stat_file(data, recorded, file);
     let blocks = to_stat.into_par_iter().with_min_len(256).map(stat).chunks(BLOCK_FILES);
@@ -424,20 +434,23 @@ fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Opti
 /// its resource's folder is not the one the previous build listed). A record's folder moved in
 /// from elsewhere has a new change time (Linux file systems set it on a rename), so it is read.
 fn record_folder(
-    data: &Path,
+    data: &Data<'_>,
     segment: &str,
     id: i64,
     (files, recorded): (&FolderFiles, Option<Recorded<'_>>),
     part: &mut Part,
 ) -> Option<()> {
     let rel = DataPath::RecordFolder { segment, id }.file();
-    let dir = data.join(&rel);
+    let dir = data.path.join(&rel);
     let recorded_subdocs = files.subdocs_of(id);
     let known = !recorded_subdocs.is_empty() || recorded.is_some_and(|r| r.is_hollow(&rel));
     let watched = recorded.and_then(|r| r.watched_folder(&rel, known));
     let trusted = watched == Some(true) || {
-        let meta = std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?; // not a link
-        watched.is_none() && recorded.is_some_and(|r| r.trusts_folder(known, &Stamp::of(&meta)))
+        let stamp = match data.dir.as_ref() {
+            Some(opened) => Stamp::at(opened, &rel, false).filter(|(_, is_dir)| *is_dir)?.0, // not a link
+            None => Stamp::of(&std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?),
+        };
+        watched.is_none() && recorded.is_some_and(|r| r.trusts_folder(known, &stamp))
     };
     let to_stat: Vec<ToStat> = match (trusted, recorded) {
         (true, Some(r)) => {
