@@ -29,13 +29,29 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 /// The build options of a rebuild: the data's settings, with the link style, indentation and
 /// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
 /// rebuild changes only what the data does; the build date from `SOURCE_DATE_EPOCH`.
-fn options(out: &Path) -> Result<crate::build::BuildOptions> {
+///
+/// They are kept with the stamp of the manifest the last rebuild left, and taken again while
+/// the manifest is that one: reading a large tree's manifest to learn them would cost more
+/// than the rebuild (77 MB at 200k records). A build made by hand into `out` changes the
+/// manifest, and they are read again.
+fn options(out: &Path, kept: &mut Option<KeptOptions>) -> Result<crate::build::BuildOptions> {
+    use crate::fsutil::Stamp;
+    let manifest = Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
+    if let Some(kept) = kept.as_ref().filter(|kept| manifest.is_some() && kept.manifest == manifest) {
+        return Ok(kept.options.clone());
+    }
     let mut options = match crate::tree::manifest::Manifest::read_with_bytes(out) {
         Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
         Err(_) => crate::build::BuildOptions::default(),
     };
     options.source_date_epoch = crate::date::source_date_epoch()?;
     Ok(options)
+}
+
+/// The options of the last rebuild, and the stamp of the manifest it left.
+struct KeptOptions {
+    options: crate::build::BuildOptions,
+    manifest: Option<crate::fsutil::Stamp>,
 }
 
 /// What one rebuild came to.
@@ -47,12 +63,24 @@ enum Outcome {
 }
 
 /// Rebuilds `out` from `data`, listing only what `watched` names when it is given.
-fn rebuild(data: &Path, out: &Path, quiet: bool, watched: Option<Arc<WatchedChanges>>) -> Outcome {
+fn rebuild(
+    (data, out): (&Path, &Path),
+    quiet: bool,
+    watched: Option<Arc<WatchedChanges>>,
+    kept: &mut Option<KeptOptions>,
+) -> Outcome {
     let started = Instant::now();
     let changed = watched.as_ref().map(|watched| watched.len());
-    let options = options(out).map(|options| crate::build::BuildOptions { watched, ..options });
-    match options.and_then(|options| crate::build::build(data, out, &options, &Default::default())) {
+    let options = match options(out, kept) {
+        Ok(options) => options,
+        Err(e) => return failed(e),
+    };
+    let built =
+        crate::build::build(data, out, &crate::build::BuildOptions { watched, ..options.clone() }, &Default::default());
+    match built {
         Ok(summary) => {
+            let manifest = crate::fsutil::Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
+            *kept = Some(KeptOptions { options, manifest });
             if !quiet && summary.up_to_date {
                 say!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
@@ -69,16 +97,19 @@ fn rebuild(data: &Path, out: &Path, quiet: bool, watched: Option<Arc<WatchedChan
             }
             Outcome::Built(summary.base)
         }
-        Err(e) => {
-            let text = match e.downcast_ref::<Problems>() {
-                Some(problems) => problems.to_string(),
-                None => format!("error: {e:#}"),
-            };
-            say!("{text}");
-            say!("gen serve: still serving the last good build; fix the problems above and save");
-            Outcome::Failed(text)
-        }
+        Err(e) => failed(e),
     }
+}
+
+/// A rebuild that failed with `e`: the problems printed, as `gen check` prints them.
+fn failed(e: anyhow::Error) -> Outcome {
+    let text = match e.downcast_ref::<Problems>() {
+        Some(problems) => problems.to_string(),
+        None => format!("error: {e:#}"),
+    };
+    say!("{text}");
+    say!("gen serve: still serving the last good build; fix the problems above and save");
+    Outcome::Failed(text)
 }
 
 /// The first build, before serving. Problems are printed; when `out` holds no tree to fall
@@ -96,7 +127,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
     crate::date::source_date_epoch()?;
-    match rebuild(data, out, quiet, None) {
+    match rebuild((data, out), quiet, None, &mut None) {
         Outcome::Built(_) => Ok(None),
         Outcome::Failed(problems) => {
             if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
@@ -147,6 +178,7 @@ pub fn start(
     }
     std::thread::Builder::new().name("gen-watch".into()).spawn(move || {
         let mut seen = Seen { changes: None, links: holds_a_link(&data) };
+        let mut kept = None;
         while let Ok(event) = events.recv() {
             if !is_change(&event, &data) {
                 continue;
@@ -167,7 +199,7 @@ pub fn start(
                 }
             }
             // Changes seen from here on are the next rebuild's: it starts from this one's index.
-            match rebuild(&data, &out, quiet, seen.changes.take().map(Arc::new)) {
+            match rebuild((&data, &out), quiet, seen.changes.take().map(Arc::new), &mut kept) {
                 Outcome::Built(base) => {
                     seen.changes = Some(WatchedChanges::since(base));
                     reload();
