@@ -40,8 +40,9 @@ fn options(out: &Path, kept: &mut Option<KeptOptions>) -> Result<crate::build::B
     if let Some(kept) = kept.as_ref().filter(|kept| manifest.is_some() && kept.manifest == manifest) {
         return Ok(kept.options.clone());
     }
-    let mut options = match crate::tree::manifest::Manifest::read_with_bytes(out) {
-        Ok((_, manifest)) => crate::build::BuildOptions::of_tree(&manifest.settings),
+    // The settings only: the manifest's list of files is passed over, not built.
+    let mut options = match crate::tree::manifest::Manifest::read_each_file(out, |_, _| Ok(())) {
+        Ok((manifest, _)) => crate::build::BuildOptions::of_tree(&manifest.settings),
         Err(_) => crate::build::BuildOptions::default(),
     };
     options.source_date_epoch = crate::date::source_date_epoch()?;
