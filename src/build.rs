@@ -13,6 +13,7 @@ pub mod data_path;
 pub mod walk;
 pub mod validate;
 pub mod load;
+mod assemble;
 pub mod table;
 pub mod dataset;
 pub mod extract;

@@ -362,8 +362,15 @@ fn resource_folder(
     let in_folders = record_folders.par_chunks(BLOCK_FOLDERS).map(|ids| {
         let mut part =
             Part { blocks: vec![Block { same: Vec::with_capacity(ids.len()), other: Vec::new() }], ..Part::default() };
+        // the ids come sorted, as the recorded sub-documents are: one walk along both, not a
+        // search of every folder's (a binary search a folder missed the cache at each step)
+        let subdocs = &files.subdocs;
+        let mut at = subdocs.partition_point(|(i, _)| i < &ids[0]);
         for id in ids {
-            record_folder(data, segment, *id, (&files, recorded.filter(|_| same)), &mut part)?;
+            at += subdocs[at..].iter().take_while(|(i, _)| i < id).count();
+            let end = at + subdocs[at..].iter().take_while(|(i, _)| i == id).count();
+            record_folder(data, segment, *id, (&subdocs[at..end], recorded.filter(|_| same)), &mut part)?;
+            at = end;
         }
         Some(part)
     });
@@ -429,20 +436,20 @@ fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Opti
     Some((to_stat, folders))
 }
 
-/// The files of the folder of record `id` of `segment`, added to `part` (its last block): read
-/// unless the previous build noted it and it has not changed since (`recorded` is `None` when
+/// The files of the folder of record `id` of `segment` (where the previous build recorded the
+/// sub-documents `recorded_subdocs`), added to `part` (its last block): read unless the
+/// previous build noted it and it has not changed since (`recorded` is `None` when
 /// its resource's folder is not the one the previous build listed). A record's folder moved in
 /// from elsewhere has a new change time (Linux file systems set it on a rename), so it is read.
 fn record_folder(
     data: &Data<'_>,
     segment: &str,
     id: i64,
-    (files, recorded): (&FolderFiles, Option<Recorded<'_>>),
+    (recorded_subdocs, recorded): (&[(i64, u32)], Option<Recorded<'_>>),
     part: &mut Part,
 ) -> Option<()> {
     let rel = DataPath::RecordFolder { segment, id }.file();
     let dir = data.path.join(&rel);
-    let recorded_subdocs = files.subdocs_of(id);
     let known = !recorded_subdocs.is_empty() || recorded.is_some_and(|r| r.is_hollow(&rel));
     let watched = recorded.and_then(|r| r.watched_folder(&rel, known));
     let trusted = watched == Some(true) || {

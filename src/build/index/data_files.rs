@@ -34,15 +34,6 @@ pub struct FolderFiles {
     pub subdocs: Vec<(i64, u32)>,
 }
 
-impl FolderFiles {
-    /// The entries of the sub-documents in the folder of record `id`.
-    pub fn subdocs_of(&self, id: i64) -> &[(i64, u32)] {
-        let first = self.subdocs.partition_point(|(i, _)| *i < id);
-        let end = first + self.subdocs[first..].partition_point(|(i, _)| *i == id);
-        &self.subdocs[first..end]
-    }
-}
-
 /// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
 /// key; the few others (`gen.json`, order files) by path.
 #[derive(Debug, Clone, Default)]
