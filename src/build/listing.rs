@@ -418,7 +418,7 @@ fn recorded_entries(
 }
 
 /// What the resource folder `segment` holds, read: its files (with their entries in `files`),
-/// and the ids of its records' folders. `None` for anything else in it, or a link to a folder.
+/// and the ids of its records' folders, in order. `None` for anything else in it, or a link to a folder.
 fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Option<(Vec<ToStat>, Vec<i64>)> {
     let (mut to_stat, mut folders) = (Vec::new(), Vec::new());
     for (name, is_dir) in folder_names(&data.join(segment))? {
@@ -433,6 +433,7 @@ fn read_resource_folder(data: &Path, segment: &str, files: &FolderFiles) -> Opti
             _ => return None,
         }
     }
+    folders.sort_unstable(); // in order of id, as the recorded sub-documents they are walked along
     Some((to_stat, folders))
 }
 
