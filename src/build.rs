@@ -130,11 +130,19 @@ pub struct BuildSummary {
     /// The start of the build the tree's index now records (nanoseconds since the epoch): what
     /// a watcher counts its [`watched::WatchedChanges`] from.
     pub base: i64,
+    /// True when the build took what a watcher saw change ([`BuildOptions::watched`]) and
+    /// trusted the rest: the tree's index was the one the changes were counted from.
+    pub told: bool,
 }
 
 impl BuildSummary {
-    fn of(dataset: &load::Dataset, report: write::WriteReport, (up_to_date, base): (bool, i64)) -> BuildSummary {
-        BuildSummary { resources: dataset.resources.len(), records: dataset.record_count(), report, up_to_date, base }
+    fn of(
+        dataset: &load::Dataset,
+        report: write::WriteReport,
+        (up_to_date, base, told): (bool, i64, bool),
+    ) -> BuildSummary {
+        let (resources, records) = (dataset.resources.len(), dataset.record_count());
+        BuildSummary { resources, records, report, up_to_date, base, told }
     }
 }
 
@@ -191,11 +199,14 @@ pub fn build(
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
     let listing = listing::list(data, previous.index.as_ref(), options.watched.as_deref());
+    let told = (options.watched.as_ref().map(|watched| watched.base))
+        .is_some_and(|base| previous.index.as_ref().is_some_and(|index| index.started_ns == base));
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);
         let (resources, records, base) = (found.resources, found.records, found.started_ns);
-        return Ok(BuildSummary { resources, records, report: write::WriteReport::default(), up_to_date: true, base });
+        let report = write::WriteReport::default();
+        return Ok(BuildSummary { resources, records, report, up_to_date: true, base, told });
     }
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
@@ -210,7 +221,7 @@ pub fn build(
     if let Decision::UpToDate = decision {
         let base = previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
         timer.step("record");
-        return Ok(summary(write::WriteReport::default(), (true, base)));
+        return Ok(summary(write::WriteReport::default(), (true, base, told)));
     }
     let changed = match decision {
         Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
@@ -253,7 +264,7 @@ pub fn build(
     let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
     record_index(&dir, index_writer, &index);
     timer.step("write the index");
-    Ok(summary(report, (false, started_ns)))
+    Ok(summary(report, (false, started_ns, told)))
 }
 
 /// Prepares a build's rendering, and extracts the names and filter values it needs. What

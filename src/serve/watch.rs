@@ -71,7 +71,7 @@ fn rebuild(
     kept: &mut Option<KeptOptions>,
 ) -> Outcome {
     let started = Instant::now();
-    let changed = watched.as_ref().map(|watched| watched.len());
+    let changed = watched.as_ref().map_or(0, |watched| watched.len());
     let options = match options(out, kept) {
         Ok(options) => options,
         Err(e) => return failed(e),
@@ -86,8 +86,10 @@ fn rebuild(
                 say!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
                 let plural = |n: usize| if n == 1 { "path" } else { "paths" };
-                let changed = changed.map(|n| format!("; {n} {} seen changed, the rest trusted", plural(n)));
-                let changed = changed.unwrap_or_default();
+                let changed = match summary.told {
+                    true => format!("; {changed} {} seen changed, the rest trusted", plural(changed)),
+                    false => String::new(),
+                };
                 say!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s{changed}",
                     crate::fsutil::show_dir(out),
@@ -228,7 +230,10 @@ impl Seen {
         use notify::event::{EventKind, ModifyKind};
         let Ok(event) = event else { return self.changes = None };
         let contents_only = matches!(event.kind, EventKind::Modify(ModifyKind::Data(_)));
-        let links = !contents_only && event.paths.iter().any(|path| path.is_symlink());
+        // A path created, renamed or changed in its metadata (a link count too) is looked at,
+        // and so is all that a folder brought in holds.
+        let links =
+            !contents_only && event.paths.iter().filter(|path| path.starts_with(data)).any(|path| holds_a_link(path));
         self.links |= links;
         let Some(changes) = self.changes.as_mut().filter(|_| !self.links && !event.need_rescan()) else {
             return self.changes = None;
@@ -241,9 +246,19 @@ impl Seen {
     }
 }
 
-/// True when the data folder holds a link (to a file or a folder), or cannot be walked.
-fn holds_a_link(data: &Path) -> bool {
-    walkdir::WalkDir::new(data).into_iter().any(|entry| entry.map_or(true, |entry| entry.path_is_symlink()))
+/// True when `path` (the data folder, or a path in it) is or holds a link, or cannot be walked.
+/// A link is a symbolic link, to a file or a folder, or a file with more than one name (a hard
+/// link): either can change with no event naming a path in the data folder (a symbolic link's
+/// target, another name of the same file). Nothing at `path` holds no link.
+fn holds_a_link(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if !path.exists() && !path.is_symlink() {
+        return false; // removed: nothing there
+    }
+    let linked = |entry: walkdir::DirEntry| {
+        entry.path_is_symlink() || entry.file_type().is_file() && entry.metadata().map_or(true, |meta| meta.nlink() > 1)
+    };
+    walkdir::WalkDir::new(path).into_iter().any(|entry| entry.map_or(true, linked))
 }
 
 /// True when `event` may change what a build of `data` reads: a change (not an access) of

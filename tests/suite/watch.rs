@@ -411,3 +411,51 @@ fn watch_rebuilds_told_what_changed_leave_the_tree_a_fresh_build_gives() {
     same_as_fresh("an edit beside the link", &|| write("thing/1.json", &thing(1, 12)));
     assert_eq!(server.stderr().matches("the rest trusted").count(), told, "{}", server.stderr());
 }
+
+/// A file that can change with no event naming a path in the data folder (another name of it,
+/// a hard link, outside or inside the data folder; a symbolic link inside a folder moved in
+/// whole) makes every later rebuild list everything: edited through its other name, it is
+/// still found changed, as a fresh build finds it.
+#[test]
+fn watch_rebuilds_list_everything_once_a_file_can_change_unseen() {
+    type Step = dyn Fn(&Path, &Path);
+    let hard_link: &Step =
+        &|data, outside| std::fs::hard_link(outside.join("4.json"), data.join("thing/4.json")).unwrap();
+    let moved_in: &Step = &|data, outside| {
+        std::fs::create_dir(outside.join("4")).unwrap();
+        std::os::unix::fs::symlink(outside.join("note.json"), outside.join("4/note.json")).unwrap();
+        std::fs::write(data.join("thing/4.json"), "{\"id\": 4, \"name\": \"thing-4\"}").unwrap();
+        std::fs::rename(outside.join("4"), data.join("thing/4")).unwrap();
+    };
+    for (label, link, edit_unseen) in [
+        ("a hard link to a file outside", hard_link, "4.json"),
+        ("a folder moved in holding a symbolic link", moved_in, "note.json"),
+    ] {
+        let tmp = TempDir::new("watch-unseen");
+        let (data, out, outside) = (tmp.join("data"), tmp.join("out"), tmp.join("outside"));
+        let thing = |id: i64, size: i64| format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"size\": {size}}}");
+        write_files(&data, &[("thing/1.json", thing(1, 1)), ("thing/2.json", thing(2, 2))]);
+        write_files(&outside, &[("4.json", thing(4, 4)), ("note.json", "{\"a\": 1}".to_string())]);
+        let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
+        assert!(eventually(LIMIT, || server.get("/api/v2/thing/1/").status == 200), "{}", server.stderr());
+        let rebuild = |change: &dyn Fn()| {
+            let before = rebuilds(&server);
+            change();
+            assert!(rebuilt_since(&server, before), "{label}: no rebuild\n{}", server.stderr());
+        };
+        let write = |size: i64| std::fs::write(data.join("thing/1.json"), thing(1, size)).unwrap();
+        rebuild(&|| write(10)); // lists everything: the first after the start
+        rebuild(&|| write(11));
+        let told = server.stderr().matches("the rest trusted").count();
+        assert!(told >= 1, "{label}: {}", server.stderr());
+        rebuild(&|| link(&data, &outside));
+        std::thread::sleep(Duration::from_millis(2100)); // the linked file's stamp is trusted
+        rebuild(&|| write(12));
+        std::fs::write(outside.join(edit_unseen), "{\"id\": 4, \"name\": \"changed-4\", \"b\": 2}").unwrap();
+        rebuild(&|| write(13));
+        let fresh = tmp.join("fresh");
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{label}: the rebuilt tree differs from a fresh build");
+        assert_eq!(server.stderr().matches("the rest trusted").count(), told, "{label}: {}", server.stderr());
+    }
+}
