@@ -5,7 +5,9 @@ target/bench/results-scale.json.
 
 `ONLY=scale make bench` (or `ONLY=scale python3 bench/run.py`) runs it. Cases:
 - `200k-files`: 200k records, one file each: unchanged rebuild, one-record edit, peak RSS; then
-  the same edit under `gen serve --watch` (watch_edits: the rebuild told what changed);
+  the same edit under `gen serve --watch` (watch_edits: the rebuild told what changed), on a
+  copy of the data without hard links (real_copy: the watcher lists everything when a file has
+  two names);
 - `200k-ndjson`: the same records as NDJSON tables: unchanged, one-line edit, peak RSS;
 - `published` (with API_DATA=<api-data's data folder>, imported once): fresh build against
   `cp -r` of its output, a one-record edit against the fresh build;
@@ -188,8 +190,8 @@ class Edit:
     """One number of the first creature record of a working copy, changed to a new value per
     round (a file, or a line of creature.ndjson); restore() links the source's file back."""
 
-    def __init__(self, copy, source):
-        self.copy, self.source = copy, source
+    def __init__(self, copy, source, link=True):
+        self.copy, self.source, self.link = copy, source, link
         table = copy / "creature.ndjson"
         if table.exists():
             self.name = "creature.ndjson"
@@ -216,7 +218,11 @@ class Edit:
         time.sleep(EDIT_SETTLE)
 
     def restore(self):
-        self.replace(lambda path: os.link(self.source / self.name, path))
+        """Puts the source's file back: linked, or copied into a copy without hard links."""
+        if self.link:
+            self.replace(lambda path: os.link(self.source / self.name, path))
+        else:
+            self.replace(lambda path: path.write_bytes((self.source / self.name).read_bytes()))
 
 
 def changed(record, n):
@@ -304,11 +310,34 @@ def case_200k(case, bins, work, figures):
                 figures.measure(case, edit_figure, label, build(gen, data, trees[label]))
             for label, gen in in_turn(bins, round_):
                 figures.measure(case, "unchanged rebuild (s)", label, build(gen, data, trees[label]))
-        if case == "200k-files":
-            for label, gen in bins:
-                watch_edits(case, (label, gen), (data, trees[label]), edit, figures)
     finally:
         edit.restore()
+    if case == "200k-files":
+        # `gen serve --watch` lists everything when a file has two names: its rounds run on a
+        # copy without hard links
+        copy = real_copy(case, source, work)
+        edit = Edit(copy, source, link=False)
+        try:
+            for label, gen in bins:
+                watch_edits(case, (label, gen), (copy, trees[label]), edit, figures)
+        finally:
+            edit.restore()
+
+
+def real_copy(case, source, work):
+    """A copy of a data folder whose files are their own (`cp -r`, not hard links),
+    SCALE_WORK/bench-copy-<case>, kept while the source is the same folder."""
+    copy = work / f"bench-copy-{case}"
+    marker = work / f"bench-copy-{case}.source"
+    identity = f"{source.resolve()} {source.stat().st_ino} {(source / 'gen.json').stat().st_mtime_ns}"
+    if copy.exists() and marker.exists() and marker.read_text() == identity:
+        return copy
+    remove(copy)
+    run.log(f"copying {source} into {copy} (no hard links)")
+    run.run(["cp", "-r", str(source), str(copy)])
+    marker.write_text(identity)
+    time.sleep(EDIT_SETTLE)
+    return copy
 
 
 def watch_edits(case, binary, where, edit, figures):
