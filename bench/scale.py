@@ -174,15 +174,21 @@ def working_copy(case, source, work):
     """A hard-link copy of a data folder (`cp -al`), SCALE_WORK/bench-data-<case>, kept while
     the source is the same folder: edits replace its files by rename, so the source is never
     written."""
-    copy = work / f"bench-data-{case}"
-    marker = work / f"bench-data-{case}.source"
+    return kept_copy(source, work / f"bench-data-{case}", ["cp", "-al"])
+
+
+def kept_copy(source, copy, cp):
+    """`copy`, made of `source` by the command `cp` (then `EDIT_SETTLE` seconds, for its stamps
+    to be trusted), kept while the source is the same folder (noted in `<copy>.source`)."""
+    marker = copy.parent / f"{copy.name}.source"
     identity = f"{source.resolve()} {source.stat().st_ino} {(source / 'gen.json').stat().st_mtime_ns}"
     if copy.exists() and marker.exists() and marker.read_text() == identity:
         return copy
     remove(copy)
-    run.log(f"linking a working copy of {source} into {copy}")
-    run.run(["cp", "-al", str(source), str(copy)])
+    run.log(f"{' '.join(cp)} {source} {copy}")
+    run.run([*cp, str(source), str(copy)])
     marker.write_text(identity)
+    time.sleep(EDIT_SETTLE)
     return copy
 
 
@@ -327,17 +333,7 @@ def case_200k(case, bins, work, figures):
 def real_copy(case, source, work):
     """A copy of a data folder whose files are their own (`cp -r`, not hard links),
     SCALE_WORK/bench-copy-<case>, kept while the source is the same folder."""
-    copy = work / f"bench-copy-{case}"
-    marker = work / f"bench-copy-{case}.source"
-    identity = f"{source.resolve()} {source.stat().st_ino} {(source / 'gen.json').stat().st_mtime_ns}"
-    if copy.exists() and marker.exists() and marker.read_text() == identity:
-        return copy
-    remove(copy)
-    run.log(f"copying {source} into {copy} (no hard links)")
-    run.run(["cp", "-r", str(source), str(copy)])
-    marker.write_text(identity)
-    time.sleep(EDIT_SETTLE)
-    return copy
+    return kept_copy(source, work / f"bench-copy-{case}", ["cp", "-r"])
 
 
 def watch_edits(case, binary, where, edit, figures):

@@ -198,9 +198,8 @@ pub fn build(
     require_out_beside(data, out)?;
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
-    let listing = listing::list(data, previous.index.as_ref(), options.watched.as_deref());
-    let told = (options.watched.as_ref().map(|watched| watched.base))
-        .is_some_and(|base| previous.index.as_ref().is_some_and(|index| index.started_ns == base));
+    let watched = previous.counted_from(options.watched.as_deref());
+    let (told, listing) = (watched.is_some(), listing::list(data, previous.index.as_ref(), watched));
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);
@@ -403,6 +402,12 @@ impl PreviousBuild {
     ) -> Option<up_to_date::Unchanged> {
         let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
         up_to_date::unchanged(data, listing, index, |config| up_to_date::settings_of(options, index, config))
+    }
+
+    /// What a watcher saw change (`watched`), when it was counted from the build whose index
+    /// this is: else it says nothing of the data since.
+    fn counted_from<'w>(&self, watched: Option<&'w watched::WatchedChanges>) -> Option<&'w watched::WatchedChanges> {
+        watched.filter(|watched| self.index.as_ref().is_some_and(|index| index.started_ns == watched.base))
     }
 
     /// Lets go of the previous build's data table (a table line's or file's entry each), once

@@ -36,6 +36,9 @@ impl Stamp {
     /// `None` when there is nothing there or it cannot be stat'ed.
     pub fn at(dir: &std::fs::File, rel: &str, follow: bool) -> Option<(Stamp, bool)> {
         use std::os::fd::AsRawFd;
+        if rel.as_bytes().contains(&0) {
+            return None;
+        }
         let (mut short, long);
         let name: *const libc::c_char = match rel.len() < 256 {
             true => {
@@ -48,9 +51,6 @@ impl Stamp {
                 long.as_ptr()
             }
         };
-        if rel.as_bytes().contains(&0) {
-            return None;
-        }
         // SAFETY: `stat` is plain data, filled by the call.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a NUL-terminated name (the buffer is zeroed past it, or a CString), an open

@@ -244,14 +244,10 @@ impl Part {
 
 /// Lists the data folder `data`, trusting the folders that `index` (the previous build's, if
 /// any) vouches for: by their times, or by what a watcher saw change since that build
-/// (`changes`, used when counted from it). `None` when a walk would report a problem, or when a
-/// folder is a link.
+/// (`changes`, counted from it). `None` when a walk would report a problem, or when a folder is
+/// a link.
 pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>) -> Option<Listing> {
-    let recorded = index.map(|index| Recorded {
-        index,
-        notes: index.folders.as_ref(),
-        changes: changes.filter(|changes| changes.base == index.started_ns),
-    });
+    let recorded = index.map(|index| Recorded { index, notes: index.folders.as_ref(), changes });
     let mut top = Vec::new();
     let mut folders = Vec::new();
     for (name, is_dir) in folder_names(data)? {
@@ -450,13 +446,12 @@ fn record_folder(
     part: &mut Part,
 ) -> Option<()> {
     let rel = DataPath::RecordFolder { segment, id }.file();
-    let dir = data.path.join(&rel);
     let known = !recorded_subdocs.is_empty() || recorded.is_some_and(|r| r.is_hollow(&rel));
     let watched = recorded.and_then(|r| r.watched_folder(&rel, known));
     let trusted = watched == Some(true) || {
         let stamp = match data.dir.as_ref() {
             Some(opened) => Stamp::at(opened, &rel, false).filter(|(_, is_dir)| *is_dir)?.0, // not a link
-            None => Stamp::of(&std::fs::symlink_metadata(&dir).ok().filter(|meta| meta.is_dir())?),
+            None => Stamp::of(&std::fs::symlink_metadata(data.path.join(&rel)).ok().filter(|meta| meta.is_dir())?),
         };
         watched.is_none() && recorded.is_some_and(|r| r.trusts_folder(known, &stamp))
     };
@@ -466,7 +461,7 @@ fn record_folder(
         }
         _ => {
             let mut to_stat = Vec::new();
-            for (name, is_dir) in folder_names(&dir)? {
+            for (name, is_dir) in folder_names(&data.path.join(&rel))? {
                 let file = format!("{rel}/{name}");
                 let Ok(DataPath::SubDoc { name: kind, .. }) = DataPath::parse(&file, is_dir) else { return None };
                 let entry = recorded.and_then(|r| {

@@ -184,11 +184,8 @@ fn segment_sizes(blocks: &[Block], previous: Option<&DataFiles>) -> Sizes {
         }
     };
     for block in blocks {
-        for &number in previous.map_or(&[][..], |_| &block.same[..]) {
-            let place = previous.map(|previous| previous.place_at(number));
-            if let Some(place) = place {
-                add(place.segment, place.kind.is_some());
-            }
+        for place in previous.iter().flat_map(|previous| block.same.iter().map(|&number| previous.place_at(number))) {
+            add(place.segment, place.kind.is_some());
         }
         for Listed { rel, .. } in &block.other {
             if let Some((segment, rest)) = rel.split_once('/') {

@@ -232,9 +232,10 @@ impl Seen {
         let contents_only = matches!(event.kind, EventKind::Modify(ModifyKind::Data(_)));
         // A path created, renamed or changed in its metadata (a link count too) is looked at,
         // and so is all that a folder brought in holds.
-        let links =
-            !contents_only && event.paths.iter().filter(|path| path.starts_with(data)).any(|path| holds_a_link(path));
-        self.links |= links;
+        // (once one is found, none is looked for again)
+        self.links = self.links
+            || !contents_only
+                && event.paths.iter().filter(|path| path.starts_with(data)).any(|path| holds_a_link(path));
         let Some(changes) = self.changes.as_mut().filter(|_| !self.links && !event.need_rescan()) else {
             return self.changes = None;
         };
