@@ -375,7 +375,7 @@ fn watch_rebuilds_told_what_changed_leave_the_tree_a_fresh_build_gives() {
         assert!(read_tree(&out) == read_tree(&fresh), "{step}: the rebuilt tree differs from a fresh build");
     };
     let write = |rel: &str, text: &str| std::fs::write(data.join(rel), text).unwrap();
-    // The first rebuild lists everything (the build at start began before the watch did).
+    // The watch began before the build at start: the first rebuild is told what changed too.
     same_as_fresh("a record edited in place", &|| write("thing/1.json", &thing(1, 10)));
     same_as_fresh("a record edited in place again", &|| write("thing/1.json", &thing(1, 11)));
     assert!(server.stderr().contains("seen changed, the rest trusted"), "{}", server.stderr());
