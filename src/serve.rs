@@ -88,9 +88,9 @@ const RETRY: Duration = Duration::from_secs(1);
 /// until the process is interrupted (Ctrl-C ends it: nothing is buffered that would need
 /// flushing, and the kernel closes the sockets).
 pub fn run(options: ServeOptions) -> Result<()> {
-    let problems = match &options.watch {
-        Some(data) => watch::build_at_start(data, &options.dir, options.quiet)?,
-        None => None,
+    let (problems, watching) = match &options.watch {
+        Some(data) => watch::build_at_start(data, &options.dir, options.quiet).map(|(p, w)| (p, Some(w)))?,
+        None => (None, None),
     };
     let listener = listen::bind(&options.addr, options.idle_timeout)?;
     listen::raise_open_files_limit();
@@ -141,14 +141,14 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let shared = shared.clone();
         std::thread::Builder::new().name("gen-reload".into()).spawn(move || poll(&shared))?;
     }
-    if let Some(data) = options.watch.clone() {
+    if let Some(watching) = watching {
         let shared_for_watch = shared.clone();
         let reload = move || {
             if let Err(e) = reload(&shared_for_watch) {
                 say!("gen serve: cannot load the new build yet (retried): {e:#}");
             }
         };
-        watch::start(data, options.dir.clone(), preview, options.quiet, reload)?;
+        watch::start(watching, options.dir.clone(), preview, options.quiet, reload)?;
     }
     server::run(listener, shared, events_tx, events)
 }

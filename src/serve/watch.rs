@@ -7,24 +7,25 @@
 //! server then loads it at once. A rebuild that finds problems prints them as `gen check` does,
 //! keeps the last good tree served, and shows them on the HTML view until a rebuild succeeds.
 //!
-//! The paths the events name are handed to the next rebuild ([`WatchedChanges`]): it lists
-//! those, and takes every other file and folder from the previous build's index without a
-//! `stat`. Only for a rebuild that follows one this watcher saw start, and never for a data
-//! folder holding a link (a link's target may change outside it, unwatched); lost events, a
-//! failed rebuild or a data folder replaced whole make the next rebuild list everything.
+//! The data folder is watched before the first build reads it ([`events`]), so that a change
+//! made while `gen serve` starts is a change seen. The paths the events name are handed to the
+//! next rebuild ([`WatchedChanges`]): it lists those, and takes every other file and folder
+//! from the previous build's index without a `stat`. Only for a rebuild that follows one this
+//! watcher saw start, and never for a data folder holding a link (a link's target may change
+//! outside it, unwatched); lost events, an error from the watcher, a failed rebuild or a data
+//! folder replaced whole make the next rebuild list everything. Nothing a rebuild meets ends
+//! the watch: a rebuild that fails, even on a bug, is a failed rebuild.
+
+mod events;
 
 use super::html::Preview;
 use crate::build::watched::WatchedChanges;
 use crate::problem::Problems;
-use anyhow::{Context, Result, bail};
-use notify::{RecursiveMode, Watcher};
+use anyhow::{Result, bail};
+use events::Watching;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// Events closer together than this are one change.
-const DEBOUNCE: Duration = Duration::from_millis(150);
+use std::time::Instant;
 
 /// The build options of a rebuild: the data's settings, with the link style, indentation and
 /// gzip copies of the tree already in `out` (see [`crate::build::BuildOptions::of_tree`]), so that a
@@ -76,8 +77,12 @@ fn rebuild(
         Ok(options) => options,
         Err(e) => return failed(e),
     };
-    let built =
-        crate::build::build(data, out, &crate::build::BuildOptions { watched, ..options.clone() }, &Default::default());
+    let options_told = crate::build::BuildOptions { watched, ..options.clone() };
+    // A bug met by one rebuild (a panic) fails that rebuild, and the watch goes on.
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::build::build(data, out, &options_told, &Default::default())
+    }))
+    .unwrap_or_else(|panic| Err(internal_error(panic.as_ref())));
     match built {
         Ok(summary) => {
             let manifest = crate::fsutil::Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
@@ -104,6 +109,16 @@ fn rebuild(
     }
 }
 
+/// The error of a rebuild that panicked with `panic`: a bug in gen, said as one.
+fn internal_error(panic: &(dyn std::any::Any + Send)) -> anyhow::Error {
+    let what = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    anyhow::anyhow!(
+        "the rebuild stopped on an internal error ({}): this is a bug in gen, please report it; \
+         the next change tries again",
+        what.unwrap_or("no message")
+    )
+}
+
 /// A rebuild that failed with `e`: the problems printed, as `gen check` prints them.
 fn failed(e: anyhow::Error) -> Outcome {
     let text = match e.downcast_ref::<Problems>() {
@@ -115,10 +130,12 @@ fn failed(e: anyhow::Error) -> Outcome {
     Outcome::Failed(text)
 }
 
-/// The first build, before serving. Problems are printed; when `out` holds no tree to fall
-/// back on they end the command (exit status 1, as `gen build`), else the last good tree is
-/// served and the problems are returned, to be shown until they are fixed.
-pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Option<String>> {
+/// The first build, before serving, with the data folder already watched: a change made
+/// while it runs, or before the watch loop starts, is in the watch's queue and rebuilt after
+/// it. Problems are printed; when `out` holds no tree to fall back on they end the command
+/// (exit status 1, as `gen build`), else the last good tree is served and the problems are
+/// returned, to be shown until they are fixed. The watch is handed to [`start`].
+pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<(Option<String>, Watch)> {
     if crate::fsutil::is_inside(out, data) {
         bail!(
             "--dir {} is inside --data {}: each rebuild would change the data it watches; write the tree elsewhere",
@@ -130,81 +147,48 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<Opt
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
     crate::date::source_date_epoch()?;
-    match rebuild((data, out), quiet, None, &mut None) {
-        Outcome::Built(_) => Ok(None),
+    let mut watch = Watch { watching: Watching::new(data)?, kept: None };
+    if !quiet {
+        say!("gen serve: watching {} for changes", watch.watching.data.display());
+    }
+    match rebuild((data, out), quiet, None, &mut watch.kept) {
+        Outcome::Built(base) => {
+            watch.watching.counted_from(base);
+            Ok((None, watch))
+        }
         Outcome::Failed(problems) => {
             if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
                 bail!("{} holds no tree to serve until the data builds: fix the problems above", out.display());
             }
-            Ok(Some(problems))
+            Ok((Some(problems), watch))
         }
     }
 }
 
-/// Watches `data` from a thread of its own; after each burst of changes, rebuilds into `out`,
-/// then calls `reload` (which loads the new tree) or shows the problems on `preview`.
-///
-/// Only changes count (create, modify, remove, rename): a build opens and reads every data
-/// file, and those accesses must not queue the next build. The data folder's parent is watched
-/// too (its direct entries only), so that a data folder deleted and recreated, or replaced by
-/// another moved in, is noticed and watched anew.
+/// The watch on the data folder, set up by [`build_at_start`] before the first build, with the
+/// options that build was made with.
+pub struct Watch {
+    watching: Watching,
+    kept: Option<KeptOptions>,
+}
+
+/// Goes on watching the data folder from a thread of its own; after each burst of changes,
+/// rebuilds into `out`, then calls `reload` (which loads the new tree) or shows the problems on
+/// `preview`. Nothing a rebuild meets ends the thread.
 pub fn start(
-    data: PathBuf,
+    mut watch: Watch,
     out: PathBuf,
     preview: Arc<Preview>,
     quiet: bool,
     reload: impl Fn() + Send + 'static,
 ) -> Result<()> {
-    let data = std::path::absolute(&data).with_context(|| format!("cannot watch {}", data.display()))?;
-    let (events_tx, events) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(events_tx).context("cannot watch the data folder for changes")?;
-    if let Err(e) = watcher.watch(&data, RecursiveMode::Recursive) {
-        let hint = match e.kind {
-            notify::ErrorKind::MaxFilesWatch => {
-                " (a watch a folder: raise the limit, e.g. `sudo sysctl fs.inotify.max_user_watches=524288`)"
-            }
-            _ => "",
-        };
-        bail!("cannot watch {} for changes: {e}{hint}", data.display());
-    }
-    if let Some(parent) = data.parent()
-        && let Err(e) = watcher.watch(parent, RecursiveMode::NonRecursive)
-    {
-        say!(
-            "gen serve: cannot watch {} ({e}): if the data folder is deleted and recreated, restart gen serve",
-            parent.display()
-        );
-    }
-    let mut watched = identity(&data);
-    if !quiet {
-        say!("gen serve: watching {} for changes", data.display());
-    }
     std::thread::Builder::new().name("gen-watch".into()).spawn(move || {
-        let mut seen = Seen { changes: None, links: holds_a_link(&data) };
-        let mut kept = None;
-        while let Ok(event) = events.recv() {
-            if !is_change(&event, &data) {
-                continue;
-            }
-            seen.note(&event, &data);
-            if !quiet_for(&events, DEBOUNCE, &data, &mut seen) {
-                return;
-            }
-            // A data folder replaced whole (recreated, or another moved in) is watched anew,
-            // before the rebuild reads it, so that no change made after this is missed.
-            let now = identity(&data);
-            if now != watched && now.is_some() {
-                seen.changes = None;
-                let _ = watcher.unwatch(&data);
-                match watcher.watch(&data, RecursiveMode::Recursive) {
-                    Ok(()) => watched = now,
-                    Err(e) => say!("gen serve: cannot watch {} again: {e}", data.display()),
-                }
-            }
+        while watch.watching.next_burst() {
             // Changes seen from here on are the next rebuild's: it starts from this one's index.
-            match rebuild((&data, &out), quiet, seen.changes.take().map(Arc::new), &mut kept) {
+            let told = watch.watching.take_changes().map(Arc::new);
+            match rebuild((&watch.watching.data, &out), quiet, told, &mut watch.kept) {
                 Outcome::Built(base) => {
-                    seen.changes = Some(WatchedChanges::since(base));
+                    watch.watching.counted_from(base);
                     reload();
                     preview.set_problems(None);
                 }
@@ -213,96 +197,4 @@ pub fn start(
         }
     })?;
     Ok(())
-}
-
-/// What the watcher saw change since the last rebuild, for the next one: `None` when that one
-/// must list everything (no rebuild yet since watching began, the last one failed, events were
-/// lost, or the data folder holds a link).
-struct Seen {
-    changes: Option<WatchedChanges>,
-    /// True once a link was found in the data folder: no rebuild is then told what changed.
-    links: bool,
-}
-
-impl Seen {
-    /// Notes the paths `event` (a change) names, or that everything may have changed.
-    fn note(&mut self, event: &notify::Result<notify::Event>, data: &Path) {
-        use notify::event::{EventKind, ModifyKind};
-        let Ok(event) = event else { return self.changes = None };
-        let contents_only = matches!(event.kind, EventKind::Modify(ModifyKind::Data(_)));
-        // A path created, renamed or changed in its metadata (a link count too) is looked at,
-        // and so is all that a folder brought in holds.
-        // (once one is found, none is looked for again)
-        self.links = self.links
-            || !contents_only
-                && event.paths.iter().filter(|path| path.starts_with(data)).any(|path| holds_a_link(path));
-        let Some(changes) = self.changes.as_mut().filter(|_| !self.links && !event.need_rescan()) else {
-            return self.changes = None;
-        };
-        // A path outside the data folder (moved in from, or out to) is not the data's.
-        let inside: Vec<&Path> = event.paths.iter().filter_map(|path| path.strip_prefix(data).ok()).collect();
-        if inside.is_empty() || !inside.into_iter().all(|rel| changes.note(rel, contents_only)) {
-            self.changes = None;
-        }
-    }
-}
-
-/// True when `path` (the data folder, or a path in it) is or holds a link, or cannot be walked.
-/// A link is a symbolic link, to a file or a folder, or a file with more than one name (a hard
-/// link): either can change with no event naming a path in the data folder (a symbolic link's
-/// target, another name of the same file). Nothing at `path` holds no link.
-fn holds_a_link(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if !path.exists() && !path.is_symlink() {
-        return false; // removed: nothing there
-    }
-    let linked = |entry: walkdir::DirEntry| {
-        entry.path_is_symlink() || entry.file_type().is_file() && entry.metadata().map_or(true, |meta| meta.nlink() > 1)
-    };
-    walkdir::WalkDir::new(path).into_iter().any(|entry| entry.map_or(true, linked))
-}
-
-/// True when `event` may change what a build of `data` reads: a change (not an access) of
-/// `data` or of something in it. A failure to watch counts (something may have been missed).
-fn is_change(event: &notify::Result<notify::Event>, data: &Path) -> bool {
-    use notify::event::{EventKind, MetadataKind, ModifyKind};
-    let event = match event {
-        Ok(event) => event,
-        Err(e) => {
-            say!("gen serve: watching {}: {e}", data.display());
-            return true;
-        }
-    };
-    let kind_counts =
-        !matches!(event.kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)));
-    // A rescan request (events were lost) names no path.
-    kind_counts && (event.paths.is_empty() || event.paths.iter().any(|path| path.starts_with(data)))
-}
-
-/// Waits until no change has come for `quiet`: a burst of changes is one rebuild, its paths
-/// noted in `seen`. False when the watcher is gone.
-fn quiet_for(
-    events: &mpsc::Receiver<notify::Result<notify::Event>>,
-    quiet: Duration,
-    data: &Path,
-    seen: &mut Seen,
-) -> bool {
-    let mut until = Instant::now() + quiet;
-    loop {
-        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            Ok(event) if is_change(&event, data) => {
-                seen.note(&event, data);
-                until = Instant::now() + quiet;
-            }
-            Ok(_) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => return true,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-        }
-    }
-}
-
-/// The inode of a folder, to notice it was replaced (its stamp's times change with every
-/// entry added or removed; its inode does not).
-fn identity(path: &Path) -> Option<u64> {
-    crate::fsutil::Stamp::of_path(path).map(|stamp| stamp.ino)
 }

@@ -33,10 +33,16 @@ pub(super) fn read_lines<T>(
 ) -> Read<T> {
     let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
     let mut out = Read { items, hashes, problems: Vec::new(), hash: blake3::hash(b"") };
-    let mut input = match std::fs::File::open(file) {
+    // Opened as a record file is: a FIFO, a device or a socket is refused without waiting on it
+    // (a FIFO dropped in as a table would otherwise hang the build, and `gen serve --watch`).
+    let mut input = match crate::fsutil::open_regular_file(file, u64::MAX, false) {
         Ok(f) => f,
-        Err(e) => {
+        Err(crate::fsutil::NotRead::Io(e)) => {
             out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
+            return out;
+        }
+        Err(refused) => {
+            out.problems.push(Problem::whole(file, refused.to_string()));
             return out;
         }
     };
