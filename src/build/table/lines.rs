@@ -4,6 +4,7 @@
 
 use super::Read;
 use crate::build::dataset::{Span, at_line};
+use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;
 use std::io::Read as _;
@@ -33,10 +34,15 @@ pub(super) fn read_lines<T>(
 ) -> Read<T> {
     let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
     let mut out = Read { items, hashes, problems: Vec::new(), hash: blake3::hash(b"") };
-    let mut input = match std::fs::File::open(file) {
-        Ok(f) => f,
-        Err(e) => {
+    // opened as a record file is (a regular file, without blocking), and read to its size then
+    let mut input = match crate::fsutil::open_table(file) {
+        Ok((input, size)) => input.take(size),
+        Err(NotRead::Io(e)) => {
             out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
+            return out;
+        }
+        Err(refused) => {
+            out.problems.push(Problem::whole(file, refused.to_string()));
             return out;
         }
     };
