@@ -436,6 +436,9 @@ fn random_docs(rng: &mut Rng) -> Vec<Doc> {
     docs
 }
 
+/// The document of each line of a table: its record's id, and its sub-document's name.
+type Lines = Vec<(i64, Option<&'static str>)>;
+
 /// The prefix a sub-document's line writes before the document.
 fn line_prefix(id: i64) -> String {
     format!("{{\"id\": {id}, \"document\": ")
@@ -443,18 +446,12 @@ fn line_prefix(id: i64) -> String {
 
 /// Writes `docs` as files under `files` and as tables under `tables`; returns, for each
 /// table, the document of each line.
-fn write_layouts(
-    rng: &mut Rng,
-    docs: &[Doc],
-    files: &Path,
-    tables: &Path,
-) -> Vec<(String, Vec<(i64, Option<&'static str>)>)> {
+fn write_layouts(rng: &mut Rng, docs: &[Doc], files: &Path, tables: &Path) -> Vec<(String, Lines)> {
     for dir in [files, tables] {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).unwrap();
     }
-    let mut by_table: std::collections::BTreeMap<String, (String, Vec<(i64, Option<&'static str>)>)> =
-        Default::default();
+    let mut by_table: std::collections::BTreeMap<String, (String, Lines)> = Default::default();
     for doc in docs {
         let (file, table, line) = match doc.name {
             None => (format!("thing/{}.json", doc.id), "thing.ndjson".to_string(), doc.text.clone()),
@@ -532,10 +529,7 @@ fn from_file((path, location, message): &(String, String, String)) -> Shared {
 
 /// A table layout's problem, in shared terms: its line's document, the column less the
 /// line's text before the document.
-fn from_table(
-    (path, location, message): &(String, String, String),
-    tables: &[(String, Vec<(i64, Option<&'static str>)>)],
-) -> Shared {
+fn from_table((path, location, message): &(String, String, String), tables: &[(String, Lines)]) -> Shared {
     let mut parts = path.rsplitn(3, ':');
     let (column, line) = (parts.next().unwrap(), parts.next().unwrap());
     let table = parts.next().unwrap_or_else(|| panic!("a problem of {path}"));
