@@ -198,6 +198,16 @@ pub(crate) fn open_regular_file(
     Ok(file)
 }
 
+/// Opens a table of the data folder (`data/<segment>.ndjson`) as a record file is opened (see
+/// [`open_regular_file`]: a regular file or a link to one, its type checked before and after
+/// opening, opened without blocking), and gives its size then: the most its reader reads, so
+/// that a table that grows while it is read (or claims no end) is read to that size only.
+pub(crate) fn open_table(path: &Path) -> std::result::Result<(std::fs::File, u64), NotRead> {
+    let file = open_regular_file(path, u64::MAX, false)?;
+    let size = file.metadata().map_err(NotRead::Io)?.len();
+    Ok((file, size))
+}
+
 /// Reads at most `limit` bytes of an open file: more is an error, however the file grew.
 pub(crate) fn read_bounded(file: std::fs::File, limit: u64) -> std::result::Result<Vec<u8>, NotRead> {
     use std::io::Read as _;

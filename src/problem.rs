@@ -20,19 +20,6 @@ impl Problem {
         Problem { path: path.to_path_buf(), location: location.into(), message: message.into() }
     }
 
-    /// `problem`, found in the bytes of line `line` of a table and reported at the table's path
-    /// with a column of 1, moved to its place in the table: `<table>:LINE:COLUMN`, the column
-    /// taken from a `line 1, column C` location.
-    pub fn at_line_of(problem: Problem, line: u32) -> Problem {
-        let column = problem.location.strip_prefix("line 1, column ").and_then(|c| c.parse::<u64>().ok());
-        let Some(column) = column else { return problem };
-        let path = problem.path.to_string_lossy();
-        let table = path.strip_suffix(&format!(":{line}:1")).unwrap_or(&path);
-        let mut path = std::ffi::OsString::from(table);
-        path.push(format!(":{line}:{column}"));
-        Problem { path: PathBuf::from(path), location: "-".to_string(), message: problem.message }
-    }
-
     /// A problem with the whole file (JSON location `$`).
     pub fn whole(path: &Path, message: impl Into<String>) -> Problem {
         Problem::new(path, "$", message)

@@ -118,13 +118,17 @@ impl Source {
                 let mut bytes = vec![0; span.len as usize];
                 match file {
                     Some(file) => file.read_exact_at(&mut bytes, span.offset)?,
-                    None => std::fs::File::open(table)?.read_exact_at(&mut bytes, span.offset)?,
+                    None => {
+                        crate::fsutil::open_table(table).map_err(not_read)?.0.read_exact_at(&mut bytes, span.offset)?
+                    }
                 }
-                if !document {
-                    return Ok(bytes);
+                // a sub-document's line: its document as written, at the line's columns
+                if *document && !crate::build::table::subdoc_line::blank_around_document(&mut bytes) {
+                    return Err(std::io::Error::other(
+                        "the line holds no \"document\": the table changed while it was read",
+                    ));
                 }
-                let line: serde_json::Value = serde_json::from_slice(&bytes)?;
-                Ok(serde_json::to_vec(&line["document"]).expect("a JSON value serialises"))
+                Ok(bytes)
             }
         }
     }
@@ -146,14 +150,21 @@ impl Source {
         }
     }
 
-    /// A problem found in this source's bytes (reported at [`Source::problem_path`]), located in
-    /// its table: a line and column of the bytes become the table's line and column.
-    pub fn locate(&self, problem: crate::problem::Problem) -> crate::problem::Problem {
+    /// Where the bytes [`Source::read`] reads are, for the one reader of the data: a file, or a
+    /// table's line (a sub-document's at the line's columns).
+    pub fn at(&self) -> crate::json::At<'_> {
         match self {
-            Source::File(_) => problem,
-            Source::Line { span, document: false, .. } => crate::problem::Problem::at_line_of(problem, span.line),
-            Source::Line { .. } => problem,
+            Source::File(file) => crate::json::At::File(file),
+            Source::Line { table, span, .. } => crate::json::At::Line(table, span.line),
         }
+    }
+}
+
+/// A table that could not be opened, as the error of a read.
+fn not_read(e: crate::fsutil::NotRead) -> std::io::Error {
+    match e {
+        crate::fsutil::NotRead::Io(e) => e,
+        refused => std::io::Error::other(refused.to_string()),
     }
 }
 

@@ -466,7 +466,7 @@ fn load_entry(entry: Entry, limit: u64) -> Loaded {
     };
     let hash = blake3::hash(&bytes);
     match entry {
-        Entry::Record { segment, id, file } => match parse_head(&file, &bytes) {
+        Entry::Record { segment, id, file } => match parse_head(crate::json::At::File(&file), &bytes) {
             Err(problem) => Loaded::Failed(problem),
             Ok(head) => {
                 let mut problems = Vec::new();

@@ -5,7 +5,7 @@ use crate::build::extract::{self, Extracts};
 use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
-use crate::json::parse_json;
+use crate::json::read_value;
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
@@ -112,7 +112,7 @@ impl Renderer<'_> {
         // times the text
         let _share = crate::build::parse_budget::hold(source.size());
         let bytes = source.read().map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
-        let mut value = parse_json(file, &bytes).map_err(|p| vec![source.locate(p)])?;
+        let mut value = read_value(source.at(), &bytes).map_err(|p| vec![p])?;
         drop(bytes);
         let mut problems = Vec::new();
         let mut steps = Vec::new();
@@ -215,16 +215,22 @@ impl Renderer<'_> {
             Referent::Record { id, .. } => (id, None),
             Referent::SubDoc { id, name, .. } => (id, Some(name)),
         };
+        // what to add is said in the resource's layout: a table's line, or a file
+        let table = resource.records.first().is_some_and(|record| record.line.is_some());
         let Some(record) = resource.get(id) else {
-            return Err(format!(
-                "{url:?} points to {segment} {id}, which does not exist: add data/{segment}/{id}.json"
-            ));
+            let add = match table {
+                true => format!("add a line with \"id\": {id} to data/{segment}.ndjson"),
+                false => format!("add data/{segment}/{id}.json"),
+            };
+            return Err(format!("{url:?} points to {segment} {id}, which does not exist: {add}"));
         };
         if let Some(name) = subdoc {
             if !record.subdocs.iter().any(|s| *s.name == *name) {
-                return Err(format!(
-                    "{url:?} points to a sub-document that does not exist: add data/{segment}/{id}/{name}.json"
-                ));
+                let add = match table {
+                    true => format!("add a line {{\"id\": {id}, \"document\": ...}} to data/{segment}.{name}.ndjson"),
+                    false => format!("add data/{segment}/{id}/{name}.json"),
+                };
+                return Err(format!("{url:?} points to a sub-document that does not exist: {add}"));
             }
             return Ok(());
         }

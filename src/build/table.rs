@@ -4,14 +4,15 @@
 //! time; each line's problems are reported at `<table>:LINE:COLUMN`.
 
 mod lines;
+pub(crate) mod subdoc_line;
 
 use super::data_path::DataPath;
 use super::dataset::{Record, Seen, Span, Spread, SubDoc, at_line};
 use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
-use super::validate::{check_record, check_syntax, parse_head};
+use super::validate::{check_record, parse_head};
 use super::walk::Tables;
 use crate::fsutil::Stamp;
-use crate::json::parse_json;
+use crate::json::At;
 use crate::problem::Problem;
 use lines::read_lines;
 use std::cell::OnceCell;
@@ -107,7 +108,7 @@ pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> R
             Some(line) => (line.id, line.name.map(str::to_string)),
             None => {
                 let at = at();
-                let head = parse_head(&at, bytes).map_err(|p| problems.push(Problem::at_line_of(p, span.line))).ok()?;
+                let head = parse_head(At::Line(file, span.line), bytes).map_err(|p| problems.push(p)).ok()?;
                 if head.not_object.is_some() {
                     check_record(&at, 0, &head, problems); // says what the line is instead
                     return None;
@@ -138,7 +139,7 @@ pub(crate) fn read_subdocs(
         let at = at_line(file, span.line, 1);
         let id = match known.get(span.line, hash) {
             Some(line) => line.id,
-            None => subdoc_line_id(&at, span, bytes, problems)?,
+            None => subdoc_line_id((file, span.line), bytes, problems)?,
         };
         if let Some(first) = seen.insert(id, span.line) {
             problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
@@ -148,21 +149,12 @@ pub(crate) fn read_subdocs(
     })
 }
 
-/// The record id of a sub-document table's line, checked.
-fn subdoc_line_id(at: &Path, span: Span, bytes: &[u8], problems: &mut Vec<Problem>) -> Option<i64> {
-    check_syntax(bytes)
-        .map_err(|_| {
-            let found = parse_json(at, bytes).err().unwrap_or_else(|| Problem::whole(at, "invalid JSON"));
-            problems.push(Problem::at_line_of(found, span.line));
-        })
-        .ok()?;
-    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    let shape = "a line of a sub-document table is {\"id\": <the record's id>, \"document\": <the document>}";
-    let Some(object) = value.as_object().filter(|o| o.len() == 2 && o.contains_key("document")) else {
-        problems.push(Problem::whole(at, shape));
-        return None;
-    };
-    line_id(at, object.get("id"), shape, problems)
+/// The record id of a sub-document table's line (line `number` of `file`), checked: the line
+/// and its `id` are read by the one reader of the data, its document checked as a sub-document
+/// file is ([`subdoc_line::read`]). Every line left out is a problem.
+fn subdoc_line_id((file, number): (&Path, u32), bytes: &[u8], problems: &mut Vec<Problem>) -> Option<i64> {
+    let id = subdoc_line::read(At::Line(file, number), bytes).map_err(|p| problems.push(p)).ok()?;
+    line_id(&at_line(file, number, 1), id.as_ref(), subdoc_line::SHAPE, problems)
 }
 
 /// The integer `id` of a line, or a problem saying `fix`.
@@ -317,9 +309,9 @@ pub(crate) fn open(
         .collect();
     let subdoc_tables = kinds.into_iter().map(|(segment, name)| DataPath::SubDocTable { segment, name }.file());
     let files: HashSet<String> = tables.chain(subdoc_tables).collect();
-    // Regular files only, opened without waiting: a FIFO is not waited on (its read reports it).
+    // opened as the load read them: regular files only, without blocking
     let open = |rel: String| {
-        let file = crate::fsutil::open_regular_file(&dir.join(&rel), u64::MAX, false).ok()?;
+        let (file, _) = crate::fsutil::open_table(&dir.join(&rel)).ok()?;
         Some((dir.join(&rel), std::sync::Arc::new(file)))
     };
     files.into_iter().filter_map(open).collect()

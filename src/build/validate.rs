@@ -4,7 +4,7 @@
 
 use super::dataset::{Dataset, Record, Spread};
 use crate::config::{self, CONFIG_FILE, DataSettings};
-use crate::json::{is_integer_text, kind_of, parse_json};
+use crate::json::{At, is_integer_text, kind_of, read_value};
 use crate::problem::Problem;
 use crate::tree::layout::API_PREFIX;
 use serde_json::Value;
@@ -97,15 +97,19 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
     }
 }
 
-/// Parses the head of a record; on a syntax error, reports it as [`parse_json`] does.
-pub(crate) fn parse_head(path: &Path, bytes: &[u8]) -> Result<Head, Problem> {
+/// Parses the head of a record (its file, or its table's line: `at`); on a syntax error,
+/// reports it as the one reader of the data ([`read_value`]) does.
+pub(crate) fn parse_head(at: At<'_>, bytes: &[u8]) -> Result<Head, Problem> {
     let parsed = std::str::from_utf8(bytes).map_err(serde::de::Error::custom).and_then(serde_json::from_str::<Head>);
     match parsed {
         Ok(head) => Ok(head),
         // The slow path gives the precise message (UTF-8, nesting, line and column).
-        Err(e) => Err(parse_json(path, bytes)
-            .err()
-            .unwrap_or_else(|| Problem::new(path, format!("line {}, column {}", e.line(), e.column()), e.to_string()))),
+        Err(e) => Err(read_value(at, bytes).err().unwrap_or_else(|| {
+            let path = match at {
+                At::File(path) | At::Line(path, _) => path,
+            };
+            Problem::new(path, format!("line {}, column {}", e.line(), e.column()), e.to_string())
+        })),
     }
 }
 
@@ -314,7 +318,7 @@ mod tests {
     /// The problems `check_record` finds in `text`, as `location: message`, and the name.
     fn check(file_id: i64, text: &str) -> (Vec<String>, Option<String>) {
         let file = Path::new("r.json");
-        let head = parse_head(file, text.as_bytes()).unwrap();
+        let head = parse_head(At::File(file), text.as_bytes()).unwrap();
         let mut problems = Vec::new();
         let name = check_record(file, file_id, &head, &mut problems);
         (problems.iter().map(|p| format!("{}: {}", p.location, p.message)).collect(), name)

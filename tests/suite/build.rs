@@ -497,6 +497,52 @@ fn numbers_are_copied_byte_for_byte_as_written() {
     }
 }
 
+/// Issue 47 item 5: a sub-document written as a line of a sub-document table is read as its
+/// file is, numbers as written: serde_json read the line, and wrote `1e5` as `1e+5`, `1.50E-3`
+/// as `1.50e-3`, and a document that is the bare number `1e5` as `1e+5`. The same documents as
+/// files and as lines build the same tree.
+#[test]
+fn a_sub_document_as_a_table_line_keeps_its_numbers_as_written() {
+    let tmp = TempDir::new("table-numbers");
+    let (files, tables) = (tmp.join("files"), tmp.join("tables"));
+    let documents =
+        [(1, "{\"n\": [1e5, 1.50E-3, 2E+7, -0.0, 0.5e-0], \"at\": {\"x\": 6.02E23}}"), (2, "1e5"), (3, "-1.50E-3")];
+    let mut lines = String::new();
+    for (id, document) in documents {
+        write_files(
+            &files,
+            &[
+                (&format!("thing/{id}.json"), format!("{{\"id\": {id}}}")),
+                (&format!("thing/{id}/n.json"), document.to_string()),
+            ],
+        );
+        lines += &format!("{{\"id\": {id}, \"document\": {document}}}\n");
+    }
+    write_files(
+        &tables,
+        &[("thing.ndjson", "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 3}\n".to_string()), ("thing.n.ndjson", lines)],
+    );
+    let built = |data: &Path, out: &str| {
+        build(data, &tmp.join(out), &[]).ok();
+        let mut tree = read_tree(&tmp.join(out));
+        tree.retain(|path, _| {
+            !path.starts_with(".gen") && path != "manifest.json" && !path.starts_with("api/v2/meta/")
+        });
+        tree
+    };
+    let (from_files, from_tables) = (built(&files, "out-files"), built(&tables, "out-tables"));
+    let document = |tree: &BTreeMap<String, Vec<u8>>, id: i64| {
+        String::from_utf8(tree[&format!("api/v2/thing/{id}/n/index.json")].clone()).unwrap()
+    };
+    assert_eq!(document(&from_tables, 1), r#"{"at":{"x":6.02E23},"n":[1e5,1.50E-3,2E+7,-0.0,0.5e-0]}"#);
+    assert_eq!(document(&from_tables, 2), "1e5");
+    assert_eq!(document(&from_tables, 3), "-1.50E-3");
+    assert_eq!(from_files.keys().collect::<Vec<_>>(), from_tables.keys().collect::<Vec<_>>());
+    for (path, bytes) in &from_files {
+        assert!(&from_tables[path] == bytes, "{path} differs");
+    }
+}
+
 #[test]
 fn base_url_is_checked() {
     let tmp = TempDir::new("base");

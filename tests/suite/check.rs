@@ -633,3 +633,117 @@ fn a_resource_held_as_a_folder_and_as_a_table_names_both() {
         ],
     );
 }
+
+/// `data/<segment>.ndjson:LINE:COLUMN` of `needle` (the column of its first byte) in `line`, line
+/// `number` of the table `table`.
+fn at_text(table: &str, number: u32, line: &str, needle: &str) -> String {
+    let column = line.find(needle).unwrap_or_else(|| panic!("{needle:?} in {line:?}")) + 1;
+    format!("data/{table}:{number}:{column}")
+}
+
+/// Issue 47 item 5: a table's line is read by the reader a file is read by. Before, a byte
+/// order mark was "invalid JSON", and a sub-document table's line was read by serde_json's own:
+/// `"id"` or `"document"` written twice kept the last, and serde_json's number mark was read as
+/// the number, as the `id` too. Each is now a problem at the line and column, in a table's terms.
+#[test]
+fn a_table_line_is_read_by_the_reader_a_file_is_read_by() {
+    let nuts = "\u{feff}{\"id\": 1, \"name\": \"nut-1\"}\n{\"id\": 2}\n{\"id\": 3}\n{\"id\": 4}\n";
+    let lines = [
+        r#"{"id": 2, "id": 2, "document": 1}"#,
+        r#"{"id": 3, "document": 1, "document": 2}"#,
+        r#"{"id": {"$serde_json::private::Number": "4"}, "document": 1}"#,
+    ];
+    let shells = lines.join("\n");
+    let twice = |key: &str| format!(": $: the key \"{key}\" appears twice in this object: a JSON reader keeps one");
+    assert_reported(
+        "table-reader",
+        &[("nut.ndjson", nuts.as_bytes()), ("nut.shell.ndjson", shells.as_bytes())],
+        &[
+            "data/nut.ndjson:1:1: -: a byte order mark (U+FEFF) starts the JSON text, and JSON has none",
+            &(at_text("nut.shell.ndjson", 1, lines[0], "\"id\": 2, \"doc") + &twice("id")),
+            &(at_text("nut.shell.ndjson", 2, lines[1], "\"document\": 2") + &twice("document")),
+            &(at_text("nut.shell.ndjson", 3, lines[2], "}, \"document\"")
+                + ": -: an object with the key \"$serde_json::private::Number\""),
+        ],
+    );
+}
+
+/// Issue 47 item 5: a table's documents are held to every check a file's are when they are
+/// rendered, reported at the table's line and column: a key written twice (before: placed at
+/// "line 1" of the record's text, or kept silently in a sub-document), serde_json's number mark
+/// in a sub-document (before: the line was dropped without a word, and the build succeeded
+/// without the sub-document); and a missing record or sub-document of a table says to add a
+/// line, not a file (adding the file would hold the resource twice).
+#[test]
+fn a_table_line_is_held_to_the_checks_of_a_file_when_rendered() {
+    let nuts = [
+        r#"{"id": 1, "name": "nut-1", "size": 1, "size": 2}"#,
+        r#"{"id": 2, "name": "nut-2", "friend": {"name": "nut-9", "url": "/api/v2/nut/999/"}}"#,
+        r#"{"id": 3, "husk": "/api/v2/nut/3/husk/"}"#,
+        r#"{"id": 4}"#,
+    ];
+    let shells = [
+        r#"{"id": 1, "document": {"a": [{"v": 1, "v": 2}]}}"#,
+        r#"{"id": 4, "document": {"$serde_json::private::Number": "x"}}"#,
+    ];
+    let (nut_table, shell_table) = (nuts.join("\n"), shells.join("\r\n"));
+    let twice = |key: &str| format!("the key \"{key}\" appears twice in this object: a JSON reader keeps one");
+    assert_reported(
+        "table-render",
+        &[("nut.ndjson", nut_table.as_bytes()), ("nut.shell.ndjson", shell_table.as_bytes())],
+        &[
+            &format!("{}: $: {}", at_text("nut.ndjson", 1, nuts[0], "\"size\": 2"), twice("size")),
+            "data/nut.ndjson:2:1: $.friend.url: \"/api/v2/nut/999/\" points to nut 999, which does not exist: add a \
+             line with \"id\": 999 to data/nut.ndjson",
+            "data/nut.ndjson:3:1: $.husk: \"/api/v2/nut/3/husk/\" points to a sub-document that does not exist: add \
+             a line {\"id\": 3, \"document\": ...} to data/nut.husk.ndjson",
+            &format!("{}: $.a[0]: {}", at_text("nut.shell.ndjson", 1, shells[0], "\"v\": 2"), twice("v")),
+            &format!(
+                "{}: -: an object with the key \"$serde_json::private::Number\"",
+                at_text("nut.shell.ndjson", 2, shells[1], "}}")
+            ),
+        ],
+    );
+}
+
+/// Issue 47: a table is opened as a record file is: a FIFO (which hung `gen check` and `gen
+/// build`, the build holding out/'s lock), a link to `/dev/zero` (read for ever) or to
+/// `/dev/urandom` (read until memory ran out) is refused without being read, with its path;
+/// a link to a regular file is read. Nothing waits: a build after them runs.
+#[test]
+fn tables_that_are_not_regular_files_are_refused_without_reading_them() {
+    let tmp = TempDir::new("table-devices");
+    let data = tmp.join("data");
+    sample_data(&data);
+    std::fs::write(tmp.join("nut.ndjson"), "{\"id\": 1, \"name\": \"nut-1\"}\n").unwrap();
+    std::os::unix::fs::symlink(tmp.join("nut.ndjson"), data.join("nut.ndjson")).unwrap();
+    let out = tmp.join("out");
+    let (data_arg, out_arg) = (utf8(&data).to_string(), utf8(&out).to_string());
+    assert_eq!(guarded(&["build", "--data", &data_arg, "--out", &out_arg]).code, Some(0));
+    let before = read_tree(&out);
+    assert!(before.contains_key("api/v2/nut/1/index.json"), "a link to a table is read");
+    make_hostile(&data.join("zero.ndjson"), "zero");
+    make_hostile(&data.join("pipe.ndjson"), "fifo");
+    make_hostile(&data.join("nut.shell.ndjson"), "fifo");
+    std::os::unix::fs::symlink("/dev/urandom", data.join("random.ndjson")).unwrap();
+    for args in [vec!["check", "--data", &data_arg], vec!["build", "--data", &data_arg, "--out", &out_arg]] {
+        let ended = guarded(&args);
+        assert!(!ended.killed && ended.code == Some(1), "{args:?}: {}", ended.describe());
+        let stderr = ended.stderr.replace(&format!("{data_arg}/"), "data/");
+        for (table, kind) in [
+            ("zero", "a character device"),
+            ("random", "a character device"),
+            ("pipe", "a named pipe (FIFO)"),
+            ("nut.shell", "a named pipe (FIFO)"),
+        ] {
+            let expected = format!("data/{table}.ndjson: $: is {kind}");
+            assert!(stderr.contains(&expected), "{args:?}: {expected:?} in\n{stderr}");
+        }
+        assert!(stderr.contains("4 problems"), "{stderr}");
+    }
+    assert_eq!(read_tree(&out), before);
+    for table in ["zero", "pipe", "nut.shell", "random"] {
+        std::fs::remove_file(data.join(format!("{table}.ndjson"))).unwrap();
+    }
+    assert_eq!(guarded(&["build", "--data", &data_arg, "--out", &out_arg]).code, Some(0), "out/ is not held");
+}

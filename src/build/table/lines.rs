@@ -4,6 +4,7 @@
 
 use super::Read;
 use crate::build::dataset::{Span, at_line};
+use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;
 use std::io::Read as _;
@@ -33,11 +34,10 @@ pub(super) fn read_lines<T>(
 ) -> Read<T> {
     let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
     let mut out = Read { items, hashes, problems: Vec::new(), hash: blake3::hash(b"") };
-    // Opened as a record file is: a FIFO, a device or a socket is refused without waiting on it
-    // (a FIFO dropped in as a table would otherwise hang the build, and `gen serve --watch`).
-    let mut input = match crate::fsutil::open_regular_file(file, u64::MAX, false) {
-        Ok(f) => f,
-        Err(crate::fsutil::NotRead::Io(e)) => {
+    // opened as a record file is (a regular file, without blocking), and read to its size then
+    let mut input = match crate::fsutil::open_table(file) {
+        Ok((input, size)) => input.take(size),
+        Err(NotRead::Io(e)) => {
             out.problems.push(Problem::new(file, "-", format!("cannot read: {e}")));
             return out;
         }
