@@ -317,7 +317,12 @@ pub(crate) fn open(
         .collect();
     let subdoc_tables = kinds.into_iter().map(|(segment, name)| DataPath::SubDocTable { segment, name }.file());
     let files: HashSet<String> = tables.chain(subdoc_tables).collect();
-    let open = |rel: String| Some((dir.join(&rel), std::sync::Arc::new(std::fs::File::open(dir.join(&rel)).ok()?)));
+    // opened as the load opens a data file: a regular file only, without waiting on a pipe (a
+    // table may be larger than a document: each line's read is bounded, not the file)
+    let open = |rel: String| {
+        let file = crate::fsutil::open_regular_file(&dir.join(&rel), u64::MAX, false).ok()?;
+        Some((dir.join(&rel), std::sync::Arc::new(file)))
+    };
     files.into_iter().filter_map(open).collect()
 }
 
