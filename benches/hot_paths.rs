@@ -43,15 +43,16 @@ fn main() {
 
     // The largest record of the default data: the most references to check and rewrite.
     let all = &dataset;
-    let largest: PathBuf = dataset
+    let (segment, record) = dataset
         .resources
         .iter()
-        .flat_map(|(segment, r)| r.records.iter().map(move |r| all.record_file(segment, r.id)))
-        .max_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .flat_map(|(segment, r)| r.records.iter().map(move |r| (segment, r)))
+        .max_by_key(|(segment, r)| std::fs::metadata(all.record_file(segment, r.id)).map(|m| m.len()).unwrap_or(0))
         .expect("a record");
+    let largest: PathBuf = all.record_file(segment, record.id);
     let size = std::fs::metadata(&largest).unwrap().len();
     let renderer = Renderer { dataset: &dataset, base_url: "https://api.example.org", pretty: false };
-    let source = genapi::build::dataset::Source::File(largest.clone());
+    let source = all.record_source(segment, record);
     let timing = time(200, || {
         black_box(renderer.render_file(&source).unwrap());
     });

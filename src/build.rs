@@ -18,6 +18,7 @@ pub mod table;
 pub mod dataset;
 pub mod extract;
 pub mod parse_budget;
+pub mod second_read;
 
 // Decide: a build that finds every data file as the previous one left it does nothing.
 pub mod listing;
@@ -209,6 +210,7 @@ pub fn build(
     }
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
+    second_read::test_pause_before_render();
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
         settings.deploy_date = deploy_date(data, &settings, previous.index.as_ref());
@@ -280,6 +282,9 @@ fn extract_then_read_docs<'d>(
     verify: bool,
 ) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
     previous.forget_data_table();
+    // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
+    // file changed during a build"), kept apart from `data`, which goes before the extract
+    dataset.expect_loaded(&data);
     let mut rendering = Rendering::new(dataset, settings, previous, changed);
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.

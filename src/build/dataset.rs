@@ -2,8 +2,9 @@
 //! ids and names, the files they come from) and what every later stage reads.
 
 use super::data_path::DataPath;
+use super::second_read::{Expected, LoadedHashes};
 use crate::config::DataSettings;
-use crate::fsutil::Stamp;
+use crate::fsutil::{NotRead, Stamp};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,9 @@ pub struct Dataset {
     pub data_hash: String,
     /// The tables, opened once: each record is read from its line (not one open a record).
     pub tables: HashMap<PathBuf, Arc<std::fs::File>>,
+    /// The hashes the load recorded of each record's and sub-document's data, once the build
+    /// holds later reads to them ([`Dataset::expect_loaded`]).
+    pub(crate) loaded_hashes: std::sync::OnceLock<LoadedHashes>,
 }
 
 /// One resource: its records in list order.
@@ -90,11 +94,17 @@ pub(crate) fn add_subdocs(into: &mut Vec<(i64, SubDoc)>, mut items: Vec<(i64, Su
 }
 
 /// Where the JSON of a record or sub-document is: its own file, or a line of a table (for a
-/// sub-document, the line's `document`).
+/// sub-document, the line's `document`); and how reading it again is held to the load's read
+/// (see [`Source::read`]).
 #[derive(Debug, Clone)]
 pub enum Source {
     /// Its own JSON file.
-    File(PathBuf),
+    File {
+        /// The file.
+        file: PathBuf,
+        /// What its bytes are to be, as the load read them.
+        expected: Expected,
+    },
     /// A line of a table.
     Line {
         /// The table file.
@@ -105,39 +115,31 @@ pub enum Source {
         span: Span,
         /// True when the JSON is the line's `document` (a sub-document table).
         document: bool,
+        /// What the line's bytes are to be, as the load read them.
+        expected: Expected,
     },
 }
 
 impl Source {
-    /// The JSON bytes of the record or sub-document.
-    pub fn read(&self) -> std::io::Result<Vec<u8>> {
-        match self {
-            Source::File(file) => std::fs::read(file),
-            Source::Line { table, file, span, document } => {
-                use std::os::unix::fs::FileExt;
-                let mut bytes = vec![0; span.len as usize];
-                match file {
-                    Some(file) => file.read_exact_at(&mut bytes, span.offset)?,
-                    None => {
-                        crate::fsutil::open_table(table).map_err(not_read)?.0.read_exact_at(&mut bytes, span.offset)?
-                    }
-                }
-                // a sub-document's line: its document as written, at the line's columns
-                if *document && !crate::build::table::subdoc_line::blank_around_document(&mut bytes) {
-                    return Err(std::io::Error::other(
-                        "the line holds no \"document\": the table changed while it was read",
-                    ));
-                }
-                Ok(bytes)
-            }
+    /// The JSON bytes of a table's line, read again (for a sub-document table, the line's
+    /// `document` as written, at the line's columns), checked as [`Source::read`] says.
+    pub(crate) fn read_line(&self) -> Result<Vec<u8>, crate::problem::Problem> {
+        let Source::Line { table, file, span, document, expected } = self else { return self.read() };
+        let at = self.problem_path();
+        let mut bytes = read_span(table, file.as_deref(), *span, expected.limit)
+            .map_err(|why| super::second_read::not_read(&at, expected.limit, why))?;
+        super::second_read::check(&at, &bytes, *expected)?;
+        if *document && !crate::build::table::subdoc_line::blank_around_document(&mut bytes) {
+            return Err(super::second_read::changed(&at, " (the line holds no \"document\")"));
         }
+        Ok(bytes)
     }
 
     /// The bytes [`Source::read`] reads, as far as known before reading (0 for a file that
     /// cannot be stat-ed: its read fails): what the parse budget holds for it.
     pub fn size(&self) -> usize {
         match self {
-            Source::File(file) => std::fs::metadata(file).map_or(0, |m| m.len() as usize),
+            Source::File { file, .. } => std::fs::metadata(file).map_or(0, |m| m.len() as usize),
             Source::Line { span, .. } => span.len as usize,
         }
     }
@@ -145,7 +147,7 @@ impl Source {
     /// The path problems of this source are reported at: the file, or `<table>:LINE:1`.
     pub fn problem_path(&self) -> PathBuf {
         match self {
-            Source::File(file) => file.clone(),
+            Source::File { file, .. } => file.clone(),
             Source::Line { table, span, .. } => at_line(table, span.line, 1),
         }
     }
@@ -154,18 +156,31 @@ impl Source {
     /// table's line (a sub-document's at the line's columns).
     pub fn at(&self) -> crate::json::At<'_> {
         match self {
-            Source::File(file) => crate::json::At::File(file),
+            Source::File { file, .. } => crate::json::At::File(file),
             Source::Line { table, span, .. } => crate::json::At::Line(table, span.line),
         }
     }
 }
 
-/// A table that could not be opened, as the error of a read.
-fn not_read(e: crate::fsutil::NotRead) -> std::io::Error {
-    match e {
-        crate::fsutil::NotRead::Io(e) => e,
-        refused => std::io::Error::other(refused.to_string()),
+/// The `span.len` bytes at `span.offset` of the table `table` (`file`: opened already), as the
+/// load reads a data file: a regular file only, not waiting on a pipe, at most `limit` bytes.
+fn read_span(table: &Path, file: Option<&std::fs::File>, span: Span, limit: u64) -> Result<Vec<u8>, NotRead> {
+    use std::os::unix::fs::FileExt;
+    if u64::from(span.len) > limit {
+        return Err(NotRead::TooLarge(span.len.into()));
     }
+    let opened;
+    let file = match file {
+        Some(file) => file,
+        None => {
+            // the table may be larger than a document: each line is bounded, not the file
+            opened = crate::fsutil::open_table(table)?.0;
+            &opened
+        }
+    };
+    let mut bytes = vec![0; span.len as usize];
+    file.read_exact_at(&mut bytes, span.offset).map_err(NotRead::Io)?;
+    Ok(bytes)
 }
 
 /// `<file>:LINE:COLUMN`, where problems of a table's line are reported.
@@ -211,23 +226,52 @@ impl Dataset {
 
     /// Where the JSON of `record` of `segment` is.
     pub fn record_source(&self, segment: &str, record: &Record) -> Source {
+        let hash = self.loaded_hashes.get().and_then(|hashes| hashes.record(segment, self.position(segment, record)?));
+        let expected = Expected { limit: self.limit(), hash };
         match record.line {
-            Some(span) => self.line(self.dir.join(DataPath::Table { segment }.file()), span, false),
-            None => Source::File(self.record_file(segment, record.id)),
+            Some(span) => self.line(self.dir.join(DataPath::Table { segment }.file()), span, false, expected),
+            None => Source::File { file: self.record_file(segment, record.id), expected },
         }
     }
 
     /// Where the JSON of the sub-document `subdoc` of the record `id` of `segment` is.
     pub fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
         let name = &*subdoc.name;
+        let hash = self.loaded_hashes.get().and_then(|hashes| {
+            let resource = self.resources.get(segment)?;
+            let position = resource.by_id.get(&resource.records, id)?;
+            let nth = resource.records[position].subdocs.iter().position(|s| *s.name == *name)?;
+            hashes.subdoc(segment, position, nth)
+        });
+        let expected = Expected { limit: self.limit(), hash };
         match subdoc.line {
-            Some(span) => self.line(self.dir.join(DataPath::SubDocTable { segment, name }.file()), span, true),
-            None => Source::File(self.subdoc_file(segment, id, name)),
+            Some(span) => {
+                self.line(self.dir.join(DataPath::SubDocTable { segment, name }.file()), span, true, expected)
+            }
+            None => Source::File { file: self.subdoc_file(segment, id, name), expected },
         }
     }
 
-    fn line(&self, table: PathBuf, span: Span, document: bool) -> Source {
-        Source::Line { file: self.tables.get(&table).cloned(), table, span, document }
+    fn line(&self, table: PathBuf, span: Span, document: bool, expected: Expected) -> Source {
+        Source::Line { file: self.tables.get(&table).cloned(), table, span, document, expected }
+    }
+
+    /// The position of `record` in the list of `segment`.
+    fn position(&self, segment: &str, record: &Record) -> Option<usize> {
+        let resource = self.resources.get(segment)?;
+        resource.by_id.get(&resource.records, record.id)
+    }
+
+    /// The most bytes a document is read of (`max_document_mb`).
+    pub fn limit(&self) -> u64 {
+        self.config.max_document_mb.saturating_mul(1 << 20)
+    }
+
+    /// Holds every later read of a record or sub-document to the hashes `files` (the load's
+    /// data table) records of them: a read that finds other bytes is a problem (see
+    /// [`Source::read`]). Once a dataset: later calls change nothing.
+    pub fn expect_loaded(&self, files: &crate::build::index::DataFiles) {
+        self.loaded_hashes.get_or_init(|| LoadedHashes::of(self, files));
     }
 
     /// Number of records across all resources.

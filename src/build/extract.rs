@@ -1,8 +1,9 @@
 //! Extract: what the names document and the declared filters' files of a resource are made of,
 //! read from its records in one pass before the plan (the plan needs each filter's values to
 //! name their files). Each record's file is read again, as every data file is read (bounded, a
-//! regular file, checked JSON); a file that cannot be read so is a problem its record's own
-//! document reports, so it counts here as a record without names or values.
+//! regular file), and must be the bytes the load hashed (`second_read`): a file that changed
+//! since is a problem, and its row is not kept (the build fails, and the next one reads it). A
+//! file that cannot be parsed is a problem its record's own document reports.
 
 use crate::build::dataset::Record;
 use crate::build::index::ExtractStore;
@@ -168,11 +169,15 @@ fn read_record(
 ) -> (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>) {
     let source = dataset.record_source(segment, record);
     let file = source.problem_path();
-    let value = read_members(&source, keys).map(serde_json::Value::Object);
+    let (value, changed) = match read_members(&source, keys) {
+        Ok(members) => (members.map(serde_json::Value::Object), None),
+        Err(problem) => (None, Some(problem)),
+    };
     let names = value.as_ref().map(search::localized_names).unwrap_or_default();
     let values: Vec<Vec<String>> =
         paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
-    let too_long = value.as_ref().map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
+    let mut too_long = value.as_ref().map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
+    too_long.extend(changed);
     let entry = NameEntry { id: record.id, name: record.name.as_deref().map(str::to_string), names };
     (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
 }
@@ -209,8 +214,12 @@ fn too_long(
 
 /// The members of a record's top-level object named in `keys`, parsed; the others are checked
 /// as JSON and skipped without being built (a record of the published data holds hundreds of
-/// KB the names and filters never read). `None` when the file cannot be read as an object.
-fn read_members(source: &super::dataset::Source, keys: &[&str]) -> Option<serde_json::Map<String, serde_json::Value>> {
+/// KB the names and filters never read). `None` when the file cannot be parsed as an object
+/// (its render reports why); the problem when it cannot be read again as the load read it.
+fn read_members(
+    source: &super::dataset::Source,
+    keys: &[&str],
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>, Problem> {
     use crate::json::numbers::{Numbers, SkipSeed, ValueSeed};
     use serde::de::{DeserializeSeed, MapAccess, Visitor};
     struct Members<'k, 'n, 't>(&'k [&'k str], &'n Numbers<'t>);
@@ -238,10 +247,10 @@ fn read_members(source: &super::dataset::Source, keys: &[&str]) -> Option<serde_
         }
     }
     let _share = crate::build::parse_budget::hold(source.size());
-    let bytes = source.read().ok()?;
+    let bytes = source.read()?;
     // numbers as written (a filter's value is its text), counted in the members skipped too
     let numbers = Numbers::new(&bytes);
-    Members(keys, &numbers).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok()
+    Ok(Members(keys, &numbers).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok())
 }
 
 /// The longest folder name in the tree, in bytes (file systems allow 255).

@@ -62,6 +62,7 @@ pub fn load_reusing(
         resources: BTreeMap::new(),
         data_hash: String::new(),
         tables: Default::default(),
+        loaded_hashes: Default::default(),
     };
     if let Some(problem) = not_a_data_folder(dir) {
         problems.push(problem);

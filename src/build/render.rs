@@ -111,7 +111,7 @@ impl Renderer<'_> {
         // held from before the read until the document is rendered: the parsed value is many
         // times the text
         let _share = crate::build::parse_budget::hold(source.size());
-        let bytes = source.read().map_err(|e| vec![Problem::new(file, "-", format!("cannot read: {e}"))])?;
+        let bytes = source.read().map_err(|problem| vec![problem])?;
         let mut value = read_value(source.at(), &bytes).map_err(|p| vec![p])?;
         drop(bytes);
         let mut problems = Vec::new();
@@ -326,8 +326,8 @@ impl<'a> DocumentRenderer<'a> {
                 let shown = self.entries_at(segment, page.range(count));
                 Ok(paging::render_shown_page(count, shown, &links, page, self.options.pretty))
             }
-            Content::Names { segment } => Ok(self.names(segment, None)),
-            Content::NamesShard { segment, shard } => Ok(self.names(segment, Some(shard))),
+            Content::Names { segment } => self.names(segment, None),
+            Content::NamesShard { segment, shard } => self.names(segment, Some(shard)),
             Content::FilterValues { segment, field } => {
                 let extracts = self.extracts.read().expect("no panic while rendering");
                 let values = &extracts[segment].fields[field];
@@ -355,13 +355,14 @@ impl<'a> DocumentRenderer<'a> {
     }
 
     /// The names document of `segment` (or its shard `shard`, see [`search::names_shards`]), from
-    /// its extract (made now when the build has none).
-    fn names(&self, segment: &str, shard: Option<usize>) -> Vec<u8> {
+    /// its extract (made now when the build has none: a record that changed since the load read
+    /// it is then a problem).
+    fn names(&self, segment: &str, shard: Option<usize>) -> Result<Vec<u8>, Vec<Problem>> {
         let count = self.records.dataset.resources[segment].records.len();
         let list = self.list_stamps[segment].get_or_init(|| self.list_stamp(segment));
         if shard.is_none() && search::names_shards(count) > 0 {
             let base = &self.options.base_url;
-            return search::render_names_index(list, |k| layout::names_shard_url(base, segment, k));
+            return Ok(search::render_names_index(list, |k| layout::names_shard_url(base, segment, k)));
         }
         let made;
         let extracts = self.extracts.read().expect("no panic while rendering");
@@ -369,13 +370,16 @@ impl<'a> DocumentRenderer<'a> {
             Some(extracted) => &extracted.names,
             None => {
                 made = extract::extract_one(self.records.dataset, segment, &[], None);
+                if !made.problems.is_empty() {
+                    return Err(made.problems);
+                }
                 &made.names
             }
         };
-        match shard {
+        Ok(match shard {
             Some(k) => search::render_names_shard(entries, k, list),
             None => search::render_names_raw(entries, list),
-        }
+        })
     }
 }
 

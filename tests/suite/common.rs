@@ -528,12 +528,41 @@ impl Ended {
 
 /// Runs `gen args` under a memory limit, killing it after [`GUARD`].
 pub fn guarded(args: &[&str]) -> Ended {
+    finish_guarded(spawn_guarded(args, &[]))
+}
+
+/// Runs `gen args` (a build) as [`guarded`] does, paused by the build's test-only hook between
+/// its load and its render (`GEN_TEST_PAUSE_BEFORE_RENDER`, src/build/second_read.rs): the
+/// build waits while the file `pause` exists, once it has created `<pause>.reached`. The test
+/// runs `meanwhile` in the pause (to change the data between the build's two reads of it), then
+/// lets the build go on. No timing is relied on: the build is at the pause when `meanwhile` runs.
+pub fn guarded_paused(args: &[&str], pause: &Path, meanwhile: impl FnOnce()) -> Ended {
+    std::fs::write(pause, b"").unwrap();
+    let reached = PathBuf::from(format!("{}.reached", pause.display()));
+    let _ = std::fs::remove_file(&reached);
+    let mut spawned = spawn_guarded(args, &[("GEN_TEST_PAUSE_BEFORE_RENDER", utf8(pause))]);
+    let started = std::time::Instant::now();
+    while !reached.exists() {
+        let ended = spawned.0.try_wait().unwrap().is_some();
+        assert!(!ended && started.elapsed() < GUARD, "the build never reached its pause before the render");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    meanwhile();
+    std::fs::remove_file(pause).unwrap();
+    finish_guarded(spawned)
+}
+
+/// A child run under a memory limit, and the threads reading its stdout and stderr.
+type Spawned = (std::process::Child, [std::thread::JoinHandle<String>; 2]);
+
+fn spawn_guarded(args: &[&str], env: &[(&str, &str)]) -> Spawned {
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_KB} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_gen"))
         .args(args)
         .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -547,6 +576,11 @@ pub fn guarded(args: &[&str]) -> Ended {
     };
     let stdout = pipe(Box::new(child.stdout.take().unwrap()));
     let stderr = pipe(Box::new(child.stderr.take().unwrap()));
+    (child, [stdout, stderr])
+}
+
+/// Waits for a guarded child, killing it after [`GUARD`].
+fn finish_guarded((mut child, [stdout, stderr]): Spawned) -> Ended {
     let started = std::time::Instant::now();
     let mut killed = false;
     let status = loop {

@@ -1,0 +1,161 @@
+//! The second read of a data file. The load reads each record and sub-document (a file, or a
+//! line of a table), hashes it and records the hash in the index; the extract and the render
+//! read it again, as the dataset holds no record's bytes (docs/builds.md, "What bounds a
+//! build's memory"). That second read opens the file by the load's rules (a regular file only,
+//! type checked before and after a non-blocking open, at most `max_document_mb`), and its bytes
+//! must hash to what the load recorded: otherwise the file changed while the build read it, and
+//! the build fails rather than publish bytes the index does not describe, which every later
+//! build would trust (docs/builds.md, "A file changed during a build").
+
+use super::dataset::{Dataset, Source};
+use super::index::{DataFiles, Place};
+use crate::fsutil::NotRead;
+use crate::problem::Problem;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The first 16 bytes of a BLAKE3 hash: what a second read is checked against (a chance
+/// change keeps them with odds of 2^-128; the index keeps the whole hash).
+pub type Short = [u8; 16];
+
+/// The first 16 bytes of `hash`.
+pub fn short(hash: &[u8; 32]) -> Short {
+    hash[..16].try_into().expect("16 of 32 bytes")
+}
+
+/// The hash the load recorded of each record's and sub-document's data, by its place in the
+/// dataset: 17 bytes a record and a sub-document, 4 more a record of a resource with
+/// sub-documents. Made once the previous build's data table is let go, so that it never adds to
+/// the load's peak (a build that finds the data unchanged never makes it).
+#[derive(Debug, Default)]
+pub struct LoadedHashes {
+    resources: BTreeMap<String, ResourceHashes>,
+}
+
+/// One resource's hashes, in the order of its records.
+#[derive(Debug, Default)]
+struct ResourceHashes {
+    /// Each record's, by its position in the list.
+    records: Vec<Option<Short>>,
+    /// Each record's sub-documents', in order, one record after the other.
+    subdocs: Vec<Option<Short>>,
+    /// The position in `subdocs` of each record's first sub-document (empty when the
+    /// resource has none).
+    first: Vec<u32>,
+}
+
+impl LoadedHashes {
+    /// The hashes `files` (the load's data table) records of the records and sub-documents of
+    /// `dataset`.
+    pub fn of(dataset: &Dataset, files: &DataFiles) -> LoadedHashes {
+        let resources = dataset
+            .resources
+            .iter()
+            .map(|(segment, resource)| {
+                let place = |kind, id| files.hash_of(&Place { segment, kind, id }).map(|hash| short(&hash));
+                let records = resource.records.par_iter().with_min_len(4096).map(|r| place(None, r.id)).collect();
+                let mut hashes = ResourceHashes { records, ..ResourceHashes::default() };
+                if resource.records.iter().any(|r| !r.subdocs.is_empty()) {
+                    hashes.first.reserve_exact(resource.records.len());
+                    for record in &resource.records {
+                        hashes.first.push(hashes.subdocs.len() as u32);
+                        hashes.subdocs.extend(record.subdocs.iter().map(|s| place(Some(&*s.name), record.id)));
+                    }
+                    hashes.subdocs.shrink_to_fit();
+                }
+                (segment.clone(), hashes)
+            })
+            .collect();
+        LoadedHashes { resources }
+    }
+
+    /// The hash recorded of the record at `position` in the list of `segment`.
+    pub fn record(&self, segment: &str, position: usize) -> Option<Short> {
+        *self.resources.get(segment)?.records.get(position)?
+    }
+
+    /// The hash recorded of the sub-document `subdoc` (its position among its record's) of the
+    /// record at `position` in the list of `segment`.
+    pub fn subdoc(&self, segment: &str, position: usize, subdoc: usize) -> Option<Short> {
+        let hashes = self.resources.get(segment)?;
+        *hashes.subdocs.get(*hashes.first.get(position)? as usize + subdoc)?
+    }
+}
+
+/// How a second read of a source is held to the first: the size limit the load read it with,
+/// and the hash of the bytes it read (`None` where there is none to check against, as in
+/// `gen check`, which keeps no index).
+#[derive(Debug, Clone, Copy)]
+pub struct Expected {
+    /// At most this many bytes (`max_document_mb`).
+    pub limit: u64,
+    /// The first bytes of the hash the load recorded.
+    pub hash: Option<Short>,
+}
+
+/// What a second read found, as the problem it is, at `at`: the source changed since the load
+/// read it (or since the listing found it as the previous build recorded it).
+pub fn changed(at: &Path, why: &str) -> Problem {
+    Problem::new(at, "-", format!("changed while the build read it{why}: run the build again"))
+}
+
+/// Why the second read of a file found nothing it could read, as [`changed`] says it.
+pub fn not_read(at: &Path, limit: u64, why: NotRead) -> Problem {
+    match why {
+        NotRead::NotRegular(kind) => {
+            changed(at, &format!(" (it is now {kind}, not a regular file: data is read only from regular files)"))
+        }
+        NotRead::TooLarge(_) => changed(at, &format!(" (it is now larger than the {} MB limit)", limit >> 20)),
+        NotRead::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => changed(at, " (it is now shorter)"),
+        NotRead::Io(e) => changed(at, &format!(" (it cannot be read now: {e})")),
+    }
+}
+
+/// Checks the bytes of a second read against what the load hashed.
+pub fn check(at: &Path, bytes: &[u8], expected: Expected) -> Result<(), Problem> {
+    match expected.hash {
+        Some(hash) if short(blake3::hash(bytes).as_bytes()) != hash => {
+            Err(changed(at, " (its bytes are not those the build loaded)"))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Source {
+    /// The source's JSON bytes, read again as the load read them (see the module's comment),
+    /// and checked against the hash it recorded; else the problem, at
+    /// [`Source::problem_path`].
+    pub fn read(&self) -> Result<Vec<u8>, Problem> {
+        match self {
+            Source::File { file, expected } => {
+                let bytes = crate::fsutil::read_regular_file(file, expected.limit)
+                    .map_err(|why| not_read(file, expected.limit, why))?;
+                check(file, &bytes, *expected)?;
+                Ok(bytes)
+            }
+            Source::Line { .. } => self.read_line(),
+        }
+    }
+}
+
+/// Test only: when `GEN_TEST_PAUSE_BEFORE_RENDER` names a path that exists, the build, once its
+/// load is done, creates `<path>.reached` and waits until `<path>` is removed (at most a
+/// minute), so that a test can change a data file between the load's read and the render's
+/// without relying on timing (tests/suite/build.rs). Unset, as it is for every user, nothing
+/// happens.
+pub fn test_pause_before_render() {
+    let Some(path) = std::env::var_os("GEN_TEST_PAUSE_BEFORE_RENDER").map(std::path::PathBuf::from) else {
+        return;
+    };
+    if !path.exists() {
+        return;
+    }
+    let mut reached = path.clone().into_os_string();
+    reached.push(".reached");
+    let _ = std::fs::write(&reached, b"");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while path.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
