@@ -145,7 +145,7 @@ impl Watching {
             return self.seen.changes = None;
         };
         // The data folder itself (removed, created, moved, or its attributes), or events lost.
-        if event.need_rescan() || event.paths.is_empty() || event.paths.iter().any(|path| *path == self.data) {
+        if event.need_rescan() || event.paths.is_empty() || event.paths.contains(&self.data) {
             self.seen.renew = true;
             self.seen.changes = None;
         }
