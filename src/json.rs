@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 
 pub(crate) mod numbers;
+pub mod tape;
 
 /// Deepest nesting accepted in a record (serde_json's own limit, so parsing never overflows
 /// the stack).
@@ -43,6 +44,29 @@ fn read_file_limited(path: &Path, limit: u64) -> Result<Vec<u8>, Problem> {
 
 /// Parses JSON bytes, reporting problems with line and column.
 pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
+    readable(path, bytes)?;
+    let value: Value = numbers::from_text(bytes).map_err(|e| syntax_problem(path, bytes, &e))?;
+    // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
+    // as `{"v":2}`. A key of an object is there once.
+    match duplicate_key(bytes, &value) {
+        Some(twice) => Err(twice.problem(path, bytes)),
+        None => Ok(value),
+    }
+}
+
+/// Parses JSON bytes into a [`tape::Tape`] (many times smaller than a [`Value`]), with the
+/// checks and the problems of [`parse_json`].
+pub fn parse_tape<'t>(path: &Path, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
+    readable(path, bytes)?;
+    let tape = tape::Tape::parse(bytes).map_err(|e| syntax_problem(path, bytes, &e))?;
+    match tape.has_key_twice().then(|| first_key_twice(bytes)).flatten() {
+        Some(twice) => Err(twice.problem(path, bytes)),
+        None => Ok(tape),
+    }
+}
+
+/// The problem with `bytes` when they are not UTF-8 or hold nothing.
+fn readable(path: &Path, bytes: &[u8]) -> Result<(), Problem> {
     if let Err(e) = std::str::from_utf8(bytes) {
         let (line, column) = line_column(bytes, e.valid_up_to());
         return Err(Problem::new(
@@ -54,40 +78,28 @@ pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Problem::whole(path, "empty file: a record is a JSON object with at least an \"id\""));
     }
-    let value: Value = numbers::from_text(bytes).map_err(|e| {
-        let message = e.to_string();
-        let message = message.split(" at line ").next().unwrap_or(&message);
-        let (mut line, mut column) = (e.line(), e.column());
-        let message = if message.starts_with(numbers::MARK_REFUSED) {
-            message.to_string()
-        } else if message.contains("recursion limit") {
-            format!("nested deeper than {MAX_DEPTH} levels")
-        } else if message.contains("trailing comma") {
-            // serde_json points at the bracket after the comma; point at the comma to remove.
-            if let Some(comma) = comma_before(bytes, line, column) {
-                (line, column) = line_column(bytes, comma);
-            }
-            "invalid JSON: trailing comma: remove it (JSON allows no comma after the last item)".to_string()
-        } else {
-            format!("invalid JSON: {message}")
-        };
-        Problem::new(path, format!("line {line}, column {column}"), message)
-    })?;
-    // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
-    // as `{"v":2}`. A key of an object is there once.
-    if let Some(twice) = duplicate_key(bytes, &value) {
-        let (line, column) = line_column(bytes, twice.offset);
-        return Err(Problem::new(
-            path,
-            twice.object,
-            format!(
-                "the key {:?} appears twice in this object (again at line {line}, column {column}): a JSON reader \
-                 keeps one or the other; keep the one you mean",
-                twice.key
-            ),
-        ));
-    }
-    Ok(value)
+    Ok(())
+}
+
+/// The problem of the error `e` serde_json gave reading `bytes`, at its line and column.
+fn syntax_problem(path: &Path, bytes: &[u8], e: &serde_json::Error) -> Problem {
+    let message = e.to_string();
+    let message = message.split(" at line ").next().unwrap_or(&message);
+    let (mut line, mut column) = (e.line(), e.column());
+    let message = if message.starts_with(numbers::MARK_REFUSED) {
+        message.to_string()
+    } else if message.contains("recursion limit") {
+        format!("nested deeper than {MAX_DEPTH} levels")
+    } else if message.contains("trailing comma") {
+        // serde_json points at the bracket after the comma; point at the comma to remove.
+        if let Some(comma) = comma_before(bytes, line, column) {
+            (line, column) = line_column(bytes, comma);
+        }
+        "invalid JSON: trailing comma: remove it (JSON allows no comma after the last item)".to_string()
+    } else {
+        format!("invalid JSON: {message}")
+    };
+    Problem::new(path, format!("line {line}, column {column}"), message)
 }
 
 /// The first key that appears twice in one object of `bytes` (valid JSON, parsed as `value`):
@@ -202,6 +214,21 @@ struct Duplicate {
     offset: usize,
     key: String,
     object: String,
+}
+
+impl Duplicate {
+    fn problem(&self, path: &Path, bytes: &[u8]) -> Problem {
+        let (line, column) = line_column(bytes, self.offset);
+        Problem::new(
+            path,
+            &self.object,
+            format!(
+                "the key {:?} appears twice in this object (again at line {line}, column {column}): a JSON reader \
+                 keeps one or the other; keep the one you mean",
+                self.key
+            ),
+        )
+    }
 }
 
 /// The offset of the `,` that precedes, across whitespace, the character at `line` and
