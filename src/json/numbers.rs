@@ -6,7 +6,7 @@
 //! [`ValueSeed`] builds a [`Value`] as serde_json's own `Value` does, except that each number
 //! that is not a plain integer takes its text from the JSON text itself (the numbers of a text
 //! are visited in text order, so the k-th number visited is the k-th number written), and that
-//! an object with the mark is refused ([`MARK_REFUSED`]). `super::tape` reads a text the same
+//! an object with the mark is refused ([`MARK_REFUSED`]). `tape.rs` reads a text the same
 //! way, onto a tape.
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};

@@ -6,11 +6,11 @@
 //!
 //! The tape is read by serde_json's own parser, through a visitor that makes the same calls as
 //! [`super::numbers::ValueSeed`], so that what is accepted, and every error with its line and
-//! column, is what [`super::parse_json`] gives: numbers as written (found in the text by a
+//! column, is what `json::parse_json` gives: numbers as written (found in the text by a
 //! cursor, since they are visited in text order), serde_json's number mark refused. Keys written
 //! twice are kept on the tape; [`Tape::has_key_twice`] finds them.
 
-use super::numbers::{MARK, MARK_REFUSED, as_serde_json_reads};
+use crate::json::numbers::{MARK, MARK_REFUSED, as_serde_json_reads};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -444,7 +444,7 @@ mod tests {
             "\"\\ud800\"",
             &format!("{}1{}", "[".repeat(130), "]".repeat(130)),
         ] {
-            let old = super::super::numbers::from_text(text.as_bytes()).unwrap_err();
+            let old = crate::json::numbers::from_text(text.as_bytes()).unwrap_err();
             let new = Tape::parse(text.as_bytes()).err().unwrap_or_else(|| panic!("{text} is read"));
             assert_eq!((new.to_string(), new.line(), new.column()), (old.to_string(), old.line(), old.column()));
         }
