@@ -112,7 +112,7 @@ impl<'t> Tape<'t> {
     fn str_at(&self, at: u32, len: u32, text: bool) -> &str {
         let (at, len) = (at as usize, len as usize);
         if text {
-            // SAFETY-free: the text was checked to be UTF-8, and a place is a whole string's
+            // the text was checked to be UTF-8, and a place is a whole string's or number's
             std::str::from_utf8(&self.text[at..at + len]).unwrap_or_default()
         } else {
             &self.unescaped[at..at + len]
