@@ -18,6 +18,7 @@
 //!
 //! where `<field>` and `<value>` are [`folder_name`]s.
 
+use crate::json::tape::{Kind, Node};
 use crate::paging::Page;
 pub use crate::tree::layout::folder_name;
 use serde::{Deserialize, Serialize};
@@ -75,12 +76,12 @@ impl FieldPath {
     }
 
     /// The values `record` takes at this path, sorted, each once.
-    pub fn values(&self, record: &serde_json::Value) -> Vec<String> {
+    pub fn values(&self, record: Node<'_>) -> Vec<String> {
         let mut reached = vec![record];
         for (key, each) in &self.steps {
             reached = reached.into_iter().filter_map(|v| v.get(key)).collect();
             for _ in 0..*each {
-                reached = reached.into_iter().filter_map(|v| v.as_array()).flatten().collect();
+                reached = reached.into_iter().flat_map(Node::items).collect();
             }
         }
         let mut values: Vec<String> = reached.into_iter().filter_map(value_text).collect();
@@ -93,9 +94,9 @@ impl FieldPath {
 impl FieldPath {
     /// The JSON location (`$.types[1].type.name`) of the first place in `record` where this path
     /// reaches `value`, if any.
-    pub fn locate(&self, record: &serde_json::Value, value: &str) -> Option<String> {
+    pub fn locate(&self, record: Node<'_>, value: &str) -> Option<String> {
         use crate::problem::{Step, json_path};
-        let mut reached: Vec<(&serde_json::Value, String)> = vec![(record, "$".to_string())];
+        let mut reached: Vec<(Node, String)> = vec![(record, "$".to_string())];
         for (key, each) in &self.steps {
             let key_step = &json_path(&[Step::Key(key)])[1..];
             let mut next = Vec::new();
@@ -107,24 +108,22 @@ impl FieldPath {
             for _ in 0..*each {
                 let mut items = Vec::new();
                 for (v, at) in next {
-                    let elements = v.as_array().map(Vec::as_slice).unwrap_or_default();
-                    items.extend(elements.iter().enumerate().map(|(i, item)| (item, format!("{at}[{i}]"))));
+                    items.extend(v.items().enumerate().map(|(i, item)| (item, format!("{at}[{i}]"))));
                 }
                 next = items;
             }
             reached = next;
         }
-        reached.into_iter().find(|(v, _)| value_text(v).as_deref() == Some(value)).map(|(_, at)| at)
+        reached.into_iter().find(|(v, _)| value_text(*v).as_deref() == Some(value)).map(|(_, at)| at)
     }
 }
 
 /// The text of a value a path reaches: a string as is, a number as JSON writes it, a boolean as
 /// `true` or `false`; `None` for anything else.
-fn value_text(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
+fn value_text(value: Node<'_>) -> Option<String> {
+    match value.kind() {
+        Kind::String(s) | Kind::Number(s) => Some(s.to_string()),
+        Kind::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }
@@ -183,7 +182,9 @@ mod tests {
             "none": null,
             "obj": {"a": 1}
         });
-        let values = |p: &str| FieldPath::parse(p).unwrap().values(&record);
+        let text = record.to_string();
+        let tape = crate::json::tape::Tape::parse(text.as_bytes()).unwrap();
+        let values = |p: &str| FieldPath::parse(p).unwrap().values(tape.root());
         assert_eq!(values("is_baby"), ["false"]);
         assert_eq!(values("order"), ["7"]);
         assert_eq!(values("weight"), ["6.5"]);
@@ -194,7 +195,7 @@ mod tests {
         assert!(values("types").is_empty(), "an array needs []");
         assert!(values("obj").is_empty() && values("none").is_empty() && values("missing.x").is_empty());
         assert!(values("types.type.name").is_empty(), "a key of an array is nothing");
-        let locate = |p: &str, v: &str| FieldPath::parse(p).unwrap().locate(&record, v);
+        let locate = |p: &str, v: &str| FieldPath::parse(p).unwrap().locate(tape.root(), v);
         assert_eq!(locate("types[].type.name", "poison").as_deref(), Some("$.types[1].type.name"));
         assert_eq!(locate("grid[][]", "3").as_deref(), Some("$.grid[1][1]"));
         assert_eq!(locate("order", "7").as_deref(), Some("$.order"));

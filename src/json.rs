@@ -11,6 +11,7 @@ use std::path::Path;
 mod keys;
 pub(crate) mod numbers;
 pub mod reader;
+pub mod tape;
 
 pub use reader::{At, MAX_DEPTH};
 
@@ -46,6 +47,18 @@ fn read_file_limited(path: &Path, limit: u64) -> Result<Vec<u8>, Problem> {
 /// reporting problems with line and column.
 pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     read_value(At::File(path), bytes)
+}
+
+/// Parses JSON bytes of the file `path` into a [`tape::Tape`] (many times smaller than a
+/// [`Value`]), with the checks and the problems of [`parse_json`].
+pub fn parse_tape<'t>(path: &Path, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
+    read_tape(At::File(path), bytes)
+}
+
+/// Parses a JSON text that is `at` into a [`tape::Tape`] with the one reader of the data
+/// ([`reader::read_tape`]), its problems worded and placed for where it is.
+pub fn read_tape<'t>(at: At<'_>, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
+    reader::read_tape(bytes).map_err(|refused| refused.problem(at, bytes))
 }
 
 /// Parses a JSON text that is `at` (a file, or a table's line) with the one reader of the data

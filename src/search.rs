@@ -174,10 +174,10 @@ pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize, list: &ListStamp) 
 /// The localized names of a record's JSON body, by language: the first name per language of
 /// its `names` entries shaped `{"name": "...", "language": {"name": "..."}}` (or with the
 /// language as a plain string); others are ignored.
-pub fn localized_names(record: &serde_json::Value) -> BTreeMap<String, String> {
+pub fn localized_names(record: crate::json::tape::Node<'_>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let Some(entries) = record.get("names").and_then(|n| n.as_array()) else { return out };
-    for entry in entries {
+    let Some(entries) = record.get("names") else { return out };
+    for entry in entries.items() {
         let name = entry.get("name").and_then(|n| n.as_str());
         let language = entry.get("language").and_then(|l| l.get("name").unwrap_or(l).as_str());
         if let (Some(name), Some(language)) = (name, language) {
@@ -436,12 +436,16 @@ mod tests {
             {"language": {"name": "fr"}},
             {"name": "Kirsche", "language": {"name": "de", "url": "u"}}
         ]});
-        let mut names = localized_names(&record);
+        let names_of = |record: serde_json::Value| {
+            let text = record.to_string();
+            localized_names(crate::json::tape::Tape::parse(text.as_bytes()).unwrap().root())
+        };
+        let mut names = names_of(record);
         assert_eq!(names.len(), 3);
         assert_eq!(names["fr"], "Cerise");
         names.remove("fr");
         assert_eq!(names["en"], "Cheri");
         assert_eq!(names["de"], "Kirsche");
-        assert!(localized_names(&serde_json::json!({"names": "x"})).is_empty());
+        assert!(names_of(serde_json::json!({"names": "x"})).is_empty());
     }
 }

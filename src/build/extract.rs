@@ -10,6 +10,7 @@ use crate::build::index::ExtractStore;
 use crate::build::load::Dataset;
 use crate::config::CONFIG_FILE;
 use crate::filters::{FieldPath, FilterField};
+use crate::json::tape::{Kind, Node, Tape};
 use crate::paging::{self, ListLinks, Page};
 use crate::problem::Problem;
 use crate::search::{self, NameEntry};
@@ -110,9 +111,6 @@ pub fn extract_one(
     store: Option<&ExtractStore>,
 ) -> Extracted {
     let paths: Vec<FieldPath> = declared.iter().filter_map(|f| FieldPath::parse(&f.path).ok()).collect();
-    let mut keys: Vec<&str> = paths.iter().map(FieldPath::first_key).chain(["names"]).collect();
-    keys.sort_unstable();
-    keys.dedup();
     let records = &dataset.resources[segment].records;
     let declared_paths: Vec<String> = declared.iter().map(|f| f.path.clone()).collect();
     let store = store.filter(|_| paths.len() == declared.len());
@@ -128,7 +126,7 @@ pub fn extract_one(
         .with_min_len(64)
         .map(|(record, kept)| match kept.take() {
             Some((entry, values)) => (entry, values, Vec::new()),
-            None => read_record(dataset, segment, record, declared, &paths, &keys),
+            None => read_record(dataset, segment, record, declared, &paths),
         })
         .collect();
     drop(kept);
@@ -158,25 +156,29 @@ pub fn extract_one(
 }
 
 /// The names entry of `record` and the values it takes for each of `paths`, read from its data
-/// (only the members `keys`), with the values too long to be a folder name as problems.
+/// (a record that cannot be read as JSON has none), with the values too long to be a folder
+/// name as problems.
 fn read_record(
     dataset: &Dataset,
     segment: &str,
     record: &Record,
     declared: &[FilterField],
     paths: &[FieldPath],
-    keys: &[&str],
 ) -> (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>) {
     let source = dataset.record_source(segment, record);
     let file = source.problem_path();
-    let (value, changed) = match read_members(&source, keys) {
-        Ok(members) => (members.map(serde_json::Value::Object), None),
+    // held from before the read until the values are taken: the tape is several times the text
+    let _share = crate::build::parse_budget::hold(source.size());
+    let (bytes, changed) = match source.read() {
+        Ok(bytes) => (Some(bytes), None),
         Err(problem) => (None, Some(problem)),
     };
-    let names = value.as_ref().map(search::localized_names).unwrap_or_default();
-    let values: Vec<Vec<String>> =
-        paths.iter().map(|p| value.as_ref().map(|v| p.values(v)).unwrap_or_default()).collect();
-    let mut too_long = value.as_ref().map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
+    // numbers as written (a filter's value is its text)
+    let tape = bytes.as_deref().and_then(|bytes| Tape::parse(bytes).ok());
+    let value = tape.as_ref().map(Tape::root).filter(|root| matches!(root.kind(), Kind::Object(_)));
+    let names = value.map(search::localized_names).unwrap_or_default();
+    let values: Vec<Vec<String>> = paths.iter().map(|p| value.map(|v| p.values(v)).unwrap_or_default()).collect();
+    let mut too_long = value.map(|v| too_long(&file, v, declared, paths, &values)).unwrap_or_default();
     too_long.extend(changed);
     let entry = NameEntry { id: record.id, name: record.name.as_deref().map(str::to_string), names };
     (search::entry_bytes(&entry).into_boxed_slice(), values, too_long)
@@ -186,7 +188,7 @@ fn read_record(
 /// location: a value is a folder of the tree (`_filters/<field>/<value>/`).
 fn too_long(
     file: &std::path::Path,
-    record: &serde_json::Value,
+    record: Node<'_>,
     declared: &[FilterField],
     paths: &[FieldPath],
     values: &[Vec<String>],
@@ -210,47 +212,6 @@ fn too_long(
         }
     }
     problems
-}
-
-/// The members of a record's top-level object named in `keys`, parsed; the others are checked
-/// as JSON and skipped without being built (a record of the published data holds hundreds of
-/// KB the names and filters never read). `None` when the file cannot be parsed as an object
-/// (its render reports why); the problem when it cannot be read again as the load read it.
-fn read_members(
-    source: &super::dataset::Source,
-    keys: &[&str],
-) -> Result<Option<serde_json::Map<String, serde_json::Value>>, Problem> {
-    use crate::json::numbers::{Numbers, SkipSeed, ValueSeed};
-    use serde::de::{DeserializeSeed, MapAccess, Visitor};
-    struct Members<'k, 'n, 't>(&'k [&'k str], &'n Numbers<'t>);
-    impl<'de> DeserializeSeed<'de> for Members<'_, '_, '_> {
-        type Value = serde_json::Map<String, serde_json::Value>;
-        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-            deserializer.deserialize_map(self)
-        }
-    }
-    impl<'de> Visitor<'de> for Members<'_, '_, '_> {
-        type Value = serde_json::Map<String, serde_json::Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a record: a JSON object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut out = serde_json::Map::new();
-            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                if self.0.contains(&key.as_ref()) {
-                    out.insert(key.into_owned(), map.next_value_seed(ValueSeed(self.1))?);
-                } else {
-                    map.next_value_seed(SkipSeed(self.1))?;
-                }
-            }
-            Ok(out)
-        }
-    }
-    let _share = crate::build::parse_budget::hold(source.size());
-    let bytes = source.read()?;
-    // numbers as written (a filter's value is its text), counted in the members skipped too
-    let numbers = Numbers::new(&bytes);
-    Ok(Members(keys, &numbers).deserialize(&mut serde_json::Deserializer::from_slice(&bytes)).ok())
 }
 
 /// The longest folder name in the tree, in bytes (file systems allow 255).

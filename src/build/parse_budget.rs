@@ -1,7 +1,8 @@
-//! The memory the build's parallel reads may hold at once. A data file parsed into a
-//! `serde_json::Value` takes many times its size (a text of small numbers and short strings, up
-//! to about 60 times), and the build parses a file on every core at once, so `max_document_mb`
-//! alone does not bound memory: four records of 25 MB parsed together took 2.6 GB. Each parse
+//! The memory the build's parallel reads may hold at once. A data file parsed takes several
+//! times its size (a tape, `crate::json::tape`: up to about 9 times; it was up to 73 times as a
+//! `serde_json::Value`), and the build parses a file on every core at once, so
+//! `max_document_mb` alone does not bound memory: four records of 25 MB parsed together as
+//! values took 2.6 GB. Each parse
 //! first holds [`PARSE_FACTOR`] times its file's size from a budget of [`PARSE_BUDGET`] bytes,
 //! waiting until that fits; a file whose share is over the whole budget is parsed alone. Parses
 //! never wait on one another otherwise, so nothing deadlocks: a holder only parses.
@@ -11,8 +12,9 @@ use std::sync::{Condvar, Mutex, PoisonError};
 /// Bytes the parses in flight may hold together, as estimated by [`PARSE_FACTOR`]: 1 GiB.
 pub const PARSE_BUDGET: u64 = 1 << 30;
 
-/// The memory a parse is taken to hold, per byte of its file (the text read, the parsed value
-/// and the document rendered from it).
+/// The memory a parse is taken to hold, per byte of its file (the text read, the parsed tape
+/// and the document rendered from it): kept from the values' time, well over what a tape
+/// holds, so that four large records still parse one at a time.
 pub const PARSE_FACTOR: u64 = 64;
 
 /// A budget of bytes that shares are taken from.

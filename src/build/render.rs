@@ -5,7 +5,8 @@ use crate::build::extract::{self, Extracts};
 use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
-use crate::json::read_value;
+use crate::json::read_tape;
+use crate::json::tape::{Kind, Node, Tape};
 use crate::paging;
 use crate::problem::{Problem, Step, json_path};
 use crate::search;
@@ -15,6 +16,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock, RwLock};
+use view::Rendered;
+
+mod view;
 
 /// Renders documents of one dataset with one base URL and format.
 pub struct Renderer<'a> {
@@ -106,55 +110,58 @@ impl Renderer<'_> {
 
     /// Like [`Renderer::render_file`], and shows the rendered value to `observe` (for schema
     /// inference) before it is serialised.
-    pub fn render_file_observed(&self, source: &Source, observe: impl FnOnce(&Value)) -> Result<Vec<u8>, Vec<Problem>> {
+    pub(crate) fn render_file_observed(
+        &self,
+        source: &Source,
+        observe: impl FnOnce(Rendered<'_>),
+    ) -> Result<Vec<u8>, Vec<Problem>> {
         let file = &source.problem_path();
-        // held from before the read until the document is rendered: the parsed value is many
+        // held from before the read until the document is rendered: the parsed tape is several
         // times the text
         let _share = crate::build::parse_budget::hold(source.size());
         let bytes = source.read().map_err(|problem| vec![problem])?;
-        let mut value = read_value(source.at(), &bytes).map_err(|p| vec![p])?;
-        drop(bytes);
+        let tape = read_tape(source.at(), &bytes).map_err(|p| vec![p])?;
         let mut problems = Vec::new();
         let mut steps = Vec::new();
-        self.rewrite(file, &mut value, &mut steps, &mut problems);
+        self.check(file, tape.root(), &mut steps, &mut problems);
         if !problems.is_empty() {
             return Err(problems);
         }
-        observe(&value);
-        Ok(self.serialize(&value))
+        let rendered = Rendered::top(tape.root(), self.base_url);
+        observe(rendered);
+        Ok(self.serialize(&rendered))
     }
 
     /// Serialises a value compactly or pretty (two-space indent), keys sorted.
-    pub fn serialize(&self, value: &Value) -> Vec<u8> {
+    pub fn serialize(&self, value: &impl serde::Serialize) -> Vec<u8> {
         let result = if self.pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
         result.expect("a JSON value always serialises")
     }
 
-    fn rewrite<'v>(&self, file: &Path, value: &'v mut Value, steps: &mut Vec<Step<'v>>, problems: &mut Vec<Problem>) {
-        match value {
-            Value::Object(map) => {
-                let claimed_name = match map.get("name") {
-                    Some(Value::String(name)) => Some(name.clone()),
-                    _ => None,
-                };
-                for (key, child) in map.iter_mut() {
+    /// Checks every string of `node` (each object's members in key order, as they are
+    /// written): the references the rendered document makes absolute ([`Rendered`]).
+    fn check<'v>(&self, file: &Path, node: Node<'v>, steps: &mut Vec<Step<'v>>, problems: &mut Vec<Problem>) {
+        match node.kind() {
+            Kind::Object(_) => {
+                let claimed_name = node.get("name").and_then(Node::as_str);
+                for (key, child) in node.sorted_members() {
                     steps.push(Step::Key(key));
-                    if let Value::String(text) = child {
-                        let name = if key == "url" { claimed_name.as_deref() } else { None };
-                        self.rewrite_string(file, key == "url", name, text, steps, problems);
+                    if let Some(text) = child.as_str() {
+                        let name = if key == "url" { claimed_name } else { None };
+                        self.check_string(file, key == "url", name, text, steps, problems);
                     } else {
-                        self.rewrite(file, child, steps, problems);
+                        self.check(file, child, steps, problems);
                     }
                     steps.pop();
                 }
             }
-            Value::Array(items) => {
-                for (i, child) in items.iter_mut().enumerate() {
+            Kind::Array(_) => {
+                for (i, child) in node.items().enumerate() {
                     steps.push(Step::Index(i));
-                    if let Value::String(text) = child {
-                        self.rewrite_string(file, false, None, text, steps, problems);
+                    if let Some(text) = child.as_str() {
+                        self.check_string(file, false, None, text, steps, problems);
                     } else {
-                        self.rewrite(file, child, steps, problems);
+                        self.check(file, child, steps, problems);
                     }
                     steps.pop();
                 }
@@ -163,13 +170,13 @@ impl Renderer<'_> {
         }
     }
 
-    /// Checks one string; when it is a reference, makes it absolute.
-    fn rewrite_string(
+    /// Checks one string: a reference, when it starts with `/api/v2/`, to a document the tree has.
+    fn check_string(
         &self,
         file: &Path,
         is_url_key: bool,
         claimed_name: Option<&str>,
-        text: &mut String,
+        text: &str,
         steps: &[Step<'_>],
         problems: &mut Vec<Problem>,
     ) {
@@ -185,9 +192,7 @@ impl Renderer<'_> {
         }
         if let Err(message) = self.check_reference(text, claimed_name) {
             problems.push(Problem::new(file, json_path(steps), message));
-            return;
         }
-        text.insert_str(0, self.base_url);
     }
 
     fn check_reference(&self, url: &str, claimed_name: Option<&str>) -> Result<(), String> {
@@ -426,7 +431,7 @@ impl DocumentRenderer<'_> {
         })
     }
 
-    fn observe(&self, segment: &str, subdoc: Option<&str>, value: &Value) {
+    fn observe(&self, segment: &str, subdoc: Option<&str>, value: Rendered<'_>) {
         if let Some(seen) = self.seen.get(&(segment, subdoc)) {
             seen.lock().expect("no panic while observing").observe(value);
         }
@@ -445,13 +450,13 @@ impl DocumentRenderer<'_> {
     /// Takes back what rendering a previous version of a document showed the schemas, given its
     /// published bytes (for a document of `segment`, or of its sub-document kind `subdoc`).
     pub fn forget(&self, segment: &str, subdoc: Option<&str>, published: &[u8]) -> Result<(), String> {
-        let value: Value = serde_json::from_slice(published).map_err(|e| e.to_string())?;
+        let value = Tape::parse(published).map_err(|e| e.to_string())?;
         let slot = self.seen.get(&(segment, subdoc)).ok_or("no such kind of document")?;
         let mut seen = slot.lock().expect("no panic while observing");
         if seen.count() == 0 {
             return Err("nothing seen to forget".into());
         }
-        seen.forget(&value);
+        seen.forget(value.root());
         Ok(())
     }
 

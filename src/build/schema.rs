@@ -18,8 +18,9 @@
 //! [`Inferred`] counts what it saw, so [`Inferred::merge`] is exact: inferring parts in parallel
 //! and merging gives the same value as observing everything in one pass.
 
+use crate::json::tape::{Kind as TapeKind, Node};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
 /// Where record schemas point for a reference (the OpenAPI document's shared `Reference`
@@ -73,32 +74,32 @@ impl Inferred {
     }
 
     /// Adds one value (a whole record, or any JSON document).
-    pub fn observe(&mut self, value: &Value) {
+    pub fn observe<'a>(&mut self, value: impl Shape<'a>) {
         self.count += 1;
-        match value {
-            Value::Null => self.nulls += 1,
-            Value::Bool(_) => self.booleans += 1,
-            Value::Number(n) if is_integer(n) => self.integers += 1,
-            Value::Number(_) => self.numbers += 1,
-            Value::String(_) => self.strings += 1,
-            Value::Array(items) => {
+        match value.shape() {
+            Kind::Null => self.nulls += 1,
+            Kind::Bool => self.booleans += 1,
+            Kind::Number(n) if is_integer(n) => self.integers += 1,
+            Kind::Number(_) => self.numbers += 1,
+            Kind::String(_) => self.strings += 1,
+            Kind::Array => {
                 let arrays = self.arrays.get_or_insert_with(Default::default);
                 arrays.count += 1;
-                for item in items {
+                for item in value.items() {
                     arrays.items.observe(item);
                 }
             }
-            Value::Object(map) => {
+            Kind::Object => {
                 let objects = self.objects.get_or_insert_with(Default::default);
                 objects.count += 1;
-                objects.references += u64::from(is_reference(map));
-                for (key, child) in map {
+                objects.references += u64::from(is_reference(value));
+                for (key, child) in value.members() {
                     match objects.properties.get_mut(key) {
                         Some(seen) => seen.observe(child),
                         None => {
                             let mut seen = Inferred::default();
                             seen.observe(child);
-                            objects.properties.insert(key.clone(), seen);
+                            objects.properties.insert(key.to_string(), seen);
                         }
                     }
                 }
@@ -109,29 +110,29 @@ impl Inferred {
     /// Takes back one value observed before: the result equals never having observed it (the
     /// counts go down; places no longer seen anywhere are dropped). An incremental build forgets
     /// a changed record's previous version and observes the new one.
-    pub fn forget(&mut self, value: &Value) {
+    pub fn forget<'a>(&mut self, value: impl Shape<'a>) {
         self.count -= 1;
-        match value {
-            Value::Null => self.nulls -= 1,
-            Value::Bool(_) => self.booleans -= 1,
-            Value::Number(n) if is_integer(n) => self.integers -= 1,
-            Value::Number(_) => self.numbers -= 1,
-            Value::String(_) => self.strings -= 1,
-            Value::Array(items) => {
+        match value.shape() {
+            Kind::Null => self.nulls -= 1,
+            Kind::Bool => self.booleans -= 1,
+            Kind::Number(n) if is_integer(n) => self.integers -= 1,
+            Kind::Number(_) => self.numbers -= 1,
+            Kind::String(_) => self.strings -= 1,
+            Kind::Array => {
                 let arrays = self.arrays.as_mut().expect("a forgotten array was observed");
                 arrays.count -= 1;
-                for item in items {
+                for item in value.items() {
                     arrays.items.forget(item);
                 }
                 if arrays.count == 0 {
                     self.arrays = None;
                 }
             }
-            Value::Object(map) => {
+            Kind::Object => {
                 let objects = self.objects.as_mut().expect("a forgotten object was observed");
                 objects.count -= 1;
-                objects.references -= u64::from(is_reference(map));
-                for (key, child) in map {
+                objects.references -= u64::from(is_reference(value));
+                for (key, child) in value.members() {
                     let seen = objects.properties.get_mut(key).expect("a forgotten key was observed");
                     seen.forget(child);
                     if seen.count == 0 {
@@ -240,18 +241,91 @@ pub fn reference_schema() -> Value {
 /// True when a number is written as an integer: no fraction and no exponent, whatever its size.
 /// (With `arbitrary_precision`, `1.0` and `1e2` keep their text, so they are not integers here;
 /// a schema saying `number` accepts them either way.)
-fn is_integer(n: &Number) -> bool {
-    !n.as_str().contains(['.', 'e', 'E'])
+fn is_integer(text: &str) -> bool {
+    !text.contains(['.', 'e', 'E'])
 }
 
 /// True when an object has the shape of a reference: exactly `{"name", "url"}` or `{"url"}`,
 /// with a string `name` and an absolute URI `url`.
-fn is_reference(map: &Map<String, Value>) -> bool {
-    let url_ok = matches!(map.get("url"), Some(Value::String(url)) if is_uri(url));
-    match map.len() {
+fn is_reference<'a>(object: impl Shape<'a>) -> bool {
+    let (mut members, mut url_ok, mut name_ok) = (0, false, false);
+    for (key, value) in object.members() {
+        members += 1;
+        match key {
+            "url" => url_ok = matches!(value.shape(), Kind::String(url) if is_uri(&url)),
+            "name" => name_ok = matches!(value.shape(), Kind::String(_)),
+            _ => {}
+        }
+    }
+    match members {
         1 => url_ok,
-        2 => url_ok && matches!(map.get("name"), Some(Value::String(_))),
+        2 => url_ok && name_ok,
         _ => false,
+    }
+}
+
+/// What the inference reads of a value: its kind, its items and its members.
+pub enum Kind<'a> {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool,
+    /// A number, as written.
+    Number(&'a str),
+    /// A string.
+    String(std::borrow::Cow<'a, str>),
+    /// An array: [`Shape::items`].
+    Array,
+    /// An object: [`Shape::members`].
+    Object,
+}
+
+/// A JSON value the inference reads: a [`Value`], a value of a parsed [`Tape`](crate::json::tape::Tape) or a document
+/// rendered from one.
+pub trait Shape<'a>: Copy {
+    /// The value's kind.
+    fn shape(self) -> Kind<'a>;
+    /// An array's items (none for another kind).
+    fn items(self) -> impl Iterator<Item = Self>;
+    /// An object's members, in any order (none for another kind).
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)>;
+}
+
+impl<'a> Shape<'a> for &'a Value {
+    fn shape(self) -> Kind<'a> {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(n) => Kind::Number(n.as_str()),
+            Value::String(text) => Kind::String(text.into()),
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+    fn items(self) -> impl Iterator<Item = Self> {
+        self.as_array().into_iter().flatten()
+    }
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)> {
+        self.as_object().into_iter().flatten().map(|(key, value)| (key.as_str(), value))
+    }
+}
+
+impl<'a> Shape<'a> for Node<'a> {
+    fn shape(self) -> Kind<'a> {
+        match self.kind() {
+            TapeKind::Null => Kind::Null,
+            TapeKind::Bool(_) => Kind::Bool,
+            TapeKind::Number(n) => Kind::Number(n),
+            TapeKind::String(text) => Kind::String(text.into()),
+            TapeKind::Array(_) => Kind::Array,
+            TapeKind::Object(_) => Kind::Object,
+        }
+    }
+    fn items(self) -> impl Iterator<Item = Self> {
+        Node::items(self)
+    }
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)> {
+        Node::members(self)
     }
 }
 

@@ -56,7 +56,7 @@ enum Open {
 
 /// The slow walk: the keys of each open object (a key being a string followed by `:`) and the
 /// place of each open array, for the JSON path of the object the key is in.
-fn first_key_twice(bytes: &[u8]) -> Option<Duplicate> {
+pub(crate) fn first_key_twice(bytes: &[u8]) -> Option<Duplicate> {
     let mut open: Vec<Open> = Vec::new();
     let mut last_string: Option<(usize, usize)> = None;
     let mut i = 0;

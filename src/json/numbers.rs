@@ -6,8 +6,8 @@
 //! [`ValueSeed`] builds a [`Value`] as serde_json's own `Value` does, except that each number
 //! that is not a plain integer takes its text from the JSON text itself (the numbers of a text
 //! are visited in text order, so the k-th number visited is the k-th number written), and that
-//! an object with the mark is refused ([`MARK_REFUSED`]). [`SkipSeed`] skips a value, counting
-//! its numbers, for readers that build only some members.
+//! an object with the mark is refused ([`MARK_REFUSED`]). `tape.rs` reads a text the same
+//! way, onto a tape.
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -15,7 +15,7 @@ use std::cell::{Cell, OnceCell};
 use std::fmt;
 
 /// The key serde_json reads a number from, when it is the only key of an object.
-const MARK: &str = "$serde_json::private::Number";
+pub(crate) const MARK: &str = "$serde_json::private::Number";
 
 /// The message of an object with serde_json's mark for a number.
 pub(crate) const MARK_REFUSED: &str = "an object with the key \"$serde_json::private::Number\", the JSON reader's own \
@@ -87,7 +87,7 @@ fn number_spans(text: &[u8]) -> Vec<(usize, usize)> {
 }
 
 /// A number's text as serde_json reads it: the exponent's `E` as `e`, a `+` when it has no sign.
-fn as_serde_json_reads(written: &str) -> String {
+pub(crate) fn as_serde_json_reads(written: &str) -> String {
     let mut out = String::with_capacity(written.len() + 1);
     let mut after_e = false;
     for c in written.chars() {
@@ -167,58 +167,6 @@ fn marked_number<'de, A: MapAccess<'de>>(numbers: &Numbers, mut map: A) -> Resul
     match (read, map.next_key::<de::IgnoredAny>()?) {
         (Value::String(read), None) => numbers.written(&read),
         _ => Err(de::Error::custom(MARK_REFUSED)),
-    }
-}
-
-/// Skips a value, counting its numbers as [`ValueSeed`] does.
-#[derive(Clone, Copy)]
-pub(crate) struct SkipSeed<'n, 't>(pub &'n Numbers<'t>);
-
-impl<'de> DeserializeSeed<'de> for SkipSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SkipSeed<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        self.0.integer()
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        self.0.integer()
-    }
-    fn visit_f64<E: de::Error>(self, n: f64) -> Result<(), E> {
-        ValueSeed(self.0).visit_f64(n).map(drop)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(self)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut first = true;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == MARK && first {
-                return marked_number(self.0, map).map(drop);
-            }
-            first = false;
-            map.next_value_seed(self)?;
-        }
-        Ok(())
     }
 }
 

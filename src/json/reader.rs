@@ -18,6 +18,7 @@
 
 use super::numbers;
 use crate::problem::Problem;
+use super::tape::Tape;
 use serde_json::Value;
 use std::path::Path;
 
@@ -47,6 +48,29 @@ pub struct Refused {
 
 /// Reads `text` as one JSON value under the rules of the module's documentation.
 pub fn read(text: &[u8]) -> Result<Value, Refused> {
+    readable(text)?;
+    let value = numbers::from_text(text).map_err(|e| syntax(text, &e))?;
+    // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
+    // as `{"v":2}`. A key of an object is there once.
+    match super::keys::duplicate_key(text, &value) {
+        Some(twice) => Err(Refused::twice(twice)),
+        None => Ok(value),
+    }
+}
+
+/// Reads `text` as [`read`] does, into a [`Tape`] (many times smaller than a [`Value`]): the
+/// same text is refused for the same reasons, at the same places.
+pub fn read_tape(text: &[u8]) -> Result<Tape<'_>, Refused> {
+    readable(text)?;
+    let tape = Tape::parse(text).map_err(|e| syntax(text, &e))?;
+    match tape.has_key_twice().then(|| super::keys::first_key_twice(text)).flatten() {
+        Some(twice) => Err(Refused::twice(twice)),
+        None => Ok(tape),
+    }
+}
+
+/// Refuses a text that is not UTF-8, is empty, or starts with a byte order mark.
+fn readable(text: &[u8]) -> Result<(), Refused> {
     if let Err(e) = std::str::from_utf8(text) {
         return Err(refused(e.valid_up_to(), "invalid UTF-8: save the file as UTF-8"));
     }
@@ -58,15 +82,7 @@ pub fn read(text: &[u8]) -> Result<Value, Refused> {
     if text[start..].starts_with(BOM) {
         return Err(refused(start, BOM_MESSAGE));
     }
-    let value = numbers::from_text(text).map_err(|e| syntax(text, &e))?;
-    // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
-    // as `{"v":2}`. A key of an object is there once.
-    if let Some(twice) = super::keys::duplicate_key(text, &value) {
-        let mut refused = Refused::key_twice(twice.offset, &twice.key);
-        refused.object = Some(twice.object);
-        return Err(refused);
-    }
-    Ok(value)
+    Ok(())
 }
 
 /// True when `text` is one JSON value, checked without building it: the fast first pass of a
@@ -108,6 +124,13 @@ fn syntax(text: &[u8], e: &serde_json::Error) -> Refused {
 }
 
 impl Refused {
+    /// A key written twice, as the walk of the text found it.
+    fn twice(twice: super::keys::Duplicate) -> Refused {
+        let mut refused = Refused::key_twice(twice.offset, &twice.key);
+        refused.object = Some(twice.object);
+        refused
+    }
+
     /// A key written twice in the top-level object, the second at `offset`.
     pub fn key_twice(offset: usize, key: &str) -> Refused {
         Refused {

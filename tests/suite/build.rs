@@ -1466,3 +1466,52 @@ fn a_record_replaced_by_a_fifo_or_a_device_link_between_the_reads_is_refused_at_
         assert_fresh_build_of(&data, &out, rel);
     }
 }
+
+/// Issue 47, item 9: a record's parse holds at most 16 times its file's size, whatever its
+/// shape. A record of 25 MB of one shape each (small objects, one-digit numbers, arrays nested
+/// 120 deep: 43, 33 and 73 times its size as a `serde_json::Value`, 1.8 GB for the deepest) is
+/// checked and built on one thread; the peak of each, less [`BASE_PEAK`], is at most 16 times
+/// the file's size (measured 3.4 to 6.4 times; 31 to 71 times before: BENCHMARKS.md, "Parsing a
+/// record").
+#[test]
+fn a_records_parse_holds_at_most_sixteen_times_its_size_whatever_its_shape() {
+    let tmp = TempDir::new("parse-memory");
+    let size = 25 << 20;
+    let fill = |head: &str, item: &str| {
+        let mut text = head.to_string();
+        while text.len() + item.len() + 3 < size {
+            text.push_str(item);
+            text.push(',');
+        }
+        text.push_str(item);
+        text + "]}"
+    };
+    let deep = format!("{}1{}", "[".repeat(120), "]".repeat(120));
+    let shapes = [
+        ("small-objects", fill(r#"{"id": 1, "items": ["#, r#"{"a": 1, "b": "x"}"#)),
+        ("numbers", fill(r#"{"id": 1, "n": ["#, "1")),
+        ("deep", fill(r#"{"id": 1, "d": ["#, &deep)),
+    ];
+    let threads = [("RAYON_NUM_THREADS", "1")];
+    let mut over = Vec::new();
+    for (shape, text) in shapes {
+        let data = tmp.join(shape);
+        write_files(&data, &[("thing/1.json", text.clone())]);
+        let out = tmp.join(&format!("out-{shape}"));
+        let check = peak_memory(&["check", "--data", utf8(&data)], &threads);
+        let build = peak_memory(&["build", "--quiet", "--data", utf8(&data), "--out", utf8(&out)], &threads);
+        for (run, peak) in [(check.0, check.1), (build.0, build.1)] {
+            let run = run.ok();
+            let ratio = peak.saturating_sub(BASE_PEAK) as f64 / text.len() as f64;
+            eprintln!("{} of {shape}: {} MB, {ratio:.1} times its size over the base", run.args[0], peak >> 20);
+            if ratio > 16.0 {
+                over.push(format!("{} of {shape}: {ratio:.1} times its size", run.args[0]));
+            }
+        }
+    }
+    assert!(over.is_empty(), "a record's parse held more than 16 times its size:\n{}", over.join("\n"));
+}
+
+/// What a `gen check` or `gen build` of a record of a few bytes peaks at, and more: measured 10
+/// to 28 MB (a tiny run is not measured here: it can end before its first reading).
+const BASE_PEAK: u64 = 48 << 20;
