@@ -5,7 +5,8 @@ pub use super::lock::LOCK;
 use super::lock::{self, Held};
 pub use super::marker::{MARKER, STOPPED};
 use super::marker::{Marker, read_target};
-use super::plan::{self, Listed, Remote};
+use super::plan::{self, Remote};
+use super::repair::{Look, list_and_compare};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
 use crate::tree::dir::TreeDir;
@@ -99,7 +100,7 @@ async fn publish_locked(
     let files = &tree.manifest.files;
     let listed = match listed_because {
         Some(_) => Some(
-            list_and_compare(tree, target, &*store, options.jobs)
+            list_and_compare(tree, target, &*store, options.jobs, None)
                 .await
                 .map_err(|e| explain(e, "listing", target, &place, Stage::Before))?,
         ),
@@ -118,8 +119,15 @@ async fn publish_locked(
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
-    let mut summary =
-        PublishSummary { plan, changed, bytes: 0, listed: listed_because.is_some(), listed_because, seconds: 0.0 };
+    let mut summary = PublishSummary {
+        plan,
+        changed,
+        bytes: 0,
+        listed: listed_because.is_some(),
+        listed_because,
+        repaired: 0,
+        seconds: 0.0,
+    };
     if options.dry_run {
         return Ok(summary);
     }
@@ -143,8 +151,16 @@ async fn publish_locked(
             .collect(),
         changed: summary.changed.clone(),
     };
+    // An unfinished publish found: what it may still write is looked at again at the end.
+    let look = marker.as_ref().map(|marker| {
+        let old = remote_files.iter().flat_map(|old| old.keys());
+        let deletable = old.filter(|p| !files.contains_key(*p) && layout::is_tree_file(p)).cloned().collect();
+        let mut look = Look { suspects: BTreeSet::new(), deletable };
+        look.add(marker, |path| files.contains_key(path));
+        look
+    });
     let writer = Writer::new(tree, target, store, options, summary.plan.uploads.len() + summary.plan.deletes.len());
-    writer.carry_out(&mut summary, held, &new_marker, &found.stopped).await?;
+    writer.carry_out(&mut summary, held, &new_marker, found.stopped, look).await?;
     Ok(summary)
 }
 
@@ -153,71 +169,13 @@ fn is_object_of_tree(path: &str) -> bool {
     path == MANIFEST_FILE || layout::is_tree_file(path)
 }
 
-/// Lists the target and tells which files of the tree it already holds with the same bytes:
-/// by the object's MD5 (its ETag on S3) when the store gives one, else by reading it back.
-async fn list_and_compare(
-    tree: &LocalTree<'_>,
-    target: &Target,
-    store: &dyn ObjectStore,
-    jobs: usize,
-) -> object_store::Result<Listed> {
-    /// How an object present on the target is compared with the local file.
-    enum Check {
-        /// By the MD5 its ETag states (S3, for objects not uploaded in parts).
-        Md5(String),
-        /// By reading it back (a local folder, or an ETag that is no MD5).
-        Read,
-    }
-    let mut present = BTreeSet::new();
-    let mut checks: Vec<(String, Check)> = Vec::new();
-    let mut listing = store.list(target.list_prefix().as_ref());
-    while let Some(meta) = listing.try_next().await? {
-        let Some(path) = target.relative(&meta.location) else { continue };
-        if tree.manifest.files.contains_key(&path) {
-            let md5 = meta.e_tag.as_deref().map(|t| t.trim_matches('"').to_ascii_lowercase());
-            match md5.filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
-                Some(md5) => {
-                    let local_size = tree.files.stamp(&path).map(|stamp| stamp.size);
-                    if local_size == Some(meta.size) {
-                        checks.push((path.clone(), Check::Md5(md5)));
-                    }
-                }
-                None => checks.push((path.clone(), Check::Read)),
-            }
-        }
-        present.insert(path);
-    }
-    let same: BTreeSet<String> = stream::iter(checks)
-        .map(|(path, check)| async move {
-            let equal = match check {
-                Check::Md5(md5) => tree.read(&path).is_ok_and(|local| md5_hex(&local) == md5),
-                Check::Read => {
-                    let bytes = store.get(&target.key(&path)).await?.bytes().await?;
-                    Some(&blake3::hash(&bytes).to_hex().to_string()) == tree.manifest.files.get(&path)
-                }
-            };
-            Ok::<_, object_store::Error>(equal.then_some(path))
-        })
-        .buffer_unordered(jobs.max(1))
-        .try_filter_map(|path| async move { Ok(path) })
-        .try_collect()
-        .await?;
-    Ok(Listed { present, same })
-}
-
-fn md5_hex(bytes: &[u8]) -> String {
-    use md5::Digest as _;
-    let digest = md5::Md5::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Carries out uploads and deletes, counting them, with the progress bar.
-struct Writer<'a> {
-    tree: &'a LocalTree<'a>,
-    target: &'a Target,
-    store: Arc<dyn ObjectStore>,
-    options: &'a PublishOptions,
-    place: String,
+pub(super) struct Writer<'a> {
+    pub(super) tree: &'a LocalTree<'a>,
+    pub(super) target: &'a Target,
+    pub(super) store: Arc<dyn ObjectStore>,
+    pub(super) options: &'a PublishOptions,
+    pub(super) place: String,
     bar: crate::progress::Progress,
     bytes: AtomicU64,
 }
@@ -243,7 +201,8 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Carries the plan out: the marker, the uploads wave by wave, the deletes, the
+    /// Carries the plan out: the marker, the uploads wave by wave, the deletes, the second
+    /// `look` when an unfinished publish was found ([`Writer::second_look`]), the
     /// `--changed-urls` file, then the marker and the `stopped` records read go. The lock is
     /// re-read before each wave, before the deletes and before the marker goes (see
     /// [`Writer::keep_lock`]).
@@ -252,7 +211,8 @@ impl<'a> Writer<'a> {
         summary: &mut PublishSummary,
         held: &Held,
         marker: &Marker,
-        stopped: &[String],
+        mut stopped: Vec<String>,
+        look: Option<Look>,
     ) -> Result<()> {
         let (target, place) = (self.target, self.place.as_str());
         let marker = serde_json::to_vec(marker).expect("a marker always serialises");
@@ -267,6 +227,9 @@ impl<'a> Writer<'a> {
         let manifest_live = "after its manifest went live";
         self.keep_lock(held, &marker, &format!("{manifest_live}, before deleting removed objects")).await?;
         self.run(summary.plan.deletes.iter().collect(), |path| self.delete(path)).await?;
+        if let Some(mut look) = look {
+            self.second_look(summary, held, &marker, &mut look, &mut stopped).await?;
+        }
         self.bar.finish();
         summary.bytes = self.bytes.load(Ordering::Relaxed);
         // The list of changed urls is written before the marker goes: if it cannot be, the marker
@@ -286,7 +249,7 @@ impl<'a> Writer<'a> {
     /// publish may be writing beside this one: this one writes nothing more to the tree, leaves
     /// its `marker` as a record under [`STOPPED`] (after its last write) and fails, saying it
     /// stopped `when`.
-    async fn keep_lock(&self, held: &Held, marker: &[u8], when: &str) -> Result<()> {
+    pub(super) async fn keep_lock(&self, held: &Held, marker: &[u8], when: &str) -> Result<()> {
         let Err(lock::Lost(why)) = lock::check(&*self.store, self.target, held).await else { return Ok(()) };
         let record = format!("{STOPPED}/{}.json", held.token);
         let left = match self.put(&record, marker.to_vec()).await {
@@ -308,7 +271,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Runs `each` over `paths`, `--jobs` at a time; the first error stops the rest.
-    async fn run<'p, F, Fut>(&self, paths: Vec<&'p String>, each: F) -> Result<()>
+    pub(super) async fn run<'p, F, Fut>(&self, paths: Vec<&'p String>, each: F) -> Result<()>
     where
         F: Fn(&'p String) -> Fut,
         Fut: std::future::Future<Output = Result<()>>,
@@ -318,6 +281,11 @@ impl<'a> Writer<'a> {
 
     /// Uploads one file of the tree (its bytes checked against the manifest once more).
     async fn upload(&self, path: &String) -> Result<()> {
+        self.upload_at(path, Stage::Before).await
+    }
+
+    /// [`Writer::upload`], its failure told as happening at `stage`.
+    pub(super) async fn upload_at(&self, path: &String, stage: Stage) -> Result<()> {
         let bytes = if path == MANIFEST_FILE {
             self.tree.manifest_bytes.to_vec()
         } else {
@@ -333,7 +301,7 @@ impl<'a> Writer<'a> {
             bytes
         };
         let size = bytes.len() as u64;
-        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, Stage::Before))?;
+        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, stage))?;
         self.bytes.fetch_add(size, Ordering::Relaxed);
         self.bar.set_message(format!(", {:.1} MB", self.bytes.load(Ordering::Relaxed) as f64 / 1e6));
         self.count();
@@ -341,7 +309,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Deletes the object of a file a published manifest listed.
-    async fn delete(&self, path: &str) -> Result<()> {
+    pub(super) async fn delete(&self, path: &str) -> Result<()> {
         match self.store.delete(&self.target.key(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(explain(e, "deleting", self.target, &self.place, Stage::Deleting)),
