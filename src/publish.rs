@@ -14,6 +14,7 @@
 //!
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
+mod local;
 mod lock;
 mod marker;
 mod object;

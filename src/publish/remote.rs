@@ -1,53 +1,24 @@
 //! The async half of `gen publish`: takes the target's lock, reads what the target holds, then
 //! uploads and deletes as the plan says, `--jobs` requests at a time, wave after wave.
 
+pub use super::local::LocalTree;
 pub use super::lock::LOCK;
 use super::lock::{self, Held};
 pub use super::marker::{MARKER, STOPPED};
-use super::marker::{Marker, read_target};
+use super::marker::{Marker, read_stopped, read_target};
 use super::plan::{self, Remote};
-use super::repair::{Look, list_and_compare};
+use super::repair::{Look, MAX_LOOKS, list_and_compare};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
-use crate::tree::dir::TreeDir;
 use crate::tree::layout;
 use crate::tree::listing::MAX_DOCUMENT_BYTES;
-use crate::tree::manifest::{MANIFEST_FILE, Manifest};
+use crate::tree::manifest::MANIFEST_FILE;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The local tree being published.
-pub struct LocalTree<'a> {
-    /// The tree's folder.
-    pub dir: &'a Path,
-    /// The same folder, read without following a link inside it (see [`LocalTree::read`]).
-    pub files: &'a TreeDir,
-    /// The tree's manifest.
-    pub manifest: &'a Manifest,
-    /// The manifest's bytes, uploaded last.
-    pub manifest_bytes: &'a [u8],
-}
-
-impl LocalTree<'_> {
-    /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
-    /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
-    /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
-    pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        self.files.read_file(path, MAX_DOCUMENT_BYTES).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
-            anyhow::anyhow!(
-                "cannot read {} ({why}; a link, a pipe or a device is never read as a file of the tree): rebuild \
-                 the tree with `gen build`, then publish again",
-                self.dir.join(path).display()
-            )
-        })
-    }
-}
 
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
@@ -119,15 +90,8 @@ async fn publish_locked(
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
-    let mut summary = PublishSummary {
-        plan,
-        changed,
-        bytes: 0,
-        listed: listed_because.is_some(),
-        listed_because,
-        repaired: 0,
-        seconds: 0.0,
-    };
+    let listed = listed_because.is_some();
+    let mut summary = PublishSummary { plan, changed, bytes: 0, listed, listed_because, repaired: 0, seconds: 0.0 };
     if options.dry_run {
         return Ok(summary);
     }
@@ -152,13 +116,7 @@ async fn publish_locked(
         changed: summary.changed.clone(),
     };
     // An unfinished publish found: what it may still write is looked at again at the end.
-    let look = marker.as_ref().map(|marker| {
-        let old = remote_files.iter().flat_map(|old| old.keys());
-        let deletable = old.filter(|p| !files.contains_key(*p) && layout::is_tree_file(p)).cloned().collect();
-        let mut look = Look { suspects: BTreeSet::new(), deletable };
-        look.add(marker, |path| files.contains_key(path));
-        look
-    });
+    let look = marker.as_ref().map(|marker| Look::after(marker, remote_files.as_ref(), files));
     let writer = Writer::new(tree, target, store, options, summary.plan.uploads.len() + summary.plan.deletes.len());
     writer.carry_out(&mut summary, held, &new_marker, found.stopped, look).await?;
     Ok(summary)
@@ -241,6 +199,55 @@ impl<'a> Writer<'a> {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(explain(e, "removing the publish marker", target, place, Stage::MarkerLeft)),
             }
+        }
+        Ok(())
+    }
+
+    /// The second look (see the module's documentation): lists the target, compares the paths
+    /// the unfinished publishes named (those of records that appeared since this publish read
+    /// the target too, which are then removed with the marker), and uploads or deletes what
+    /// differs; again, at most [`MAX_LOOKS`] times, while a look repaired something. The lock is
+    /// re-read before each repair.
+    pub(super) async fn second_look(
+        &self,
+        summary: &mut PublishSummary,
+        held: &Held,
+        marker: &[u8],
+        look: &mut Look,
+        stopped: &mut Vec<String>,
+    ) -> Result<()> {
+        let (tree, target, place) = (self.tree, self.target, self.place.as_str());
+        let in_tree = |path: &str| tree.manifest.files.contains_key(path);
+        for _ in 0..MAX_LOOKS {
+            let (records, found) = read_stopped(target, &*self.store, place, stopped).await?;
+            if let Some(found) = &found {
+                look.add(found, in_tree);
+            }
+            stopped.extend(records);
+            let listed = list_and_compare(tree, target, &*self.store, self.options.jobs, Some(&look.suspects))
+                .await
+                .map_err(|e| explain(e, "listing", target, place, Stage::Repairing))?;
+            let differ = |path: &&String| !listed.same.contains(*path);
+            let (manifest, uploads): (Vec<&String>, Vec<&String>) = look
+                .suspects
+                .iter()
+                .filter(|path| in_tree(path) || *path == MANIFEST_FILE)
+                .filter(differ)
+                .partition(|path| *path == MANIFEST_FILE);
+            let deletes: Vec<&String> =
+                look.suspects.intersection(&look.deletable).filter(|path| listed.present.contains(*path)).collect();
+            if manifest.is_empty() && uploads.is_empty() && deletes.is_empty() {
+                break;
+            }
+            let when = "after its manifest went live, before repairing what an unfinished publish wrote meanwhile";
+            self.keep_lock(held, marker, when).await?;
+            // the manifest last, as in a publish: what it lists is in place first
+            for wave in [uploads.clone(), manifest.clone()] {
+                self.run(wave, |path| self.upload_at(path, Stage::Repairing)).await?;
+            }
+            self.run(deletes.clone(), |path| self.delete(path)).await?;
+            summary.repaired += manifest.len() + uploads.len() + deletes.len();
+            summary.changed.extend(manifest.into_iter().chain(uploads).chain(deletes).cloned());
         }
         Ok(())
     }

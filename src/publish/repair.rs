@@ -8,23 +8,22 @@
 //! them is to a path its marker names (what it uploads and deletes). So once this publish's
 //! manifest is live and its deletes done, it lists the target again and compares those paths,
 //! plus those of any record a publish stopped meanwhile left (written after that one's last
-//! write), and repairs what differs, before its marker goes: the bucket it leaves is the tree.
+//! write), and repairs what differs, before its marker goes: the bucket it leaves is the tree
+//! (`Writer::second_look` in `remote.rs` carries it out).
 
-use super::marker::{Marker, read_stopped};
+use super::local::LocalTree;
+use super::marker::Marker;
 use super::plan::Listed;
-use super::remote::{LocalTree, Writer};
-use super::target::{Stage, Target, explain};
-use super::{PublishSummary, lock::Held};
+use super::target::Target;
 use crate::tree::layout;
 use crate::tree::manifest::MANIFEST_FILE;
-use anyhow::Result;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{ObjectStore, ObjectStoreExt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Most second looks one publish takes: another only after one that repaired something (a write
 /// of the replaced publish may still have been landing).
-const MAX_LOOKS: usize = 3;
+pub(super) const MAX_LOOKS: usize = 3;
 
 /// Lists the target and tells which files of the tree it already holds with the same bytes:
 /// by the object's MD5 (its ETag on S3) when the store gives one, else by reading it back.
@@ -108,63 +107,26 @@ pub(super) struct Look {
 }
 
 impl Look {
-    /// Takes in what the marker (or record) of an unfinished publish names, for a tree of
-    /// `files` (`contains` answers whether the tree has a path).
+    /// The look after the unfinished publish whose `marker` was found, for a tree of `files`
+    /// published over a manifest of `old` files.
+    pub(super) fn after(
+        marker: &Marker,
+        old: Option<&BTreeMap<String, String>>,
+        files: &BTreeMap<String, String>,
+    ) -> Look {
+        let old = old.into_iter().flat_map(|old| old.keys());
+        let deletable = old.filter(|p| !files.contains_key(*p) && layout::is_tree_file(p)).cloned().collect();
+        let mut look = Look { suspects: BTreeSet::new(), deletable };
+        look.add(marker, |path| files.contains_key(path));
+        look
+    }
+
+    /// Takes in what the marker (or record) of an unfinished publish names (`in_tree` answers
+    /// whether the tree has a path).
     pub(super) fn add(&mut self, marker: &Marker, in_tree: impl Fn(&str) -> bool) {
         let written = marker.changed.iter().chain(&marker.created).chain(&marker.deletes);
         self.suspects.extend(written.filter(|p| *p == MANIFEST_FILE || layout::is_tree_file(p)).cloned());
         let gone = marker.deletes.iter().chain(&marker.created);
         self.deletable.extend(gone.filter(|p| !in_tree(p) && layout::is_tree_file(p)).cloned());
-    }
-}
-
-impl Writer<'_> {
-    /// The second look (see the module's documentation): lists the target, compares the paths
-    /// the unfinished publishes named (those of records that appeared since this publish read
-    /// the target too, which are then removed with the marker), and uploads or deletes what
-    /// differs; again, at most [`MAX_LOOKS`] times, while a look repaired something. The lock is
-    /// re-read before each repair.
-    pub(super) async fn second_look(
-        &self,
-        summary: &mut PublishSummary,
-        held: &Held,
-        marker: &[u8],
-        look: &mut Look,
-        stopped: &mut Vec<String>,
-    ) -> Result<()> {
-        let (tree, target, place) = (self.tree, self.target, self.place.as_str());
-        let in_tree = |path: &str| tree.manifest.files.contains_key(path);
-        for _ in 0..MAX_LOOKS {
-            let (records, found) = read_stopped(target, &*self.store, place, stopped).await?;
-            if let Some(found) = &found {
-                look.add(found, in_tree);
-            }
-            stopped.extend(records);
-            let listed = list_and_compare(tree, target, &*self.store, self.options.jobs, Some(&look.suspects))
-                .await
-                .map_err(|e| explain(e, "listing", target, place, Stage::Repairing))?;
-            let differ = |path: &&String| !listed.same.contains(*path);
-            let (manifest, uploads): (Vec<&String>, Vec<&String>) = look
-                .suspects
-                .iter()
-                .filter(|path| in_tree(path) || *path == MANIFEST_FILE)
-                .filter(differ)
-                .partition(|path| *path == MANIFEST_FILE);
-            let deletes: Vec<&String> =
-                look.suspects.intersection(&look.deletable).filter(|path| listed.present.contains(*path)).collect();
-            if manifest.is_empty() && uploads.is_empty() && deletes.is_empty() {
-                break;
-            }
-            let when = "after its manifest went live, before repairing what an unfinished publish wrote meanwhile";
-            self.keep_lock(held, marker, when).await?;
-            // the manifest last, as in a publish: what it lists is in place first
-            for wave in [uploads.clone(), manifest.clone()] {
-                self.run(wave, |path| self.upload_at(path, Stage::Repairing)).await?;
-            }
-            self.run(deletes.clone(), |path| self.delete(path)).await?;
-            summary.repaired += manifest.len() + uploads.len() + deletes.len();
-            summary.changed.extend(manifest.into_iter().chain(uploads).chain(deletes).cloned());
-        }
-        Ok(())
     }
 }
