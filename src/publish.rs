@@ -14,9 +14,11 @@
 //!
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
+mod local;
 mod lock;
 mod marker;
 mod object;
+mod repair;
 pub mod plan;
 pub mod remote;
 pub mod target;
@@ -75,6 +77,9 @@ pub struct PublishSummary {
     pub listed: bool,
     /// Why it was listed, for the output.
     pub listed_because: Option<&'static str>,
+    /// Objects repaired by the second look (written meanwhile by the unfinished publish this
+    /// one found: see `docs/deploy.md`), uploaded or deleted.
+    pub repaired: usize,
     /// How long it took.
     pub seconds: f64,
 }

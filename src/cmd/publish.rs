@@ -55,7 +55,7 @@ fn folder_urls_note(dir: &std::path::Path) -> Option<String> {
 /// The one-line summary of a publish.
 fn summary_text(summary: &PublishSummary, target: &str) -> String {
     let plan = &summary.plan;
-    if plan.is_empty() {
+    if plan.is_empty() && summary.repaired == 0 {
         return format!(
             "{target} is up to date: {} objects unchanged, nothing uploaded{} in {:.2} s",
             plan.unchanged,
@@ -64,12 +64,13 @@ fn summary_text(summary: &PublishSummary, target: &str) -> String {
         );
     }
     format!(
-        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{} in {:.2} s",
+        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{}{} in {:.2} s",
         plan.uploads.len(),
         summary.bytes as f64 / 1e6,
         plan.unchanged,
         plan.deletes.len(),
         listed(summary),
+        repaired(summary),
         summary.seconds
     )
 }
@@ -78,6 +79,16 @@ fn listed(summary: &PublishSummary) -> String {
     match summary.listed_because {
         Some(why) => format!(" (every object compared: {why})"),
         None => String::new(),
+    }
+}
+
+/// The objects the second look repaired, if any.
+fn repaired(summary: &PublishSummary) -> String {
+    match summary.repaired {
+        0 => String::new(),
+        n => format!(
+            "; then {n} repaired that the unfinished publish it replaced wrote meanwhile (looked at again at the end)"
+        ),
     }
 }
 

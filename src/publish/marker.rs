@@ -81,28 +81,45 @@ pub(super) async fn read_target(target: &Target, store: &dyn ObjectStore, place:
         })?),
         None => None,
     };
+    let (stopped, records) = read_stopped(target, store, place, &[]).await?;
+    let mut marker = None;
+    if let Some(bytes) = read(MARKER.into(), "reading the publish marker").await? {
+        marker = Some(serde_json::from_slice(&bytes).unwrap_or_default());
+    }
+    let marker = match (marker, records) {
+        (Some(marker), Some(records)) => Some(Marker::merge(marker, records)),
+        (marker, records) => marker.or(records),
+    };
+    Ok(Found { manifest_bytes, manifest, marker, stopped })
+}
+
+/// The records of stopped publishes on the target (at most [`MAX_STOPPED`]), but those in
+/// `known` (read already): their paths, and what they say, merged.
+pub(super) async fn read_stopped(
+    target: &Target,
+    store: &dyn ObjectStore,
+    place: &str,
+    known: &[String],
+) -> Result<(Vec<String>, Option<Marker>)> {
     let stopped: Vec<String> = store
         .list(Some(&target.key(STOPPED)))
-        .try_filter_map(|meta| async move { Ok(target.relative(&meta.location)) })
+        .try_filter_map(|meta| async move { Ok(target.relative(&meta.location).filter(|path| !known.contains(path))) })
         .take(MAX_STOPPED)
         .try_collect()
         .await
         .map_err(|e| explain(e, "listing the records of stopped publishes", target, place, Stage::Before))?;
     let mut marker: Option<Marker> = None;
-    let mut merge = |bytes: Vec<u8>| {
-        let found: Marker = serde_json::from_slice(&bytes).unwrap_or_default();
-        marker = Some(match marker.take() {
-            Some(marker) => marker.merge(found),
-            None => found,
-        });
-    };
-    if let Some(bytes) = read(MARKER.into(), "reading the publish marker").await? {
-        merge(bytes);
-    }
     for path in &stopped {
-        if let Some(bytes) = read(path.clone(), "reading the record of a stopped publish").await? {
-            merge(bytes);
+        let bytes = read_optional(store, target, path, MAX_MANIFEST_BYTES).await.map_err(|e| {
+            read_failed(e, path, MAX_MANIFEST_BYTES, "reading the record of a stopped publish", target, place)
+        })?;
+        if let Some(bytes) = bytes {
+            let found: Marker = serde_json::from_slice(&bytes).unwrap_or_default();
+            marker = Some(match marker.take() {
+                Some(marker) => marker.merge(found),
+                None => found,
+            });
         }
     }
-    Ok(Found { manifest_bytes, manifest, marker, stopped })
+    Ok((stopped, marker))
 }

@@ -1,52 +1,24 @@
 //! The async half of `gen publish`: takes the target's lock, reads what the target holds, then
 //! uploads and deletes as the plan says, `--jobs` requests at a time, wave after wave.
 
+pub use super::local::LocalTree;
 pub use super::lock::LOCK;
 use super::lock::{self, Held};
 pub use super::marker::{MARKER, STOPPED};
-use super::marker::{Marker, read_target};
-use super::plan::{self, Listed, Remote};
+use super::marker::{Marker, read_stopped, read_target};
+use super::plan::{self, Remote};
+use super::repair::{Look, MAX_LOOKS, list_and_compare};
 use super::target::{Stage, Target, explain};
 use super::{PublishOptions, PublishSummary};
-use crate::tree::dir::TreeDir;
 use crate::tree::layout;
 use crate::tree::listing::MAX_DOCUMENT_BYTES;
-use crate::tree::manifest::{MANIFEST_FILE, Manifest};
+use crate::tree::manifest::MANIFEST_FILE;
 use anyhow::{Result, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The local tree being published.
-pub struct LocalTree<'a> {
-    /// The tree's folder.
-    pub dir: &'a Path,
-    /// The same folder, read without following a link inside it (see [`LocalTree::read`]).
-    pub files: &'a TreeDir,
-    /// The tree's manifest.
-    pub manifest: &'a Manifest,
-    /// The manifest's bytes, uploaded last.
-    pub manifest_bytes: &'a [u8],
-}
-
-impl LocalTree<'_> {
-    /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
-    /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
-    /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
-    pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        self.files.read_file(path, MAX_DOCUMENT_BYTES).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
-            anyhow::anyhow!(
-                "cannot read {} ({why}; a link, a pipe or a device is never read as a file of the tree): rebuild \
-                 the tree with `gen build`, then publish again",
-                self.dir.join(path).display()
-            )
-        })
-    }
-}
 
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
@@ -99,7 +71,7 @@ async fn publish_locked(
     let files = &tree.manifest.files;
     let listed = match listed_because {
         Some(_) => Some(
-            list_and_compare(tree, target, &*store, options.jobs)
+            list_and_compare(tree, target, &*store, options.jobs, None)
                 .await
                 .map_err(|e| explain(e, "listing", target, &place, Stage::Before))?,
         ),
@@ -118,8 +90,8 @@ async fn publish_locked(
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
-    let mut summary =
-        PublishSummary { plan, changed, bytes: 0, listed: listed_because.is_some(), listed_because, seconds: 0.0 };
+    let listed = listed_because.is_some();
+    let mut summary = PublishSummary { plan, changed, bytes: 0, listed, listed_because, repaired: 0, seconds: 0.0 };
     if options.dry_run {
         return Ok(summary);
     }
@@ -143,8 +115,10 @@ async fn publish_locked(
             .collect(),
         changed: summary.changed.clone(),
     };
+    // An unfinished publish found: what it may still write is looked at again at the end.
+    let look = marker.as_ref().map(|marker| Look::after(marker, remote_files.as_ref(), files));
     let writer = Writer::new(tree, target, store, options, summary.plan.uploads.len() + summary.plan.deletes.len());
-    writer.carry_out(&mut summary, held, &new_marker, &found.stopped).await?;
+    writer.carry_out(&mut summary, held, &new_marker, found.stopped, look).await?;
     Ok(summary)
 }
 
@@ -153,71 +127,13 @@ fn is_object_of_tree(path: &str) -> bool {
     path == MANIFEST_FILE || layout::is_tree_file(path)
 }
 
-/// Lists the target and tells which files of the tree it already holds with the same bytes:
-/// by the object's MD5 (its ETag on S3) when the store gives one, else by reading it back.
-async fn list_and_compare(
-    tree: &LocalTree<'_>,
-    target: &Target,
-    store: &dyn ObjectStore,
-    jobs: usize,
-) -> object_store::Result<Listed> {
-    /// How an object present on the target is compared with the local file.
-    enum Check {
-        /// By the MD5 its ETag states (S3, for objects not uploaded in parts).
-        Md5(String),
-        /// By reading it back (a local folder, or an ETag that is no MD5).
-        Read,
-    }
-    let mut present = BTreeSet::new();
-    let mut checks: Vec<(String, Check)> = Vec::new();
-    let mut listing = store.list(target.list_prefix().as_ref());
-    while let Some(meta) = listing.try_next().await? {
-        let Some(path) = target.relative(&meta.location) else { continue };
-        if tree.manifest.files.contains_key(&path) {
-            let md5 = meta.e_tag.as_deref().map(|t| t.trim_matches('"').to_ascii_lowercase());
-            match md5.filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
-                Some(md5) => {
-                    let local_size = tree.files.stamp(&path).map(|stamp| stamp.size);
-                    if local_size == Some(meta.size) {
-                        checks.push((path.clone(), Check::Md5(md5)));
-                    }
-                }
-                None => checks.push((path.clone(), Check::Read)),
-            }
-        }
-        present.insert(path);
-    }
-    let same: BTreeSet<String> = stream::iter(checks)
-        .map(|(path, check)| async move {
-            let equal = match check {
-                Check::Md5(md5) => tree.read(&path).is_ok_and(|local| md5_hex(&local) == md5),
-                Check::Read => {
-                    let bytes = store.get(&target.key(&path)).await?.bytes().await?;
-                    Some(&blake3::hash(&bytes).to_hex().to_string()) == tree.manifest.files.get(&path)
-                }
-            };
-            Ok::<_, object_store::Error>(equal.then_some(path))
-        })
-        .buffer_unordered(jobs.max(1))
-        .try_filter_map(|path| async move { Ok(path) })
-        .try_collect()
-        .await?;
-    Ok(Listed { present, same })
-}
-
-fn md5_hex(bytes: &[u8]) -> String {
-    use md5::Digest as _;
-    let digest = md5::Md5::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Carries out uploads and deletes, counting them, with the progress bar.
-struct Writer<'a> {
-    tree: &'a LocalTree<'a>,
-    target: &'a Target,
-    store: Arc<dyn ObjectStore>,
-    options: &'a PublishOptions,
-    place: String,
+pub(super) struct Writer<'a> {
+    pub(super) tree: &'a LocalTree<'a>,
+    pub(super) target: &'a Target,
+    pub(super) store: Arc<dyn ObjectStore>,
+    pub(super) options: &'a PublishOptions,
+    pub(super) place: String,
     bar: crate::progress::Progress,
     bytes: AtomicU64,
 }
@@ -243,7 +159,8 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Carries the plan out: the marker, the uploads wave by wave, the deletes, the
+    /// Carries the plan out: the marker, the uploads wave by wave, the deletes, the second
+    /// `look` when an unfinished publish was found ([`Writer::second_look`]), the
     /// `--changed-urls` file, then the marker and the `stopped` records read go. The lock is
     /// re-read before each wave, before the deletes and before the marker goes (see
     /// [`Writer::keep_lock`]).
@@ -252,7 +169,8 @@ impl<'a> Writer<'a> {
         summary: &mut PublishSummary,
         held: &Held,
         marker: &Marker,
-        stopped: &[String],
+        mut stopped: Vec<String>,
+        look: Option<Look>,
     ) -> Result<()> {
         let (target, place) = (self.target, self.place.as_str());
         let marker = serde_json::to_vec(marker).expect("a marker always serialises");
@@ -267,6 +185,9 @@ impl<'a> Writer<'a> {
         let manifest_live = "after its manifest went live";
         self.keep_lock(held, &marker, &format!("{manifest_live}, before deleting removed objects")).await?;
         self.run(summary.plan.deletes.iter().collect(), |path| self.delete(path)).await?;
+        if let Some(mut look) = look {
+            self.second_look(summary, held, &marker, &mut look, &mut stopped).await?;
+        }
         self.bar.finish();
         summary.bytes = self.bytes.load(Ordering::Relaxed);
         // The list of changed urls is written before the marker goes: if it cannot be, the marker
@@ -282,11 +203,60 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    /// The second look (see the module's documentation): lists the target, compares the paths
+    /// the unfinished publishes named (those of records that appeared since this publish read
+    /// the target too, which are then removed with the marker), and uploads or deletes what
+    /// differs; again, at most [`MAX_LOOKS`] times, while a look repaired something. The lock is
+    /// re-read before each repair.
+    pub(super) async fn second_look(
+        &self,
+        summary: &mut PublishSummary,
+        held: &Held,
+        marker: &[u8],
+        look: &mut Look,
+        stopped: &mut Vec<String>,
+    ) -> Result<()> {
+        let (tree, target, place) = (self.tree, self.target, self.place.as_str());
+        let in_tree = |path: &str| tree.manifest.files.contains_key(path);
+        for _ in 0..MAX_LOOKS {
+            let (records, found) = read_stopped(target, &*self.store, place, stopped).await?;
+            if let Some(found) = &found {
+                look.add(found, in_tree);
+            }
+            stopped.extend(records);
+            let listed = list_and_compare(tree, target, &*self.store, self.options.jobs, Some(&look.suspects))
+                .await
+                .map_err(|e| explain(e, "listing", target, place, Stage::Repairing))?;
+            let differ = |path: &&String| !listed.same.contains(*path);
+            let (manifest, uploads): (Vec<&String>, Vec<&String>) = look
+                .suspects
+                .iter()
+                .filter(|path| in_tree(path) || *path == MANIFEST_FILE)
+                .filter(differ)
+                .partition(|path| *path == MANIFEST_FILE);
+            let deletes: Vec<&String> =
+                look.suspects.intersection(&look.deletable).filter(|path| listed.present.contains(*path)).collect();
+            if manifest.is_empty() && uploads.is_empty() && deletes.is_empty() {
+                break;
+            }
+            let when = "after its manifest went live, before repairing what an unfinished publish wrote meanwhile";
+            self.keep_lock(held, marker, when).await?;
+            // the manifest last, as in a publish: what it lists is in place first
+            for wave in [uploads.clone(), manifest.clone()] {
+                self.run(wave, |path| self.upload_at(path, Stage::Repairing)).await?;
+            }
+            self.run(deletes.clone(), |path| self.delete(path)).await?;
+            summary.repaired += manifest.len() + uploads.len() + deletes.len();
+            summary.changed.extend(manifest.into_iter().chain(uploads).chain(deletes).cloned());
+        }
+        Ok(())
+    }
+
     /// Re-reads the lock. If it is not `held` any more (gone, or another publish's), another
     /// publish may be writing beside this one: this one writes nothing more to the tree, leaves
     /// its `marker` as a record under [`STOPPED`] (after its last write) and fails, saying it
     /// stopped `when`.
-    async fn keep_lock(&self, held: &Held, marker: &[u8], when: &str) -> Result<()> {
+    pub(super) async fn keep_lock(&self, held: &Held, marker: &[u8], when: &str) -> Result<()> {
         let Err(lock::Lost(why)) = lock::check(&*self.store, self.target, held).await else { return Ok(()) };
         let record = format!("{STOPPED}/{}.json", held.token);
         let left = match self.put(&record, marker.to_vec()).await {
@@ -308,7 +278,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Runs `each` over `paths`, `--jobs` at a time; the first error stops the rest.
-    async fn run<'p, F, Fut>(&self, paths: Vec<&'p String>, each: F) -> Result<()>
+    pub(super) async fn run<'p, F, Fut>(&self, paths: Vec<&'p String>, each: F) -> Result<()>
     where
         F: Fn(&'p String) -> Fut,
         Fut: std::future::Future<Output = Result<()>>,
@@ -318,6 +288,11 @@ impl<'a> Writer<'a> {
 
     /// Uploads one file of the tree (its bytes checked against the manifest once more).
     async fn upload(&self, path: &String) -> Result<()> {
+        self.upload_at(path, Stage::Before).await
+    }
+
+    /// [`Writer::upload`], its failure told as happening at `stage`.
+    pub(super) async fn upload_at(&self, path: &String, stage: Stage) -> Result<()> {
         let bytes = if path == MANIFEST_FILE {
             self.tree.manifest_bytes.to_vec()
         } else {
@@ -333,7 +308,7 @@ impl<'a> Writer<'a> {
             bytes
         };
         let size = bytes.len() as u64;
-        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, Stage::Before))?;
+        self.put(path, bytes).await.map_err(|e| explain(e, "uploading", self.target, &self.place, stage))?;
         self.bytes.fetch_add(size, Ordering::Relaxed);
         self.bar.set_message(format!(", {:.1} MB", self.bytes.load(Ordering::Relaxed) as f64 / 1e6));
         self.count();
@@ -341,7 +316,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Deletes the object of a file a published manifest listed.
-    async fn delete(&self, path: &str) -> Result<()> {
+    pub(super) async fn delete(&self, path: &str) -> Result<()> {
         match self.store.delete(&self.target.key(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(explain(e, "deleting", self.target, &self.place, Stage::Deleting)),

@@ -207,6 +207,9 @@ pub enum Stage {
     Before,
     /// Deleting removed objects, after the new manifest.
     Deleting,
+    /// Repairing, after the new manifest and its deletes, what an unfinished publish wrote
+    /// meanwhile (the second look).
+    Repairing,
     /// Everything done but removing the marker.
     MarkerLeft,
     /// Everything done but removing the lock.
@@ -257,6 +260,11 @@ pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: 
         Stage::Before => "nothing was deleted, and the published manifest is still the previous one",
         Stage::Deleting => {
             "the new manifest is published, but some removed objects are left: run gen publish again to delete them"
+        }
+        Stage::Repairing => {
+            "the new manifest is published and removed objects deleted, but objects an unfinished publish wrote \
+             meanwhile may not be repaired yet: the marker .gen-publish.json is left, so the next gen publish \
+             compares every object again and repairs them"
         }
         Stage::MarkerLeft => {
             "the publish itself succeeded (the new manifest is live, every removed object deleted), but its marker \

@@ -262,6 +262,13 @@ impl ServedTree {
         if let Some(sha256) = list.sha256.get() {
             return Ok(sha256.clone());
         }
+        // One list hashed at a time, the searches that need it meanwhile waiting for that hash:
+        // a rebased tree's `_pages/all` is read raw here, outside the cache and the budget, and
+        // 32 searches at once each read their own copy (11 MB each at 150,000 records).
+        let _hashing = self.list_parse.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(sha256) = list.sha256.get() {
+            return Ok(sha256.clone());
+        }
         let all_path = layout::all_page_path(segment);
         let all_hash = self.listing.hash_of(&all_path).ok_or_else(|| self.missing(&all_path))?;
         let sha256 = if self.base_url == self.built_base_url {

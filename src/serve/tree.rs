@@ -89,9 +89,10 @@ pub struct ServedTree {
     pub(crate) deploy_head: String,
     /// Reads under way (see [`ServedTree::read`]).
     flights: Flights,
-    /// Held while a list is parsed: one at a time, so that requests that all miss a list too
-    /// large for the cache share one parse and one copy of it rather than each making its own.
-    list_parse: std::sync::Mutex<()>,
+    /// Held while a list is parsed, or its `_pages/all` hashed for a search: one at a time, so
+    /// that requests that all miss a list too large for the cache share one parse and one copy
+    /// of it rather than each making its own.
+    pub(super) list_parse: std::sync::Mutex<()>,
 }
 
 impl ServedTree {

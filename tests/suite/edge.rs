@@ -1701,7 +1701,8 @@ fn peak_rss(pid: u32) -> u64 {
 /// 16`, and one search in the Node handler, each under a memory guard (docs/tree.md, "What a
 /// query costs"). Before the names were matched line by line, the 32 searches took 4.7 GB and
 /// one search in Node about 300 MB, more than a Cloudflare Worker's 128 MB; measured after:
-/// 74 MB for serve (56 MB idle), 134 MB for Node (62 MB idle).
+/// 74 MB for serve (56 MB idle) for this one round (12 rounds: 113 MB, `bench/search_memory.py`),
+/// 134 MB for Node (62 MB idle).
 #[test]
 fn searches_of_150000_records_hold_a_shard_at_a_time_in_serve_and_node() {
     if heavy("it builds 150,000 records").is_none() {

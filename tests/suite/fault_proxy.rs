@@ -56,8 +56,12 @@ struct State {
     writes: usize,
     /// True once a write is held.
     holding: bool,
+    /// The key of the write held.
+    held_key: Option<String>,
     /// Bumped to let stalled and held connections go.
     release: u64,
+    /// Set by [`FaultProxy::land_held`]: the held write goes on to the server when let go.
+    land_held: bool,
 }
 
 /// The proxy: listens on a free loopback port, forwards to `upstream`; stops on drop.
@@ -138,6 +142,26 @@ impl FaultProxy {
         (state.hold_after, state.holding) = (None, false);
         state.release += 1;
         changed.notify_all();
+    }
+
+    /// Sends the held write on to the server (as a request already on its way when its sender
+    /// died would arrive), whether or not its sender is still there to read the answer, and
+    /// returns its key once the server has answered it.
+    pub fn land_held(&self) -> String {
+        let (lock, changed) = &*self.state;
+        let mut state = lock.lock().unwrap();
+        assert!(state.holding, "no write is held");
+        state.land_held = true;
+        state.release += 1;
+        changed.notify_all();
+        let key = state.held_key.clone().expect("the held write's key");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !state.seen.iter().any(|s| s.answered && s.key == key) {
+            assert!(Instant::now() < deadline, "the server did not answer the held write of {key}");
+            state = changed.wait_timeout(state, Duration::from_millis(50)).unwrap().0;
+        }
+        (state.hold_after, state.holding, state.land_held) = (None, false, false);
+        key
     }
 
     /// Every request seen so far.
@@ -252,6 +276,7 @@ fn serve(client: TcpStream, upstream: &str, state: &(Mutex<State>, Condvar)) -> 
     } else {
         (head.method.clone(), vec![head.key()])
     };
+    let mut held = false;
     let fault = {
         let (lock, changed) = state;
         let mut state = lock.lock().unwrap();
@@ -269,7 +294,9 @@ fn serve(client: TcpStream, upstream: &str, state: &(Mutex<State>, Condvar)) -> 
             state.writes += 1;
             if state.writes == after + 1 {
                 state.holding = true;
+                state.held_key = keys.first().cloned();
                 changed.notify_all();
+                held = true;
                 fault = Some(Fault::Stall);
             }
         }
@@ -294,8 +321,11 @@ fn serve(client: TcpStream, upstream: &str, state: &(Mutex<State>, Condvar)) -> 
             while guard.release == release {
                 guard = changed.wait(guard).unwrap();
             }
-            let _ = client.shutdown(Shutdown::Both);
-            return Ok(());
+            if !(held && guard.land_held) {
+                let _ = client.shutdown(Shutdown::Both);
+                return Ok(());
+            }
+            drop(guard);
         }
         Some(Fault::Reset) => {
             reset(&client);
