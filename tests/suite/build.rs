@@ -868,6 +868,38 @@ fn a_damaged_cut_or_old_build_index_gives_a_full_build_with_one_note() {
     }
 }
 
+/// Issue 47, item 3: the build index names the gen that wrote it, and one another gen wrote is
+/// ignored with one note even when its checksum is right: the build after an edit is a full
+/// one, and its tree is a fresh build's.
+#[test]
+fn a_build_index_another_gen_wrote_gives_a_full_build_with_one_note() {
+    let tmp = TempDir::new("index-other-gen");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (out, index, fresh) = (tmp.join("out"), tmp.join(".out.gen-index"), tmp.join("fresh"));
+    build(&data, &out, &[]).ok();
+    let version = env!("CARGO_PKG_VERSION");
+    let ours = format!("\"generator\":\"gen {version}\"");
+    let mut bytes = std::fs::read(&index).unwrap();
+    let at = bytes.windows(ours.len()).position(|w| w == ours.as_bytes()).expect("the index names its gen");
+    let other = format!("\"generator\":\"gen {}\"", version.replace(|c: char| c.is_ascii_digit(), "9"));
+    let other = if other == ours { ours.replace("gen ", "GEN ") } else { other };
+    bytes[at..at + ours.len()].copy_from_slice(other.as_bytes());
+    let body = bytes.len() - 32;
+    let sum = blake3::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(sum.as_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let mut changed = read_json(&data.join("berry/3.json"));
+    changed["size"] = serde_json::json!(7.25);
+    std::fs::write(data.join("berry/3.json"), changed.to_string()).unwrap();
+    let stderr = build(&data, &out, &[]).ok().stderr();
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("build index")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].starts_with("note: ") && notes[0].contains("not by this gen"), "{}", notes[0]);
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&out) == read_tree(&fresh), "the tree is a fresh build's");
+}
+
 /// Issue 26, item 17: the index's checksum guards against damage, not against an index
 /// rewritten on purpose. Here a document of the tree is put back to its bytes before an edit of
 /// its record, and the index is rewritten to agree (that file's stamp and hash, the checksum

@@ -262,6 +262,46 @@ impl OldLines<'_, '_> {
     }
 }
 
+impl PreviousFile<'_> {
+    /// The bytes of `member` of this file, when they are one gzip member, whole, holding one
+    /// line for each of `hashes` (the documents of the records its key names), each line that
+    /// document's: its key is then what it holds. A table can be consistent and still wrong
+    /// (keys exchanged, its checksum made again): its word is not taken for the bytes copied.
+    fn holding(&self, member: &Member, hashes: &[blake3::Hash], pretty: bool) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::FileExt;
+        let mut packed = vec![0u8; usize::try_from(member.length).ok()?];
+        self.file.read_exact_at(&mut packed, member.offset).ok()?;
+        let mut decoder = flate2::bufread::GzDecoder::new(packed.as_slice());
+        let mut text = Vec::new();
+        let whole = decoder.read_to_end(&mut text).is_ok() && decoder.get_ref().is_empty();
+        let lines = text.strip_suffix(b"\n").filter(|_| whole)?.split(|b| *b == b'\n');
+        let holds = lines.clone().count() == hashes.len() && lines.zip(hashes).all(|(l, h)| line_holds(l, h, pretty));
+        holds.then_some(packed)
+    }
+}
+
+/// True when `line` of a bulk-data file is the record document that hashes to `hash`: the
+/// document itself, or made compact from it when documents are indented (`pretty`: the line
+/// indented again as gen indents a document gives the document's bytes).
+fn line_holds(line: &[u8], hash: &blake3::Hash, pretty: bool) -> bool {
+    if !pretty {
+        return blake3::hash(line) == *hash;
+    }
+    let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+    value.and_then(|value| serde_json::to_vec_pretty(&value).ok()).is_some_and(|bytes| blake3::hash(&bytes) == *hash)
+}
+
+/// Says that the previous bulk-data file of `segment` does not hold what the member table
+/// says; `true`: nothing more is taken from it.
+fn distrust(segment: &str) -> bool {
+    say!(
+        "note: the previous bulk-data file of {segment} does not hold what the member table says: \
+         ignoring it; this build writes the file from the records' documents"
+    );
+    true
+}
+
 /// What writing a resource's file member by member needs.
 struct Members<'a, 'w, 'd, 'o> {
     writer: &'a Stager<'w>,
@@ -284,6 +324,9 @@ impl Members<'_, '_, '_, '_> {
         let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
         let (mut start, mut hashes) = (0, Vec::new());
         let mut old = from.map(|from| OldLines { from, next: 0, first: 0, read: None });
+        // Set once the previous file is found not to hold what the table says: nothing more is
+        // taken from it (the rest of the file is compressed from the records' documents).
+        let mut distrusted = false;
         for (n, &i) in indices.iter().enumerate() {
             let (hash, size) = self.hash_and_size(i)?;
             hashes.push(hash);
@@ -293,22 +336,36 @@ impl Members<'_, '_, '_, '_> {
             let (run, first) = (&indices[start..=n], start as u64);
             start = n + 1;
             let key = members::member_key(self.pretty, hashes.iter());
-            hashes.clear();
-            match from.and_then(|from| from.members.get(key.as_str()).map(|member| (from, member))) {
-                Some((from, old)) if old.records == run.len() as u64 => {
-                    file.copy(key, old.records, &from.file, old.offset, old.length)?
+            let by_key = from.filter(|_| !distrusted).and_then(|from| from.members.get(key.as_str()));
+            let copied = match by_key.filter(|old| old.records == run.len() as u64) {
+                Some(old) => from.and_then(|from| from.holding(old, &hashes, self.pretty)).map(|bytes| (old, bytes)),
+                None => None,
+            };
+            match copied {
+                Some((old, bytes)) => {
+                    file.append(key, old.records, &bytes)?;
+                    hashes.clear();
+                    continue;
                 }
-                _ => {
-                    let lines = run.iter().zip(first..).map(|(&i, position)| {
-                        let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
-                        match old.as_mut().filter(|_| !staged).and_then(|old| old.line(position)) {
-                            Some(line) => Ok(line),
-                            None => self.record_bytes(i),
-                        }
-                    });
-                    file.compress(key, self.pretty, lines)?
-                }
+                None if by_key.is_some() => distrusted = distrust(segment),
+                None => {}
             }
+            let doubted = std::cell::Cell::new(distrusted);
+            let lines = run.iter().zip(first..).zip(&hashes).map(|((&i, position), hash)| {
+                let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
+                let taken = old.as_mut().filter(|_| !staged && !doubted.get()).and_then(|old| old.line(position));
+                match taken {
+                    Some(line) if line_holds(&line, hash, self.pretty) => Ok(line),
+                    Some(_) => {
+                        doubted.set(distrust(segment));
+                        self.record_bytes(i)
+                    }
+                    None => self.record_bytes(i),
+                }
+            });
+            file.compress(key, self.pretty, lines)?;
+            distrusted = doubted.get();
+            hashes.clear();
         }
         if indices.is_empty() {
             file.compress(members::member_key(self.pretty, std::iter::empty()), self.pretty, std::iter::empty())?;
