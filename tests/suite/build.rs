@@ -1062,6 +1062,47 @@ fn fresh_builds_of_committed_data_give_the_same_bytes_dated_by_the_commit() {
     assert!(date >= before, "an untracked record is dated by the clock: {date} < {before}");
 }
 
+/// Issue 47, item 4: a rebuild equals a fresh build, byte for byte, from any clone. A clone
+/// built, edited, committed and built again, and a fresh clone of the same commit built once,
+/// give the same tree, bulk-data index included: each file's `updated_at` is the date of the
+/// last commit that touched its resource's data (or gen.json), never the date of a build. It
+/// kept, for an unchanged file, the date of the build that last wrote it.
+#[test]
+fn a_rebuilt_clone_and_a_fresh_clone_of_the_same_commit_give_the_same_tree() {
+    if find_tool("git").is_none() {
+        return unavailable("git", "install git (Debian's package git)").unwrap_or(());
+    }
+    let tmp = TempDir::new("two-clones");
+    let origin = tmp.join("origin");
+    sample_data(&origin.join("data"));
+    git(&origin, &["init", "-q"], "@0");
+    git(&origin, &["add", "data"], "@0");
+    git(&origin, &["commit", "-q", "-m", "data"], "@1700000000 +0000");
+    let (a, b) = (tmp.join("a"), tmp.join("b"));
+    let now = "@1800000000 +0000"; // the date git writes in a clone's reflog (not "@0")
+    git(tmp.path(), &["clone", "-q", utf8(&origin), utf8(&a)], now);
+    build_on_the_clock(&a.join("data"), &a.join("out"));
+    // an edit of one berry, committed in clone A and pushed, then A built again
+    let berry = a.join("data/berry/2.json");
+    let mut record = read_json(&berry);
+    record["size"] = serde_json::json!(99);
+    std::fs::write(&berry, record.to_string()).unwrap();
+    git(&a, &["commit", "-q", "-a", "-m", "edit"], "@1750000000 +0000");
+    git(&a, &["push", "-q", "origin", "HEAD:refs/heads/edited"], now);
+    build_on_the_clock(&a.join("data"), &a.join("out"));
+    // a fresh clone of that commit, built once
+    git(tmp.path(), &["clone", "-q", "--branch", "edited", utf8(&origin), utf8(&b)], now);
+    build_on_the_clock(&b.join("data"), &b.join("out"));
+    let index = read_json(&b.join("out/api/v2/bulk-data/index.json"));
+    for entry in index["results"].as_array().unwrap() {
+        let date = if entry["resource"] == "berry" { "1750000000" } else { "1700000000" };
+        assert_eq!(entry["updated_at"], date, "{}: the last commit that touched it", entry["resource"]);
+    }
+    let (rebuilt, fresh) = (read_tree(&a.join("out")), read_tree(&b.join("out")));
+    let differ: Vec<&String> = fresh.keys().filter(|path| rebuilt.get(*path) != fresh.get(*path)).collect();
+    assert!(rebuilt == fresh, "the rebuilt clone's tree differs from the fresh clone's: {differ:?}");
+}
+
 fn unix_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }

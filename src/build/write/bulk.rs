@@ -52,6 +52,7 @@ pub(super) fn stage_bulk(
         }
     }
     let segments: Vec<&str> = docs.dataset.resources.keys().map(String::as_str).collect();
+    let dates = updated_dates(&docs.dataset.dir, &segments, settings);
     let done: Vec<Result<Staged>> = segments
         .par_iter()
         .map(|segment| {
@@ -62,8 +63,10 @@ pub(super) fn stage_bulk(
             // written again, in members, as a fresh build writes it
             let described = |(_, path, _): &(&Entry, String, blake3::Hash)| table.files.contains_key(path);
             let kept = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)).filter(described);
+            let updated_at = dates.get(*segment).map_or_else(|| settings.deploy_date.clone(), i64::to_string);
             if let Some((old, path, file)) = kept {
-                let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
+                let download_url = format!("{}/{path}", settings.base_url);
+                let entry = Entry { download_url, updated_at, ..old.clone() };
                 let members = table.files.get(&path).cloned();
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
@@ -72,11 +75,7 @@ pub(super) fn stage_bulk(
             let from = old.and_then(|old| previous_members(writer, &table, old, by_position));
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
             let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
-            let updated_at = match old {
-                Some(old) if old.sha256 == written.sha256 => &old.updated_at,
-                _ => &settings.deploy_date,
-            };
-            let entry = written.entry(segment, &settings.base_url, updated_at);
+            let entry = written.entry(segment, &settings.base_url, &updated_at);
             // the same bytes already in place (a build without the index): nothing to write
             let staged = !writer.tree.is_some_and(|tree| same_bytes(tree, &written.path, &written.blake3));
             if !staged {
@@ -103,9 +102,20 @@ pub(super) fn stage_bulk(
     Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
 }
 
+/// The date of each resource's bulk-data file (its entry's `updated_at`), by segment: the last
+/// commit that touched the resource's data or `gen.json`, when the data is committed in git and
+/// no `SOURCE_DATE_EPOCH` gives the build's date (then `built_at` is set); a resource left out
+/// is dated with the tree's `deploy_date`. Never the date of a previous build: a fresh clone's
+/// build gives the same bytes as a rebuild (docs/guarantees.md).
+fn updated_dates(data: &std::path::Path, segments: &[&str], settings: &BuildSettings) -> BTreeMap<String, i64> {
+    match settings.built_at {
+        Some(_) => BTreeMap::new(),
+        None => crate::date::resource_commit_epochs(data, segments).unwrap_or_default(),
+    }
+}
+
 /// The previous tree's bulk-data entries by resource, and whether they can be trusted to
 /// describe the files in place (the index's hash of the bulk-data index matches its bytes).
-/// Entries that cannot be trusted still give a file's date when its bytes are the same.
 fn previous_entries(writer: &Stager<'_>) -> (BTreeMap<String, Entry>, bool) {
     let Some(tree) = writer.tree else { return (BTreeMap::new(), false) };
     let Some(bytes) = tree.read(layout::BULK_INDEX_PATH, 64 << 20) else { return (BTreeMap::new(), false) };
