@@ -55,7 +55,8 @@ pub struct Entry {
     pub content_encoding: String,
     /// Absolute url of the file.
     pub download_url: String,
-    /// `deploy_date` of the build that last changed the file.
+    /// When the resource's data last changed: its last commit's time when git dates it, else the
+    /// tree's `deploy_date` (docs/tree.md, "Bulk data"); never a previous build's date.
     pub updated_at: String,
 }
 

@@ -511,9 +511,8 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     sample_data(&data);
     let table_path = tmp.join(".out.gen-bulk");
     let checksum = |json: &[u8]| format!("blake3:{}", blake3::hash(json).to_hex()).into_bytes();
-    let other_gen = |json: &mut serde_json::Value| {
-        json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into()
-    };
+    let other_gen =
+        |json: &mut serde_json::Value| json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into();
     type Tamper = fn(&mut serde_json::Value);
     // (what, tamper, the checksum made again, what the note says)
     let cases: [(&str, Tamper, bool, &str); 3] = [
@@ -540,7 +539,8 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
         let _ = std::fs::remove_dir_all(&fresh);
         build_with(&data, &fresh, &[], &TINY_MEMBERS).ok();
         assert!(read_tree(&out) == read_tree(&fresh), "{what}: the tree differs from a fresh build's");
-        let notes: Vec<&str> = stderr.lines().filter(|line| line.starts_with("note: ") && line.contains(said)).collect();
+        let notes: Vec<&str> =
+            stderr.lines().filter(|line| line.starts_with("note: ") && line.contains(said)).collect();
         assert_eq!(notes.len(), 1, "{what}: one note, saying {said:?}:\n{stderr}");
     }
 }
