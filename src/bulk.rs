@@ -55,7 +55,8 @@ pub struct Entry {
     pub content_encoding: String,
     /// Absolute url of the file.
     pub download_url: String,
-    /// `deploy_date` of the build that last changed the file.
+    /// When the resource's data last changed: its last commit's time when git dates it, else the
+    /// tree's `deploy_date` (docs/tree.md, "Bulk data"); never a previous build's date.
     pub updated_at: String,
 }
 
@@ -171,19 +172,11 @@ impl FileWriter {
         Ok(())
     }
 
-    /// Appends a member of key `key` holding `records` records, copied from the bytes
-    /// `offset..offset + length` of `from` (a previous file of the same resource).
-    pub fn copy(&mut self, key: String, records: u64, from: &std::fs::File, offset: u64, length: u64) -> Result<()> {
-        use std::os::unix::fs::FileExt;
+    /// Appends a member of key `key` holding `records` records: `bytes`, a gzip member of a
+    /// previous file of the same resource.
+    pub fn append(&mut self, key: String, records: u64, bytes: &[u8]) -> Result<()> {
         let start = self.out.size;
-        let mut buffer = vec![0u8; length.min(1 << 20) as usize];
-        let mut done = 0u64;
-        while done < length {
-            let piece = &mut buffer[..(length - done).min(1 << 20) as usize];
-            from.read_exact_at(piece, offset + done).context("cannot read the previous bulk-data file")?;
-            self.out.write_all(piece).with_context(|| format!("cannot write {}", self.partial.display()))?;
-            done += piece.len() as u64;
-        }
+        self.out.write_all(bytes).with_context(|| format!("cannot write {}", self.partial.display()))?;
         self.push(key, records, start);
         Ok(())
     }
@@ -372,11 +365,11 @@ mod tests {
         io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text).unwrap();
         assert_eq!(text, "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
 
-        let old = std::fs::File::open(dir.join("a").join(&first.path)).unwrap();
         let mut file = FileWriter::create(&dir.join("c"), "berry").unwrap();
         file.compress("a".into(), true, std::iter::once(Ok(b"{\"id\":1}".to_vec()))).unwrap();
         let second = &members.members[1];
-        file.copy(second.key.clone(), second.records, &old, second.offset, second.length).unwrap();
+        let at = second.offset as usize..(second.offset + second.length) as usize;
+        file.append(second.key.clone(), second.records, &bytes[at]).unwrap();
         let (copied, copied_members) = file.finish().unwrap();
         assert_eq!(std::fs::read(dir.join("c").join(&copied.path)).unwrap(), bytes);
         assert_eq!(copied_members, members);

@@ -9,9 +9,13 @@
 //!
 //! The next build finds each file's members in the member table, kept beside the tree as
 //! `.<out>.gen-bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
-//! key (a hash of its records' hashes), its records, its byte offset and its length. A member
-//! is copied only from a file whose bytes hash to what the table says.
+//! key (a hash of its records' hashes), its records, its byte offset and its length. The table
+//! is JSON stating its format and the gen that wrote it, followed by the BLAKE3 of those bytes:
+//! a table of another format or gen, damaged or cut short is ignored with a note (every file is
+//! then written whole). A member is copied only from a file whose bytes hash to what the table
+//! says, and only once what it holds is checked against its key (`build/write/bulk.rs`).
 
+use crate::tree::manifest::GENERATOR;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -87,24 +91,84 @@ impl Table {
         crate::fsutil::beside(out, "gen-bulk")
     }
 
-    /// The member table of the tree in `out`; empty when there is none or it cannot be read (the
-    /// files are then written whole).
+    /// The member table of the tree in `out`; empty when there is none, or when it cannot be
+    /// used (then with a note saying why): the files are then written whole.
     pub fn read(out: &Path) -> Table {
+        let path = Table::path(out);
         // Opened without waiting (a FIFO there is not a table) or following a link.
-        let file = crate::fsutil::open_regular_file(&Table::path(out), MAX_TABLE_BYTES, true).ok();
-        let bytes = file.and_then(|file| crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok());
-        bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+        let bytes = match crate::fsutil::open_regular_file(&path, MAX_TABLE_BYTES, true) {
+            Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Table::default(),
+            Err(e) => Err(crate::fsutil::why_not_read(&path, MAX_TABLE_BYTES, &e)),
+            Ok(file) => crate::fsutil::read_bounded(file, MAX_TABLE_BYTES)
+                .map_err(|e| crate::fsutil::why_not_read(&path, MAX_TABLE_BYTES, &e)),
+        };
+        match bytes.and_then(|bytes| Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))) {
+            Ok(table) => table,
+            Err(why) => {
+                say!("note: {why}: ignoring the member table; this build writes every bulk-data file whole");
+                Table::default()
+            }
+        }
+    }
+
+    /// The table a member table file's `bytes` hold: `Err` with why for another format, another
+    /// gen, or bytes that do not match their checksum.
+    fn decode(bytes: &[u8]) -> Result<Table, String> {
+        let damaged = || "is damaged, cut short or of an older gen (it does not end with its checksum)".to_string();
+        let body = bytes.strip_suffix(b"\n").ok_or_else(damaged)?;
+        let at = body.iter().rposition(|b| *b == b'\n').ok_or_else(damaged)?;
+        let (json, sum) = (&body[..at], &body[at + 1..]);
+        if sum != checksum(json).as_bytes() {
+            return Err(damaged());
+        }
+        let stored: Stored = serde_json::from_slice(json).map_err(|_| damaged())?;
+        if stored.format != FORMAT || stored.generator != GENERATOR {
+            return Err(format!(
+                "was written by {} (format {}), not by this {GENERATOR} (format {FORMAT})",
+                stored.generator, stored.format
+            ));
+        }
+        Ok(stored.table)
+    }
+
+    /// The bytes of the table's file: JSON stating the format and this gen, a newline, the
+    /// checksum line (`blake3:` and the hex BLAKE3 of the JSON).
+    fn encode(&self) -> Vec<u8> {
+        let stored = Stored { format: FORMAT, generator: GENERATOR.to_string(), table: self.clone() };
+        let mut bytes = serde_json::to_vec(&stored).expect("the member table serialises");
+        let sum = checksum(&bytes);
+        bytes.push(b'\n');
+        bytes.extend_from_slice(sum.as_bytes());
+        bytes.push(b'\n');
+        bytes
     }
 
     /// Writes the table beside the tree in `out` (into a temporary file renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         let path = Table::path(out);
         let temporary = crate::fsutil::beside(out, "gen-bulk.tmp");
-        let bytes = serde_json::to_vec(self).expect("the member table serialises");
         // Created anew: a link left at the temporary name is removed, never written through.
-        crate::fsutil::write_new(&temporary, &bytes)?;
+        crate::fsutil::write_new(&temporary, &self.encode())?;
         crate::fsutil::rename(&temporary, &path)
     }
+}
+
+/// Version of the member table's file; another is ignored. 2: JSON stating the format and the
+/// gen that wrote it, then a checksum line (1 was the bare JSON table, with neither).
+const FORMAT: u32 = 2;
+
+/// A member table's file as stored: the table, and what wrote it.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    format: u32,
+    generator: String,
+    #[serde(flatten)]
+    table: Table,
+}
+
+/// The checksum line of a member table's JSON `bytes`.
+fn checksum(bytes: &[u8]) -> String {
+    format!("blake3:{}", blake3::hash(bytes).to_hex())
 }
 
 #[cfg(test)]

@@ -914,6 +914,38 @@ fn a_damaged_cut_or_old_build_index_gives_a_full_build_with_one_note() {
     }
 }
 
+/// Issue 47, item 3: the build index names the gen that wrote it, and one another gen wrote is
+/// ignored with one note even when its checksum is right: the build after an edit is a full
+/// one, and its tree is a fresh build's.
+#[test]
+fn a_build_index_another_gen_wrote_gives_a_full_build_with_one_note() {
+    let tmp = TempDir::new("index-other-gen");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (out, index, fresh) = (tmp.join("out"), tmp.join(".out.gen-index"), tmp.join("fresh"));
+    build(&data, &out, &[]).ok();
+    let version = env!("CARGO_PKG_VERSION");
+    let ours = format!("\"generator\":\"gen {version}\"");
+    let mut bytes = std::fs::read(&index).unwrap();
+    let at = bytes.windows(ours.len()).position(|w| w == ours.as_bytes()).expect("the index names its gen");
+    let other = format!("\"generator\":\"gen {}\"", version.replace(|c: char| c.is_ascii_digit(), "9"));
+    let other = if other == ours { ours.replace("gen ", "GEN ") } else { other };
+    bytes[at..at + ours.len()].copy_from_slice(other.as_bytes());
+    let body = bytes.len() - 32;
+    let sum = blake3::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(sum.as_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let mut changed = read_json(&data.join("berry/3.json"));
+    changed["size"] = serde_json::json!(7.25);
+    std::fs::write(data.join("berry/3.json"), changed.to_string()).unwrap();
+    let stderr = build(&data, &out, &[]).ok().stderr();
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("build index")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].starts_with("note: ") && notes[0].contains("not by this gen"), "{}", notes[0]);
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&out) == read_tree(&fresh), "the tree is a fresh build's");
+}
+
 /// Issue 26, item 17: the index's checksum guards against damage, not against an index
 /// rewritten on purpose. Here a document of the tree is put back to its bytes before an edit of
 /// its record, and the index is rewritten to agree (that file's stamp and hash, the checksum
@@ -1074,6 +1106,47 @@ fn fresh_builds_of_committed_data_give_the_same_bytes_dated_by_the_commit() {
     build_on_the_clock(&data, &tmp.join("e"));
     let date: i64 = read_json(&tmp.join("e/api/v2/meta/index.json"))["deploy_date"].as_str().unwrap().parse().unwrap();
     assert!(date >= before, "an untracked record is dated by the clock: {date} < {before}");
+}
+
+/// Issue 47, item 4: a rebuild equals a fresh build, byte for byte, from any clone. A clone
+/// built, edited, committed and built again, and a fresh clone of the same commit built once,
+/// give the same tree, bulk-data index included: each file's `updated_at` is the date of the
+/// last commit that touched its resource's data (or gen.json), never the date of a build. It
+/// kept, for an unchanged file, the date of the build that last wrote it.
+#[test]
+fn a_rebuilt_clone_and_a_fresh_clone_of_the_same_commit_give_the_same_tree() {
+    if find_tool("git").is_none() {
+        return unavailable("git", "install git (Debian's package git)").unwrap_or(());
+    }
+    let tmp = TempDir::new("two-clones");
+    let origin = tmp.join("origin");
+    sample_data(&origin.join("data"));
+    git(&origin, &["init", "-q"], "@0");
+    git(&origin, &["add", "data"], "@0");
+    git(&origin, &["commit", "-q", "-m", "data"], "@1700000000 +0000");
+    let (a, b) = (tmp.join("a"), tmp.join("b"));
+    let now = "@1800000000 +0000"; // the date git writes in a clone's reflog (not "@0")
+    git(tmp.path(), &["clone", "-q", utf8(&origin), utf8(&a)], now);
+    build_on_the_clock(&a.join("data"), &a.join("out"));
+    // an edit of one berry, committed in clone A and pushed, then A built again
+    let berry = a.join("data/berry/2.json");
+    let mut record = read_json(&berry);
+    record["size"] = serde_json::json!(99);
+    std::fs::write(&berry, record.to_string()).unwrap();
+    git(&a, &["commit", "-q", "-a", "-m", "edit"], "@1750000000 +0000");
+    git(&a, &["push", "-q", "origin", "HEAD:refs/heads/edited"], now);
+    build_on_the_clock(&a.join("data"), &a.join("out"));
+    // a fresh clone of that commit, built once
+    git(tmp.path(), &["clone", "-q", "--branch", "edited", utf8(&origin), utf8(&b)], now);
+    build_on_the_clock(&b.join("data"), &b.join("out"));
+    let index = read_json(&b.join("out/api/v2/bulk-data/index.json"));
+    for entry in index["results"].as_array().unwrap() {
+        let date = if entry["resource"] == "berry" { "1750000000" } else { "1700000000" };
+        assert_eq!(entry["updated_at"], date, "{}: the last commit that touched it", entry["resource"]);
+    }
+    let (rebuilt, fresh) = (read_tree(&a.join("out")), read_tree(&b.join("out")));
+    let differ: Vec<&String> = fresh.keys().filter(|path| rebuilt.get(*path) != fresh.get(*path)).collect();
+    assert!(rebuilt == fresh, "the rebuilt clone's tree differs from the fresh clone's: {differ:?}");
 }
 
 fn unix_now() -> i64 {

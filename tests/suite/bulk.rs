@@ -140,9 +140,10 @@ fn lines_are_compact_with_pretty() {
     }
 }
 
-/// An edit of one record rewrites its resource's file only: exactly one entry changes (its
-/// date is the new build's), the old file is removed and the manifest lists the new one; the
-/// other files are not written again.
+/// An edit of one record rewrites its resource's file only: exactly one entry's file changes,
+/// the old file is removed and the manifest lists the new one; the other files are not written
+/// again. Every entry is dated by the build's `SOURCE_DATE_EPOCH` (data not committed in git):
+/// never by the build that last wrote its file, so that a fresh build gives the same index.
 #[test]
 fn an_edit_changes_exactly_one_entry_and_removes_the_old_file() {
     let tmp = TempDir::new("bulk-edit");
@@ -163,7 +164,12 @@ fn an_edit_changes_exactly_one_entry_and_removes_the_old_file() {
     assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
     let after = entries(&out);
     assert_eq!(before.len(), after.len());
-    let changed: Vec<usize> = (0..before.len()).filter(|&i| before[i] != after[i]).collect();
+    let undated = |entry: &serde_json::Value| {
+        let mut entry = entry.clone();
+        entry.as_object_mut().unwrap().remove("updated_at");
+        entry
+    };
+    let changed: Vec<usize> = (0..before.len()).filter(|&i| undated(&before[i]) != undated(&after[i])).collect();
     assert_eq!(changed.len(), 1, "exactly one entry changes: {changed:?}");
     let (old, new) = (&before[changed[0]], &after[changed[0]]);
     assert_eq!(new["resource"], "berry");
@@ -176,7 +182,7 @@ fn an_edit_changes_exactly_one_entry_and_removes_the_old_file() {
     assert!(lines.iter().any(|record| record["id"] == 3 && record["size"] == 99));
     for (i, entry) in after.iter().enumerate().filter(|(i, _)| *i != changed[0]) {
         assert_eq!(inode(&file_of(entry, base)), inodes[i], "{}: not written again", entry["resource"]);
-        assert_eq!(entry["updated_at"], TEST_EPOCH);
+        assert_eq!(entry["updated_at"], later, "{}: dated by this build", entry["resource"]);
     }
 }
 
@@ -373,14 +379,18 @@ fn verify_writes_bulk_files_whole_whatever_the_member_table_says() {
     std::fs::remove_dir_all(data.join("berry")).unwrap();
     build_with(&data, &out, &[], &TINY_MEMBERS).ok();
     let table_path = tmp.join(".out.gen-bulk");
-    let mut table = read_json(&table_path);
+    let (mut table, _) = split_member_table(&std::fs::read(&table_path).unwrap());
     let berry = table["files"].as_object_mut().unwrap().iter_mut().find(|(path, _)| path.contains("/berry-"));
     let members = berry.expect("a berry file in the member table").1["members"].as_array_mut().unwrap();
     assert!(members.len() >= 5, "{} members", members.len());
     let (third, fourth) = (members[3]["key"].clone(), members[4]["key"].clone());
     members[3]["key"] = fourth;
     members[4]["key"] = third;
-    std::fs::write(&table_path, serde_json::to_vec(&table).unwrap()).unwrap();
+    // its checksum made again: the table agrees with itself
+    let mut bytes = serde_json::to_vec(&table).unwrap();
+    let sum = format!("\nblake3:{}\n", blake3::hash(&bytes).to_hex());
+    bytes.extend_from_slice(sum.as_bytes());
+    std::fs::write(&table_path, bytes).unwrap();
     build_with(&data, &out, &["--verify"], &TINY_MEMBERS).ok();
     build_with(&data, &tmp.join("fresh"), &[], &TINY_MEMBERS).ok();
     assert!(read_tree(&out) == read_tree(&tmp.join("fresh")), "a verify build equals a fresh build");
@@ -464,4 +474,117 @@ fn a_build_after_a_killed_commit_takes_no_line_from_the_killed_builds_bulk_file(
 /// `files` as [`write_files`] takes them.
 fn as_files(files: &[(String, String)]) -> Vec<(&str, String)> {
     files.iter().map(|(path, text)| (path.as_str(), text.clone())).collect()
+}
+
+/// The member table's JSON and its checksum line (`blake3:<hex>`), when it has one (a table of
+/// an older gen is bare JSON).
+fn split_member_table(bytes: &[u8]) -> (serde_json::Value, Option<Vec<u8>>) {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    match text.trim_end().rsplit_once('\n') {
+        Some((json, sum)) if sum.starts_with("blake3:") => (read_json_text(json), Some(sum.as_bytes().to_vec())),
+        _ => (read_json_text(&text), None),
+    }
+}
+
+/// Exchanges the keys of two members of the berries' file that hold as many records (beyond
+/// the first members, which an edit of berry 2 rewrites) in the member table `table`.
+fn exchange_two_member_keys(table: &mut serde_json::Value) {
+    let berry = table["files"].as_object_mut().unwrap().iter_mut().find(|(path, _)| path.contains("/berry-"));
+    let members = berry.expect("a berry file in the member table").1["members"].as_array_mut().unwrap();
+    let pair = (3..members.len() - 1).find(|&i| members[i]["records"] == members[i + 1]["records"]);
+    let i = pair.expect("two neighbouring members of as many records");
+    let (first, second) = (members[i]["key"].clone(), members[i + 1]["key"].clone());
+    members[i]["key"] = second;
+    members[i + 1]["key"] = first;
+}
+
+/// Issue 47, item 3: the member table carries a checksum and the gen that wrote it, and what
+/// it says of a member is checked against what the member holds. A table whose two member keys
+/// were exchanged made a plain build copy the wrong members (4 files differed from a fresh
+/// build, for good); so did one rewritten to agree with itself. Each tampered table here is
+/// ignored, or caught on the member, with a note, and the build after an edit gives exactly the
+/// tree a fresh build gives.
+#[test]
+fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
+    let tmp = TempDir::new("bulk-tampered-table");
+    let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
+    sample_data(&data);
+    let table_path = tmp.join(".out.gen-bulk");
+    let checksum = |json: &[u8]| format!("blake3:{}", blake3::hash(json).to_hex()).into_bytes();
+    let other_gen =
+        |json: &mut serde_json::Value| json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into();
+    type Tamper = fn(&mut serde_json::Value);
+    // (what, tamper, the checksum made again, what the note says)
+    let cases: [(&str, Tamper, bool, &str); 3] = [
+        ("two keys exchanged, nothing else", exchange_two_member_keys, false, "ignoring the member table"),
+        ("two keys exchanged, the checksum made again", exchange_two_member_keys, true, "does not hold what"),
+        ("written by another gen", other_gen, true, "ignoring the member table"),
+    ];
+    for (n, (what, tamper, resum, said)) in cases.into_iter().enumerate() {
+        let _ = std::fs::remove_dir_all(&out);
+        sample_data(&data);
+        build_with(&data, &out, &[], &TINY_MEMBERS).ok();
+        let (mut table, sum) = split_member_table(&std::fs::read(&table_path).unwrap());
+        tamper(&mut table);
+        let mut bytes = serde_json::to_vec(&table).unwrap();
+        let sum = if resum { Some(checksum(&bytes)) } else { sum };
+        if let Some(sum) = sum {
+            bytes.push(b'\n');
+            bytes.extend_from_slice(&sum);
+            bytes.push(b'\n');
+        }
+        std::fs::write(&table_path, &bytes).unwrap();
+        edit_a_berry(&data, &format!("tampered {n}"));
+        let stderr = build_with(&data, &out, &[], &TINY_MEMBERS).ok().stderr();
+        let _ = std::fs::remove_dir_all(&fresh);
+        build_with(&data, &fresh, &[], &TINY_MEMBERS).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{what}: the tree differs from a fresh build's");
+        let notes: Vec<&str> =
+            stderr.lines().filter(|line| line.starts_with("note: ") && line.contains(said)).collect();
+        assert_eq!(notes.len(), 1, "{what}: one note, saying {said:?}:\n{stderr}");
+    }
+}
+
+/// Issue 47, item 3: a kept extract (`.out.gen-extract/<segment>.extract`) that is damaged, or
+/// that says another gen wrote it, is not used, and a note says so: the build after an edit
+/// reads every record of the resource, and its tree is a fresh build's.
+#[test]
+fn a_damaged_or_foreign_kept_extract_is_ignored_with_a_note() {
+    let tmp = TempDir::new("bulk-tampered-extract");
+    let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
+    let extract = tmp.join(".out.gen-extract/berry.extract");
+    let version = env!("CARGO_PKG_VERSION");
+    type Tamper = fn(&mut Vec<u8>, &str);
+    let cases: [(&str, Tamper); 2] = [
+        ("a byte flipped", |bytes, _| {
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0x10;
+        }),
+        ("written by another gen (its checksum made again)", |bytes, version| {
+            let ours = format!("\"gen {version}\"");
+            let at = bytes.windows(ours.len()).position(|w| w == ours.as_bytes()).expect("the head names the gen");
+            let other = format!("\"gen {}\"", version.replace(|c: char| c.is_ascii_digit(), "9"));
+            let other = if other == ours { format!("\"gen {}\"", "8".repeat(version.len())) } else { other };
+            bytes[at..at + ours.len()].copy_from_slice(other.as_bytes());
+            let body = bytes.len() - 32;
+            let sum = blake3::hash(&bytes[..body]);
+            bytes[body..].copy_from_slice(sum.as_bytes());
+        }),
+    ];
+    for (n, (what, tamper)) in cases.into_iter().enumerate() {
+        let _ = std::fs::remove_dir_all(&out);
+        sample_data(&data);
+        build(&data, &out, &[]).ok();
+        let mut bytes = std::fs::read(&extract).unwrap();
+        tamper(&mut bytes, version);
+        std::fs::write(&extract, &bytes).unwrap();
+        edit_a_berry(&data, &format!("extract {n}"));
+        let stderr = build(&data, &out, &[]).ok().stderr();
+        let _ = std::fs::remove_dir_all(&fresh);
+        build(&data, &fresh, &[]).ok();
+        assert!(read_tree(&out) == read_tree(&fresh), "{what}: the tree differs from a fresh build's");
+        let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("ignoring the kept extract")).collect();
+        assert_eq!(notes.len(), 1, "{what}: one note:\n{stderr}");
+        assert!(notes[0].starts_with("note: ") && notes[0].contains("berry.extract"), "{what}: {}", notes[0]);
+    }
 }

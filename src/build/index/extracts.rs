@@ -130,19 +130,30 @@ impl ExtractStore {
     /// The rows of `segment`'s file that hold for the records' data as it is now, sorted by id,
     /// when it is a file made for `paths` by this gen, whole. Room is made for `records` rows
     /// (a row a record): the rows of a million records are 50 MB, twice that when doubled.
+    /// A file that cannot be used is noted (unless it was made for other filters: gen.json
+    /// changed), and every record of `segment` is then read.
     fn read(&self, segment: &str, paths: &[String], records: usize) -> Option<Vec<(i64, Option<Kept>)>> {
         let path = self.file(segment);
-        let file = fsutil::open_regular_file(&path, MAX_BYTES, false).ok()?;
-        let body = file.metadata().ok()?.len().checked_sub(32)?;
+        let file = match fsutil::open_regular_file(&path, MAX_BYTES, false) {
+            Ok(file) => file,
+            Err(fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return ignored(segment, fsutil::why_not_read(&path, MAX_BYTES, &e)),
+        };
+        let shown = path.display();
+        let damaged = || ignored(segment, format!("{shown} {}", super::codec::damaged()));
+        let Some(body) = file.metadata().ok().and_then(|meta| meta.len().checked_sub(32)) else { return damaged() };
         let checksummed = Checksummed::new(file.take(body));
         let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
         let holds = |id: i64, hash: &[u8; 32]| self.hash(segment, id).as_ref() == Some(hash);
-        let mut rows = decode(&mut input, paths, records, holds).ok()?;
+        let mut rows = match decode(&mut input, paths, records, holds) {
+            Ok(rows) => rows,
+            Err(Unused::OtherFilters) => return None,
+            Err(Unused::Why(why)) => return ignored(segment, format!("{shown} {why}")),
+        };
         let (reader, sum) = input.inner.into_inner().finish();
         let mut stored = [0u8; 32];
-        reader.into_inner().read_exact(&mut stored).ok()?;
-        if stored != *sum.as_bytes() {
-            return None;
+        if reader.into_inner().read_exact(&mut stored).is_err() || stored != *sum.as_bytes() {
+            return damaged();
         }
         if !rows.is_sorted_by_key(|(id, _)| *id) {
             rows.sort_unstable_by_key(|(id, _)| *id);
@@ -151,20 +162,43 @@ impl ExtractStore {
     }
 }
 
+/// Says why the kept extract of `segment` is not used; `None`.
+fn ignored<T>(segment: &str, why: String) -> Option<T> {
+    say!("note: {why}: ignoring the kept extract; this build reads every record of {segment} again");
+    None
+}
+
+/// Why a kept extract's file is not used.
+enum Unused {
+    /// It was made for other declared filters (gen.json changed): nothing to note.
+    OtherFilters,
+    /// Another format or gen, or damage: noted.
+    Why(String),
+}
+
+impl From<String> for Unused {
+    fn from(why: String) -> Unused {
+        Unused::Why(why)
+    }
+}
+
 /// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
-/// version, other filters, or damage. Only the rows that `hold` (by id and data hash) are kept.
+/// version or gen, other filters, or damage. Only the rows that `hold` (by id and data hash) are
+/// kept.
 fn decode(
     input: &mut Decoder<impl Read>,
     paths: &[String],
     records: usize,
     holds: impl Fn(i64, &[u8; 32]) -> bool,
-) -> Result<Vec<(i64, Option<Kept>)>, String> {
-    if &input.array::<8>()? != MAGIC || u32::from_le_bytes(input.array()?) != FORMAT {
-        return Err("another format".into());
+) -> Result<Vec<(i64, Option<Kept>)>, Unused> {
+    let format = input.array::<8>()? == *MAGIC && u32::from_le_bytes(input.array()?) == FORMAT;
+    let head: Option<Head> = format.then(|| input.string().ok()).flatten().and_then(|s| serde_json::from_str(&s).ok());
+    let Some(head) = head else { return Err(Unused::Why("is not a kept extract of this format".into())) };
+    if head.generator != GENERATOR {
+        return Err(Unused::Why(format!("was written by {}, not by this {GENERATOR}", head.generator)));
     }
-    let head: Head = serde_json::from_str(&input.string()?).map_err(|e| e.to_string())?;
-    if head != (Head { generator: GENERATOR.to_string(), paths: paths.to_vec() }) {
-        return Err("made for other filters or by another gen".into());
+    if head.paths != paths {
+        return Err(Unused::OtherFilters);
     }
     let mut rows = Vec::with_capacity(records);
     while input.byte()? == 1 {
@@ -181,7 +215,7 @@ fn decode(
         }
     }
     if input.left != 0 {
-        return Err("trailing bytes".into());
+        return Err(super::codec::damaged().into());
     }
     Ok(rows)
 }

@@ -7,20 +7,20 @@ use super::codec::{Checksummed, Decoder, damaged, put_bytes};
 use super::{DataFiles, DocumentFiles, Index};
 use crate::build::schema::Inferred;
 use crate::fsutil::Stamp;
-use crate::tree::manifest::BuildSettings;
+use crate::tree::manifest::{BuildSettings, GENERATOR};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 5: the data table first (written as soon as the build no longer needs it), the head, then the
+/// 6: the head names the gen that wrote the index (an index another gen wrote is ignored). 5: the data table first (written as soon as the build no longer needs it), the head, then the
 /// documents' table last (read only once the build needs it). 4: a table's hash is made of its
 /// lines' hashes and line ends, not of its bytes (the same table had another hash in 3). 3:
 /// binary, one fixed-size entry per data file and per document (2 was JSON, one entry per path
 /// of the tree). From 5 on, the manifest an index names is sorted (one an older index names may
 /// list a resource's pages out of order, and the manifest's patch reads only a few of its
 /// lines: src/build/write/patch.rs).
-pub const FORMAT: u32 = 5;
+pub const FORMAT: u32 = 6;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
@@ -28,6 +28,8 @@ pub(super) const MAGIC: &[u8; 8] = b"genindex";
 /// The small part of the index, stored as JSON inside the binary file.
 #[derive(Serialize, Deserialize)]
 pub(super) struct Head {
+    /// The gen that wrote the index ([`GENERATOR`]): an index another gen wrote is not used.
+    pub(super) generator: String,
     pub(super) manifest: Stamp,
     pub(super) started_ns: i64,
     pub(super) settings: BuildSettings,
@@ -49,6 +51,7 @@ impl Index {
     /// The rest of the index's bytes (the checksum aside): the head, then the documents' table.
     pub(super) fn encode_rest(&self, out: &mut impl Write) -> std::io::Result<()> {
         let head = Head {
+            generator: GENERATOR.to_string(),
             manifest: self.manifest,
             started_ns: self.started_ns,
             settings: self.settings.clone(),
@@ -89,6 +92,9 @@ pub(super) fn decode_parts(reader: impl Read, size: u64, docs: bool) -> Result<(
     }
     let data = DataFiles::decode(&mut input)?;
     let head: Head = serde_json::from_str(&input.string()?).map_err(|_| damaged())?;
+    if head.generator != GENERATOR {
+        return Err(format!("was written by {}, not by this {GENERATOR}", head.generator));
+    }
     let docs_at = body - input.left;
     let docs = match docs {
         true => DocumentFiles::decode(&mut input)?,

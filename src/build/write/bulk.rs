@@ -52,6 +52,7 @@ pub(super) fn stage_bulk(
         }
     }
     let segments: Vec<&str> = docs.dataset.resources.keys().map(String::as_str).collect();
+    let dates = updated_dates(&docs.dataset.dir, &segments, settings);
     let done: Vec<Result<Staged>> = segments
         .par_iter()
         .map(|segment| {
@@ -62,8 +63,10 @@ pub(super) fn stage_bulk(
             // written again, in members, as a fresh build writes it
             let described = |(_, path, _): &(&Entry, String, blake3::Hash)| table.files.contains_key(path);
             let kept = old.filter(unchanged).and_then(|old| kept_file(writer, settings, old)).filter(described);
+            let updated_at = dates.get(*segment).map_or_else(|| settings.deploy_date.clone(), i64::to_string);
             if let Some((old, path, file)) = kept {
-                let entry = Entry { download_url: format!("{}/{path}", settings.base_url), ..old.clone() };
+                let download_url = format!("{}/{path}", settings.base_url);
+                let entry = Entry { download_url, updated_at, ..old.clone() };
                 let members = table.files.get(&path).cloned();
                 return Ok((entry, path, Placed { hash: file, staged: false, written: 0, from_index: true }, members));
             }
@@ -72,11 +75,7 @@ pub(super) fn stage_bulk(
             let from = old.and_then(|old| previous_members(writer, &table, old, by_position));
             let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
             let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
-            let updated_at = match old {
-                Some(old) if old.sha256 == written.sha256 => &old.updated_at,
-                _ => &settings.deploy_date,
-            };
-            let entry = written.entry(segment, &settings.base_url, updated_at);
+            let entry = written.entry(segment, &settings.base_url, &updated_at);
             // the same bytes already in place (a build without the index): nothing to write
             let staged = !writer.tree.is_some_and(|tree| same_bytes(tree, &written.path, &written.blake3));
             if !staged {
@@ -103,9 +102,20 @@ pub(super) fn stage_bulk(
     Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
 }
 
+/// The date of each resource's bulk-data file (its entry's `updated_at`), by segment: the last
+/// commit that touched the resource's data or `gen.json`, when the data is committed in git and
+/// no `SOURCE_DATE_EPOCH` gives the build's date (then `built_at` is set); a resource left out
+/// is dated with the tree's `deploy_date`. Never the date of a previous build: a fresh clone's
+/// build gives the same bytes as a rebuild (docs/guarantees.md).
+fn updated_dates(data: &std::path::Path, segments: &[&str], settings: &BuildSettings) -> BTreeMap<String, i64> {
+    match settings.built_at {
+        Some(_) => BTreeMap::new(),
+        None => crate::date::resource_commit_epochs(data, segments).unwrap_or_default(),
+    }
+}
+
 /// The previous tree's bulk-data entries by resource, and whether they can be trusted to
 /// describe the files in place (the index's hash of the bulk-data index matches its bytes).
-/// Entries that cannot be trusted still give a file's date when its bytes are the same.
 fn previous_entries(writer: &Stager<'_>) -> (BTreeMap<String, Entry>, bool) {
     let Some(tree) = writer.tree else { return (BTreeMap::new(), false) };
     let Some(bytes) = tree.read(layout::BULK_INDEX_PATH, 64 << 20) else { return (BTreeMap::new(), false) };
@@ -262,6 +272,46 @@ impl OldLines<'_, '_> {
     }
 }
 
+impl PreviousFile<'_> {
+    /// The bytes of `member` of this file, when they are one gzip member, whole, holding one
+    /// line for each of `hashes` (the documents of the records its key names), each line that
+    /// document's: its key is then what it holds. A table can be consistent and still wrong
+    /// (keys exchanged, its checksum made again): its word is not taken for the bytes copied.
+    fn holding(&self, member: &Member, hashes: &[blake3::Hash], pretty: bool) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::FileExt;
+        let mut packed = vec![0u8; usize::try_from(member.length).ok()?];
+        self.file.read_exact_at(&mut packed, member.offset).ok()?;
+        let mut decoder = flate2::bufread::GzDecoder::new(packed.as_slice());
+        let mut text = Vec::new();
+        let whole = decoder.read_to_end(&mut text).is_ok() && decoder.get_ref().is_empty();
+        let lines = text.strip_suffix(b"\n").filter(|_| whole)?.split(|b| *b == b'\n');
+        let holds = lines.clone().count() == hashes.len() && lines.zip(hashes).all(|(l, h)| line_holds(l, h, pretty));
+        holds.then_some(packed)
+    }
+}
+
+/// True when `line` of a bulk-data file is the record document that hashes to `hash`: the
+/// document itself, or made compact from it when documents are indented (`pretty`: the line
+/// indented again as gen indents a document gives the document's bytes).
+fn line_holds(line: &[u8], hash: &blake3::Hash, pretty: bool) -> bool {
+    if !pretty {
+        return blake3::hash(line) == *hash;
+    }
+    let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+    value.and_then(|value| serde_json::to_vec_pretty(&value).ok()).is_some_and(|bytes| blake3::hash(&bytes) == *hash)
+}
+
+/// Says that the previous bulk-data file of `segment` does not hold what the member table
+/// says; `true`: nothing more is taken from it.
+fn distrust(segment: &str) -> bool {
+    say!(
+        "note: the previous bulk-data file of {segment} does not hold what the member table says: \
+         ignoring it; this build writes the file from the records' documents"
+    );
+    true
+}
+
 /// What writing a resource's file member by member needs.
 struct Members<'a, 'w, 'd, 'o> {
     writer: &'a Stager<'w>,
@@ -284,6 +334,9 @@ impl Members<'_, '_, '_, '_> {
         let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
         let (mut start, mut hashes) = (0, Vec::new());
         let mut old = from.map(|from| OldLines { from, next: 0, first: 0, read: None });
+        // Set once the previous file is found not to hold what the table says: nothing more is
+        // taken from it (the rest of the file is compressed from the records' documents).
+        let mut distrusted = false;
         for (n, &i) in indices.iter().enumerate() {
             let (hash, size) = self.hash_and_size(i)?;
             hashes.push(hash);
@@ -293,22 +346,36 @@ impl Members<'_, '_, '_, '_> {
             let (run, first) = (&indices[start..=n], start as u64);
             start = n + 1;
             let key = members::member_key(self.pretty, hashes.iter());
-            hashes.clear();
-            match from.and_then(|from| from.members.get(key.as_str()).map(|member| (from, member))) {
-                Some((from, old)) if old.records == run.len() as u64 => {
-                    file.copy(key, old.records, &from.file, old.offset, old.length)?
+            let by_key = from.filter(|_| !distrusted).and_then(|from| from.members.get(key.as_str()));
+            let copied = match by_key.filter(|old| old.records == run.len() as u64) {
+                Some(old) => from.and_then(|from| from.holding(old, &hashes, self.pretty)).map(|bytes| (old, bytes)),
+                None => None,
+            };
+            match copied {
+                Some((old, bytes)) => {
+                    file.append(key, old.records, &bytes)?;
+                    hashes.clear();
+                    continue;
                 }
-                _ => {
-                    let lines = run.iter().zip(first..).map(|(&i, position)| {
-                        let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
-                        match old.as_mut().filter(|_| !staged).and_then(|old| old.line(position)) {
-                            Some(line) => Ok(line),
-                            None => self.record_bytes(i),
-                        }
-                    });
-                    file.compress(key, self.pretty, lines)?
-                }
+                None if by_key.is_some() => distrusted = distrust(segment),
+                None => {}
             }
+            let doubted = std::cell::Cell::new(distrusted);
+            let lines = run.iter().zip(first..).zip(&hashes).map(|((&i, position), hash)| {
+                let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
+                let taken = old.as_mut().filter(|_| !staged && !doubted.get()).and_then(|old| old.line(position));
+                match taken {
+                    Some(line) if line_holds(&line, hash, self.pretty) => Ok(line),
+                    Some(_) => {
+                        doubted.set(distrust(segment));
+                        self.record_bytes(i)
+                    }
+                    None => self.record_bytes(i),
+                }
+            });
+            file.compress(key, self.pretty, lines)?;
+            distrusted = doubted.get();
+            hashes.clear();
         }
         if indices.is_empty() {
             file.compress(members::member_key(self.pretty, std::iter::empty()), self.pretty, std::iter::empty())?;
