@@ -121,6 +121,21 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source's JSON bytes, read again as the load read them (see the module's comment),
+    /// and checked against the hash it recorded; else the problem, at
+    /// [`Source::problem_path`].
+    pub fn read(&self) -> Result<Vec<u8>, crate::problem::Problem> {
+        match self {
+            Source::File { file, expected } => {
+                let bytes = crate::fsutil::read_regular_file(file, expected.limit)
+                    .map_err(|why| super::second_read::not_read(file, expected.limit, why))?;
+                super::second_read::check(file, &bytes, *expected)?;
+                Ok(bytes)
+            }
+            Source::Line { .. } => self.read_line(),
+        }
+    }
+
     /// The JSON bytes of a table's line, read again (for a sub-document table, the line's
     /// `document` as written, at the line's columns), checked as [`Source::read`] says.
     pub(crate) fn read_line(&self) -> Result<Vec<u8>, crate::problem::Problem> {
@@ -267,11 +282,33 @@ impl Dataset {
         self.config.max_document_mb.saturating_mul(1 << 20)
     }
 
-    /// Holds every later read of a record or sub-document to the hashes `files` (the load's
-    /// data table) records of them: a read that finds other bytes is a problem (see
-    /// [`Source::read`]). Once a dataset: later calls change nothing.
-    pub fn expect_loaded(&self, files: &crate::build::index::DataFiles) {
-        self.loaded_hashes.get_or_init(|| LoadedHashes::of(self, files));
+    /// Holds every later read of a record or sub-document to the hash the load recorded of it
+    /// (`hash_of(segment, sub-document, id)`, from the load's data table): a read that finds
+    /// other bytes is a problem (see [`Source::read`]). Made once the previous build's data
+    /// table is let go, so that it never adds to the load's peak. Once a dataset: later calls
+    /// change nothing.
+    pub fn expect_loaded(&self, hash_of: impl Fn(&str, Option<&str>, i64) -> Option<[u8; 32]> + Sync) {
+        use super::second_read::{ResourceHashes, short};
+        use rayon::prelude::*;
+        let resources = self
+            .resources
+            .iter()
+            .map(|(segment, resource)| {
+                let place = |kind, id| hash_of(segment, kind, id).map(|hash| short(&hash));
+                let records = resource.records.par_iter().with_min_len(4096).map(|r| place(None, r.id)).collect();
+                let mut hashes = ResourceHashes { records, ..ResourceHashes::default() };
+                if resource.records.iter().any(|r| !r.subdocs.is_empty()) {
+                    hashes.first.reserve_exact(resource.records.len());
+                    for record in &resource.records {
+                        hashes.first.push(hashes.subdocs.len() as u32);
+                        hashes.subdocs.extend(record.subdocs.iter().map(|s| place(Some(&*s.name), record.id)));
+                    }
+                    hashes.subdocs.shrink_to_fit();
+                }
+                (segment.clone(), hashes)
+            })
+            .collect();
+        let _ = self.loaded_hashes.set(LoadedHashes { resources });
     }
 
     /// Number of records across all resources.

@@ -17,8 +17,8 @@
 //! document blanked, so that its offsets are the line's.
 
 use super::numbers;
-use crate::problem::Problem;
 use super::tape::Tape;
+use crate::problem::Problem;
 use serde_json::Value;
 use std::path::Path;
 
