@@ -13,14 +13,16 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 5: the data table first (written as soon as the build no longer needs it), the head, then the
+/// 6: the same bytes as 5, but the lines of sub-document tables it records were checked by the
+/// one reader of the data (json/reader.rs); a 5 recorded them read by serde_json's own (numbers
+/// rewritten, keys twice kept, the number mark read), which a rebuild must not trust. 5: the data table first (written as soon as the build no longer needs it), the head, then the
 /// documents' table last (read only once the build needs it). 4: a table's hash is made of its
 /// lines' hashes and line ends, not of its bytes (the same table had another hash in 3). 3:
 /// binary, one fixed-size entry per data file and per document (2 was JSON, one entry per path
 /// of the tree). From 5 on, the manifest an index names is sorted (one an older index names may
 /// list a resource's pages out of order, and the manifest's patch reads only a few of its
 /// lines: src/build/write/patch.rs).
-pub const FORMAT: u32 = 5;
+pub const FORMAT: u32 = 6;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";
