@@ -60,8 +60,13 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
         let mut head = Head::default();
+        // `id` or `name` written twice: which one counts would depend on the reader (the one
+        // reader of the data refuses it, and says where: see parse_head)
+        let twice = || serde::de::Error::custom("a key written twice");
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
+                "id" if head.id.is_some() => return Err(twice()),
+                "name" if head.name.is_some() => return Err(twice()),
                 "id" => head.id = Some(map.next_value()?),
                 "name" => head.name = Some(map.next_value()?),
                 _ => {

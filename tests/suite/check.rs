@@ -644,10 +644,14 @@ fn at_text(table: &str, number: u32, line: &str, needle: &str) -> String {
 /// Issue 47 item 5: a table's line is read by the reader a file is read by. Before, a byte
 /// order mark was "invalid JSON", and a sub-document table's line was read by serde_json's own:
 /// `"id"` or `"document"` written twice kept the last, and serde_json's number mark was read as
-/// the number, as the `id` too. Each is now a problem at the line and column, in a table's terms.
+/// the number, as the `id` too; a record's `id` written twice was the last. Each is now a problem
+/// at the line and column, in a table's terms, and the same in a file.
 #[test]
 fn a_table_line_is_read_by_the_reader_a_file_is_read_by() {
-    let nuts = "\u{feff}{\"id\": 1, \"name\": \"nut-1\"}\n{\"id\": 2}\n{\"id\": 3}\n{\"id\": 4}\n";
+    let nuts =
+        "\u{feff}{\"id\": 1, \"name\": \"nut-1\"}\n{\"id\": 2}\n{\"id\": 3}\n{\"id\": 4}\n{\"id\": 5, \"id\": 6}\n";
+    // `id` written twice: was the last in a table (6) and in a file (here "does not match")
+    let berry = b"{\"id\": 1, \"id\": 2, \"name\": \"berry-1\"}";
     let lines = [
         r#"{"id": 2, "id": 2, "document": 1}"#,
         r#"{"id": 3, "document": 1, "document": 2}"#,
@@ -657,9 +661,11 @@ fn a_table_line_is_read_by_the_reader_a_file_is_read_by() {
     let twice = |key: &str| format!(": $: the key \"{key}\" appears twice in this object: a JSON reader keeps one");
     assert_reported(
         "table-reader",
-        &[("nut.ndjson", nuts.as_bytes()), ("nut.shell.ndjson", shells.as_bytes())],
+        &[("nut.ndjson", nuts.as_bytes()), ("nut.shell.ndjson", shells.as_bytes()), ("berry/1.json", berry)],
         &[
             "data/nut.ndjson:1:1: -: a byte order mark (U+FEFF) starts the JSON text, and JSON has none",
+            &format!("data/nut.ndjson:5:11{}", twice("id")),
+            "data/berry/1.json: $: the key \"id\" appears twice in this object (again at line 1, column 11)",
             &(at_text("nut.shell.ndjson", 1, lines[0], "\"id\": 2, \"doc") + &twice("id")),
             &(at_text("nut.shell.ndjson", 2, lines[1], "\"document\": 2") + &twice("document")),
             &(at_text("nut.shell.ndjson", 3, lines[2], "}, \"document\"")

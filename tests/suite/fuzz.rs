@@ -420,6 +420,11 @@ fn random_docs(rng: &mut Rng) -> Vec<Doc> {
         let body = docs_of.object(1);
         let (body, mutated) = docs_of.maybe_broken(body);
         let text = format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"body\": {body}}}");
+        // now and then the id written twice, the second another
+        let text = match docs_of.bad && docs_of.rng.below(10) == 0 {
+            true => text.replacen(", ", &format!(", \"id\": {}, ", id + 1), 1),
+            false => text,
+        };
         let (text, bom) = match docs_of.bad && docs_of.rng.below(10) == 0 {
             true => (format!("\u{feff}{text}"), true),
             false => (text, false),

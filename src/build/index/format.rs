@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 6: the head names the gen that wrote the index (an index another gen wrote is ignored). 5: the data table first (written as soon as the build no longer needs it), the head, then the
+/// 6: the head names the gen that wrote the index (an index another gen wrote is ignored), and
+/// the lines of sub-document tables it records were checked by the one reader of the data
+/// (json/reader.rs); a 5 recorded them read by serde_json's own (numbers rewritten, keys twice
+/// kept, the number mark read), which a rebuild must not trust. 5: the data table first (written as soon as the build no longer needs it), the head, then the
 /// documents' table last (read only once the build needs it). 4: a table's hash is made of its
 /// lines' hashes and line ends, not of its bytes (the same table had another hash in 3). 3:
 /// binary, one fixed-size entry per data file and per document (2 was JSON, one entry per path
