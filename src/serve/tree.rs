@@ -409,12 +409,11 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
         #[serde(borrow)]
         url: std::borrow::Cow<'a, str>,
     }
-    let parsed: AllPage =
-        serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; rebuild with `gen build`"))?;
+    let parsed: AllPage = serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; {REPAIR}"))?;
     let count = count.unwrap_or(parsed.count);
     if parsed.count != count || parsed.results.len() as u64 != count {
         return Err(format!(
-            "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: rebuild with `gen build`",
+            "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: {REPAIR}",
             parsed.results.len(),
             parsed.count
         ));
