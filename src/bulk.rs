@@ -15,7 +15,6 @@
 
 pub mod members;
 
-use crate::problem::Problem;
 use crate::tree::layout;
 use anyhow::{Context, Result};
 use members::{FileMembers, Member};
@@ -201,22 +200,6 @@ impl FileWriter {
 
 fn level() -> flate2::Compression {
     flate2::Compression::new(LEVEL)
-}
-
-/// The problem of a data folder holding a resource named `bulk-data` (one of `segments`): its
-/// url is the bulk-data index's.
-pub fn reserved_segment<'s>(data: &Path, mut segments: impl Iterator<Item = &'s str>) -> Option<Problem> {
-    let segment = layout::BULK_SEGMENT;
-    segments.find(|s| *s == segment)?;
-    let folder = data.join(segment);
-    let path = if folder.is_dir() { folder } else { data.join(format!("{segment}.ndjson")) };
-    Some(Problem::whole(
-        &path,
-        format!(
-            "a resource cannot be named {segment:?}: /api/v2/{segment}/ is where gen lists every resource's \
-             bulk-data file (docs/tree.md); rename the resource (e.g. {segment}-records)"
-        ),
-    ))
 }
 
 /// Adds the bulk-data index and files to an OpenAPI document of the tree: their schemas, their

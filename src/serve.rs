@@ -130,12 +130,7 @@ pub fn run(options: ServeOptions) -> Result<()> {
     let (events_tx, events) = std::sync::mpsc::channel();
     if let Some(paths) = to_check {
         let shared = shared.clone();
-        let events_tx = events_tx.clone();
-        std::thread::Builder::new().name("gen-check".into()).spawn(move || {
-            if let Err(e) = check_at_start(&shared, &paths) {
-                let _ = events_tx.send(server::Event::Failed(e));
-            }
-        })?;
+        std::thread::Builder::new().name("gen-check".into()).spawn(move || check_at_start(&shared, &paths))?;
     }
     {
         let shared = shared.clone();
@@ -145,7 +140,9 @@ pub fn run(options: ServeOptions) -> Result<()> {
         let shared_for_watch = shared.clone();
         let reload = move || {
             if let Err(e) = reload(&shared_for_watch) {
-                say!("gen serve: cannot load the new build yet (retried): {e:#}");
+                // the rebuild trusted a tree damaged by hand: the next one verifies it
+                note_damage(&shared_for_watch.dir);
+                say!("gen serve: cannot load the new build yet (retried; the next rebuild verifies the tree): {e:#}");
             }
         };
         watch::start(watching, options.dir.clone(), preview, options.quiet, reload)?;
@@ -182,29 +179,79 @@ fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) ->
 
 /// Checks the tree served from start whole (every file against its hash), while it is served
 /// (each document is checked as it is read anyway), so that the first answer does not wait for
-/// it. A tree that does not match its manifest is an error naming the file, which ends the
-/// server (`gen` exits with status 2), unless a build swaps in a tree that does within two
-/// seconds (see [`poll`]).
-fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) -> Result<()> {
+/// it. The files that do not match (missing, a link, not a regular file, edited) are logged with
+/// what repairs them, and answered 503 as any file found so when read; under `--watch` the next
+/// rebuild verifies the tree ([`note_damage`]). A file still damaged two seconds on is damaged:
+/// until then a build may be swapping a tree in (once one is loaded, the check ends: it was
+/// checked whole when loaded, see [`poll`]).
+fn check_at_start(shared: &server::Shared, paths: &[(String, blake3::Hash)]) {
     let first = shared.tree().digest;
-    let mut attempt = 0;
-    loop {
-        if shared.tree().digest != first {
-            return Ok(()); // a new build was loaded, checked whole
+    let mut damaged = crate::tree::listing::damaged(&shared.dir, paths);
+    for _ in 0..8 {
+        if damaged.is_empty() || shared.tree().digest != first {
+            break;
         }
-        let Err(e) = crate::tree::listing::check_all(&shared.dir, paths) else {
-            if !shared.quiet {
-                let shown = crate::fsutil::show_dir(&shared.dir);
-                say!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
-            }
-            return Ok(());
-        };
-        if attempt >= 8 {
-            return Err(e);
-        }
-        attempt += 1;
         std::thread::sleep(POLL); // meanwhile the poll loads a new manifest, if one comes
+        let again: Vec<_> =
+            paths.iter().filter(|(path, _)| damaged.iter().any(|(bad, _)| bad == path)).cloned().collect();
+        damaged = crate::tree::listing::damaged(&shared.dir, &again);
     }
+    let shown = crate::fsutil::show_dir(&shared.dir);
+    if shared.tree().digest != first {
+        return; // a new build was loaded, checked whole
+    }
+    if damaged.is_empty() {
+        if !shared.quiet {
+            say!("gen serve: every file of {shown} matches its manifest ({} files checked)", paths.len());
+        }
+        return;
+    }
+    note_damage(&shared.dir);
+    say!("{}", damage_report(&shown, paths.len(), &damaged));
+}
+
+/// Most damaged files named one by one in the log.
+const DAMAGE_SHOWN: usize = 10;
+
+/// What the log says of the files of `shown` (`checked` files) that do not match its manifest.
+fn damage_report(shown: &str, checked: usize, damaged: &[(String, crate::tree::listing::Unservable)]) -> String {
+    use crate::tree::listing::Unservable;
+    let mut report = format!(
+        "gen serve: {} of the {checked} files of {shown} do not match its manifest; they are answered 503 and \
+         the others served. A plain `gen build` trusts the tree and would leave them so: repair the tree with \
+         `gen build --verify` (under --watch, the next rebuild verifies it)",
+        damaged.len()
+    );
+    for (path, why) in damaged.iter().take(DAMAGE_SHOWN) {
+        let why = match why {
+            Unservable::NotRead(e) => format!("missing, a link or not a regular file ({e})"),
+            Unservable::Changed => "edited: its bytes do not hash to what the manifest says".to_string(),
+        };
+        report.push_str(&format!("\n  {shown}{path}: {why}"));
+    }
+    if damaged.len() > DAMAGE_SHOWN {
+        report.push_str(&format!("\n  and {} more", damaged.len() - DAMAGE_SHOWN));
+    }
+    report
+}
+
+/// The manifest (its [`Signature`]) of the last tree found damaged in the served folder, taken
+/// by `--watch`'s next rebuild ([`damage_to_repair`]). One server a process.
+static DAMAGED: Mutex<Option<Signature>> = Mutex::new(None);
+
+/// Notes that the tree in `dir` was found damaged by hand (a listed file missing, a link, not a
+/// regular file, edited), as described by the manifest now in `dir`: a plain rebuild trusts
+/// the tree and would leave it so (docs/builds.md), so `--watch`'s next rebuild verifies it.
+pub(crate) fn note_damage(dir: &Path) {
+    *DAMAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(manifest_signature(dir));
+}
+
+/// True, once, when a tree found damaged ([`note_damage`]) is still the one in `dir`: no build
+/// has replaced its manifest since (a file found not matching while a build was committing is
+/// not damage; that build's manifest is new).
+pub(crate) fn damage_to_repair(dir: &Path) -> bool {
+    let noted = DAMAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    noted.is_some_and(|noted| noted == manifest_signature(dir))
 }
 
 /// What identifies one manifest file: a build that changes anything writes a new one and
@@ -260,6 +307,7 @@ pub(crate) fn refresh(shared: &server::Shared, seen: &ServedTree) -> bool {
     let unchanged =
         manifest_signature(&shared.dir) == *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if unchanged {
+        note_damage(&shared.dir);
         return false;
     }
     match load_new(shared) {

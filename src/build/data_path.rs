@@ -3,7 +3,7 @@
 //! build index, import and the NDJSON layout all read and spell paths through it.
 
 use crate::config::{CONFIG_FILE, ORDER_FILE, is_valid_name, is_valid_segment, parse_id};
-use crate::tree::layout::API_PREFIX;
+use crate::tree::layout::{self, API_PREFIX};
 
 /// The extension of a resource held as one file, a record a line.
 pub const TABLE_EXTENSION: &str = "ndjson";
@@ -83,7 +83,8 @@ impl<'a> DataPath<'a> {
         }
         match (&parts[..n], is_dir) {
             ([folder], true) if !is_valid_segment(folder) => Err(stray(format!(
-                "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in {API_PREFIX}<segment>/)"
+                "folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in {API_PREFIX}<segment>/){}",
+                layout::reserved_segment(folder).map_or(String::new(), |why| format!("; {why}"))
             ))),
             ([segment], true) => Ok(DataPath::ResourceFolder { segment }),
             ([file], false) if *file == CONFIG_FILE => Ok(DataPath::Settings),

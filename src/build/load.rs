@@ -100,7 +100,7 @@ pub fn load_reusing(
     index_resources(&mut dataset, parsed.records, parsed.orders, &config_path, &mut problems);
     attach_subdocs(&mut dataset, parsed.subdocs, &mut problems);
     check_external(&dataset, &config_path, &mut problems);
-    problems.extend(crate::bulk::reserved_segment(dir, dataset.resources.keys().map(String::as_str)));
+    problems.extend(super::validate::reserved_segments(dir, dataset.resources.keys().map(String::as_str)));
 
     if dataset.resources.is_empty() && problems.is_empty() {
         problems.push(Problem::new(

@@ -6,7 +6,7 @@ use super::dataset::{Dataset, Record, Spread};
 use crate::config::{self, CONFIG_FILE, DataSettings};
 use crate::json::{At, is_integer_text, kind_of, read_value};
 use crate::problem::Problem;
-use crate::tree::layout::API_PREFIX;
+use crate::tree::layout::{self, API_PREFIX};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
@@ -28,8 +28,34 @@ pub(crate) fn check_config(path: &Path, config: &DataSettings, problems: &mut Ve
                 format!("$.external[{i}]"),
                 format!("{segment:?} is not a valid segment: use lower-case letters, digits and '-'"),
             ));
+        } else if let Some(why) = layout::reserved_segment(segment) {
+            problems.push(Problem::new(
+                path,
+                format!("$.external[{i}]"),
+                format!("{segment:?} cannot be an external resource: {why}"),
+            ));
         }
     }
+}
+
+/// The problems of a data folder (`data`) holding a resource (one of `segments`) under a name
+/// the tree reserves ([`layout::reserved_segment`]): its list would be written where the tree
+/// keeps one of its own documents. Each is reported at the resource's folder, or its table.
+pub(crate) fn reserved_segments<'s>(data: &Path, segments: impl Iterator<Item = &'s str>) -> Vec<Problem> {
+    let reserved = segments.filter_map(|segment| Some((segment, layout::reserved_segment(segment)?)));
+    reserved
+        .map(|(segment, why)| {
+            let folder = data.join(segment);
+            let path = if folder.is_dir() { folder } else { data.join(format!("{segment}.ndjson")) };
+            Problem::whole(
+                &path,
+                format!(
+                    "a resource cannot be named {segment:?}: {why}, which gen writes itself; rename the resource \
+                     (e.g. {segment}-records)"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The top of a record: its kind, `id` and `name`. Everything else is checked for syntax and

@@ -287,7 +287,7 @@ impl ServedTree {
     fn not_names(&self, path: &str, count: u64) -> Unserved {
         let detail = format!(
             "{}: not the names document of the list of {count} entries served beside it (a names file and \
-             `_pages/all` of different builds): rebuild with `gen build`",
+             `_pages/all` of different builds): repair the tree with `gen build --verify`",
             self.dir.join(path).display()
         );
         Unserved { path: path.to_string(), detail, busy: false }
@@ -295,7 +295,10 @@ impl ServedTree {
 
     /// The answer when the manifest does not list a file every tree holds.
     fn missing(&self, path: &str) -> Unserved {
-        let detail = format!("{}: not listed in the manifest: rebuild with `gen build`", self.dir.join(path).display());
+        let detail = format!(
+            "{}: not listed in the manifest: repair the tree with `gen build --verify`",
+            self.dir.join(path).display()
+        );
         Unserved { path: path.to_string(), detail, busy: false }
     }
 }

@@ -66,13 +66,9 @@ const ONE_WRITE: usize = 256 << 10;
 pub(crate) enum Event {
     /// A tiny_http thread that may be the accept thread panicked.
     Panicked,
-    /// The server cannot go on (the tree served from start does not match its manifest): [`run`]
-    /// returns this error.
-    Failed(anyhow::Error),
 }
 
-/// Serves `listener` until the process ends, or until an [`Event::Failed`] comes through
-/// `events` (`events_tx` is its sender).
+/// Serves `listener` until the process ends (`events_tx` is the sender of `events`).
 pub(crate) fn run(
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -87,7 +83,6 @@ pub(crate) fn run(
     loop {
         match events.recv().map_err(|_| anyhow!("the panic hook is gone"))? {
             Event::Panicked => {}
-            Event::Failed(e) => return Err(e),
         }
         // Accepting that fails again at once (out of descriptors) is retried with back-off.
         delay = if born.elapsed() < Duration::from_secs(1) {

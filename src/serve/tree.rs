@@ -19,7 +19,7 @@ use super::cache::Cache;
 use super::item::{Doc, Item, Key as CacheKey, List};
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, API_PREFIX, ROOT_PATH};
-use crate::tree::listing::{self, Listing, Unservable};
+use crate::tree::listing::{self, ListedTwice, Listing, Unservable};
 use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
@@ -124,9 +124,7 @@ impl ServedTree {
         let (manifest, digest) = Manifest::read_each_file(dir, |path, hash| {
             match classify(path) {
                 Key::Refuse => {
-                    return Err(format!(
-                        "{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: rebuild with `gen build`"
-                    ));
+                    return Err(format!("{MANIFEST_FILE} lists {path:?}, which is not a path of a gen tree: {REPAIR}"));
                 }
                 Key::Skip => {}
                 Key::Serve(_) => {
@@ -141,14 +139,14 @@ impl ServedTree {
             }
             Ok(())
         })?;
-        listing.finish().map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(MANIFEST_FILE).display()))?;
+        listing.finish().map_err(|twice| listed_twice(dir, &twice))?;
         if listing.hash_of(ROOT_PATH).is_none() {
-            bail!("{MANIFEST_FILE} lists no {ROOT_PATH}: rebuild with `gen build`");
+            bail!("{MANIFEST_FILE} lists no {ROOT_PATH}: {REPAIR}");
         }
         for segment in manifest.resources.keys() {
             let all = layout::all_page_path(segment);
             if listing.hash_of(&all).is_none() {
-                bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: rebuild with `gen build`");
+                bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: {REPAIR}");
             }
         }
         let deploy_head = manifest
@@ -358,6 +356,43 @@ impl ServedTree {
     }
 }
 
+/// What repairs a tree whose manifest the server refuses: a plain build trusts the tree it left
+/// (docs/builds.md), `--verify` writes every file the data gives and the manifest anew.
+const REPAIR: &str = "repair the tree with `gen build --verify` (a plain `gen build` trusts the tree in place)";
+
+/// The error for a manifest of `dir` that lists a path twice ([`ListedTwice`]): which path, and
+/// why. The one way a build wrote that was a resource named as a document the tree keeps
+/// itself (`meta`), which `gen check` now refuses: then the resource is named.
+fn listed_twice(dir: &Path, twice: &ListedTwice) -> anyhow::Error {
+    let mut found = None;
+    let read = Manifest::read_each_file(dir, |path, _| {
+        if found.is_none() && twice.is(path) {
+            found = Some(path.to_string());
+        }
+        Ok(())
+    });
+    let resources = read.map(|(manifest, _)| manifest.resources).unwrap_or_default();
+    let manifest = dir.join(MANIFEST_FILE);
+    let Some(path) = found else {
+        return anyhow::anyhow!("{} lists a file twice, which no build does: {REPAIR}", manifest.display());
+    };
+    let reserved = layout::RESERVED_SEGMENTS
+        .iter()
+        .find(|(segment, _)| layout::list_path(segment) == path && resources.contains_key(*segment));
+    match reserved {
+        Some((segment, what)) => anyhow::anyhow!(
+            "{} lists {path} twice: the tree was built from data holding a resource named {segment:?}, whose list \
+             took the path of {what}. gen refuses that name now (`gen check` reports it at data/{segment}): \
+             rename the resource (e.g. {segment}-records), then run `gen build --verify`",
+            manifest.display()
+        ),
+        None => anyhow::anyhow!(
+            "{} lists {path} twice, which no build does (edited by hand, or written by another tool): {REPAIR}",
+            manifest.display()
+        ),
+    }
+}
+
 /// The entries of a list from its whole-list page `all`, checked: `count` entries (when given:
 /// the manifest's count of a resource), and laid out as this gen renders pages (so that the pages
 /// computed from it are the bytes a build writes).
@@ -375,12 +410,11 @@ fn parse_list(all: &[u8], url: String, count: Option<u64>, links: LinkStyle, pre
         #[serde(borrow)]
         url: std::borrow::Cow<'a, str>,
     }
-    let parsed: AllPage =
-        serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; rebuild with `gen build`"))?;
+    let parsed: AllPage = serde_json::from_slice(all).map_err(|e| format!("not a list page: {e}; {REPAIR}"))?;
     let count = count.unwrap_or(parsed.count);
     if parsed.count != count || parsed.results.len() as u64 != count {
         return Err(format!(
-            "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: rebuild with `gen build`",
+            "holds {} entries (count {}) but {MANIFEST_FILE} says {count}: {REPAIR}",
             parsed.results.len(),
             parsed.count
         ));

@@ -77,12 +77,19 @@ fn rebuild(
         Ok(options) => options,
         Err(e) => return failed(e),
     };
-    let options_told = crate::build::BuildOptions { watched, ..options.clone() };
+    // A tree found damaged by hand (see `super::note_damage`): a plain build trusts the tree
+    // and would leave it so, a `--verify` build repairs it.
+    let verify = super::damage_to_repair(out);
+    let watched = watched.filter(|_| !verify);
+    let build_options = crate::build::BuildOptions { watched, verify, ..options.clone() };
     // A bug met by one rebuild (a panic) fails that rebuild, and the watch goes on.
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::build::build(data, out, &options_told, &Default::default())
+        crate::build::build(data, out, &build_options, &Default::default())
     }))
     .unwrap_or_else(|panic| Err(internal_error(panic.as_ref())));
+    if verify && built.is_err() {
+        super::note_damage(out); // still damaged: the next rebuild verifies
+    }
     match built {
         Ok(summary) => {
             let manifest = crate::fsutil::Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
@@ -91,9 +98,10 @@ fn rebuild(
                 say!("gen serve: the tree is already up to date with {}", data.display());
             } else if !quiet {
                 let plural = |n: usize| if n == 1 { "path" } else { "paths" };
-                let changed = match summary.told {
-                    true => format!("; {changed} {} seen changed, the rest trusted", plural(changed)),
-                    false => String::new(),
+                let changed = match (summary.told, verify) {
+                    (_, true) => "; the tree verified and repaired (it was found damaged)".to_string(),
+                    (true, _) => format!("; {changed} {} seen changed, the rest trusted", plural(changed)),
+                    (false, _) => String::new(),
                 };
                 say!(
                     "gen serve: rebuilt {} ({} resources, {} records) in {:.2} s{changed}",

@@ -120,8 +120,25 @@ impl TreeDir {
         let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
         let (from_c, name_c) = (path_cstring(from).with_context(shown)?, cstring(name).with_context(shown)?);
         // SAFETY: valid NUL-terminated strings and an open folder descriptor, for the call.
-        check(unsafe { libc::renameat(libc::AT_FDCWD, from_c.as_ptr(), parent, name_c.as_ptr()) })
-            .with_context(shown)?;
+        let rename = || check(unsafe { libc::renameat(libc::AT_FDCWD, from_c.as_ptr(), parent, name_c.as_ptr()) });
+        match rename() {
+            // a folder made by hand where the tree has a file (gen never writes one): an empty
+            // one goes, as a link there would be replaced; one holding something is not removed
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                // SAFETY: a valid NUL-terminated name and an open folder descriptor.
+                check(unsafe { libc::unlinkat(parent, name_c.as_ptr(), libc::AT_REMOVEDIR) }).with_context(|| {
+                    format!(
+                        "{}: a folder where the tree has a file (gen writes none there) and it is not empty: move it \
+                         out of the tree and build again",
+                        self.path.join(rel).display()
+                    )
+                })?;
+                rename().with_context(shown)?;
+            }
+            done => {
+                done.with_context(shown)?;
+            }
+        }
         Ok(())
     }
 

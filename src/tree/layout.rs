@@ -5,6 +5,7 @@
 //! ```text
 //! api/v2/index.json                              the root index
 //! api/v2/meta/index.json, api/v2/openapi.json    what the tree holds; its OpenAPI document
+//!                                                (`meta` and `bulk-data` are no resource's: RESERVED_SEGMENTS)
 //! api/v2/<segment>/index.json                    a list's first page (offset 0, limit 20)
 //! api/v2/<segment>/_pages/<limit>/<offset>/...   precomputed pages; _pages/all/ the whole list
 //! api/v2/<segment>/_names/index.json            the names document, for `?q=` (see `search`)
@@ -52,6 +53,9 @@ pub fn document_path(key: &str) -> String {
 /// The root index.
 pub const ROOT_PATH: &str = "api/v2/index.json";
 
+/// The segment of the meta document (`/api/v2/meta/`): no resource may take it.
+pub const META_SEGMENT: &str = "meta";
+
 /// The key of the meta document, which describes the tree (generator, data hash, build date).
 pub const META_KEY: &str = "api/v2/meta";
 
@@ -63,6 +67,36 @@ pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
 
 /// The segment of the bulk-data index (`/api/v2/bulk-data/`): no resource may take it.
 pub const BULK_SEGMENT: &str = "bulk-data";
+
+/// The names the tree takes for its own documents directly below `api/v2/`, each with what it
+/// is there: a resource of that name would have its list written at that document's path (the
+/// manifest would list the path twice), so the data check refuses them ([`reserved_segment`]).
+/// The other names the layout writes below `api/v2/` (`index.json`, `openapi.json`) hold a `.`,
+/// which no segment does.
+pub const RESERVED_SEGMENTS: &[(&str, &str)] = &[
+    (META_SEGMENT, "the tree's meta document (generator, data hash, build date)"),
+    (BULK_SEGMENT, "the bulk-data index, which lists every resource's bulk-data file (docs/tree.md)"),
+];
+
+/// How the names of the folders the layout writes inside a resource's folder start
+/// ([`PAGES_DIR`], [`NAMES_DIR`], [`FILTERS_DIR`]): no segment, record name or sub-document
+/// name may start so (their `[a-z0-9-]` never does).
+pub const RESERVED_PREFIX: &str = "_";
+
+/// Why `segment` cannot name a resource, when the tree reserves it: what the tree keeps at
+/// `/api/v2/<segment>/` ([`RESERVED_SEGMENTS`]), or that names starting with
+/// [`RESERVED_PREFIX`] are the layout's own folders. The one rule the data check applies.
+pub fn reserved_segment(segment: &str) -> Option<String> {
+    if let Some((_, what)) = RESERVED_SEGMENTS.iter().find(|(name, _)| *name == segment) {
+        return Some(format!("{API_PREFIX}{segment}/ is {what}"));
+    }
+    segment.starts_with(RESERVED_PREFIX).then(|| {
+        format!(
+            "names starting with {RESERVED_PREFIX:?} are the folders gen writes inside a resource \
+             ({PAGES_DIR}, {NAMES_DIR}, {FILTERS_DIR})"
+        )
+    })
+}
 
 /// The key of the bulk-data index.
 pub const BULK_KEY: &str = "api/v2/bulk-data";
@@ -324,6 +358,24 @@ mod tests {
                 "api/v2/openapi.json"
             ]
         );
+    }
+
+    #[test]
+    fn every_name_the_tree_takes_below_the_root_is_reserved_or_no_segment() {
+        for path in [ROOT_PATH, META_PATH, OPENAPI_PATH, BULK_INDEX_PATH, &bulk_file_path("berry", "0123")] {
+            let first = below_root(path).split('/').next().unwrap();
+            let segment = first.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            assert!(!segment || reserved_segment(first).is_some(), "{path}: {first} is free to a resource");
+        }
+        assert_eq!(list_key(META_SEGMENT), META_KEY);
+        assert_eq!(list_key(BULK_SEGMENT), BULK_KEY);
+        assert_eq!(list_path(META_SEGMENT), META_PATH);
+        for dir in [PAGES_DIR, NAMES_DIR, FILTERS_DIR] {
+            assert!(reserved_segment(dir).is_some(), "{dir}");
+        }
+        for free in ["berry", "metadata", "openapi", "index", "bulk"] {
+            assert_eq!(reserved_segment(free), None, "{free}");
+        }
     }
 
     #[test]

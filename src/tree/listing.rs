@@ -29,14 +29,15 @@ impl Listing {
         self.entries.push((path_key(path), *hash.as_bytes()));
     }
 
-    /// Sorts the listing for lookups. A path listed twice (which no build writes) is an error.
-    pub(crate) fn finish(&mut self) -> Result<(), String> {
+    /// Sorts the listing for lookups. A path listed twice (which no build writes) is an error,
+    /// which tells that path from the others ([`ListedTwice::is`]).
+    pub(crate) fn finish(&mut self) -> Result<(), ListedTwice> {
         use rayon::slice::ParallelSliceMut as _;
         self.entries.par_sort_unstable_by_key(|(key, _)| *key);
-        if self.entries.windows(2).any(|pair| pair[0].0 == pair[1].0) {
-            return Err("lists a file twice, which no build does: rebuild with `gen build`".to_string());
+        match self.entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            Some(pair) => Err(ListedTwice(pair[0].0)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The hash the manifest gives `path`, when it lists it.
@@ -54,6 +55,18 @@ impl Listing {
     /// True when nothing is listed.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+/// A path a manifest lists twice (the listing keeps no path, only its key: the caller finds
+/// which by reading the manifest again).
+#[derive(Debug)]
+pub struct ListedTwice(u128);
+
+impl ListedTwice {
+    /// True when `path` is the path listed twice.
+    pub fn is(&self, path: &str) -> bool {
+        path_key(path) == self.0
     }
 }
 
@@ -79,7 +92,8 @@ impl Unservable {
         let file = dir.join(path);
         match self {
             Unservable::NotRead(why) => format!(
-                "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed): {why}",
+                "{} is listed in {MANIFEST_FILE} but is missing or not a regular file (links are not followed): \
+                 {why}; repair the tree with `gen build --verify`",
                 file.display()
             ),
             Unservable::Changed => format!(
@@ -122,21 +136,37 @@ fn read_no_follow(dir: &Path, path: &str) -> io::Result<Vec<u8>> {
     tree.read_file(path, MAX_DOCUMENT_BYTES)
 }
 
+/// Checks the listed file `path` against `hash` as [`read_listed`] does, without keeping it.
+fn check_one(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<(), Unservable> {
+    match crate::tree::layout::is_bulk_file(path) {
+        true => check_streamed(dir, path, hash),
+        false => read_listed(dir, path, hash).map(drop),
+    }
+}
+
 /// Reads every listed file of `listing` and checks it against its hash, across all cores,
 /// keeping nothing: a tree that does not match its manifest is refused whole. `paths` are the
 /// listed paths (the caller checks only small trees so: reading every file costs the whole
 /// tree's bytes).
 pub(crate) fn check_all(dir: &Path, paths: &[(String, blake3::Hash)]) -> Result<()> {
     use rayon::prelude::*;
-    let check = |path: &str, hash| match crate::tree::layout::is_bulk_file(path) {
-        true => check_streamed(dir, path, hash),
-        false => read_listed(dir, path, hash).map(drop),
-    };
-    let bad = paths.par_iter().find_map_any(|(path, hash)| check(path, hash).err().map(|e| (path, e)));
+    let bad = paths.par_iter().find_map_any(|(path, hash)| check_one(dir, path, hash).err().map(|e| (path, e)));
     if let Some((path, e)) = bad {
         bail!("{}", e.explain(dir, path));
     }
     Ok(())
+}
+
+/// Every file of `paths` that does not match its hash as [`read_listed`] reads it (missing, a
+/// link, not a regular file, edited), sorted by path: [`check_all`] that finds them all.
+pub(crate) fn damaged(dir: &Path, paths: &[(String, blake3::Hash)]) -> Vec<(String, Unservable)> {
+    use rayon::prelude::*;
+    let mut bad: Vec<(String, Unservable)> = paths
+        .par_iter()
+        .filter_map(|(path, hash)| check_one(dir, path, hash).err().map(|e| (path.clone(), e)))
+        .collect();
+    bad.sort_by(|a, b| a.0.cmp(&b.0));
+    bad
 }
 
 #[cfg(test)]
@@ -155,7 +185,8 @@ mod tests {
         assert_eq!(listing.hash_of("api/v2/y/index.json"), Some(b));
         assert_eq!(listing.hash_of("api/v2/z/index.json"), None);
         listing.push("api/v2/x/index.json", c);
-        assert!(listing.finish().unwrap_err().contains("twice"));
+        let twice = listing.finish().unwrap_err();
+        assert!(twice.is("api/v2/x/index.json") && !twice.is("api/v2/y/index.json"));
     }
 
     #[test]

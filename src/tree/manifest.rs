@@ -24,11 +24,16 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 /// [`MAX_MANIFEST_BYTES`]: what it is, and what to do.
 pub(crate) fn not_read_manifest(path: &Path, e: &crate::fsutil::NotRead) -> String {
     format!(
-        "{}: gen reads its manifest only from a regular file of at most {} MB; delete it and rebuild with `gen build`",
+        "{}: gen reads its manifest only from a regular file of at most {} MB; {REBUILD_ANEW}",
         crate::fsutil::why_not_read(path, MAX_MANIFEST_BYTES, e),
         MAX_MANIFEST_BYTES >> 20
     )
 }
+
+/// What repairs a tree whose manifest cannot be read or is not gen's: no build takes over such
+/// a folder (it may not be a tree gen built: docs/builds.md), `--verify` neither.
+const REBUILD_ANEW: &str = "a build refuses a folder whose manifest it cannot read (`gen build --verify` too, it \
+     may not be a tree gen built): empty the folder, or move it away, and run `gen build`";
 
 /// Everything a tree's bytes are decided by: the program, the options and the data's hash. Two
 /// trees with equal settings have the same bytes, so "same build" is equality of this type.
@@ -310,7 +315,8 @@ fn manifest_path(dir: &Path) -> Result<std::path::PathBuf> {
 fn not_read(dir: &Path, path: &Path, e: crate::fsutil::NotRead) -> anyhow::Error {
     match e {
         crate::fsutil::NotRead::Io(e) => anyhow::Error::new(e).context(format!(
-            "no tree in {}: {} cannot be read; run `gen build` first",
+            "no tree in {}: {} cannot be read; run `gen build` first (if the folder holds a tree whose manifest \
+             was removed, no build takes it over: empty the folder, or move it away, first)",
             crate::fsutil::show_dir(dir),
             path.display()
         )),
@@ -319,7 +325,7 @@ fn not_read(dir: &Path, path: &Path, e: crate::fsutil::NotRead) -> anyhow::Error
 }
 
 fn not_ours(path: &Path) -> String {
-    format!("{} is not a manifest written by gen: rebuild with `gen build`", path.display())
+    format!("{} is not a manifest written by gen: {REBUILD_ANEW}", path.display())
 }
 
 fn check_format(path: &Path, settings: &BuildSettings) -> Result<()> {

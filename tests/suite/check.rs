@@ -236,6 +236,45 @@ fn bad_references() {
     );
 }
 
+/// Issue 47 item 6: a resource named as a document the tree keeps itself (`meta`, `bulk-data`)
+/// would have its list written over that document (the manifest listing the path twice, and
+/// `gen serve` refusing the tree): a data problem at the resource's folder or table, with the
+/// reason; so is such a name among the external resources, and a folder named as the layout's
+/// own (`_pages`) says why.
+#[test]
+fn a_resource_named_as_a_document_of_the_tree_is_a_data_problem_with_the_reason() {
+    let record = br#"{"id": 1, "name": "one"}"#;
+    let meta = "a resource cannot be named \"meta\": /api/v2/meta/ is the tree's meta document (generator, data \
+                hash, build date), which gen writes itself; rename the resource (e.g. meta-records)";
+    let bulk = "a resource cannot be named \"bulk-data\": /api/v2/bulk-data/ is the bulk-data index, which lists \
+                every resource's bulk-data file (docs/tree.md), which gen writes itself; rename the resource \
+                (e.g. bulk-data-records)";
+    for (label, rel, at, message) in [
+        ("meta-folder", "meta/1.json", "data/meta", meta),
+        ("meta-table", "meta.ndjson", "data/meta.ndjson", meta),
+        ("bulk-folder", "bulk-data/1.json", "data/bulk-data", bulk),
+        ("bulk-table", "bulk-data.ndjson", "data/bulk-data.ndjson", bulk),
+    ] {
+        assert_reported(label, &[(rel, record)], &[&format!("{at}: $: {message}")]);
+    }
+    let settings = r#"{"base_url": "http://127.0.0.1:8080", "page_sizes": [20, 50, 100], "external": ["item", "meta"],
+        "filters": {"berry": {"firmness": "firmness.name", "size": "size"}, "effect": ["appeal"]}}"#;
+    assert_reported(
+        "meta-external",
+        &[("gen.json", settings.as_bytes())],
+        &[
+            "data/gen.json: $.external[1]: \"meta\" cannot be an external resource: /api/v2/meta/ is the tree's meta document",
+        ],
+    );
+    assert_reported(
+        "underscore",
+        &[("_pages/1.json", record)],
+        &[
+            "data/_pages: -: folder name is not a valid segment: use lower-case letters, digits and '-' (it is the path segment in /api/v2/<segment>/); names starting with \"_\" are the folders gen writes inside a resource",
+        ],
+    );
+}
+
 #[test]
 fn stray_files_and_bad_folders() {
     assert_reported(

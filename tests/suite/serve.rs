@@ -296,16 +296,23 @@ fn nothing_outside_the_tree_is_reachable() {
     assert!(!response.text().contains("SECRET"));
 }
 
+/// A listed file replaced by a link is never read: its document is answered 503 (the tree is
+/// served; until issue 47 the server refused to start), the others 200.
 #[test]
 fn a_listed_file_replaced_by_a_link_is_refused() {
     let site = site();
-    let target = site.out().join("api/v2/berry/1/index.json");
-    let elsewhere = site.tmp.join("elsewhere.json");
-    std::fs::copy(&target, &elsewhere).unwrap();
-    std::fs::remove_file(&target).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, &target).unwrap();
-    let run = common::run(&["serve", "--dir", site.out().to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
-    assert!(run.stderr().contains("not a regular file"), "{}", run.stderr());
+    Damage::Linked.apply(&site.out(), "api/v2/berry/1/index.json", &site.tmp.join("elsewhere"));
+    let server = Server::start(&site.out(), &[]);
+    assert_damaged(&server, "/api/v2/berry/1/", "api/v2/berry/1/index.json");
+    server.get("/api/v2/berry/2/").expect(200);
+    assert!(
+        eventually(Duration::from_secs(30), || server.stderr().contains("do not match its manifest")),
+        "{}",
+        server.stderr()
+    );
+    // reported once the check at start is done, and still serving
+    assert!(server.stderr().contains("not a regular file"), "{}", server.stderr());
+    server.get("/api/v2/berry/2/").expect(200);
 }
 
 #[test]
@@ -1035,20 +1042,80 @@ fn listed(out: &std::path::Path) -> Vec<(String, String)> {
     files.iter().map(|(path, hash)| (path.clone(), hash.as_str().unwrap().to_string())).collect()
 }
 
-/// A tree that does not match its manifest when the server starts ends it once the check of
-/// every file is done, with status 2 and the file named: the check runs in the library, which
-/// returns the error; `gen`'s main decides the exit status (issue 38 item 4).
+/// A tree damaged by hand before the server starts (issue 47 item 7: a file edited, removed,
+/// replaced by a link, replaced by a folder) is served: each damaged document is answered 503
+/// (JSON, no-store, naming `gen build --verify`) as a file edited after start is, every other
+/// document 200; the check of every file at start names each damaged file and what repairs it,
+/// and `gen build --verify` does: each is served again with the bytes a fresh build writes.
+/// (Until issue 47 the check ended the server with status 2, naming one file and no repair.)
 #[test]
-fn a_tree_damaged_before_start_ends_the_server_with_status_2_naming_the_file() {
+fn a_tree_damaged_before_start_is_served_with_503_for_each_damaged_document() {
     let site = site();
-    std::fs::write(site.out().join("api/v2/item/6/index.json"), br#"{"id": 0, "edited": true}"#).unwrap();
+    let damaged: Vec<(String, String)> = DAMAGES
+        .iter()
+        .zip(6..)
+        .map(|(damage, id)| {
+            let rel = format!("api/v2/item/{id}/index.json");
+            damage.apply(&site.out(), &rel, &site.tmp.join("elsewhere"));
+            (format!("/api/v2/item/{id}/"), rel)
+        })
+        .collect();
+    let server = Server::start(&site.out(), &[]);
+    let checked = || server.stderr().contains("do not match its manifest");
+    assert!(eventually(Duration::from_secs(30), checked), "{}", server.stderr());
+    let log = server.stderr();
+    assert!(log.contains("gen build --verify"), "{log}");
+    for (_, rel) in &damaged {
+        assert!(log.contains(rel.as_str()), "{rel} not named:\n{log}");
+    }
+    // still serving once the check is done: the damaged documents 503, the others 200
+    for (target, rel) in &damaged {
+        assert_damaged(&server, target, rel);
+    }
+    for target in ["/api/v2/", "/api/v2/item/", "/api/v2/item/10/", "/api/v2/item/item-7/", "/api/v2/item/?offset=100"]
+    {
+        server.get(target).expect(200);
+    }
+    // repaired by `gen build --verify`: as a fresh build of the same data writes them
+    let fresh = site.tmp.join("fresh");
+    common::build(&site.data(), &fresh, &["--quiet"]).ok();
+    site.build(&["--verify"]);
+    for (target, rel) in &damaged {
+        let expected = std::fs::read(fresh.join(rel)).unwrap();
+        assert!(eventually(Duration::from_secs(10), || server.get(target).status == 200), "{target}");
+        assert_eq!(server.get(target).expect(200).body, expected, "{target}");
+    }
+}
+
+/// A manifest that lists a path twice (issue 47 item 6: as a build of data holding a resource
+/// named `meta` wrote it, its list over the meta document) is refused, naming the path and
+/// what repairs it: the resource to rename when the manifest lists one of a reserved name, and
+/// `gen build --verify` in any case, which does repair it.
+#[test]
+fn a_manifest_listing_a_path_twice_is_refused_naming_the_path_and_the_repair() {
+    let site = site();
+    let manifest = site.out().join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().find(|line| line.contains("\"api/v2/meta/index.json\"")).unwrap();
+    let twice = text.replacen(line, &format!("{line}\n{line}"), 1);
+    let with_meta = twice.replacen("\"resources\": {", "\"resources\": {\n    \"meta\": {\"count\": 1},", 1);
     let out = site.out();
-    let run = common::run(&["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0"]).fails_with(2);
-    assert!(run.stdout().starts_with("http://127.0.0.1:"), "the address is printed first:\n{}", run.stdout());
-    let last = run.stderr().lines().last().unwrap_or_default().to_string();
-    // the record's two paths (by id, by name) are links of one file: the check names either
-    let named = ["api/v2/item/6/index.json", "api/v2/item/item-6/index.json"].iter().any(|p| last.contains(p));
-    assert!(last.starts_with("error: ") && named, "{}", run.stderr());
+    let serve = ["serve", "--dir", out.to_str().unwrap(), "--addr", "127.0.0.1:0"];
+    for (label, bytes, named) in [("a resource named meta", &with_meta, true), ("a line written twice", &twice, false)]
+    {
+        std::fs::write(&manifest, bytes).unwrap();
+        let refused = common::run(&serve).fails_with(2);
+        let said = refused.stderr();
+        assert!(said.contains("lists api/v2/meta/index.json twice"), "{label}: {said}");
+        assert!(said.contains("gen build --verify"), "{label}: {said}");
+        assert!(!said.contains("rebuild with `gen build`"), "{label}: {said}");
+        let resource = "a resource named \"meta\", whose list took the path of the tree's meta document";
+        assert_eq!(said.contains(resource), named, "{label}: {said}");
+        assert_eq!(said.contains("rename the resource (e.g. meta-records)"), named, "{label}: {said}");
+    }
+    site.build(&["--verify"]);
+    let server = Server::start(&site.out(), &[]);
+    server.get("/api/v2/meta/").expect(200);
 }
 
 #[test]

@@ -362,3 +362,51 @@ pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The ways a file of a tree is damaged by hand (issue 47 item 7), each of which `gen serve`
+/// answers 503 for: its bytes edited in place, the file removed, replaced by a link to the same
+/// bytes elsewhere, replaced by a folder.
+pub const DAMAGES: [Damage; 4] = [Damage::Edited, Damage::Removed, Damage::Linked, Damage::Folder];
+
+/// One way a file of a tree is damaged by hand (see [`DAMAGES`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Damage {
+    Edited,
+    Removed,
+    Linked,
+    Folder,
+}
+
+impl Damage {
+    /// Damages the file `rel` of the tree `out`; a link's target is written under `scratch`.
+    pub fn apply(self, out: &Path, rel: &str, scratch: &Path) {
+        let file = out.join(rel);
+        let bytes = std::fs::read(&file).unwrap();
+        match self {
+            Damage::Edited => std::fs::write(&file, br#"{"id": 0, "edited": true}"#).unwrap(),
+            Damage::Removed => std::fs::remove_file(&file).unwrap(),
+            Damage::Linked => {
+                let target = scratch.join(rel.replace('/', "-"));
+                std::fs::create_dir_all(scratch).unwrap();
+                std::fs::write(&target, &bytes).unwrap();
+                std::fs::remove_file(&file).unwrap();
+                std::os::unix::fs::symlink(&target, &file).unwrap();
+            }
+            Damage::Folder => {
+                std::fs::remove_file(&file).unwrap();
+                std::fs::create_dir(&file).unwrap();
+            }
+        }
+    }
+}
+
+/// Asserts that `server` answers `target` as it answers a damaged file of its tree: 503, with a
+/// JSON detail naming the file and `gen build --verify`, not to be stored.
+pub fn assert_damaged(server: &Server, target: &str, rel: &str) {
+    let response = server.get(target);
+    assert_eq!(response.status, 503, "{target}: {}", response.text());
+    assert_eq!(response.header("Content-Type"), Some("application/json; charset=utf-8"), "{target}");
+    assert_eq!(response.header("Cache-Control"), Some("no-store"), "{target}");
+    let detail = response.json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains(rel) && detail.contains("gen build --verify"), "{target}: {detail}");
+}
