@@ -284,7 +284,7 @@ fn extract_then_read_docs<'d>(
     previous.forget_data_table();
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
     // file changed during a build"), kept apart from `data`, which goes before the extract
-    dataset.expect_loaded(&data);
+    dataset.expect_loaded(rendering::loaded_hashes(dataset, &data));
     let mut rendering = Rendering::new(dataset, settings, previous, changed);
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.

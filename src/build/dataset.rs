@@ -121,10 +121,19 @@ pub enum Source {
 }
 
 impl Source {
-    /// The JSON bytes of a table's line, read again (the line's `document` for a sub-document
-    /// table), checked as [`Source::read`] says.
-    pub(crate) fn read_line(&self) -> Result<Vec<u8>, crate::problem::Problem> {
-        let Source::Line { table, file, span, document, expected } = self else { return self.read() };
+    /// The source's JSON bytes (a sub-document table's line: its `document`), read again as the
+    /// load read them (`second_read`: a regular file only, bounded), and checked against the
+    /// hash the load recorded; else the problem, at [`Source::problem_path`].
+    pub fn read(&self) -> Result<Vec<u8>, crate::problem::Problem> {
+        let (table, file, span, document, expected) = match self {
+            Source::File { file, expected } => {
+                let bytes = crate::fsutil::read_regular_file(file, expected.limit)
+                    .map_err(|why| super::second_read::not_read(file, expected.limit, why))?;
+                super::second_read::check(file, &bytes, *expected)?;
+                return Ok(bytes);
+            }
+            Source::Line { table, file, span, document, expected } => (table, file, span, document, expected),
+        };
         let at = self.problem_path();
         let bytes = read_span(table, file.as_deref(), *span, expected.limit)
             .map_err(|why| super::second_read::not_read(&at, expected.limit, why))?;
@@ -270,11 +279,11 @@ impl Dataset {
         self.config.max_document_mb.saturating_mul(1 << 20)
     }
 
-    /// Holds every later read of a record or sub-document to the hashes `files` (the load's
-    /// data table) records of them: a read that finds other bytes is a problem (see
-    /// [`Source::read`]). Once a dataset: later calls change nothing.
-    pub fn expect_loaded(&self, files: &crate::build::index::DataFiles) {
-        self.loaded_hashes.get_or_init(|| LoadedHashes::of(self, files));
+    /// Holds every later read of a record or sub-document to `hashes`, those the load recorded
+    /// of them: a read that finds other bytes is a problem (see [`Source::read`]). Once a
+    /// dataset: later calls change nothing.
+    pub fn expect_loaded(&self, hashes: LoadedHashes) {
+        let _ = self.loaded_hashes.set(hashes);
     }
 
     /// Number of records across all resources.

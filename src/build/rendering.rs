@@ -3,7 +3,7 @@
 //! build finds changed since the previous one.
 
 use super::index;
-use super::{PreviousBuild, data_path, list_hashes, load, openapi, plan, render, write};
+use super::{PreviousBuild, data_path, list_hashes, load, openapi, plan, render, second_read, write};
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use std::collections::HashSet;
@@ -180,4 +180,27 @@ fn forget_previous(
         }
     }
     true
+}
+
+/// The hashes `files` (the load's data table) records of the records and sub-documents of
+/// `dataset`, by their place in it: what the extract's and the render's second reads are
+/// checked against (docs/builds.md, "A file changed during a build").
+pub(super) fn loaded_hashes(dataset: &load::Dataset, files: &index::DataFiles) -> second_read::LoadedHashes {
+    use rayon::prelude::*;
+    let mut hashes = second_read::LoadedHashes::default();
+    for (segment, resource) in &dataset.resources {
+        let place = |kind, id| files.hash_of(&index::Place { segment, kind, id }).map(|h| second_read::short(&h));
+        let records = resource.records.par_iter().with_min_len(4096).map(|r| place(None, r.id)).collect();
+        let mut held = second_read::ResourceHashes { records, ..Default::default() };
+        if resource.records.iter().any(|r| !r.subdocs.is_empty()) {
+            held.first.reserve_exact(resource.records.len());
+            for record in &resource.records {
+                held.first.push(held.subdocs.len() as u32);
+                held.subdocs.extend(record.subdocs.iter().map(|s| place(Some(&*s.name), record.id)));
+            }
+            held.subdocs.shrink_to_fit();
+        }
+        hashes.insert(segment.clone(), held);
+    }
+    hashes
 }

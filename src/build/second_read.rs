@@ -7,11 +7,8 @@
 //! the build fails rather than publish bytes the index does not describe, which every later
 //! build would trust (docs/builds.md, "A file changed during a build").
 
-use super::dataset::{Dataset, Source};
-use super::index::{DataFiles, Place};
 use crate::fsutil::NotRead;
 use crate::problem::Problem;
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -35,39 +32,20 @@ pub struct LoadedHashes {
 
 /// One resource's hashes, in the order of its records.
 #[derive(Debug, Default)]
-struct ResourceHashes {
+pub struct ResourceHashes {
     /// Each record's, by its position in the list.
-    records: Vec<Option<Short>>,
+    pub records: Vec<Option<Short>>,
     /// Each record's sub-documents', in order, one record after the other.
-    subdocs: Vec<Option<Short>>,
+    pub subdocs: Vec<Option<Short>>,
     /// The position in `subdocs` of each record's first sub-document (empty when the
     /// resource has none).
-    first: Vec<u32>,
+    pub first: Vec<u32>,
 }
 
 impl LoadedHashes {
-    /// The hashes `files` (the load's data table) records of the records and sub-documents of
-    /// `dataset`.
-    pub fn of(dataset: &Dataset, files: &DataFiles) -> LoadedHashes {
-        let resources = dataset
-            .resources
-            .iter()
-            .map(|(segment, resource)| {
-                let place = |kind, id| files.hash_of(&Place { segment, kind, id }).map(|hash| short(&hash));
-                let records = resource.records.par_iter().with_min_len(4096).map(|r| place(None, r.id)).collect();
-                let mut hashes = ResourceHashes { records, ..ResourceHashes::default() };
-                if resource.records.iter().any(|r| !r.subdocs.is_empty()) {
-                    hashes.first.reserve_exact(resource.records.len());
-                    for record in &resource.records {
-                        hashes.first.push(hashes.subdocs.len() as u32);
-                        hashes.subdocs.extend(record.subdocs.iter().map(|s| place(Some(&*s.name), record.id)));
-                    }
-                    hashes.subdocs.shrink_to_fit();
-                }
-                (segment.clone(), hashes)
-            })
-            .collect();
-        LoadedHashes { resources }
+    /// Adds the hashes of the resource `segment`.
+    pub fn insert(&mut self, segment: String, hashes: ResourceHashes) {
+        self.resources.insert(segment, hashes);
     }
 
     /// The hash recorded of the record at `position` in the list of `segment`.
@@ -119,23 +97,6 @@ pub fn check(at: &Path, bytes: &[u8], expected: Expected) -> Result<(), Problem>
             Err(changed(at, " (its bytes are not those the build loaded)"))
         }
         _ => Ok(()),
-    }
-}
-
-impl Source {
-    /// The source's JSON bytes, read again as the load read them (see the module's comment),
-    /// and checked against the hash it recorded; else the problem, at
-    /// [`Source::problem_path`].
-    pub fn read(&self) -> Result<Vec<u8>, Problem> {
-        match self {
-            Source::File { file, expected } => {
-                let bytes = crate::fsutil::read_regular_file(file, expected.limit)
-                    .map_err(|why| not_read(file, expected.limit, why))?;
-                check(file, &bytes, *expected)?;
-                Ok(bytes)
-            }
-            Source::Line { .. } => self.read_line(),
-        }
     }
 }
 
