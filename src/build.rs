@@ -210,7 +210,6 @@ pub fn build(
     }
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
-    second_read::test_pause_before_render();
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
     if options.source_date_epoch.is_none() {
         settings.deploy_date = deploy_date(data, &settings, previous.index.as_ref());

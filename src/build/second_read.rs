@@ -94,24 +94,3 @@ pub fn check(at: &Path, bytes: &[u8], expected: Expected) -> Result<(), Problem>
         _ => Ok(()),
     }
 }
-
-/// Test only: when `GEN_TEST_PAUSE_BEFORE_RENDER` names a path that exists, the build, once its
-/// load is done, creates `<path>.reached` and waits until `<path>` is removed (at most a
-/// minute), so that a test can change a data file between the load's read and the render's
-/// without relying on timing (tests/suite/build.rs). Unset, as it is for every user, nothing
-/// happens.
-pub fn test_pause_before_render() {
-    let Some(path) = std::env::var_os("GEN_TEST_PAUSE_BEFORE_RENDER").map(std::path::PathBuf::from) else {
-        return;
-    };
-    if !path.exists() {
-        return;
-    }
-    let mut reached = path.clone().into_os_string();
-    reached.push(".reached");
-    let _ = std::fs::write(&reached, b"");
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while path.exists() && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}

@@ -531,20 +531,35 @@ pub fn guarded(args: &[&str]) -> Ended {
     finish_guarded(spawn_guarded(args, &[]))
 }
 
-/// Runs `gen args` (a build) as [`guarded`] does, paused by the build's test-only hook between
-/// its load and its render (`GEN_TEST_PAUSE_BEFORE_RENDER`, src/build/second_read.rs): the
-/// build waits while the file `pause` exists, once it has created `<pause>.reached`. The test
-/// runs `meanwhile` in the pause (to change the data between the build's two reads of it), then
-/// lets the build go on. No timing is relied on: the build is at the pause when `meanwhile` runs.
+/// Runs `gen args` (a build) as [`guarded`] does, paused between its load and its render from
+/// outside, with no hook in the binary: without `SOURCE_DATE_EPOCH`, a build whose data changed
+/// asks git for the data's last commit (its deploy date) once its load is done and before it
+/// renders (src/build.rs, `deploy_date`). The build runs with a `git` of the test's first on its
+/// `PATH`, which at its first call creates `<pause>.reached` and waits while `pause` exists,
+/// then answers as git does outside a repository. The test runs `meanwhile` in the pause (to
+/// change the data between the build's two reads of it), then lets the build go on. No timing is
+/// relied on: the build is held in that call when `meanwhile` runs.
 pub fn guarded_paused(args: &[&str], pause: &Path, meanwhile: impl FnOnce()) -> Ended {
     std::fs::write(pause, b"").unwrap();
     let reached = PathBuf::from(format!("{}.reached", pause.display()));
     let _ = std::fs::remove_file(&reached);
-    let mut spawned = spawn_guarded(args, &[("GEN_TEST_PAUSE_BEFORE_RENDER", utf8(pause))]);
+    let bin = PathBuf::from(format!("{}.bin", pause.display()));
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    let script = format!(
+        "#!/bin/sh\n[ -e '{reached}' ] && exit 128\n: > '{reached}'\nwhile [ -e '{pause}' ]; do sleep 0.01; done\nexit 128\n",
+        reached = reached.display(),
+        pause = pause.display()
+    );
+    std::fs::write(&git, script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut spawned = spawn_guarded(args, &[("PATH", &path), ("SOURCE_DATE_EPOCH", "")]);
     let started = std::time::Instant::now();
     while !reached.exists() {
         let ended = spawned.0.try_wait().unwrap().is_some();
-        assert!(!ended && started.elapsed() < GUARD, "the build never reached its pause before the render");
+        assert!(!ended && started.elapsed() < GUARD, "the build never asked git for its date before the render");
         std::thread::sleep(Duration::from_millis(5));
     }
     meanwhile();
@@ -555,14 +570,21 @@ pub fn guarded_paused(args: &[&str], pause: &Path, meanwhile: impl FnOnce()) -> 
 /// A child run under a memory limit, and the threads reading its stdout and stderr.
 type Spawned = (std::process::Child, [std::thread::JoinHandle<String>; 2]);
 
+/// `env`: variables set for the run; an empty value removes the variable.
 fn spawn_guarded(args: &[&str], env: &[(&str, &str)]) -> Spawned {
-    let mut child = std::process::Command::new("sh")
+    let mut command = std::process::Command::new("sh");
+    command.env("SOURCE_DATE_EPOCH", TEST_EPOCH);
+    for (name, value) in env {
+        match value.is_empty() {
+            true => command.env_remove(name),
+            false => command.env(name, value),
+        };
+    }
+    let mut child = command
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_KB} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_gen"))
         .args(args)
-        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
-        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
