@@ -211,8 +211,10 @@ pub fn build(
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
+    // the bulk-data files' dates, when git was asked for the deploy date (else the write asks)
+    let mut bulk_dates = None;
     if options.source_date_epoch.is_none() {
-        settings.deploy_date = deploy_date(data, &settings, previous.index.as_ref());
+        (settings.deploy_date, bulk_dates) = deploy_date(data, &settings, previous.index.as_ref(), &loaded.dataset);
     }
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary::of(dataset, report, up_to_date);
@@ -243,6 +245,7 @@ pub fn build(
             documents: &rendering,
             manifest: manifest_of(&settings, dataset),
             lists: &lists,
+            bulk_dates: bulk_dates.as_ref(),
             previous: write::Previous {
                 index: previous.index.as_ref(),
                 listed: std::mem::take(&mut previous.listed),
@@ -320,11 +323,23 @@ fn require_out_beside(data: &Path, out: &Path) -> Result<()> {
 
 /// The date a tree built with `settings` is deployed with, when no `SOURCE_DATE_EPOCH` gives
 /// it: the same tree again keeps the date of the build `previous` describes (and is found up to
-/// date); committed data is dated by its commit, the same for every clone of it; else now.
-fn deploy_date(data: &Path, settings: &BuildSettings, previous: Option<&index::Index>) -> String {
-    match previous.filter(|index| index.settings.same_but_date(settings)) {
-        Some(index) => index.settings.deploy_date.clone(),
-        None => date::data_commit_epoch(data).map_or(settings.deploy_date.clone(), |epoch| epoch.to_string()),
+/// date); committed data is dated by its commit, the same for every clone of it; else now. With
+/// it, the dates of the bulk-data files when git was asked (one `git status` and one `git log`
+/// a build, `date::commit_dates`): by resource for committed data, none (each file takes the
+/// deploy date) else.
+fn deploy_date(
+    data: &Path,
+    settings: &BuildSettings,
+    previous: Option<&index::Index>,
+    dataset: &load::Dataset,
+) -> (String, Option<BTreeMap<String, i64>>) {
+    if let Some(index) = previous.filter(|index| index.settings.same_but_date(settings)) {
+        return (index.settings.deploy_date.clone(), None);
+    }
+    let segments: Vec<&str> = dataset.resources.keys().map(String::as_str).collect();
+    match date::commit_dates(data, if settings.bulk { &segments } else { &[] }) {
+        Some(dates) => (dates.data.to_string(), Some(dates.resources)),
+        None => (settings.deploy_date.clone(), Some(BTreeMap::new())),
     }
 }
 

@@ -225,7 +225,7 @@ pub fn describe_in_openapi(document: &mut serde_json::Value) {
             "content_type": { "const": CONTENT_TYPE },
             "content_encoding": { "const": CONTENT_ENCODING },
             "download_url": { "type": "string", "format": "uri", "description": "The file's url: its name carries its hash." },
-            "updated_at": { "type": "string", "pattern": "^-?[0-9]+$", "description": "deploy_date of the build that last changed the file." }
+            "updated_at": { "type": "string", "pattern": "^-?[0-9]+$", "description": "Unix seconds: the last commit that touched the resource's data or gen.json when the data is committed in git, else the deploy_date of the tree (the same for every fresh clone of a commit)." }
         }
     });
     schemas["BulkData"] = json!({

@@ -33,27 +33,33 @@ fn parse_source_date_epoch(value: Option<&str>) -> anyhow::Result<Option<i64>> {
     Ok(Some(seconds))
 }
 
-/// The time of the last git commit that touched the data folder `data`, in seconds since the
-/// epoch: the deploy date of a build without `SOURCE_DATE_EPOCH`, so that two fresh clones of the
-/// same commit build the same bytes. `None`, and the build's clock is used, when git is not
-/// installed, `data` is not in a git work tree, no commit touched it, or it holds a change git
-/// has not committed (a modified, staged, deleted or untracked file under it: the data is newer
-/// than any commit; a file git ignores counts, as the build reads it).
-pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
-    if !committed(data) {
-        return None;
-    }
-    git(data, &["log", "-1", "--format=%ct", "--", "."])?.trim().parse().ok()
+/// The dates git gives a data folder's files: what a build without `SOURCE_DATE_EPOCH` is
+/// dated with, so that two fresh clones of the same commit build the same bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommitDates {
+    /// The time of the last commit that touched the data folder, in seconds since the epoch:
+    /// the tree's `deploy_date`.
+    pub data: i64,
+    /// The time of the last commit that touched each resource asked for (its folder
+    /// `<segment>/`, its tables `<segment>.ndjson` and `<segment>.<name>.ndjson`) or `gen.json`
+    /// (which every document depends on), whichever is later: the date of its bulk-data file. A
+    /// resource no commit touched is left out.
+    pub resources: BTreeMap<String, i64>,
 }
 
-/// The time of the last git commit that touched each resource of `segments` in the data folder
-/// `data` (its folder `<segment>/`, its tables `<segment>.ndjson` and `<segment>.<name>.ndjson`)
-/// or `gen.json` (which every document depends on), in seconds since the epoch: the date of
-/// its bulk-data file, the same for every clone of the commit. `None` when
-/// [`data_commit_epoch`] is (no git, not committed, a change not committed); a resource no
-/// commit touched is left out. One `git log --name-only` pass, newest first, stopped once every
-/// resource and `gen.json` are dated.
-pub fn resource_commit_epochs(data: &std::path::Path, segments: &[&str]) -> Option<BTreeMap<String, i64>> {
+/// The time of the last git commit that touched the data folder `data`, in seconds since the
+/// epoch ([`CommitDates::data`]).
+pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
+    commit_dates(data, &[]).map(|dates| dates.data)
+}
+
+/// The [`CommitDates`] of the data folder `data` and of each resource of `segments` in it.
+/// `None`, and the build's clock is used, when git is not installed, `data` is not in a git work
+/// tree, no commit touched it, or it holds a change git has not committed (a modified, staged,
+/// deleted or untracked file under it: the data is newer than any commit; a file git ignores
+/// counts, as the build reads it). One `git status` and one `git log --name-only` pass, newest
+/// first, stopped once the data, every resource and `gen.json` are dated.
+pub fn commit_dates(data: &std::path::Path, segments: &[&str]) -> Option<CommitDates> {
     use std::io::BufRead;
     if !committed(data) {
         return None;
@@ -70,12 +76,16 @@ pub fn resource_commit_epochs(data: &std::path::Path, segments: &[&str]) -> Opti
         .spawn()
         .ok()?;
     let wanted: std::collections::BTreeSet<&str> = segments.iter().copied().collect();
-    let (mut dates, mut config, mut date) = (BTreeMap::new(), None, None::<i64>);
+    let (mut dates, mut config, mut date, mut newest) = (BTreeMap::new(), None, None::<i64>, None);
     // `\0<time>\0` before each commit's names (the first after a newline), each name ended by `\0`
     let mut tokens = std::io::BufReader::new(child.stdout.take()?).split(0);
     while let Some(Ok(token)) = tokens.next() {
         if token.is_empty() {
             date = tokens.next().and_then(Result::ok).and_then(|t| String::from_utf8(t).ok()?.trim().parse().ok());
+            newest = newest.or(date);
+            if wanted.is_empty() && newest.is_some() {
+                break;
+            }
             continue;
         }
         let (Some(date), Ok(path)) = (date, std::str::from_utf8(token.strip_prefix(b"\n").unwrap_or(&token))) else {
@@ -93,7 +103,8 @@ pub fn resource_commit_epochs(data: &std::path::Path, segments: &[&str]) -> Opti
     drop(tokens);
     let _ = child.kill();
     let _ = child.wait();
-    Some(dates.into_iter().map(|(segment, date)| (segment, date.max(config.unwrap_or(date)))).collect())
+    let resources = dates.into_iter().map(|(segment, date)| (segment, date.max(config.unwrap_or(date)))).collect();
+    Some(CommitDates { data: newest?, resources })
 }
 
 /// The resource a data file of `path` (relative to the data folder) belongs to: the folder it

@@ -139,6 +139,9 @@ pub struct WriteJob<'a, 'o> {
     /// Each list's hash (as the build index records them): a bulk-data file is kept only when
     /// its list's is the previous build's.
     pub lists: &'a std::collections::BTreeMap<String, String>,
+    /// The bulk-data files' dates by resource, when the build asked git for them with its
+    /// deploy date (a resource left out takes the deploy date); `None`: the write asks.
+    pub bulk_dates: Option<&'a std::collections::BTreeMap<String, i64>>,
     /// What the previous build left, reused where its bytes are the same.
     pub previous: Previous<'a>,
     /// The progress bar the write counts documents on.
@@ -174,7 +177,7 @@ pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Resul
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
     let mut late = write.documents.finish();
     if let Some(bulk) =
-        bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, write.lists)?
+        bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, (write.lists, write.bulk_dates))?
     {
         for (path, file) in bulk.files {
             placed.push(docs.count(), file);

@@ -35,7 +35,7 @@ pub(super) fn stage_bulk(
     documents: &dyn Documents,
     placed: &Placements,
     settings: &BuildSettings,
-    lists: &BTreeMap<String, String>,
+    (lists, known_dates): (&BTreeMap<String, String>, Option<&BTreeMap<String, i64>>),
 ) -> Result<Option<BulkFiles>> {
     if !settings.bulk {
         return Ok(None);
@@ -52,7 +52,7 @@ pub(super) fn stage_bulk(
         }
     }
     let segments: Vec<&str> = docs.dataset.resources.keys().map(String::as_str).collect();
-    let dates = updated_dates(&docs.dataset.dir, &segments, settings);
+    let dates = updated_dates(&docs.dataset.dir, &segments, settings, known_dates);
     let done: Vec<Result<Staged>> = segments
         .par_iter()
         .map(|segment| {
@@ -107,10 +107,17 @@ pub(super) fn stage_bulk(
 /// no `SOURCE_DATE_EPOCH` gives the build's date (then `built_at` is set); a resource left out
 /// is dated with the tree's `deploy_date`. Never the date of a previous build: a fresh clone's
 /// build gives the same bytes as a rebuild (docs/guarantees.md).
-fn updated_dates(data: &std::path::Path, segments: &[&str], settings: &BuildSettings) -> BTreeMap<String, i64> {
-    match settings.built_at {
-        Some(_) => BTreeMap::new(),
-        None => crate::date::resource_commit_epochs(data, segments).unwrap_or_default(),
+/// `known`: the dates the build took from git with its deploy date, when it asked.
+fn updated_dates(
+    data: &std::path::Path,
+    segments: &[&str],
+    settings: &BuildSettings,
+    known: Option<&BTreeMap<String, i64>>,
+) -> BTreeMap<String, i64> {
+    match (settings.built_at.as_ref(), known) {
+        (Some(_), _) => BTreeMap::new(),
+        (None, Some(known)) => known.clone(),
+        (None, None) => crate::date::commit_dates(data, segments).map(|dates| dates.resources).unwrap_or_default(),
     }
 }
 
