@@ -176,9 +176,14 @@ pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Resul
     let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
     let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
     let mut late = write.documents.finish();
-    if let Some(bulk) =
-        bulk::stage_bulk(&writer, &docs, write.documents, &placed, &write.manifest.settings, (write.lists, write.bulk_dates))?
-    {
+    if let Some(bulk) = bulk::stage_bulk(
+        &writer,
+        &docs,
+        write.documents,
+        &placed,
+        &write.manifest.settings,
+        (write.lists, write.bulk_dates),
+    )? {
         for (path, file) in bulk.files {
             placed.push(docs.count(), file);
             docs.late.push(vec![path]);
