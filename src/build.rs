@@ -39,6 +39,9 @@ pub mod write;
 // A previous tree without an index: what its manifest lists.
 mod previous;
 
+// The dates a build gives its tree, from git when the data is committed.
+mod dates;
+
 // The render step: which documents a build renders, and what changed since the previous one.
 mod rendering;
 use rendering::{Changed, Rendering};
@@ -211,11 +214,8 @@ pub fn build(
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
     let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
-    // the bulk-data files' dates, when git was asked for the deploy date (else the write asks)
-    let mut bulk_dates = None;
-    if options.source_date_epoch.is_none() {
-        (settings.deploy_date, bulk_dates) = deploy_date(data, &settings, previous.index.as_ref(), &loaded.dataset);
-    }
+    let bulk_dates =
+        dates::from_git(data, &mut settings, options.source_date_epoch, previous.index.as_ref(), &loaded.dataset);
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary::of(dataset, report, up_to_date);
     let decision = decide(&previous, &settings, &loaded.files);
@@ -319,28 +319,6 @@ fn require_out_beside(data: &Path, out: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The date a tree built with `settings` is deployed with, when no `SOURCE_DATE_EPOCH` gives
-/// it: the same tree again keeps the date of the build `previous` describes (and is found up to
-/// date); committed data is dated by its commit, the same for every clone of it; else now. With
-/// it, the dates of the bulk-data files when git was asked (one `git status` and one `git log`
-/// a build, `date::commit_dates`): by resource for committed data, none (each file takes the
-/// deploy date) else.
-fn deploy_date(
-    data: &Path,
-    settings: &BuildSettings,
-    previous: Option<&index::Index>,
-    dataset: &load::Dataset,
-) -> (String, Option<BTreeMap<String, i64>>) {
-    if let Some(index) = previous.filter(|index| index.settings.same_but_date(settings)) {
-        return (index.settings.deploy_date.clone(), None);
-    }
-    let segments: Vec<&str> = dataset.resources.keys().map(String::as_str).collect();
-    match date::commit_dates(data, if settings.bulk { &segments } else { &[] }) {
-        Some(dates) => (dates.data.to_string(), Some(dates.resources)),
-        None => (settings.deploy_date.clone(), Some(BTreeMap::new())),
-    }
 }
 
 /// The stamp of the manifest just committed into `dir`, for the index.
