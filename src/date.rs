@@ -47,12 +47,6 @@ pub struct CommitDates {
     pub resources: BTreeMap<String, i64>,
 }
 
-/// The time of the last git commit that touched the data folder `data`, in seconds since the
-/// epoch ([`CommitDates::data`]).
-pub fn data_commit_epoch(data: &std::path::Path) -> Option<i64> {
-    commit_dates(data, &[]).map(|dates| dates.data)
-}
-
 /// The [`CommitDates`] of the data folder `data` and of each resource of `segments` in it.
 /// `None`, and the build's clock is used, when git is not installed, `data` is not in a git work
 /// tree, no commit touched it, or it holds a change git has not committed (a modified, staged,
@@ -117,7 +111,7 @@ fn resource_of(path: &str) -> Option<&str> {
 }
 
 /// True when the data folder `data` is in a git work tree and holds no change git has not
-/// committed (see [`data_commit_epoch`]).
+/// committed (see [`commit_dates`]).
 fn committed(data: &std::path::Path) -> bool {
     // ignored files too: a record the repository's .gitignore leaves out is still built
     let status = git(data, &["status", "--porcelain", "--untracked-files=all", "--ignored", "--", "."]);

@@ -63,7 +63,18 @@ impl<'t> Numbers<'t> {
 /// Where each number of a JSON text is written, in text order.
 fn number_spans(text: &[u8]) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
-    let mut i = 0;
+    let mut from = 0;
+    while let Some((start, end)) = next_number_span(text, from) {
+        spans.push((start, end));
+        from = end;
+    }
+    spans
+}
+
+/// Where the first number written in `text` at or after `from` is (`from` outside a string):
+/// its start and end, strings passed over.
+pub(crate) fn next_number_span(text: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut i = from;
     while i < text.len() {
         match text[i] {
             b'"' => {
@@ -78,12 +89,12 @@ fn number_spans(text: &[u8]) -> Vec<(usize, usize)> {
                 while i < text.len() && matches!(text[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
                     i += 1;
                 }
-                spans.push((start, i));
+                return Some((start, i));
             }
             _ => i += 1,
         }
     }
-    spans
+    None
 }
 
 /// A number's text as serde_json reads it: the exponent's `E` as `e`, a `+` when it has no sign.

@@ -233,26 +233,9 @@ impl Reading<'_, '_> {
     /// `Err` when there is none, the number visited having come from serde_json's mark.
     fn next_number<E: de::Error>(&mut self) -> Result<Slot, E> {
         let text = self.tape.text;
-        let mut i = self.numbers_at;
-        while i < text.len() {
-            match text[i] {
-                b'"' => {
-                    i += 1;
-                    while i < text.len() && text[i] != b'"' {
-                        i += if text[i] == b'\\' { 2 } else { 1 };
-                    }
-                    i += 1;
-                }
-                b'-' | b'0'..=b'9' => {
-                    let start = i;
-                    while i < text.len() && matches!(text[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
-                        i += 1;
-                    }
-                    self.numbers_at = i;
-                    return Ok(Slot::Number { at: start as u32, len: (i - start) as u32 });
-                }
-                _ => i += 1,
-            }
+        if let Some((start, end)) = crate::json::numbers::next_number_span(text, self.numbers_at) {
+            self.numbers_at = end;
+            return Ok(Slot::Number { at: start as u32, len: (end - start) as u32 });
         }
         self.numbers_at = text.len();
         Err(E::custom(MARK_REFUSED))
