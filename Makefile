@@ -46,7 +46,8 @@ test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet -- --test-threads=6
 
 ## bench: build and serve benchmarks against cp -r, ditto and nginx, and gen serve's memory after
-## asking for every document once (see BENCHMARKS.md); API_DATA=<path> uses the real published tree
+## asking for every document once (see BENCHMARKS.md; it ends with the rows it measured, in the columns of
+## BENCHMARKS.md's "Current figures"); API_DATA=<path> uses the real published tree
 ## and adds gen publish against aws s3 sync on a local SeaweedFS (alone: python3 bench/run.py publish);
 ## ONLY=build|serve|crawl|edge|filters|compile runs one part (edge: the Cloudflare handler in workerd against its origin, bench/edge.py; compile: make build fresh and after a one-file edit, bench/compile.py). HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
 ## and warm, cp -r, gen serve, --watch; checks df -i first), ONLY=huge runs it alone;

@@ -44,6 +44,12 @@ described in bench/huge.py.
 against aws s3 sync on a local SeaweedFS; needs API_DATA); `make bench` runs it after the rest
 when API_DATA is set.
 
+At its end it prints the rows it measured (build, serve, crawl: the parts that ran) in the
+columns of BENCHMARKS.md's "Current figures" table (what | figure | target | date | commit |
+load | method), with today's date, `git rev-parse --short HEAD` and /proc/loadavg read when it
+started. The other parts (ONLY=edge, compile, scale, filters, huge, publish) print their own
+tables.
+
 Targets: on the real published tree (API_DATA), `ditto transform` / `gen build` >= 3 and
 `gen build` / `cp -r` <= 1.0; on the synthetic tree, the older >= 2.5 and <= 1.5. Issue 21, on
 the published tree: one record changed / fresh build <= 0.05 (medians of the rounds) and under
@@ -467,6 +473,89 @@ def serve_tables(serve, latency, startup, paths, size, report, real):
     report["p99 ms"] = {f"{label}: {server}": v for (label, server), v in latency.items()}
 
 
+def started_now():
+    """The date (UTC), the commit and the load averages (1, 5 and 15 minutes) at the start of a
+    run: the date, commit and load columns of BENCHMARKS.md's "Current figures"."""
+    try:
+        load = " / ".join(Path("/proc/loadavg").read_text().split()[:3]) + " at the start (1 / 5 / 15 min)"
+    except OSError:
+        load = "not recorded"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "not recorded"
+    return {"date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": f"`{commit}`" if commit != "not recorded" else commit, "load": load}
+
+
+def figure_row(what, figure, target, started, method):
+    """One row of BENCHMARKS.md's "Current figures": what | figure | target | date | commit |
+    load | method ("—" for no target)."""
+    cells = (what, figure, target or "—", started["date"], started["commit"], started["load"], method)
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def spread(values, unit, digits=2):
+    """A median and its range, as the table gives them: `6.50 s (5.57–9.07)`."""
+    low, mid, high = stats(values)
+    return f"{mid:.{digits}f} {unit} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def current_rows(report, real, started, command):
+    """The rows of "Current figures" that this run measured: the build rows when the build ran,
+    the serve rows when the wrk rounds ran, the crawl row when the crawl ran."""
+    method = f"[Method](#method): `{command}`"
+    tree = "the published tree" if real else "the synthetic tree"
+    rows, build, ratios = [], report.get("build") or {}, report.get("ratios") or {}
+    if build:
+        med = {k: statistics.median(v) for k, v in build.items()}
+        fresh, cp = build["gen build"], build["cp -r (of gen's output)"]
+        rows.append(figure_row(
+            f"fresh build of {tree}, against `cp -r` of its output",
+            f"{spread(fresh, 's')} against {spread(cp, 's')}: **{ratios['gen build / cp -r']:.2f}**",
+            "≤ 1.0 (issue 11)" if real else "≤ 1.5", started, method))
+        rows.append(figure_row(
+            f"`ditto transform` / `gen build`, {tree}",
+            f"{med['ditto transform']:.2f} s / {med['gen build']:.2f} s: **{ratios['ditto transform / gen build']:.2f}**",
+            "≥ 3 (issue 11)" if real else "≥ 2.5", started, method))
+        rows.append(figure_row(
+            f"unchanged rebuild of {tree}",
+            f"{spread(build['gen build, unchanged'], 's')}: **{ratios['unchanged rebuild / gen build']:.3f}** of a fresh build",
+            "≤ 0.10", started, method))
+        rows.append(figure_row(
+            f"one-record edit of {tree}",
+            f"**{spread(build['gen build, one record changed'], 's')}**; / fresh build **{ratios['one record changed / gen build']:.3f}**",
+            "≤ 0.05 of a fresh build (issue 12); < 0.5 s (issue 21)" if real else "≤ 0.05 of a fresh build; < 1 s",
+            started, method))
+        for label, values in (report.get("memory") or {}).items():
+            rows.append(figure_row(f"{label.removesuffix(' (MB)')}, {tree}", spread(values, "MB", 0), "", started, method))
+    if report.get("serve"):
+        serve = report["serve"]
+        ratios = [
+            f"{label} {statistics.median(serve[f'{label}: gen serve']) / statistics.median(serve[f'{label}: nginx']):.2f}"
+            for label in dict.fromkeys(k.rsplit(": ", 1)[0] for k in serve)
+            if f"{label}: nginx" in serve
+        ]
+        rows.append(figure_row(
+            f"`gen serve` against nginx, {tree}",
+            "gen / nginx (medians of `wrk -t2 -c64`): " + ", ".join(ratios),
+            "≥ 1.0 (issue 21)" if real else "≥ 0.8", started, method))
+        startup = report["startup"]
+        rows.append(figure_row(
+            f"`gen serve`, {tree}: start and memory",
+            f"first line {spread(startup['startup (s)'], 's')}; RSS after load {spread(startup['RSS after load (MB)'], 'MB', 0)}, "
+            f"after serving {spread(startup['RSS after serving, all compressed (MB)'], 'MB', 0)}",
+            f"< 2 s; ≤ {1.2 * report['tree unique MB'] * 1e6 / 2**20:.0f} MB", started, method))
+    if report.get("crawl"):
+        crawl = report["crawl"]
+        rows.append(figure_row(
+            f"`gen serve`, {tree}: RSS after every document once",
+            f"**{spread(crawl['RSS after the crawl (MB)'], 'MB', 0)}** (after start {spread(crawl['RSS after start (MB)'], 'MB', 0)})",
+            "≤ 200 MB (issue 21)" if real else "", started, method))
+    return rows
+
+
 def run_huge():
     import huge  # it imports this file's helpers
 
@@ -476,6 +565,7 @@ def run_huge():
 def main():
     WORK.mkdir(parents=True, exist_ok=True)
     only = os.environ.get("ONLY", "")
+    started = started_now()
     if only == "huge":
         build_gen()
         return run_huge()
@@ -520,6 +610,8 @@ def main():
         report["crawl"] = crawl
     (WORK / "results.json").write_text(json.dumps(report, indent=2))
     print(f"\nraw figures: {WORK / 'results.json'}")
+    command = ("ONLY=" + only + " " if only else "") + "make bench" + (" API_DATA=<path>" if real else "")
+    rows = current_rows(report, real, started, command)
     if not only:
         import edge
 
@@ -533,6 +625,9 @@ def main():
         import publish
 
         publish.main()
+    if rows:
+        print('\nrows of BENCHMARKS.md\'s "Current figures" (what | figure | target | date | commit | load | method):')
+        print("\n".join(rows))
 
 
 if __name__ == "__main__":

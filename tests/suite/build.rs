@@ -1345,7 +1345,7 @@ fn build_peaks(tmp: &Path, records: usize, one_file_each: bool) -> [u64; 3] {
 /// What each record may add to a build's peak, in bytes: fresh, unchanged, one-line edit.
 /// Issue 36 item 4 asks for 512 MB for a million records (537 bytes a record) in all three, and
 /// that is the bound: 414 to 442, 526 to 528 and 342 to 352 bytes a record measured in two runs
-/// (BENCHMARKS.md, "Scale by the change (issue 36): 512 MB at a million records"; the
+/// (docs/benchmarks/issue-36-scale-by-the-change.md, "512 MB at a million records"; the
 /// "unchanged" build here follows the fresh one too closely to trust its stamps, so it reads
 /// the data and holds both data tables). Before the tables were let go in turn and pages
 /// rendered entry by entry, it took 618 to 675, 563 to 599 and 582 to 623; before the index
@@ -1375,7 +1375,8 @@ fn a_builds_peak_memory_grows_by_a_bounded_amount_a_record() {
 /// bound fails. Then each resource's records were given their room once, when its first file
 /// comes, and sorted in place: the edit measured 351 (the 416 to 423 before fail its bound of
 /// 400); fresh 458, unchanged 568. An edit at 200k records peaked at 184 MB before the blocks,
-/// 114 MB with them, 102 MB now (BENCHMARKS.md, "the listing holds only what changed").
+/// 114 MB with them, 102 MB now (docs/benchmarks/issue-36-scale-by-the-change.md, "the listing holds only what
+/// changed").
 const BYTES_A_RECORD_ONE_FILE_EACH: [u64; 3] = [640, 640, 400];
 
 /// The same bound for records held one file each: [`BYTES_A_RECORD_ONE_FILE_EACH`].
@@ -1544,8 +1545,8 @@ fn a_record_replaced_by_a_fifo_or_a_device_link_between_the_reads_is_refused_at_
 /// shape. A record of 25 MB of one shape each (small objects, one-digit numbers, arrays nested
 /// 120 deep: 43, 33 and 73 times its size as a `serde_json::Value`, 1.8 GB for the deepest) is
 /// checked and built on one thread; the peak of each, less [`BASE_PEAK`], is at most 16 times
-/// the file's size (measured 3.4 to 6.4 times; 31 to 71 times before: BENCHMARKS.md, "Parsing a
-/// record").
+/// the file's size (measured 3.4 to 6.4 times; 31 to 71 times before:
+/// docs/benchmarks/issue-47-parsing-a-record.md).
 #[test]
 fn a_records_parse_holds_at_most_sixteen_times_its_size_whatever_its_shape() {
     let tmp = TempDir::new("parse-memory");
