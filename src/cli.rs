@@ -67,7 +67,7 @@ Exit status: 0 no problems, 1 problems in the data, 2 any other error.")]
                                           npx wrangler r2 bulk put gen-tree --local --filename tree-files.json &&
                                           npx wrangler dev
   gen config deno > handler.js          Deno Deploy / Netlify Edge Functions; set ORIGIN
-  gen config deno --project api         a Deno project in api/ (main.js, deno.json); try it: deno task serve
+  gen config deno --project deno-api    a Deno project in deno-api/ (main.js, deno.json); try it: deno task serve
   gen config node > handler.mjs         Lambda@Edge (origin request), Cloud Functions, Firebase; ORIGIN
   gen config cloudfront > function.js   a CloudFront Function (viewer request, cloudfront-js-2.0):
                                         rewrites to the tree's files in S3; pages it holds only

@@ -61,6 +61,12 @@ pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Resu
     })
 }
 
+/// True when `path` can be written into a configuration as it is: no quote, backslash, `$`,
+/// brace, backtick, `;`, `#` or control character.
+pub(crate) fn is_plain(path: &str) -> bool {
+    !path.chars().any(|c| c.is_control() || "\"'\\${}`;#".contains(c))
+}
+
 /// What a configuration is written from: the tree's facts and where to serve it.
 #[derive(Debug, Clone)]
 pub(crate) struct Site {
@@ -88,7 +94,7 @@ impl Site {
         let absolute = std::path::absolute(dir).with_context(|| format!("cannot make {} absolute", dir.display()))?;
         let root = absolute
             .to_str()
-            .filter(|s| !s.chars().any(|c| c.is_control() || "\"'\\${}`;#".contains(c)))
+            .filter(|s| is_plain(s))
             .with_context(|| {
                 format!(
                     "the folder {} cannot be written into a host configuration (it holds a quote, backslash, \

@@ -74,16 +74,15 @@ pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
         .replace("\nexport async function ", "\nasync function ")
         .replace("\nexport function ", "\nfunction ");
     Ok(format!(
-        "// `gen config {name}` for the tree in {root}\n\
-         // ({generator}: {n} resources, base URL {base}). Answers every request as `gen serve --keep-urls`\n\
-         // does, reading the tree's files from its origin. Resource counts and page sizes are baked in\n\
-         // below: run `gen config {name}` again after a build that adds or removes records, resources\n\
-         // or page sizes, and deploy it with the tree.\n\n\
+        "// `gen config {name}` for a tree built by {generator}: {n} resources, base URL {base}.\n\
+         // Answers every request as `gen serve --keep-urls` does, reading the tree's files from its\n\
+         // origin. Resource counts and page sizes are baked in below: run `gen config {name}` again\n\
+         // after a build that adds or removes records, resources or page sizes, and deploy it with\n\
+         // the tree.\n\n\
          {wrapper}\n\
          /** The tree's facts, from its manifest. */\n\
          const FACTS = {facts};\n\n\
          {handler}",
-        root = site.root,
         generator = m.generator,
         n = site.resources.len(),
         base = m.base_url,

@@ -1136,7 +1136,10 @@ fn a_project_keeps_your_settings_and_is_refused_for_other_hosts() {
     for entry in listed.as_array().unwrap() {
         let key = entry["key"].as_str().unwrap();
         assert!(manifest["files"].get(key).is_some(), "{key}");
-        assert_eq!(Path::new(entry["file"].as_str().unwrap()), std::path::absolute(&tree.out).unwrap().join(key));
+        // by its path from the project folder, where wrangler runs
+        let file = entry["file"].as_str().unwrap();
+        assert!(file.starts_with("../"), "{file}");
+        assert_eq!(project.join(file).canonicalize().unwrap(), tree.out.join(key).canonicalize().unwrap());
     }
     for host in ["nginx", "caddy", "node", "cloudfront"] {
         let other = files.join(host);
@@ -1145,6 +1148,269 @@ fn a_project_keeps_your_settings_and_is_refused_for_other_hosts() {
         assert!(r.stderr().contains(&format!("`gen config {host} > FILE`")), "{}", r.stderr());
         assert!(!other.exists(), "{host}: nothing written");
     }
+}
+
+/// Every file of the folder `dir`, by name, with its bytes.
+fn folder_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|path| (path.file_name().unwrap().to_str().unwrap().to_string(), std::fs::read(&path).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_folder_holding_the_other_kinds_project_is_refused_and_its_own_kind_is_updated() {
+    let tree = sample_tree("edge-project-kinds", &[]);
+    let files = TempDir::new("edge-project-kinds-dir");
+    let out = tree.out.to_str().unwrap();
+    let config =
+        |host: &str, project: &Path| run(&["config", host, "--dir", out, "--project", project.to_str().unwrap()]);
+    // as docs/deploy.md shows them, one after the other into `api`
+    let api = files.join("api");
+    write_project("cloudflare", &tree.out, &api);
+    let before = folder_files(&api);
+    let r = config("deno", &api).fails_with(2);
+    let said = r.stderr();
+    for part in [
+        format!("the folder {} holds a Cloudflare Worker project (wrangler.toml, worker.js)", api.display()),
+        "another folder".to_string(),
+        "`gen config deno --project OTHER-FOLDER`".to_string(),
+        format!("remove {} first", api.display()),
+    ] {
+        assert!(said.contains(&part), "{part:?} not in:\n{said}");
+    }
+    assert_eq!(folder_files(&api), before, "nothing of the Worker project changed, nothing added");
+
+    // and the other way round
+    let deno_api = files.join("deno-api");
+    write_project("deno", &tree.out, &deno_api);
+    let before = folder_files(&deno_api);
+    let said = config("cloudflare", &deno_api).fails_with(2).stderr();
+    assert!(
+        said.contains(&format!("the folder {} holds a Deno project (deno.json, main.js)", deno_api.display())),
+        "{said}"
+    );
+    assert_eq!(folder_files(&deno_api), before);
+
+    // a Worker of the user's own (a wrangler.toml alone) is a Worker project too
+    let own = files.join("own-worker");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::write(own.join("wrangler.toml"), "name = \"mine\"\n").unwrap();
+    let said = config("deno", &own).fails_with(2).stderr();
+    assert!(said.contains("holds a Cloudflare Worker project (wrangler.toml)"), "{said}");
+    assert_eq!(folder_files(&own).len(), 1);
+
+    // the same kind again updates its project: the handler is written anew
+    std::fs::write(deno_api.join("main.js"), "stale").unwrap();
+    write_project("deno", &tree.out, &deno_api);
+    let printed = run(&["config", "deno", "--dir", out]).ok().stdout();
+    assert_eq!(std::fs::read_to_string(deno_api.join("main.js")).unwrap(), printed);
+    write_project("cloudflare", &tree.out, &api);
+}
+
+/// The single-quoted values of `text`, in order.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('\'').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn projects_and_handlers_name_no_absolute_path_of_this_machine() {
+    let tree = sample_tree("edge-project-paths", &[]);
+    let files = TempDir::new("edge-project-paths-dir");
+    let out = tree.out.canonicalize().unwrap();
+    let mut texts = Vec::new();
+    for host in ["cloudflare", "deno"] {
+        let project = files.join(host);
+        write_project(host, &tree.out, &project);
+        for (name, bytes) in folder_files(&project) {
+            texts.push((format!("{host}/{name}"), String::from_utf8(bytes).unwrap()));
+        }
+    }
+    for host in ["cloudflare", "deno", "node"] {
+        texts.push((
+            format!("gen config {host}"),
+            run(&["config", host, "--dir", tree.out.to_str().unwrap()]).ok().stdout(),
+        ));
+    }
+    // neither the tree's folder, nor the projects', nor any folder above them
+    let tmp = files.path().canonicalize().unwrap();
+    let roots = [out.parent().unwrap().to_path_buf(), tmp.clone(), std::path::absolute(files.path()).unwrap()];
+    for (name, text) in &texts {
+        for root in &roots {
+            assert!(!text.contains(root.to_str().unwrap()), "{name} holds {}:\n{text}", root.display());
+        }
+    }
+    // the Deno task reads, and may read, only the tree: by its path from the project
+    let project = files.join("deno");
+    let task = read_json(&project.join("deno.json"))["tasks"]["serve"].as_str().unwrap().to_string();
+    let paths = quoted(&task);
+    assert_eq!(paths.len(), 2, "{task}");
+    assert!(task.starts_with(&format!("ORIGIN='{}' deno run", paths[0])), "{task}");
+    assert!(task.contains(&format!("--allow-read='{}'", paths[0])), "{task}");
+    assert!(paths[0].starts_with("../"), "{task}");
+    assert_eq!(project.join(paths[0]).canonicalize().unwrap(), out);
+}
+
+/// The Node handler, run directly in `cwd`, with ORIGIN `origin` and no HOST: how it ended
+/// within a minute (`None`: still running, then stopped) and what it said.
+fn node_start(node: &Path, handler: &Path, cwd: &Path, origin: &str) -> (Option<std::process::ExitStatus>, String) {
+    let mut child = Command::new(node)
+        .arg(handler)
+        .env("ORIGIN", origin)
+        .env("PORT", free_port().to_string())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+    (status, said)
+}
+
+/// The addresses the sockets listening on `port` are bound to (`/proc/net/tcp` and `tcp6`, as
+/// the kernel writes them: `0100007F` is 127.0.0.1, `00000000` every interface).
+fn listening_addresses(port: u16) -> Vec<String> {
+    let mut addresses = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (address, at) = fields[1].split_once(':').unwrap();
+            // state 0A: LISTEN
+            if fields[3] == "0A" && u16::from_str_radix(at, 16).unwrap() == port {
+                addresses.push(address.to_string());
+            }
+        }
+    }
+    addresses
+}
+
+/// `host` listens on the loopback interface only.
+fn assert_loopback_only(host: &Runtime) {
+    let port: u16 = host.server.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let addresses = listening_addresses(port);
+    assert!(!addresses.is_empty(), "{}: nothing listens on {port}", host.server.name);
+    for address in &addresses {
+        assert!(
+            address == "0100007F" || address == "00000000000000000000000001000000",
+            "{} listens on {address} (not loopback): {addresses:?}",
+            host.server.name
+        );
+    }
+}
+
+/// The tree's bulk-data files, by tree path.
+fn bulk_files(tree: &Tree) -> Vec<String> {
+    tree.manifest()["files"].as_object().unwrap().keys().filter(|path| is_bulk_file(path)).cloned().collect()
+}
+
+#[test]
+fn the_node_handler_reads_a_folder_origin_and_refuses_at_start_what_it_cannot_read() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-node-folder", &[]);
+    let files = TempDir::new("edge-node-folder-files");
+    let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
+    let out_url = format!("file://{}", tree.out.canonicalize().unwrap().display());
+    // as a file:// url, and as a path from the working directory; HOST unset: loopback
+    let by_url = start_runtime(
+        "node-file-url",
+        &tree.out,
+        &node,
+        |_| vec![handler.to_str().unwrap().into()],
+        |port| vec![("ORIGIN".into(), out_url.clone()), ("PORT".into(), port.to_string())],
+    );
+    let parent = tree.out.parent().unwrap();
+    let by_path = start_runtime_in(
+        "node-path",
+        &tree.out,
+        Some(parent),
+        &node,
+        |_| vec![handler.to_str().unwrap().into()],
+        |port| vec![("ORIGIN".into(), "./out".into()), ("PORT".into(), port.to_string())],
+    );
+    assert_loopback_only(&by_url);
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&by_url.server, &by_path.server], tree.base_url());
+    p.every_page = true;
+    check_parity(&tree, &mut p);
+    check_random_pages(&tree, &mut p, 30);
+    check_random_searches(&tree, &mut p, 30);
+    check_random_filters(&tree, &mut p, 30);
+    assert!(!bulk_files(&tree).is_empty());
+
+    // only the tree's own files: a link that leads out of its folder, a FIFO where a record goes
+    let outside = files.join("secret.json");
+    std::fs::write(&outside, "{\"secret\": 1}").unwrap();
+    let record = tree.out.join("api/v2/berry/1/index.json");
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink(&outside, &record).unwrap();
+    let fifo = tree.out.join("api/v2/berry/2/index.json");
+    std::fs::remove_file(&fifo).unwrap();
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (target, why) in [("/api/v2/berry/1/", "leads out of the tree's folder"), ("/api/v2/berry/2/", "is not a file")]
+    {
+        let reply = by_url.server.get(target);
+        assert_eq!(reply.status, 503, "{target}: {}", reply.text());
+        let detail = reply.json()["detail"].as_str().unwrap().to_string();
+        assert!(detail.contains(why) && !detail.contains("secret"), "{target}: {detail}");
+    }
+    assert_eq!(by_path.server.get("/api/v2/berry/3/").status, 200);
+
+    // what cannot be read is refused before listening, saying what ORIGIN takes
+    let missing = files.join("no-such-tree");
+    for (origin, says) in [
+        (format!("file://{}", missing.display()), format!("the folder {}, which cannot be read", missing.display())),
+        ("./no-such-tree".to_string(), "the folder ./no-such-tree, which cannot be read".to_string()),
+        ("api.example.org".to_string(), "ORIGIN is \"api.example.org\": give the http(s):// base url".to_string()),
+        (String::new(), "set the environment variable ORIGIN".to_string()),
+    ] {
+        let (status, said) = node_start(&node, &handler, files.path(), &origin);
+        assert!(status.is_some_and(|s| s.code() == Some(1)), "ORIGIN={origin}: {status:?}, said:\n{said}");
+        assert!(said.contains("this handler cannot start") && said.contains(&says), "ORIGIN={origin}: {said}");
+    }
+}
+
+#[test]
+fn deno_reads_a_folder_origin_with_its_bulk_files_and_listens_on_loopback_unless_told() {
+    let Some(deno) = deno() else { return };
+    let tree = sample_tree("edge-deno-folder", &[]);
+    let files = TempDir::new("edge-deno-folder-files");
+    let handler = handler_file("deno", &tree.out, &[], files.path(), "main.js");
+    let parent = tree.out.parent().unwrap();
+    let args = |_| {
+        ["run", "--allow-net", "--allow-env", "--allow-read=./out", "--no-prompt", handler.to_str().unwrap()]
+            .map(String::from)
+            .to_vec()
+    };
+    let env = |port: u16| vec![("ORIGIN".to_string(), "./out".to_string()), ("PORT".to_string(), port.to_string())];
+    let host = start_runtime_in("deno", &tree.out, Some(parent), &deno, args, env);
+    assert_loopback_only(&host);
+    let serve = start_serve(&tree.out, &[]);
+    let mut p = Parity::new(&serve, vec![&host.server], tree.base_url());
+    p.resolves_dots = ["deno".to_string()].into();
+    let bulk = bulk_files(&tree);
+    assert!(!bulk.is_empty());
+    for file in &bulk {
+        p.bulk(&tree.out, file);
+    }
+    p.same("/api/v2/berry/?limit=7&offset=5");
 }
 
 #[test]

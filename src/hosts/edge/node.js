@@ -1,17 +1,28 @@
 // Node 18 or later: AWS Lambda@Edge (origin request: `handler`), Google Cloud Functions and
 // Firebase Hosting (an HTTP function: `api`), or a plain Node server. Save it as handler.mjs.
-// The tree is read from the HTTP(S) base url in the environment variable ORIGIN; Lambda@Edge,
-// which has no environment variables, reads it from the origin CloudFront sends the request to
-// (the bucket's domain and origin path). Run directly (`node handler.mjs`) it serves on HOST:PORT
-// (default 127.0.0.1:8080).
+// The tree is read from the environment variable ORIGIN: the HTTP(S) base url under which its
+// files are, or its folder on this machine (`file:///PATH`, or a path such as `../out`).
+// Lambda@Edge, which has no environment variables, reads it from the origin CloudFront sends the
+// request to (the bucket's domain and origin path). Run directly (`node handler.mjs`) it serves
+// on HOST:PORT (default 127.0.0.1:8080), and refuses to start without a readable ORIGIN.
+import { createReadStream, promises as fsp } from "node:fs";
 import http from "node:http";
+import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
-const envOrigin = () => {
-  const base = process.env.ORIGIN;
-  if (!base) throw new Error("set the environment variable ORIGIN to the base url under which the tree's files are");
-  return httpOrigin(base);
+/** Node's file calls, for a folder origin. */
+const nodeFiles = {
+  realPath: (path) => fsp.realpath(path),
+  stat: async (path) => {
+    const s = await fsp.stat(path);
+    return { file: s.isFile(), dir: s.isDirectory(), size: s.size };
+  },
+  read: (path) => fsp.readFile(path),
+  stream: (path) => Readable.toWeb(createReadStream(path)),
 };
+
+let chosen = null;
+const envOrigin = () => (chosen ??= originFrom(process.env.ORIGIN, nodeFiles));
 
 /** An HTTP function (Google Cloud Functions, Firebase Hosting rewrites), and the plain server. */
 export async function api(req, res) {
@@ -74,6 +85,12 @@ export async function handler(event) {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    await envOrigin().ready?.();
+  } catch (e) {
+    console.error(`this handler cannot start: ${e && e.message ? e.message : e}`);
+    process.exit(1);
+  }
   const host = process.env.HOST ?? "127.0.0.1";
   const port = Number(process.env.PORT ?? "8080");
   http

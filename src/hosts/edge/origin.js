@@ -1,7 +1,8 @@
 // The edge handler's origins (src/hosts/edge/handler.js reads the tree through them): an HTTP(S)
-// base url or an R2 bucket, each read bounded in time and bytes, and `treeOrigin`, which asks
-// for no key the tree cannot hold and refuses what no file of the tree can be. Printed after the
-// handler, in the same module (src/hosts/edge.rs).
+// base url, an R2 bucket or a folder on this machine (Deno, Node), each read bounded in bytes
+// (the first two in time too), and `treeOrigin`, which asks for no key the tree cannot hold and
+// refuses what no file of the tree can be. Printed after the handler, in the same module
+// (src/hosts/edge.rs).
 
 /** An origin read that has not ended after this long is given up: a 502 (docs/deploy.md). */
 const ORIGIN_TIMEOUT_MS = 10000;
@@ -70,6 +71,80 @@ export function httpOrigin(base) {
       if (decoded) return { body: reply.body.pipeThrough(new CompressionStream("gzip")), size: null, etag: bulkEtag(path) };
       const size = reply.headers.get("Content-Length");
       return { body: reply.body, size: size === null ? null : Number(size), etag: bulkEtag(path) };
+    },
+  };
+}
+
+/**
+ * The origin an `ORIGIN` setting names: an HTTP(S) base url, or the tree's folder on this
+ * machine, as a `file://` url or a path (absolute, or from the working directory when it starts
+ * with `./` or `../`), read through `files`, the runtime's file calls (`folderOrigin`). Anything
+ * else is refused, saying what ORIGIN takes.
+ */
+function originFrom(base, files) {
+  const text = String(base ?? "");
+  const takes = "the http(s):// base url under which the tree's files are, or the tree's folder as a file:///PATH url or a path starting with /, ./ or ../";
+  if (text === "") throw new Error(`set the environment variable ORIGIN to ${takes}`);
+  if (/^https?:\/\//i.test(text)) return httpOrigin(text);
+  if (/^file:/i.test(text)) {
+    const url = new URL(text);
+    if (url.host !== "" && url.host !== "localhost") throw new Error(`ORIGIN ${text} names a folder on the host ${url.host}: give a folder of this machine, file:///PATH`);
+    return folderOrigin(decodeURIComponent(url.pathname), files);
+  }
+  if (/^(\/|\.\.?(\/|$))/.test(text)) return folderOrigin(text, files);
+  throw new Error(`ORIGIN is ${JSON.stringify(text)}: give ${takes}`);
+}
+
+/**
+ * An origin reading the tree's files from `folder` on this machine through `files` (`realPath`,
+ * `stat` → `{file, dir, size}`, `read`, `stream`). Only the folder's own regular files are read:
+ * a path that leads out of it (through a link) or to anything but a file (a FIFO, a device) is
+ * a 503, as a file that does not match the tree; a missing one is `null`. `ready()` resolves
+ * the folder once, refusing one that is not there (the servers call it before they listen).
+ */
+function folderOrigin(folder, files) {
+  const base = folder.replace(/(.)\/+$/, "$1");
+  let top = null;
+  const ready = () =>
+    (top ??= (async () => {
+      const real = await files.realPath(base).catch((e) => {
+        throw new Error(`ORIGIN names the folder ${base}, which cannot be read (${e?.message ?? e})`);
+      });
+      if (!(await files.stat(real)).dir) throw new Error(`ORIGIN names ${base}, which is not a folder`);
+      return real.endsWith("/") ? real : `${real}/`;
+    })());
+  const missing = (e) => ["NotFound", "NotADirectory"].includes(e?.name) || ["ENOENT", "ENOTDIR"].includes(e?.code);
+  /** `{at, size}` of the file at `path` (read at `at`, the path under the folder as given), or `null`. */
+  const locate = async (path) => {
+    const root = await ready();
+    const at = `${base}/${path}`;
+    let real;
+    try {
+      real = await files.realPath(at);
+    } catch (e) {
+      if (missing(e)) return null;
+      throw e;
+    }
+    if (!real.startsWith(root)) throw new OriginFault(503, `${path} leads out of the tree's folder`);
+    const kind = await files.stat(at);
+    if (kind.dir) return null;
+    if (!kind.file) throw new OriginFault(503, `${path} is not a file`);
+    return { at, size: kind.size };
+  };
+  return {
+    ready,
+    async get(path, maxBytes = Infinity) {
+      const found = await locate(path);
+      if (found === null) return null;
+      if (found.size > maxBytes) throw tooLarge(path, maxBytes);
+      const body = await files.read(found.at);
+      if (body.byteLength > maxBytes) throw tooLarge(path, maxBytes);
+      return body;
+    },
+    /** The file at `path` as a stream, `{body, size, etag}`, `null` when the folder holds none. */
+    async stream(path) {
+      const found = await locate(path);
+      return found === null ? null : { body: await files.stream(found.at), size: found.size, etag: bulkEtag(path) };
     },
   };
 }
