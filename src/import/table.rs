@@ -87,7 +87,7 @@ pub fn import_table(file: &Path, data: &Path, options: &TableOptions) -> Result<
     };
     let _lock = FolderLock::open(data)?;
     let source = Source { path: file.to_path_buf(), format };
-    let mut rows = source::read_rows(&source).map_err(|p| Problems::all(p))?;
+    let mut rows = source::read_rows(&source).map_err(Problems::all)?;
     let mut problems = Vec::new();
     cells::type_rows(&source, &mut rows, &types, &mut problems);
     let ids_path = ids::ids_file(data, segment);

@@ -276,7 +276,7 @@ fn refused(tmp: &TempDir, file: &str, text: &str, extra: &[&str], code: i32, exp
     for want in expected {
         assert!(run.stderr().contains(want), "expected {want:?} in:\n{}", run.stderr());
     }
-    assert!(read_tree(&tmp.join("data")) == before, "a failed import changed the data folder: gen {}", words.join(" "));
+    assert!(read_tree(&tmp.join("data")) == before, "a failed import changed the data folder: {}", words.join(" "));
     assert!(!tmp.join("data/.gen-import-country").exists());
 }
 
@@ -350,4 +350,30 @@ fn bad_json_and_ndjson_are_named_at_their_location_and_nothing_is_written() {
         assert!(run.stderr().contains(want), "expected {want:?} in:\n{}", run.stderr());
     }
     assert!(read_tree(&tmp.join("data")) == before);
+}
+
+#[test]
+fn ndjson_with_integer_ids_types_and_a_reference_to_itself() {
+    let tmp = TempDir::new("import-table-ndjson");
+    let lines = [
+        r#"{"n": 10, "code": "EU", "label": "Europe", "zip": 75001, "parent": null, "area": "1e5"}"#,
+        r#"{"n": 7, "code": "FR", "label": "Île-de-France", "zip": 75002, "parent": "EU", "area": "12.0"}"#,
+    ];
+    std::fs::write(tmp.join("regions.txt"), lines.join("\n")).unwrap();
+    let args = "import table regions.txt --format ndjson --resource region --id n --name label --label label \
+                --label-language fr --types zip=string,area=number --ref parent=region:code --out data";
+    let output = gen_bin().current_dir(tmp.path()).args(args.split_whitespace()).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!tmp.join("data/.ids").exists(), "--id keeps no ids file");
+    let record = read_json(&tmp.join("data/region/7.json"));
+    assert_eq!(record["id"], 7);
+    assert_eq!(record["name"], "ile-de-france");
+    assert_eq!(record["names"], serde_json::json!([{"name": "Île-de-France", "language": {"name": "fr"}}]));
+    assert_eq!(record["zip"], "75002");
+    assert_eq!(record["parent"], serde_json::json!({"name": "europe", "url": "/api/v2/region/10/"}));
+    let text = std::fs::read_to_string(tmp.join("data/region/10.json")).unwrap();
+    assert!(text.contains("\"area\": 1e5") && text.contains("\"parent\": null"), "{text}");
+    build(&tmp.join("data"), &tmp.join("out"), &["--quiet"]).ok();
+    let served = read_json(&tmp.join("out/api/v2/region/ile-de-france/index.json"));
+    assert_eq!(served["parent"]["url"], "http://127.0.0.1:8080/api/v2/region/10/");
 }

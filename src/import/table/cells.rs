@@ -3,7 +3,7 @@
 
 use super::source::{Format, Row, Source};
 use crate::problem::Problem;
-use serde_json::{Number, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A type `--types` gives a field.
@@ -93,9 +93,18 @@ fn all_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// A JSON number kept as written, exponent too (`1e5` stays `1e5`), or `None` when `text` is
+/// not one.
+fn number_as_written(text: &str) -> Option<Value> {
+    match crate::json::numbers::from_text(text.as_bytes()) {
+        Ok(value @ Value::Number(_)) if text.bytes().all(|b| !b.is_ascii_whitespace()) => Some(value),
+        _ => None,
+    }
+}
+
 /// A JSON number kept as written (the text is a JSON number).
 fn number(text: &str) -> Value {
-    Value::Number(text.parse::<Number>().expect("a JSON number"))
+    number_as_written(text).expect("a JSON number")
 }
 
 /// `value` as `kind`, or why not. `null` stays `null`, as does an empty string but for
@@ -133,10 +142,8 @@ pub(crate) fn convert(value: &Value, kind: Kind) -> Result<Value, String> {
         },
         Kind::Number => match (value, text) {
             (Value::Number(_), _) => Ok(value.clone()),
-            (_, Some(text)) => match text.parse::<Number>() {
-                Ok(n) if text.bytes().all(|b| !b.is_ascii_whitespace()) => Ok(Value::Number(n)),
-                _ => Err(bad("a number (--types number; written as JSON writes one: 1.5, -2, 1e5)")),
-            },
+            (_, Some(text)) => number_as_written(text)
+                .ok_or_else(|| bad("a number (--types number; written as JSON writes one: 1.5, -2, 1e5)")),
             _ => Err(bad("a number (--types number)")),
         },
     }

@@ -156,12 +156,9 @@ pub(crate) fn read_ids(source: &Source, rows: &[Row], field: &str, problems: &mu
             _ => None,
         };
         let why = match id {
-            Some(id) if id > 0 => match first.insert(id, row.place) {
-                Some(place) => {
-                    Some(format!("the id {id} is the id of {} too: an id names one record", source.name(place)))
-                }
-                None => None,
-            },
+            Some(id) if id > 0 => first
+                .insert(id, row.place)
+                .map(|place| format!("the id {id} is the id of {} too: an id names one record", source.name(place))),
             _ => Some(format!("the id (--id {field}) is {}: an id is a positive integer", shown(value))),
         };
         if let Some(why) = why {
