@@ -308,6 +308,11 @@ fn bad_csv_rows_are_named_at_their_line_and_nothing_is_written() {
     // a value over several lines (quoted) puts the next row at its own line
     let quoted = format!("{head}FRA,\"France\nmetropolitan\",250,EUR,68.4,false\nCIV,Côte d'Ivoire,384,XXX,1,false\n");
     refused(&tmp, "countries.csv", &quoted, &[], 1, &["countries.csv:4: column \"currency\""]);
+    let clash = "id,alpha_3,name,currency\n1,FRA,France,EUR\n";
+    refused(&tmp, "countries.csv", clash, &[], 1, &["countries.csv:2: column \"id\": the source has a field \"id\""]);
+    let reserved = with_arg(&import_command("countries.csv"), "country", "meta");
+    let run = run_in(tmp.path(), &reserved).fails_with(2);
+    assert!(run.stderr().contains("--resource \"meta\": a resource cannot be named so"), "{}", run.stderr());
     let mut no_key = import_command("countries.csv");
     no_key.retain(|w| w != "--key" && w != "alpha_3");
     let run = run_in(tmp.path(), &no_key).fails_with(2);
