@@ -266,6 +266,66 @@ pub(crate) enum ImportSource {
 Then `gen build --data data`. Details: the README's \"Self-host the public dataset\".")]
     #[command(name = "api-data")]
     ApiData(ImportApiDataArgs),
+    /// Import a CSV file (with a header row), a JSON array or NDJSON as one resource.
+    #[command(after_help = "Examples:
+  gen import table countries.csv --resource country --key alpha_3 --name name --label name --out data
+  gen import table currencies.json --resource currency --key code --ref country=country:alpha_3
+
+Ids given with --key are kept in DATA/.ids/<resource>.json for the next import. Then
+`gen build --data data`. Details: docs/data.md, \"Your own data in ten minutes\".")]
+    Table(ImportTableArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ImportTableArgs {
+    /// The source: a .csv file (a header row), a .json array of objects, or .ndjson (.jsonl).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The resource to write: its path segment (lower-case letters, digits and '-').
+    #[arg(long, value_name = "SEGMENT")]
+    pub resource: String,
+    /// Data folder to write into (created if absent); the resource's records in it are replaced.
+    #[arg(long, default_value = "data", value_name = "DIR")]
+    pub out: PathBuf,
+    /// The source's format, when its extension does not say.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<TableFormat>,
+    /// The integer field that is each record's id (a positive integer, each once).
+    #[arg(long, value_name = "FIELD")]
+    pub id: Option<String>,
+    /// The field that names each record (e.g. a code): ids are given to its values and kept in
+    /// DATA/.ids/<resource>.json, so the next import keeps them.
+    #[arg(long, value_name = "FIELD")]
+    pub key: Option<String>,
+    /// The field each record's name is made from (`Côte d'Ivoire` → `cote-divoire`).
+    #[arg(long, value_name = "FIELD")]
+    pub name: Option<String>,
+    /// The field whose text is kept in the record's `names`, where `?q=` finds it.
+    #[arg(long, value_name = "FIELD")]
+    pub label: Option<String>,
+    /// The language of --label's names entries.
+    #[arg(long, default_value = "en", value_name = "CODE")]
+    pub label_language: String,
+    /// Fields' types, FIELD=int|number|bool|string,... (else a CSV cell's type is inferred).
+    #[arg(long, value_name = "FIELD=TYPE,...")]
+    pub types: Vec<String>,
+    /// A field holding another resource's key, made a reference: FIELD=SEGMENT:KEYFIELD.
+    #[arg(long = "ref", value_name = "FIELD=SEGMENT:KEYFIELD")]
+    pub refs: Vec<String>,
+    /// How the resource is written: `files` (a file a record) or `ndjson` (one table).
+    #[arg(long, value_enum, default_value_t = DataLayout::Files, value_name = "LAYOUT")]
+    pub layout: DataLayout,
+}
+
+/// `--format` of `gen import table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TableFormat {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+    /// One JSON object a line.
+    Ndjson,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,6 +4,7 @@ pub(crate) mod build;
 pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod import;
+pub(crate) mod import_table;
 pub(crate) mod publish;
 pub(crate) mod serve;
 

@@ -9,6 +9,7 @@
 
 mod force;
 mod scan;
+pub mod table;
 mod tables;
 
 use crate::build::data_path::DataPath;

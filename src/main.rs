@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         cli::Command::Build(args) => cmd::build::execute(args),
         cli::Command::Check(args) => cmd::check::execute(args),
         cli::Command::Import(cli::ImportSource::ApiData(args)) => cmd::import::execute(args),
+        cli::Command::Import(cli::ImportSource::Table(args)) => cmd::import_table::execute(args),
         cli::Command::Config(args) => cmd::config::execute(args),
         cli::Command::Serve(args) => cmd::serve::execute(args),
         cli::Command::Publish(args) => cmd::publish::execute(args),

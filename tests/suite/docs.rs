@@ -6,8 +6,8 @@ use crate::common;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-const SUBCOMMANDS: [&[&str]; 6] =
-    [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"], &["publish"]];
+const SUBCOMMANDS: [&[&str]; 7] =
+    [&["build"], &["check"], &["serve"], &["config"], &["import", "api-data"], &["import", "table"], &["publish"]];
 
 /// The long flags a help text lists (`--data <DIR>` → `--data`), but `--help` and `--version`.
 fn flags(help: &str) -> BTreeSet<String> {

@@ -22,6 +22,7 @@ mod fuzz;
 mod hostile;
 mod hosts;
 mod import;
+mod import_table;
 mod incremental;
 mod killed;
 mod openapi;
