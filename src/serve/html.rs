@@ -9,7 +9,7 @@
 use super::html_escape::escape;
 use super::route::{Target, normalize};
 use super::tree::ServedTree;
-use crate::tree::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
+use crate::tree::layout::{API_PREFIX, API_ROOT, BULK_KEY, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;
@@ -100,6 +100,15 @@ fn extras(tree: &ServedTree) -> String {
         let _ = writeln!(
             out,
             "<li><a href=\"/{OPENAPI_PATH}\">/{OPENAPI_PATH}</a> <span class=\"note\">the OpenAPI description</span></li>"
+        );
+    }
+    // no resource, so not in the index: found here, in meta and in the root's Link header
+    if tree.has_doc(BULK_KEY) {
+        let _ = writeln!(
+            out,
+            "<li><a id=\"bulk-data\" href=\"{bulk}\">{bulk}</a> <span class=\"note\">the bulk-data index: every \
+             resource's records in one file each</span></li>",
+            bulk = url_path(BULK_KEY),
         );
     }
     out
