@@ -815,12 +815,14 @@ fn check_page(page: &serde_json::Value, (url, q, filters, offset): &Shown) {
     let matches = matching(q, filters);
     let shown: Vec<&String> = matches.iter().skip(*offset).take(2).collect();
     assert_eq!(page["entries"], serde_json::json!(shown), "{context}");
-    let range = if shown.is_empty() {
-        "no entries".to_string()
-    } else {
-        format!("entries {}–{}", offset + 1, offset + shown.len())
+    let range = match shown.len() {
+        0 => "no entries".to_string(),
+        1 => format!("entry {}", offset + 1),
+        n => format!("entries {}–{}", offset + 1, offset + n),
     };
-    assert_eq!(page["count"], format!("{} of 12 match · {range}", matches.len()), "{context}");
+    // good English: "1 of 12 matches", "2 of 12 match"
+    let verb = if matches.len() == 1 { "matches" } else { "match" };
+    assert_eq!(page["count"], format!("{} of 12 {verb} · {range}", matches.len()), "{context}");
     // what is active, each marked; the forms carry the rest
     let mut active: Vec<String> = Vec::new();
     if !q.is_empty() {

@@ -29,4 +29,5 @@ mod publish;
 mod search;
 mod serve;
 mod tree_files;
+mod view;
 mod watch;
