@@ -37,17 +37,14 @@ impl ListState<'_> {
     /// The first page of the list with this page size, `q` and `filters`:
     /// `/api/v2/<segment>/?limit=&q=&FIELD=VALUE...` (`limit` left out when it is the default).
     fn url(&self, q: &str, filters: &[(String, String)]) -> String {
-        self.url_at(&format!("{API_PREFIX}{}/", self.segment), 0, q, filters)
+        self.url_at(&format!("{API_PREFIX}{}/", self.segment), q, filters)
     }
 
-    /// `path` with this page size, `offset` (left out when 0), `q` and `filters` as its query.
-    fn url_at(&self, path: &str, offset: u64, q: &str, filters: &[(String, String)]) -> String {
+    /// `path` with this page size, `q` and `filters` as its query.
+    fn url_at(&self, path: &str, q: &str, filters: &[(String, String)]) -> String {
         let mut params = Vec::new();
         if self.limit != DEFAULT_PAGE_SIZE {
             params.push(format!("limit={}", self.limit));
-        }
-        if offset > 0 {
-            params.push(format!("offset={offset}"));
         }
         if !q.is_empty() {
             params.push(format!("q={}", encode(q)));
@@ -59,8 +56,16 @@ impl ListState<'_> {
 
     /// The page at `offset` of the list with this state: the page size the user asked for,
     /// kept (the JSON's `next` to a last page shrinks it, by the public API's rule).
+    /// `?offset=&limit=` first, as the JSON's links write them, then `q` and the filters.
     fn page(&self, offset: u64) -> String {
-        self.url_at(&format!("{API_PREFIX}{}/", self.segment), offset, &self.q, &self.filters)
+        let mut query = format!("offset={offset}&limit={}", self.limit);
+        if !self.q.is_empty() {
+            let _ = write!(query, "&q={}", encode(&self.q));
+        }
+        for (name, value) in &self.filters {
+            let _ = write!(query, "&{}={}", encode(name), encode(value));
+        }
+        format!("{API_PREFIX}{}/?{query}", self.segment)
     }
 
     /// The link that sets `field` to `value`: added to the field's values, or replacing them.
@@ -335,7 +340,7 @@ fn value_line(tree: &ServedTree, state: &ListState, field: &FilterField, cap: Op
     }
     if let Some(more) = cap.and_then(|cap| results.len().checked_sub(cap)).filter(|&more| more > 0) {
         // every value reachable: the page of them all, keeping the state
-        let href = state.url_at(&crate::tree::layout::url_path(&key), 0, &state.q, &state.filters);
+        let href = state.url_at(&crate::tree::layout::url_path(&key), &state.q, &state.filters);
         let _ = write!(
             out,
             "<span class=\"more\"><a id=\"more-{}\" href=\"{}\">… {}</a></span>",

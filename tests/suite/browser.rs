@@ -943,3 +943,23 @@ fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
     assert_eq!(cleared["clear"], serde_json::Value::Null);
     assert_eq!(cleared["entries"], serde_json::json!(["c-1", "c-2"]));
 }
+
+/// Issue 48 item 4: the boxes fit their text, as Chromium lays them out: the search box holds
+/// `Salamèche` and a longer search whole (it was 6rem wide, whatever its value), and an error's
+/// long detail wraps inside its box (it ran off it).
+#[test]
+fn the_search_box_and_the_error_box_fit_their_text_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let Some((node, dir)) = puppeteer() else { return };
+    let site = site("html-boxes");
+    let server = Server::start(&site.out(), &[]);
+    for q in ["Salam%C3%A8che", "Dracaufeu%20Salam%C3%A8che%20Reptincel"] {
+        let url = format!("http://{}/api/v2/item/?q={q}", server.addr);
+        let seen = click_through(&node, &dir, &browser, &url, serde_json::json!([]));
+        assert_eq!(seen[0]["fits"]["search"], true, "{q}: {}", seen[0]);
+    }
+    // a 404 whose detail names a long unbroken segment
+    let url = format!("http://{}/api/v2/{}/", server.addr, "x".repeat(180));
+    let seen = click_through(&node, &dir, &browser, &url, serde_json::json!([]));
+    assert_eq!(seen[0]["fits"]["error"], true, "{}", seen[0]);
+}

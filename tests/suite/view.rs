@@ -91,19 +91,19 @@ fn the_page_size_asked_for_survives_the_last_page() {
 
     let before = page(&server, "/api/v2/creature/?limit=8&offset=56");
     let next = href_of(&before, "next").expect("a next link");
-    assert_eq!(next, "/api/v2/creature/?limit=8&offset=64");
+    assert_eq!(next, "/api/v2/creature/?offset=64&limit=8");
     let last = page(&server, &next);
     assert!(last.contains("entries 65–70"), "{last}");
     assert!(last.contains(r#"name="limit" value="8""#), "{last}");
     assert!(!last.contains(r#"name="limit" value="6""#), "{last}");
     assert_eq!(href_of(&last, "next"), None);
     let previous = href_of(&last, "previous").expect("a previous link");
-    assert_eq!(previous, "/api/v2/creature/?limit=8&offset=56");
+    assert_eq!(previous, "/api/v2/creature/?offset=56&limit=8");
     assert!(page(&server, &previous).contains("entries 57–64"));
     // with q and a filter, the links keep them too
     let narrowed = page(&server, "/api/v2/creature/?limit=2&offset=2&q=c-1&kind=odd");
-    assert_eq!(href_of(&narrowed, "next").as_deref(), Some("/api/v2/creature/?limit=2&offset=4&q=c-1&kind=odd"));
-    assert_eq!(href_of(&narrowed, "previous").as_deref(), Some("/api/v2/creature/?limit=2&q=c-1&kind=odd"));
+    assert_eq!(href_of(&narrowed, "next").as_deref(), Some("/api/v2/creature/?offset=4&limit=2&q=c-1&kind=odd"));
+    assert_eq!(href_of(&narrowed, "previous").as_deref(), Some("/api/v2/creature/?offset=0&limit=2&q=c-1&kind=odd"));
 }
 
 /// A search result shows the name it matched: `?q=ar` lists c-1 because its French name
