@@ -32,6 +32,17 @@ pub const CONTENT_ENCODING: &str = "gzip";
 /// `Cache-Control` of a bulk-data file, on every host: its name changes with its bytes.
 pub const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 
+/// The relation of the bulk-data index in the `Link` header of the root answer: the root lists
+/// resources only, so a client finds the index by this name (or by `meta`'s `bulk_data`).
+pub const LINK_RELATION: &str = "bulk-data";
+
+/// The `Link` header every host sends with the root document of a tree that has bulk-data
+/// files: `</api/v2/bulk-data/>; rel="bulk-data"` (root-relative, so it holds whatever host
+/// name the client used).
+pub fn root_link() -> String {
+    format!("<{}>; rel=\"{LINK_RELATION}\"", layout::url_path(layout::BULK_KEY))
+}
+
 /// The gzip level the files are written with: fixed, so that the same records give the same
 /// bytes. Level 1: the fastest, at about 1.7 times the size of level 6 on the published data
 /// (BENCHMARKS.md, "Bulk data").
@@ -203,15 +214,14 @@ fn level() -> flate2::Compression {
 }
 
 /// Adds the bulk-data index and files to an OpenAPI document of the tree: their schemas, their
-/// paths, and the index's url in the root's schema.
+/// paths, its url in meta's schema, and the root answer's `Link` header naming it.
 pub fn describe_in_openapi(document: &mut serde_json::Value) {
     use serde_json::json;
     let segment = layout::BULK_SEGMENT;
     let schemas = &mut document["components"]["schemas"];
-    schemas["Root"]["properties"][segment] = json!({ "type": "string", "format": "uri" });
-    if let Some(required) = schemas["Root"]["required"].as_array_mut() {
-        required.push(segment.into());
-    }
+    // the root lists resources only: meta names the index, and the root answer's `Link` header
+    schemas["Meta"]["properties"]["bulk_data"] = json!({ "type": "string", "format": "uri",
+        "description": "The url of the bulk-data index (getBulkData), which the root does not list." });
     let text = |description: &str| json!({ "type": "string", "description": description });
     schemas["BulkDataEntry"] = json!({
         "type": "object",
@@ -257,6 +267,10 @@ pub fn describe_in_openapi(document: &mut serde_json::Value) {
     }});
     document["paths"][format!("{}{segment}/", layout::API_PREFIX)] = index;
     document["paths"][format!("{}{segment}/{{file}}", layout::API_PREFIX)] = file;
+    document["paths"][layout::API_PREFIX]["get"]["responses"]["200"]["headers"]["Link"] = json!({
+        "description": format!("Names the bulk-data index, which the root does not list: `{}`.", root_link()),
+        "schema": { "type": "string" }
+    });
 }
 
 /// Appends `document` (JSON, indented or not) to `out` without the whitespace between its

@@ -189,6 +189,12 @@ impl Site {
     fn deploy_headers(&self) -> Vec<(String, String)> {
         self.manifest.settings.deploy_header_lines().map(Vec::from).unwrap_or_default()
     }
+
+    /// The `Link` header of the root answer, naming the bulk-data index the root does not list
+    /// ([`crate::bulk::root_link`]); none for a tree without that index.
+    fn root_link(&self) -> Option<String> {
+        self.manifest.files.contains_key(crate::tree::layout::BULK_INDEX_PATH).then(crate::bulk::root_link)
+    }
 }
 
 /// Where a host listens: `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`.

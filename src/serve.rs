@@ -36,6 +36,7 @@ pub mod cache;
 pub mod html;
 mod html_escape;
 mod html_list;
+mod html_match;
 pub mod item;
 pub mod list;
 pub mod listen;

@@ -275,8 +275,10 @@ impl<'a> DocumentRenderer<'a> {
     pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let list_stamps = dataset.resources.keys().map(|segment| (segment.as_str(), OnceLock::new())).collect();
+        let bulk_data = options.bulk.then(|| layout::list_url(&options.base_url, layout::BULK_SEGMENT));
         let meta = records.serialize(&serde_json::json!({
             "built_at": options.built_at,
+            "bulk_data": bulk_data,
             "data_hash": options.data_hash,
             "deploy_date": options.deploy_date,
             "generator": options.generator,
@@ -303,14 +305,13 @@ impl<'a> DocumentRenderer<'a> {
         let dataset = self.records.dataset;
         match *content {
             Content::Root => {
-                let mut root: BTreeMap<&str, String> = dataset
+                // resources only: every entry is a list (the bulk-data index is named by meta,
+                // the OpenAPI document and the root answer's `Link` header, docs/tree.md)
+                let root: BTreeMap<&str, String> = dataset
                     .resources
                     .keys()
                     .map(|s| (s.as_str(), layout::list_url(&self.options.base_url, s)))
                     .collect();
-                if self.options.bulk {
-                    root.insert(layout::BULK_SEGMENT, layout::list_url(&self.options.base_url, layout::BULK_SEGMENT));
-                }
                 Ok(self.records.serialize(&serde_json::to_value(root).expect("a map serialises")))
             }
             Content::Meta => Ok(self.meta.clone()),

@@ -50,12 +50,17 @@ fn site_settings(site: &Site) -> String {
 		Cache-Control "no-cache"
 		defer
 	}}
-
+{link}
 "#,
         port = site.listen.port,
         root = site.root,
         max_age = site.max_age,
         bulk_segment = crate::tree::layout::BULK_SEGMENT,
+        link = site.root_link().map_or_else(String::new, |link| format!(
+            "\t# The root names the bulk-data index, which it does not list, in a Link header.\n\
+             \t@gen_root path {root} {API_PREFIX}\n\theader @gen_root Link `{link}`\n",
+            root = API_PREFIX.trim_end_matches('/'),
+        )),
     )
 }
 
@@ -135,6 +140,7 @@ fn route_checks() -> String {
 				Vary {PREFLIGHT_VARY}
 				-Content-Type
 				-Cache-Control
+				-Link
 			}}
 			header @asks_headers Access-Control-Allow-Headers {{http.request.header.Access-Control-Request-Headers}}
 			respond 204
@@ -255,7 +261,7 @@ fn errors(site: &Site) -> String {
 
     let mut out = format!(
         "\thandle_errors {{\n\t\theader {{\n\t\t\tCache-Control \"no-store\"\n\t\t\t\
-         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t}}\n",
+         Content-Type \"{JSON_MEDIA_TYPE}\"\n\t\t\t-ETag\n\t\t\t-Last-Modified\n\t\t\t-Link\n\t\t}}\n",
     );
     for answer in &answers {
         let _ = writeln!(out, "\t\t@{} {}", answer.name, answer.matcher);

@@ -97,7 +97,9 @@ fn cloudfront(site: &Site) -> String {
     facts["errors"].as_object_mut().expect("an object").remove("not_a_filter");
     // what a rewrite needs: no urls, headers or rendering
     let facts = facts.as_object_mut().expect("an object");
-    for unused in ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "searchable", "filters"] {
+    for unused in
+        ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "root_link", "searchable", "filters"]
+    {
         facts.remove(unused);
     }
     for unused in ["max_target", "max_request_line", "max_conditions", "longest_key", "max_read_bytes", "debug_escaped"]
@@ -170,6 +172,9 @@ fn facts(site: &Site) -> Value {
         // answered with `Cache-Control: no-cache` (meta, the bulk-data index), as gen serve and
         // gen publish's upload do
         "revalidated": [crate::tree::layout::META_KEY, crate::tree::layout::BULK_KEY],
+        // the `Link` header of the root answer, naming the bulk-data index the root does not
+        // list (null for a tree without one), as gen serve sends it
+        "root_link": site.root_link(),
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
         // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),

@@ -71,7 +71,7 @@ fn server_settings(site: &Site) -> String {
     etag on;
 {gzip}    add_header Access-Control-Allow-Origin "{ALLOW_ORIGIN}" always;
 {deploy}    add_header Cache-Control $gen_cache_control;
-
+{link}
     error_page 400 @gen_400;
     error_page 404 @gen_404;
     error_page 405 @gen_405;
@@ -79,6 +79,8 @@ fn server_settings(site: &Site) -> String {
 
 "#,
         root = site.root,
+        // sent when not empty: with the root (see `request_checks`)
+        link = if site.root_link().is_some() { "    add_header Link $gen_link;\n" } else { "" },
     )
 }
 
@@ -115,11 +117,16 @@ fn request_checks(site: &Site) -> String {
     if ($gen_raw_path ~ "^{API_PREFIX}(?:meta|{bulk_segment})/?$") {{
         set $gen_cache_control "no-cache";
     }}
-"#,
+{link}"#,
         max_age = site.max_age,
         raw_path = RAW_PATH,
         dot_segment = DOT_SEGMENT,
         bulk_segment = crate::tree::layout::BULK_SEGMENT,
+        link = site.root_link().map_or_else(String::new, |link| format!(
+            "    # The root names the bulk-data index, which it does not list, in a Link header.\n    \
+             set $gen_link \"\";\n    if ($gen_raw_path ~ \"^{API_PREFIX}?$\") {{\n        \
+             set $gen_link '{link}';\n    }}\n"
+        )),
     )
 }
 

@@ -9,7 +9,7 @@
 use super::html_escape::escape;
 use super::route::{Target, normalize};
 use super::tree::ServedTree;
-use crate::tree::layout::{API_PREFIX, API_ROOT, META_KEY, OPENAPI_PATH, url_path};
+use crate::tree::layout::{API_PREFIX, API_ROOT, BULK_KEY, META_KEY, OPENAPI_PATH, url_path};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::RwLock;
@@ -77,7 +77,8 @@ pub fn root(tree: &ServedTree, preview: &Preview) -> Vec<u8> {
         let count = tree.count(segment).unwrap_or(0);
         let _ = writeln!(
             main,
-            "<li><a href=\"{API_PREFIX}{s}/\">{API_PREFIX}{s}/</a> <span class=\"note\">{count} entries</span></li>",
+            "<li><a href=\"{API_PREFIX}{s}/\">{API_PREFIX}{s}/</a> <span class=\"note\">{}</span></li>",
+            super::html_list::counted(count, "entry", "entries"),
             s = escape(segment),
         );
     }
@@ -100,6 +101,15 @@ fn extras(tree: &ServedTree) -> String {
         let _ = writeln!(
             out,
             "<li><a href=\"/{OPENAPI_PATH}\">/{OPENAPI_PATH}</a> <span class=\"note\">the OpenAPI description</span></li>"
+        );
+    }
+    // no resource, so not in the index: found here, in meta and in the root's Link header
+    if tree.has_doc(BULK_KEY) {
+        let _ = writeln!(
+            out,
+            "<li><a id=\"bulk-data\" href=\"{bulk}\">{bulk}</a> <span class=\"note\">the bulk-data index: every \
+             resource's records in one file each</span></li>",
+            bulk = url_path(BULK_KEY),
         );
     }
     out
@@ -142,7 +152,13 @@ pub fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status:
         && map.contains_key("results")
         && let [_, _, segment, ..] = parts.as_slice()
     {
-        main.push_str(&super::html_list::controls(tree, read, &parts, segment, map, &|url| links.href(url)));
+        match (parts.as_slice(), key.as_deref()) {
+            // a filter's values document: every value a link that keeps the list's state
+            ([_, _, _, crate::tree::layout::FILTERS_DIR, _], Some(key)) => {
+                main.push_str(&super::html_list::all_values(tree, read, segment, key));
+            }
+            _ => main.push_str(&super::html_list::controls(tree, read, &parts, segment, map, &|url| links.href(url))),
+        }
     }
     main.push_str("<pre class=\"json\">");
     match &value {
@@ -315,9 +331,10 @@ h1 { font-size: 1.4rem; margin: 0.5rem 0; word-break: break-all; }
 h2 { font-size: 1.1rem; }
 .crumbs { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .status, .note, .count { color: var(--muted); }
-.error { background: var(--bad-bg); color: var(--bad-fg); padding: 0.5rem 0.75rem; border-radius: 6px; }
+.error { background: var(--bad-bg); color: var(--bad-fg); padding: 0.5rem 0.75rem; border-radius: 6px;
+  overflow-wrap: anywhere; }
 .problems { background: var(--bad-bg); color: var(--bad-fg); border-radius: 6px; padding: 0.25rem 1rem; }
-.problems pre { white-space: pre-wrap; }
+.problems pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 pre.json { background: var(--panel); border: 1px solid var(--border); border-radius: 6px; padding: 1rem;
   overflow-x: auto; font: 14px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .k { color: var(--key); } .s { color: var(--str); } .n { color: var(--num); } .l { color: var(--lit); }
@@ -331,6 +348,8 @@ pre.json { background: var(--panel); border: 1px solid var(--border); border-rad
 .button.disabled { color: var(--muted); }
 input { width: 6rem; font: inherit; padding: 0.15rem 0.3rem; background: var(--bg); color: var(--fg);
   border: 1px solid var(--border); border-radius: 4px; }
+input[type=search] { width: auto; max-width: 100%; box-sizing: border-box; }
+ul.matched { padding-left: 1.25rem; }
 ul.index { padding-left: 1.25rem; } ul.index a { font-family: ui-monospace, Menlo, Consolas, monospace; }
 "#;
 

@@ -37,6 +37,11 @@ impl ListState<'_> {
     /// The first page of the list with this page size, `q` and `filters`:
     /// `/api/v2/<segment>/?limit=&q=&FIELD=VALUE...` (`limit` left out when it is the default).
     fn url(&self, q: &str, filters: &[(String, String)]) -> String {
+        self.url_at(&format!("{API_PREFIX}{}/", self.segment), q, filters)
+    }
+
+    /// `path` with this page size, `q` and `filters` as its query.
+    fn url_at(&self, path: &str, q: &str, filters: &[(String, String)]) -> String {
         let mut params = Vec::new();
         if self.limit != DEFAULT_PAGE_SIZE {
             params.push(format!("limit={}", self.limit));
@@ -46,7 +51,21 @@ impl ListState<'_> {
         }
         params.extend(filters.iter().map(|(name, value)| format!("{}={}", encode(name), encode(value))));
         let query = if params.is_empty() { String::new() } else { format!("?{}", params.join("&")) };
-        format!("{API_PREFIX}{}/{query}", self.segment)
+        format!("{path}{query}")
+    }
+
+    /// The page at `offset` of the list with this state: the page size the user asked for,
+    /// kept (the JSON's `next` to a last page shrinks it, by the public API's rule).
+    /// `?offset=&limit=` first, as the JSON's links write them, then `q` and the filters.
+    fn page(&self, offset: u64) -> String {
+        let mut query = format!("offset={offset}&limit={}", self.limit);
+        if !self.q.is_empty() {
+            let _ = write!(query, "&q={}", encode(&self.q));
+        }
+        for (name, value) in &self.filters {
+            let _ = write!(query, "&{}={}", encode(name), encode(value));
+        }
+        format!("{API_PREFIX}{}/?{query}", self.segment)
     }
 
     /// The link that sets `field` to `value`: added to the field's values, or replacing them.
@@ -102,35 +121,34 @@ pub(super) fn controls(
     let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
     let (offset, limit) = page_asked(target, parts, count);
-    let mut filters: Vec<(String, String)> = Vec::new();
-    for pair in &target.query.conditions {
-        if !filters.contains(pair) {
-            filters.push(pair.clone());
-        }
-    }
-    let state = ListState { segment, limit, q: target.query.q.clone().unwrap_or_default(), filters };
+    let state = state_of(target, segment, limit);
     let mut out = String::new();
-    let range = if shown == 0 {
-        "no entries".to_string()
-    } else {
-        format!("entries {}–{}", offset.saturating_add(1), offset.saturating_add(shown))
+    let range = match shown {
+        0 => "no entries".to_string(),
+        1 => format!("entry {}", offset.saturating_add(1)),
+        _ => format!("entries {}–{}", offset.saturating_add(1), offset.saturating_add(shown)),
     };
+    // "1 of 58 matches", "2 of 58 match"
     let of_all = match tree.count(segment) {
-        Some(all) if state.narrowed() => format!(" of {all} match"),
+        Some(all) if state.narrowed() => format!(" of {all} {}", if count == 1 { "matches" } else { "match" }),
         _ => " in all".to_string(),
     };
     let _ = write!(
         out,
         "<div class=\"list\">\n<p class=\"count\"><strong>{count}</strong>{of_all} · {range}</p>\n<p class=\"pager\">"
     );
-    out.push_str(&pager_buttons(map, href));
+    // on the list itself, the pager keeps the page size asked for (a value list's own links
+    // name its pages)
+    let own = |offset: u64| (parts.len() == 3).then(|| state.page(offset));
+    let links = [own(offset.saturating_sub(limit)), own(offset.saturating_add(limit))];
+    out.push_str(&pager_buttons(map, href, &links));
     out.push_str("</p>\n");
     // The search box (`?q=`, see docs/tree.md) keeps the page size and the filters; the page
     // form keeps `q` and the filters.
     let _ = write!(
         out,
         "<form class=\"search\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
-         <label>name contains <input type=\"search\" name=\"q\" value=\"{}\"></label> \
+         <label>name contains <input type=\"search\" name=\"q\" value=\"{}\" size=\"{size}\"></label> \
          <input type=\"hidden\" name=\"limit\" value=\"{limit}\">{}\
          <button type=\"submit\">search</button></form>\n\
          <form class=\"page\" method=\"get\" action=\"{API_PREFIX}{segment}/\">\
@@ -141,8 +159,13 @@ pub(super) fn controls(
         state.hidden(false),
         state.hidden(true),
         segment = escape(segment),
+        // wide enough for its text (`Salamèche` and longer)
+        size = state.q.chars().count().clamp(20, 80) + 2,
     );
     out.push_str(&active(&state));
+    if parts.len() == 3 && !state.q.is_empty() {
+        out.push_str(&super::html_match::matched_names(tree, &state.q, map, href));
+    }
     if parts.len() == 3 {
         out.push_str(&download_link(tree, segment, href));
     }
@@ -167,11 +190,30 @@ fn page_asked(target: &Target<'_>, parts: &[&str], count: u64) -> (u64, u64) {
     }
 }
 
-/// The previous and next buttons: links where the page names them, greyed out where not.
-fn pager_buttons(map: &serde_json::Map<String, Value>, href: &dyn Fn(&str) -> Option<String>) -> String {
+/// The state of the list `target` asks for: its page size `limit`, `q` and its filters.
+fn state_of<'a>(target: &Target<'_>, segment: &'a str, limit: u64) -> ListState<'a> {
+    let mut filters: Vec<(String, String)> = Vec::new();
+    for pair in &target.query.conditions {
+        if !filters.contains(pair) {
+            filters.push(pair.clone());
+        }
+    }
+    ListState { segment, limit, q: target.query.q.clone().unwrap_or_default(), filters }
+}
+
+/// The previous and next buttons: links where the page names them (to `own`'s pages when
+/// given, else to the page's own links), greyed out where not.
+fn pager_buttons(
+    map: &serde_json::Map<String, Value>,
+    href: &dyn Fn(&str) -> Option<String>,
+    own: &[Option<String>; 2],
+) -> String {
     let mut out = String::new();
-    for (field, label, rel) in [("previous", "← previous", "prev"), ("next", "next →", "next")] {
-        match map.get(field).and_then(Value::as_str).and_then(href) {
+    for ((field, label, rel), own) in
+        [("previous", "← previous", "prev"), ("next", "next →", "next")].into_iter().zip(own)
+    {
+        let link = map.get(field).and_then(Value::as_str).and_then(href);
+        match link.map(|link| own.clone().unwrap_or(link)) {
             Some(href) => {
                 let _ = write!(
                     out,
@@ -196,10 +238,10 @@ fn download_link(tree: &ServedTree, segment: &str, href: &dyn Fn(&str) -> Option
     let Some(link) = href(&entry.download_url) else { return String::new() };
     format!(
         "<p class=\"download\"><a id=\"download\" href=\"{}\" download>download every record</a> \
-         ({} records in one gzip'd NDJSON file, {} bytes)</p>\n",
+         ({} in one gzip'd NDJSON file, {})</p>\n",
         escape(&link),
-        entry.records,
-        entry.size
+        counted(entry.records, "record", "records"),
+        counted(entry.size, "byte", "bytes")
     )
 }
 
@@ -234,48 +276,86 @@ const MAX_FILTER_LINKS: usize = 60;
 /// from the values documents (`?FIELD=VALUE`, see docs/tree.md), numbers in numeric order; an
 /// active value is marked, with a link that removes it. Empty for a resource without filters.
 fn filter_links(tree: &ServedTree, state: &ListState) -> String {
+    tree.filters(state.segment).iter().map(|field| value_line(tree, state, field, Some(MAX_FILTER_LINKS))).collect()
+}
+
+/// The page of every value of the filter whose values document is `key` (the "more" link of
+/// [`filter_links`]), each value a link that keeps the list's state as `target`'s query gives
+/// it; empty when `key` is no declared filter's values document.
+pub(super) fn all_values(tree: &ServedTree, target: &Target<'_>, segment: &str, key: &str) -> String {
+    let filters = tree.filters(segment);
+    let Some(field) = filters.iter().find(|f| crate::tree::layout::filter_values_key(segment, &f.name) == key) else {
+        return String::new();
+    };
+    let limit = target.query.page.as_ref().map_or(DEFAULT_PAGE_SIZE, |page| page.limit);
+    let state = state_of(target, segment, limit);
+    let back = state.url(&state.q, &state.filters);
+    format!(
+        "<div class=\"list\">\n<p class=\"count\">every value of <strong>{name}</strong> · \
+         <a id=\"back\" href=\"{}\">back to the list</a></p>\n{}</div>\n",
+        escape(&back),
+        value_line(tree, &state, field, None),
+        name = escape(&field.name),
+    )
+}
+
+/// One filter's values as links (at most `cap`, then a link to the page of them all), from
+/// its values document; empty when the tree has none.
+fn value_line(tree: &ServedTree, state: &ListState, field: &FilterField, cap: Option<usize>) -> String {
     let segment = state.segment;
     let mut out = String::new();
-    for field in tree.filters(segment) {
-        let Ok(Some(doc)) = tree.doc(&crate::tree::layout::filter_values_key(segment, &field.name)) else { continue };
-        let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { continue };
-        let mut results: Vec<(&str, u64)> = values["results"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|v| (v["value"].as_str().unwrap_or(""), v["count"].as_u64().unwrap_or(0)))
-            .collect();
-        results.sort_by(|a, b| value_order(a.0, b.0));
-        let how = if takes_several(field) { "adds to the current ones" } else { "replaces the current one" };
+    let key = crate::tree::layout::filter_values_key(segment, &field.name);
+    let Ok(Some(doc)) = tree.doc(&key) else { return out };
+    let Ok(values) = serde_json::from_slice::<Value>(&doc.body) else { return out };
+    let mut results: Vec<(&str, u64)> = values["results"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|v| (v["value"].as_str().unwrap_or(""), v["count"].as_u64().unwrap_or(0)))
+        .collect();
+    results.sort_by(|a, b| value_order(a.0, b.0));
+    let how = if takes_several(field) { "adds to the current ones" } else { "replaces the current one" };
+    let _ = write!(
+        out,
+        "<p class=\"filters\" data-field=\"{name}\"><strong>{name}</strong> \
+         <span class=\"note\">(counts: records of the whole list, not of the current matches; a value {how})</span>: ",
+        name = escape(&field.name),
+    );
+    for (text, count) in results.iter().take(cap.unwrap_or(usize::MAX)) {
+        let title = format!("records of the whole list with {} = {text}: {count}", field.name);
+        let count = format!("<span class=\"n\" title=\"{}\">({count})</span>", escape(&title));
+        if state.filters.iter().any(|(name, value)| *name == field.name && value == text) {
+            let _ = write!(
+                out,
+                "<span class=\"chip\"><strong class=\"active\" aria-current=\"true\">{t}</strong>&nbsp;{count} \
+                 <a class=\"remove\" href=\"{}\" title=\"remove\" aria-label=\"remove {n} = {t}\">×</a></span> ",
+                escape(&state.without(&field.name, text)),
+                t = escape(text),
+                n = escape(&field.name),
+            );
+        } else {
+            let href = state.with_value(field, text);
+            let _ = write!(out, "<a href=\"{}\">{}</a>&nbsp;{count} ", escape(&href), escape(text));
+        }
+    }
+    if let Some(more) = cap.and_then(|cap| results.len().checked_sub(cap)).filter(|&more| more > 0) {
+        // every value reachable: the page of them all, keeping the state
+        let href = state.url_at(&crate::tree::layout::url_path(&key), &state.q, &state.filters);
         let _ = write!(
             out,
-            "<p class=\"filters\" data-field=\"{name}\"><strong>{name}</strong> \
-             <span class=\"note\">(counts: records of the whole list, not of the current matches; a value {how})</span>: ",
-            name = escape(&field.name),
+            "<span class=\"more\"><a id=\"more-{}\" href=\"{}\">… {}</a></span>",
+            escape(&field.name),
+            escape(&href),
+            counted(more as u64, "more value", "more values")
         );
-        for (text, count) in results.iter().take(MAX_FILTER_LINKS) {
-            let title = format!("records of the whole list with {} = {text}: {count}", field.name);
-            let count = format!("<span class=\"n\" title=\"{}\">({count})</span>", escape(&title));
-            if state.filters.iter().any(|(name, value)| *name == field.name && value == text) {
-                let _ = write!(
-                    out,
-                    "<span class=\"chip\"><strong class=\"active\" aria-current=\"true\">{t}</strong>&nbsp;{count} \
-                     <a class=\"remove\" href=\"{}\" title=\"remove\" aria-label=\"remove {n} = {t}\">×</a></span> ",
-                    escape(&state.without(&field.name, text)),
-                    t = escape(text),
-                    n = escape(&field.name),
-                );
-            } else {
-                let href = state.with_value(field, text);
-                let _ = write!(out, "<a href=\"{}\">{}</a>&nbsp;{count} ", escape(&href), escape(text));
-            }
-        }
-        if results.len() > MAX_FILTER_LINKS {
-            let _ = write!(out, "… {} more", results.len() - MAX_FILTER_LINKS);
-        }
-        out.push_str("</p>\n");
     }
+    out.push_str("</p>\n");
     out
+}
+
+/// `n` and the noun that goes with it: `1 entry`, `2 entries`.
+pub(super) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The view's order of filter values: numbers first, by value (`9` before `10`), then the rest

@@ -59,6 +59,9 @@ pub enum Reply {
         not_modified: bool,
         /// Send `Cache-Control: no-cache`.
         revalidate: bool,
+        /// The root document of a tree with bulk-data files: send the `Link` header that names
+        /// the bulk-data index ([`crate::bulk::root_link`]), which the root does not list.
+        link: bool,
     },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
     Error {
@@ -162,7 +165,9 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         Ok(Some(doc)) => {
             let gzip = accepts_gzip(request.accept_encoding) && tree.gzip_of(&doc).is_some();
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
-            Reply::Doc { doc, gzip, not_modified, revalidate }
+            let link = matches!(&target.route, Route::Doc(key) if key.eq_ignore_ascii_case(layout::API_ROOT))
+                && tree.has_doc(layout::BULK_KEY);
+            Reply::Doc { doc, gzip, not_modified, revalidate, link }
         }
         Ok(None) => not_found(tree, request.target),
         Err(unserved) => unserved_reply(&unserved),
@@ -373,7 +378,7 @@ impl Reply {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
-            Reply::Doc { doc, gzip, not_modified, revalidate } => {
+            Reply::Doc { doc, gzip, not_modified, revalidate, link } => {
                 if !not_modified {
                     let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", self.body().len());
                     if *gzip {
@@ -383,6 +388,9 @@ impl Reply {
                 let etag = if *gzip { &doc.etag_gzip } else { &doc.etag };
                 let cache_control = if *revalidate { "no-cache" } else { &settings.cache_control };
                 let _ = write!(out, "ETag: {etag}\r\nCache-Control: {cache_control}\r\n");
+                if *link {
+                    let _ = write!(out, "Link: {}\r\n", crate::bulk::root_link());
+                }
                 // A browser asking for the same url gets the HTML view.
                 out.extend_from_slice(b"Vary: Accept-Encoding, Accept\r\n");
             }
@@ -572,7 +580,7 @@ mod tests {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         doc.compress();
-        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false };
+        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false, link: false };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::Close, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
@@ -584,7 +592,7 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.ends_with("Date: D\r\nConnection: close\r\n\r\n"));
 
-        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false };
+        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false, link: false };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::KeepAlive, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();

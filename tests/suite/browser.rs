@@ -815,12 +815,14 @@ fn check_page(page: &serde_json::Value, (url, q, filters, offset): &Shown) {
     let matches = matching(q, filters);
     let shown: Vec<&String> = matches.iter().skip(*offset).take(2).collect();
     assert_eq!(page["entries"], serde_json::json!(shown), "{context}");
-    let range = if shown.is_empty() {
-        "no entries".to_string()
-    } else {
-        format!("entries {}–{}", offset + 1, offset + shown.len())
+    let range = match shown.len() {
+        0 => "no entries".to_string(),
+        1 => format!("entry {}", offset + 1),
+        n => format!("entries {}–{}", offset + 1, offset + n),
     };
-    assert_eq!(page["count"], format!("{} of 12 match · {range}", matches.len()), "{context}");
+    // good English: "1 of 12 matches", "2 of 12 match"
+    let verb = if matches.len() == 1 { "matches" } else { "match" };
+    assert_eq!(page["count"], format!("{} of 12 {verb} · {range}", matches.len()), "{context}");
     // what is active, each marked; the forms carry the rest
     let mut active: Vec<String> = Vec::new();
     if !q.is_empty() {
@@ -940,4 +942,24 @@ fn the_html_view_keeps_the_query_and_filters_through_its_forms_and_links() {
     assert_eq!(cleared["active"], serde_json::json!([]));
     assert_eq!(cleared["clear"], serde_json::Value::Null);
     assert_eq!(cleared["entries"], serde_json::json!(["c-1", "c-2"]));
+}
+
+/// Issue 48 item 4: the boxes fit their text, as Chromium lays them out: the search box holds
+/// `Salamèche` and a longer search whole (it was 6rem wide, whatever its value), and an error's
+/// long detail wraps inside its box (it ran off it).
+#[test]
+fn the_search_box_and_the_error_box_fit_their_text_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let Some((node, dir)) = puppeteer() else { return };
+    let site = site("html-boxes");
+    let server = Server::start(&site.out(), &[]);
+    for q in ["Salam%C3%A8che", "Dracaufeu%20Salam%C3%A8che%20Reptincel"] {
+        let url = format!("http://{}/api/v2/item/?q={q}", server.addr);
+        let seen = click_through(&node, &dir, &browser, &url, serde_json::json!([]));
+        assert_eq!(seen[0]["fits"]["search"], true, "{q}: {}", seen[0]);
+    }
+    // a 404 whose detail names a long unbroken segment
+    let url = format!("http://{}/api/v2/{}/", server.addr, "x".repeat(180));
+    let seen = click_through(&node, &dir, &browser, &url, serde_json::json!([]));
+    assert_eq!(seen[0]["fits"]["error"], true, "{}", seen[0]);
 }

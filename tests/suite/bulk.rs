@@ -75,11 +75,13 @@ fn every_resource_of_the_published_fixture_has_a_true_file_of_its_records_in_lis
     build(&data, &out, &[]).ok();
     let base = read_json(&out.join("manifest.json"))["base_url"].as_str().unwrap().to_string();
     let root = read_json(&out.join("api/v2/index.json"));
-    let resources: Vec<&String> = root.as_object().unwrap().keys().filter(|s| *s != "bulk-data").collect();
+    let resources: Vec<&String> = root.as_object().unwrap().keys().collect();
     let entries = entries(&out);
     let listed: Vec<&str> = entries.iter().map(|e| e["resource"].as_str().unwrap()).collect();
     assert_eq!(listed, resources, "one entry per resource, in the root's order");
-    assert_eq!(root["bulk-data"], format!("{base}/api/v2/bulk-data/"));
+    // the root lists resources only: meta names the index
+    assert!(root.get("bulk-data").is_none());
+    assert_eq!(read_json(&out.join("api/v2/meta/index.json"))["bulk_data"], format!("{base}/api/v2/bulk-data/"));
 
     let server = Server::start(&out, &[]);
     let mut conn = server.connect();
@@ -287,11 +289,13 @@ fn bulk_false_in_gen_json_turns_the_files_off() {
     build(&data, &out, &[]).ok();
     assert!(!out.join("api/v2/bulk-data").exists());
     assert!(read_json(&out.join("api/v2/index.json")).get("bulk-data").is_none());
+    assert_eq!(read_json(&out.join("api/v2/meta/index.json"))["bulk_data"], serde_json::Value::Null);
     std::fs::write(data.join("gen.json"), config).unwrap();
     build(&data, &out, &[]).ok();
     let resources = read_json(&out.join("manifest.json"))["resources"].as_object().unwrap().len();
     assert_eq!(entries(&out).len(), resources);
-    assert!(read_json(&out.join("api/v2/index.json")).get("bulk-data").is_some());
+    assert!(read_json(&out.join("api/v2/index.json")).get("bulk-data").is_none(), "resources only");
+    assert!(read_json(&out.join("api/v2/meta/index.json"))["bulk_data"].is_string());
 }
 
 /// A resource named `bulk-data` would take the index's url: a data problem that says why.

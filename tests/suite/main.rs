@@ -30,4 +30,5 @@ mod publish;
 mod search;
 mod serve;
 mod tree_files;
+mod view;
 mod watch;

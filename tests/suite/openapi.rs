@@ -183,6 +183,16 @@ fn document_describes_the_tree() {
     let effect_id = &doc["paths"]["/api/v2/effect/{id}/"]["get"]["parameters"][0]["$ref"];
     let param = doc.pointer(effect_id.as_str().unwrap().trim_start_matches('#')).unwrap();
     assert_eq!(param["schema"], serde_json::json!({"type": "integer"}));
+    // the root lists resources only (issue 48): the bulk-data index is named by meta's
+    // `bulk_data` and the root answer's Link header, and has a path of its own
+    let schemas = &doc["components"]["schemas"];
+    assert!(schemas["Root"]["properties"].get("bulk-data").is_none(), "{}", schemas["Root"]);
+    assert!(!schemas["Root"]["required"].as_array().unwrap().contains(&"bulk-data".into()));
+    assert_eq!(schemas["Meta"]["properties"]["bulk_data"]["format"], "uri");
+    assert!(schemas["Meta"]["required"].as_array().unwrap().contains(&"bulk_data".into()));
+    let link = &paths["/api/v2/"]["get"]["responses"]["200"]["headers"]["Link"]["description"];
+    assert!(link.as_str().unwrap().contains(r#"</api/v2/bulk-data/>; rel="bulk-data""#), "{link}");
+    assert_eq!(paths["/api/v2/bulk-data/"]["get"]["operationId"], "getBulkData");
 }
 
 /// Longest a schemathesis run may take before the test fails.

@@ -457,6 +457,8 @@ pub fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: 
     if got.status == 405 || got.status == 204 {
         assert_eq!(got.header("allow"), serve.header("allow"), "{context}");
     }
+    // the Link header naming the bulk-data index: with the root's answers only, as gen serve's
+    assert_eq!(got.header("link"), serve.header("link"), "{context}");
     // the deploy headers, on every answer, under the names the expose line gives (gen.json's)
     let exposed = serve.header("access-control-expose-headers").unwrap_or_else(|| panic!("gen serve: {context}"));
     assert_eq!(got.header("access-control-expose-headers"), Some(exposed), "{context}");
@@ -466,6 +468,38 @@ pub fn check_headers(host: &Server, got: &HttpReply, serve: &HttpReply, target: 
         assert!(serve.header(name).is_some_and(|v| !v.is_empty()), "gen serve sent no {name}: {context}");
         assert_eq!(got.header(name), serve.header(name), "{name}: {context}");
     }
+}
+
+/// The `Link` header of the root answer of a tree with bulk-data files (docs/serve.md).
+pub const ROOT_LINK: &str = "</api/v2/bulk-data/>; rel=\"bulk-data\"";
+
+/// Walks the root of `server` as a client of the public API does (pokeapi's
+/// `getEndpointsList`, ditto's crawl): every root entry is fetched as a list and its first
+/// entry's `url` followed; each must answer 200. The bulk-data index is no root entry: the
+/// root's `Link` header names it (when `bulk`), and it answers. Returns the entries walked.
+pub fn walk_root_like_a_client(server: &Server, base: &str, bulk: bool) -> usize {
+    let path = |url: &str| {
+        url.strip_prefix(base).unwrap_or_else(|| panic!("{}: {url} is not on {base}", server.name)).to_string()
+    };
+    let root = server.get("/api/v2/").expect(200);
+    let entries = root.json().as_object().unwrap().clone();
+    assert!(!entries.is_empty(), "{}: an empty root", server.name);
+    for (name, url) in &entries {
+        let list = server.get(&path(url.as_str().unwrap()));
+        assert_eq!(list.status, 200, "{}: root entry {name}: {}", server.name, list.text());
+        let list = list.json();
+        let first = list["results"][0]["url"].as_str().unwrap_or_else(|| {
+            panic!("{}: root entry {name} is no list of urls: {}", server.name, short(&list.to_string()))
+        });
+        let record = server.get(&path(first));
+        assert_eq!(record.status, 200, "{}: {name}'s first entry {first}: {}", server.name, record.text());
+    }
+    assert_eq!(root.header("link"), bulk.then_some(ROOT_LINK), "{}: {:?}", server.name, root.headers);
+    if bulk {
+        let index = server.get("/api/v2/bulk-data/").expect(200).json();
+        assert_eq!(index["count"], entries.len(), "{}: one bulk-data entry per resource", server.name);
+    }
+    entries.len()
 }
 
 /// True for a bulk-data file's tree path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
@@ -492,13 +526,18 @@ pub fn check_parity(tree: &Tree, p: &mut Parity) {
     let page_sizes: Vec<u64> = serde_json::from_value(manifest["page_sizes"].clone()).unwrap();
     let held: HashSet<String> = manifest["files"].as_object().unwrap().keys().cloned().collect();
 
+    // a client walking the root finds a list in every entry, on every host
+    let bulk = manifest["files"].get("api/v2/bulk-data/index.json").is_some();
+    for host in std::iter::once(p.serve).chain(p.hosts.iter().copied()) {
+        walk_root_like_a_client(host, &p.base_url, bulk);
+    }
+
     // the root, both slash forms
     let root = p.same("/api/v2/").json();
     p.same("/api/v2");
     p.same_with("HEAD", "/api/v2/");
-    let mut root = root.as_object().unwrap().clone();
-    // the bulk-data index is no resource: its files are checked below
-    root.remove("bulk-data");
+    let root = root.as_object().unwrap().clone();
+    // resources only: the bulk-data index is named by meta and the Link header (check_headers)
     assert_eq!(root.keys().collect::<Vec<_>>(), lists.keys().collect::<Vec<_>>());
 
     for (segment, url) in &root {

@@ -279,9 +279,10 @@ fn the_html_view_of_a_list_has_a_search_box_and_shows_the_matches() {
     let server = Server::start(&out, &[]);
     let browser = ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
     let plain = server.request("GET", "/api/v2/creature/", &[browser]).expect(200).text();
-    assert!(plain.contains(r#"<input type="search" name="q" value="">"#), "{plain}");
+    // sized to its text, at least 20 characters wide (issue 48)
+    assert!(plain.contains(r#"<input type="search" name="q" value="" size="22">"#), "{plain}");
     let page = server.request("GET", "/api/v2/creature/?q=EMBER&limit=1", &[browser]).expect(200).text();
-    assert!(page.contains(r#"<input type="search" name="q" value="EMBER">"#), "{page}");
+    assert!(page.contains(r#"<input type="search" name="q" value="EMBER" size="22">"#), "{page}");
     assert!(page.contains(r#"<input type="hidden" name="q" value="EMBER">"#), "the page form keeps q: {page}");
     assert!(page.contains("ember-fox") && !page.contains("ember-cub"), "limit 1: {page}");
     assert!(page.contains(&format!("<strong>2</strong> of {} match", CREATURES.len())), "{page}");

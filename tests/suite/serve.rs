@@ -14,14 +14,42 @@ fn site() -> Site {
     Site::new("serve", &[20, 50], &[])
 }
 
+/// Issue 48 item 3: a client that walks the root as pokeapi's clients do finds a list of urls
+/// in every entry (the bulk-data index was one, whose entries have no `url`); it finds the
+/// bulk-data index from the root's `Link` header (on 200, 304 and HEAD; on no other document),
+/// from meta, and from the HTML view's root pages.
+#[test]
+fn a_client_walking_the_root_finds_lists_only_and_the_bulk_data_by_its_link() {
+    let site = site();
+    let server = Server::start(&site.out(), &[]);
+    assert_eq!(crate::parity::walk_root_like_a_client(&server, BASE, true), 3);
+    let link = crate::parity::ROOT_LINK;
+    let root = server.get("/api/v2").expect(200);
+    assert_eq!(root.header("link"), Some(link));
+    let etag = root.header("etag").unwrap();
+    let again = server.request("GET", "/api/v2/", &[("If-None-Match", etag)]).expect(304);
+    assert_eq!(again.header("link"), Some(link));
+    assert_eq!(server.request("HEAD", "/API/V2/", &[]).expect(200).header("link"), Some(link));
+    for other in ["/api/v2/berry/", "/api/v2/meta/", "/api/v2/bulk-data/", "/api/v2/berry/1/"] {
+        assert_eq!(server.get(other).expect(200).header("link"), None, "{other}");
+    }
+    assert_eq!(server.request("POST", "/api/v2/", &[]).expect(405).header("link"), None);
+    let meta = server.get("/api/v2/meta/").expect(200).json();
+    assert_eq!(meta["bulk_data"], format!("{BASE}/api/v2/bulk-data/"));
+    for page in ["/", "/api/v2/"] {
+        let html = server.get_with(page, &["Accept: text/html"]).expect(200).text();
+        assert!(html.contains(r#"<a id="bulk-data" href="/api/v2/bulk-data/">"#), "{page}: {html}");
+    }
+}
+
 #[test]
 fn prints_its_address_first_and_serves_the_root_with_and_without_slash() {
     let site = site();
     let server = Server::start(&site.out(), &[]);
     assert!(server.addr.starts_with("127.0.0.1:"), "{}", server.addr);
     let mut expected = serde_json::Map::new();
-    // the resources, and the bulk-data index (tests/suite/bulk.rs)
-    for segment in ["berry", "bulk-data", "item", "note"] {
+    // the resources only: meta names the bulk-data index (tests/suite/bulk.rs)
+    for segment in ["berry", "item", "note"] {
         expected.insert(segment.into(), format!("{BASE}/api/v2/{segment}/").into());
     }
     for target in ["/api/v2/", "/api/v2", "/API/V2/"] {

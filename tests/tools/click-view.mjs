@@ -2,7 +2,7 @@
 // a page, then runs each step (types into a field, clicks a button or a link, waits for the
 // page it leads to), and prints, as one JSON array on stdout, what the page showed before the
 // first step and after each: the url, the heading, the count, the entries of the JSON shown,
-// the active filters, the forms' fields and the filters' values. tests/suite/browser.rs checks them.
+// the active filters, the forms' fields, the filters' values and whether the boxes fit their text. tests/suite/browser.rs checks them.
 //
 // node click-view.mjs <puppeteer-core dir> <chromium> <url> <steps as JSON>
 // A step: {"click": selector} (a link or a submit button: waits for the navigation), or
@@ -35,6 +35,22 @@ function snapshot() {
     try {
         entries = JSON.parse(text('pre.json')).results.map((r) => r.name ?? r.url);
     } catch (e) { /* not a list */ }
+    // Whether the boxes hold their text: the search box its value (measured in its own font),
+    // the error box its detail (nothing past its right edge); `null` where the page has none.
+    function fits() {
+        const search = document.querySelector('form.search input[name=q]');
+        let searchFits = null;
+        if (search) {
+            const style = getComputedStyle(search);
+            const context = document.createElement('canvas').getContext('2d');
+            context.font = style.font;
+            const room = search.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+            searchFits = context.measureText(search.value).width <= room;
+        }
+        const error = document.querySelector('.error');
+        const errorFits = error ? error.scrollWidth <= error.clientWidth : null;
+        return { search: searchFits, error: errorFits };
+    }
     const values = {};
     for (const p of document.querySelectorAll('p.filters')) {
         const shown = [...p.querySelectorAll(':scope > a, :scope > .chip')].map((v) => ({
@@ -55,8 +71,10 @@ function snapshot() {
         search_form: fields('form.search'),
         page_form: fields('form.page'),
         values,
+        fits: fits(),
     };
 }
+
 
 const seen = [];
 try {

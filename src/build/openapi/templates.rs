@@ -104,12 +104,17 @@ pub(super) fn meta_schema() -> Value {
     json!({
         "type": "object",
         "description": "What the tree holds and how it was built.",
-        "required": ["built_at", "data_hash", "deploy_date", "generator", "hash", "links", "page_sizes", "records", "resources"],
+        "required": ["built_at", "bulk_data", "data_hash", "deploy_date", "generator", "hash", "links", "page_sizes", "records", "resources"],
         "properties": {
             "built_at": {
                 "type": ["string", "null"],
                 "format": "date-time",
                 "description": "Build date, when the build was given SOURCE_DATE_EPOCH; else null."
+            },
+            "bulk_data": {
+                "type": ["string", "null"],
+                "format": "uri",
+                "description": "The url of the bulk-data index (every resource's records in one file each), which the root does not list: the root lists resources only. null when the tree has no bulk-data files."
             },
             "data_hash": { "type": "string" },
             "deploy_date": {

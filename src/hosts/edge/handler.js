@@ -90,8 +90,11 @@ export async function handle(facts, request, origin, target) {
     if (body.bulk !== undefined) return bulkReply(facts, request, body.bulk);
     // meta and the bulk-data index are revalidated on every use, as gen serve and gen publish's
     // upload send them
-    const revalidate = facts.revalidated.includes(normalize(stripOrigin(target).split("?")[0]));
-    return documentReply(facts, request, body, revalidate);
+    const key = normalize(stripOrigin(target).split("?")[0]);
+    const revalidate = facts.revalidated.includes(key);
+    // the root names the bulk-data index, which it does not list, in a Link header
+    const link = key === "api/v2" ? facts.root_link : null;
+    return documentReply(facts, request, body, revalidate, link);
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
     if (e instanceof OriginFault && e.status === 503) {
@@ -751,12 +754,13 @@ function bulkReply(facts, request, file) {
   return new Response(request.method === "HEAD" ? null : file.body, { status: 200, headers, encodeBody: "manual" });
 }
 
-async function documentReply(facts, request, bytes, revalidate) {
+async function documentReply(facts, request, bytes, revalidate, link) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   const etag = `"${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}"`;
   const headers = commonHeaders(facts);
   headers.set("ETag", etag);
   headers.set("Cache-Control", revalidate ? "no-cache" : facts.cache_control);
+  if (link) headers.set("Link", link);
   const tags = request.headers.get("If-None-Match");
   if (tags !== null && tags.split(",").some((t) => { const tag = t.trim().replace(/^W\//, ""); return tag === "*" || tag === etag; })) {
     return new Response(null, { status: 304, headers });
