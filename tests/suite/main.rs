@@ -28,5 +28,6 @@ mod openapi;
 mod publish;
 mod search;
 mod serve;
+mod state;
 mod tree_files;
 mod watch;
