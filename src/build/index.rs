@@ -46,8 +46,8 @@ pub use writer::IndexWriter;
 
 use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
-use crate::fsutil::{self, NotRead};
 use crate::fsutil::Stamp;
+use crate::fsutil::{self, NotRead};
 use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};

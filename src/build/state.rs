@@ -27,7 +27,8 @@ pub const EXTRACT: &str = "extract";
 pub const JOURNAL: &str = "journal";
 
 /// The old layout: each state file's name beside the tree (`.<out>.<old>`) and its name now.
-const OLD: [(&str, &str); 4] = [("gen-index", INDEX), ("gen-bulk", BULK), ("gen-extract", EXTRACT), ("gen-journal", JOURNAL)];
+const OLD: [(&str, &str); 4] =
+    [("gen-index", INDEX), ("gen-bulk", BULK), ("gen-extract", EXTRACT), ("gen-journal", JOURNAL)];
 
 /// The old layout's temporaries beside the tree (`.<out>.<old>`): a killed build's leftovers.
 const OLD_TEMPORARIES: [&str; 3] = ["gen-index.tmp", "gen-bulk.tmp", "gen-journal.tmp"];

@@ -75,7 +75,8 @@ fn a_tree_of_the_old_layout_is_migrated_once_and_stays_incremental() {
     let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
     sample_data(&data);
     build(&data, &out, &[]).ok();
-    let kept: Vec<Vec<u8>> = ["bulk", "extract/berry.extract"].iter().map(|f| std::fs::read(state_file(&out, f)).unwrap()).collect();
+    let kept: Vec<Vec<u8>> =
+        ["bulk", "extract/berry.extract"].iter().map(|f| std::fs::read(state_file(&out, f)).unwrap()).collect();
     as_old_layout(&out, &["index", "bulk", "extract"]);
     assert!(old(&out, "index").is_file() && old(&out, "extract").is_dir() && !state_file(&out, "").exists());
 
@@ -88,7 +89,8 @@ fn a_tree_of_the_old_layout_is_migrated_once_and_stays_incremental() {
         assert!(notes[0].starts_with("note: moved") && notes[0].contains(name), "{name}: {}", notes[0]);
     }
     assert_eq!(entries(tmp.path()), [".out.gen", "data", "out"], "the old files and temporaries are gone");
-    let moved: Vec<Vec<u8>> = ["bulk", "extract/berry.extract"].iter().map(|f| std::fs::read(state_file(&out, f)).unwrap()).collect();
+    let moved: Vec<Vec<u8>> =
+        ["bulk", "extract/berry.extract"].iter().map(|f| std::fs::read(state_file(&out, f)).unwrap()).collect();
     assert!(moved == kept, "the member table and kept extracts moved as they were");
     assert!(!build(&data, &out, &[]).ok().stderr().contains("moved"), "moved once");
 
@@ -118,7 +120,11 @@ fn a_partial_old_layout_is_migrated_too() {
     as_old_layout(&out, &["index"]);
     let migrated = build(&data, &out, &[]).ok();
     assert!(migrated.stdout().contains("up to date"), "{}", migrated.stdout());
-    assert!(migrated.stderr().contains("note: moved") && !migrated.stderr().contains("gen-bulk"), "{}", migrated.stderr());
+    assert!(
+        migrated.stderr().contains("note: moved") && !migrated.stderr().contains("gen-bulk"),
+        "{}",
+        migrated.stderr()
+    );
     assert_eq!(entries(tmp.path()), [".out.gen", "data", "out"]);
     assert_eq!(entries(&state_file(&out, "")), ["index"]);
     std::fs::write(data.join("berry/2.json"), r#"{"id": 2, "name": "berry-2", "size": 9}"#).unwrap();
