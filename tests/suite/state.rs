@@ -163,3 +163,24 @@ fn a_journal_of_the_old_layout_is_honoured_and_joined_with_the_new_one() {
     assert!(read_tree(&out) == read_tree(&fresh), "the tree equals a fresh build's");
     assert_eq!(entries(tmp.path()), [".fresh.gen", ".out.gen", "data", "fresh", "out"]);
 }
+
+/// A link at the state folder's name (to a folder elsewhere) is never written through: the
+/// build replaces it by a folder of its own, and its tree is a fresh build's.
+#[test]
+fn the_state_folder_is_never_written_through_a_link() {
+    let tmp = TempDir::new("state-link");
+    let (data, out, fresh, elsewhere) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"), tmp.join("elsewhere"));
+    sample_data(&data);
+    build(&data, &out, &[]).ok();
+    let state = tmp.join(".out.gen");
+    std::fs::rename(&state, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &state).unwrap();
+    let before = read_tree(&elsewhere);
+    std::fs::write(data.join("berry/2.json"), r#"{"id": 2, "name": "berry-2", "size": 9}"#).unwrap();
+    build(&data, &out, &[]).ok();
+    assert!(read_tree(&elsewhere) == before, "nothing written in the linked folder");
+    assert!(std::fs::symlink_metadata(&state).unwrap().is_dir(), "a folder of its own");
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&out) == read_tree(&fresh), "the tree equals a fresh build's");
+    assert_eq!(entries(&state_file(&out, "")), ["bulk", "extract", "index"]);
+}
