@@ -5,7 +5,9 @@
 //!
 //! The modules, in the order the build calls them:
 
-// The previous build: the index kept beside the tree, and the tree opened without following links.
+// The previous build: its state kept beside the tree (the index), and the tree opened without
+// following links.
+pub mod state;
 pub mod index;
 
 // Load: walk the data folder, check each record's own shape, into the dataset.
@@ -349,6 +351,7 @@ impl PreviousBuild {
     /// its index only when `use_index` (else the build reads every file, as without one).
     fn open(out: &Path, use_index: bool) -> Result<PreviousBuild> {
         let target = crate::staging::FolderLock::open(out)?;
+        state::migrate(&target.dir);
         if !target.exists {
             return Ok(PreviousBuild {
                 target,

@@ -89,7 +89,9 @@ fn lock(folder: &Path, out: &Path) -> Result<std::fs::File> {
     }
 }
 
-/// A folder beside `out` where a new version of it is written, then swapped in whole.
+/// A folder beside `out` where a new version of it is written, then swapped in whole. It is a
+/// sibling of `out` itself (`.<out>.gen-staging-<pid>`), not in the build's state folder: it is
+/// renamed into place, or exchanged with `out`, and a rename stays within one filesystem.
 /// Dropped without [`Staging::commit`], it is removed, leaving `out` as it was.
 pub struct Staging {
     /// The folder to write into.

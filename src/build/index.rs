@@ -1,5 +1,5 @@
 //! The build index: what the tree in `out/` was made from, kept beside it as
-//! `.<out>.gen-index` so that the next build does only the work the change needs.
+//! `.<out>.gen/index` (its state folder, [`state`](crate::build::state)) so that the next build does only the work the change needs.
 //!
 //! It records, for the tree whose manifest it names (by the manifest file's own stamp):
 //! - the settings the tree was built with;
@@ -46,8 +46,8 @@ pub use writer::IndexWriter;
 
 use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
+use crate::fsutil::Stamp;
 use crate::fsutil::{self, NotRead};
-use crate::fsutil::{Stamp, beside};
 use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
@@ -168,9 +168,10 @@ pub struct Index {
 }
 
 impl Index {
-    /// Where the index of the tree in `out` is kept: beside it, so that nothing is published.
+    /// Where the index of the tree in `out` is kept: in its state folder beside it, so that
+    /// nothing of it is published.
     pub fn path(out: &Path) -> PathBuf {
-        beside(out, "gen-index")
+        crate::build::state::file(out, crate::build::state::INDEX)
     }
 
     /// Reads the index of the tree in `out`, if there is one that describes its current
@@ -209,7 +210,7 @@ impl Index {
         (index.manifest == manifest).then_some((index, DeferredDocs { file, at, size, path }))
     }
 
-    /// Writes the index of the tree in `out` (beside it, then renamed into place).
+    /// Writes the index of the tree in `out` (in its state folder, then renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         IndexWriter::begin(out, &self.data)?.finish(self)
     }

@@ -8,7 +8,7 @@
 //! incremental one cut the same members, and an insert or a delete moves no other cut.
 //!
 //! The next build finds each file's members in the member table, kept beside the tree as
-//! `.<out>.gen-bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
+//! `.<out>.gen/bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
 //! key (a hash of its records' hashes), its records, its byte offset and its length. The table
 //! is JSON stating its format and the gen that wrote it, followed by the BLAKE3 of those bytes:
 //! a table of another format or gen, damaged or cut short is ignored with a note (every file is
@@ -86,9 +86,10 @@ pub struct Table {
 }
 
 impl Table {
-    /// Where the member table of the tree in `out` is kept: beside it, never published.
+    /// Where the member table of the tree in `out` is kept: in its state folder beside it,
+    /// never published.
     pub fn path(out: &Path) -> PathBuf {
-        crate::fsutil::beside(out, "gen-bulk")
+        crate::build::state::file(out, crate::build::state::BULK)
     }
 
     /// The member table of the tree in `out`; empty when there is none, or when it cannot be
@@ -143,10 +144,11 @@ impl Table {
         bytes
     }
 
-    /// Writes the table beside the tree in `out` (into a temporary file renamed into place).
+    /// Writes the table into the state folder of the tree in `out` (into a temporary file renamed into place).
     pub fn write(&self, out: &Path) -> Result<()> {
         let path = Table::path(out);
-        let temporary = crate::fsutil::beside(out, "gen-bulk.tmp");
+        let temporary = crate::build::state::temporary(out, crate::build::state::BULK);
+        crate::build::state::ensure(out)?;
         // Created anew: a link left at the temporary name is removed, never written through.
         crate::fsutil::write_new(&temporary, &self.encode())?;
         crate::fsutil::rename(&temporary, &path)

@@ -391,13 +391,11 @@ fn failed_build_leaves_the_previous_tree_untouched() {
     let run = build(&data, &out, &[]).fails_with(1);
     assert!(run.stderr().contains("berry/50.json: $.firmness.url:"), "{}", run.stderr());
     assert_eq!(read_tree(&out), before);
-    // beside out/: the data, and the build index of out/, its kept extracts and bulk members
-    let siblings: Vec<String> =
+    // beside out/: the data, and the state folder of out/ (its index, kept extracts, bulk members)
+    let mut siblings: Vec<String> =
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
-    assert_eq!(siblings.len(), 5, "stray files beside out/: {siblings:?}");
-    assert!(siblings.contains(&".out.gen-bulk".to_string()), "{siblings:?}");
-    assert!(siblings.contains(&".out.gen-index".to_string()), "{siblings:?}");
-    assert!(siblings.contains(&".out.gen-extract".to_string()), "{siblings:?}");
+    siblings.sort();
+    assert_eq!(siblings, [".out.gen", "data", "out"], "stray files beside out/");
 }
 
 #[test]
@@ -678,7 +676,7 @@ fn files_added_into_the_tree_are_kept_through_rebuilds() {
     assert!(!out.join("api/v2/berry/1001/index.json").exists());
     build(&data, &out, &["--pretty"]).ok();
     keeps("after a full rebuild");
-    std::fs::remove_file(tmp.join(".out.gen-index")).unwrap();
+    std::fs::remove_file(state_file(&out, "index")).unwrap();
     build(&data, &out, &[]).ok();
     keeps("after a rebuild without the index");
     // and the tree is otherwise a clean build
@@ -874,7 +872,7 @@ fn a_damaged_cut_or_old_build_index_gives_a_full_build_with_one_note() {
     let tmp = TempDir::new("index-damaged");
     let data = tmp.join("data");
     sample_data(&data);
-    let (out, index) = (tmp.join("out"), tmp.join(".out.gen-index"));
+    let (out, index) = (tmp.join("out"), state_file(&tmp.join("out"), "index"));
     let fresh = tmp.join("fresh");
     build(&data, &fresh, &[]).ok();
     let hash = blake3::hash(&std::fs::read(fresh.join("api/v2/berry/1/index.json")).unwrap());
@@ -921,7 +919,7 @@ fn a_build_index_another_gen_wrote_gives_a_full_build_with_one_note() {
     let tmp = TempDir::new("index-other-gen");
     let data = tmp.join("data");
     sample_data(&data);
-    let (out, index, fresh) = (tmp.join("out"), tmp.join(".out.gen-index"), tmp.join("fresh"));
+    let (out, index, fresh) = (tmp.join("out"), state_file(&tmp.join("out"), "index"), tmp.join("fresh"));
     build(&data, &out, &[]).ok();
     let version = env!("CARGO_PKG_VERSION");
     let ours = format!("\"generator\":\"gen {version}\"");
@@ -957,7 +955,7 @@ fn build_verify_repairs_a_tree_whose_index_was_rewritten_on_purpose() {
     let tmp = TempDir::new("index-forged");
     let data = tmp.join("data");
     sample_data(&data);
-    let (out, index) = (tmp.join("out"), tmp.join(".out.gen-index"));
+    let (out, index) = (tmp.join("out"), state_file(&tmp.join("out"), "index"));
     build(&data, &out, &[]).ok();
     let doc = out.join("api/v2/berry/3/index.json");
     let before = std::fs::read(&doc).unwrap();

@@ -382,7 +382,7 @@ fn verify_writes_bulk_files_whole_whatever_the_member_table_says() {
     std::fs::write(data.join("berry.ndjson"), lines.join("\n") + "\n").unwrap();
     std::fs::remove_dir_all(data.join("berry")).unwrap();
     build_with(&data, &out, &[], &TINY_MEMBERS).ok();
-    let table_path = tmp.join(".out.gen-bulk");
+    let table_path = state_file(&out, "bulk");
     let (mut table, _) = split_member_table(&std::fs::read(&table_path).unwrap());
     let berry = table["files"].as_object_mut().unwrap().iter_mut().find(|(path, _)| path.contains("/berry-"));
     let members = berry.expect("a berry file in the member table").1["members"].as_array_mut().unwrap();
@@ -411,17 +411,17 @@ fn the_member_table_and_kept_extracts_are_never_written_through_links() {
     build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
     let victim = tmp.join("victim.txt");
     std::fs::write(&victim, "victim").unwrap();
-    std::os::unix::fs::symlink(&victim, tmp.join(".out.gen-bulk.tmp")).unwrap();
+    std::os::unix::fs::symlink(&victim, state_file(&out, "bulk.tmp")).unwrap();
     std::fs::create_dir(&elsewhere).unwrap();
-    std::fs::remove_dir_all(tmp.join(".out.gen-extract")).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, tmp.join(".out.gen-extract")).unwrap();
+    std::fs::remove_dir_all(state_file(&out, "extract")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, state_file(&out, "extract")).unwrap();
     edit_a_berry(&data, "linked");
     build_with(&data, &out, &[], &SMALL_MEMBERS).ok();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim", "the link's target is untouched");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing written in the linked folder");
-    assert!(!tmp.join(".out.gen-bulk").is_symlink() && tmp.join(".out.gen-extract").is_dir());
+    assert!(!state_file(&out, "bulk").is_symlink() && state_file(&out, "extract").is_dir());
     // a FIFO at the member table's name: the build goes on (the files written whole)
-    make_hostile(&tmp.join(".out.gen-bulk"), "fifo");
+    make_hostile(&state_file(&out, "bulk"), "fifo");
     edit_a_berry(&data, "fifo");
     let ended = guarded(&["build", "--quiet", "--data", utf8(&data), "--out", utf8(&out)]);
     assert!(ended.code == Some(0) && !ended.killed, "{}", ended.describe());
@@ -462,7 +462,7 @@ fn a_build_after_a_killed_commit_takes_no_line_from_the_killed_builds_bulk_file(
         .output()
         .unwrap();
     assert!(!killed.status.success(), "the build was not killed");
-    assert!(tmp.join(".out.gen-journal").exists(), "the build was not killed inside its commit");
+    assert!(state_file(&out, "journal").exists(), "the build was not killed inside its commit");
     let bulk_files = std::fs::read_dir(out.join("api/v2/bulk-data")).unwrap().count();
     assert_eq!(bulk_files, 3, "the kill did not land after the new bulk file and index were in place");
     // the data back as the first build had it
@@ -513,7 +513,7 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     let tmp = TempDir::new("bulk-tampered-table");
     let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
     sample_data(&data);
-    let table_path = tmp.join(".out.gen-bulk");
+    let table_path = state_file(&out, "bulk");
     let checksum = |json: &[u8]| format!("blake3:{}", blake3::hash(json).to_hex()).into_bytes();
     let other_gen =
         |json: &mut serde_json::Value| json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into();
@@ -549,14 +549,14 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     }
 }
 
-/// Issue 47, item 3: a kept extract (`.out.gen-extract/<segment>.extract`) that is damaged, or
+/// Issue 47, item 3: a kept extract (`.out.gen/extract/<segment>.extract`) that is damaged, or
 /// that says another gen wrote it, is not used, and a note says so: the build after an edit
 /// reads every record of the resource, and its tree is a fresh build's.
 #[test]
 fn a_damaged_or_foreign_kept_extract_is_ignored_with_a_note() {
     let tmp = TempDir::new("bulk-tampered-extract");
     let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
-    let extract = tmp.join(".out.gen-extract/berry.extract");
+    let extract = state_file(&out, "extract/berry.extract");
     let version = env!("CARGO_PKG_VERSION");
     type Tamper = fn(&mut Vec<u8>, &str);
     let cases: [(&str, Tamper); 2] = [

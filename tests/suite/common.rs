@@ -116,6 +116,13 @@ pub fn build_with(data: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)])
     Run { args: args.iter().map(|s| s.to_string()).collect(), output }
 }
 
+/// The state file `name` (`index`, `bulk`, `extract`, `journal`) a build keeps for the tree in
+/// `out`: in its state folder beside it, `.<out>.gen/` (docs/builds.md, "The build's state").
+pub fn state_file(out: &Path, name: &str) -> PathBuf {
+    let folder = format!(".{}.gen", out.file_name().unwrap().to_str().unwrap());
+    out.parent().unwrap().join(folder).join(name)
+}
+
 /// `path` as text, for an argument; the tests' temporary paths are UTF-8.
 pub fn utf8(path: &Path) -> &str {
     path.to_str().unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))

@@ -330,9 +330,7 @@ fn incremental_builds_equal_fresh_builds_through_random_edits() {
             );
         }
         std::fs::remove_dir_all(&fresh).unwrap();
-        let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-index")));
-        let _ = std::fs::remove_dir_all(tmp.join(&format!(".fresh-{step}.gen-extract")));
-        let _ = std::fs::remove_file(tmp.join(&format!(".fresh-{step}.gen-bulk")));
+        let _ = std::fs::remove_dir_all(tmp.join(&format!(".fresh-{step}.gen")));
     }
     eprintln!("{} steps, {failed} broken edits refused, {patched} manifests patched", steps());
     assert!(steps() < 20 || patched > 0, "no step patched the previous manifest: the patch went untested");

@@ -148,7 +148,7 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
     let after = read_tree(&fresh);
 
     let (mut mixed, mut reported) = (0, 0);
-    let journal = tmp.join(".out.gen-journal");
+    let journal = state_file(&out, "journal");
     let stamp = |path: &std::path::Path| {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(path).ok().map(|m| (m.ino(), m.mtime_nsec(), m.size()))
@@ -193,7 +193,7 @@ fn sigkill_during_an_incremental_commit_never_leaves_a_served_mix() {
     assert!(mixed > 0, "no kill landed inside the commit");
     build(&data, &out, &[]).ok();
     assert_eq!(staging_dirs(tmp.path()), Vec::<String>::new());
-    assert!(!tmp.join(".out.gen-journal").exists());
+    assert!(!state_file(&out, "journal").exists());
     assert!(read_tree(&out) == after, "the tree after kills differs from a clean build");
     assert!(consistent(&out));
 }

@@ -29,6 +29,7 @@ mod openapi;
 mod publish;
 mod search;
 mod serve;
+mod state;
 mod tree_files;
 mod view;
 mod watch;

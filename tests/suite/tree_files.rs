@@ -1,5 +1,5 @@
 //! The files gen keeps inside and beside the tree (`manifest.json`, the build index
-//! `.out.gen-index`, a commit's journal `.out.gen-journal`) come from wherever the tree came
+//! `.out.gen/index`, a commit's journal `.out.gen/journal`) come from wherever the tree came
 //! from: a clone, a download, a hand edit. Whatever they say, a build never reads, writes or
 //! deletes outside `out/`, never follows a symbolic link inside it, never reads one of them
 //! unboundedly or hangs on it, and repairs what they fail to describe.
@@ -70,11 +70,11 @@ impl Setup {
     }
 
     fn index(&self) -> PathBuf {
-        self.tmp.join(".out.gen-index")
+        state_file(&self.out, "index")
     }
 
     fn journal(&self) -> PathBuf {
-        self.tmp.join(".out.gen-journal")
+        state_file(&self.out, "journal")
     }
 
     /// A file outside `out/` that no build may touch.
@@ -171,7 +171,7 @@ fn journal_paths_outside_the_tree_are_never_deleted_nor_their_folders() {
     assert_alive(&victim);
     assert!(empty.is_dir(), "an empty folder outside the tree was removed");
     assert!(
-        ended.stderr.contains(".out.gen-journal") && ended.stderr.contains("\"../dir/victim.txt\""),
+        ended.stderr.contains(".out.gen/journal") && ended.stderr.contains("\"../dir/victim.txt\""),
         "the build names the file and the entry it ignores:\n{}",
         ended.describe()
     );

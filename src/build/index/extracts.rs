@@ -1,5 +1,5 @@
 //! What the extract took from each record (its names entry and the values of each declared
-//! filter), kept beside the build index for the next build (`.<out>.gen-extract/`, one file per
+//! filter), kept beside the build index for the next build (`.<out>.gen/extract/`, one file per
 //! resource), so that an edit reads again only the records whose data changed.
 //!
 //! Each kept row names its record by id and by the BLAKE3 hash of the record's data (its file's
@@ -10,7 +10,8 @@
 
 use super::DataFiles;
 use super::codec::{Checksummed, Decoder, put_bytes, put_u64};
-use crate::fsutil::{self, beside};
+use crate::build::state;
+use crate::fsutil;
 use crate::tree::manifest::GENERATOR;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -58,7 +59,7 @@ impl ExtractStore {
         reuse: bool,
     ) -> ExtractStore {
         let hashes = segments.map(|segment| (segment.to_string(), files.record_hashes(segment))).collect();
-        ExtractStore { dir: beside(out, "gen-extract"), hashes, reuse }
+        ExtractStore { dir: state::file(out, state::EXTRACT), hashes, reuse }
     }
 
     /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
@@ -87,7 +88,9 @@ impl ExtractStore {
         let path = self.file(segment);
         let temporary = path.with_extension("tmp");
         let written = (|| -> std::io::Result<()> {
-            own_folder(&self.dir)?;
+            // the state folder, then the extracts' own in it
+            self.dir.parent().map_or(Ok(()), state::own_folder)?;
+            state::own_folder(&self.dir)?;
             let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
             out.write_all(MAGIC)?;
@@ -218,18 +221,6 @@ fn decode(
         return Err(super::codec::damaged().into());
     }
     Ok(rows)
-}
-
-/// Makes `dir` a folder of its own: anything else at its name (a link to a folder elsewhere, a
-/// file) is removed first, so that the kept extracts are never written through a link.
-fn own_folder(dir: &Path) -> std::io::Result<()> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => return Ok(()),
-        Ok(_) => std::fs::remove_file(dir)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    std::fs::create_dir(dir)
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Writing the build index in two parts: the data table as soon as the build has no more use
 //! for it (a million records' table is about a hundred MB, then no longer held), the documents'
-//! table and the head once the tree is committed; beside the tree, then renamed into place.
+//! table and the head once the tree is committed; in the state folder beside the tree, then renamed
+//! into place.
 
 use super::Index;
 use super::codec::Checksummed;
 use super::data_files::DataFiles;
-use crate::fsutil::{self, beside};
+use crate::build::state;
+use crate::fsutil;
 use anyhow::{Context, Result};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -23,7 +25,9 @@ impl IndexWriter {
     pub fn begin(out: &Path, data: &DataFiles) -> Result<IndexWriter> {
         // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
         // killed build's leftover is simply replaced by the next one.
-        let mut writer = IndexWriter { temporary: beside(out, "gen-index.tmp"), path: Index::path(out), out: None };
+        let temporary = state::temporary(out, state::INDEX);
+        let mut writer = IndexWriter { temporary, path: Index::path(out), out: None };
+        state::ensure(out).with_context(|| writer.failed())?;
         let file = fsutil::create_new(&writer.temporary)?;
         // Buffered before the checksum, so that it is taken of large blocks.
         let mut buffered = BufWriter::with_capacity(1 << 20, Checksummed::new(file));

@@ -8,6 +8,7 @@ use super::journal::journal_path;
 use super::stage::{Placed, Placements, previous_file};
 use super::{NewDocs, Previous, WriteReport, Written};
 use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, OtherDoc, Place, gz_path};
+use crate::build::state;
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
@@ -124,7 +125,7 @@ pub(super) fn stamps_after_commit<'o>(
 
 /// Moves the staged files over their paths in `tree`, removes the files gone from the tree,
 /// and puts the manifest in place last. The paths touched are first written to a journal
-/// beside the tree, so that the next build knows them as ours if this one is killed. No link
+/// in the state folder beside the tree, so that the next build knows them as ours if this one is killed. No link
 /// inside the tree is followed (see [`TreeDir`]).
 pub(super) fn commit_in_place<I: Iterator<Item = String>>(
     tree: &TreeDir,
@@ -142,7 +143,8 @@ pub(super) fn commit_in_place<I: Iterator<Item = String>>(
     // Written whole, then renamed into place: a build killed while writing it leaves no
     // journal with a cut line, only a leftover the next journal replaces.
     let journal = journal_path(tree.path());
-    let temporary = fsutil::beside(tree.path(), "gen-journal.tmp");
+    let temporary = state::temporary(tree.path(), state::JOURNAL);
+    state::ensure(tree.path())?;
     fsutil::write_new(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &journal).with_context(|| format!("cannot write {}", journal.display()))?;
     for path in staged() {

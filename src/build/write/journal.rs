@@ -1,6 +1,7 @@
 //! The commit's journal: the paths a commit into the tree replaces or removes, written before
 //! it starts, so that the build after a killed one knows them as its own.
 
+use crate::build::state;
 use crate::fsutil::{self, NotRead};
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::MAX_MANIFEST_BYTES;
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
 /// only while a commit runs (and after a killed one, until the next build completes).
 pub fn journal_path(out: &Path) -> PathBuf {
-    fsutil::beside(out, "gen-journal")
+    state::file(out, state::JOURNAL)
 }
 
 /// What a killed commit's journal says.
