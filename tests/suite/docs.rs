@@ -247,6 +247,24 @@ fn the_library_never_prints_nor_exits() {
     }
 }
 
+/// Issue 48: `cargo install` without `--locked` ignores `Cargo.lock`, pulls newer crates than the
+/// project tests, and recompiles everything: every `cargo install` the docs show is `--locked`.
+#[test]
+fn every_cargo_install_in_the_docs_is_locked() {
+    let docs = docs();
+    let installs: Vec<&str> = docs.lines().filter(|line| line.contains("cargo install")).collect();
+    assert!(!installs.is_empty(), "no `cargo install` found in README.md or docs/: is the scan right?");
+    for line in installs {
+        for (at, _) in line.match_indices("cargo install") {
+            let command = line[at..].split(['`', '#']).next().unwrap_or_default();
+            assert!(
+                command.split_whitespace().any(|word| word == "--locked"),
+                "`{command}` in README.md or docs/ has no --locked: it would ignore Cargo.lock\n{line}"
+            );
+        }
+    }
+}
+
 /// Issue 35: the README stays a front page (details belong in docs/).
 #[test]
 fn the_readme_stays_a_front_page_of_at_most_250_lines() {
