@@ -94,9 +94,22 @@ pub fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
-/// A folder as messages show it: `out/`.
+/// A path as every message names it (problems, `gen serve --watch`'s lines, the summaries):
+/// relative to where the user stands, the current directory, when it is under it
+/// (`/home/me/site/data/berry/1.json`, run from `/home/me/site`, is `data/berry/1.json`, as
+/// `--data data` would give it); else as given. The one rule: a path made absolute on the way
+/// (`--watch` watches the absolute data folder) still reads as the user's.
+pub fn shown(path: &Path) -> String {
+    let relative = std::env::current_dir().ok().filter(|_| path.is_absolute()).and_then(|here| {
+        let rel = path.strip_prefix(&here).ok()?;
+        Some(if rel.as_os_str().is_empty() { ".".to_string() } else { rel.display().to_string() })
+    });
+    relative.unwrap_or_else(|| path.display().to_string())
+}
+
+/// A folder as messages show it ([`shown`]), with a trailing `/`: `out/`.
 pub(crate) fn show_dir(dir: &Path) -> String {
-    let shown = dir.display().to_string();
+    let shown = shown(dir);
     if shown.ends_with('/') { shown } else { format!("{shown}/") }
 }
 
