@@ -336,4 +336,16 @@ mod tests {
         assert!(matches!(read_regular_file(&file, 9), Err(NotRead::TooLarge(10))));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn paths_are_shown_from_the_current_directory_when_under_it() {
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(shown(&here.join("data/berry/1.json")), "data/berry/1.json");
+        assert_eq!(shown(&here), ".");
+        assert_eq!(show_dir(&here.join("mydata")), "mydata/");
+        assert_eq!(shown(Path::new("data/berry/1.json")), "data/berry/1.json");
+        assert_eq!(shown(Path::new("../elsewhere/data")), "../elsewhere/data");
+        let outside = here.parent().map_or(PathBuf::from("/"), |p| p.join("not-under-here-gen-test"));
+        assert_eq!(shown(&outside), outside.display().to_string());
+    }
 }
