@@ -338,18 +338,20 @@ fn sessions() -> Vec<Session> {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.strip_prefix(root).unwrap().display().to_string();
-        let mut current: Option<Session> = None;
+        // the session, and the indentation of its fence (a block in a list item is indented)
+        let mut current: Option<(Session, usize)> = None;
         for (n, line) in text.lines().enumerate() {
+            let indent = line.len() - line.trim_start().len();
             match current.as_mut() {
-                None if line.trim_end() == "```console" => {
-                    current = Some(Session { at: format!("{name}:{}", n + 1), steps: Vec::new() })
+                None if line.trim() == "```console" => {
+                    current = Some((Session { at: format!("{name}:{}", n + 1), steps: Vec::new() }, indent))
                 }
                 None => {}
-                Some(_) if line.starts_with("```") => sessions.extend(current.take()),
-                Some(session) => match line.strip_prefix("$ ") {
+                Some(_) if line.trim_start().starts_with("```") => sessions.extend(current.take().map(|(s, _)| s)),
+                Some((session, indent)) => match line.get(*indent..).unwrap_or_default().strip_prefix("$ ") {
                     Some(command) => session.steps.push((command.to_string(), Vec::new())),
                     None => match session.steps.last_mut() {
-                        Some((_, output)) => output.push(line.to_string()),
+                        Some((_, output)) => output.push(line.get(*indent..).unwrap_or_default().to_string()),
                         None => panic!("{}: output before any `$ ` command", session.at),
                     },
                 },
@@ -451,15 +453,16 @@ fn the_docs_show_gen_output_only_in_sessions_the_tests_run() {
         let text = std::fs::read_to_string(&file).unwrap();
         let mut block: Option<bool> = None; // inside a fenced block: whether it is a session
         for (n, line) in text.lines().enumerate() {
-            if line.starts_with("```") {
+            if line.trim_start().starts_with("```") {
                 block = match block {
-                    None => Some(line.trim_end() == "```console"),
+                    None => Some(line.trim() == "```console"),
                     Some(_) => None,
                 };
                 continue;
             }
             let shown = line.trim_start();
-            let output = starts.iter().any(|start| shown.starts_with(start)) || shown.contains(" is up to date: ");
+            let output = starts.iter().any(|start| shown.starts_with(start))
+                || [" is up to date: ", " found in the data"].iter().any(|said| shown.contains(said));
             assert!(
                 block != Some(false) || !output,
                 "{}:{}: gen's output outside a ```console session, which no test runs: {line}",
