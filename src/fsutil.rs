@@ -94,9 +94,22 @@ pub fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
-/// A folder as messages show it: `out/`.
+/// A path as every message names it (problems, `gen serve --watch`'s lines, the summaries):
+/// relative to where the user stands, the current directory, when it is under it
+/// (`/home/me/site/data/berry/1.json`, run from `/home/me/site`, is `data/berry/1.json`, as
+/// `--data data` would give it); else as given. The one rule: a path made absolute on the way
+/// (`--watch` watches the absolute data folder) still reads as the user's.
+pub fn shown(path: &Path) -> String {
+    let relative = std::env::current_dir().ok().filter(|_| path.is_absolute()).and_then(|here| {
+        let rel = path.strip_prefix(&here).ok()?;
+        Some(if rel.as_os_str().is_empty() { ".".to_string() } else { rel.display().to_string() })
+    });
+    relative.unwrap_or_else(|| path.display().to_string())
+}
+
+/// A folder as messages show it ([`shown`]), with a trailing `/`: `out/`.
 pub(crate) fn show_dir(dir: &Path) -> String {
-    let shown = dir.display().to_string();
+    let shown = shown(dir);
     if shown.ends_with('/') { shown } else { format!("{shown}/") }
 }
 
@@ -322,5 +335,17 @@ mod tests {
         assert_eq!(read_regular_file(&file, 10).unwrap(), b"0123456789");
         assert!(matches!(read_regular_file(&file, 9), Err(NotRead::TooLarge(10))));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn paths_are_shown_from_the_current_directory_when_under_it() {
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(shown(&here.join("data/berry/1.json")), "data/berry/1.json");
+        assert_eq!(shown(&here), ".");
+        assert_eq!(show_dir(&here.join("mydata")), "mydata/");
+        assert_eq!(shown(Path::new("data/berry/1.json")), "data/berry/1.json");
+        assert_eq!(shown(Path::new("../elsewhere/data")), "../elsewhere/data");
+        let outside = here.parent().map_or(PathBuf::from("/"), |p| p.join("not-under-here-gen-test"));
+        assert_eq!(shown(&outside), outside.display().to_string());
     }
 }

@@ -1,4 +1,5 @@
-//! Data problems, each reported as `path: json-location: message`.
+//! Data problems, each reported as `path: json-location: message`, the path as
+//! [`crate::fsutil::shown`] names it (relative to the current directory when under it).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.path.display(), self.location, self.message)
+        write!(f, "{}: {}: {}", crate::fsutil::shown(&self.path), self.location, self.message)
     }
 }
 

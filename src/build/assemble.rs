@@ -80,7 +80,10 @@ pub(super) fn check_external(dataset: &Dataset, config_path: &Path, problems: &m
             problems.push(Problem::new(
                 config_path,
                 "$.external",
-                format!("{external:?} is declared external but data/ holds it: remove it from \"external\""),
+                format!(
+                    "{external:?} is declared external but {} holds it: remove it from \"external\"",
+                    crate::fsutil::show_dir(&dataset.dir)
+                ),
             ));
         }
     }

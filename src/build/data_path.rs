@@ -152,6 +152,23 @@ fn stray(message: impl Into<String>) -> NotData {
     NotData::Stray(message.into())
 }
 
+/// How a stray message names the data folder, which [`DataPath::parse`] does not know: the walk
+/// names it ([`NotData::stray_message`]).
+const DATA_FOLDER: &str = "the data folder";
+
+impl NotData {
+    /// The message of a stray file or folder of the data folder `data`, naming it as messages
+    /// name paths (`mydata/`, not a fixed `data/`); `None` inside a folder already reported.
+    pub fn stray_message(self, data: &std::path::Path) -> Option<String> {
+        match self {
+            NotData::Stray(message) => {
+                Some(message.replacen(DATA_FOLDER, &format!("{DATA_FOLDER} {}", crate::fsutil::show_dir(data)), 1))
+            }
+            NotData::Inside => None,
+        }
+    }
+}
+
 /// A file at the top of the data folder other than `gen.json`: a table, or stray.
 fn parse_table(file: &str) -> Result<DataPath<'_>, NotData> {
     let table = file.strip_suffix(".ndjson").map(|stem| stem.split_once('.').unwrap_or((stem, "")));
@@ -161,8 +178,8 @@ fn parse_table(file: &str) -> Result<DataPath<'_>, NotData> {
             Ok(DataPath::SubDocTable { segment, name })
         }
         _ => Err(stray(format!(
-            "stray file: data/ holds {CONFIG_FILE}, one folder per resource, or a resource as <segment>.ndjson \
-             (its sub-documents as <segment>.<name>.ndjson)"
+            "stray file: {DATA_FOLDER} holds {CONFIG_FILE}, one folder per resource, or a resource as \
+             <segment>.ndjson (its sub-documents as <segment>.<name>.ndjson)"
         ))),
     }
 }

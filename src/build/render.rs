@@ -201,6 +201,8 @@ impl Renderer<'_> {
             Referent::List { segment } | Referent::Record { segment, .. } | Referent::SubDoc { segment, .. } => segment,
         };
         let config = &self.dataset.config;
+        // the data folder as the user names it (`mydata/`), in what to add
+        let data = crate::fsutil::show_dir(&self.dataset.dir);
         let Some(resource) = self.dataset.resources.get(segment) else {
             if config.external.iter().any(|e| e == segment) {
                 return Ok(());
@@ -208,11 +210,11 @@ impl Renderer<'_> {
             let known = self.dataset.resources.keys().chain(&config.external).map(String::as_str);
             if let Some(meant) = crate::problem::closest(segment, known) {
                 return Err(format!(
-                    "{url:?} points to segment {segment:?}, which data/ does not hold: did you mean {meant:?}?"
+                    "{url:?} points to segment {segment:?}, which {data} does not hold: did you mean {meant:?}?"
                 ));
             }
             return Err(format!(
-                "{url:?} points to segment {segment:?}, which data/ does not hold: add data/{segment}/ or declare it in \"external\" in gen.json"
+                "{url:?} points to segment {segment:?}, which {data} does not hold: add {data}{segment}/ or declare it in \"external\" in gen.json"
             ));
         };
         let (id, subdoc) = match target {
@@ -224,16 +226,16 @@ impl Renderer<'_> {
         let table = resource.records.first().is_some_and(|record| record.line.is_some());
         let Some(record) = resource.get(id) else {
             let add = match table {
-                true => format!("add a line with \"id\": {id} to data/{segment}.ndjson"),
-                false => format!("add data/{segment}/{id}.json"),
+                true => format!("add a line with \"id\": {id} to {data}{segment}.ndjson"),
+                false => format!("add {data}{segment}/{id}.json"),
             };
             return Err(format!("{url:?} points to {segment} {id}, which does not exist: {add}"));
         };
         if let Some(name) = subdoc {
             if !record.subdocs.iter().any(|s| *s.name == *name) {
                 let add = match table {
-                    true => format!("add a line {{\"id\": {id}, \"document\": ...}} to data/{segment}.{name}.ndjson"),
-                    false => format!("add data/{segment}/{id}/{name}.json"),
+                    true => format!("add a line {{\"id\": {id}, \"document\": ...}} to {data}{segment}.{name}.ndjson"),
+                    false => format!("add {data}{segment}/{id}/{name}.json"),
                 };
                 return Err(format!("{url:?} points to a sub-document that does not exist: {add}"));
             }

@@ -268,7 +268,10 @@ pub(crate) fn check_shared_names(config_path: &Path, dataset: &Dataset, problems
             problems.push(Problem::new(
                 config_path,
                 format!("$.shared_names.{segment}"),
-                format!("data/ holds no resource {segment:?}: remove it from \"shared_names\""),
+                format!(
+                    "{} holds no resource {segment:?}: remove it from \"shared_names\"",
+                    crate::fsutil::show_dir(&dataset.dir)
+                ),
             ));
             continue;
         };

@@ -1,7 +1,7 @@
 //! The data folder's walk: every file classified by its place (a record, an order file, a
 //! sub-document), anything else reported as a problem.
 
-use super::data_path::{DataPath, NotData};
+use super::data_path::DataPath;
 use crate::fsutil;
 use crate::problem::Problem;
 use std::path::{Path, PathBuf};
@@ -89,8 +89,11 @@ fn classify(dir: &Path, item: &walkdir::DirEntry) -> Result<Option<Found>, Probl
         Ok(DataPath::SubDocTable { segment, name }) => {
             Ok(Some(Found::SubDocTable(segment.to_string(), name.to_string(), file)))
         }
-        Ok(_) | Err(NotData::Inside) => Ok(None),
-        Err(NotData::Stray(message)) => Err(Problem::new(&path, "-", message)),
+        Ok(_) => Ok(None),
+        Err(not_data) => match not_data.stray_message(dir) {
+            Some(message) => Err(Problem::new(&path, "-", message)),
+            None => Ok(None),
+        },
     }
 }
 

@@ -40,7 +40,7 @@ use anyhow::{Context, Result};
 pub struct WriteReport {
     /// Files in the tree (the manifest and `.gz` siblings included).
     pub files: usize,
-    /// Bytes in the tree.
+    /// Bytes stored in the tree: each file once, however many paths (hard links) name it.
     pub bytes: u64,
     /// Files written because their bytes are new (the others were left as they were).
     pub written: usize,

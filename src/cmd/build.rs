@@ -43,7 +43,8 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
     } else if !args.quiet {
         let report = &summary.report;
         super::say(&format!(
-            "built {} resources, {} records: {} files ({} written, {} unchanged), {:.1} MB in {:.2} s → {}",
+            "built {} resources, {} records: {} files ({} written, {} unchanged), {:.1} MB stored (hard links \
+             counted once) in {:.2} s → {}",
             summary.resources,
             summary.records,
             report.files,

@@ -95,7 +95,7 @@ fn rebuild(
             let manifest = crate::fsutil::Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
             *kept = Some(KeptOptions { options, manifest });
             if !quiet && summary.up_to_date {
-                say!("gen serve: the tree is already up to date with {}", data.display());
+                say!("gen serve: the tree is already up to date with {}", crate::fsutil::show_dir(data));
             } else if !quiet {
                 let plural = |n: usize| if n == 1 { "path" } else { "paths" };
                 let changed = match (summary.told, verify) {
@@ -155,9 +155,9 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<(Op
         bail!("--watch: the data folder {} does not exist: pass --data DIR", data.display());
     }
     crate::date::source_date_epoch()?;
-    let mut watch = Watch { watching: Watching::new(data)?, kept: None };
+    let mut watch = Watch { watching: Watching::new(data)?, kept: None, data: data.to_path_buf() };
     if !quiet {
-        say!("gen serve: watching {} for changes", watch.watching.data.display());
+        say!("gen serve: watching {} for changes", crate::fsutil::show_dir(data));
     }
     match rebuild((data, out), quiet, None, &mut watch.kept) {
         Outcome::Built(base) => {
@@ -178,6 +178,9 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<(Op
 pub struct Watch {
     watching: Watching,
     kept: Option<KeptOptions>,
+    /// The data folder as the user named it (the watch's own is absolute): each rebuild reads
+    /// it by this path, so that its messages name paths as the user does.
+    data: PathBuf,
 }
 
 /// Goes on watching the data folder from a thread of its own; after each burst of changes,
@@ -194,7 +197,7 @@ pub fn start(
         while watch.watching.next_burst() {
             // Changes seen from here on are the next rebuild's: it starts from this one's index.
             let told = watch.watching.take_changes().map(Arc::new);
-            match rebuild((&watch.watching.data, &out), quiet, told, &mut watch.kept) {
+            match rebuild((&watch.data, &out), quiet, told, &mut watch.kept) {
                 Outcome::Built(base) => {
                     watch.watching.counted_from(base);
                     reload();

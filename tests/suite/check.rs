@@ -792,3 +792,61 @@ fn tables_that_are_not_regular_files_are_refused_without_reading_them() {
     }
     assert_eq!(guarded(&["build", "--data", &data_arg, "--out", &out_arg]).code, Some(0), "out/ is not held");
 }
+
+/// Issue 48: the messages that name the data folder (a stray file at its top, what to add for a
+/// reference that resolves nowhere, `external` and `shared_names` against what it holds) said
+/// `data/` whatever the folder is called. They name the folder given, here `mydata/`.
+#[test]
+fn messages_name_the_data_folder_by_the_name_it_has() {
+    let tmp = TempDir::new("mydata");
+    let data = tmp.join("mydata");
+    let in_tmp = |args: &[&str]| {
+        let output = gen_bin().current_dir(tmp.path()).args(args).output().expect("the gen binary runs");
+        assert_eq!(output.status.code(), Some(1), "gen {args:?}:\n{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let berry =
+        |id: i64, reference: &str| format!(r#"{{"id": {id}, "name": "b-{id}", "to": {{"url": "{reference}"}}}}"#);
+    // a stray file at the top
+    write_files(&data, &[("berry/1.json", berry(1, "/api/v2/berry/1/")), ("notes.txt", "hello".to_string())]);
+    for command in ["check", "build"] {
+        let stderr = in_tmp(&[command, "--data", "mydata"]);
+        assert!(
+            stderr.contains(
+                "mydata/notes.txt: -: stray file: the data folder mydata/ holds gen.json, one folder per resource"
+            ),
+            "gen {command}:\n{stderr}"
+        );
+        assert!(!stderr.contains(" data/"), "gen {command}:\n{stderr}");
+    }
+    // `external` and `shared_names` (these stop the run before references are checked)
+    std::fs::remove_file(data.join("notes.txt")).unwrap();
+    write_files(&data, &[("gen.json", r#"{"external": ["berry"], "shared_names": {"nut": ["x"]}}"#.to_string())]);
+    // references to what is not there, in both layouts
+    let references = [
+        ("berry/1.json", berry(1, "/api/v2/berry/99/")),
+        ("berry/2.json", berry(2, "/api/v2/nowhere/1/")),
+        ("berry/3.json", berry(3, "/api/v2/berry/1/gone/")),
+        ("pit.ndjson", format!("{}\n", berry(1, "/api/v2/pit/7/").replace("b-1", "p-1"))),
+    ];
+    let settings = ["\"berry\" is declared external but mydata/ holds it", "mydata/ holds no resource \"nut\""];
+    let missing = [
+        "add mydata/berry/99.json",
+        "which mydata/ does not hold: add mydata/nowhere/ or declare it",
+        "add mydata/berry/1/gone.json",
+        "add a line with \"id\": 7 to mydata/pit.ndjson",
+    ];
+    for expected in [&settings[..], &missing[..]] {
+        if expected == missing {
+            std::fs::remove_file(data.join("gen.json")).unwrap();
+            write_files(&data, &references);
+        }
+        for command in ["check", "build"] {
+            let stderr = in_tmp(&[command, "--data", "mydata"]);
+            for expected in expected {
+                assert!(stderr.contains(expected), "gen {command}: no {expected:?} in:\n{stderr}");
+            }
+            assert!(!stderr.contains(" data/"), "gen {command}:\n{stderr}");
+        }
+    }
+}

@@ -247,6 +247,24 @@ fn the_library_never_prints_nor_exits() {
     }
 }
 
+/// Issue 48: `cargo install` without `--locked` ignores `Cargo.lock`, pulls newer crates than the
+/// project tests, and recompiles everything: every `cargo install` the docs show is `--locked`.
+#[test]
+fn every_cargo_install_in_the_docs_is_locked() {
+    let docs = docs();
+    let installs: Vec<&str> = docs.lines().filter(|line| line.contains("cargo install")).collect();
+    assert!(!installs.is_empty(), "no `cargo install` found in README.md or docs/: is the scan right?");
+    for line in installs {
+        for (at, _) in line.match_indices("cargo install") {
+            let command = line[at..].split(['`', '#']).next().unwrap_or_default();
+            assert!(
+                command.split_whitespace().any(|word| word == "--locked"),
+                "`{command}` in README.md or docs/ has no --locked: it would ignore Cargo.lock\n{line}"
+            );
+        }
+    }
+}
+
 /// Issue 35: the README stays a front page (details belong in docs/).
 #[test]
 fn the_readme_stays_a_front_page_of_at_most_250_lines() {
@@ -295,5 +313,162 @@ fn the_edge_handlers_name_rust_counterparts_that_exist() {
             }
         }
         assert!(js.ends_with("cloudfront.js") || named >= 5, "{js}: only {named} references found: is the scan right?");
+    }
+}
+
+/// A session the docs show: a fenced block marked `console`, in README.md or docs/. Each line
+/// `$ COMMAND` is a command, run by `sh` in a scratch folder that holds a copy of the default
+/// data as `data/`, with the `gen` under test first on PATH; the lines after it, up to the next
+/// command, are its output (stdout and stderr together), line for line. In an output line, `…`
+/// stands for any text of one character or more (a time, a port). A `gen serve` runs until it
+/// has printed the lines shown, then is stopped; any other command runs to its end, and prints
+/// exactly the lines shown.
+struct Session {
+    at: String,
+    steps: Vec<(String, Vec<String>)>,
+}
+
+fn sessions() -> Vec<Session> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()).collect();
+    docs.sort();
+    files.extend(docs.into_iter().filter(|path| path.extension().is_some_and(|e| e == "md")));
+    let mut sessions = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        // the session, and the indentation of its fence (a block in a list item is indented)
+        let mut current: Option<(Session, usize)> = None;
+        for (n, line) in text.lines().enumerate() {
+            let indent = line.len() - line.trim_start().len();
+            match current.as_mut() {
+                None if line.trim() == "```console" => {
+                    current = Some((Session { at: format!("{name}:{}", n + 1), steps: Vec::new() }, indent))
+                }
+                None => {}
+                Some(_) if line.trim_start().starts_with("```") => sessions.extend(current.take().map(|(s, _)| s)),
+                Some((session, indent)) => match line.get(*indent..).unwrap_or_default().strip_prefix("$ ") {
+                    Some(command) => session.steps.push((command.to_string(), Vec::new())),
+                    None => match session.steps.last_mut() {
+                        Some((_, output)) => output.push(line.get(*indent..).unwrap_or_default().to_string()),
+                        None => panic!("{}: output before any `$ ` command", session.at),
+                    },
+                },
+            }
+        }
+    }
+    sessions
+}
+
+/// True when `actual` is `expected`, each `…` of it standing for one character or more.
+fn sample_matches(expected: &str, actual: &str) -> bool {
+    match expected.split_once('…') {
+        None => expected == actual,
+        Some((head, rest)) => actual.strip_prefix(head).is_some_and(|tail| {
+            tail.char_indices()
+                .skip(1)
+                .map(|(at, _)| at)
+                .chain([tail.len()])
+                .any(|at| !tail.is_empty() && sample_matches(rest, &tail[at..]))
+        }),
+    }
+}
+
+/// Runs `command` in `dir` as [`Session`] says, and returns its output lines: all of them, or
+/// for a `gen serve` the first `wanted`.
+fn run_sample(dir: &std::path::Path, command: &str, wanted: usize) -> Vec<String> {
+    use std::io::BufRead;
+    let gen_dir = std::path::Path::new(env!("CARGO_BIN_EXE_gen")).parent().unwrap();
+    let path = format!("{}:{}", gen_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 2>&1\nexec {command}"))
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("SOURCE_DATE_EPOCH", TEST_EPOCH)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if lines_tx.send(line.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    let serve = command.starts_with("gen serve");
+    let mut got = Vec::new();
+    // a generous limit, for a loaded machine: a session that hangs fails instead of hanging
+    while !(serve && got.len() >= wanted) {
+        match lines.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(line) => got.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("`{command}` printed only {got:?} in 120 s"),
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    got
+}
+
+/// Issue 48: the sample output in the docs drifted from what gen prints (17 resources and
+/// 3,016 documents where the default data gives 36 and 2,240). Every session the docs show is
+/// run on the default data, each line compared with what the real binary prints.
+#[test]
+fn the_sessions_the_docs_show_print_what_they_show() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let sessions = sessions();
+    assert!(sessions.len() >= 3, "only {} console sessions found: is the scan right?", sessions.len());
+    for session in sessions {
+        let tmp = TempDir::new("docs-session");
+        let status = std::process::Command::new("cp").arg("-R").arg(&data).arg(tmp.join("data")).status().unwrap();
+        assert!(status.success(), "cannot copy {}", data.display());
+        for (command, expected) in &session.steps {
+            let got = run_sample(tmp.path(), command, expected.len());
+            let same = got.len() == expected.len() && expected.iter().zip(&got).all(|(e, g)| sample_matches(e, g));
+            assert!(
+                same,
+                "{}: `{command}` prints, line for line:\n{}\nbut the docs show:\n{}",
+                session.at,
+                got.join("\n"),
+                expected.join("\n")
+            );
+        }
+    }
+}
+
+/// The lines gen prints that a doc may show, at the start of a line: each must be in a
+/// `console` session (run above), never in a block no test runs.
+#[test]
+fn the_docs_show_gen_output_only_in_sessions_the_tests_run() {
+    let starts = ["built ", "serving ", "urls in the answers ", "gen serve: ", "http://127.0.0.1:"];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    files.extend(std::fs::read_dir(root.join("docs")).unwrap().map(|e| e.unwrap().path()));
+    for file in files.into_iter().filter(|path| path.extension().is_some_and(|e| e == "md")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut block: Option<bool> = None; // inside a fenced block: whether it is a session
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                block = match block {
+                    None => Some(line.trim() == "```console"),
+                    Some(_) => None,
+                };
+                continue;
+            }
+            let shown = line.trim_start();
+            let output = starts.iter().any(|start| shown.starts_with(start))
+                || [" is up to date: ", " found in the data"].iter().any(|said| shown.contains(said));
+            assert!(
+                block != Some(false) || !output,
+                "{}:{}: gen's output outside a ```console session, which no test runs: {line}",
+                file.display(),
+                n + 1
+            );
+        }
     }
 }

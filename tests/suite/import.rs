@@ -581,7 +581,8 @@ fn a_declared_shared_name_must_be_shared() {
     assert!(
         stderr.contains(
             "gen.json: $.shared_names.berry[1]: \"pecha\" is declared shared but 1 record(s) of berry carry it"
-        ) && stderr.contains("gen.json: $.shared_names.nowhere: data/ holds no resource \"nowhere\"")
+        ) && stderr
+            .contains(&format!("gen.json: $.shared_names.nowhere: {}/ holds no resource \"nowhere\"", data.display()))
             && stderr.contains("2 problems found"),
         "{stderr}"
     );

@@ -187,13 +187,19 @@ impl Server {
     pub fn start_with(dir: &Path, args: &[&str], open_files: Option<u32>) -> Server {
         let mut all = vec!["--keep-urls"];
         all.extend_from_slice(args);
-        Server::spawn(dir, &all, open_files)
+        Server::spawn(dir, &all, open_files, None)
     }
 
     /// Starts `gen serve --dir <dir> --addr 127.0.0.1:0 <args>` as a user would: urls rebased
     /// onto the served address, messages on stderr.
     pub fn start_preview(dir: &Path, args: &[&str]) -> Server {
-        Server::spawn(dir, args, None)
+        Server::spawn(dir, args, None, None)
+    }
+
+    /// [`Server::start_preview`] run from the folder `cwd` (`dir` and the paths of `args` may
+    /// be relative to it), as a user standing there.
+    pub fn start_preview_in(cwd: &Path, dir: &Path, args: &[&str]) -> Server {
+        Server::spawn(dir, args, None, Some(cwd))
     }
 
     /// A host the caller started, listening on `addr` and writing its messages to `log`; `dir`
@@ -210,7 +216,7 @@ impl Server {
         }
     }
 
-    fn spawn(dir: &Path, args: &[&str], open_files: Option<u32>) -> Server {
+    fn spawn(dir: &Path, args: &[&str], open_files: Option<u32>, cwd: Option<&Path>) -> Server {
         let mut serve_args = vec!["serve", "--dir", dir.to_str().unwrap(), "--addr", "127.0.0.1:0"];
         serve_args.extend_from_slice(args);
         let mut command = match open_files {
@@ -222,6 +228,9 @@ impl Server {
             }
         };
         command.args(&serve_args);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         // SIGINT as a terminal gives it: a test run started in the background by a shell (as a
         // CI script may be) inherits SIGINT ignored, and `gen serve` would inherit that too.
         // SAFETY: signal() is async-signal-safe, called in the child between fork and exec.

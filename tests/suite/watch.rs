@@ -671,3 +671,41 @@ fn watch_reports_a_fifo_table_on_every_rebuild_and_goes_on() {
     rebuilt_as_fresh(&server, (&data, &out), "the FIFO removed", || std::fs::remove_file(&fifo).unwrap());
     assert_eq!(size_of_thing(&server, 1), Some(10));
 }
+
+/// Issue 48: under `--watch`, problems named absolute paths (the watch's own data folder is
+/// absolute). Every command names them from where the user stands: relative to the current
+/// directory when the data folder is under it, `--data` given relative or absolute, in the
+/// serve's messages and its HTML view, and in `gen build` and `gen check`.
+#[test]
+fn problems_name_paths_from_where_the_user_stands_in_watch_build_and_check() {
+    let tmp = TempDir::new("watch-relative");
+    let data = tmp.join("mydata");
+    write_files(&data, &[("berry/1.json", record(1, 20)), ("berry/2.json", record(2, 30))]);
+    let absolute = tmp.path().to_str().unwrap();
+    for data_arg in ["mydata", data.to_str().unwrap()] {
+        std::fs::write(data.join("berry/1.json"), record(1, 20)).unwrap();
+        let server =
+            Server::start_preview_in(tmp.path(), Path::new("out"), &["--quiet", "--watch", "--data", data_arg]);
+        assert_eq!(count(&server), Some(2), "{}", server.stderr());
+        save_by_rename(tmp.path(), &data.join("berry/1.json"), r#"{"id": 1, "name": "berry-1", "size": 22"#);
+        assert!(eventually(LIMIT, || server.stderr().contains("problem found")), "{}", server.stderr());
+        let stderr = server.stderr();
+        let problem = stderr.lines().find(|line| line.contains("berry/1.json")).unwrap_or_default();
+        assert!(problem.starts_with("mydata/berry/1.json: "), "--data {data_arg}: {problem:?} in:\n{stderr}");
+        assert!(!stderr.contains(absolute), "--data {data_arg}: an absolute path in:\n{stderr}");
+        let page = server.get_with("/", &[BROWSER]).expect(200).text();
+        assert!(page.contains("mydata/berry/1.json: ") && !page.contains(absolute), "--data {data_arg}: {page}");
+        drop(server);
+        for command in ["build", "check"] {
+            let output = common::gen_bin()
+                .current_dir(tmp.path())
+                .args([command, "--data", data_arg])
+                .output()
+                .expect("the gen binary runs");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "gen {command} --data {data_arg}:\n{stderr}");
+            assert!(stderr.starts_with("mydata/berry/1.json: "), "gen {command} --data {data_arg}:\n{stderr}");
+            assert!(!stderr.contains(absolute), "gen {command} --data {data_arg}:\n{stderr}");
+        }
+    }
+}

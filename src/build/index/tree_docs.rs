@@ -80,12 +80,14 @@ impl DocumentFiles {
         self.by_name = OnceLock::new();
     }
 
-    /// The files (a document's paths, and their `.gz` siblings) and bytes of the tree.
+    /// The files (a document's paths, and their `.gz` siblings) and bytes of the tree: a
+    /// document's paths are hard links of one file (see `write/stage.rs`), so its bytes are
+    /// counted once, however many paths it has.
     pub fn totals(&self) -> (usize, u64) {
         let mut totals = (0, 0);
         let mut count = |paths: usize, file: &DocumentFile| {
             totals.0 += paths * (1 + usize::from(file.gz.is_some()));
-            totals.1 += paths as u64 * (file.stamp.size + file.gz.map_or(0, |gz| gz.size));
+            totals.1 += file.stamp.size + file.gz.map_or(0, |gz| gz.size);
         };
         for i in 0..self.entries.len() {
             let (_, name, file) = self.entry(i);
