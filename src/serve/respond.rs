@@ -59,6 +59,8 @@ pub enum Reply {
         not_modified: bool,
         /// Send `Cache-Control: no-cache`.
         revalidate: bool,
+        /// A list answer's [`crate::filters::IGNORED_HEADER`] value: the parameters it ignored.
+        ignored: Option<String>,
     },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
     Error {
@@ -90,6 +92,8 @@ pub enum Reply {
         not_modified: bool,
         /// Send `Cache-Control: no-cache`.
         revalidate: bool,
+        /// A list answer's [`crate::filters::IGNORED_HEADER`] value: the parameters it ignored.
+        ignored: Option<String>,
     },
 }
 
@@ -121,15 +125,22 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         }
     }
     let mut revalidate = false;
+    let mut ignored = None;
     let found = match &target.route {
         Route::List { segment } if tree.has_list(segment) => match &target.query.page {
             Ok(page) => match list::answer(tree, segment, &target.query, *page) {
                 ListAnswer::Refused(body) => return error(400, body),
                 ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
-                    Some(reply) => return reply,
-                    None => tree.doc(&key),
+                    Some(reply) => return reply.noting(list::ignored_header(tree, segment, &target.query)),
+                    None => {
+                        ignored = list::ignored_header(tree, segment, &target.query);
+                        tree.doc(&key)
+                    }
                 },
-                ListAnswer::Page(found) => found,
+                ListAnswer::Page(found) => {
+                    ignored = list::ignored_header(tree, segment, &target.query);
+                    found
+                }
             },
             Err(bad) => return bad_param(bad),
         },
@@ -144,7 +155,7 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         Route::Doc(key) if layout::is_bulk_file(key) => match tree.streamed_bulk(key) {
             Some(Ok(stream)) => {
                 let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
-                return Reply::Stream { stream, not_modified, revalidate: false };
+                return Reply::Stream { stream, not_modified, revalidate: false, ignored: None };
             }
             Some(Err(unserved)) => return unserved_reply(&unserved),
             None => Ok(None),
@@ -162,7 +173,7 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         Ok(Some(doc)) => {
             let gzip = accepts_gzip(request.accept_encoding) && tree.gzip_of(&doc).is_some();
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
-            Reply::Doc { doc, gzip, not_modified, revalidate }
+            Reply::Doc { doc, gzip, not_modified, revalidate, ignored }
         }
         Ok(None) => not_found(tree, request.target),
         Err(unserved) => unserved_reply(&unserved),
@@ -174,7 +185,7 @@ fn streamed(tree: &ServedTree, key: &str, request: &Request<'_>, revalidate: boo
     Some(match tree.streamed(key)? {
         Ok(stream) => {
             let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
-            Reply::Stream { stream, not_modified, revalidate }
+            Reply::Stream { stream, not_modified, revalidate, ignored: None }
         }
         Err(unserved) => unserved_reply(&unserved),
     })
@@ -323,7 +334,37 @@ pub struct ResponsePolicy {
     pub preview: std::sync::Arc<Preview>,
 }
 
+/// The deploy header lines `deploy` with `name` added to their `Access-Control-Expose-Headers`
+/// line (one line, as the edge handler sends it), or that line when they hold none.
+fn exposing(deploy: &str, name: &str) -> String {
+    const EXPOSE: &str = "Access-Control-Expose-Headers: ";
+    match deploy.find(EXPOSE) {
+        Some(at) => {
+            let end = deploy[at..].find("\r\n").map_or(deploy.len(), |n| at + n);
+            format!("{}, {name}{}", &deploy[..end], &deploy[end..])
+        }
+        None => format!("{deploy}{EXPOSE}{name}\r\n"),
+    }
+}
+
 impl Reply {
+    /// The reply with `ignored` as its [`crate::filters::IGNORED_HEADER`] value, when it is a
+    /// document (a list answer).
+    fn noting(mut self, value: Option<String>) -> Reply {
+        if let Reply::Doc { ignored, .. } | Reply::Stream { ignored, .. } = &mut self {
+            *ignored = value;
+        }
+        self
+    }
+
+    /// The parameters a list answer ignored: its [`crate::filters::IGNORED_HEADER`] value.
+    pub fn ignored(&self) -> Option<&str> {
+        match self {
+            Reply::Doc { ignored, .. } | Reply::Stream { ignored, .. } => ignored.as_deref(),
+            _ => None,
+        }
+    }
+
     /// True for the answer of a tree whose file does not match its manifest (see
     /// [`answers::tree_changed`]).
     pub fn is_tree_changed(&self) -> bool {
@@ -373,7 +414,7 @@ impl Reply {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
-            Reply::Doc { doc, gzip, not_modified, revalidate } => {
+            Reply::Doc { doc, gzip, not_modified, revalidate, .. } => {
                 if !not_modified {
                     let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", self.body().len());
                     if *gzip {
@@ -394,7 +435,7 @@ impl Reply {
                 }
                 let _ = write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::bulk::CACHE_CONTROL);
             }
-            Reply::Stream { stream, not_modified, revalidate } => {
+            Reply::Stream { stream, not_modified, revalidate, .. } => {
                 if !not_modified {
                     let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", stream.len);
                 }
@@ -430,7 +471,14 @@ impl Reply {
             }
         }
         let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
-        out.extend_from_slice(deploy.as_bytes());
+        match self.ignored() {
+            Some(value) => {
+                let name = crate::filters::IGNORED_HEADER;
+                let _ = write!(out, "{name}: {value}\r\n");
+                out.extend_from_slice(exposing(deploy, name).as_bytes());
+            }
+            None => out.extend_from_slice(deploy.as_bytes()),
+        }
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
@@ -572,7 +620,7 @@ mod tests {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         doc.compress();
-        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false };
+        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false, ignored: None };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::Close, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
@@ -584,7 +632,7 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.ends_with("Date: D\r\nConnection: close\r\n\r\n"));
 
-        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false };
+        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false, ignored: None };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::KeepAlive, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
