@@ -103,7 +103,9 @@ pub(super) fn controls(
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
     let (offset, limit) = page_asked(target, parts, count);
     let mut filters: Vec<(String, String)> = Vec::new();
-    for pair in &target.query.conditions {
+    let declared = tree.filters(segment);
+    // a parameter that is no declared filter was ignored (said below), not a filter
+    for pair in target.query.conditions.iter().filter(|(name, _)| declared.iter().any(|f| f.name == *name)) {
         if !filters.contains(pair) {
             filters.push(pair.clone());
         }
@@ -143,6 +145,9 @@ pub(super) fn controls(
         segment = escape(segment),
     );
     out.push_str(&active(&state));
+    if matches!(target.route, super::route::Route::List { .. }) {
+        out.push_str(&ignored_note(declared, &target.query));
+    }
     if parts.len() == 3 {
         out.push_str(&download_link(tree, segment, href));
     }
@@ -225,6 +230,35 @@ fn active(state: &ListState) -> String {
     }
     let _ = writeln!(out, "· <a id=\"clear\" href=\"{}\">clear all</a></p>", escape(&state.url("", &[])));
     out
+}
+
+/// The parameters of `query` the list ignored, in words, with what it takes instead (as its
+/// `Gen-Ignored` header says it, [`crate::filters::ignored_header`]); empty when none was.
+fn ignored_note(declared: &[FilterField], query: &ListQuery) -> String {
+    let ignored = crate::filters::ignored(declared, &query.params);
+    if ignored.is_empty() {
+        return String::new();
+    }
+    let code = |name: &str| format!("<code>{}</code>", escape(name));
+    let shown = crate::filters::MAX_IGNORED_NAMED;
+    let mut names: Vec<String> = ignored.iter().take(shown).map(|name| code(name)).collect();
+    if ignored.len() > shown {
+        names.push(format!("{} more", ignored.len() - shown));
+    }
+    let takes = match declared {
+        [] => "<code>limit</code>, <code>offset</code> and <code>q</code>, and declares no filters".to_string(),
+        [one] => format!("<code>limit</code>, <code>offset</code>, <code>q</code> and the filter {}", code(&one.name)),
+        _ => format!(
+            "<code>limit</code>, <code>offset</code>, <code>q</code> and the filters {}",
+            declared.iter().map(|f| code(&f.name)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let (what, are) = if ignored.len() == 1 { ("parameter", "is") } else { ("parameters", "are") };
+    format!(
+        "<p class=\"note ignored\" id=\"ignored\">Ignored {what}: {} ({are} not parameters of this list: it takes \
+         {takes}).</p>\n",
+        names.join(", ")
+    )
 }
 
 /// Most values of one filter the HTML view links to (the values document lists them all).
