@@ -253,10 +253,10 @@ fn ignored_note(declared: &[FilterField], query: &ListQuery) -> String {
             declared.iter().map(|f| code(&f.name)).collect::<Vec<_>>().join(", ")
         ),
     };
-    let (what, are) = if ignored.len() == 1 { ("parameter", "is") } else { ("parameters", "are") };
+    let (what, not) =
+        if ignored.len() == 1 { ("parameter", "not a parameter") } else { ("parameters", "not parameters") };
     format!(
-        "<p class=\"note ignored\" id=\"ignored\">Ignored {what}: {} ({are} not parameters of this list: it takes \
-         {takes}).</p>\n",
+        "<p class=\"note ignored\" id=\"ignored\">Ignored {what}: {} ({not} of this list: it takes {takes}).</p>\n",
         names.join(", ")
     )
 }

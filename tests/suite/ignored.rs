@@ -79,7 +79,7 @@ fn the_html_view_says_which_parameters_were_ignored_and_what_the_list_takes() {
     let none = page("/api/v2/ailment/?type=fire&x=%3Cb%3E");
     assert!(
         none.contains(
-            "Ignored parameters: <code>type</code>, <code>x</code> (are not parameters of this list: it takes \
+            "Ignored parameters: <code>type</code>, <code>x</code> (not parameters of this list: it takes \
              <code>limit</code>, <code>offset</code> and <code>q</code>, and declares no filters).</p>"
         ),
         "{none}"
@@ -89,7 +89,7 @@ fn the_html_view_says_which_parameters_were_ignored_and_what_the_list_takes() {
     let some = page("/api/v2/berry/?colour=&firmness=firm-2");
     assert!(
         some.contains(
-            "Ignored parameter: <code>colour</code> (is not parameters of this list: it takes <code>limit</code>, \
+            "Ignored parameter: <code>colour</code> (not a parameter of this list: it takes <code>limit</code>, \
              <code>offset</code>, <code>q</code> and the filters <code>firmness</code>, <code>size</code>).</p>"
         ),
         "{some}"
