@@ -135,7 +135,10 @@ mod tests {
         assert!(!found.contains_key("region"), "no default filters");
         let long = Declared::new(["berry"]);
         let name = "x".repeat(300);
-        long.note("berry", format!(r#"{{"firmness": {{"name": "{name}"}}, "natural_gift_type": {{"name": "fire"}}}}"#).as_bytes());
+        long.note(
+            "berry",
+            format!(r#"{{"firmness": {{"name": "{name}"}}, "natural_gift_type": {{"name": "fire"}}}}"#).as_bytes(),
+        );
         let FilterDeclaration::Named(berry) = &long.finish()["berry"] else { panic!() };
         assert_eq!(berry.keys().collect::<Vec<_>>(), ["gift-type"], "a value too long for a folder name");
     }

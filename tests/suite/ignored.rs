@@ -21,7 +21,11 @@ pub(crate) const IGNORING: &[(&str, &str, Option<&str>)] = &[
     ("/api/v2/ailment/?type=fire&limit=2", "/api/v2/ailment/?limit=2", Some("type; declared: (none)")),
     // the whole list (its `_pages/all` file)
     ("/api/v2/ailment/?limit=100&x=1", "/api/v2/ailment/?limit=100", Some("x; declared: (none)")),
-    ("/api/v2/form/?Limit=3&colour=red&colour=blue&flag", "/api/v2/form/", Some("Limit, colour, flag; declared: (none)")),
+    (
+        "/api/v2/form/?Limit=3&colour=red&colour=blue&flag",
+        "/api/v2/form/",
+        Some("Limit, colour, flag; declared: (none)"),
+    ),
     ("/api/v2/ailment/?%C3%A9t%C3%A9=1&a%2Cb=2", "/api/v2/ailment/", Some("%C3%A9t%C3%A9, a%2Cb; declared: (none)")),
     // an undeclared parameter with an empty value on a list with filters: ignored (with a value
     // it is a 400)
@@ -48,7 +52,8 @@ fn a_list_answer_names_the_parameters_it_ignored_in_a_header_and_keeps_its_body(
         assert_eq!(without.header("gen-ignored"), None, "{plain}");
         // a browser's script may read it: exposed beside the deploy headers
         let exposed = reply.header("access-control-expose-headers").unwrap();
-        let expected = if header.is_some() { "X-Deploy-Date, X-Data-Hash, Gen-Ignored" } else { "X-Deploy-Date, X-Data-Hash" };
+        let expected =
+            if header.is_some() { "X-Deploy-Date, X-Data-Hash, Gen-Ignored" } else { "X-Deploy-Date, X-Data-Hash" };
         assert_eq!(exposed, expected, "{target}");
         // HEAD and a 304 say the same
         let head = server.request("HEAD", target, &[]);
@@ -109,16 +114,22 @@ fn the_html_view_says_which_parameters_were_ignored_and_what_the_list_takes() {
 /// `type` reaches a value) and region (no default filters).
 fn published_shapes(dir: &Path) {
     let mut files: Vec<(String, String)> = Vec::new();
-    let creatures = [(1, "bulba", &["grass", "poison"][..], true), (2, "charm", &["fire"][..], true), (3, "mega", &["fire", "dragon"][..], false)];
+    let creatures = [
+        (1, "bulba", &["grass", "poison"][..], true),
+        (2, "charm", &["fire"][..], true),
+        (3, "mega", &["fire", "dragon"][..], false),
+    ];
     let mut lists = vec![("pokemon", Vec::new()), ("move", Vec::new()), ("region", Vec::new())];
     for (id, name, types, default) in creatures {
-        let types: Vec<Value> = types.iter().map(|t| json!({"slot": 1, "type": {"name": t, "url": "/api/v2/type/1/"}})).collect();
+        let types: Vec<Value> =
+            types.iter().map(|t| json!({"slot": 1, "type": {"name": t, "url": "/api/v2/type/1/"}})).collect();
         let record = json!({"id": id, "name": name, "types": types, "is_default": default});
         files.push((format!("api/v2/pokemon/{id}/index.json"), record.to_string()));
         lists[0].1.push(json!({"name": name, "url": format!("/api/v2/pokemon/{id}/")}));
     }
     for (id, name, kind) in [(1, "pound", "normal"), (2, "ember", "fire")] {
-        let record = json!({"id": id, "name": name, "type": {"name": kind, "url": "/api/v2/type/1/"}, "generation": null});
+        let record =
+            json!({"id": id, "name": name, "type": {"name": kind, "url": "/api/v2/type/1/"}, "generation": null});
         files.push((format!("api/v2/move/{id}/index.json"), record.to_string()));
         lists[1].1.push(json!({"name": name, "url": format!("/api/v2/move/{id}/")}));
     }
@@ -167,7 +178,10 @@ fn import_declares_the_default_datas_filters_where_the_records_have_the_fields()
         assert_eq!(fire.header("gen-ignored"), None);
         assert_eq!(server.get(&format!("/api/v2/{creature}/?default=false")).expect(200).json()["count"], 1);
         assert_eq!(server.get("/api/v2/move/?type=fire").expect(200).json()["count"], 1);
-        assert_eq!(server.get("/api/v2/region/?type=fire").expect(200).header("gen-ignored"), Some("type; declared: (none)"));
+        assert_eq!(
+            server.get("/api/v2/region/?type=fire").expect(200).header("gen-ignored"),
+            Some("type; declared: (none)")
+        );
     }
     // --force over a folder that declares its own filters keeps them
     let data = tmp.join("data-false");
@@ -210,8 +224,12 @@ fn the_published_fixture_imported_answers_the_default_datas_filters() {
                 records.iter().filter(|r| r[field]["name"] == value).map(|r| r["name"].as_str().unwrap()).collect();
             let page = server.get(&format!("/api/v2/berry/?{param}={}&limit=100", query_escape(value))).expect(200);
             assert_eq!(page.header("gen-ignored"), None);
-            let got: Vec<String> =
-                page.json()["results"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()).collect();
+            let got: Vec<String> = page.json()["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["name"].as_str().unwrap().to_string())
+                .collect();
             assert_eq!(got, names, "{param}={value}");
         }
     }
