@@ -334,6 +334,19 @@ pub struct ResponsePolicy {
     pub preview: std::sync::Arc<Preview>,
 }
 
+/// Writes the deploy header lines `deploy`, and the [`crate::filters::IGNORED_HEADER`] with
+/// `ignored` when there is one (named in the expose line too).
+fn write_deploy(out: &mut Vec<u8>, deploy: &str, ignored: Option<&str>) {
+    match ignored {
+        Some(value) => {
+            let name = crate::filters::IGNORED_HEADER;
+            let _ = write!(out, "{name}: {value}\r\n");
+            out.extend_from_slice(exposing(deploy, name).as_bytes());
+        }
+        None => out.extend_from_slice(deploy.as_bytes()),
+    }
+}
+
 /// The deploy header lines `deploy` with `name` added to their `Access-Control-Expose-Headers`
 /// line (one line, as the edge handler sends it), or that line when they hold none.
 fn exposing(deploy: &str, name: &str) -> String {
@@ -471,14 +484,7 @@ impl Reply {
             }
         }
         let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
-        match self.ignored() {
-            Some(value) => {
-                let name = crate::filters::IGNORED_HEADER;
-                let _ = write!(out, "{name}: {value}\r\n");
-                out.extend_from_slice(exposing(deploy, name).as_bytes());
-            }
-            None => out.extend_from_slice(deploy.as_bytes()),
-        }
+        write_deploy(out, deploy, self.ignored());
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
