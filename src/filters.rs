@@ -41,6 +41,53 @@ pub const MAX_CONDITIONS: usize = 8;
 /// public API's clients send, is taken and ignored).
 pub const RESERVED: [&str; 4] = ["limit", "offset", "q", "format"];
 
+/// The response header of a list answer that ignored query parameters (docs/serve.md, "Ignored
+/// parameters"): `Gen-Ignored: type, colour; declared: color, habitat`.
+pub const IGNORED_HEADER: &str = "Gen-Ignored";
+
+/// Most ignored parameters [`ignored_header`] names; the others are counted (`(3 more)`).
+pub const MAX_IGNORED_NAMED: usize = 16;
+
+/// Longest name, percent-encoded, [`ignored_header`] writes; a longer one is counted, not named.
+pub const MAX_IGNORED_NAME: usize = 64;
+
+/// The parameters of a list query that the answer ignored: of `params` (every name but the
+/// list's own, [`RESERVED`], each once, see `ListQuery::params`), those that are not a
+/// `declared` filter's name, in the order given.
+pub fn ignored<'a>(declared: &[FilterField], params: &'a [String]) -> Vec<&'a str> {
+    params.iter().map(String::as_str).filter(|name| !declared.iter().any(|f| f.name == *name)).collect()
+}
+
+/// The value of the [`IGNORED_HEADER`] for `ignored` parameters of a list that declares the
+/// filters `declared`; `None` when none was ignored. Each name is percent-encoded as a query
+/// value is ([`crate::search::encode_query_value`]), so `,` `;` and spaces never appear in one:
+/// at most [`MAX_IGNORED_NAMED`] names of at most [`MAX_IGNORED_NAME`] characters, then
+/// `(N more)` for the others; `declared: (none)` for a list without filters.
+pub fn ignored_header(declared: &[FilterField], ignored: &[&str]) -> Option<String> {
+    if ignored.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = Vec::new();
+    let mut more = 0;
+    for name in ignored {
+        let encoded = crate::search::encode_query_value(name);
+        if named.len() < MAX_IGNORED_NAMED && encoded.len() <= MAX_IGNORED_NAME {
+            named.push(encoded);
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        named.push(format!("({more} more)"));
+    }
+    let declared = if declared.is_empty() {
+        "(none)".to_string()
+    } else {
+        declared.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    Some(format!("{}; declared: {declared}", named.join(", ")))
+}
+
 /// A parsed field path: each key, and how many `[]` follow it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldPath {

@@ -7,6 +7,7 @@
 //!
 //! What `--force` keeps of an existing data folder is in [`force`].
 
+mod declared;
 mod force;
 mod scan;
 pub mod table;
@@ -73,6 +74,9 @@ pub struct ImportSummary {
     /// Names that several records of a resource carry in the source, with their ids (sorted),
     /// by segment: declared in `gen.json`'s `shared_names`. The name path serves the lowest id.
     pub shared_names: BTreeMap<String, BTreeMap<String, Vec<i64>>>,
+    /// The filters declared in `gen.json`, as the default data declares them, by segment: the
+    /// parameter names (see [`declared`]). Empty when `--force` kept the folder's own `filters`.
+    pub filters: BTreeMap<String, Vec<String>>,
 }
 
 /// The segment name to use for a published one.
@@ -123,16 +127,18 @@ pub fn import_api_data(src: &Path, out: &Path, options: &ImportOptions) -> Resul
         shared_names: shared_names(written.names),
         ..ImportSummary::default()
     };
-    write_settings(out, &staging.dir, options, written.referenced, &mut summary)?;
+    write_settings(out, &staging.dir, options, written.referenced, written.filters, &mut summary)?;
     tables::write_layout(options, &staging.dir)?;
     staging.commit()?;
     Ok(summary)
 }
 
-/// What [`write_documents`] saw while writing: the segments referred to and the record names.
+/// What [`write_documents`] saw while writing: the segments referred to, the record names and
+/// the filters to declare.
 struct Written {
     referenced: BTreeSet<String>,
     names: Vec<(String, String, i64)>,
+    filters: BTreeMap<String, crate::config::FilterDeclaration>,
 }
 
 /// Reads, renames and writes every planned document into the staging folder `dir`, in
@@ -141,8 +147,13 @@ struct Written {
 fn write_documents(scanned: &Scanned, dir: &Path, keep: bool) -> Result<Written> {
     let referenced = Mutex::new(BTreeSet::new());
     let names = Names::default();
-    let failures: Vec<DocFailure> =
-        scanned.jobs.par_iter().filter_map(|job| import_document(job, dir, keep, &referenced, &names).err()).collect();
+    let folders: BTreeSet<&str> = scanned.jobs.iter().filter_map(|job| Some(job.record.as_ref()?.0.as_str())).collect();
+    let filters = declared::Declared::new(folders);
+    let failures: Vec<DocFailure> = scanned
+        .jobs
+        .par_iter()
+        .filter_map(|job| import_document(job, dir, keep, (&referenced, &names), &filters).err())
+        .collect();
     // A write that fails (a full disk) is one error about the destination, not a data problem
     // per document.
     let mut problems = scanned.refused.clone();
@@ -163,18 +174,20 @@ fn write_documents(scanned: &Scanned, dir: &Path, keep: bool) -> Result<Written>
     Ok(Written {
         referenced: referenced.into_inner().expect("no panics"),
         names: names.into_inner().expect("no panics"),
+        filters: filters.finish(),
     })
 }
 
 /// Writes `gen.json` into the staging folder `staging`: `external` (the segments referred to
-/// but not present) and `shared_names` from `summary`; with `--force` over an existing `out`,
-/// first carries over what the import does not write (other folders, the user's files and
-/// settings), noting it in `summary`.
+/// but not present), `shared_names` from `summary` and `filters`; with `--force` over an
+/// existing `out`, first carries over what the import does not write (other folders, the user's
+/// files and settings, their `filters` included when they declare some), noting it in `summary`.
 fn write_settings(
     out: &Path,
     staging: &Path,
     options: &ImportOptions,
     referenced: BTreeSet<String>,
+    filters: BTreeMap<String, crate::config::FilterDeclaration>,
     summary: &mut ImportSummary,
 ) -> Result<()> {
     let imported: BTreeSet<String> = list_dirs(staging)?.into_iter().collect();
@@ -196,6 +209,10 @@ fn write_settings(
                 let names = serde_json::to_value(deploy_headers(options)).expect("names serialise");
                 settings.insert("deploy_headers".to_string(), names);
             }
+            if !settings.contains_key("filters") && !filters.is_empty() {
+                settings.insert("filters".to_string(), serde_json::to_value(&filters).expect("filters serialise"));
+                summary.filters = filter_names(&filters);
+            }
             if declared.is_empty() {
                 settings.remove("shared_names");
             } else {
@@ -214,13 +231,20 @@ fn write_settings(
                 external: summary.external.clone(),
                 shared_names: declared,
                 deploy_headers: deploy_headers(options),
+                filters,
                 ..DataSettings::default()
             };
+            summary.filters = filter_names(&config.filters);
             serde_json::to_vec_pretty(&config).expect("settings serialise")
         }
     };
     config_bytes.push(b'\n');
     fsutil::write(&staging.join(CONFIG_FILE), &config_bytes)
+}
+
+/// The parameter names of `filters`, by segment.
+fn filter_names(filters: &BTreeMap<String, crate::config::FilterDeclaration>) -> BTreeMap<String, Vec<String>> {
+    filters.iter().map(|(segment, d)| (segment.clone(), d.fields().into_iter().map(|f| f.name).collect())).collect()
 }
 
 /// The deploy headers of an imported tree: the public API's names when its segment names are
@@ -270,8 +294,8 @@ fn import_document(
     job: &Job,
     dir: &Path,
     keep: bool,
-    referenced: &Mutex<BTreeSet<String>>,
-    names: &Names,
+    (referenced, names): (&Mutex<BTreeSet<String>>, &Names),
+    filters: &declared::Declared,
 ) -> Result<(), DocFailure> {
     let bytes = json::read_data_file(&job.source)?;
     let mut value = parse_json(&job.source, &bytes)?;
@@ -292,10 +316,13 @@ fn import_document(
     rename_urls(&mut value, keep, &mut segments);
     referenced.lock().expect("no panics").extend(segments);
     let target = dir.join(&job.target);
+    let mut out = serde_json::to_vec_pretty(&value).expect("a parsed document serialises");
+    out.push(b'\n');
+    if let Some((folder, _)) = &job.record {
+        filters.note(folder, &out);
+    }
     let write = || -> Result<()> {
         fsutil::create_dir_all(target.parent().expect("a target has a folder"))?;
-        let mut out = serde_json::to_vec_pretty(&value)?;
-        out.push(b'\n');
         fsutil::write(&target, &out)
     };
     write().map_err(DocFailure::Write)

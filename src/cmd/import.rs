@@ -32,6 +32,11 @@ pub(crate) fn execute(args: ImportApiDataArgs) -> Result<()> {
     if !summary.external.is_empty() {
         super::say(&format!("declared external (referred to, not imported): {}", summary.external.join(", ")));
     }
+    if !summary.filters.is_empty() {
+        let declared: Vec<String> =
+            summary.filters.iter().map(|(segment, names)| format!("{segment} ({})", names.join(", "))).collect();
+        super::say(&format!("declared filters (as the default data does): {}", declared.join(", ")));
+    }
     for (segment, names) in &summary.shared_names {
         for (name, ids) in names {
             let ids: Vec<String> = ids.iter().map(i64::to_string).collect();

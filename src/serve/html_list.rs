@@ -121,7 +121,8 @@ pub(super) fn controls(
     let count = map.get("count").and_then(Value::as_u64).unwrap_or(0);
     let shown = map.get("results").and_then(Value::as_array).map_or(0, Vec::len) as u64;
     let (offset, limit) = page_asked(target, parts, count);
-    let state = state_of(target, segment, limit);
+    let declared = tree.filters(segment);
+    let state = state_of(target, segment, limit, declared);
     let mut out = String::new();
     let range = match shown {
         0 => "no entries".to_string(),
@@ -166,6 +167,9 @@ pub(super) fn controls(
     if parts.len() == 3 && !state.q.is_empty() {
         out.push_str(&super::html_match::matched_names(tree, &state.q, map, href));
     }
+    if matches!(target.route, super::route::Route::List { .. }) {
+        out.push_str(&ignored_note(declared, &target.query));
+    }
     if parts.len() == 3 {
         out.push_str(&download_link(tree, segment, href));
     }
@@ -191,9 +195,15 @@ fn page_asked(target: &Target<'_>, parts: &[&str], count: u64) -> (u64, u64) {
 }
 
 /// The state of the list `target` asks for: its page size `limit`, `q` and its filters.
-fn state_of<'a>(target: &Target<'_>, segment: &'a str, limit: u64) -> ListState<'a> {
+fn state_of<'a>(
+    target: &Target<'_>,
+    segment: &'a str,
+    limit: u64,
+    declared: &[crate::filters::FilterField],
+) -> ListState<'a> {
     let mut filters: Vec<(String, String)> = Vec::new();
-    for pair in &target.query.conditions {
+    // a parameter that is no declared filter was ignored (said on the page), not a filter
+    for pair in target.query.conditions.iter().filter(|(name, _)| declared.iter().any(|f| f.name == *name)) {
         if !filters.contains(pair) {
             filters.push(pair.clone());
         }
@@ -269,6 +279,35 @@ fn active(state: &ListState) -> String {
     out
 }
 
+/// The parameters of `query` the list ignored, in words, with what it takes instead (as its
+/// `Gen-Ignored` header says it, [`crate::filters::ignored_header`]); empty when none was.
+fn ignored_note(declared: &[FilterField], query: &ListQuery) -> String {
+    let ignored = crate::filters::ignored(declared, &query.params);
+    if ignored.is_empty() {
+        return String::new();
+    }
+    let code = |name: &str| format!("<code>{}</code>", escape(name));
+    let shown = crate::filters::MAX_IGNORED_NAMED;
+    let mut names: Vec<String> = ignored.iter().take(shown).map(|name| code(name)).collect();
+    if ignored.len() > shown {
+        names.push(format!("{} more", ignored.len() - shown));
+    }
+    let takes = match declared {
+        [] => "<code>limit</code>, <code>offset</code> and <code>q</code>, and declares no filters".to_string(),
+        [one] => format!("<code>limit</code>, <code>offset</code>, <code>q</code> and the filter {}", code(&one.name)),
+        _ => format!(
+            "<code>limit</code>, <code>offset</code>, <code>q</code> and the filters {}",
+            declared.iter().map(|f| code(&f.name)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let (what, not) =
+        if ignored.len() == 1 { ("parameter", "not a parameter") } else { ("parameters", "not parameters") };
+    format!(
+        "<p class=\"note ignored\" id=\"ignored\">Ignored {what}: {} ({not} of this list: it takes {takes}).</p>\n",
+        names.join(", ")
+    )
+}
+
 /// Most values of one filter the HTML view links to (the values document lists them all).
 const MAX_FILTER_LINKS: usize = 60;
 
@@ -288,7 +327,7 @@ pub(super) fn all_values(tree: &ServedTree, target: &Target<'_>, segment: &str, 
         return String::new();
     };
     let limit = target.query.page.as_ref().map_or(DEFAULT_PAGE_SIZE, |page| page.limit);
-    let state = state_of(target, segment, limit);
+    let state = state_of(target, segment, limit, filters);
     let back = state.url(&state.q, &state.filters);
     format!(
         "<div class=\"list\">\n<p class=\"count\">every value of <strong>{name}</strong> · \

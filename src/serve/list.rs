@@ -57,6 +57,14 @@ pub fn answer(tree: &ServedTree, segment: &str, query: &ListQuery, page: Page) -
     ListAnswer::Page(tree.narrowed(segment, query.q.as_deref(), &conditions, page))
 }
 
+/// The [`filters::IGNORED_HEADER`] value of the answer to `query` of the list of `segment`: the
+/// parameters that are neither the list's own nor a filter it declares; `None` when there are
+/// none (docs/serve.md, "Ignored parameters").
+pub fn ignored_header(tree: &ServedTree, segment: &str, query: &ListQuery) -> Option<String> {
+    let declared = tree.filters(segment);
+    filters::ignored_header(declared, &filters::ignored(declared, &query.params))
+}
+
 impl ServedTree {
     /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
     /// from the list's entries (byte for byte as the build would have written it) and cached.

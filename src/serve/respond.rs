@@ -62,6 +62,8 @@ pub enum Reply {
         /// The root document of a tree with bulk-data files: send the `Link` header that names
         /// the bulk-data index ([`crate::bulk::root_link`]), which the root does not list.
         link: bool,
+        /// A list answer's [`crate::filters::IGNORED_HEADER`] value: the parameters it ignored.
+        ignored: Option<String>,
     },
     /// An error with a JSON body; `allow` adds the `Allow` header (405).
     Error {
@@ -93,6 +95,8 @@ pub enum Reply {
         not_modified: bool,
         /// Send `Cache-Control: no-cache`.
         revalidate: bool,
+        /// A list answer's [`crate::filters::IGNORED_HEADER`] value: the parameters it ignored.
+        ignored: Option<String>,
     },
 }
 
@@ -124,15 +128,22 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         }
     }
     let mut revalidate = false;
+    let mut ignored = None;
     let found = match &target.route {
         Route::List { segment } if tree.has_list(segment) => match &target.query.page {
             Ok(page) => match list::answer(tree, segment, &target.query, *page) {
                 ListAnswer::Refused(body) => return error(400, body),
                 ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
-                    Some(reply) => return reply,
-                    None => tree.doc(&key),
+                    Some(reply) => return reply.noting(list::ignored_header(tree, segment, &target.query)),
+                    None => {
+                        ignored = list::ignored_header(tree, segment, &target.query);
+                        tree.doc(&key)
+                    }
                 },
-                ListAnswer::Page(found) => found,
+                ListAnswer::Page(found) => {
+                    ignored = list::ignored_header(tree, segment, &target.query);
+                    found
+                }
             },
             Err(bad) => return bad_param(bad),
         },
@@ -147,7 +158,7 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
         Route::Doc(key) if layout::is_bulk_file(key) => match tree.streamed_bulk(key) {
             Some(Ok(stream)) => {
                 let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
-                return Reply::Stream { stream, not_modified, revalidate: false };
+                return Reply::Stream { stream, not_modified, revalidate: false, ignored: None };
             }
             Some(Err(unserved)) => return unserved_reply(&unserved),
             None => Ok(None),
@@ -167,7 +178,7 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
             let not_modified = request.if_none_match.is_some_and(|tags| etag_matches(tags, &doc));
             let link = matches!(&target.route, Route::Doc(key) if key.eq_ignore_ascii_case(layout::API_ROOT))
                 && tree.has_doc(layout::BULK_KEY);
-            Reply::Doc { doc, gzip, not_modified, revalidate, link }
+            Reply::Doc { doc, gzip, not_modified, revalidate, link, ignored }
         }
         Ok(None) => not_found(tree, request.target),
         Err(unserved) => unserved_reply(&unserved),
@@ -179,7 +190,7 @@ fn streamed(tree: &ServedTree, key: &str, request: &Request<'_>, revalidate: boo
     Some(match tree.streamed(key)? {
         Ok(stream) => {
             let not_modified = request.if_none_match.is_some_and(|tags| names_etag(tags, &stream.etag, None));
-            Reply::Stream { stream, not_modified, revalidate }
+            Reply::Stream { stream, not_modified, revalidate, ignored: None }
         }
         Err(unserved) => unserved_reply(&unserved),
     })
@@ -328,7 +339,50 @@ pub struct ResponsePolicy {
     pub preview: std::sync::Arc<Preview>,
 }
 
+/// Writes the deploy header lines `deploy`, and the [`crate::filters::IGNORED_HEADER`] with
+/// `ignored` when there is one (named in the expose line too).
+fn write_deploy(out: &mut Vec<u8>, deploy: &str, ignored: Option<&str>) {
+    match ignored {
+        Some(value) => {
+            let name = crate::filters::IGNORED_HEADER;
+            let _ = write!(out, "{name}: {value}\r\n");
+            out.extend_from_slice(exposing(deploy, name).as_bytes());
+        }
+        None => out.extend_from_slice(deploy.as_bytes()),
+    }
+}
+
+/// The deploy header lines `deploy` with `name` added to their `Access-Control-Expose-Headers`
+/// line (one line, as the edge handler sends it), or that line when they hold none.
+fn exposing(deploy: &str, name: &str) -> String {
+    const EXPOSE: &str = "Access-Control-Expose-Headers: ";
+    match deploy.find(EXPOSE) {
+        Some(at) => {
+            let end = deploy[at..].find("\r\n").map_or(deploy.len(), |n| at + n);
+            format!("{}, {name}{}", &deploy[..end], &deploy[end..])
+        }
+        None => format!("{deploy}{EXPOSE}{name}\r\n"),
+    }
+}
+
 impl Reply {
+    /// The reply with `ignored` as its [`crate::filters::IGNORED_HEADER`] value, when it is a
+    /// document (a list answer).
+    fn noting(mut self, value: Option<String>) -> Reply {
+        if let Reply::Doc { ignored, .. } | Reply::Stream { ignored, .. } = &mut self {
+            *ignored = value;
+        }
+        self
+    }
+
+    /// The parameters a list answer ignored: its [`crate::filters::IGNORED_HEADER`] value.
+    pub fn ignored(&self) -> Option<&str> {
+        match self {
+            Reply::Doc { ignored, .. } | Reply::Stream { ignored, .. } => ignored.as_deref(),
+            _ => None,
+        }
+    }
+
     /// True for the answer of a tree whose file does not match its manifest (see
     /// [`answers::tree_changed`]).
     pub fn is_tree_changed(&self) -> bool {
@@ -378,7 +432,7 @@ impl Reply {
         let status = self.status();
         let _ = write!(out, "HTTP/1.1 {status} {}\r\n", crate::answers::reason(status));
         match self {
-            Reply::Doc { doc, gzip, not_modified, revalidate, link } => {
+            Reply::Doc { doc, gzip, not_modified, revalidate, link, .. } => {
                 if !not_modified {
                     let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", self.body().len());
                     if *gzip {
@@ -402,7 +456,7 @@ impl Reply {
                 }
                 let _ = write!(out, "ETag: {}\r\nCache-Control: {}\r\n", stream.etag, crate::bulk::CACHE_CONTROL);
             }
-            Reply::Stream { stream, not_modified, revalidate } => {
+            Reply::Stream { stream, not_modified, revalidate, .. } => {
                 if !not_modified {
                     let _ = write!(out, "Content-Type: {JSON_MEDIA_TYPE}\r\nContent-Length: {}\r\n", stream.len);
                 }
@@ -438,7 +492,7 @@ impl Reply {
             }
         }
         let _ = write!(out, "Access-Control-Allow-Origin: {ALLOW_ORIGIN}\r\n");
-        out.extend_from_slice(deploy.as_bytes());
+        write_deploy(out, deploy, self.ignored());
         let _ = write!(out, "Date: {date}\r\n");
         match connection {
             Connection::KeepAlive => {}
@@ -580,7 +634,14 @@ mod tests {
         let settings = ResponsePolicy { cache_control: "public, max-age=60".into(), preview: Default::default() };
         let doc = Arc::new(Doc::computed(vec![b'x'; 1000]));
         doc.compress();
-        let reply = Reply::Doc { doc: doc.clone(), gzip: true, not_modified: false, revalidate: false, link: false };
+        let reply = Reply::Doc {
+            doc: doc.clone(),
+            gzip: true,
+            not_modified: false,
+            revalidate: false,
+            link: false,
+            ignored: None,
+        };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::Close, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();
@@ -592,7 +653,7 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"));
         assert!(head.ends_with("Date: D\r\nConnection: close\r\n\r\n"));
 
-        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false, link: false };
+        let reply = Reply::Doc { doc, gzip: false, not_modified: true, revalidate: false, link: false, ignored: None };
         let mut out = Vec::new();
         reply.write_head(&mut out, Connection::KeepAlive, "D", &settings, "");
         let head = String::from_utf8(out).unwrap();

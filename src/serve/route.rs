@@ -50,6 +50,11 @@ pub struct ListQuery {
     /// an empty value is left out (as an empty `q` is the whole list). The list matches them
     /// against its declared filters ([`crate::filters::order_conditions`]).
     pub conditions: Vec<(String, String)>,
+    /// The names of the parameters that are not the list's own (`limit`, `offset`, `q`,
+    /// `format`, `format=json` in any case), whatever their value (empty too), percent-decoded,
+    /// each once, in the order first given, an empty name left out: those that are no declared
+    /// filter are the ones the answer ignored ([`crate::filters::ignored`]).
+    pub params: Vec<String>,
     /// `format=json`, or the format `Accept` chooses.
     pub format: Format,
     /// The parameters as the HTML view shows them: those before any `#`, each `name=value`
@@ -162,6 +167,8 @@ pub(crate) fn decode_lossy(text: &str) -> String {
 fn list_query(query: &str, hidden: bool) -> ListQuery {
     let (mut limit, mut offset, mut q) = (None, None, None);
     let mut conditions = Vec::new();
+    let mut params: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut format = Format::Negotiated;
     let mut shown = Vec::new();
     let mut shows = !hidden;
@@ -184,14 +191,20 @@ fn list_query(query: &str, hidden: bool) -> ListQuery {
             "limit" => limit = Some(value),
             "offset" => offset = Some(value),
             "q" => q = Some(text),
-            _ if !crate::filters::RESERVED.contains(&name.as_str()) && !text.is_empty() => {
-                conditions.push((name, text))
+            _ if crate::filters::RESERVED.contains(&name.as_str()) => {}
+            _ => {
+                // `FORMAT=JSON` is `format=json`, taken; a parameter without a name is not named
+                if !name.is_empty() && !pair.eq_ignore_ascii_case("format=json") && seen.insert(name.clone()) {
+                    params.push(name.clone());
+                }
+                if !text.is_empty() {
+                    conditions.push((name, text));
+                }
             }
-            _ => {}
         }
     }
     let page = number("limit", limit).and_then(|limit| Ok(Page::requested(number("offset", offset)?, limit)));
-    ListQuery { page, q: q.filter(|q| !q.is_empty()), conditions, format, shown }
+    ListQuery { page, q: q.filter(|q| !q.is_empty()), conditions, params, format, shown }
 }
 
 /// A parameter as the HTML view shows it: `name=value` (or `name`), percent-decoded.

@@ -1,6 +1,7 @@
 //! The rule vectors (`tests/vectors/*.json`, written from docs/serve.md, docs/tree.md and the
 //! paging rules) checked against the Rust side: the router ([`super::route`]), the paging rules
-//! ([`crate::paging`]), the folder names, Rust's `{:?}` escape and the search folding. The edge
+//! ([`crate::paging`]), the folder names, Rust's `{:?}` escape, the search folding and the ignored
+//! parameters ([`crate::filters::ignored_header`]). The edge
 //! handler and the CloudFront Function check the same tables (`tests/tools/vectors.mjs`, run by
 //! tests/suite/edge.rs).
 
@@ -80,5 +81,20 @@ fn texts_fold_escape_and_name_folders_as_the_vectors_say() {
         let got = json!({ "text": text, "folder": crate::tree::layout::folder_name(text),
             "escape": &quoted[1..quoted.len() - 1], "fold": crate::search::fold(text) });
         assert_eq!(got, case, "{text:?}");
+    }
+}
+
+#[test]
+fn ignored_parameters_are_named_as_the_vectors_say() {
+    for case in cases(include_str!("../../tests/vectors/ignored.json")) {
+        let target = case["target"].as_str().expect("a target");
+        let names: Vec<String> = serde_json::from_value(case["declared"].clone()).expect("declared names");
+        let declared: Vec<crate::filters::FilterField> =
+            names.iter().map(|name| crate::filters::FilterField { name: name.clone(), path: "x".into() }).collect();
+        let query = route(target).query;
+        let ignored = crate::filters::ignored(&declared, &query.params);
+        let header = crate::filters::ignored_header(&declared, &ignored);
+        let got = json!({ "target": target, "declared": names, "ignored": ignored, "header": header });
+        assert_eq!(got, case, "{target:?}");
     }
 }

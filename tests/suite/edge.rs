@@ -2029,3 +2029,30 @@ fn searches_of_150000_records_hold_a_shard_at_a_time_in_serve_and_node() {
     let added = node_peak.saturating_sub(idle);
     assert!(added < 96 << 20, "one search took the Node handler from {} MB to {} MB", idle >> 20, node_peak >> 20);
 }
+
+/// Issue 48 item 2: the handler names the parameters a list answer ignored in `Gen-Ignored`, as
+/// gen serve does (tests/suite/ignored.rs holds the requests and the values the rule gives),
+/// exposed beside the deploy headers, the body unchanged; on HEAD and on a 304 too.
+#[test]
+fn the_edge_handler_names_the_parameters_a_list_ignored_as_gen_serve_does() {
+    let Some(node) = node() else { return };
+    let files = TempDir::new("edge-ignored");
+    let tree = sample_tree("edge-ignored", &[]);
+    let (_origin, edge) = start_node_handler(&node, &tree.out, files.path());
+    let serve = start_serve(&tree.out, &[]);
+    for (target, plain, header) in crate::ignored::IGNORING {
+        let reply = edge.server.get(target).expect(200);
+        assert_eq!(reply.header("gen-ignored"), *header, "{target}: {:?}", reply.headers);
+        let served = serve.get(target).expect(200);
+        assert!(reply.body == served.body, "{target}: not gen serve's body");
+        assert!(reply.body == edge.server.get(plain).expect(200).body, "{target}: not the body of {plain}");
+        let exposed = reply.header("access-control-expose-headers");
+        assert_eq!(exposed, served.header("access-control-expose-headers"), "{target}");
+        assert_eq!(exposed.is_some_and(|e| e.ends_with(", Gen-Ignored")), header.is_some(), "{target}");
+        assert_eq!(edge.server.request("HEAD", target, &[]).header("gen-ignored"), *header, "HEAD {target}");
+        let etag = reply.header("etag").unwrap();
+        let again = edge.server.request("GET", target, &[("If-None-Match", etag)]).expect(304);
+        assert_eq!(again.header("gen-ignored"), *header, "304 {target}");
+    }
+    assert_eq!(edge.server.get("/api/v2/berry/?colour=red").expect(400).header("gen-ignored"), None);
+}

@@ -21,6 +21,7 @@ mod filters;
 mod fuzz;
 mod hostile;
 mod hosts;
+mod ignored;
 mod import;
 mod import_table;
 mod incremental;

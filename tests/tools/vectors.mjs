@@ -12,7 +12,7 @@ import vm from "node:vm";
 
 const [handlerPath, functionPath, dir] = process.argv.slice(2);
 const exported = `${handlerPath}.vectors.mjs`;
-const names = "FACTS, route, badParam, nextLinked, previousPage, holds, folderName, debugEscape, fold";
+const names = "FACTS, route, badParam, nextLinked, previousPage, holds, folderName, debugEscape, fold, ignoredParams, ignoredHeader";
 writeFileSync(exported, `${readFileSync(handlerPath, "utf8")}\nexport { ${names} };\n`);
 const h = await import(pathToFileURL(exported).href);
 const cf = vm.createContext({});
@@ -100,6 +100,14 @@ for (const c of cases("paging.json")) {
 for (const c of cases("text.json")) {
   const got = { text: c.text, folder: h.folderName(c.text), escape: h.debugEscape(h.FACTS, c.text), fold: h.fold(c.text) };
   check(`handler.js text ${JSON.stringify(c.text)}`, c, got);
+}
+
+// target and declared filters -> the parameters ignored, and the Gen-Ignored header's value
+for (const c of cases("ignored.json")) {
+  const { query } = h.route(h.FACTS, c.target);
+  const ignored = h.ignoredParams(c.declared, query.params);
+  const got = { target: c.target, declared: c.declared, ignored, header: h.ignoredHeader(c.declared, ignored) };
+  check(`handler.js ignored ${JSON.stringify(c.target)}`, c, got);
 }
 
 console.log(`${agreed} checks agree, ${disagreed} disagree`);

@@ -36,6 +36,8 @@
 //   fold              src/search.rs        fold
 //   encodeQueryValue  src/search.rs        encode_query_value
 //   orderConditions   src/filters.rs       order_conditions
+//   ignoredParams     src/filters.rs       ignored
+//   ignoredHeader     src/filters.rs       ignored_header
 //   folderName        src/tree/layout.rs   folder_name
 //   narrowedPage      src/serve/list.rs    narrowed
 //   matchingNames     src/serve/list.rs    matching_names
@@ -59,6 +61,9 @@ const PREFLIGHT_VARY = "Access-Control-Request-Headers";
 const MAX_SHOWN_PATH = 200;
 const JSON_TYPE = "application/json; charset=utf-8";
 const BULK_CACHE_CONTROL = "public, max-age=31536000, immutable";
+const IGNORED_HEADER = "Gen-Ignored";
+const MAX_IGNORED_NAMED = 16;
+const MAX_IGNORED_NAME = 64;
 
 /**
  * The answer to `request` for the tree `facts` describes, read from `origin`. `target` is the
@@ -88,6 +93,7 @@ export async function handle(facts, request, origin, target) {
     if (typeof body === "object" && body !== null && body.error) return errorReply(facts, body.status, body.error);
     if (body === null) return errorReply(facts, 404, notFound(facts, target));
     if (body.bulk !== undefined) return bulkReply(facts, request, body.bulk);
+    if (body.list !== undefined) return documentReply(facts, request, body.list, false, null, body.ignored);
     // meta and the bulk-data index are revalidated on every use, as gen serve and gen publish's
     // upload send them
     const key = normalize(stripOrigin(target).split("?")[0]);
@@ -129,7 +135,11 @@ async function find(facts, origin, target) {
   if (segment !== undefined && !isList && !facts.singletons.includes(segment)) return null;
   if (where.kind === "list" && isList) {
     if (query.page.bad) return { status: 400, error: badParam(facts, query.page.bad) };
-    return listAnswer(facts, origin, segment, query, query.page);
+    const answer = await listAnswer(facts, origin, segment, query, query.page);
+    // a page names the parameters it ignored (gen serve's Gen-Ignored header)
+    if (answer === null || answer.error !== undefined) return answer;
+    const declared = facts.filters[segment] ?? [];
+    return { list: answer, ignored: ignoredHeader(declared, ignoredParams(declared, query.params)) };
   }
   const key = where.kind === "list" ? `api/v2/${segment}` : where.key;
   // a bulk-data file: streamed as it is, never held whole (src/serve/stream.rs)
@@ -236,14 +246,17 @@ function decodeLossy(text) {
  * `page`, `{offset, limit}` as BigInts or `{bad: {name, value}}` (the last `limit` and `offset`
  * count); `q`, the last one percent-decoded with `+` as a space, `null` when absent or empty;
  * `conditions`, every other parameter but `format` as `[name, value]` in the order given, decoded
- * as `q` is, an empty value left out. (`format` and the parameters the HTML view shows are
- * gen serve's alone.)
+ * as `q` is, an empty value left out; `params`, the names of those parameters whatever their
+ * value, each once, but a nameless one and `format=json` in any case. (`format` and the
+ * parameters the HTML view shows are gen serve's alone.)
  */
 function listQuery(facts, query) {
   let limit;
   let offset;
   let q = null;
   const conditions = [];
+  const params = [];
+  const seen = new Set();
   for (const pair of query.split("&")) {
     if (pair === "") continue;
     const equals = pair.indexOf("=");
@@ -253,9 +266,16 @@ function listQuery(facts, query) {
     if (name === "limit") limit = value;
     else if (name === "offset") offset = value;
     else if (name === "q") q = text;
-    else if (name !== "format" && text !== "") conditions.push([name, text]);
+    else if (name !== "format") {
+      // `FORMAT=JSON` is `format=json`, taken; a parameter without a name is not named
+      if (name !== "" && pair.toLowerCase() !== "format=json" && !seen.has(name)) {
+        seen.add(name);
+        params.push(name);
+      }
+      if (text !== "") conditions.push([name, text]);
+    }
   }
-  return { page: pageOf(facts, limit, offset), q: q === "" ? null : q, conditions };
+  return { page: pageOf(facts, limit, offset), q: q === "" ? null : q, conditions, params };
 }
 
 /** The page `limit` and `offset` (as sent) ask for (src/paging.rs `requested`), or `{bad}`. */
@@ -420,6 +440,29 @@ function orderConditions(declared, given) {
     if (!out.some(([f, v]) => f === field && v === value)) out.push([field, value]);
   }
   return out.map((c, i) => [c, i]).sort((a, b) => a[0][0] - b[0][0] || a[1] - b[1]).map(([c]) => c);
+}
+
+/** The names of `params` that are no `declared` filter: the parameters a list answer ignored. */
+function ignoredParams(declared, params) {
+  return params.filter((name) => !declared.includes(name));
+}
+
+/**
+ * The Gen-Ignored header's value for the `ignored` parameters of a list that declares the
+ * filters `declared`, `null` for none (docs/serve.md, "Ignored parameters"): each name encoded as
+ * a query value, at most 16 of at most 64 characters, the others counted (`(3 more)`).
+ */
+function ignoredHeader(declared, ignored) {
+  if (ignored.length === 0) return null;
+  const named = [];
+  let more = 0;
+  for (const name of ignored) {
+    const encoded = encodeQueryValue(name);
+    if (named.length < MAX_IGNORED_NAMED && encoded.length <= MAX_IGNORED_NAME) named.push(encoded);
+    else more++;
+  }
+  if (more > 0) named.push(`(${more} more)`);
+  return `${named.join(", ")}; declared: ${declared.length === 0 ? "(none)" : declared.join(", ")}`;
 }
 
 /** The folder a field name or value is written under, as src/tree/layout.rs `folder_name` names it. */
@@ -754,10 +797,15 @@ function bulkReply(facts, request, file) {
   return new Response(request.method === "HEAD" ? null : file.body, { status: 200, headers, encodeBody: "manual" });
 }
 
-async function documentReply(facts, request, bytes, revalidate, link) {
+async function documentReply(facts, request, bytes, revalidate, link = null, ignored = null) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   const etag = `"${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}"`;
   const headers = commonHeaders(facts);
+  if (ignored !== null) {
+    headers.set(IGNORED_HEADER, ignored);
+    const exposed = headers.get("Access-Control-Expose-Headers");
+    headers.set("Access-Control-Expose-Headers", exposed === null ? IGNORED_HEADER : `${exposed}, ${IGNORED_HEADER}`);
+  }
   headers.set("ETag", etag);
   headers.set("Cache-Control", revalidate ? "no-cache" : facts.cache_control);
   if (link) headers.set("Link", link);
