@@ -265,6 +265,22 @@ fn every_cargo_install_in_the_docs_is_locked() {
     }
 }
 
+/// The guide: the quick start is exactly two commands from a fresh clone, one that builds the
+/// default tree and one that runs every test.
+#[test]
+fn the_quick_start_is_two_commands_build_and_test() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme.split("## Quick start").nth(1).expect("README.md has a Quick start section");
+    let block = section.split("```sh\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a sh block");
+    let commands: Vec<&str> = block.lines().map(|line| line.split('#').next().unwrap().trim()).collect();
+    assert_eq!(commands, ["make build", "make test"], "the quick start's commands:\n{block}");
+    let makefile = std::fs::read_to_string(root.join("Makefile")).unwrap();
+    for target in ["build:", "test:"] {
+        assert!(makefile.lines().any(|line| line.starts_with(target)), "the Makefile has no {target} target");
+    }
+}
+
 /// Issue 35: the README stays a front page (details belong in docs/).
 #[test]
 fn the_readme_stays_a_front_page_of_at_most_250_lines() {
