@@ -37,9 +37,17 @@ pub fn is_root() -> bool {
 /// ended first.
 pub fn wait_ready(server: &mut Server, out: &Path) -> Result<(), String> {
     let root = std::fs::read(out.join("api/v2/index.json")).unwrap();
-    // a minute: workerd's emulated R2 is filled with a whole tree before it answers
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // a minute without progress: workerd's emulated R2 is filled with a whole tree before it
+    // answers, and its runner prints a line every 512 files; each line moves the deadline on,
+    // so a loaded machine is waited for and a stuck fill is not
+    let mut deadline = Instant::now() + Duration::from_secs(60);
+    let mut said = 0;
     while Instant::now() < deadline {
+        let now_said = server.log().len();
+        if now_said != said {
+            said = now_said;
+            deadline = Instant::now() + Duration::from_secs(60);
+        }
         if let Some(status) = server.wait_exit(Duration::ZERO) {
             return Err(format!("exited with {status}:\n{}", server.log()));
         }
@@ -51,7 +59,7 @@ pub fn wait_ready(server: &mut Server, out: &Path) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Err(format!("did not answer within 60 s:\n{}", server.log()))
+    Err(format!("did not answer, nor say anything, for 60 s:\n{}", server.log()))
 }
 
 /// Starts a host on a free port, retrying with another port when the chosen one was taken.

@@ -5,7 +5,7 @@
 // `gen publish` writes them. Prints "ready" when it answers; stops workerd on SIGTERM/SIGINT.
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const [runtimes, script, port, mode, where] = process.argv.slice(2);
@@ -34,7 +34,10 @@ if (mode === "r2") {
   const bucket = await mf.getR2Bucket("TREE");
   const walk = (dir) =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
-  const files = walk(where);
+  // the root last: the tests wait for the root's bytes (tests/suite/parity.rs, wait_ready), so
+  // an answered root means a filled bucket
+  const root = join(where, "api", "v2", "index.json");
+  const files = walk(where).filter((f) => f !== root);
   // a few puts at a time, each tried again when the local connection to workerd drops
   const put = async (f) => {
     for (let attempt = 1; ; attempt++) {
@@ -46,6 +49,11 @@ if (mode === "r2") {
       }
     }
   };
-  for (let i = 0; i < files.length; i += 32) await Promise.all(files.slice(i, i + 32).map(put));
+  // a line every 512 files: the test waits while the filling goes on, not for a fixed time
+  for (let i = 0; i < files.length; i += 32) {
+    await Promise.all(files.slice(i, i + 32).map(put));
+    if ((i + 32) % 512 === 0) console.log(`filled ${i + 32} of ${files.length} files`);
+  }
+  if (existsSync(root)) await put(root);
 }
 console.log("ready");
