@@ -238,9 +238,7 @@ fn javascript_code_lines(text: &str) -> usize {
     let mut in_block = false;
     let mut count = 0;
     for line in text.lines().map(str::trim) {
-        if in_block {
-            in_block = !line.contains("*/");
-        } else if line.starts_with("/*") {
+        if in_block || line.starts_with("/*") {
             in_block = !line.contains("*/");
         } else if !line.is_empty() && !line.starts_with("//") {
             count += 1;
