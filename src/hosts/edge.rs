@@ -1,5 +1,6 @@
 //! `gen config cloudflare|deno|node`: the edge handler for a built tree, one JavaScript module
-//! written once (`edge/handler.js`) with the tree's facts baked in and a thin wrapper per host.
+//! written once (`edge/handler.js` and the files it names) with the tree's facts baked in and a
+//! thin wrapper per host.
 //!
 //! The facts (base URL, link style, pretty, page sizes, each list's count, the documents that are
 //! files of their own, the error bodies of [`crate::answers`] as templates) are read from the
@@ -16,8 +17,19 @@ use serde_json::{Value, json};
 /// `MAX_REQUEST_LINE`): a longer one is a 414 worded by its HTTP reader.
 const MAX_REQUEST_LINE: usize = MAX_TARGET + 64;
 
-/// The handler, shared by every edge host.
-const HANDLER: &str = include_str!("edge/handler.js");
+/// The handler, shared by every edge host: its entry (`handle`), then one file per Rust room it
+/// ports (the router, the list answers, the paging, the replies), printed as one module.
+const HANDLER: &str = concat!(
+    include_str!("edge/handler.js"),
+    "\n",
+    include_str!("edge/route.js"),
+    "\n",
+    include_str!("edge/list.js"),
+    "\n",
+    include_str!("edge/paging.js"),
+    "\n",
+    include_str!("edge/reply.js"),
+);
 /// The origins the handler reads the tree from, printed after it.
 const ORIGINS: &str = include_str!("edge/origin.js");
 const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");

@@ -1,7 +1,7 @@
 //! The list answers: a list page asked plainly, paged, with `?q=` (see [`crate::search`]) or with
 //! declared filters (`?FIELD=VALUE`, see [`crate::filters`]), from the [`ListQuery`] the router
 //! read, answered from the files a build writes for them, as the edge handlers answer them from
-//! the same files (`src/hosts/edge/handler.js`, whose `listAnswer` follows [`answer`] step by
+//! the same files (`src/hosts/edge/list.js`, whose `listAnswer` follows [`answer`] step by
 //! step).
 //!
 //! - No `q` and no filter: the list's page file, or a page rendered from its `_pages/all` file

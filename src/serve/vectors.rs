@@ -1,7 +1,8 @@
 //! The rule vectors (`tests/vectors/*.json`, written from docs/serve.md, docs/tree.md and the
 //! paging rules) checked against the Rust side: the router ([`super::route`]), the paging rules
 //! ([`crate::paging`]), the folder names, Rust's `{:?}` escape, the search folding and the ignored
-//! parameters ([`crate::filters::ignored_header`]). The edge
+//! parameters ([`crate::filters::ignored_header`]), and the list answer over a small tree
+//! ([`super::respond::decide`], which calls [`super::list::answer`]). The edge
 //! handler and the CloudFront Function check the same tables (`tests/tools/vectors.mjs`, run by
 //! tests/suite/edge.rs).
 
@@ -97,4 +98,48 @@ fn ignored_parameters_are_named_as_the_vectors_say() {
         let got = json!({ "target": target, "declared": names, "ignored": ignored, "header": header });
         assert_eq!(got, case, "{target:?}");
     }
+}
+
+/// A list answer as `tests/vectors/list.json` writes it: status, and the count, entry ids, next
+/// and previous of a page, or the body of a 400 or 404.
+fn list_case(target: &str, status: u16, body: &[u8]) -> Value {
+    let body: Value = serde_json::from_slice(body).expect("a JSON body");
+    if status != 200 {
+        return json!({ "target": target, "status": status, "body": body });
+    }
+    let ids: Vec<u64> = body["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|entry| {
+            let url = entry["url"].as_str().expect("an entry's url");
+            url.trim_end_matches('/').rsplit('/').next().and_then(|id| id.parse().ok()).expect("an id")
+        })
+        .collect();
+    json!({ "target": target, "status": status, "count": body["count"], "ids": ids, "next": body["next"],
+        "previous": body["previous"] })
+}
+
+#[test]
+fn lists_answer_as_the_vectors_say() {
+    let table: Value = serde_json::from_str(include_str!("../../tests/vectors/list.json")).expect("JSON");
+    let dir = std::env::temp_dir().join(format!("gen-list-vectors-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    for (path, record) in table["data"].as_object().expect("the data folder") {
+        let file = data.join(path);
+        std::fs::create_dir_all(file.parent().expect("a folder")).expect("a data folder");
+        std::fs::write(&file, serde_json::to_vec(record).expect("JSON")).expect("a record");
+    }
+    let out = dir.join("out");
+    crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).expect("a build");
+    let tree =
+        super::tree::ServedTree::load(&out, std::sync::Arc::new(super::cache::Cache::new(1 << 20))).expect("the tree");
+    for case in cases(include_str!("../../tests/vectors/list.json")) {
+        let target = case["target"].as_str().expect("a target");
+        let reply =
+            super::respond::decide(&tree, &super::respond::Request { method: "GET", target, ..Default::default() });
+        assert_eq!(list_case(target, reply.status(), reply.body()), case, "{target:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -664,9 +664,11 @@ fn cloudfront_function_rewrites_to_the_files_gen_serve_answers_with() {
     check_cloudfront(&sample_tree("cloudfront-path", &["--links", "path", "--pretty"]));
 }
 
-/// The rule vectors (`tests/vectors/*.json`: targets, paging, folder names, escapes, folding)
-/// checked against the handler's and the CloudFront Function's own functions, as `gen config`
-/// prints them (`tests/tools/vectors.mjs`); Rust checks the same tables (src/serve/vectors.rs).
+/// The rule vectors (`tests/vectors/*.json`: targets, paging, folder names, escapes, folding,
+/// the list answer) checked against the handler's and the CloudFront Function's own functions,
+/// as `gen config` prints them (`tests/tools/vectors.mjs`); Rust checks the same tables
+/// (src/serve/vectors.rs). The list answer's cases are answered by the handler printed for the
+/// tree `list.json`'s data folder builds, reading it from its folder.
 #[test]
 fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
     let Some(node) = node() else { return };
@@ -674,16 +676,25 @@ fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
     let files = TempDir::new("vectors");
     let handler = handler_file("node", &tree.out, &[], files.path(), "handler.mjs");
     let function = handler_file("cloudfront", &tree.out, &[], files.path(), "function.js");
+    let list = read_json(&project().join("tests/vectors/list.json"));
+    let (data, out) = (files.join("list-data"), files.join("list-out"));
+    for (path, record) in list["data"].as_object().unwrap() {
+        std::fs::create_dir_all(data.join(path).parent().unwrap()).unwrap();
+        std::fs::write(data.join(path), serde_json::to_vec(record).unwrap()).unwrap();
+    }
+    build(&data, &out, &[]).ok();
+    let list_handler = handler_file("node", &out, &[], files.path(), "list-handler.mjs");
     let output = Command::new(&node)
         .arg(project().join("tests/tools/vectors.mjs"))
-        .args([&handler, &function, &project().join("tests/vectors")])
+        .args([&handler, &function, &project().join("tests/vectors"), &list_handler, &out])
         .output()
         .expect("node starts");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the edge functions disagree with the rule vectors:\n{stdout}{stderr}");
     let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    assert!(agreed >= 200, "only {agreed} checks ran: {stdout}");
+    // 305 before list.json, 43 list cases since
+    assert!(agreed >= 340, "only {agreed} checks ran: {stdout}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
 // Checks the rule vectors (tests/vectors/*.json) against the edge handler's and the CloudFront
 // Function's own functions, as `gen config node` and `gen config cloudfront` print them for a
 // tree (its facts: default limit 20, query links). Run by tests/suite/edge.rs:
-//   node vectors.mjs HANDLER.mjs FUNCTION.js VECTORS_DIR
+//   node vectors.mjs HANDLER.mjs FUNCTION.js VECTORS_DIR LIST_HANDLER.mjs LIST_TREE
+// LIST_HANDLER.mjs is `gen config node` for the tree LIST_TREE, built from list.json's data
+// folder; its list answers (`listAnswer`, `notFound`, `badParam`) read that tree from its folder.
 // The handler module is imported from a copy that exports its functions; the CloudFront Function
 // runs in a vm context, as tests/tools/cloudfront-run.mjs runs it. Prints each case on which a
 // function disagrees with its table, then how many agreed; exits 1 on any disagreement.
@@ -10,7 +12,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import vm from "node:vm";
 
-const [handlerPath, functionPath, dir] = process.argv.slice(2);
+const [handlerPath, functionPath, dir, listHandlerPath, listTree] = process.argv.slice(2);
 const exported = `${handlerPath}.vectors.mjs`;
 const names = "FACTS, route, badParam, nextLinked, previousPage, holds, folderName, debugEscape, fold, ignoredParams, ignoredHeader";
 writeFileSync(exported, `${readFileSync(handlerPath, "utf8")}\nexport { ${names} };\n`);
@@ -108,6 +110,29 @@ for (const c of cases("ignored.json")) {
   const ignored = h.ignoredParams(c.declared, query.params);
   const got = { target: c.target, declared: c.declared, ignored, header: h.ignoredHeader(c.declared, ignored) };
   check(`handler.js ignored ${JSON.stringify(c.target)}`, c, got);
+}
+
+// target -> the list answer over list.json's tree: count, entry ids, next, previous, or the
+// 400 or 404 body; as the handler answers it: `find` (which calls `listAnswer`), then `notFound`
+// for a target it finds nothing for
+const listExported = `${listHandlerPath}.vectors.mjs`;
+const listNames = "FACTS, find, stripOrigin, notFound, treeOrigin, originFrom, nodeFiles";
+writeFileSync(listExported, `${readFileSync(listHandlerPath, "utf8")}\nexport { ${listNames} };\n`);
+const l = await import(pathToFileURL(listExported).href);
+const origin = l.treeOrigin(l.FACTS, l.originFrom(listTree, l.nodeFiles));
+for (const c of cases("list.json")) {
+  const { target } = c;
+  const answer = await l.find(l.FACTS, origin, l.stripOrigin(target));
+  let got;
+  if (answer === null) got = { target, status: 404, body: JSON.parse(l.notFound(l.FACTS, target)) };
+  else if (answer.error !== undefined) got = { target, status: answer.status, body: JSON.parse(answer.error) };
+  else if (answer.list === undefined) got = { target, status: 200, document: true };
+  else {
+    const page = JSON.parse(new TextDecoder().decode(answer.list));
+    const ids = page.results.map((entry) => Number(entry.url.replace(/\/$/, "").split("/").pop()));
+    got = { target, status: 200, count: page.count, ids, next: page.next, previous: page.previous };
+  }
+  check(`handler.js list ${JSON.stringify(target)}`, c, got);
 }
 
 console.log(`${agreed} checks agree, ${disagreed} disagree`);
