@@ -263,8 +263,7 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
             Err(e) => format!(" (not sent: {e})"),
         };
         let sent = if head_only { 0 } else { reply.body_len() };
-        let line = format!("{line} {} {sent}B {micros}µs{outcome}\n", reply.status());
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        say!("{line} {} {sent}B {micros}µs{outcome}", reply.status());
     }
 }
 
