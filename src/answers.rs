@@ -4,10 +4,14 @@
 //! the same functions with placeholders ([`template`]) and write the result in their own
 //! syntax, so a body cannot drift between the two. The error schemas the OpenAPI document
 //! quotes ([`error_schemas`]) live here too, below it, and are tested against every body here.
+//! The HTTP reader's limits and the answers to the request heads it refuses are in [`reader`].
 
 use crate::tree::layout::{API_PREFIX, DEFAULT_PAGE_SIZE};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
+
+pub(crate) mod reader;
+pub(crate) use reader::{headers_too_large, target_too_long};
 
 /// Methods answered, as the `Allow` header says.
 pub(crate) const ALLOW: &str = "GET, HEAD, OPTIONS";
@@ -123,26 +127,11 @@ pub(crate) fn page_not_held(segment: &str, count: &str, offset: &str, limit: &st
     ))
 }
 
-/// 414 for a request target longer than `max` bytes (`length`: its length in bytes).
-pub(crate) fn target_too_long(length: impl std::fmt::Display, max: usize) -> Value {
-    json!({ "detail": format!(
-        "the request target is {length} bytes long; this server answers targets of at most {max} bytes"
-    ) })
-}
-
 /// 400 for a list query with more than `max` different filter conditions (`FIELD=VALUE`).
 pub(crate) fn too_many_filters(max: usize) -> Value {
     json!({ "detail": format!(
         "this list query has more than {max} different filters (FIELD=VALUE): a list answers at most {max} at \
          once, so that one request reads a bounded number of files; send fewer, and narrow the rest on your side"
-    ) })
-}
-
-/// 431 for a request with too many headers or header bytes.
-pub(crate) fn headers_too_large(count: usize, bytes: usize, max_count: usize, max_bytes: usize) -> Value {
-    json!({ "detail": format!(
-        "the request has {count} headers, {bytes} bytes; this server answers at most {max_count} headers, \
-         {max_bytes} bytes in all"
     ) })
 }
 
@@ -396,7 +385,8 @@ mod tests {
 
     /// Every body an answer can have, built with `value` for every request value.
     fn every_body(value: &str) -> Vec<(&'static str, Value)> {
-        vec![
+        let refused = tiny_http::Rejected::ALL.map(|rejection| ("Error", reader::rejected(rejection)));
+        let mut bodies = vec![
             ("BadParameter", bad_param("limit", Some(value), true)),
             ("BadParameter", bad_param("limit", None, false)),
             ("BadParameter", bad_param("offset", Some(value), false)),
@@ -419,7 +409,9 @@ mod tests {
                     &[crate::filters::FilterField { name: "firmness".into(), path: "firmness.name".into() }],
                 ),
             ),
-        ]
+        ];
+        bodies.extend(refused);
+        bodies
     }
 
     #[test]

@@ -8,6 +8,13 @@ pub(crate) mod import_table;
 pub(crate) mod publish;
 pub(crate) mod serve;
 
+/// Whether a command shows progress: not with `-q`, and only when stderr is a terminal (a log
+/// file or a pipe gets the summary line alone).
+pub(crate) fn progress_wanted(quiet: bool) -> bool {
+    use std::io::IsTerminal as _;
+    !quiet && std::io::stderr().is_terminal()
+}
+
 /// Where a line goes.
 #[derive(Clone, Copy)]
 pub(crate) enum To {

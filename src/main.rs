@@ -24,8 +24,14 @@ fn give_back_large_blocks() {
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     give_back_large_blocks();
-    // Every message of the library (notes, warnings, gen serve's lines) goes to stderr.
-    genapi::message::set_sink(|text| eprintln!("{text}"));
+    // Every message of the library (notes, warnings, gen serve's lines and access log) goes to
+    // stderr, a line in one write (lines of several threads never mix); a stderr that cannot be
+    // written (a closed pipe) is no reason to stop serving, so the error is dropped.
+    genapi::message::set_sink(|text| {
+        use std::io::Write as _;
+        let line = format!("{text}\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    });
     genapi::message::set_output(|text| {
         use std::io::Write as _;
         let mut stdout = std::io::stdout().lock();

@@ -1,16 +1,9 @@
 //! The progress display of the long commands, `gen build` and `gen publish`: one indicatif bar
-//! on stderr, in one style, drawn only when the command asks for it (on a terminal, never with
-//! `-q`: see [`wanted`]). Hidden otherwise, when a step costs one atomic add. Also the build's
-//! step timings (`GEN_TIMINGS`, [`StepTimer`]), for the benchmarks.
+//! on stderr, in one style, drawn only when the command asks for it (the binary decides: on a
+//! terminal, never with `-q`). Hidden otherwise, when a step costs one atomic add. Also the
+//! build's step timings (`GEN_TIMINGS`, [`StepTimer`]), for the benchmarks.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
-
-/// Whether a command shows progress: not with `-q`, and only when stderr is a terminal (a log
-/// file or a pipe gets the summary line alone).
-pub fn wanted(quiet: bool) -> bool {
-    !quiet && std::io::stderr().is_terminal()
-}
 
 /// A bar counting steps toward a total: `<what> [=====>    ] <done>/<total> <unit><message>`.
 #[derive(Debug, Clone)]
@@ -26,7 +19,7 @@ impl Default for Progress {
 }
 
 impl Progress {
-    /// A bar labelled `what`, counting `unit`, drawn on stderr when `show` (see [`wanted`]).
+    /// A bar labelled `what`, counting `unit`, drawn on stderr when `show`.
     pub fn new(show: bool, what: &str, unit: &str) -> Progress {
         if !show {
             return Progress::default();

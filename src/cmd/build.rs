@@ -2,7 +2,7 @@
 
 use crate::cli::BuildArgs;
 use anyhow::Result;
-use genapi::progress::{self, Progress};
+use genapi::progress::Progress;
 use std::time::Instant;
 
 pub(crate) fn execute(args: BuildArgs) -> Result<()> {
@@ -17,7 +17,7 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
         verify: args.verify,
         watched: None,
     };
-    let progress = Progress::new(progress::wanted(args.quiet), "writing", "documents");
+    let progress = Progress::new(super::progress_wanted(args.quiet), "writing", "documents");
     let summary = genapi::build(&args.data, &args.out, &options, &progress);
     progress.finish();
     let summary = summary?;

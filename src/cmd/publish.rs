@@ -17,7 +17,7 @@ pub(crate) fn execute(args: PublishArgs) -> Result<()> {
         changed_urls: args.changed_urls,
         allow_query_links: args.allow_query_links,
         take_over_lock: args.take_over_lock,
-        progress: !args.dry_run && genapi::progress::wanted(args.quiet),
+        progress: !args.dry_run && super::progress_wanted(args.quiet),
     };
     let summary = genapi::publish::publish(&options)?;
     if args.dry_run {

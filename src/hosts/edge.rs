@@ -9,13 +9,9 @@
 //! sizes needs the handler printed again (docs/deploy.md says so).
 
 use super::Site;
+use crate::answers::reader::{self, MAX_REQUEST_LINE, MAX_TARGET};
 use crate::answers::template::{self, Part, Template};
-use crate::serve::respond::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_TARGET};
 use serde_json::{Value, json};
-
-/// The longest request line `gen serve` reads (vendor/tiny_http/src/client.rs,
-/// `MAX_REQUEST_LINE`): a longer one is a 414 worded by its HTTP reader.
-const MAX_REQUEST_LINE: usize = MAX_TARGET + 64;
 
 /// The handler, shared by every edge host: its entry (`handle`), then one file per Rust room it
 /// ports (the router, the list answers, the paging, the replies), printed as one module.
@@ -200,10 +196,9 @@ fn facts(site: &Site) -> Value {
             "method_not_allowed": parts(&template::method_not_allowed()),
             "target_too_long": parts(&template::target_too_long(MAX_TARGET)),
             // no hole: one text part, as gen serve's HTTP reader words it
-            "request_line_too_long": [format!(
-                "{{\"detail\":\"the request line is too long: this server reads request lines of at most \
-                 {MAX_REQUEST_LINE} bytes and at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all\"}}"
-            )],
+            "request_line_too_long": [String::from_utf8(crate::answers::to_bytes(
+                &reader::rejected(tiny_http::Rejected::RequestLineTooLong)
+            )).expect("JSON is UTF-8")],
             // no hole: one text part
             "too_many_filters": [String::from_utf8(crate::answers::to_bytes(
                 &crate::answers::too_many_filters(crate::filters::MAX_CONDITIONS)

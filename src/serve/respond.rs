@@ -15,12 +15,7 @@ use crate::tree::{JSON_MEDIA_TYPE, layout};
 use std::io::Write as _;
 use std::sync::Arc;
 
-/// Longest request target answered; longer ones get 414.
-pub(crate) const MAX_TARGET: usize = 8 * 1024;
-/// Most request header bytes (names and values) answered; more get 431.
-pub(crate) const MAX_HEADER_BYTES: usize = 16 * 1024;
-/// Most request headers answered; more get 431.
-pub(crate) const MAX_HEADERS: usize = 100;
+use crate::answers::reader::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_TARGET};
 
 /// The parts of a request that decide the answer.
 #[derive(Debug, Clone, Default)]

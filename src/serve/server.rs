@@ -110,7 +110,8 @@ pub(crate) fn run(
 /// A tiny_http server on a duplicate of `listener` (the accept thread owns and closes its copy).
 fn start(listener: &TcpListener, handler: &tiny_http::Handler) -> Result<tiny_http::Server> {
     let socket = listener.try_clone().map_err(|e| anyhow!("cannot duplicate the listening socket: {e}"))?;
-    tiny_http::Server::from_listener_with_handler(socket, handler.clone()).map_err(|e| anyhow!("{e}"))
+    tiny_http::Server::from_listener_with_handler(socket, handler.clone(), crate::answers::reader::http_reader())
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// Reports panics of tiny_http's threads, and asks for a new server when one may have been
@@ -262,8 +263,7 @@ fn answer(request: tiny_http::Request, shared: &Shared, close: bool) {
             Err(e) => format!(" (not sent: {e})"),
         };
         let sent = if head_only { 0 } else { reply.body_len() };
-        let line = format!("{line} {} {sent}B {micros}µs{outcome}\n", reply.status());
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        say!("{line} {} {sent}B {micros}µs{outcome}", reply.status());
     }
 }
 

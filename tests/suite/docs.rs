@@ -331,13 +331,17 @@ fn function_start(line: &str) -> Option<(&str, &str)> {
 
 /// Issue 38: the library never prints nor ends the process: its messages go through the one
 /// sink the binary sets (`say!`, src/message.rs), and exit codes are decided in src/main.rs.
+/// Issue 50: nor does it write to stderr itself (`gen serve`'s access log went straight there),
+/// nor ask what stderr is (whether to draw progress is the binary's call).
 #[test]
 fn the_library_never_prints_nor_exits() {
     for (module, (rel, code)) in source_files() {
         if module.first().is_some_and(|m| ["main", "cli", "cmd"].contains(&m.as_str())) {
             continue; // the binary
         }
-        for banned in ["eprintln!", "eprint!", "println!", "process::exit", "io::stdout()"] {
+        for banned in
+            ["eprintln!", "eprint!", "println!", "process::exit", "io::stdout()", "io::stderr()", "std::io::stderr"]
+        {
             assert!(
                 !code.contains(banned),
                 "src/{rel}.rs uses {banned}: the library sends messages through say! and output lines through \

@@ -44,6 +44,9 @@ pub struct ClientConnection {
     // gen patch: how long a whole request head may take from its first byte (the socket's
     // receive timeout, when one is set)
     head_time: Option<Duration>,
+
+    // gen patch: the limits of a request head, and how a refused one is answered
+    reader: Reader,
 }
 
 /// Error that can happen when reading a request.
@@ -54,26 +57,119 @@ enum ReadError {
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     ReadIoError(IoError),
-    /// gen patch: the request line or the headers are larger than the limits below.
-    TooLarge(u16, &'static str),
-    /// gen patch: a head that cannot be read safely (e.g. conflicting lengths): answered with
-    /// this status and detail, and the connection closed.
-    Refused(u16, &'static str),
+    /// gen patch: a head refused (too large, or one that cannot be read safely, e.g.
+    /// conflicting lengths): answered as the [`Reader`] words it, and the connection closed.
+    Refused(Rejected),
 }
 
-/// gen patch: longest request line read (method, target and version): longer ones get 414
-/// without being read whole.
-pub const MAX_REQUEST_LINE: usize = 8 * 1024 + 64;
-/// gen patch: most bytes of header lines read; more get 431 without being read whole.
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
-/// gen patch: most header lines read; more get 431.
-pub const MAX_HEADERS: usize = 100;
+/// gen patch: why the reader refused a request head. The answer's status is
+/// [`Rejected::status`]; its body is the [`Reader`]'s to word (`Reader::words`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    /// 414: the request line is longer than `Reader::max_request_line` (it is not read whole).
+    RequestLineTooLong,
+    /// 431: a header line runs past `Reader::max_header_bytes` in all (it is not read whole).
+    HeadersTooLarge,
+    /// 431: more than `Reader::max_headers` headers, or more than `Reader::max_header_bytes`.
+    TooManyHeaders,
+    /// 400: a head that cannot be read safely.
+    BadRequest(BadHead),
+    /// 505: an HTTP version above 1.1.
+    VersionNotSupported,
+}
+
+/// gen patch: a request head that cannot be read safely (answered 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadHead {
+    /// A byte above 127 (tiny_http keeps heads as ASCII).
+    NotAscii,
+    /// A control character other than a tab in the request line.
+    ControlInRequestLine,
+    /// A control character other than a tab in a header line.
+    ControlInHeader,
+    /// A header line that starts with a space or tab (obsolete line folding, RFC 9112 §5.2).
+    FoldedHeader,
+    /// A `Content-Length` that is not a plain number.
+    LengthNotANumber,
+    /// Two `Content-Length` headers that differ.
+    LengthsDiffer,
+    /// A `Content-Length` beside a `Transfer-Encoding`.
+    LengthAndTransferEncoding,
+    /// An HTTP/1.1 request without `Host` (RFC 9112 §3.2).
+    NoHost,
+    /// More than one `Host`.
+    TwoHosts,
+}
+
+impl Rejected {
+    /// Every kind of refusal.
+    pub const ALL: [Rejected; 13] = [
+        Rejected::RequestLineTooLong,
+        Rejected::HeadersTooLarge,
+        Rejected::TooManyHeaders,
+        Rejected::BadRequest(BadHead::NotAscii),
+        Rejected::BadRequest(BadHead::ControlInRequestLine),
+        Rejected::BadRequest(BadHead::ControlInHeader),
+        Rejected::BadRequest(BadHead::FoldedHeader),
+        Rejected::BadRequest(BadHead::LengthNotANumber),
+        Rejected::BadRequest(BadHead::LengthsDiffer),
+        Rejected::BadRequest(BadHead::LengthAndTransferEncoding),
+        Rejected::BadRequest(BadHead::NoHost),
+        Rejected::BadRequest(BadHead::TwoHosts),
+        Rejected::VersionNotSupported,
+    ];
+
+    /// The status the refusal is answered with.
+    pub fn status(self) -> u16 {
+        match self {
+            Rejected::RequestLineTooLong => 414,
+            Rejected::HeadersTooLarge | Rejected::TooManyHeaders => 431,
+            Rejected::BadRequest(_) => 400,
+            Rejected::VersionNotSupported => 505,
+        }
+    }
+}
+
+/// gen patch: how the reader reads a request head, and how it answers one it refuses: with
+/// [`Rejected::status`], `headers`, `Connection: close` and the body `words` gives, then the
+/// connection is closed.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    /// Longest request line read (method, target and version): longer ones get 414 without
+    /// being read whole.
+    pub max_request_line: usize,
+    /// Most bytes of header lines read; more get 431 without being read whole.
+    pub max_header_bytes: usize,
+    /// Most header lines read; more get 431.
+    pub max_headers: usize,
+    /// The headers of the answer to a refused head (besides `Connection: close` and those
+    /// tiny_http always writes).
+    pub headers: Vec<crate::Header>,
+    /// The body of the answer to a refused head.
+    pub words: fn(Rejected) -> Vec<u8>,
+}
+
+impl Default for Reader {
+    /// 8 KiB and 64 bytes of request line, 100 headers of 16 KiB in all, and empty answers.
+    fn default() -> Reader {
+        Reader {
+            max_request_line: 8 * 1024 + 64,
+            max_header_bytes: 16 * 1024,
+            max_headers: 100,
+            headers: Vec::new(),
+            words: |_| Vec::new(),
+        }
+    }
+}
 
 impl ClientConnection {
     /// Creates a new `ClientConnection` that takes ownership of the `TcpStream`.
+    ///
+    /// gen patch: `reader` bounds the request heads read and words the refusals.
     pub fn new(
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
+        reader: Reader,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -91,6 +187,7 @@ impl ClientConnection {
             secure,
             closing: Arc::new(AtomicBool::new(false)),
             head_time,
+            reader,
         }
     }
 
@@ -122,6 +219,18 @@ impl ClientConnection {
     /// true if the connection is HTTPS
     pub fn secure(&self) -> bool {
         self.secure
+    }
+
+    /// gen patch: the answer to a refused head, as the reader words it; it closes the
+    /// connection.
+    fn refusal(&self, rejected: Rejected) -> crate::Response<std::io::Cursor<Vec<u8>>> {
+        let mut response = crate::Response::from_data((self.reader.words)(rejected))
+            .with_status_code(crate::StatusCode(rejected.status()));
+        for header in &self.reader.headers {
+            response.add_header(header.clone());
+        }
+        let close = crate::Header::from_bytes(&b"Connection"[..], &b"close"[..]).expect("a valid header");
+        response.with_header(close)
     }
 
     /// Reads the next line from self.next_header_source.
@@ -185,17 +294,15 @@ impl ClientConnection {
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line(MAX_REQUEST_LINE, &mut deadline).map_err(|e| match e.kind() {
-                    ErrorKind::OutOfMemory => ReadError::TooLarge(414, "the request line is too long"),
-                    ErrorKind::InvalidInput => ReadError::Refused(400, NOT_ASCII),
+                let max = self.reader.max_request_line;
+                let line = self.read_next_line(max, &mut deadline).map_err(|e| match e.kind() {
+                    ErrorKind::OutOfMemory => ReadError::Refused(Rejected::RequestLineTooLong),
+                    ErrorKind::InvalidInput => bad(BadHead::NotAscii),
                     _ => ReadError::ReadIoError(e),
                 })?;
                 // gen patch: no control characters in the request line.
                 if has_control(line.as_bytes()) {
-                    return Err(ReadError::Refused(
-                        400,
-                        "the request line holds a control character (NUL, CR or another): send printable ASCII",
-                    ));
+                    return Err(bad(BadHead::ControlInRequestLine));
                 }
 
                 parse_request_line(
@@ -208,11 +315,10 @@ impl ClientConnection {
                 let mut headers = Vec::new();
                 let mut header_bytes = 0;
                 loop {
-                    let too_large = ReadError::TooLarge(431, "the request headers are too large");
-                    let room = MAX_HEADER_BYTES.saturating_sub(header_bytes);
+                    let room = self.reader.max_header_bytes.saturating_sub(header_bytes);
                     let line = self.read_next_line(room, &mut deadline).map_err(|e| match e.kind() {
-                        ErrorKind::OutOfMemory => too_large,
-                        ErrorKind::InvalidInput => ReadError::Refused(400, NOT_ASCII),
+                        ErrorKind::OutOfMemory => ReadError::Refused(Rejected::HeadersTooLarge),
+                        ErrorKind::InvalidInput => bad(BadHead::NotAscii),
                         _ => ReadError::ReadIoError(e),
                     })?;
 
@@ -221,8 +327,10 @@ impl ClientConnection {
                     };
                     check_field_line(line.as_bytes())?;
                     header_bytes += line.len();
-                    if headers.len() >= MAX_HEADERS || header_bytes > MAX_HEADER_BYTES {
-                        return Err(ReadError::TooLarge(431, "the request has too many headers"));
+                    if headers.len() >= self.reader.max_headers
+                        || header_bytes > self.reader.max_header_bytes
+                    {
+                        return Err(ReadError::Refused(Rejected::TooManyHeaders));
                     }
                     headers.push(match FromStr::from_str(line.as_str().trim()) {
                         // TODO: remove this conversion
@@ -329,24 +437,11 @@ impl Iterator for ClientConnection {
                     return None; // TODO: should be recoverable, but needs handling in case of body
                 }
 
-                Err(error @ (ReadError::TooLarge(..) | ReadError::Refused(..))) => {
-                    // gen patch: answer in gen's error format and close: the rest of the head
+                Err(ReadError::Refused(rejected)) => {
+                    // gen patch: answer as the reader words it and close: the rest of the head
                     // is never read.
                     let writer = self.sink.next().unwrap();
-                    let (status, body) = match error {
-                        ReadError::TooLarge(status, what) => (status, format!(
-                            "{{\"detail\":\"{what}: this server reads request lines of at most {MAX_REQUEST_LINE} bytes and at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all\"}}"
-                        )),
-                        ReadError::Refused(status, detail) => (status, format!("{{\"detail\":\"{detail}\"}}")),
-                        _ => unreachable!(),
-                    };
-                    let response = Response::from_data(body.into_bytes())
-                        .with_status_code(StatusCode(status))
-                        .with_header(json_header("Content-Type", "application/json; charset=utf-8"))
-                        .with_header(json_header("Access-Control-Allow-Origin", "*"))
-                        .with_header(json_header("Cache-Control", "no-store"))
-                        .with_header(json_header("Connection", "close"));
-                    response
+                    self.refusal(rejected)
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
                     return None;
@@ -364,14 +459,7 @@ impl Iterator for ClientConnection {
                 // (it is, only when `rq` is dropped): the connection got no answer and held its
                 // thread. The answer is in gen's error format.
                 let mut writer = rq.into_writer();
-                let body = "{\"detail\":\"this server speaks HTTP/1.0 and HTTP/1.1 only: send the request as HTTP/1.1\"}";
-                let response = Response::from_data(body.as_bytes().to_vec())
-                    .with_status_code(StatusCode(505))
-                    .with_header(json_header("Content-Type", "application/json; charset=utf-8"))
-                    .with_header(json_header("Access-Control-Allow-Origin", "*"))
-                    .with_header(json_header("Cache-Control", "no-store"))
-                    .with_header(json_header("Connection", "close"));
-                response
+                self.refusal(Rejected::VersionNotSupported)
                     .raw_print(&mut writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();
                 writer.flush().ok();
@@ -421,29 +509,22 @@ fn check_framing(headers: &[crate::Header]) -> Result<(), ReadError> {
     let first = lengths.next();
     if let Some(first) = first {
         if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(ReadError::Refused(
-                400,
-                "the request's Content-Length is not a number of bytes: send one",
-            ));
+            return Err(bad(BadHead::LengthNotANumber));
         }
         if lengths.any(|other| other != first) {
-            return Err(ReadError::Refused(
-                400,
-                "the request has two Content-Length headers that differ: send one",
-            ));
+            return Err(bad(BadHead::LengthsDiffer));
         }
         if headers.iter().any(|h| h.field.equiv("Transfer-Encoding")) {
-            return Err(ReadError::Refused(
-                400,
-                "the request has both Content-Length and Transfer-Encoding: send one",
-            ));
+            return Err(bad(BadHead::LengthAndTransferEncoding));
         }
     }
     Ok(())
 }
 
-/// gen patch: the answer to a request head with a byte above 127 (tiny_http keeps heads as ASCII).
-const NOT_ASCII: &str = "the request head holds a byte that is not ASCII: send the target percent-encoded and header values in ASCII";
+/// gen patch: a refused head that cannot be read safely.
+fn bad(head: BadHead) -> ReadError {
+    ReadError::Refused(Rejected::BadRequest(head))
+}
 
 /// gen patch: true when `bytes` hold a control character other than a tab (RFC 9110 §5.5:
 /// NUL, CR and LF are never valid in a field value; the others are not either).
@@ -456,16 +537,10 @@ fn has_control(bytes: &[u8]) -> bool {
 /// tiny_http read as a header of its own.
 fn check_field_line(line: &[u8]) -> Result<(), ReadError> {
     if has_control(line) {
-        return Err(ReadError::Refused(
-            400,
-            "a request header holds a control character (NUL, CR or another): send printable ASCII",
-        ));
+        return Err(bad(BadHead::ControlInHeader));
     }
     if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
-        return Err(ReadError::Refused(
-            400,
-            "a request header line starts with a space (obsolete line folding): send each header on one line",
-        ));
+        return Err(bad(BadHead::FoldedHeader));
     }
     Ok(())
 }
@@ -474,19 +549,12 @@ fn check_field_line(line: &[u8]) -> Result<(), ReadError> {
 /// more than one, is answered 400.
 fn check_host(version: &HTTPVersion, headers: &[crate::Header]) -> Result<(), ReadError> {
     match headers.iter().filter(|h| h.field.equiv("Host")).count() {
-        0 if *version == HTTPVersion(1, 1) => Err(ReadError::Refused(
-            400,
-            "an HTTP/1.1 request must have a Host header: send one (e.g. Host: 127.0.0.1:8080)",
-        )),
+        0 if *version == HTTPVersion(1, 1) => Err(bad(BadHead::NoHost)),
         0 | 1 => Ok(()),
-        _ => Err(ReadError::Refused(400, "the request has more than one Host header: send one")),
+        _ => Err(bad(BadHead::TwoHosts)),
     }
 }
 
-/// gen patch: a header for the answers written here.
-fn json_header(name: &str, value: &str) -> crate::Header {
-    crate::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
-}
 
 /// Parses a "HTTP/1.1" string.
 fn parse_http_version(version: &str) -> Result<HTTPVersion, ReadError> {

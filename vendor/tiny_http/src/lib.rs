@@ -107,6 +107,7 @@ use std::thread;
 use std::time::Duration;
 
 use client::ClientConnection;
+pub use client::{BadHead, Reader, Rejected};
 use connection::Connection;
 use util::MessagesQueue;
 
@@ -247,7 +248,7 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
-        Self::start(listener.into(), ssl_config, None)
+        Self::start(listener.into(), ssl_config, None, Reader::default())
     }
 
     /// gen patch: a server that answers each request on its connection's own thread by calling
@@ -255,17 +256,20 @@ impl Server {
     /// that is slow to send or to read then holds only its own connection's thread, never the
     /// threads that answer everyone else; the next request of a connection is read only once
     /// the previous one is answered, so pipelined requests wait in the socket, not in memory.
+    /// `reader` bounds the request heads read and words the answers to those it refuses.
     pub fn from_listener_with_handler<L: Into<Listener>>(
         listener: L,
         handler: Handler,
+        reader: Reader,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
-        Self::start(listener.into(), None, Some(handler))
+        Self::start(listener.into(), None, Some(handler), reader)
     }
 
     fn start(
         listener: Listener,
         ssl_config: Option<SslConfig>,
         handler: Option<Handler>,
+        reader: Reader,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -334,7 +338,7 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        Ok(ClientConnection::new(write_closable, read_closable, reader.clone()))
                     }
                     Err(e) => Err(e),
                 };
