@@ -18,9 +18,9 @@
 //! the data folder as without a previous build, and reports what it finds.
 
 use super::data_path::DataPath;
-use super::index::{FolderFiles, FolderNotes, Index};
-use super::walk::is_ignored;
+use super::data_path::is_ignored;
 use super::watched::WatchedChanges;
+use crate::build::index::{FolderFiles, FolderNotes, Index};
 use crate::fsutil::Stamp;
 use rayon::prelude::*;
 use std::path::Path;
