@@ -196,7 +196,8 @@ pub fn build(
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
     let watched = previous.counted_from(options.watched.as_deref());
-    let (told, listing) = (watched.is_some(), listing::list(data, previous.index.as_ref(), watched));
+    let (told, listing) =
+        (watched.is_some(), listing::list(data, previous.index.as_ref().map(index::Index::data_recorded), watched));
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);

@@ -28,7 +28,7 @@ pub(crate) fn unchanged(
     index: &Index,
     settings_of: impl FnOnce(&DataSettings) -> Option<BuildSettings>,
 ) -> Option<Unchanged> {
-    if !listing.unchanged_since(index) {
+    if !listing.unchanged_since(index.data_recorded()) {
         return None;
     }
     let config = match listing.others().any(|file| file.rel == CONFIG_FILE) {
