@@ -1,6 +1,6 @@
 //! The data folder as input: what its paths mean ([`data_path`]), its files found ([`walk`])
 //! and listed with their stamps against the previous build's ([`listing`], [`watched`]), each
-//! record's own shape checked ([`validate`]) and loaded ([`load`], [`table`], [`assemble`])
+//! record's own shape checked ([`validate`]) and loaded ([`load`], [`table`], `assemble`)
 //! into the [`dataset`] every later step reads, read again when rendered ([`second_read`]),
 //! under one memory budget for the parallel reads ([`parse_budget`]).
 //! Import writes the data folder through this module; the build reads it through it.
