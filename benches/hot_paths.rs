@@ -37,7 +37,7 @@ fn row(label: &str, (min, median, max): (f64, f64, f64), extra: &str) {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("data");
-    let (dataset, problems) = genapi::build::load::load(&data);
+    let (dataset, problems) = genapi::data::load::load(&data);
     assert!(problems.is_empty(), "the default data has problems: run `gen check`");
     println!("{:<52} {:>10} {:>10} {:>10}", "ns per operation", "min", "median", "max");
 

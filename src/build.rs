@@ -10,21 +10,11 @@
 pub mod state;
 pub mod index;
 
-// Load: walk the data folder, check each record's own shape, into the dataset.
-pub mod data_path;
-pub mod walk;
-pub mod validate;
-pub mod load;
-mod assemble;
-pub mod table;
-pub mod dataset;
+// Load (the data folder's room, [`crate::data`], lists and loads it): what the extract takes
+// from each record.
 pub mod extract;
-pub mod parse_budget;
-pub mod second_read;
 
 // Decide: a build that finds every data file as the previous one left it does nothing.
-pub mod listing;
-pub mod watched;
 mod up_to_date;
 
 // Plan: every document and path of the tree, pure.
@@ -48,6 +38,7 @@ mod dates;
 mod rendering;
 use rendering::{Changed, Rendering};
 
+use crate::data::{listing, load, watched};
 use crate::problem::Problems;
 use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
 use crate::{config, date, fsutil, paging};
@@ -205,7 +196,8 @@ pub fn build(
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
     let watched = previous.counted_from(options.watched.as_deref());
-    let (told, listing) = (watched.is_some(), listing::list(data, previous.index.as_ref(), watched));
+    let (told, listing) =
+        (watched.is_some(), listing::list(data, previous.index.as_ref().map(index::Index::data_recorded), watched));
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);

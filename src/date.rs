@@ -137,7 +137,7 @@ fn git(data: &std::path::Path, args: &[&str]) -> Option<String> {
 /// `.1.json.swp`, a backup `1.json~`): a change to it is no change to the data.
 fn names_a_skipped_file(line: &str) -> bool {
     let path = line.get(3..).unwrap_or("").trim_matches('"');
-    path.rsplit('/').next().is_some_and(crate::build::walk::is_ignored)
+    path.rsplit('/').next().is_some_and(crate::data::data_path::is_ignored)
 }
 
 /// The current time in seconds since the Unix epoch.

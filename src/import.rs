@@ -13,8 +13,8 @@ mod scan;
 pub mod table;
 mod tables;
 
-use crate::build::data_path::DataPath;
 use crate::config::{CONFIG_FILE, DataSettings};
+use crate::data::data_path::DataPath;
 use crate::json::parse_json;
 use crate::problem::{Problem, Problems};
 use crate::staging::Staging;

@@ -22,6 +22,7 @@ macro_rules! say {
 }
 
 // The pipeline.
+pub mod data;
 pub mod build;
 
 // Its uses: preview, host configurations, import, publish.

@@ -4,7 +4,7 @@
 //! clone of a commit builds the same bytes.
 
 use super::index::Index;
-use super::load::Dataset;
+use crate::data::load::Dataset;
 use crate::tree::manifest::BuildSettings;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,10 +5,10 @@
 //! since is a problem, and its row is not kept (the build fails, and the next one reads it). A
 //! file that cannot be parsed is a problem its record's own document reports.
 
-use crate::build::dataset::Record;
 use crate::build::index::ExtractStore;
-use crate::build::load::Dataset;
 use crate::config::CONFIG_FILE;
+use crate::data::dataset::Record;
+use crate::data::load::Dataset;
 use crate::filters::{FieldPath, FilterField};
 use crate::json::tape::{Kind, Node, Tape};
 use crate::paging::{self, ListLinks, Page};
@@ -168,7 +168,7 @@ fn read_record(
     let source = dataset.record_source(segment, record);
     let file = source.problem_path();
     // held from before the read until the values are taken: the tape is several times the text
-    let _share = crate::build::parse_budget::hold(source.size());
+    let _share = crate::data::parse_budget::hold(source.size());
     let (bytes, changed) = match source.read() {
         Ok(bytes) => (Some(bytes), None),
         Err(problem) => (None, Some(problem)),

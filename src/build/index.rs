@@ -44,8 +44,8 @@ pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub use trust::UNTRUSTED_WINDOW_NS;
 pub use writer::IndexWriter;
 
-use crate::build::data_path::DataPath;
 use crate::build::schema::Inferred;
+use crate::data::data_path::DataPath;
 use crate::fsutil::Stamp;
 use crate::fsutil::{self, NotRead};
 use crate::tree::layout;
@@ -76,7 +76,7 @@ pub struct DataFile {
     pub name: Option<String>,
     /// The line of a table that holds the record or sub-document, when it is held in one (its
     /// stamp is then the table's: the index keeps the line's place instead).
-    pub line: Option<crate::build::dataset::Span>,
+    pub line: Option<crate::data::dataset::Span>,
 }
 
 /// One document of the tree: the file at each of its paths (they are hard links of one file,

@@ -3,7 +3,7 @@
 
 use crate::build::extract::{Extracted, Extracts};
 use crate::build::index::Place;
-use crate::build::load::{Dataset, Record};
+use crate::data::load::{Dataset, Record};
 use crate::filters::FilterField;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, META_PATH, ROOT_PATH};

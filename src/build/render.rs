@@ -2,9 +2,9 @@
 //! against the dataset's index and made absolute with the base URL; nothing else changes.
 
 use crate::build::extract::{self, Extracts};
-use crate::build::load::{Dataset, Source};
 use crate::build::plan::Content;
 use crate::build::schema::{Inferred, REFERENCE_REF};
+use crate::data::load::{Dataset, Source};
 use crate::json::read_tape;
 use crate::json::tape::{Kind, Node, Tape};
 use crate::paging;
@@ -118,7 +118,7 @@ impl Renderer<'_> {
         let file = &source.problem_path();
         // held from before the read until the document is rendered: the parsed tape is several
         // times the text
-        let _share = crate::build::parse_budget::hold(source.size());
+        let _share = crate::data::parse_budget::hold(source.size());
         let bytes = source.read().map_err(|problem| vec![problem])?;
         let tape = read_tape(source.at(), &bytes).map_err(|p| vec![p])?;
         let mut problems = Vec::new();
@@ -403,7 +403,7 @@ impl DocumentRenderer<'_> {
         std::mem::take(&mut *self.extracts.write().expect("no panic while rendering"));
         // a names entry a record, small blocks: kept by the allocator, they would stay beside
         // the new index's document table, which is allocated apart
-        super::parse_budget::give_back_freed_memory();
+        crate::data::parse_budget::give_back_freed_memory();
     }
 
     /// The list entries of `segment` at the list positions `positions`, serialised as
@@ -415,7 +415,7 @@ impl DocumentRenderer<'_> {
     ) -> impl Iterator<Item = Vec<u8>> + 's {
         let records = &self.records.dataset.resources[segment].records;
         let base_url = &self.options.base_url;
-        let entry = move |r: &crate::build::load::Record| {
+        let entry = move |r: &crate::data::load::Record| {
             paging::render_entry(r.name.as_deref(), &layout::record_url(base_url, segment, r.id), self.options.pretty)
         };
         positions.map(move |i| entry(&records[i]))

@@ -3,7 +3,8 @@
 //! build finds changed since the previous one.
 
 use super::index;
-use super::{PreviousBuild, data_path, list_hashes, load, openapi, plan, render, write};
+use super::{PreviousBuild, list_hashes, openapi, plan, render, write};
+use crate::data::{data_path, load};
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use std::collections::HashSet;

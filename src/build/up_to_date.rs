@@ -5,8 +5,8 @@
 //! nothing else: no record, no table, and no dataset is built.
 
 use super::index::{self, Index};
-use super::listing::Listing;
 use crate::config::{CONFIG_FILE, DataSettings};
+use crate::data::listing::Listing;
 use crate::tree::manifest::BuildSettings;
 use std::path::Path;
 
@@ -28,11 +28,11 @@ pub(crate) fn unchanged(
     index: &Index,
     settings_of: impl FnOnce(&DataSettings) -> Option<BuildSettings>,
 ) -> Option<Unchanged> {
-    if !listing.unchanged_since(index) {
+    if !listing.unchanged_since(index.data_recorded()) {
         return None;
     }
     let config = match listing.others().any(|file| file.rel == CONFIG_FILE) {
-        true => super::load::read_settings(&data.join(CONFIG_FILE)).ok()?.0,
+        true => crate::data::load::read_settings(&data.join(CONFIG_FILE)).ok()?.0,
         false => DataSettings::default(),
     };
     let settings = settings_of(&config)?;

@@ -26,8 +26,8 @@ use listing::write_manifest;
 use stage::{Placements, Stager, stage_documents};
 
 use crate::build::index::{DocChanges, DocumentFiles, Index};
-use crate::build::load::Dataset;
 use crate::build::plan::{Output, Plan};
+use crate::data::load::Dataset;
 use crate::problem::Problem;
 use crate::progress::Progress;
 use crate::staging::{FolderLock, Staging};

@@ -2,8 +2,8 @@
 //! segments are replaced whole (and only when they hold nothing but records), everything else
 //! is carried over unchanged, and the settings are kept but for "external".
 
-use crate::build::data_path::DataPath;
 use crate::config::CONFIG_FILE;
+use crate::data::data_path::DataPath;
 use crate::{fsutil, json};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;

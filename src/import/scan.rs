@@ -3,8 +3,8 @@
 //! layout reported at once.
 
 use super::{Job, SKIPPED, rename_segment};
-use crate::build::data_path::DataPath;
 use crate::config::parse_id;
+use crate::data::data_path::DataPath;
 use crate::json;
 use crate::problem::{Problem, Problems};
 use crate::tree::layout::{API_PREFIX, DOCUMENT_FILE};

@@ -3,7 +3,7 @@
 //! `<segment>.<name>.ndjson` (one `{"id": …, "document": …}` a line, in list order).
 
 use super::ImportOptions;
-use crate::build::data_path::DataPath;
+use crate::data::data_path::DataPath;
 use crate::fsutil;
 use anyhow::{Context, Result};
 use serde_json::Value;

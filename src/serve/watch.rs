@@ -19,7 +19,7 @@
 mod events;
 
 use super::html::Preview;
-use crate::build::watched::WatchedChanges;
+use crate::data::watched::WatchedChanges;
 use crate::problem::Problems;
 use anyhow::{Result, bail};
 use events::Watching;

@@ -3,7 +3,7 @@
 //! that a damaged or cut file is an error, never a panic or a huge allocation.
 
 use super::Hash;
-use crate::build::dataset::Span;
+use crate::data::dataset::Span;
 use crate::fsutil::Stamp;
 use std::io::{Read, Write};
 

@@ -5,8 +5,8 @@
 use super::codec::{Decoder, ENTRY_BYTES, Entry, Key, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
 use super::places::{Places, check_entries};
 use super::{DataFile, Hash, Place};
-use crate::build::data_path::DataPath;
-use crate::build::dataset::Span;
+use crate::data::data_path::DataPath;
+use crate::data::dataset::Span;
 use rayon::slice::ParallelSliceMut;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -19,7 +19,7 @@ pub struct TableLine<'a> {
     /// Its record's name (`None` for a sub-document's line).
     pub name: Option<&'a str>,
     /// Where the line is in its table (offset, length, line number).
-    pub span: crate::build::dataset::Span,
+    pub span: crate::data::dataset::Span,
     /// BLAKE3 of the line's bytes.
     pub hash: [u8; 32],
 }

@@ -4,6 +4,7 @@
 //! `gen publish`. (A plain build does not look at the tree's other files at all.)
 
 use super::{DocumentFile, Index};
+use crate::data::listing::PreviousData;
 use crate::fsutil::Stamp;
 use crate::tree::dir::TreeDir;
 use std::io::Read;
@@ -20,7 +21,17 @@ impl Index {
     /// holds for data files and for the tree's own files when they are checked (whose stamps
     /// are taken after the build's commit, so such a check reads every file a build wrote).
     pub fn trusted(&self, stamp: &Stamp) -> bool {
-        stamp.ctime_ns < self.started_ns - UNTRUSTED_WINDOW_NS && stamp.mtime_ns < self.started_ns - UNTRUSTED_WINDOW_NS
+        self.data_recorded().trusted(stamp)
+    }
+
+    /// What this index recorded of the data folder, as the next build's listing compares with
+    /// it: the data table, the folders' notes, and the time before which a stamp is trusted.
+    pub fn data_recorded(&self) -> PreviousData<'_> {
+        PreviousData {
+            data: &self.data,
+            folders: self.folders.as_ref(),
+            trusted_before_ns: self.started_ns - UNTRUSTED_WINDOW_NS,
+        }
     }
 
     /// Whether the file at `path` in `tree` is as `file` says the build left it, with its `.gz`

@@ -3,8 +3,8 @@
 //! a given path (for what is gone from it).
 
 use crate::build::index::Place;
-use crate::build::load::Dataset;
 use crate::build::plan::{Output, Plan};
+use crate::data::load::Dataset;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;

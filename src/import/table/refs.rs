@@ -6,7 +6,7 @@
 use super::ids::key_text;
 use super::records::Record;
 use super::source::Source;
-use crate::build::data_path::DataPath;
+use crate::data::data_path::DataPath;
 use crate::json::{At, read_value};
 use crate::problem::Problem;
 use crate::tree::layout::record_url;

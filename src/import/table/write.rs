@@ -2,7 +2,7 @@
 //! place (the ids file first, then the resource), replacing the resource in either layout.
 
 use super::records::Record;
-use crate::build::data_path::DataPath;
+use crate::data::data_path::DataPath;
 use crate::fsutil;
 use anyhow::Result;
 use std::path::{Path, PathBuf};

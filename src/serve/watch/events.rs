@@ -11,7 +11,7 @@
 //! through its other name still starts a rebuild, and every rebuild from then on lists
 //! everything.
 
-use crate::build::watched::WatchedChanges;
+use crate::data::watched::WatchedChanges;
 use anyhow::{Context, Result, bail};
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};

@@ -8,9 +8,9 @@ pub(crate) mod subdoc_line;
 
 use super::data_path::DataPath;
 use super::dataset::{Record, Seen, Span, Spread, SubDoc, at_line};
-use super::index::{DataFile, DataFiles, Hash, Place, TableLine};
 use super::validate::{check_record, parse_head};
 use super::walk::Tables;
+use crate::build::index::{DataFile, DataFiles, Hash, Place, TableLine};
 use crate::fsutil::Stamp;
 use crate::json::At;
 use crate::problem::Problem;
@@ -175,7 +175,7 @@ fn line_id(at: &Path, id: Option<&serde_json::Value>, fix: &str, problems: &mut 
 
 /// The records of the tables by segment, in line order, and their sub-documents with their
 /// record's segment and id.
-pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, crate::build::dataset::SubDocs);
+pub(crate) type Loaded = (BTreeMap<String, Vec<Record>>, crate::data::dataset::SubDocs);
 
 /// The tables of the data folder, read: their records by segment in line order, and their
 /// sub-documents with their record's segment and id. Each line is noted in `files` as the
@@ -228,7 +228,7 @@ pub(crate) fn load_tables(
         items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
         records.insert(segment.clone(), items);
     }
-    let mut subdocs = crate::build::dataset::SubDocs::new();
+    let mut subdocs = crate::data::dataset::SubDocs::new();
     for (segment, name, file) in &tables.subdocs {
         if twice.contains(segment.as_str()) {
             continue; // reported
@@ -297,7 +297,7 @@ fn table_lines<T>(
 pub(crate) fn open(
     dir: &Path,
     records: &BTreeMap<String, Vec<Record>>,
-    subdocs: &crate::build::dataset::SubDocs,
+    subdocs: &crate::data::dataset::SubDocs,
 ) -> HashMap<std::path::PathBuf, std::sync::Arc<std::fs::File>> {
     let tables = records.keys().map(|segment| DataPath::Table { segment }.file());
     // Each table's path made once, not once a line.

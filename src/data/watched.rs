@@ -14,7 +14,7 @@ use std::path::Path;
 /// start, by a watcher that has watched the folder since before that build began.
 #[derive(Debug, Clone, Default)]
 pub struct WatchedChanges {
-    /// The start of the build these changes are counted from ([`crate::build::BuildSummary::base`]):
+    /// The start of the build these changes are counted from ([`BuildSummary::base`](crate::BuildSummary::base)):
     /// a rebuild uses them only when the tree's index is that build's.
     pub base: i64,
     /// Every path seen changed, relative to the data folder.

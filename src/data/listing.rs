@@ -5,7 +5,7 @@
 //! modification times move whenever an entry is added to it, removed or renamed (and a tool
 //! that sets the modification time back, as `tar`, `rsync -a` or `cp -a` do, moves the change
 //! time, which no user call can set). So a folder whose times are older than the previous
-//! build's start, by the same window as a file's ([`Index::trusted`]), holds what that build
+//! build's start, by the same window as a file's ([`PreviousData::trusted`]), holds what that build
 //! found in it: the files it recorded there, and the folders it noted as holding none
 //! ([`FolderNotes`]), provided it is the same folder: a resource's folder is trusted only when
 //! its identity (device and inode) is the one the previous build noted, so that a build from
@@ -18,9 +18,9 @@
 //! the data folder as without a previous build, and reports what it finds.
 
 use super::data_path::DataPath;
-use super::index::{FolderFiles, FolderNotes, Index};
-use super::walk::is_ignored;
+use super::data_path::is_ignored;
 use super::watched::WatchedChanges;
+use crate::build::index::{DataFiles, FolderFiles, FolderNotes};
 use crate::fsutil::Stamp;
 use rayon::prelude::*;
 use std::path::Path;
@@ -130,19 +130,41 @@ impl Listing {
 
     /// True when every file is as the previous build recorded it, no more and no fewer, and no
     /// folder needed reading: the data is the data that build was made from.
-    pub fn unchanged_since(&self, index: &Index) -> bool {
+    pub fn unchanged_since(&self, previous: PreviousData<'_>) -> bool {
         self.folders_read == 0
             && self.others().all(|file| file.stat.same)
-            && self.len() == index.data.file_count()
-            && index.folders.as_ref() == Some(&self.notes)
+            && self.len() == previous.data.file_count()
+            && previous.folders == Some(&self.notes)
     }
 }
 
-/// The previous build's index, and what it noted of the data folder's folders (`None` when it
-/// did not note them: no folder is then trusted), and what a watcher saw change since.
+/// What the previous build recorded of the data folder, all a listing compares with: its data
+/// table, what it noted of the folders, and when its stamps stop being trusted.
+#[derive(Debug, Clone, Copy)]
+pub struct PreviousData<'a> {
+    /// Every data file it recorded.
+    pub data: &'a DataFiles,
+    /// What its listing noted of the data folder's folders (`None` when not noted: no folder is
+    /// then trusted).
+    pub folders: Option<&'a FolderNotes>,
+    /// A stamp is trusted when its file last changed before this time (nanoseconds since the
+    /// epoch): the build's start, less the window a clock tick may hide a change in.
+    pub trusted_before_ns: i64,
+}
+
+impl PreviousData<'_> {
+    /// True when a file whose stamp is unchanged since that build recorded it can be taken as
+    /// unchanged: it last changed well before that build started (see the build index's rule).
+    pub fn trusted(&self, stamp: &Stamp) -> bool {
+        stamp.ctime_ns < self.trusted_before_ns && stamp.mtime_ns < self.trusted_before_ns
+    }
+}
+
+/// What the previous build recorded, and what it noted of the data folder's folders (`None` when
+/// it did not note them: no folder is then trusted), and what a watcher saw change since.
 #[derive(Clone, Copy)]
 struct Recorded<'a> {
-    index: &'a Index,
+    index: PreviousData<'a>,
     notes: Option<&'a FolderNotes>,
     /// What a watcher saw change since that build, when it watched: what it did not see
     /// change is taken from the index without a `stat`.
@@ -242,12 +264,12 @@ impl Part {
     }
 }
 
-/// Lists the data folder `data`, trusting the folders that `index` (the previous build's, if
-/// any) vouches for: by their times, or by what a watcher saw change since that build
+/// Lists the data folder `data`, trusting the folders that `previous` (what the previous build
+/// recorded, if any) vouches for: by their times, or by what a watcher saw change since that build
 /// (`changes`, counted from it). `None` when a walk would report a problem, or when a folder is
 /// a link.
-pub fn list(data: &Path, index: Option<&Index>, changes: Option<&WatchedChanges>) -> Option<Listing> {
-    let recorded = index.map(|index| Recorded { index, notes: index.folders.as_ref(), changes });
+pub fn list(data: &Path, previous: Option<PreviousData<'_>>, changes: Option<&WatchedChanges>) -> Option<Listing> {
+    let recorded = previous.map(|index| Recorded { index, notes: index.folders, changes });
     let mut top = Vec::new();
     let mut folders = Vec::new();
     for (name, is_dir) in folder_names(data)? {

@@ -144,7 +144,7 @@ impl Source {
         let mut bytes = read_span(table, file.as_deref(), *span, expected.limit)
             .map_err(|why| super::second_read::not_read(&at, expected.limit, why))?;
         super::second_read::check(&at, &bytes, *expected)?;
-        if *document && !crate::build::table::subdoc_line::blank_around_document(&mut bytes) {
+        if *document && !crate::data::table::subdoc_line::blank_around_document(&mut bytes) {
             return Err(super::second_read::changed(&at, " (the line holds no \"document\")"));
         }
         Ok(bytes)

@@ -3,7 +3,7 @@
 //! holds one block (more only while a longer line is read), whatever the table's size.
 
 use super::Read;
-use crate::build::dataset::{Span, at_line};
+use crate::data::dataset::{Span, at_line};
 use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use rayon::prelude::*;

@@ -8,6 +8,12 @@ use crate::tree::layout::{self, API_PREFIX};
 /// The extension of a resource held as one file, a record a line.
 pub const TABLE_EXTENSION: &str = "ndjson";
 
+/// True for names the data walk skips: hidden files and folders (`.git`, an editor's
+/// `.1.json.swp`) and backups ending in `~`, as editors and version control leave them.
+pub(crate) fn is_ignored(name: &str) -> bool {
+    name.starts_with('.') || name.ends_with('~')
+}
+
 /// What a file or folder of the data folder is, by its path relative to the data folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataPath<'a> {

@@ -1,7 +1,7 @@
 //! The data folder's walk: every file classified by its place (a record, an order file, a
 //! sub-document), anything else reported as a problem.
 
-use super::data_path::DataPath;
+use super::data_path::{DataPath, is_ignored};
 use crate::fsutil;
 use crate::problem::Problem;
 use std::path::{Path, PathBuf};
@@ -30,12 +30,6 @@ enum Found {
     Folder(String),
     Table(String, PathBuf),
     SubDocTable(String, String, PathBuf),
-}
-
-/// True for names the data walk skips: hidden files and folders (`.git`, an editor's
-/// `.1.json.swp`) and backups ending in `~`, as editors and version control leave them.
-pub(crate) fn is_ignored(name: &str) -> bool {
-    name.starts_with('.') || name.ends_with('~')
 }
 
 /// Walks the data folder and classifies every file by its place; anything else is a problem.

@@ -1,0 +1,28 @@
+//! The data folder as input: what its paths mean ([`data_path`]), its files found ([`walk`])
+//! and listed with their stamps against the previous build's ([`listing`], [`watched`]), each
+//! record's own shape checked ([`validate`]) and loaded ([`load`], [`table`], `assemble`)
+//! into the [`dataset`] every later step reads, read again when rendered ([`second_read`]),
+//! under one memory budget for the parallel reads ([`parse_budget`]).
+//! Import writes the data folder through this module; the build reads it through it.
+//!
+//! The house: `import → data → build → tree ← serve, publish, hosts`. Nothing here reaches
+//! into the build.
+
+// The grammar: what a path of the data folder is.
+pub mod data_path;
+
+// The files: walked, and listed with their stamps.
+pub mod walk;
+pub mod listing;
+pub mod watched;
+
+// Load: each record's own shape checked, into the dataset.
+pub mod validate;
+pub mod load;
+mod assemble;
+pub mod table;
+pub mod dataset;
+
+// Reading the data's bytes: the memory budget, and the second read that checks its hash.
+pub mod parse_budget;
+pub mod second_read;
