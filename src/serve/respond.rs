@@ -126,20 +126,17 @@ fn decide_routed(tree: &ServedTree, request: &Request<'_>, target: &Target<'_>) 
     let mut ignored = None;
     let found = match &target.route {
         Route::List { segment } if tree.has_list(segment) => match &target.query.page {
-            Ok(page) => match list::answer(tree, segment, &target.query, *page) {
-                ListAnswer::Refused(body) => return error(400, body),
-                ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
-                    Some(reply) => return reply.noting(list::ignored_header(tree, segment, &target.query)),
-                    None => {
-                        ignored = list::ignored_header(tree, segment, &target.query);
-                        tree.doc(&key)
-                    }
-                },
-                ListAnswer::Page(found) => {
-                    ignored = list::ignored_header(tree, segment, &target.query);
-                    found
+            Ok(page) => {
+                ignored = list::ignored_header(tree, segment, &target.query);
+                match list::answer(tree, segment, &target.query, *page) {
+                    ListAnswer::Refused(body) => return error(400, body),
+                    ListAnswer::Whole(key) => match streamed(tree, &key, request, false) {
+                        Some(reply) => return reply.noting(ignored),
+                        None => tree.doc(&key),
+                    },
+                    ListAnswer::Page(found) => found,
                 }
-            },
+            }
             Err(bad) => return bad_param(bad),
         },
         Route::List { segment } => {
