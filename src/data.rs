@@ -26,3 +26,6 @@ pub mod dataset;
 // Reading the data's bytes: the memory budget, and the second read that checks its hash.
 pub mod parse_budget;
 pub mod second_read;
+
+// When git last committed each file: the dates of a build of committed data.
+pub mod commit_dates;

@@ -1,6 +1,6 @@
 //! The dates a build gives its tree when no `SOURCE_DATE_EPOCH` gives them: `meta`'s
 //! `deploy_date` and each bulk-data file's `updated_at`, from git for committed data (one
-//! `git status` and one `git log` a build, [`crate::date::commit_dates`]), so that every fresh
+//! `git status` and one `git log` a build, [`commit_dates`](crate::data::commit_dates::commit_dates)), so that every fresh
 //! clone of a commit builds the same bytes.
 
 use super::index::Index;
@@ -29,7 +29,7 @@ pub(super) fn from_git(
         return None;
     }
     let segments: Vec<&str> = dataset.resources.keys().map(String::as_str).collect();
-    match crate::date::commit_dates(data, if settings.bulk { &segments } else { &[] }) {
+    match crate::data::commit_dates::commit_dates(data, if settings.bulk { &segments } else { &[] }) {
         Some(dates) => {
             settings.deploy_date = dates.data.to_string();
             Some(dates.resources)

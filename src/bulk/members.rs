@@ -19,7 +19,7 @@ use crate::tree::manifest::GENERATOR;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The uncompressed bytes a member holds on average: 2 MiB, about 130-200 KB of gzip on the
 /// published data's shapes (a compression ratio of 10 to 16 at level 1).
@@ -86,22 +86,16 @@ pub struct Table {
 }
 
 impl Table {
-    /// Where the member table of the tree in `out` is kept: in its state folder beside it,
-    /// never published.
-    pub fn path(out: &Path) -> PathBuf {
-        crate::build::state::file(out, crate::build::state::BULK)
-    }
-
-    /// The member table of the tree in `out`; empty when there is none, or when it cannot be
-    /// used (then with a note saying why): the files are then written whole.
-    pub fn read(out: &Path) -> Table {
-        let path = Table::path(out);
+    /// The member table kept at `path` (in the build's state folder beside the tree, never
+    /// published); empty when there is none, or when it cannot be used (then with a note saying
+    /// why): the files are then written whole.
+    pub fn read(path: &Path) -> Table {
         // Opened without waiting (a FIFO there is not a table) or following a link.
-        let bytes = match crate::fsutil::open_regular_file(&path, MAX_TABLE_BYTES, true) {
+        let bytes = match crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true) {
             Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Table::default(),
-            Err(e) => Err(crate::fsutil::why_not_read(&path, MAX_TABLE_BYTES, &e)),
+            Err(e) => Err(crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, &e)),
             Ok(file) => crate::fsutil::read_bounded(file, MAX_TABLE_BYTES)
-                .map_err(|e| crate::fsutil::why_not_read(&path, MAX_TABLE_BYTES, &e)),
+                .map_err(|e| crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, &e)),
         };
         match bytes.and_then(|bytes| Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))) {
             Ok(table) => table,
@@ -144,14 +138,12 @@ impl Table {
         bytes
     }
 
-    /// Writes the table into the state folder of the tree in `out` (into a temporary file renamed into place).
-    pub fn write(&self, out: &Path) -> Result<()> {
-        let path = Table::path(out);
-        let temporary = crate::build::state::temporary(out, crate::build::state::BULK);
-        crate::build::state::ensure(out)?;
+    /// Writes the table at `path`, through `temporary` (a file of the same folder, which must
+    /// exist) renamed into place.
+    pub fn write(&self, path: &Path, temporary: &Path) -> Result<()> {
         // Created anew: a link left at the temporary name is removed, never written through.
-        crate::fsutil::write_new(&temporary, &self.encode())?;
-        crate::fsutil::rename(&temporary, &path)
+        crate::fsutil::write_new(temporary, &self.encode())?;
+        crate::fsutil::rename(temporary, path)
     }
 }
 

@@ -9,6 +9,7 @@ use super::Documents;
 use super::docs::{Doc, Docs};
 use super::stage::{Placed, Placements, Stager};
 use crate::build::plan::Content;
+use crate::build::state;
 use crate::bulk::members::{self, FileMembers, Member, Table};
 use crate::bulk::{self, Entry};
 use crate::problem::Problems;
@@ -43,7 +44,11 @@ pub(super) fn stage_bulk(
     let (previous, trusted) = previous_entries(writer);
     // The member table is trusted as the index is, and only with it: `--verify` (which uses no
     // index) writes every file whole, so that a damaged table cannot carry into the tree.
-    let table = writer.tree.filter(|_| writer.index.is_some()).map(|tree| Table::read(tree.path())).unwrap_or_default();
+    let table = writer
+        .tree
+        .filter(|_| writer.index.is_some())
+        .map(|tree| Table::read(&state::file(tree.path(), state::BULK)))
+        .unwrap_or_default();
     // the resources with a record written anew (only the documents visited are looked at)
     let mut staged: HashSet<&str> = HashSet::new();
     for (i, _) in placed.visited().filter(|(i, placed)| placed.staged && *i < docs.outputs.len()) {
@@ -117,7 +122,9 @@ fn updated_dates(
     match (settings.built_at.as_ref(), known) {
         (Some(_), _) => BTreeMap::new(),
         (None, Some(known)) => known.clone(),
-        (None, None) => crate::date::commit_dates(data, segments).map(|dates| dates.resources).unwrap_or_default(),
+        (None, None) => {
+            crate::data::commit_dates::commit_dates(data, segments).map(|dates| dates.resources).unwrap_or_default()
+        }
     }
 }
 
@@ -450,5 +457,6 @@ fn keep_member_table(
     if new == old {
         return Ok(());
     }
-    new.write(writer.out)
+    state::ensure(writer.out)?;
+    new.write(&state::file(writer.out, state::BULK), &state::temporary(writer.out, state::BULK))
 }
