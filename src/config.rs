@@ -146,7 +146,7 @@ impl Default for DataSettings {
             base_url: DEFAULT_BASE_URL.to_string(),
             page_sizes: vec![20, 50, 100],
             external: Vec::new(),
-            max_document_mb: DEFAULT_MAX_DOCUMENT_MB,
+            max_document_mb: crate::json::DEFAULT_MAX_DOCUMENT_MB,
             max_filter_values: DEFAULT_MAX_FILTER_VALUES,
             shared_names: BTreeMap::new(),
             deploy_headers: DeployHeaders::default(),
@@ -225,9 +225,6 @@ pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, Stri
     }
     Ok(settings)
 }
-
-/// Default of `max_document_mb`: far above any published record (the largest are a few MB).
-pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
 /// Default of `max_filter_values`: above any published field a filter reads (the most, a few
 /// hundred), far below the hundred thousand folders one array of strings could ask for.

@@ -2,7 +2,6 @@
 //! data ([`reader`]), and problems located by line and column. Shared by the build, the
 //! importer and the settings.
 
-use crate::config;
 use crate::fsutil::NotRead;
 use crate::problem::Problem;
 use serde_json::Value;
@@ -26,8 +25,12 @@ pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
 /// Reads a settings or source file: a regular file of at most the default document size limit
 /// (see [`crate::fsutil::read_regular_file`]).
 pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
-    read_file_limited(path, config::DEFAULT_MAX_DOCUMENT_MB << 20)
+    read_file_limited(path, DEFAULT_MAX_DOCUMENT_MB << 20)
 }
+
+/// The default bound of one JSON document in megabytes (a data folder's `max_document_mb`): far
+/// above any published record (the largest are a few MB).
+pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
 /// Like [`read_json`], for a file of at most `limit` bytes.
 pub fn read_json_limited(path: &Path, limit: u64) -> Result<Value, Problem> {
