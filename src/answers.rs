@@ -213,12 +213,12 @@ pub(crate) fn error_schemas() -> [(&'static str, Value); 3] {
 /// [`SAFE_VALUE`], [`SAFE_PATH`]); otherwise it answers the variant without the value, which
 /// says the same without quoting the request. The host parity tests (`tests/suite/hosts.rs`) compare
 /// every body with `gen serve`'s answer.
-pub mod template {
+pub(crate) mod template {
     use super::*;
 
     /// A part of the request a host inserts into a body.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Hole {
+    pub(crate) enum Hole {
         /// The malformed `limit` or `offset` value, as sent.
         Value,
         /// The request path's resource segment.
@@ -251,11 +251,11 @@ pub mod template {
 
     /// A body: literal JSON text and holes.
     #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Template(pub Vec<Part>);
+    pub(crate) struct Template(pub Vec<Part>);
 
     #[derive(Debug, Clone, PartialEq, Eq)]
     /// A piece of a [`Template`].
-    pub enum Part {
+    pub(crate) enum Part {
         /// Literal JSON text.
         Text(String),
         /// A value filled in per request.
@@ -265,7 +265,7 @@ pub mod template {
     impl Template {
         /// Writes the body in a host's syntax: `text` escapes literal text for the host's
         /// string syntax, `hole` names the host's variable for a hole.
-        pub fn render(&self, text: impl Fn(&str) -> String, hole: impl Fn(Hole) -> String) -> String {
+        pub(crate) fn render(&self, text: impl Fn(&str) -> String, hole: impl Fn(Hole) -> String) -> String {
             let mut out = String::new();
             for part in &self.0 {
                 match part {
@@ -276,8 +276,9 @@ pub mod template {
             out
         }
 
-        /// The body with each hole replaced by a value (tests, documentation).
-        pub fn fill(&self, value: impl Fn(Hole) -> String) -> String {
+        /// The body with each hole replaced by a value (tests).
+        #[cfg(test)]
+        pub(crate) fn fill(&self, value: impl Fn(Hole) -> String) -> String {
             self.render(str::to_string, value)
         }
     }
@@ -363,7 +364,7 @@ pub mod template {
 }
 
 /// The reason phrase of a status code.
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         204 => "No Content",

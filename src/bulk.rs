@@ -13,7 +13,7 @@
 //! records all kept their bytes and whose list kept its order keeps its file and its entry;
 //! another is written member by member.
 
-pub mod members;
+pub(crate) mod members;
 
 use crate::tree::layout;
 use anyhow::{Context, Result};
@@ -23,23 +23,23 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// `Content-Type` of a bulk-data file, on every host.
-pub const CONTENT_TYPE: &str = "application/x-ndjson";
+pub(crate) const CONTENT_TYPE: &str = "application/x-ndjson";
 
 /// `Content-Encoding` of a bulk-data file, on every host: its bytes are gzip, sent as they are
 /// (never compressed again, never decoded for a client that does not ask for gzip).
-pub const CONTENT_ENCODING: &str = "gzip";
+pub(crate) const CONTENT_ENCODING: &str = "gzip";
 
 /// `Cache-Control` of a bulk-data file, on every host: its name changes with its bytes.
-pub const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+pub(crate) const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 
 /// The relation of the bulk-data index in the `Link` header of the root answer: the root lists
 /// resources only, so a client finds the index by this name (or by `meta`'s `bulk_data`).
-pub const LINK_RELATION: &str = "bulk-data";
+pub(crate) const LINK_RELATION: &str = "bulk-data";
 
 /// The `Link` header every host sends with the root document of a tree that has bulk-data
 /// files: `</api/v2/bulk-data/>; rel="bulk-data"` (root-relative, so it holds whatever host
 /// name the client used).
-pub fn root_link() -> String {
+pub(crate) fn root_link() -> String {
     format!("<{}>; rel=\"{LINK_RELATION}\"", layout::url_path(layout::BULK_KEY))
 }
 
@@ -50,65 +50,65 @@ const LEVEL: u32 = 1;
 
 /// One entry of the bulk-data index: a resource's file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The resource's path segment.
-    pub resource: String,
+    pub(crate) resource: String,
     /// Records in the file: one line each.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Bytes of the file (compressed).
-    pub size: u64,
+    pub(crate) size: u64,
     /// SHA-256 (hex) of the file's bytes.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// `application/x-ndjson`.
-    pub content_type: String,
+    pub(crate) content_type: String,
     /// `gzip`.
-    pub content_encoding: String,
+    pub(crate) content_encoding: String,
     /// Absolute url of the file.
-    pub download_url: String,
+    pub(crate) download_url: String,
     /// When the resource's data last changed: its last commit's time when git dates it, else the
     /// tree's `deploy_date` (docs/tree.md, "Bulk data"); never a previous build's date.
-    pub updated_at: String,
+    pub(crate) updated_at: String,
 }
 
 /// The bulk-data index document: `{"count": N, "results": [entry, ...]}`, in the root's order.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct IndexDocument {
+pub(crate) struct IndexDocument {
     /// The number of entries.
-    pub count: usize,
+    pub(crate) count: usize,
     /// One entry per resource.
-    pub results: Vec<Entry>,
+    pub(crate) results: Vec<Entry>,
 }
 
 /// The bulk-data index of `entries` (compact, or indented with `pretty`).
-pub fn index_document(entries: Vec<Entry>, pretty: bool) -> Vec<u8> {
+pub(crate) fn index_document(entries: Vec<Entry>, pretty: bool) -> Vec<u8> {
     let document = IndexDocument { count: entries.len(), results: entries };
     let bytes = if pretty { serde_json::to_vec_pretty(&document) } else { serde_json::to_vec(&document) };
     bytes.expect("the bulk-data index serialises")
 }
 
 /// The entries of a bulk-data index document, when `bytes` is one.
-pub fn read_index(bytes: &[u8]) -> Option<Vec<Entry>> {
+pub(crate) fn read_index(bytes: &[u8]) -> Option<Vec<Entry>> {
     serde_json::from_slice::<IndexDocument>(bytes).ok().map(|document| document.results)
 }
 
 /// A bulk-data file as written into the staging folder.
 #[derive(Debug, Clone)]
-pub struct FileWritten {
+pub(crate) struct FileWritten {
     /// Its tree path (`api/v2/bulk-data/<segment>-<hash>.ndjson.gz`).
-    pub path: String,
+    pub(crate) path: String,
     /// Records written: one line each.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Its size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// SHA-256 (hex) of its bytes.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// BLAKE3 of its bytes, for the manifest.
-    pub blake3: blake3::Hash,
+    pub(crate) blake3: blake3::Hash,
 }
 
 impl FileWritten {
     /// Its index entry, with the url on `base_url` and the date it was last changed.
-    pub fn entry(&self, segment: &str, base_url: &str, updated_at: &str) -> Entry {
+    pub(crate) fn entry(&self, segment: &str, base_url: &str, updated_at: &str) -> Entry {
         Entry {
             resource: segment.to_string(),
             records: self.records,
@@ -125,7 +125,7 @@ impl FileWritten {
 /// Writes a bulk-data file into the staging folder, one gzip member at a time (see
 /// [`members`]): a member is either compressed from its records or copied from the previous
 /// file. The file's SHA-256, BLAKE3 and size are computed as it is written.
-pub struct FileWriter {
+pub(crate) struct FileWriter {
     segment: String,
     stage: std::path::PathBuf,
     partial: std::path::PathBuf,
@@ -137,7 +137,7 @@ pub struct FileWriter {
 
 impl FileWriter {
     /// Starts the file of `segment` in the staging folder `stage`.
-    pub fn create(stage: &Path, segment: &str) -> Result<FileWriter> {
+    pub(crate) fn create(stage: &Path, segment: &str) -> Result<FileWriter> {
         let folder = stage.join(layout::BULK_KEY);
         crate::fsutil::create_dir_all(&folder)?;
         let partial = folder.join(format!("{segment}.partial"));
@@ -155,7 +155,7 @@ impl FileWriter {
     /// Appends a member of key `key` compressed from the record documents `records` yields,
     /// each made one compact line (documents are indented when `pretty`). Only one record is
     /// held at a time.
-    pub fn compress(
+    pub(crate) fn compress(
         &mut self,
         key: String,
         pretty: bool,
@@ -184,7 +184,7 @@ impl FileWriter {
 
     /// Appends a member of key `key` holding `records` records: `bytes`, a gzip member of a
     /// previous file of the same resource.
-    pub fn append(&mut self, key: String, records: u64, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn append(&mut self, key: String, records: u64, bytes: &[u8]) -> Result<()> {
         let start = self.out.size;
         self.out.write_all(bytes).with_context(|| format!("cannot write {}", self.partial.display()))?;
         self.push(key, records, start);
@@ -197,7 +197,7 @@ impl FileWriter {
     }
 
     /// Ends the file: renames it to its name, which carries its hash. Gives it and its members.
-    pub fn finish(mut self) -> Result<(FileWritten, FileMembers)> {
+    pub(crate) fn finish(mut self) -> Result<(FileWritten, FileMembers)> {
         self.out.inner.flush().with_context(|| format!("cannot write {}", self.partial.display()))?;
         let sha256 = hex(self.out.sha256.finish().as_ref());
         let path = layout::bulk_file_path(&self.segment, &sha256[..16]);
@@ -215,7 +215,7 @@ fn level() -> flate2::Compression {
 
 /// Adds the bulk-data index and files to an OpenAPI document of the tree: their schemas, their
 /// paths, its url in meta's schema, and the root answer's `Link` header naming it.
-pub fn describe_in_openapi(document: &mut serde_json::Value) {
+pub(crate) fn describe_in_openapi(document: &mut serde_json::Value) {
     use serde_json::json;
     let segment = layout::BULK_SEGMENT;
     let schemas = &mut document["components"]["schemas"];
@@ -275,7 +275,7 @@ pub fn describe_in_openapi(document: &mut serde_json::Value) {
 
 /// Appends `document` (JSON, indented or not) to `out` without the whitespace between its
 /// tokens: the compact form of the same document.
-pub fn compact_into(document: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn compact_into(document: &[u8], out: &mut Vec<u8>) {
     let (mut in_string, mut escaped) = (false, false);
     for &b in document {
         if in_string {

@@ -1,6 +1,6 @@
 //! Site settings, kept in `data/gen.json`.
 
-pub use crate::tree::manifest::DeployHeaders;
+pub(crate) use crate::tree::manifest::DeployHeaders;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -13,44 +13,44 @@ pub const CONFIG_FILE: &str = "gen.json";
 pub struct DataSettings {
     /// Scheme and host the tree is served from, without a trailing slash; urls in the tree
     /// are made absolute with it. `gen build --base-url` overrides it.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Page sizes whose pages are precomputed as files (20 is always included).
-    pub page_sizes: Vec<u64>,
+    pub(crate) page_sizes: Vec<u64>,
     /// Segments that records may refer to but that the data does not hold: their urls are made
     /// absolute but not checked.
-    pub external: Vec<String>,
+    pub(crate) external: Vec<String>,
     /// Largest document accepted, in MiB: a guard against a runaway file (a 100 MB record is
     /// almost certainly a mistake, and every document is held in memory while it is rendered).
-    pub max_document_mb: u64,
+    pub(crate) max_document_mb: u64,
     /// Most values a declared filter may take in a resource: each value is a folder of files
     /// (its list), so a field with a value per record (or an array of thousands) would write
     /// folders by the hundred thousand.
-    pub max_filter_values: usize,
+    pub(crate) max_filter_values: usize,
     /// Names that several records of a resource carry on purpose, by segment
     /// (`{"item": ["roseli-berry"]}`). Any other name is unique within its resource. The name
     /// path of a shared name serves the record with the lowest id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub shared_names: BTreeMap<String, Vec<String>>,
+    pub(crate) shared_names: BTreeMap<String, Vec<String>>,
     /// Names of the headers that carry the deploy date and the tree's hash on every answer
     /// (`{"date": "X-Deploy-Date", "hash": "X-Data-Hash"}` unless set; an import with
     /// `--keep-segment-names` sets the public API's).
     #[serde(skip_serializing_if = "DeployHeaders::is_default")]
-    pub deploy_headers: DeployHeaders,
+    pub(crate) deploy_headers: DeployHeaders,
     /// Filters by segment (`?FIELD=VALUE`, see [`crate::filters`]): a list of JSON paths, each
     /// its own parameter name (`{"creature": ["generation.name"]}`), or parameter names with
     /// their paths (`{"creature": {"type": "types[].type.name"}}`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub filters: BTreeMap<String, FilterDeclaration>,
+    pub(crate) filters: BTreeMap<String, FilterDeclaration>,
     /// Whether the tree holds a bulk-data file per resource (`/api/v2/bulk-data/`,
     /// docs/tree.md); `"bulk": false` leaves them out.
     #[serde(skip_serializing_if = "is_true")]
-    pub bulk: bool,
+    pub(crate) bulk: bool,
 }
 
 /// The filters declared for one resource in `gen.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum FilterDeclaration {
+pub(crate) enum FilterDeclaration {
     /// JSON paths, each the name of its parameter.
     Paths(Vec<String>),
     /// Parameter names and their JSON paths.
@@ -59,7 +59,7 @@ pub enum FilterDeclaration {
 
 impl FilterDeclaration {
     /// The declared fields, in the order links name them: as listed, or by name.
-    pub fn fields(&self) -> Vec<crate::filters::FilterField> {
+    pub(crate) fn fields(&self) -> Vec<crate::filters::FilterField> {
         use crate::filters::FilterField;
         match self {
             FilterDeclaration::Paths(paths) => {
@@ -72,7 +72,7 @@ impl FilterDeclaration {
     }
 
     /// The JSON location in `gen.json` of the `i`th of [`FilterDeclaration::fields`] of `segment`.
-    pub fn location(&self, segment: &str, i: usize) -> String {
+    pub(crate) fn location(&self, segment: &str, i: usize) -> String {
         use crate::problem::{Step, json_path};
         match self {
             FilterDeclaration::Paths(_) => json_path(&[Step::Key("filters"), Step::Key(segment), Step::Index(i)]),
@@ -176,7 +176,7 @@ pub(crate) const KEYS: [&str; 9] = [
 
 /// Reads settings from the parsed `gen.json`: every key that is wrong is reported, each with
 /// its JSON location and a message (with the key it likely meant).
-pub fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, String)>> {
+pub(crate) fn parse(value: serde_json::Value) -> Result<DataSettings, Vec<(String, String)>> {
     let serde_json::Value::Object(map) = value else {
         let example = r#"{"base_url": "https://api.example.org"}"#;
         return Err(vec![(
@@ -371,10 +371,10 @@ pub(crate) fn parse_listen(text: &str) -> Option<(String, u16)> {
 }
 
 /// File, inside a resource folder, that states the resource's list order.
-pub const ORDER_FILE: &str = "order.json";
+pub(crate) const ORDER_FILE: &str = "order.json";
 
 /// Parses a record id as written in a file name: the integer's canonical decimal form.
-pub fn parse_id(text: &str) -> Option<i64> {
+pub(crate) fn parse_id(text: &str) -> Option<i64> {
     let id: i64 = text.parse().ok()?;
     (id.to_string() == text).then_some(id)
 }

@@ -20,7 +20,7 @@
 
 use crate::json::tape::{Kind, Node};
 use crate::paging::Page;
-pub use crate::tree::layout::folder_name;
+pub(crate) use crate::tree::layout::folder_name;
 use serde::{Deserialize, Serialize};
 
 /// A declared filter of a resource: the query parameter and the JSON path it reads.
@@ -28,33 +28,33 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct FilterField {
     /// The query parameter (`type` in `?type=fire`).
-    pub name: String,
+    pub(crate) name: String,
     /// The JSON path into each record (`types[].type.name`).
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// Most different filter conditions one list query may hold (more get a 400): each is one read
 /// of its value's list, which the edge handler makes from its origin (docs/deploy.md).
-pub const MAX_CONDITIONS: usize = 8;
+pub(crate) const MAX_CONDITIONS: usize = 8;
 
 /// Query parameters a filter cannot be named: they are the list's own (`format=json`, which the
 /// public API's clients send, is taken and ignored).
-pub const RESERVED: [&str; 4] = ["limit", "offset", "q", "format"];
+pub(crate) const RESERVED: [&str; 4] = ["limit", "offset", "q", "format"];
 
 /// The response header of a list answer that ignored query parameters (docs/serve.md, "Ignored
 /// parameters"): `Gen-Ignored: type, colour; declared: color, habitat`.
-pub const IGNORED_HEADER: &str = "Gen-Ignored";
+pub(crate) const IGNORED_HEADER: &str = "Gen-Ignored";
 
 /// Most ignored parameters [`ignored_header`] names; the others are counted (`(3 more)`).
-pub const MAX_IGNORED_NAMED: usize = 16;
+pub(crate) const MAX_IGNORED_NAMED: usize = 16;
 
 /// Longest name, percent-encoded, [`ignored_header`] writes; a longer one is counted, not named.
-pub const MAX_IGNORED_NAME: usize = 64;
+pub(crate) const MAX_IGNORED_NAME: usize = 64;
 
 /// The parameters of a list query that the answer ignored: of `params` (every name but the
 /// list's own, [`RESERVED`], each once, see `ListQuery::params`), those that are not a
 /// `declared` filter's name, in the order given.
-pub fn ignored<'a>(declared: &[FilterField], params: &'a [String]) -> Vec<&'a str> {
+pub(crate) fn ignored<'a>(declared: &[FilterField], params: &'a [String]) -> Vec<&'a str> {
     params.iter().map(String::as_str).filter(|name| !declared.iter().any(|f| f.name == *name)).collect()
 }
 
@@ -63,7 +63,7 @@ pub fn ignored<'a>(declared: &[FilterField], params: &'a [String]) -> Vec<&'a st
 /// value is ([`crate::search::encode_query_value`]), so `,` `;` and spaces never appear in one:
 /// at most [`MAX_IGNORED_NAMED`] names of at most [`MAX_IGNORED_NAME`] characters, then
 /// `(N more)` for the others; `declared: (none)` for a list without filters.
-pub fn ignored_header(declared: &[FilterField], ignored: &[&str]) -> Option<String> {
+pub(crate) fn ignored_header(declared: &[FilterField], ignored: &[&str]) -> Option<String> {
     if ignored.is_empty() {
         return None;
     }
@@ -90,17 +90,17 @@ pub fn ignored_header(declared: &[FilterField], ignored: &[&str]) -> Option<Stri
 
 /// A parsed field path: each key, and how many `[]` follow it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath {
+pub(crate) struct FieldPath {
     steps: Vec<(String, usize)>,
 }
 
 /// The form of a field path, for messages.
-pub const PATH_FORM: &str = "a path is keys joined by '.', a key followed by [] for each element of an array, \
+pub(crate) const PATH_FORM: &str = "a path is keys joined by '.', a key followed by [] for each element of an array, \
      e.g. \"types[].type.name\" or \"generation.name\"";
 
 impl FieldPath {
     /// Parses `text`; `Err` says what is wrong with it.
-    pub fn parse(text: &str) -> Result<FieldPath, String> {
+    pub(crate) fn parse(text: &str) -> Result<FieldPath, String> {
         if text.is_empty() {
             return Err(format!("the path is empty: {PATH_FORM}"));
         }
@@ -117,13 +117,8 @@ impl FieldPath {
         Ok(FieldPath { steps })
     }
 
-    /// The key of the record's own member the path starts at.
-    pub fn first_key(&self) -> &str {
-        &self.steps[0].0
-    }
-
     /// The values `record` takes at this path, sorted, each once.
-    pub fn values(&self, record: Node<'_>) -> Vec<String> {
+    pub(crate) fn values(&self, record: Node<'_>) -> Vec<String> {
         let mut reached = vec![record];
         for (key, each) in &self.steps {
             reached = reached.into_iter().filter_map(|v| v.get(key)).collect();
@@ -141,7 +136,7 @@ impl FieldPath {
 impl FieldPath {
     /// The JSON location (`$.types[1].type.name`) of the first place in `record` where this path
     /// reaches `value`, if any.
-    pub fn locate(&self, record: Node<'_>, value: &str) -> Option<String> {
+    pub(crate) fn locate(&self, record: Node<'_>, value: &str) -> Option<String> {
         use crate::problem::{Step, json_path};
         let mut reached: Vec<(Node, String)> = vec![(record, "$".to_string())];
         for (key, each) in &self.steps {
@@ -177,14 +172,14 @@ fn value_text(value: Node<'_>) -> Option<String> {
 
 /// The query string's tail that carries `conditions` (`&type=fire&generation=generation-i`), each
 /// name and value percent-encoded as [`crate::search::encode_query_value`] does.
-pub fn query_tail<'a>(conditions: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+pub(crate) fn query_tail<'a>(conditions: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     use crate::search::encode_query_value as encode;
     conditions.into_iter().map(|(name, value)| format!("&{}={}", encode(name), encode(value))).collect()
 }
 
 /// The url of `page` of the list at `list_url` (ending in `/`) narrowed by `q` (when not empty)
 /// and `conditions`: always query links, `?offset=&limit=` then `q` then the conditions.
-pub fn query_page_url<'a>(
+pub(crate) fn query_page_url<'a>(
     list_url: &str,
     q: &str,
     conditions: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -197,7 +192,7 @@ pub fn query_page_url<'a>(
 /// The conditions of a query, in the order links name them: by the field's place among the
 /// declared ones, then as given; a condition given twice counts once. `Err` names the first
 /// parameter that is not a declared field.
-pub fn order_conditions<'a>(
+pub(crate) fn order_conditions<'a>(
     declared: &[FilterField],
     given: &'a [(String, String)],
 ) -> Result<Vec<(usize, &'a str)>, &'a str> {

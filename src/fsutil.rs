@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Modification time, nanoseconds since the epoch.
-    pub mtime_ns: i64,
+    pub(crate) mtime_ns: i64,
     /// Change time, nanoseconds since the epoch.
-    pub ctime_ns: i64,
+    pub(crate) ctime_ns: i64,
     /// Inode number.
-    pub ino: u64,
+    pub(crate) ino: u64,
 }
 
 impl Stamp {
     /// The stamp of a file's metadata.
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp {
             size: meta.len(),
@@ -34,7 +34,7 @@ impl Stamp {
     /// `follow`), and whether it is a folder (a link to one is not, unless followed): one
     /// `fstatat`, the path resolved from the folder, not from the root, and no path made.
     /// `None` when there is nothing there or it cannot be stat'ed.
-    pub fn at(dir: &std::fs::File, rel: &str, follow: bool) -> Option<(Stamp, bool)> {
+    pub(crate) fn at(dir: &std::fs::File, rel: &str, follow: bool) -> Option<(Stamp, bool)> {
         use std::os::fd::AsRawFd;
         if rel.as_bytes().contains(&0) {
             return None;
@@ -70,7 +70,7 @@ impl Stamp {
     }
 
     /// The stamp of whatever `path` names (links are followed), if it exists.
-    pub fn of_path(path: &Path) -> Option<Stamp> {
+    pub(crate) fn of_path(path: &Path) -> Option<Stamp> {
         std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
     }
 
@@ -81,13 +81,13 @@ impl Stamp {
 }
 
 /// A file beside the folder `out`: `.<name>.<what>` in its parent.
-pub fn beside(out: &Path, what: &str) -> PathBuf {
+pub(crate) fn beside(out: &Path, what: &str) -> PathBuf {
     let name = out.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     parent_of(out).join(format!(".{name}.{what}"))
 }
 
 /// The folder that holds `path`: its parent, or `.` for a bare name.
-pub fn parent_of(path: &Path) -> PathBuf {
+pub(crate) fn parent_of(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -99,7 +99,7 @@ pub fn parent_of(path: &Path) -> PathBuf {
 /// (`/home/me/site/data/berry/1.json`, run from `/home/me/site`, is `data/berry/1.json`, as
 /// `--data data` would give it); else as given. The one rule: a path made absolute on the way
 /// (`--watch` watches the absolute data folder) still reads as the user's.
-pub fn shown(path: &Path) -> String {
+pub(crate) fn shown(path: &Path) -> String {
     let relative = std::env::current_dir().ok().filter(|_| path.is_absolute()).and_then(|here| {
         let rel = path.strip_prefix(&here).ok()?;
         Some(if rel.as_os_str().is_empty() { ".".to_string() } else { rel.display().to_string() })
@@ -119,17 +119,17 @@ pub(crate) fn relative(dir: &Path, file: &Path) -> String {
 }
 
 /// Writes a whole file; the error names the file.
-pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Creates a folder and its parents; the error names the folder.
-pub fn create_dir_all(path: &Path) -> Result<()> {
+pub(crate) fn create_dir_all(path: &Path) -> Result<()> {
     std::fs::create_dir_all(path).with_context(|| format!("cannot create folder {}", path.display()))
 }
 
 /// Removes a folder and everything in it, if it exists; the error names the folder.
-pub fn remove_dir_all(path: &Path) -> Result<()> {
+pub(crate) fn remove_dir_all(path: &Path) -> Result<()> {
     match std::fs::remove_dir_all(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(e).with_context(|| format!("cannot remove {}", path.display()))
@@ -139,7 +139,7 @@ pub fn remove_dir_all(path: &Path) -> Result<()> {
 }
 
 /// Renames a file or folder; the error names both paths.
-pub fn rename(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).with_context(|| format!("cannot rename {} to {}", from.display(), to.display()))
 }
 
@@ -251,7 +251,7 @@ fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Creates the file at `path` anew for writing: whatever is there (a file, a FIFO, a symbolic
 /// link) is removed first, never followed or opened, so that a link beside the tree cannot
 /// make gen write elsewhere and a FIFO cannot make it wait. The error names the file.
-pub fn create_new(path: &Path) -> Result<std::fs::File> {
+pub(crate) fn create_new(path: &Path) -> Result<std::fs::File> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(e).with_context(|| format!("cannot replace {}", path.display()));
@@ -266,14 +266,14 @@ pub fn create_new(path: &Path) -> Result<std::fs::File> {
 }
 
 /// Writes a whole file created anew (see [`create_new`]); the error names the file.
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write as _;
     create_new(path)?.write_all(bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Why one of gen's own files (the manifest, the build index, a journal) was not read, as the
 /// start of a message naming it; `limit` is the size limit it was read with.
-pub fn why_not_read(path: &Path, limit: u64, e: &NotRead) -> String {
+pub(crate) fn why_not_read(path: &Path, limit: u64, e: &NotRead) -> String {
     match e {
         NotRead::NotRegular(kind) => format!("{} is {kind}, not a regular file", path.display()),
         NotRead::TooLarge(_) => {
@@ -284,7 +284,7 @@ pub fn why_not_read(path: &Path, limit: u64, e: &NotRead) -> String {
 }
 
 /// Compresses bytes with gzip at `level`, deterministically (no name, no timestamp).
-pub fn gzip_bytes(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
+pub(crate) fn gzip_bytes(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
     use std::io::Write as _;
     let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 64), level);
     encoder.write_all(bytes).expect("writing to memory cannot fail");

@@ -71,21 +71,21 @@ pub(crate) fn is_plain(path: &str) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct Site {
     /// The tree's folder, absolute.
-    pub root: String,
-    pub listen: Listen,
-    pub manifest: Manifest,
+    pub(crate) root: String,
+    pub(crate) listen: Listen,
+    pub(crate) manifest: Manifest,
     /// Each resource's segment and count, sorted by segment.
-    pub resources: Vec<(String, u64)>,
+    pub(crate) resources: Vec<(String, u64)>,
     /// Other names at the top of the API that answer a document (`meta`, `openapi.json`).
-    pub singletons: Vec<String>,
+    pub(crate) singletons: Vec<String>,
     /// Documents that are files of their own rather than a folder's `index.json`
     /// (`api/v2/openapi.json`), served at their path.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// The resources whose names document (`?q=`) the tree holds.
-    pub searchable: Vec<String>,
+    pub(crate) searchable: Vec<String>,
     /// Page sizes whose pages are files (20 included), ascending.
-    pub page_sizes: Vec<u64>,
-    pub max_age: u64,
+    pub(crate) page_sizes: Vec<u64>,
+    pub(crate) max_age: u64,
 }
 
 impl Site {
@@ -201,8 +201,8 @@ impl Site {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Listen {
     /// Address or name to bind, without brackets; empty for every interface.
-    pub host: String,
-    pub port: u16,
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 impl Listen {

@@ -9,13 +9,13 @@ use std::path::Path;
 
 mod keys;
 pub(crate) mod numbers;
-pub mod reader;
-pub mod tape;
+pub(crate) mod reader;
+pub(crate) mod tape;
 
-pub use reader::{At, MAX_DEPTH};
+pub(crate) use reader::At;
 
 /// Reads and parses a JSON file, reporting invalid UTF-8 and invalid JSON with line and column.
-pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
+pub(crate) fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
     let bytes = read_data_file(path)?;
     let hash = blake3::hash(&bytes);
     let value = parse_json(path, &bytes)?;
@@ -24,7 +24,7 @@ pub fn read_json(path: &Path) -> Result<(Value, blake3::Hash), Problem> {
 
 /// Reads a settings or source file: a regular file of at most the default document size limit
 /// (see [`crate::fsutil::read_regular_file`]).
-pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
+pub(crate) fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
     read_file_limited(path, DEFAULT_MAX_DOCUMENT_MB << 20)
 }
 
@@ -33,7 +33,7 @@ pub fn read_data_file(path: &Path) -> Result<Vec<u8>, Problem> {
 pub(crate) const DEFAULT_MAX_DOCUMENT_MB: u64 = 32;
 
 /// Like [`read_json`], for a file of at most `limit` bytes.
-pub fn read_json_limited(path: &Path, limit: u64) -> Result<Value, Problem> {
+pub(crate) fn read_json_limited(path: &Path, limit: u64) -> Result<Value, Problem> {
     let bytes = read_file_limited(path, limit)?;
     parse_json(path, &bytes)
 }
@@ -48,25 +48,19 @@ fn read_file_limited(path: &Path, limit: u64) -> Result<Vec<u8>, Problem> {
 
 /// Parses JSON bytes of the file `path` with the one reader of the data ([`reader::read`]),
 /// reporting problems with line and column.
-pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
+pub(crate) fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Problem> {
     read_value(At::File(path), bytes)
-}
-
-/// Parses JSON bytes of the file `path` into a [`tape::Tape`] (many times smaller than a
-/// [`Value`]), with the checks and the problems of [`parse_json`].
-pub fn parse_tape<'t>(path: &Path, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
-    read_tape(At::File(path), bytes)
 }
 
 /// Parses a JSON text that is `at` into a [`tape::Tape`] with the one reader of the data
 /// ([`reader::read_tape`]), its problems worded and placed for where it is.
-pub fn read_tape<'t>(at: At<'_>, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
+pub(crate) fn read_tape<'t>(at: At<'_>, bytes: &'t [u8]) -> Result<tape::Tape<'t>, Problem> {
     reader::read_tape(bytes).map_err(|refused| refused.problem(at, bytes))
 }
 
 /// Parses a JSON text that is `at` (a file, or a table's line) with the one reader of the data
 /// ([`reader::read`]), its problems worded and placed for where it is.
-pub fn read_value(at: At<'_>, bytes: &[u8]) -> Result<Value, Problem> {
+pub(crate) fn read_value(at: At<'_>, bytes: &[u8]) -> Result<Value, Problem> {
     reader::read(bytes).map_err(|refused| refused.problem(at, bytes))
 }
 
@@ -79,7 +73,7 @@ pub(crate) fn is_integer_text(value: &Value) -> bool {
 }
 
 /// A short description of a JSON value's kind, for messages.
-pub fn kind_of(value: &Value) -> &'static str {
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

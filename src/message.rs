@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 /// Where messages go: called with each message's text.
-pub type Sink = fn(&str);
+pub(crate) type Sink = fn(&str);
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
@@ -18,7 +18,7 @@ pub fn set_sink(sink: Sink) {
 }
 
 /// Sends `text` to the sink, if one is set.
-pub fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     if let Some(sink) = SINK.get() {
         sink(text);
     }
@@ -26,7 +26,7 @@ pub fn say(text: &str) {
 
 /// Where a command's output goes (stdout, for scripts): called with each line, it reports a
 /// failed write.
-pub type Output = fn(&str) -> std::io::Result<()>;
+pub(crate) type Output = fn(&str) -> std::io::Result<()>;
 
 static OUTPUT: OnceLock<Output> = OnceLock::new();
 
@@ -36,6 +36,6 @@ pub fn set_output(output: Output) {
 }
 
 /// Sends the output line `text` (without its newline) to the output sink, if one is set.
-pub fn output(text: &str) -> std::io::Result<()> {
+pub(crate) fn output(text: &str) -> std::io::Result<()> {
     OUTPUT.get().map_or(Ok(()), |output| output(text))
 }

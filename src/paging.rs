@@ -27,7 +27,7 @@ pub struct Page {
 
 impl Page {
     /// The page a request asks for, with the defaults applied (limit 0 means 20).
-    pub fn requested(offset: Option<u64>, limit: Option<u64>) -> Page {
+    pub(crate) fn requested(offset: Option<u64>, limit: Option<u64>) -> Page {
         let limit = match limit {
             None | Some(0) => DEFAULT_PAGE_SIZE,
             Some(limit) => limit,
@@ -45,7 +45,7 @@ impl Page {
     /// The page `next` links to in a tree with links `style`: [`Page::next`] for query links;
     /// for path links the same offset with the limit kept, so the link names the page file of
     /// the aligned chain.
-    pub fn next_linked(self, count: u64, style: LinkStyle) -> Option<Page> {
+    pub(crate) fn next_linked(self, count: u64, style: LinkStyle) -> Option<Page> {
         let next = self.next(count)?;
         Some(match style {
             LinkStyle::Query => next,
@@ -112,7 +112,7 @@ pub fn page_url(list_url: &str, page: Page, style: LinkStyle) -> String {
 
 /// The page sizes whose pages a tree holds as files: the configured ones and the default
 /// limit, ascending, each once.
-pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
+pub(crate) fn page_sizes(configured: &[u64]) -> Vec<u64> {
     let mut sizes = configured.to_vec();
     sizes.push(DEFAULT_PAGE_SIZE);
     sizes.sort_unstable();
@@ -123,25 +123,25 @@ pub fn page_sizes(configured: &[u64]) -> Vec<u64> {
 /// How the pages of a list link to each other: the plain list's, or a filter's (whose query
 /// links carry its condition and whose path links name its own page files).
 #[derive(Debug, Clone, Copy)]
-pub struct ListLinks<'a> {
+pub(crate) struct ListLinks<'a> {
     /// The url `?offset=&limit=` follows in a query link (`<base>/api/v2/berry/`).
-    pub list_url: &'a str,
+    pub(crate) list_url: &'a str,
     /// What follows `?offset=&limit=` in a query link: empty for a list, `&type=fire` for a filter's.
-    pub query_tail: &'a str,
+    pub(crate) query_tail: &'a str,
     /// The url of the folder of the list's page files, which path links name.
-    pub files_url: &'a str,
+    pub(crate) files_url: &'a str,
     /// How the page links to its neighbours.
-    pub style: LinkStyle,
+    pub(crate) style: LinkStyle,
 }
 
 impl<'a> ListLinks<'a> {
     /// The links of the list at `list_url` itself.
-    pub fn of_list(list_url: &'a str, style: LinkStyle) -> ListLinks<'a> {
+    pub(crate) fn of_list(list_url: &'a str, style: LinkStyle) -> ListLinks<'a> {
         ListLinks { list_url, query_tail: "", files_url: list_url, style }
     }
 
     /// The url of `page`.
-    pub fn url(&self, page: Page) -> String {
+    pub(crate) fn url(&self, page: Page) -> String {
         match self.style {
             LinkStyle::Query => {
                 format!("{}?offset={}&limit={}{}", self.list_url, page.offset, page.limit, self.query_tail)

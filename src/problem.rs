@@ -10,19 +10,19 @@ pub struct Problem {
     /// The file (or folder) the problem is in.
     pub path: PathBuf,
     /// Where in the file: a JSON path such as `$.flavors[0].flavor.url`, or `line 3, column 7`.
-    pub location: String,
+    pub(crate) location: String,
     /// What is wrong and, where it helps, what to do.
     pub message: String,
 }
 
 impl Problem {
     /// A problem at `location` in `path`.
-    pub fn new(path: &Path, location: impl Into<String>, message: impl Into<String>) -> Problem {
+    pub(crate) fn new(path: &Path, location: impl Into<String>, message: impl Into<String>) -> Problem {
         Problem { path: path.to_path_buf(), location: location.into(), message: message.into() }
     }
 
     /// A problem with the whole file (JSON location `$`).
-    pub fn whole(path: &Path, message: impl Into<String>) -> Problem {
+    pub(crate) fn whole(path: &Path, message: impl Into<String>) -> Problem {
         Problem::new(path, "$", message)
     }
 }
@@ -40,12 +40,12 @@ pub struct Problems {
     pub list: Vec<Problem>,
     /// True when the problems stopped the run before references between records were checked
     /// (they need every record read), so that more problems may follow once these are fixed.
-    pub references_unchecked: bool,
+    pub(crate) references_unchecked: bool,
 }
 
 impl Problems {
     /// Problems found with every check done.
-    pub fn all(list: Vec<Problem>) -> Problems {
+    pub(crate) fn all(list: Vec<Problem>) -> Problems {
         Problems { list, references_unchecked: false }
     }
 
@@ -73,7 +73,7 @@ impl std::error::Error for Problems {}
 
 /// One step of a JSON location.
 #[derive(Debug, Clone, Copy)]
-pub enum Step<'a> {
+pub(crate) enum Step<'a> {
     /// An object's member.
     Key(&'a str),
     /// An array's item.

@@ -32,17 +32,17 @@ impl Progress {
     }
 
     /// Sets the number of steps.
-    pub fn set_total(&self, total: u64) {
+    pub(crate) fn set_total(&self, total: u64) {
         self.bar.set_length(total);
     }
 
     /// Counts `n` more steps done.
-    pub fn inc(&self, n: u64) {
+    pub(crate) fn inc(&self, n: u64) {
         self.bar.inc(n);
     }
 
     /// Shown after the unit, e.g. `, 12.5 MB`.
-    pub fn set_message(&self, message: String) {
+    pub(crate) fn set_message(&self, message: String) {
         self.bar.set_message(message);
     }
 
@@ -54,18 +54,18 @@ impl Progress {
 
 /// Prints how long each step of a build took, on stderr, when `GEN_TIMINGS` is set (for
 /// benchmarks: BENCHMARKS.md's phase tables).
-pub struct StepTimer {
+pub(crate) struct StepTimer {
     last: Option<std::cell::Cell<std::time::Instant>>,
 }
 
 impl StepTimer {
     /// Times steps when `GEN_TIMINGS` is set; else does nothing.
-    pub fn from_env() -> StepTimer {
+    pub(crate) fn from_env() -> StepTimer {
         StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
     }
 
     /// Prints, with `GEN_TIMINGS`, how long since the last step `what` took.
-    pub fn step(&self, what: &str) {
+    pub(crate) fn step(&self, what: &str) {
         if let Some(last) = &self.last {
             let now = std::time::Instant::now();
             say!("timing: {:>8.3} s  {what}", (now - last.get()).as_secs_f64());

@@ -19,9 +19,9 @@ mod lock;
 mod marker;
 mod object;
 mod repair;
-pub mod plan;
-pub mod remote;
-pub mod target;
+pub(crate) mod plan;
+pub(crate) mod remote;
+pub(crate) mod target;
 
 use crate::build::index::Index;
 use crate::paging::LinkStyle;
@@ -31,8 +31,8 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use plan::Plan;
-pub use target::Target;
+pub(crate) use plan::Plan;
+pub(crate) use target::Target;
 
 /// What `gen publish` was asked to do.
 #[derive(Debug, Clone)]
@@ -70,12 +70,10 @@ pub struct PublishSummary {
     pub plan: Plan,
     /// The paths whose urls go to `--changed-urls`: what this publish uploaded and deleted, and
     /// what an unfinished one before it did.
-    pub changed: std::collections::BTreeSet<String>,
+    pub(crate) changed: std::collections::BTreeSet<String>,
     /// Bytes uploaded.
     pub bytes: u64,
-    /// True when the target was listed and every object compared.
-    pub listed: bool,
-    /// Why it was listed, for the output.
+    /// Why the target was listed and every object compared, when it was (for the output).
     pub listed_because: Option<&'static str>,
     /// Objects repaired by the second look (written meanwhile by the unfinished publish this
     /// one found: see `docs/deploy.md`), uploaded or deleted.
@@ -178,7 +176,7 @@ fn refuse_links_in_folder_target(folder: &Path) -> Result<()> {
 /// Checks every file `manifest` lists against its hash: a torn, missing or hand-edited file
 /// stops the publish before anything is sent. Files the build index saw unchanged since the
 /// build (by their stamps) are not read again.
-pub fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
+pub(crate) fn verify_tree(dir: &Path, manifest: &Manifest) -> Result<()> {
     use rayon::prelude::*;
     let index = Index::read(dir);
     let tree = TreeDir::open(dir)?;
@@ -234,7 +232,7 @@ fn options_dir(dir: &Path) -> String {
 
 /// The public url of a file of the tree: a folder's url for an `index.json`, as clients and
 /// links name it, else the file's own.
-pub fn public_url(base_url: &str, path: &str) -> String {
+pub(crate) fn public_url(base_url: &str, path: &str) -> String {
     let base = base_url.trim_end_matches('/');
     match path.strip_suffix(crate::tree::layout::DOCUMENT_FILE) {
         Some(folder) => format!("{base}/{folder}"),

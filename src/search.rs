@@ -45,13 +45,13 @@ use unicode_normalization::char::is_combining_mark;
 
 /// One record's names, as the build extracts them (see [`entry_bytes`] for what is written).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NameEntry {
+pub(crate) struct NameEntry {
     /// The record's id.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Its name, when it has one.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Its localized names, by language.
-    pub names: BTreeMap<String, String>,
+    pub(crate) names: BTreeMap<String, String>,
 }
 
 /// One line of a names document: a record's id and its folded names.
@@ -65,27 +65,28 @@ struct Line<'a> {
 /// Most entries a names file holds: a resource of more records has its names in shards of this
 /// many (the last one fewer). At the published data's densest (item: ten languages) a full shard
 /// is about 12 MB, the most a query holds of it at once.
-pub const NAMES_SHARD_ENTRIES: usize = 50_000;
+pub(crate) const NAMES_SHARD_ENTRIES: usize = 50_000;
 
 /// The list a names document belongs to: its count and the SHA-256 (hex) of its `_pages/all`
 /// file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListStamp {
+pub(crate) struct ListStamp {
     /// Entries of the list.
-    pub count: u64,
+    pub(crate) count: u64,
     /// SHA-256 of the list's `_pages/all` file, lower-case hex.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 impl ListStamp {
     /// The stamp of the list of `count` entries whose `_pages/all` file is `all`.
-    pub fn of(count: u64, all: &[u8]) -> ListStamp {
+    #[cfg(test)]
+    pub(crate) fn of(count: u64, all: &[u8]) -> ListStamp {
         ListStamp { count, sha256: sha256_hex(all) }
     }
 
     /// The stamp of the list of `count` entries whose `_pages/all` file `render` puts into the
     /// sink it is given: hashed as it goes, never held whole (a million entries are 50 MB).
-    pub fn of_rendered(count: u64, render: impl FnOnce(&mut PageHasher)) -> ListStamp {
+    pub(crate) fn of_rendered(count: u64, render: impl FnOnce(&mut PageHasher)) -> ListStamp {
         let mut hasher = PageHasher { context: ring::digest::Context::new(&ring::digest::SHA256), block: Vec::new() };
         render(&mut hasher);
         hasher.context.update(&hasher.block);
@@ -94,7 +95,7 @@ impl ListStamp {
 }
 
 /// A page rendered straight into its SHA-256 (see [`ListStamp::of_rendered`]), in blocks.
-pub struct PageHasher {
+pub(crate) struct PageHasher {
     context: ring::digest::Context,
     block: Vec<u8>,
 }
@@ -110,7 +111,7 @@ impl crate::paging::PageSink for PageHasher {
 }
 
 /// The SHA-256 of `bytes`, lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
 }
 
@@ -120,38 +121,38 @@ fn hex(digest: &[u8]) -> String {
 
 /// The first line of a names file (or the whole of a split one's index).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NamesHead {
+pub(crate) struct NamesHead {
     /// Number of entries it covers.
-    pub count: u64,
+    pub(crate) count: u64,
     /// A shard's list position of its first entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
+    pub(crate) offset: Option<u64>,
     /// The list it belongs to.
-    pub list: ListStamp,
+    pub(crate) list: ListStamp,
     /// The shards of a split names document (none for one that holds its entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub shards: Vec<Shard>,
+    pub(crate) shards: Vec<Shard>,
 }
 
 /// One shard of a split names document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
+pub(crate) struct Shard {
     /// List position of its first entry.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Entries it holds.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Its url.
-    pub url: String,
+    pub(crate) url: String,
 }
 
 /// The number of shards of the names of a list of `count` records: 0 when one file holds them.
-pub fn names_shards(count: usize) -> usize {
+pub(crate) fn names_shards(count: usize) -> usize {
     if count <= NAMES_SHARD_ENTRIES { 0 } else { count.div_ceil(NAMES_SHARD_ENTRIES) }
 }
 
 /// The bytes of the names document of the list `list` split in shards (see [`names_shards`])
 /// whose urls `shard_url` gives: one line.
-pub fn render_names_index(list: &ListStamp, shard_url: impl Fn(usize) -> String) -> Vec<u8> {
+pub(crate) fn render_names_index(list: &ListStamp, shard_url: impl Fn(usize) -> String) -> Vec<u8> {
     let count = list.count as usize;
     let shards = (0..names_shards(count))
         .map(|k| {
@@ -166,7 +167,7 @@ pub fn render_names_index(list: &ListStamp, shard_url: impl Fn(usize) -> String)
 
 /// The bytes of shard `k` of the split names document of `list`, whose entries are `all`
 /// (serialised, see [`entry_bytes`]).
-pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize, list: &ListStamp) -> Vec<u8> {
+pub(crate) fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize, list: &ListStamp) -> Vec<u8> {
     let offset = k * NAMES_SHARD_ENTRIES;
     render_names_of(&all[offset..all.len().min(offset + NAMES_SHARD_ENTRIES)], Some(offset), list)
 }
@@ -174,7 +175,7 @@ pub fn render_names_shard(all: &[impl AsRef<[u8]>], k: usize, list: &ListStamp) 
 /// The localized names of a record's JSON body, by language: the first name per language of
 /// its `names` entries shaped `{"name": "...", "language": {"name": "..."}}` (or with the
 /// language as a plain string); others are ignored.
-pub fn localized_names(record: crate::json::tape::Node<'_>) -> BTreeMap<String, String> {
+pub(crate) fn localized_names(record: crate::json::tape::Node<'_>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let Some(entries) = record.get("names") else { return out };
     for entry in entries.items() {
@@ -189,7 +190,7 @@ pub fn localized_names(record: crate::json::tape::Node<'_>) -> BTreeMap<String, 
 
 /// One line of a names document, as a build holds it until the document is written: the id
 /// and the name and localized names (by language), [`fold`]ed, each once.
-pub fn entry_bytes(entry: &NameEntry) -> Vec<u8> {
+pub(crate) fn entry_bytes(entry: &NameEntry) -> Vec<u8> {
     let mut keys: Vec<Cow<str>> = Vec::new();
     for name in entry.name.iter().chain(entry.names.values()) {
         let key = Cow::Owned(fold(name));
@@ -226,14 +227,14 @@ fn render_names_of(entries: &[impl AsRef<[u8]>], offset: Option<usize>, list: &L
 
 /// The bytes of the names document of the list `list` whose entries are `entries` (serialised,
 /// see [`entry_bytes`]), when one file holds them.
-pub fn render_names_raw(entries: &[impl AsRef<[u8]>], list: &ListStamp) -> Vec<u8> {
+pub(crate) fn render_names_raw(entries: &[impl AsRef<[u8]>], list: &ListStamp) -> Vec<u8> {
     render_names_of(entries, None, list)
 }
 
 /// A names file read: its head, and the lines of its entries (`None` for a split document's
 /// index, which holds shards). `None` when `body` is not laid out as [`render_names_of`] and
 /// [`render_names_index`] write it.
-pub fn names_head(body: &[u8]) -> Option<(NamesHead, Option<&[u8]>)> {
+pub(crate) fn names_head(body: &[u8]) -> Option<(NamesHead, Option<&[u8]>)> {
     let Some(newline) = body.iter().position(|&b| b == b'\n') else {
         let head: NamesHead = serde_json::from_slice(body).ok()?;
         return (!head.shards.is_empty()).then_some((head, None));
@@ -247,7 +248,7 @@ pub fn names_head(body: &[u8]) -> Option<(NamesHead, Option<&[u8]>)> {
 /// Matches the entry lines `lines` of a names file (see [`names_head`]) against `folded` (a
 /// [`fold`]ed `q`), one line at a time: pushes to `found` the list position (`offset` plus its
 /// place) of each entry that matches. The number of entries, or `None` when a line is not one.
-pub fn match_lines(lines: &[u8], folded: &str, offset: usize, found: &mut Vec<usize>) -> Option<usize> {
+pub(crate) fn match_lines(lines: &[u8], folded: &str, offset: usize, found: &mut Vec<usize>) -> Option<usize> {
     let mut seen = 0;
     for line in lines.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
         let line = line.strip_suffix(b",").unwrap_or(line);
@@ -262,14 +263,14 @@ pub fn match_lines(lines: &[u8], folded: &str, offset: usize, found: &mut Vec<us
 
 /// `text` folded for matching (see the module's doc): NFKD, combining marks removed, case
 /// folded, `ς` as `σ`.
-pub fn fold(text: &str) -> String {
+pub(crate) fn fold(text: &str) -> String {
     let bare: String = text.nfkd().filter(|c| !is_combining_mark(*c)).collect();
     bare.to_uppercase().to_lowercase().replace('ς', "σ")
 }
 
 /// `text` percent-encoded for a query value: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
 /// (upper-case hex), as the edge handler writes it too.
-pub fn encode_query_value(text: &str) -> String {
+pub(crate) fn encode_query_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

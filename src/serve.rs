@@ -31,24 +31,24 @@
 //! following links, and only bytes whose hash the manifest in use records are served; a new
 //! build is swapped in whole or not at all.
 
-pub mod budget;
+pub(crate) mod budget;
 pub mod cache;
-pub mod html;
+pub(crate) mod html;
 mod html_escape;
 mod html_list;
 mod html_match;
-pub mod item;
-pub mod list;
-pub mod listen;
+pub(crate) mod item;
+pub(crate) mod list;
+pub(crate) mod listen;
 pub mod respond;
 pub mod route;
-pub mod server;
-pub mod stream;
+pub(crate) mod server;
+pub(crate) mod stream;
 pub mod tree;
 #[cfg(test)]
 mod vectors;
-pub mod view;
-pub mod watch;
+pub(crate) mod view;
+pub(crate) mod watch;
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};

@@ -11,17 +11,17 @@ use std::path::{Path, PathBuf};
 /// exist yet: released by the kernel when the process ends, however it ends).
 pub struct FolderLock {
     /// The folder the tree is in: a symlinked `--out` is followed to the folder it points to.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// False when the folder does not exist yet: the tree is then staged beside it and renamed
     /// into place whole.
-    pub exists: bool,
+    pub(crate) exists: bool,
     locks: Vec<std::fs::File>,
 }
 
 impl FolderLock {
     /// Resolves and locks `out`. When another build or import holds the lock, says so on
     /// stderr and waits for it.
-    pub fn open(out: &Path) -> Result<FolderLock> {
+    pub(crate) fn open(out: &Path) -> Result<FolderLock> {
         loop {
             match std::fs::symlink_metadata(out) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -61,7 +61,7 @@ impl FolderLock {
 impl FolderLock {
     /// Also locks `folder` (a staged tree about to be renamed into place as the target), so
     /// that the lock is held on the folder itself once it is the target.
-    pub fn hold(&mut self, folder: &Path) -> Result<()> {
+    pub(crate) fn hold(&mut self, folder: &Path) -> Result<()> {
         let file = std::fs::File::open(folder)
             .and_then(|f| f.lock().map(|()| f))
             .with_context(|| format!("cannot lock {}", folder.display()))?;
@@ -93,9 +93,9 @@ fn lock(folder: &Path, out: &Path) -> Result<std::fs::File> {
 /// sibling of `out` itself (`.<out>.gen-staging-<pid>`), not in the build's state folder: it is
 /// renamed into place, or exchanged with `out`, and a rename stays within one filesystem.
 /// Dropped without [`Staging::commit`], it is removed, leaving `out` as it was.
-pub struct Staging {
+pub(crate) struct Staging {
     /// The folder to write into.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     out: PathBuf,
     committed: bool,
     _lock: Option<FolderLock>,
@@ -104,7 +104,7 @@ pub struct Staging {
 impl Staging {
     /// Creates an empty staging folder beside `out`, after removing what killed runs left.
     /// The caller holds the lock on `out` (see [`FolderLock`]).
-    pub fn begin_unlocked(out: &Path) -> Result<Staging> {
+    pub(crate) fn begin_unlocked(out: &Path) -> Result<Staging> {
         let (parent, name) = split_out(out)?;
         remove_leftovers(&parent, &name);
         let dir = parent.join(format!(".{name}.gen-staging-{}", std::process::id()));
@@ -115,7 +115,7 @@ impl Staging {
 
     /// Like [`Staging::begin_unlocked`], after taking the lock on `out` (held until the staging
     /// folder is committed or dropped): for writers of whole folders, such as `gen import`.
-    pub fn begin(out: &Path) -> Result<Staging> {
+    pub(crate) fn begin(out: &Path) -> Result<Staging> {
         let lock = FolderLock::open(out)?;
         let mut staging = Staging::begin_unlocked(out)?;
         staging._lock = Some(lock);
@@ -123,7 +123,7 @@ impl Staging {
     }
 
     /// Puts the staging folder in place of `out` atomically and removes the previous version.
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         swap_in(&self.dir, &self.out)?;
         self.committed = true;
         // `dir` now holds the previous version, if there was one.
@@ -150,7 +150,7 @@ fn split_out(out: &Path) -> Result<(PathBuf, String)> {
 
 /// Removes what killed runs left beside `out` (their staging folders); the caller holds the
 /// lock on `out`.
-pub fn clean_leftovers(out: &Path) {
+pub(crate) fn clean_leftovers(out: &Path) {
     if let Ok((parent, name)) = split_out(out) {
         remove_leftovers(&parent, &name);
     }

@@ -23,14 +23,14 @@ use std::path::Path;
 
 /// The uncompressed bytes a member holds on average: 2 MiB, about 130-200 KB of gzip on the
 /// published data's shapes (a compression ratio of 10 to 16 at level 1).
-pub const TARGET_BYTES: u64 = 2 << 20;
+pub(crate) const TARGET_BYTES: u64 = 2 << 20;
 
 /// Largest member table read: a table of a million records' files is well under 1 MB.
 const MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// The average member's uncompressed bytes: [`TARGET_BYTES`], or `GEN_BULK_MEMBER_BYTES` when
 /// set (tests cut small data into several members with it).
-pub fn target_bytes() -> u64 {
+pub(crate) fn target_bytes() -> u64 {
     static TARGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TARGET.get_or_init(|| {
         let set = std::env::var("GEN_BULK_MEMBER_BYTES").ok().and_then(|v| v.parse().ok());
@@ -40,14 +40,14 @@ pub fn target_bytes() -> u64 {
 
 /// True when a member ends after a record whose document hashes to `hash` and is `size` bytes
 /// long (see the module's doc): a function of the record alone.
-pub fn ends_member(hash: &blake3::Hash, size: u64) -> bool {
+pub(crate) fn ends_member(hash: &blake3::Hash, size: u64) -> bool {
     let bytes: [u8; 8] = hash.as_bytes()[..8].try_into().expect("8 bytes");
     u64::from_le_bytes(bytes) % target_bytes() < size
 }
 
 /// The key of a member: a hash of the hashes of its record documents, in order, and of the way
 /// they become lines (`pretty` documents are made compact).
-pub fn member_key<'h>(pretty: bool, hashes: impl Iterator<Item = &'h blake3::Hash>) -> String {
+pub(crate) fn member_key<'h>(pretty: bool, hashes: impl Iterator<Item = &'h blake3::Hash>) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&[u8::from(pretty)]);
     for hash in hashes {
@@ -58,38 +58,38 @@ pub fn member_key<'h>(pretty: bool, hashes: impl Iterator<Item = &'h blake3::Has
 
 /// One gzip member of a bulk-data file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
+pub(crate) struct Member {
     /// Its key (see [`member_key`]).
-    pub key: String,
+    pub(crate) key: String,
     /// Records it holds: one line each.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Where its bytes start in the file.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Its bytes (compressed).
-    pub length: u64,
+    pub(crate) length: u64,
 }
 
 /// The members of one bulk-data file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileMembers {
+pub(crate) struct FileMembers {
     /// BLAKE3 (hex) of the file's bytes.
-    pub blake3: String,
+    pub(crate) blake3: String,
     /// Its members, in order.
-    pub members: Vec<Member>,
+    pub(crate) members: Vec<Member>,
 }
 
 /// The member table: each bulk-data file's members, by tree path.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Table {
+pub(crate) struct Table {
     /// Files by tree path.
-    pub files: BTreeMap<String, FileMembers>,
+    pub(crate) files: BTreeMap<String, FileMembers>,
 }
 
 impl Table {
     /// The member table kept at `path` (in the build's state folder beside the tree, never
     /// published); empty when there is none, or when it cannot be used (then with a note saying
     /// why): the files are then written whole.
-    pub fn read(path: &Path) -> Table {
+    pub(crate) fn read(path: &Path) -> Table {
         // Opened without waiting (a FIFO there is not a table) or following a link.
         let bytes = match crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true) {
             Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Table::default(),
@@ -140,7 +140,7 @@ impl Table {
 
     /// Writes the table at `path`, through `temporary` (a file of the same folder, which must
     /// exist) renamed into place.
-    pub fn write(&self, path: &Path, temporary: &Path) -> Result<()> {
+    pub(crate) fn write(&self, path: &Path, temporary: &Path) -> Result<()> {
         // Created anew: a link left at the temporary name is removed, never written through.
         crate::fsutil::write_new(temporary, &self.encode())?;
         crate::fsutil::rename(temporary, path)

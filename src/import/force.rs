@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 /// What `--force` does with an existing data folder.
 pub(super) struct Kept {
     /// Entries the import replaces: the folders of the segments it writes.
-    pub replaced: Vec<String>,
+    pub(crate) replaced: Vec<String>,
     /// Everything else (other segments' folders, the user's own files): linked into the new
     /// folder as they are.
-    pub kept: Vec<String>,
+    pub(crate) kept: Vec<String>,
     /// The folder's settings (`gen.json`), kept but for "external", which the import sets.
-    pub settings: Option<serde_json::Map<String, Value>>,
+    pub(crate) settings: Option<serde_json::Map<String, Value>>,
 }
 
 /// With `--force`: the import replaces the folders of the segments it writes and gen.json's

@@ -6,10 +6,10 @@
 //! [`cells`] types them, [`ids`] gives the ids, [`records`] the names and labels, [`refs`]
 //! the references; only a source without problems is [`write`]n.
 
-pub mod cells;
-pub mod ids;
-pub mod records;
-pub mod refs;
+pub(crate) mod cells;
+pub(crate) mod ids;
+pub(crate) mod records;
+pub(crate) mod refs;
 pub mod source;
 mod write;
 

@@ -24,7 +24,7 @@ use std::path::Path;
 
 /// Deepest nesting accepted in a record (serde_json's own limit, so parsing never overflows
 /// the stack).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Where a JSON text is, for the wording and place of its problems.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +38,7 @@ pub enum At<'a> {
 
 /// Why [`read`] refused a text.
 #[derive(Debug)]
-pub struct Refused {
+pub(crate) struct Refused {
     /// The byte offset of the problem in the text; `None` for the whole text.
     at: Option<usize>,
     /// For a key written twice, the JSON path of its object.
@@ -47,7 +47,7 @@ pub struct Refused {
 }
 
 /// Reads `text` as one JSON value under the rules of the module's documentation.
-pub fn read(text: &[u8]) -> Result<Value, Refused> {
+pub(crate) fn read(text: &[u8]) -> Result<Value, Refused> {
     readable(text)?;
     let value = numbers::from_text(text).map_err(|e| syntax(text, &e))?;
     // serde_json keeps the last of two equal keys without a word: `{"v":1,"v":2}` would be read
@@ -60,7 +60,7 @@ pub fn read(text: &[u8]) -> Result<Value, Refused> {
 
 /// Reads `text` as [`read`] does, into a [`Tape`] (many times smaller than a [`Value`]): the
 /// same text is refused for the same reasons, at the same places.
-pub fn read_tape(text: &[u8]) -> Result<Tape<'_>, Refused> {
+pub(crate) fn read_tape(text: &[u8]) -> Result<Tape<'_>, Refused> {
     readable(text)?;
     let tape = Tape::parse(text).map_err(|e| syntax(text, &e))?;
     match tape.has_key_twice().then(|| super::keys::first_key_twice(text)).flatten() {
@@ -87,7 +87,7 @@ fn readable(text: &[u8]) -> Result<(), Refused> {
 
 /// True when `text` is one JSON value, checked without building it: the fast first pass of a
 /// text that is read later (when it is not, [`read`] says why).
-pub fn is_json(text: &[u8]) -> bool {
+pub(crate) fn is_json(text: &[u8]) -> bool {
     std::str::from_utf8(text).is_ok_and(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())
 }
 
@@ -132,7 +132,7 @@ impl Refused {
     }
 
     /// A key written twice in the top-level object, the second at `offset`.
-    pub fn key_twice(offset: usize, key: &str) -> Refused {
+    pub(crate) fn key_twice(offset: usize, key: &str) -> Refused {
         Refused {
             at: Some(offset),
             object: Some("$".into()),
@@ -141,12 +141,12 @@ impl Refused {
     }
 
     /// A problem of the whole text.
-    pub fn whole(message: &str) -> Refused {
+    pub(crate) fn whole(message: &str) -> Refused {
         Refused { at: None, object: None, message: message.to_string() }
     }
 
     /// The problem, worded and placed for a text `at` (`text` its bytes, for lines and columns).
-    pub fn problem(self, at: At<'_>, text: &[u8]) -> Problem {
+    pub(crate) fn problem(self, at: At<'_>, text: &[u8]) -> Problem {
         let place = self.at.map(|offset| line_column(text, offset));
         let keep = ": a JSON reader keeps one or the other; keep the one you mean";
         match (at, place, self.object) {

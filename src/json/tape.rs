@@ -45,7 +45,7 @@ enum Slot {
 }
 
 /// A JSON text read into a tape (see the module's documentation).
-pub struct Tape<'t> {
+pub(crate) struct Tape<'t> {
     text: &'t [u8],
     slots: Vec<Slot>,
     unescaped: String,
@@ -53,7 +53,7 @@ pub struct Tape<'t> {
 
 /// What a value of a tape is.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Kind<'a> {
+pub(crate) enum Kind<'a> {
     /// `null`
     Null,
     /// `true` or `false`
@@ -70,14 +70,14 @@ pub enum Kind<'a> {
 
 /// A value of a tape.
 #[derive(Clone, Copy)]
-pub struct Node<'a> {
+pub(crate) struct Node<'a> {
     tape: &'a Tape<'a>,
     at: usize,
 }
 
 impl<'t> Tape<'t> {
     /// Reads `text`, which must be valid UTF-8 (else `Err`) of at most 4 GiB.
-    pub fn parse(text: &'t [u8]) -> Result<Tape<'t>, serde_json::Error> {
+    pub(crate) fn parse(text: &'t [u8]) -> Result<Tape<'t>, serde_json::Error> {
         if std::str::from_utf8(text).is_err() || u32::try_from(text.len()).is_err() {
             return Err(de::Error::custom("not UTF-8 text of at most 4 GiB"));
         }
@@ -90,12 +90,12 @@ impl<'t> Tape<'t> {
     }
 
     /// The top value.
-    pub fn root(&self) -> Node<'_> {
+    pub(crate) fn root(&self) -> Node<'_> {
         Node { tape: self, at: 0 }
     }
 
     /// True when an object holds a key twice (what serde_json would keep once, silently).
-    pub fn has_key_twice(&self) -> bool {
+    pub(crate) fn has_key_twice(&self) -> bool {
         let mut keys: Vec<&str> = Vec::new();
         (0..self.slots.len()).any(|at| {
             let node = Node { tape: self, at };
@@ -122,7 +122,7 @@ impl<'t> Tape<'t> {
 
 impl<'a> Node<'a> {
     /// What the value is.
-    pub fn kind(self) -> Kind<'a> {
+    pub(crate) fn kind(self) -> Kind<'a> {
         let tape = self.tape;
         match tape.slots[self.at] {
             Slot::Null => Kind::Null,
@@ -144,7 +144,7 @@ impl<'a> Node<'a> {
     }
 
     /// The text of a string, `None` for another kind.
-    pub fn as_str(self) -> Option<&'a str> {
+    pub(crate) fn as_str(self) -> Option<&'a str> {
         match self.kind() {
             Kind::String(text) => Some(text),
             _ => None,
@@ -152,7 +152,7 @@ impl<'a> Node<'a> {
     }
 
     /// An array's items in order (none for another kind).
-    pub fn items(self) -> impl Iterator<Item = Node<'a>> {
+    pub(crate) fn items(self) -> impl Iterator<Item = Node<'a>> {
         let len = match self.kind() {
             Kind::Array(len) => len,
             _ => 0,
@@ -167,7 +167,7 @@ impl<'a> Node<'a> {
     }
 
     /// An object's members in text order (none for another kind).
-    pub fn members(self) -> impl Iterator<Item = (&'a str, Node<'a>)> {
+    pub(crate) fn members(self) -> impl Iterator<Item = (&'a str, Node<'a>)> {
         let len = match self.kind() {
             Kind::Object(len) => len,
             _ => 0,
@@ -183,14 +183,14 @@ impl<'a> Node<'a> {
     }
 
     /// An object's members ordered by key, as a `serde_json::Map` holds and writes them.
-    pub fn sorted_members(self) -> Vec<(&'a str, Node<'a>)> {
+    pub(crate) fn sorted_members(self) -> Vec<(&'a str, Node<'a>)> {
         let mut members: Vec<_> = self.members().collect();
         members.sort_unstable_by(|a, b| a.0.cmp(b.0));
         members
     }
 
     /// The value of an object's member `key`.
-    pub fn get(self, key: &str) -> Option<Node<'a>> {
+    pub(crate) fn get(self, key: &str) -> Option<Node<'a>> {
         self.members().find(|(k, _)| *k == key).map(|(_, value)| value)
     }
 }

@@ -7,22 +7,22 @@ use anyhow::Result;
 use std::path::Path;
 
 /// The local tree being published.
-pub struct LocalTree<'a> {
+pub(crate) struct LocalTree<'a> {
     /// The tree's folder.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// The same folder, read without following a link inside it (see [`LocalTree::read`]).
-    pub files: &'a TreeDir,
+    pub(crate) files: &'a TreeDir,
     /// The tree's manifest.
-    pub manifest: &'a Manifest,
+    pub(crate) manifest: &'a Manifest,
     /// The manifest's bytes, uploaded last.
-    pub manifest_bytes: &'a [u8],
+    pub(crate) manifest_bytes: &'a [u8],
 }
 
 impl LocalTree<'_> {
     /// The bytes of the tree's file at `path`, read as the build and `gen serve` read the tree:
     /// a regular file of at most 1 GiB, no link followed on the way, no wait on a pipe. A link
     /// to `/dev/zero` or a FIFO put into `out/` is refused, saying which file and what to do.
-    pub fn read(&self, path: &str) -> Result<Vec<u8>> {
+    pub(crate) fn read(&self, path: &str) -> Result<Vec<u8>> {
         self.files.read_file(path, MAX_DOCUMENT_BYTES).map_err(|e| {
             let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
             anyhow::anyhow!(

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// The object a publish holds while it runs (beside `manifest.json`), created only if absent (a
 /// conditional put): a second publish to the same target finds it and stops.
-pub const LOCK: &str = ".gen-publish.lock";
+pub(crate) const LOCK: &str = ".gen-publish.lock";
 
 /// Largest lock object read: gen writes a few hundred bytes (holder and time).
 pub(crate) const MAX_LOCK_BYTES: u64 = 64 << 10;

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 /// The object an unfinished publish leaves on the target (beside `manifest.json`): written before
 /// the first upload, removed after the last delete.
-pub const MARKER: &str = ".gen-publish.json";
+pub(crate) const MARKER: &str = ".gen-publish.json";
 
 /// What the marker says: what the next publish may delete if this one does not finish. Every
 /// path it lists is checked with [`crate::tree::layout::is_tree_file`] before it is acted on: a marker is
@@ -48,7 +48,7 @@ impl Marker {
 /// tree and leaves one, after its last write, so that the next publish compares every object
 /// whatever the other publish did meanwhile. A record is deleted only by a publish that read it
 /// before comparing every object, and finished.
-pub const STOPPED: &str = ".gen-publish-stopped";
+pub(crate) const STOPPED: &str = ".gen-publish-stopped";
 
 /// Most records of stopped publishes one publish reads (the rest are left for the next).
 const MAX_STOPPED: usize = 16;

@@ -15,32 +15,32 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// True for the documents that must never be cached: `manifest.json`, `meta` and the
 /// bulk-data index.
-pub fn no_cache(path: &str) -> bool {
+pub(crate) fn no_cache(path: &str) -> bool {
     path == MANIFEST_FILE || path == layout::META_PATH || path == layout::BULK_INDEX_PATH
 }
 
 /// What the target holds, as far as the plan goes.
 #[derive(Debug, Default)]
-pub struct Remote {
+pub(crate) struct Remote {
     /// The files its `manifest.json` lists (path → BLAKE3 hex), when it has one of gen's.
-    pub manifest_files: Option<BTreeMap<String, String>>,
+    pub(crate) manifest_files: Option<BTreeMap<String, String>>,
     /// True when its `manifest.json` has the same bytes as the new one.
-    pub manifest_current: bool,
+    pub(crate) manifest_current: bool,
     /// Paths that a published manifest listed and an unfinished publish meant to delete.
-    pub pending_deletes: BTreeSet<String>,
+    pub(crate) pending_deletes: BTreeSet<String>,
     /// When the target was listed and compared (no manifest, `--verify`, or an unfinished
     /// publish): the paths whose object holds the same bytes as the local file, and every path
     /// present. `None`: the remote manifest is trusted.
-    pub listed: Option<Listed>,
+    pub(crate) listed: Option<Listed>,
 }
 
 /// The result of listing the target and comparing contents.
 #[derive(Debug, Default)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// Paths present on the target.
-    pub present: BTreeSet<String>,
+    pub(crate) present: BTreeSet<String>,
     /// Paths whose remote bytes equal the local file's.
-    pub same: BTreeSet<String>,
+    pub(crate) same: BTreeSet<String>,
 }
 
 /// The plan: uploads in order, the count left alone, deletes.
@@ -50,7 +50,7 @@ pub struct Plan {
     /// changed, a wave of its own).
     pub uploads: Vec<String>,
     /// How many of `uploads` each wave holds, in order.
-    pub waves: Vec<usize>,
+    pub(crate) waves: Vec<usize>,
     /// Files of the tree whose object is already current.
     pub unchanged: usize,
     /// Paths to delete after the manifest: listed by a published manifest, gone from the tree.
@@ -64,7 +64,7 @@ impl Plan {
     }
 
     /// The uploads, wave by wave.
-    pub fn upload_waves(&self) -> impl Iterator<Item = &[String]> {
+    pub(crate) fn upload_waves(&self) -> impl Iterator<Item = &[String]> {
         let mut start = 0;
         self.waves.iter().map(move |&len| {
             let wave = &self.uploads[start..start + len];
@@ -79,7 +79,7 @@ impl Plan {
 /// ([`layout::linked_files`] of its bytes); it is asked only when an upload is new to the target.
 /// Only tree files ([`layout::is_tree_file`]) are ever deleted, whatever the remote manifest or
 /// the marker lists.
-pub fn plan(files: &BTreeMap<String, String>, remote: &Remote, links: impl Fn(&str) -> Vec<String>) -> Plan {
+pub(crate) fn plan(files: &BTreeMap<String, String>, remote: &Remote, links: impl Fn(&str) -> Vec<String>) -> Plan {
     let mut uploads = Vec::new();
     let mut unchanged = 0;
     for (path, hash) in files {

@@ -1,10 +1,10 @@
 //! The async half of `gen publish`: takes the target's lock, reads what the target holds, then
 //! uploads and deletes as the plan says, `--jobs` requests at a time, wave after wave.
 
-pub use super::local::LocalTree;
-pub use super::lock::LOCK;
+pub(crate) use super::local::LocalTree;
+pub(crate) use super::lock::LOCK;
 use super::lock::{self, Held};
-pub use super::marker::{MARKER, STOPPED};
+pub(crate) use super::marker::{MARKER, STOPPED};
 use super::marker::{Marker, read_stopped, read_target};
 use super::plan::{self, Remote};
 use super::repair::{Look, MAX_LOOKS, list_and_compare};
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Takes the target's lock (unless `--dry-run`), then reads the target, plans, and carries the
 /// plan out; the lock is given back however it ends, if it is still this publish's.
-pub async fn publish(
+pub(crate) async fn publish(
     tree: &LocalTree<'_>,
     target: &Target,
     store: Arc<dyn ObjectStore>,
@@ -90,8 +90,7 @@ async fn publish_locked(
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
-    let listed = listed_because.is_some();
-    let mut summary = PublishSummary { plan, changed, bytes: 0, listed, listed_because, repaired: 0, seconds: 0.0 };
+    let mut summary = PublishSummary { plan, changed, bytes: 0, listed_because, repaired: 0, seconds: 0.0 };
     if options.dry_run {
         return Ok(summary);
     }

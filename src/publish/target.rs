@@ -9,20 +9,20 @@ use std::time::Duration;
 /// A parsed TARGET: `s3://BUCKET[/PREFIX]`, `gs://BUCKET[/PREFIX]`, `az://CONTAINER[/PREFIX]`
 /// or `file:///PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// Which kind of store.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// Bucket or container (empty for `file://`).
-    pub bucket: String,
+    pub(crate) bucket: String,
     /// Prefix inside the bucket, or the folder of a `file://` target; no slash at either end.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The url as the user wrote it, for messages.
-    pub shown: String,
+    pub(crate) shown: String,
 }
 
 /// The kinds of store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Amazon S3 or an S3-compatible store (`s3://`).
     S3,
     /// Google Cloud Storage (`gs://`).
@@ -35,7 +35,7 @@ pub enum Kind {
 
 impl Target {
     /// Parses a TARGET url.
-    pub fn parse(url: &str) -> Result<Target> {
+    pub(crate) fn parse(url: &str) -> Result<Target> {
         let usage = "TARGET is s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX], az://CONTAINER[/PREFIX] or file:///PATH";
         let (scheme, rest) = url.split_once("://").with_context(|| format!("{url:?} is not a url: {usage}"))?;
         let kind = match scheme {
@@ -66,12 +66,12 @@ impl Target {
 
     /// True when the store keeps `Content-Type` and `Cache-Control` with each object (a local
     /// folder does not).
-    pub fn has_headers(&self) -> bool {
+    pub(crate) fn has_headers(&self) -> bool {
         self.kind != Kind::File
     }
 
     /// The key of a file of the tree on this target.
-    pub fn key(&self, path: &str) -> ObjectPath {
+    pub(crate) fn key(&self, path: &str) -> ObjectPath {
         if self.kind == Kind::File || self.prefix.is_empty() {
             ObjectPath::from(path)
         } else {
@@ -80,12 +80,12 @@ impl Target {
     }
 
     /// The prefix every key of the tree starts with, for listing.
-    pub fn list_prefix(&self) -> Option<ObjectPath> {
+    pub(crate) fn list_prefix(&self) -> Option<ObjectPath> {
         (self.kind != Kind::File && !self.prefix.is_empty()).then(|| ObjectPath::from(self.prefix.as_str()))
     }
 
     /// The path of a listed key relative to the tree, if it is under the prefix.
-    pub fn relative(&self, key: &ObjectPath) -> Option<String> {
+    pub(crate) fn relative(&self, key: &ObjectPath) -> Option<String> {
         let key = key.as_ref();
         match self.list_prefix() {
             None => Some(key.to_string()),
@@ -94,7 +94,7 @@ impl Target {
     }
 
     /// Opens the store, with credentials and settings from the environment.
-    pub fn open(&self, endpoint: Option<&str>, retries: usize) -> Result<Arc<dyn ObjectStore>> {
+    pub(crate) fn open(&self, endpoint: Option<&str>, retries: usize) -> Result<Arc<dyn ObjectStore>> {
         let retry = RetryConfig {
             max_retries: retries,
             retry_timeout: Duration::from_secs(120),
@@ -169,7 +169,7 @@ impl Target {
 
     /// Where the store is, for messages: the endpoint (a user and password in it hidden) or the
     /// bucket's url.
-    pub fn place(&self, endpoint: Option<&str>) -> String {
+    pub(crate) fn place(&self, endpoint: Option<&str>) -> String {
         let endpoint = endpoint.map(String::from).or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
         match (self.kind, endpoint) {
             (Kind::S3, Some(endpoint)) => format!("{} at {}", self.shown, redact(&endpoint, &endpoint)),
@@ -180,7 +180,7 @@ impl Target {
 
 /// `text` with the user and password of the url `endpoint` (`http://user:password@host`)
 /// replaced by `***` wherever they appear, so that no message shows them.
-pub fn redact(text: &str, endpoint: &str) -> String {
+pub(crate) fn redact(text: &str, endpoint: &str) -> String {
     let Some((_, rest)) = endpoint.split_once("://") else { return text.to_string() };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     match authority.rsplit_once('@') {
@@ -191,7 +191,7 @@ pub fn redact(text: &str, endpoint: &str) -> String {
 
 /// [`redact`] for every endpoint gen may have used: `--endpoint`, `AWS_ENDPOINT_URL_S3` and
 /// `AWS_ENDPOINT_URL`.
-pub fn redact_endpoints(text: &str, endpoint: Option<&str>) -> String {
+pub(crate) fn redact_endpoints(text: &str, endpoint: Option<&str>) -> String {
     let env = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].map(|name| std::env::var(name).ok());
     endpoint
         .map(String::from)
@@ -202,7 +202,7 @@ pub fn redact_endpoints(text: &str, endpoint: Option<&str>) -> String {
 
 /// How far a publish got when a request failed: what the error says about the target's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Before the new manifest was written: nothing deleted, the old manifest live.
     Before,
     /// Deleting removed objects, after the new manifest.
@@ -217,7 +217,13 @@ pub enum Stage {
 }
 
 /// An error of the store, worded for a user: what went wrong with which target, and what to do.
-pub fn explain(error: object_store::Error, doing: &str, target: &Target, place: &str, stage: Stage) -> anyhow::Error {
+pub(crate) fn explain(
+    error: object_store::Error,
+    doing: &str,
+    target: &Target,
+    place: &str,
+    stage: Stage,
+) -> anyhow::Error {
     use object_store::Error as E;
     let text = format!("{error}");
     let chain = error_chain(&error);

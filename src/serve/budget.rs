@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Bytes that bodies in flight may hold together.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limit: usize,
     used: Mutex<usize>,
     freed: Condvar,
@@ -20,20 +20,20 @@ pub struct Budget {
 
 /// Bytes held from a [`Budget`], given back when dropped.
 #[derive(Debug)]
-pub struct Permit {
+pub(crate) struct Permit {
     budget: Arc<Budget>,
     bytes: usize,
 }
 
 impl Budget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: usize) -> Arc<Budget> {
+    pub(crate) fn new(limit: usize) -> Arc<Budget> {
         Arc::new(Budget { limit, used: Mutex::new(0), freed: Condvar::new() })
     }
 
     /// Takes `bytes` (waiting at most `wait` for them to be free): `None` when they are not.
     /// More than the whole budget is taken once nothing else is held.
-    pub fn acquire(self: &Arc<Self>, bytes: usize, wait: Duration) -> Option<Permit> {
+    pub(crate) fn acquire(self: &Arc<Self>, bytes: usize, wait: Duration) -> Option<Permit> {
         let deadline = Instant::now() + wait;
         let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         while *used > 0 && *used + bytes > self.limit {
@@ -45,14 +45,15 @@ impl Budget {
     }
 
     /// Bytes held now.
-    pub fn used(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
         *self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 impl Permit {
     /// Gives back all but `bytes` of what is held (nothing when it holds no more).
-    pub fn shrink_to(&mut self, bytes: usize) {
+    pub(crate) fn shrink_to(&mut self, bytes: usize) {
         if bytes < self.bytes {
             let mut used = self.budget.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             *used -= self.bytes - bytes;

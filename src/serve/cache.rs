@@ -25,7 +25,7 @@ pub struct Cache {
     budget: usize,
     generations: RwLock<Generations>,
     /// The bodies too large to be held here, while answers send them: as many bytes again.
-    pub in_flight: Arc<Budget>,
+    pub(crate) in_flight: Arc<Budget>,
 }
 
 #[derive(Debug, Default)]
@@ -43,12 +43,12 @@ impl Cache {
     }
 
     /// True when an item of `bytes` (its bodies) would be held (see [`Cache::insert`]).
-    pub fn would_hold(&self, bytes: usize) -> bool {
+    pub(crate) fn would_hold(&self, bytes: usize) -> bool {
         bytes + OVERHEAD <= self.budget / 2
     }
 
     /// The entry for `key`, if held.
-    pub fn get(&self, key: &Key) -> Option<Item> {
+    pub(crate) fn get(&self, key: &Key) -> Option<Item> {
         {
             let generations = self.generations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some((item, _)) = generations.current.get(key) {
@@ -69,7 +69,7 @@ impl Cache {
 
     /// Holds `item`, which takes `bytes` (its bodies), under `key`. An item larger than half
     /// the budget is not held.
-    pub fn insert(&self, key: Key, item: Item, bytes: usize) {
+    pub(crate) fn insert(&self, key: Key, item: Item, bytes: usize) {
         if !self.would_hold(bytes) {
             return;
         }
@@ -79,7 +79,7 @@ impl Cache {
     }
 
     /// Counts `bytes` more for the entry under `key` (its gzip body, made after it was held).
-    pub fn charge(&self, key: &Key, bytes: usize) {
+    pub(crate) fn charge(&self, key: &Key, bytes: usize) {
         let mut generations = self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let generations = &mut *generations;
         if let Some((_, held)) = generations.current.get_mut(key) {
@@ -96,12 +96,13 @@ impl Cache {
     }
 
     /// Drops every entry.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         *self.generations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Generations::default();
     }
 
     /// Bytes held, and the number of entries.
-    pub fn usage(&self) -> (usize, usize) {
+    #[cfg(test)]
+    pub(crate) fn usage(&self) -> (usize, usize) {
         let generations = self.generations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         (generations.current_bytes + generations.old_bytes, generations.current.len() + generations.old.len())
     }

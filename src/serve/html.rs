@@ -21,14 +21,14 @@ use std::sync::RwLock;
 /// (`localhost`, `127.0.0.1`, the machine's name when bound to `0.0.0.0`), and the Host header
 /// is never trusted to write them. The JSON answers keep their absolute urls.
 #[derive(Debug, Default)]
-pub struct Preview {
+pub(crate) struct Preview {
     /// The problems of the last `--watch` rebuild, as `gen check` prints them, while they last.
-    pub problems: RwLock<Option<String>>,
+    pub(crate) problems: RwLock<Option<String>>,
 }
 
 impl Preview {
     /// A view with no problems to show.
-    pub fn new() -> Preview {
+    pub(crate) fn new() -> Preview {
         Preview::default()
     }
 
@@ -64,7 +64,7 @@ pub(crate) fn wants_html(accept: Option<&str>) -> bool {
 }
 
 /// The page at `/`: links to the index, every resource, `meta` and `openapi.json`.
-pub fn root(tree: &ServedTree, preview: &Preview) -> Vec<u8> {
+pub(crate) fn root(tree: &ServedTree, preview: &Preview) -> Vec<u8> {
     let mut main = String::new();
     let _ = write!(
         main,
@@ -116,7 +116,7 @@ fn extras(tree: &ServedTree) -> String {
 }
 
 /// The page of a document or an error: `body` is the JSON answer for `target` with `status`.
-pub fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status: u16, body: &[u8]) -> Vec<u8> {
+pub(crate) fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status: u16, body: &[u8]) -> Vec<u8> {
     let target = read.text;
     let path = target.split(['?', '#']).next().unwrap_or(target);
     let key = normalize(path);
@@ -177,7 +177,7 @@ pub fn document(tree: &ServedTree, preview: &Preview, read: &Target<'_>, status:
 
 /// The page of a document too large for the view (`bytes` of JSON, more than the cache keeps):
 /// its size, and a link to it as JSON.
-pub fn too_large(preview: &Preview, target: &str, bytes: u64) -> Vec<u8> {
+pub(crate) fn too_large(preview: &Preview, target: &str, bytes: u64) -> Vec<u8> {
     let path = target.split(['?', '#']).next().unwrap_or(target);
     let key = normalize(path);
     let parts: Vec<&str> = key.as_deref().map(|k| k.split('/').collect()).unwrap_or_default();

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 /// What an entry stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Key {
+pub(crate) enum Key {
     /// A file of the tree, by its hash.
     Doc([u8; 32]),
     /// The entries of a list, by the hash of its `_pages/all` file and that file's path.
@@ -21,7 +21,7 @@ pub enum Key {
 
 /// A cached value.
 #[derive(Debug, Clone)]
-pub enum Item {
+pub(crate) enum Item {
     /// A document.
     Doc(Arc<Doc>),
     /// A list's entries.
@@ -36,10 +36,10 @@ pub struct Doc {
     /// The body gzip-compressed (when that is smaller), once a client has asked for it.
     pub(super) gzip: OnceLock<Option<Vec<u8>>>,
     /// Strong ETag of the body: its BLAKE3 hash, quoted.
-    pub etag: String,
+    pub(crate) etag: String,
     /// ETag of the gzip-encoded representation (a different representation needs its own
     /// strong validator): the same hash with `-gz`.
-    pub etag_gzip: String,
+    pub(crate) etag_gzip: String,
     /// Its key in the cache, to count its gzip body there once it is compressed.
     pub(super) cached_as: Option<Key>,
     /// For a body the cache does not hold: its bytes in the budget of answers in flight,
@@ -49,25 +49,25 @@ pub struct Doc {
 
 impl Doc {
     /// Prepares a body whose BLAKE3 hash is `hash` (compressed later, see [`Doc::compress`]).
-    pub fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
+    pub(crate) fn new(body: Vec<u8>, hash: &blake3::Hash) -> Doc {
         let hash = hash.to_hex();
         let (etag, etag_gzip) = (format!("\"{hash}\""), format!("\"{hash}-gz\""));
         Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None, in_flight: None }
     }
 
     /// Prepares a body computed here (hashed here).
-    pub fn computed(body: Vec<u8>) -> Doc {
+    pub(crate) fn computed(body: Vec<u8>) -> Doc {
         let hash = blake3::hash(&body);
         Doc::new(body, &hash)
     }
 
     /// The gzip-compressed body, once compressed, when it is smaller than the body.
-    pub fn gzip(&self) -> Option<&[u8]> {
+    pub(crate) fn gzip(&self) -> Option<&[u8]> {
         self.gzip.get().and_then(|gz| gz.as_deref())
     }
 
     /// Compresses the body, once; the bytes this call added (0 when it was done before).
-    pub fn compress(&self) -> usize {
+    pub(crate) fn compress(&self) -> usize {
         let mut added = 0;
         self.gzip.get_or_init(|| {
             let gz = (self.body.len() >= MIN_GZIP).then(|| gzip(&self.body)).filter(|gz| gz.len() < self.body.len());
@@ -95,7 +95,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 /// The entries of one resource's list, each serialised as it appears inside a page, end to end
 /// in one buffer.
 #[derive(Debug)]
-pub struct List {
+pub(crate) struct List {
     /// The list url, `<base_url>/api/v2/<segment>/`.
     pub(super) url: String,
     pub(super) entries: Vec<u8>,

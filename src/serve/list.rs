@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 /// What a list request gets.
 #[derive(Debug)]
-pub enum ListAnswer {
+pub(crate) enum ListAnswer {
     /// 400: a parameter that is no filter of the list, or more filters than a list answers.
     Refused(serde_json::Value),
     /// The list's whole page file, at this key (sent from its file when too large for the cache).
@@ -39,7 +39,7 @@ pub enum ListAnswer {
 /// The answer to `query` of the list of `segment` (a list the tree holds), asking for `page`:
 /// the parameters matched against the list's declared filters (a resource without filters
 /// ignores them, as the public API does), then the page, narrowed or not.
-pub fn answer(tree: &ServedTree, segment: &str, query: &ListQuery, page: Page) -> ListAnswer {
+pub(crate) fn answer(tree: &ServedTree, segment: &str, query: &ListQuery, page: Page) -> ListAnswer {
     let declared = tree.filters(segment);
     let given = if declared.is_empty() { &[][..] } else { &query.conditions[..] };
     let conditions = match filters::order_conditions(declared, given) {
@@ -60,7 +60,7 @@ pub fn answer(tree: &ServedTree, segment: &str, query: &ListQuery, page: Page) -
 /// The [`filters::IGNORED_HEADER`] value of the answer to `query` of the list of `segment`: the
 /// parameters that are neither the list's own nor a filter it declares; `None` when there are
 /// none (docs/serve.md, "Ignored parameters").
-pub fn ignored_header(tree: &ServedTree, segment: &str, query: &ListQuery) -> Option<String> {
+pub(crate) fn ignored_header(tree: &ServedTree, segment: &str, query: &ListQuery) -> Option<String> {
     let declared = tree.filters(segment);
     filters::ignored_header(declared, &filters::ignored(declared, &query.params))
 }
@@ -68,7 +68,7 @@ pub fn ignored_header(tree: &ServedTree, segment: &str, query: &ListQuery) -> Op
 impl ServedTree {
     /// `page` of the list of `segment`: the file that holds it when there is one, else rendered
     /// from the list's entries (byte for byte as the build would have written it) and cached.
-    pub fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
+    pub(crate) fn page(&self, segment: &str, page: Page) -> Result<Option<Arc<Doc>>, Unserved> {
         let Some(&count) = self.lists.get(segment) else { return Ok(None) };
         if page.is_everything(count) {
             return self.doc(&layout::all_page_key(segment));
@@ -93,7 +93,7 @@ impl ServedTree {
     /// of `conditions` (a declared field's place and a value, see
     /// [`crate::filters::order_conditions`]); `Ok(None)` when the tree holds no such list, or no
     /// names document for a `q` (a tree built before them).
-    pub fn narrowed(
+    pub(crate) fn narrowed(
         &self,
         segment: &str,
         q: Option<&str>,

@@ -22,7 +22,7 @@ use std::time::Duration;
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds `addr` (`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT`) with options for `idle_timeout`; errors say what to do.
-pub fn bind(addr: &str, idle_timeout: Duration) -> Result<TcpListener> {
+pub(crate) fn bind(addr: &str, idle_timeout: Duration) -> Result<TcpListener> {
     // the forms `gen config --listen` takes too; port 0 picks a free port
     let (host, port) = crate::config::parse_listen(addr).ok_or_else(|| {
         anyhow!(

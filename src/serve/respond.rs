@@ -313,7 +313,7 @@ fn echoable(headers: &str) -> Option<String> {
 
 /// How the connection goes on after a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Connection {
+pub(crate) enum Connection {
     /// HTTP/1.1 default: nothing to say.
     KeepAlive,
     /// HTTP/1.0 client that asked for keep-alive: say so.
@@ -324,11 +324,11 @@ pub enum Connection {
 
 /// Fixed settings of the responses.
 #[derive(Debug, Clone)]
-pub struct ResponsePolicy {
+pub(crate) struct ResponsePolicy {
     /// `Cache-Control` of documents.
-    pub cache_control: String,
+    pub(crate) cache_control: String,
     /// What the HTML view links to and shows beyond the tree.
-    pub preview: std::sync::Arc<Preview>,
+    pub(crate) preview: std::sync::Arc<Preview>,
 }
 
 /// Writes the deploy header lines `deploy`, and the [`crate::filters::IGNORED_HEADER`] with
@@ -368,7 +368,7 @@ impl Reply {
     }
 
     /// The parameters a list answer ignored: its [`crate::filters::IGNORED_HEADER`] value.
-    pub fn ignored(&self) -> Option<&str> {
+    pub(crate) fn ignored(&self) -> Option<&str> {
         match self {
             Reply::Doc { ignored, .. } | Reply::Stream { ignored, .. } => ignored.as_deref(),
             _ => None,
@@ -377,7 +377,7 @@ impl Reply {
 
     /// True for the answer of a tree whose file does not match its manifest (see
     /// [`answers::tree_changed`]).
-    pub fn is_tree_changed(&self) -> bool {
+    pub(crate) fn is_tree_changed(&self) -> bool {
         matches!(self, Reply::Error { status: TREE_CHANGED, .. })
     }
 
@@ -393,7 +393,7 @@ impl Reply {
 
     /// The body a GET gets from memory (empty for 304 and 204, and for a body sent from its
     /// file: see [`Reply::body_len`]).
-    pub fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> &[u8] {
         match self {
             Reply::Doc { not_modified: true, .. } | Reply::Options { .. } | Reply::Stream { .. } => &[],
             Reply::Doc { doc, gzip: true, .. } => doc.gzip().unwrap_or(&doc.body),
@@ -404,7 +404,7 @@ impl Reply {
     }
 
     /// The length of the body a GET gets.
-    pub fn body_len(&self) -> u64 {
+    pub(crate) fn body_len(&self) -> u64 {
         match self {
             Reply::Stream { stream, not_modified: false, .. } => stream.len,
             _ => self.body().len() as u64,

@@ -12,11 +12,11 @@ use crate::tree::layout;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target<'a> {
     /// The target as the client sent it: path and query.
-    pub text: &'a str,
+    pub(crate) text: &'a str,
     /// Where it goes.
     pub route: Route,
     /// What the query asks for (a document ignores it but for `format`; the HTML view shows it).
-    pub query: ListQuery,
+    pub(crate) query: ListQuery,
 }
 
 /// Where a request target goes.
@@ -39,32 +39,32 @@ pub enum Route {
 /// A list's whole query, from one pass over the parameters: the page, `q`, the filters and the
 /// format asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     /// The page asked for, or the parameter that is malformed (answered 400).
-    pub page: Result<Page, BadParam>,
+    pub(crate) page: Result<Page, BadParam>,
     /// The search text: the last `q` given, percent-decoded with `+` as a space (as HTML forms
     /// send it); `None` when there is no `q` or it is empty (the whole list).
-    pub q: Option<String>,
+    pub(crate) q: Option<String>,
     /// The filter parameters: every parameter but `limit`, `offset`, `q` and `format`, in the
     /// order given, each name and value percent-decoded (a value with `+` as a space); one with
     /// an empty value is left out (as an empty `q` is the whole list). The list matches them
     /// against its declared filters ([`crate::filters::order_conditions`]).
-    pub conditions: Vec<(String, String)>,
+    pub(crate) conditions: Vec<(String, String)>,
     /// The names of the parameters that are not the list's own (`limit`, `offset`, `q`,
     /// `format`, `format=json` in any case), whatever their value (empty too), percent-decoded,
     /// each once, in the order first given, an empty name left out: those that are no declared
     /// filter are the ones the answer ignored ([`crate::filters::ignored`]).
-    pub params: Vec<String>,
+    pub(crate) params: Vec<String>,
     /// `format=json`, or the format `Accept` chooses.
-    pub format: Format,
+    pub(crate) format: Format,
     /// The parameters as the HTML view shows them: those before any `#`, each `name=value`
     /// percent-decoded (a value with `+` as a space), in the order sent.
-    pub shown: Vec<String>,
+    pub(crate) shown: Vec<String>,
 }
 
 /// The format a query asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// Chosen by the request's `Accept` (a browser gets the HTML view).
     Negotiated,
     /// `format=json` (as sent, in any case): JSON, even for a browser.
@@ -73,11 +73,11 @@ pub enum Format {
 
 /// A malformed `limit` or `offset`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadParam {
+pub(crate) struct BadParam {
     /// `limit` or `offset`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The value as sent (percent-decoded).
-    pub value: String,
+    pub(crate) value: String,
 }
 
 /// Routes a request target such as `/api/v2/Berry/?limit=5&offset=10`, reading its query once.

@@ -33,26 +33,26 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What every connection shares.
-pub struct Shared {
+pub(crate) struct Shared {
     /// The tree answered from; swapped whole when a new build is loaded.
-    pub tree: RwLock<Arc<ServedTree>>,
+    pub(crate) tree: RwLock<Arc<ServedTree>>,
     /// How answers are made: cache headers, the HTML view.
-    pub settings: ResponsePolicy,
+    pub(crate) settings: ResponsePolicy,
     /// No line per request.
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// How long a request's body may take to arrive (it is read only up to [`MAX_BODY`]).
-    pub body_time: Duration,
+    pub(crate) body_time: Duration,
     /// The folder of the tree.
-    pub dir: std::path::PathBuf,
+    pub(crate) dir: std::path::PathBuf,
     /// The base URL urls are rebased on, unless the tree's own are kept.
-    pub rebase: Option<String>,
+    pub(crate) rebase: Option<String>,
     /// The signature of the manifest the tree served was loaded from.
     pub(crate) loaded: std::sync::Mutex<Option<crate::fsutil::Stamp>>,
 }
 
 impl Shared {
     /// The current tree.
-    pub fn tree(&self) -> Arc<ServedTree> {
+    pub(crate) fn tree(&self) -> Arc<ServedTree> {
         self.tree.read().expect("tree lock").clone()
     }
 }

@@ -41,17 +41,17 @@ pub struct Streamed {
     /// The base URL the tree was built with, and the one its urls are rebased on.
     rebase: Option<(String, String)>,
     /// Bytes of the body sent.
-    pub len: u64,
+    pub(crate) len: u64,
     /// Strong ETag of the body sent: its BLAKE3 hash, quoted.
-    pub etag: String,
+    pub(crate) etag: String,
     /// True for a bulk-data file: sent as it is (gzip, `application/x-ndjson`, immutable).
-    pub bulk: bool,
+    pub(crate) bulk: bool,
 }
 
 impl ServedTree {
     /// The document at `key` when the tree lists it and it is too large for the cache: open,
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
-    pub fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
+    pub(crate) fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
         let (path, hash) = self.file_of(key)?;
         // a document in the cache is small enough; only the others are looked at on disk
         if self.cache.get(&super::item::Key::Doc(*hash.as_bytes())).is_some() {
@@ -69,7 +69,7 @@ impl ServedTree {
     /// The bulk-data file at `key` when the tree lists it: always sent from its file, whatever
     /// its size, and as it is (its urls are not rebased: its bytes are gzip, and its name is
     /// their hash).
-    pub fn streamed_bulk(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
+    pub(crate) fn streamed_bulk(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
         let (path, hash) = self.file_of(key).filter(|(path, _)| crate::tree::layout::is_bulk_file(path))?;
         let opened = Streamed::open(&self.dir, &path, hash, None).map(|stream| Streamed { bulk: true, ..stream });
         Some(opened.map(Arc::new).map_err(|e| self.unserved(&path, &e)))
@@ -143,7 +143,7 @@ impl Streamed {
 
     /// Writes the body to `out`, reading the file again: the last piece only once every byte
     /// read is checked (see the module's doc).
-    pub fn send(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn send(&self, out: &mut dyn Write) -> io::Result<()> {
         let (mut held, mut written) = (Vec::with_capacity(PIECE), 0u64);
         let read = self.each_piece(|piece| {
             if !piece.is_empty() {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// Longest a read waits for room among the large bodies in flight before its request is
 /// answered 503 (see [`super::budget`]).
-pub const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The reads under way, by key, that other requests for the same file wait on; and the bodies
 /// too large for the cache that answers still send, which a new request shares while they last.
@@ -46,21 +46,21 @@ type Flights = std::sync::Mutex<Reads>;
 type Flight = std::sync::OnceLock<Result<Arc<Doc>, Unserved>>;
 
 /// Trees of at most this many files are checked whole at load (see the module's doc).
-pub const CHECK_AT_LOAD: usize = 100_000;
+pub(crate) const CHECK_AT_LOAD: usize = 100_000;
 
 /// The files of a tree still to check whole, with their hashes, when it is small enough.
 pub(crate) type ToCheck = Option<Vec<(String, blake3::Hash)>>;
 
 /// A listed file that cannot be served as the manifest says.
 #[derive(Debug, Clone)]
-pub struct Unserved {
+pub(crate) struct Unserved {
     /// The file, relative to the tree's folder.
-    pub path: String,
+    pub(crate) path: String,
     /// What is wrong, and what to do, for the server's log.
-    pub detail: String,
+    pub(crate) detail: String,
     /// True when nothing is wrong with the file: the bodies in flight hold their whole budget
     /// (answered 503, retry).
-    pub busy: bool,
+    pub(crate) busy: bool,
 }
 
 /// A loaded tree: one build's manifest, and the cache its documents are read into.
@@ -77,9 +77,9 @@ pub struct ServedTree {
     pub(super) pretty: bool,
     /// The BLAKE3 hash of the manifest's bytes, to tell whether a new manifest describes
     /// another tree.
-    pub digest: blake3::Hash,
+    pub(crate) digest: blake3::Hash,
     /// The base URL the answers carry: the tree's own, or the one it is rebased on.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// The base URL the tree was built with.
     pub(crate) built_base_url: String,
     /// Documents and lists read so far (shared with the trees loaded after this one).
@@ -175,17 +175,17 @@ impl ServedTree {
     }
 
     /// Number of files served.
-    pub fn documents(&self) -> usize {
+    pub(crate) fn documents(&self) -> usize {
         self.listing.len()
     }
 
     /// Number of lists.
-    pub fn resources(&self) -> usize {
+    pub(crate) fn resources(&self) -> usize {
         self.lists.len()
     }
 
     /// The number of entries in the list of `segment`.
-    pub fn count(&self, segment: &str) -> Option<u64> {
+    pub(crate) fn count(&self, segment: &str) -> Option<u64> {
         self.lists.get(segment).copied()
     }
 
@@ -200,7 +200,7 @@ impl ServedTree {
     }
 
     /// Every list segment, sorted, for messages.
-    pub fn segments(&self) -> Vec<&str> {
+    pub(crate) fn segments(&self) -> Vec<&str> {
         let mut segments: Vec<&str> = self.lists.keys().map(String::as_str).collect();
         segments.sort_unstable();
         segments
@@ -219,12 +219,12 @@ impl ServedTree {
     }
 
     /// True when the tree holds a document at `key` (nothing is read).
-    pub fn has_doc(&self, key: &str) -> bool {
+    pub(crate) fn has_doc(&self, key: &str) -> bool {
         self.file_of(key).is_some()
     }
 
     /// The document at `key`, read on first use; `Ok(None)` when the tree holds none.
-    pub fn doc(&self, key: &str) -> Result<Option<Arc<Doc>>, Unserved> {
+    pub(crate) fn doc(&self, key: &str) -> Result<Option<Arc<Doc>>, Unserved> {
         match self.file_of(key) {
             Some((path, hash)) => self.read(&path, &hash).map(Some),
             None => Ok(None),
@@ -297,7 +297,7 @@ impl ServedTree {
     }
 
     /// The gzip body of `doc`, compressed now when it was not yet (and counted in the cache).
-    pub fn gzip_of<'d>(&self, doc: &'d Doc) -> Option<&'d [u8]> {
+    pub(crate) fn gzip_of<'d>(&self, doc: &'d Doc) -> Option<&'d [u8]> {
         let added = doc.compress();
         if let Some(key) = doc.cached_as.filter(|_| added > 0) {
             self.cache.charge(&key, added);
@@ -476,7 +476,7 @@ pub(crate) fn rebase(body: &[u8], from: &str, to: &str) -> Option<Vec<u8>> {
 
 /// What the server does with a file the manifest lists.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Key<'a> {
+pub(crate) enum Key<'a> {
     /// Serves it under this key: `api/v2/berry/1/index.json` → `api/v2/berry/1`, other JSON
     /// files (`api/v2/openapi.json`) by their own path.
     Serve(&'a str),

@@ -41,13 +41,13 @@ pub(crate) fn render_cost(json: &[u8]) -> usize {
 #[derive(Debug)]
 pub struct HtmlPage {
     /// The page's bytes.
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     _held: Option<Permit>,
 }
 
 impl HtmlPage {
     /// A page counted in no budget (a small one).
-    pub fn unheld(bytes: Vec<u8>) -> Arc<HtmlPage> {
+    pub(crate) fn unheld(bytes: Vec<u8>) -> Arc<HtmlPage> {
         Arc::new(HtmlPage { bytes, _held: None })
     }
 }

@@ -175,7 +175,7 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<(Op
 
 /// The watch on the data folder, set up by [`build_at_start`] before the first build, with the
 /// options that build was made with.
-pub struct Watch {
+pub(crate) struct Watch {
     watching: Watching,
     kept: Option<KeptOptions>,
     /// The data folder as the user named it (the watch's own is absolute): each rebuild reads
@@ -186,7 +186,7 @@ pub struct Watch {
 /// Goes on watching the data folder from a thread of its own; after each burst of changes,
 /// rebuilds into `out`, then calls `reload` (which loads the new tree) or shows the problems on
 /// `preview`. Nothing a rebuild meets ends the thread.
-pub fn start(
+pub(crate) fn start(
     mut watch: Watch,
     out: PathBuf,
     preview: Arc<Preview>,

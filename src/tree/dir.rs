@@ -29,19 +29,19 @@ pub struct TreeDir {
 
 impl TreeDir {
     /// Opens the tree's folder (a link to it is followed: see the module's doc).
-    pub fn open(path: &Path) -> Result<TreeDir> {
+    pub(crate) fn open(path: &Path) -> Result<TreeDir> {
         let file = std::fs::File::open(path).with_context(|| format!("cannot open the folder {}", path.display()))?;
         Ok(TreeDir { path: path.to_path_buf(), root: OwnedFd::from(file) })
     }
 
     /// The tree's folder.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The stamp of the regular file at `rel`, when every folder on its way is a real folder
     /// and it is a regular file itself (no link followed).
-    pub fn stamp(&self, rel: &str) -> Option<Stamp> {
+    pub(crate) fn stamp(&self, rel: &str) -> Option<Stamp> {
         let fd = self.open_beneath(rel, libc::O_PATH).ok()?;
         let meta = std::fs::File::from(fd).metadata().ok()?;
         meta.file_type().is_file().then(|| Stamp::of(&meta))
@@ -49,20 +49,20 @@ impl TreeDir {
 
     /// The bytes of the regular file at `rel` (at most `limit`), found as [`TreeDir::stamp`]
     /// finds it.
-    pub fn read(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
+    pub(crate) fn read(&self, rel: &str, limit: u64) -> Option<Vec<u8>> {
         self.read_file(rel, limit).ok()
     }
 
     /// Like [`TreeDir::read`], saying why not: no such file, a link on the way, not a regular
     /// file, larger than `limit`.
-    pub fn read_file(&self, rel: &str, limit: u64) -> io::Result<Vec<u8>> {
+    pub(crate) fn read_file(&self, rel: &str, limit: u64) -> io::Result<Vec<u8>> {
         let file = self.open_file(rel, limit)?;
         fsutil::read_bounded(file, limit).map_err(|e| io::Error::other(e.to_string()))
     }
 
     /// The regular file at `rel`, open for reading, found as [`TreeDir::read_file`] finds it
     /// (refused when larger than `limit`).
-    pub fn open_file(&self, rel: &str, limit: u64) -> io::Result<std::fs::File> {
+    pub(crate) fn open_file(&self, rel: &str, limit: u64) -> io::Result<std::fs::File> {
         // Non-blocking: a FIFO put in a file's place does not wait for a writer.
         let file = std::fs::File::from(self.open_beneath(rel, libc::O_RDONLY | libc::O_NONBLOCK)?);
         let meta = file.metadata()?;
@@ -114,7 +114,7 @@ impl TreeDir {
 
     /// Renames the file `from` (outside the tree) to `rel` in the tree, making the folders on
     /// the way (a link among them is replaced by a real folder, see the module's doc).
-    pub fn rename_into(&self, from: &Path, rel: &str) -> Result<()> {
+    pub(crate) fn rename_into(&self, from: &Path, rel: &str) -> Result<()> {
         let shown = || format!("cannot rename {} to {}", from.display(), self.path.join(rel).display());
         let (dirs, name) = self.walk(rel, true).with_context(shown)?.expect("created folders are found");
         let parent = dirs.last().map_or(self.root.as_raw_fd(), AsRawFd::as_raw_fd);
@@ -145,7 +145,7 @@ impl TreeDir {
     /// Removes the file at `rel`, if the tree holds one there (a link at `rel` is removed
     /// itself; a folder is left alone, with a note). With `clean_folders`, the folders it
     /// leaves empty go too, up to (not including) the tree's folder.
-    pub fn remove(&self, rel: &str, clean_folders: bool) -> Result<()> {
+    pub(crate) fn remove(&self, rel: &str, clean_folders: bool) -> Result<()> {
         let shown = || format!("cannot remove {}", self.path.join(rel).display());
         let Some((dirs, name)) = self.walk(rel, false).with_context(shown)? else {
             // A folder on the way is gone already (a build killed while it removed folders left

@@ -19,61 +19,61 @@
 use std::fmt::Display;
 
 /// The folder of the API in the tree, and the key of the root index.
-pub const API_ROOT: &str = "api/v2";
+pub(crate) const API_ROOT: &str = "api/v2";
 
 /// How every url path of the API starts.
-pub const API_PREFIX: &str = "/api/v2/";
+pub(crate) const API_PREFIX: &str = "/api/v2/";
 
 /// Folder, inside a resource's folder, that holds the precomputed page files. The underscore
 /// cannot appear in a record name, so it never collides with a record path.
-pub const PAGES_DIR: &str = "_pages";
+pub(crate) const PAGES_DIR: &str = "_pages";
 
 /// Folder, inside a resource's folder, of its names document (see `src/search.rs`).
-pub const NAMES_DIR: &str = "_names";
+pub(crate) const NAMES_DIR: &str = "_names";
 
 /// Folder, inside a resource's folder, of its declared filters' files (see `src/filters.rs`).
-pub const FILTERS_DIR: &str = "_filters";
+pub(crate) const FILTERS_DIR: &str = "_filters";
 
 /// Name of the page file folder holding the whole list (offset 0 with any limit ≥ count).
-pub const ALL_PAGE: &str = "all";
+pub(crate) const ALL_PAGE: &str = "all";
 
 /// The page size when a request gives none (or 0), as the public API's.
-pub const DEFAULT_PAGE_SIZE: u64 = 20;
+pub(crate) const DEFAULT_PAGE_SIZE: u64 = 20;
 
 /// The file every document of the tree is, inside its folder.
-pub const DOCUMENT_FILE: &str = "index.json";
+pub(crate) const DOCUMENT_FILE: &str = "index.json";
 
 /// The file of the document served at `key` (`api/v2/berry/1` → `api/v2/berry/1/index.json`):
 /// every document of the API is JSON in its folder's `index.json`, but the OpenAPI document
 /// ([`OPENAPI_PATH`]). The one place that spells it; [`key_of`] is its inverse.
-pub fn document_path(key: &str) -> String {
+pub(crate) fn document_path(key: &str) -> String {
     format!("{key}/{DOCUMENT_FILE}")
 }
 
 /// The root index.
-pub const ROOT_PATH: &str = "api/v2/index.json";
+pub(crate) const ROOT_PATH: &str = "api/v2/index.json";
 
 /// The segment of the meta document (`/api/v2/meta/`): no resource may take it.
-pub const META_SEGMENT: &str = "meta";
+pub(crate) const META_SEGMENT: &str = "meta";
 
 /// The key of the meta document, which describes the tree (generator, data hash, build date).
-pub const META_KEY: &str = "api/v2/meta";
+pub(crate) const META_KEY: &str = "api/v2/meta";
 
 /// The meta document.
-pub const META_PATH: &str = "api/v2/meta/index.json";
+pub(crate) const META_PATH: &str = "api/v2/meta/index.json";
 
 /// The OpenAPI document of the tree (a file of its own, not a folder's `index.json`).
-pub const OPENAPI_PATH: &str = "api/v2/openapi.json";
+pub(crate) const OPENAPI_PATH: &str = "api/v2/openapi.json";
 
 /// The segment of the bulk-data index (`/api/v2/bulk-data/`): no resource may take it.
-pub const BULK_SEGMENT: &str = "bulk-data";
+pub(crate) const BULK_SEGMENT: &str = "bulk-data";
 
 /// The names the tree takes for its own documents directly below `api/v2/`, each with what it
 /// is there: a resource of that name would have its list written at that document's path (the
 /// manifest would list the path twice), so the data check refuses them ([`reserved_segment`]).
 /// The other names the layout writes below `api/v2/` (`index.json`, `openapi.json`) hold a `.`,
 /// which no segment does.
-pub const RESERVED_SEGMENTS: &[(&str, &str)] = &[
+pub(crate) const RESERVED_SEGMENTS: &[(&str, &str)] = &[
     (META_SEGMENT, "the tree's meta document (generator, data hash, build date)"),
     (BULK_SEGMENT, "the bulk-data index, which lists every resource's bulk-data file (docs/tree.md)"),
 ];
@@ -81,12 +81,12 @@ pub const RESERVED_SEGMENTS: &[(&str, &str)] = &[
 /// How the names of the folders the layout writes inside a resource's folder start
 /// ([`PAGES_DIR`], [`NAMES_DIR`], [`FILTERS_DIR`]): no segment, record name or sub-document
 /// name may start so (their `[a-z0-9-]` never does).
-pub const RESERVED_PREFIX: &str = "_";
+pub(crate) const RESERVED_PREFIX: &str = "_";
 
 /// Why `segment` cannot name a resource, when the tree reserves it: what the tree keeps at
 /// `/api/v2/<segment>/` ([`RESERVED_SEGMENTS`]), or that names starting with
 /// [`RESERVED_PREFIX`] are the layout's own folders. The one rule the data check applies.
-pub fn reserved_segment(segment: &str) -> Option<String> {
+pub(crate) fn reserved_segment(segment: &str) -> Option<String> {
     if let Some((_, what)) = RESERVED_SEGMENTS.iter().find(|(name, _)| *name == segment) {
         return Some(format!("{API_PREFIX}{segment}/ is {what}"));
     }
@@ -99,70 +99,71 @@ pub fn reserved_segment(segment: &str) -> Option<String> {
 }
 
 /// The key of the bulk-data index.
-pub const BULK_KEY: &str = "api/v2/bulk-data";
+pub(crate) const BULK_KEY: &str = "api/v2/bulk-data";
 
 /// The bulk-data index: one entry per resource, with its file's url, size and hash.
-pub const BULK_INDEX_PATH: &str = "api/v2/bulk-data/index.json";
+pub(crate) const BULK_INDEX_PATH: &str = "api/v2/bulk-data/index.json";
 
 /// How a bulk-data file's name ends.
-pub const BULK_SUFFIX: &str = ".ndjson.gz";
+pub(crate) const BULK_SUFFIX: &str = ".ndjson.gz";
 
 /// A resource's bulk-data file, named by its content's hash (`hash16`: the first 16 hex digits
 /// of the SHA-256 of its bytes): `api/v2/bulk-data/<segment>-<hash16>.ndjson.gz`.
-pub fn bulk_file_path(segment: &str, hash16: &str) -> String {
+pub(crate) fn bulk_file_path(segment: &str, hash16: &str) -> String {
     format!("{BULK_KEY}/{segment}-{hash16}{BULK_SUFFIX}")
 }
 
 /// True when `path` (a tree path, or a key: they are the same for these files) names a
 /// bulk-data file: `api/v2/bulk-data/<name>.ndjson.gz`, one level below the folder.
-pub fn is_bulk_file(path: &str) -> bool {
+pub(crate) fn is_bulk_file(path: &str) -> bool {
     path.strip_prefix(BULK_KEY)
         .and_then(|rest| rest.strip_prefix('/'))
         .is_some_and(|name| !name.contains('/') && name.len() > BULK_SUFFIX.len() && name.ends_with(BULK_SUFFIX))
 }
 
 /// The key of a resource's list: `api/v2/<segment>`.
-pub fn list_key(segment: &str) -> String {
+pub(crate) fn list_key(segment: &str) -> String {
     format!("{API_ROOT}/{segment}")
 }
 
 /// A list's first page: `api/v2/<segment>/index.json`.
-pub fn list_path(segment: &str) -> String {
+pub(crate) fn list_path(segment: &str) -> String {
     document_path(&list_key(segment))
 }
 
 /// A record, by id or by name: `api/v2/<segment>/<key>/index.json`.
-pub fn record_path(segment: &str, key: impl Display) -> String {
+pub(crate) fn record_path(segment: &str, key: impl Display) -> String {
     document_path(&format!("{API_ROOT}/{segment}/{key}"))
 }
 
 /// A record's sub-document: `api/v2/<segment>/<key>/<name>/index.json`.
-pub fn sub_document_path(segment: &str, key: impl Display, name: &str) -> String {
+pub(crate) fn sub_document_path(segment: &str, key: impl Display, name: &str) -> String {
     document_path(&format!("{API_ROOT}/{segment}/{key}/{name}"))
 }
 
 /// The folder of a list's page files: `api/v2/<segment>/_pages/`.
-pub fn pages_prefix(segment: &str) -> String {
+#[cfg(test)]
+pub(crate) fn pages_prefix(segment: &str) -> String {
     format!("{API_ROOT}/{segment}/{PAGES_DIR}/")
 }
 
 /// The key of the page file holding a whole list: `api/v2/<segment>/_pages/all`.
-pub fn all_page_key(segment: &str) -> String {
+pub(crate) fn all_page_key(segment: &str) -> String {
     format!("{API_ROOT}/{segment}/{PAGES_DIR}/{ALL_PAGE}")
 }
 
 /// The page file holding a whole list.
-pub fn all_page_path(segment: &str) -> String {
+pub(crate) fn all_page_path(segment: &str) -> String {
     document_path(&all_page_key(segment))
 }
 
 /// The key of a resource's names document: `api/v2/<segment>/_names`.
-pub fn names_key(segment: &str) -> String {
+pub(crate) fn names_key(segment: &str) -> String {
     format!("{API_ROOT}/{segment}/{NAMES_DIR}")
 }
 
 /// The file of a resource's names document: `api/v2/<segment>/_names/index.json`.
-pub fn names_path(segment: &str) -> String {
+pub(crate) fn names_path(segment: &str) -> String {
     document_path(&names_key(segment))
 }
 
@@ -170,7 +171,7 @@ pub fn names_path(segment: &str) -> String {
 /// are, every other byte (`_` and `.` too) as `_` and two lower-case hex digits, and the empty
 /// text as `_`. Different texts have different folders, and no folder is `.` or `..` or holds a
 /// `/`: a value such as `../../etc` is the folder `_2e_2e_2f_2e_2e_2fetc`.
-pub fn folder_name(text: &str) -> String {
+pub(crate) fn folder_name(text: &str) -> String {
     if text.is_empty() {
         return "_".to_string();
     }
@@ -187,46 +188,46 @@ pub fn folder_name(text: &str) -> String {
 
 /// The key of the values document of `segment`'s filter `field`:
 /// `api/v2/<segment>/_filters/<field>` (the field's [`folder_name`]).
-pub fn filter_values_key(segment: &str, field: &str) -> String {
+pub(crate) fn filter_values_key(segment: &str, field: &str) -> String {
     format!("{API_ROOT}/{segment}/{FILTERS_DIR}/{}", folder_name(field))
 }
 
 /// The file of the values document of `segment`'s filter `field`.
-pub fn filter_values_path(segment: &str, field: &str) -> String {
+pub(crate) fn filter_values_path(segment: &str, field: &str) -> String {
     document_path(&filter_values_key(segment, field))
 }
 
 /// The list of the records of `segment` whose `field` takes `value`, named as a list below
 /// `api/v2/` (`<segment>/_filters/<field>/<value>`): every function here that takes a segment
 /// ([`list_path`], [`page_path`], [`all_page_path`], [`list_url`]) takes it too.
-pub fn filter_list(segment: &str, field: &str, value: &str) -> String {
+pub(crate) fn filter_list(segment: &str, field: &str, value: &str) -> String {
     format!("{segment}/{FILTERS_DIR}/{}/{}", folder_name(field), folder_name(value))
 }
 
 /// Shard `k` of a split names document: `api/v2/<segment>/_names/<k>/index.json`.
-pub fn names_shard_path(segment: &str, k: usize) -> String {
+pub(crate) fn names_shard_path(segment: &str, k: usize) -> String {
     document_path(&format!("{}/{k}", names_key(segment)))
 }
 
 /// The url of shard `k` of a split names document: `<origin>/api/v2/<segment>/_names/<k>/`.
-pub fn names_shard_url(origin: &str, segment: &str, k: usize) -> String {
+pub(crate) fn names_shard_url(origin: &str, segment: &str, k: usize) -> String {
     format!("{origin}{API_PREFIX}{segment}/{NAMES_DIR}/{k}/")
 }
 
 /// The folder of the page of `limit` entries from `offset`, relative to the resource's folder:
 /// `_pages/<limit>/<offset>/`.
-pub fn page_dir(limit: u64, offset: u64) -> String {
+pub(crate) fn page_dir(limit: u64, offset: u64) -> String {
     format!("{PAGES_DIR}/{limit}/{offset}/")
 }
 
 /// One page's file: `api/v2/<segment>/_pages/<limit>/<offset>/index.json`.
-pub fn page_path(segment: &str, limit: u64, offset: u64) -> String {
+pub(crate) fn page_path(segment: &str, limit: u64, offset: u64) -> String {
     document_path(&format!("{API_ROOT}/{segment}/{PAGES_DIR}/{limit}/{offset}"))
 }
 
 /// The key a tree path is served under (the path without `/index.json`), when the path is a
 /// document of the API: a JSON file under `api/v2/`, or a bulk-data file (its own key).
-pub fn key_of(path: &str) -> Option<&str> {
+pub(crate) fn key_of(path: &str) -> Option<&str> {
     let under_api = path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'));
     let served = path.ends_with(".json") || is_bulk_file(path);
     (under_api && served).then(|| path.strip_suffix(DOCUMENT_FILE).and_then(|p| p.strip_suffix('/')).unwrap_or(path))
@@ -235,7 +236,7 @@ pub fn key_of(path: &str) -> Option<&str> {
 /// True when `path` has the shape of a path a build writes: `/`-separated segments of
 /// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
 /// read only such paths of a manifest, so that no manifest can lead them outside the tree.
-pub fn is_tree_path(path: &str) -> bool {
+pub(crate) fn is_tree_path(path: &str) -> bool {
     path.split('/').all(|part| {
         let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
         !part.is_empty() && part.bytes().all(allowed) && !part.bytes().all(|b| b == b'.')
@@ -247,7 +248,7 @@ pub fn is_tree_path(path: &str) -> bool {
 /// a publish marker lists: `manifest.json`, the publish marker and whatever else lies beside
 /// the API (`index.html`, `other-site/app.js`) are never such a path, so no manifest can list
 /// them and no publish deletes them.
-pub fn is_tree_file(path: &str) -> bool {
+pub(crate) fn is_tree_file(path: &str) -> bool {
     is_tree_path(path) && path.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
 }
 
@@ -255,7 +256,7 @@ pub fn is_tree_file(path: &str) -> bool {
 /// bytes (`"/api/v2/berry/3/"`, or after the base URL), as the file that answers it
 /// (`api/v2/berry/3/index.json`); a query string or fragment is dropped. Only paths that pass
 /// [`is_tree_file`] are kept.
-pub fn linked_files(document: &[u8]) -> Vec<String> {
+pub(crate) fn linked_files(document: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     let mut rest = document;
     while let Some(at) = find(rest, API_PREFIX.as_bytes()) {
@@ -278,12 +279,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// True when `key` is the root's key or a key under it (`api/v2`, `api/v2/berry`; not `api/v22`).
-pub fn is_api_key(key: &str) -> bool {
+pub(crate) fn is_api_key(key: &str) -> bool {
     key == API_ROOT || key.strip_prefix(API_ROOT).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The part of a key below the root (`api/v2/berry/3` → `berry/3`; the root gives "").
-pub fn below_root(key: &str) -> &str {
+pub(crate) fn below_root(key: &str) -> &str {
     key.strip_prefix(API_ROOT).map_or(key, |rest| rest.trim_start_matches('/'))
 }
 
@@ -293,7 +294,7 @@ pub fn root_url(origin: &str) -> String {
 }
 
 /// The url of a list: `<origin>/api/v2/<segment>/`.
-pub fn list_url(origin: &str, segment: &str) -> String {
+pub(crate) fn list_url(origin: &str, segment: &str) -> String {
     format!("{origin}{API_PREFIX}{segment}/")
 }
 
@@ -303,7 +304,7 @@ pub fn record_url(origin: &str, segment: &str, key: impl Display) -> String {
 }
 
 /// The url path of a key: `api/v2/berry` → `/api/v2/berry/`.
-pub fn url_path(key: &str) -> String {
+pub(crate) fn url_path(key: &str) -> String {
     format!("/{key}/")
 }
 

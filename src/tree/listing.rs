@@ -14,7 +14,7 @@ pub(crate) const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
 /// the BLAKE3 hash of its bytes, sorted: no string per path, so that the millions of files of a
 /// large tree fit in a few hundred MB.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     entries: Vec<(u128, [u8; 32])>,
 }
 
@@ -41,31 +41,26 @@ impl Listing {
     }
 
     /// The hash the manifest gives `path`, when it lists it.
-    pub fn hash_of(&self, path: &str) -> Option<blake3::Hash> {
+    pub(crate) fn hash_of(&self, path: &str) -> Option<blake3::Hash> {
         let key = path_key(path);
         let at = self.entries.binary_search_by_key(&key, |(key, _)| *key).ok()?;
         Some(blake3::Hash::from_bytes(self.entries[at].1))
     }
 
     /// Number of files listed.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    /// True when nothing is listed.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
 /// A path a manifest lists twice (the listing keeps no path, only its key: the caller finds
 /// which by reading the manifest again).
 #[derive(Debug)]
-pub struct ListedTwice(u128);
+pub(crate) struct ListedTwice(u128);
 
 impl ListedTwice {
     /// True when `path` is the path listed twice.
-    pub fn is(&self, path: &str) -> bool {
+    pub(crate) fn is(&self, path: &str) -> bool {
         path_key(path) == self.0
     }
 }
@@ -79,7 +74,7 @@ fn path_key(path: &str) -> u128 {
 
 /// Why a listed file cannot be served.
 #[derive(Debug)]
-pub enum Unservable {
+pub(crate) enum Unservable {
     /// Missing, a link, not a regular file, or unreadable.
     NotRead(String),
     /// Its bytes do not hash to what the manifest says.
@@ -88,7 +83,7 @@ pub enum Unservable {
 
 impl Unservable {
     /// The error for the file at `path` in `dir`, with what to do.
-    pub fn explain(&self, dir: &Path, path: &str) -> String {
+    pub(crate) fn explain(&self, dir: &Path, path: &str) -> String {
         let file = dir.join(path);
         match self {
             Unservable::NotRead(why) => format!(
@@ -109,7 +104,7 @@ impl Unservable {
 /// `dir`, when they hash to `hash`. Every folder on the way is opened relative to the one above
 /// without following links, and so is the file, which must be a regular file of at most
 /// [`MAX_DOCUMENT_BYTES`].
-pub fn read_listed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<Vec<u8>, Unservable> {
+pub(crate) fn read_listed(dir: &Path, path: &str, hash: &blake3::Hash) -> Result<Vec<u8>, Unservable> {
     let bytes = read_no_follow(dir, path).map_err(|e| Unservable::NotRead(e.to_string()))?;
     if blake3::hash(&bytes) != *hash {
         return Err(Unservable::Changed);

@@ -8,17 +8,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// File name of the manifest, at the top of the output folder (beside `api/`).
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 
 /// The program and version, as written into trees.
-pub const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
+pub(crate) const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
 
 /// Version of the manifest's format.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// Largest `manifest.json` read (1 GiB): a tree of a million records has a manifest of a few
 /// hundred MB. The limit of a commit's journal too (it lists at most every file of a tree).
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 
 /// The error for a `manifest.json` that is not a regular file of at most
 /// [`MAX_MANIFEST_BYTES`]: what it is, and what to do.
@@ -42,53 +42,53 @@ const REBUILD_ANEW: &str = "a build refuses a folder whose manifest it cannot re
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildSettings {
     /// Version of the manifest's format.
-    pub format: u32,
+    pub(crate) format: u32,
     /// The program and version that built the tree.
-    pub generator: String,
+    pub(crate) generator: String,
     /// Base URL every url of the tree starts with (no trailing slash).
     pub base_url: String,
     /// How list pages link to each other.
     pub links: LinkStyle,
     /// Whether documents are indented.
-    pub pretty: bool,
+    pub(crate) pretty: bool,
     /// Whether every document has a precompressed `.gz` sibling.
-    pub gzip: bool,
+    pub(crate) gzip: bool,
     /// Page sizes whose pages are precomputed (the default limit, 20, always among them).
-    pub page_sizes: Vec<u64>,
+    pub(crate) page_sizes: Vec<u64>,
     /// Hash of the data the tree was built from.
-    pub data_hash: String,
+    pub(crate) data_hash: String,
     /// Build date recorded in the meta document (from `SOURCE_DATE_EPOCH`), if any.
-    pub built_at: Option<String>,
+    pub(crate) built_at: Option<String>,
     /// Names of the two headers every host sends with the values below (`gen.json`).
     #[serde(default)]
-    pub deploy_headers: DeployHeaders,
+    pub(crate) deploy_headers: DeployHeaders,
     /// When the tree was deployed, in Unix seconds as the public API writes it ("1786004122"):
     /// `SOURCE_DATE_EPOCH`, else the time of the build that wrote the tree (a rebuild that finds
     /// it up to date keeps it). Meta's `deploy_date`; the value of the date header.
     #[serde(default)]
-    pub deploy_date: String,
+    pub(crate) deploy_date: String,
     /// BLAKE3 of the data's hash and every other setting but the dates: trees with the same
     /// hash have the same documents (meta's dates aside). Meta's `hash`; the value of the
     /// hash header.
     #[serde(default)]
-    pub hash: String,
+    pub(crate) hash: String,
     /// The declared filters of each resource that has some (`gen.json`'s `filters`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub filters: BTreeMap<String, Vec<crate::filters::FilterField>>,
+    pub(crate) filters: BTreeMap<String, Vec<crate::filters::FilterField>>,
     /// Whether the tree holds the bulk-data files (`gen.json`'s `bulk`); false for a tree
     /// written before they existed, so that the next build writes them.
     #[serde(default)]
-    pub bulk: bool,
+    pub(crate) bulk: bool,
 }
 
 /// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeployHeaders {
+pub(crate) struct DeployHeaders {
     /// The header carrying the deploy date.
-    pub date: String,
+    pub(crate) date: String,
     /// The header carrying the tree's hash.
-    pub hash: String,
+    pub(crate) hash: String,
 }
 
 impl Default for DeployHeaders {
@@ -100,13 +100,13 @@ impl Default for DeployHeaders {
 
 impl DeployHeaders {
     /// The names the public API sends (and its browser client reads).
-    pub fn public_api() -> Self {
+    pub(crate) fn public_api() -> Self {
         DeployHeaders { date: "X-PokeAPI-Deploy-Date".into(), hash: "X-PokeAPI-Hash".into() }
     }
 
     /// Checks the names: each a header name of letters, digits and '-' (so that it can be
     /// written into any host's configuration as it is), the two different.
-    pub fn check(&self) -> std::result::Result<(), String> {
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
         for (key, name) in [("date", &self.date), ("hash", &self.hash)] {
             let plain =
                 !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
@@ -126,7 +126,7 @@ impl DeployHeaders {
     }
 
     /// True for the default names (left out of a written `gen.json`).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == DeployHeaders::default()
     }
 }
@@ -134,13 +134,13 @@ impl DeployHeaders {
 impl BuildSettings {
     /// True when trees built with `self` and `other` from the same data have the same bytes:
     /// equal in everything but the data's hash.
-    pub fn same_options(&self, other: &BuildSettings) -> bool {
+    pub(crate) fn same_options(&self, other: &BuildSettings) -> bool {
         self.without_data() == other.without_data()
     }
 
     /// True when `other` is these settings but for the deploy date: the same tree, deployed at
     /// another time.
-    pub fn same_but_date(&self, other: &BuildSettings) -> bool {
+    pub(crate) fn same_but_date(&self, other: &BuildSettings) -> bool {
         BuildSettings { deploy_date: String::new(), ..self.clone() }
             == BuildSettings { deploy_date: String::new(), ..other.clone() }
     }
@@ -151,7 +151,7 @@ impl BuildSettings {
     }
 
     /// Fills in [`BuildSettings::hash`]: BLAKE3 of every other setting but the dates.
-    pub fn with_hash(self) -> BuildSettings {
+    pub(crate) fn with_hash(self) -> BuildSettings {
         let unhashed =
             BuildSettings { hash: String::new(), deploy_date: String::new(), built_at: None, ..self.clone() };
         let bytes = serde_json::to_vec(&unhashed).expect("settings serialise");
@@ -160,7 +160,7 @@ impl BuildSettings {
 
     /// The deploy header lines (`Name: value`) and the `Access-Control-Expose-Headers` line
     /// naming them, as every host sends them. None for a tree built before deploy headers.
-    pub fn deploy_header_lines(&self) -> Option<[(String, String); 3]> {
+    pub(crate) fn deploy_header_lines(&self) -> Option<[(String, String); 3]> {
         let date_ok = !self.deploy_date.is_empty()
             && self.deploy_date.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
         let hash_ok = !self.hash.is_empty() && self.hash.bytes().all(|b| b.is_ascii_hexdigit());
@@ -178,7 +178,7 @@ impl BuildSettings {
     /// The settings a manifest's bytes state, when they are a manifest gen wrote (recognised by
     /// its own fields, not its file name: a web app's `manifest.json` is not one). Only the
     /// settings are built; the list of files is skipped.
-    pub fn from_manifest_bytes(bytes: &[u8]) -> Option<BuildSettings> {
+    pub(crate) fn from_manifest_bytes(bytes: &[u8]) -> Option<BuildSettings> {
         let settings: BuildSettings = serde_json::from_slice(bytes).ok()?;
         let ours = settings.generator.starts_with("gen ")
             && settings.data_hash.len() == 64
@@ -205,7 +205,7 @@ pub struct Manifest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceInfo {
     /// Number of records in its list.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 impl Manifest {
@@ -216,7 +216,7 @@ impl Manifest {
 
     /// Reads the manifest of the tree in `dir`: its bytes (to tell a new build from the one in
     /// hand) and what they say. Errors say what to do: build, or point at a built tree.
-    pub fn read_with_bytes(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
+    pub(crate) fn read_with_bytes(dir: &Path) -> Result<(Vec<u8>, Manifest)> {
         let path = manifest_path(dir)?;
         let bytes = match crate::fsutil::read_regular_file(&path, MAX_MANIFEST_BYTES) {
             Ok(bytes) => bytes,
@@ -233,7 +233,7 @@ impl Manifest {
     /// the one in hand). The bytes are held once, while they are parsed (parsing from memory is
     /// three times as fast as from a reader: a tree of a million records has a manifest of
     /// about 400 MB). An error of `on_file` ends the read.
-    pub fn read_each_file(
+    pub(crate) fn read_each_file(
         dir: &Path,
         mut on_file: impl FnMut(&str, blake3::Hash) -> std::result::Result<(), String>,
     ) -> Result<(Manifest, blake3::Hash)> {
@@ -249,7 +249,7 @@ impl Manifest {
 
     /// Parses a manifest: its settings and the rest are read as two views of the same bytes
     /// (each skips what the other holds), so nothing is buffered or spelled out twice.
-    pub fn from_bytes(bytes: &[u8]) -> serde_json::Result<Manifest> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> serde_json::Result<Manifest> {
         #[derive(Deserialize)]
         struct Rest {
             resources: BTreeMap<String, ResourceInfo>,
@@ -262,7 +262,8 @@ impl Manifest {
     }
 
     /// The manifest as written to disk: pretty, keys in a stable order, trailing newline.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    #[cfg(test)]
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("a manifest always serialises");
         bytes.push(b'\n');
         bytes
@@ -271,21 +272,27 @@ impl Manifest {
     /// The bytes of this manifest (whose `files` is empty) with `files` listing the given paths
     /// and hashes, sorted by path: the same bytes as [`Manifest::to_bytes`] with those files,
     /// without building a map of them (a tree of millions of files would need gigabytes).
-    pub fn to_bytes_listing(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
+    #[cfg(test)]
+    pub(crate) fn to_bytes_listing(&self, files: &mut [(&str, blake3::Hash)]) -> Vec<u8> {
         let mut bytes = Vec::new();
         self.write_listing(files, &mut bytes).expect("writing to memory cannot fail");
         bytes
     }
 
     /// Writes what [`Manifest::to_bytes_listing`] returns to `out`, without holding it in memory.
-    pub fn write_listing(&self, files: &mut [(&str, blake3::Hash)], out: impl std::io::Write) -> std::io::Result<()> {
+    #[cfg(test)]
+    pub(crate) fn write_listing(
+        &self,
+        files: &mut [(&str, blake3::Hash)],
+        out: impl std::io::Write,
+    ) -> std::io::Result<()> {
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
         self.write_sorted_listing(files.iter().map(|(path, hash)| (*path, *hash)), out)
     }
 
     /// Writes this manifest (whose `files` is empty) with `files` listing the given paths and
     /// hashes, which come sorted by path: the files of a large tree are never all in memory.
-    pub fn write_sorted_listing<P: AsRef<str>>(
+    pub(crate) fn write_sorted_listing<P: AsRef<str>>(
         &self,
         files: impl Iterator<Item = (P, blake3::Hash)>,
         out: impl std::io::Write,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// A type `--types` gives a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An integer (`-12`).
     Int,
     /// A number, integer or decimal, kept as written (`1.50`).
@@ -20,7 +20,7 @@ pub enum Kind {
 }
 
 /// Parses `--types FIELD=int|number|bool|string,...` (several `--types` add up).
-pub fn parse_types(specs: &[String]) -> Result<BTreeMap<String, Kind>, String> {
+pub(crate) fn parse_types(specs: &[String]) -> Result<BTreeMap<String, Kind>, String> {
     let mut types = BTreeMap::new();
     for spec in specs.iter().flat_map(|s| s.split(',')).filter(|s| !s.trim().is_empty()) {
         let (field, kind) = spec

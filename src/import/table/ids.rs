@@ -26,10 +26,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The folder of the data folder that holds the ids files.
-pub const IDS_FOLDER: &str = ".ids";
+pub(crate) const IDS_FOLDER: &str = ".ids";
 
 /// The ids file of the resource `segment` in the data folder `data`.
-pub fn ids_file(data: &Path, segment: &str) -> PathBuf {
+pub(crate) fn ids_file(data: &Path, segment: &str) -> PathBuf {
     data.join(IDS_FOLDER).join(format!("{segment}.json"))
 }
 

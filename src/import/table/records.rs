@@ -27,7 +27,7 @@ pub(crate) struct Shape<'a> {
 /// A record's name from a text: accents and other scripts folded to ASCII, lower-case,
 /// apostrophes dropped, every other run of characters but letters and digits made one `-`,
 /// `-` trimmed at both ends (`Côte d'Ivoire` → `cote-divoire`).
-pub fn slug(text: &str) -> String {
+pub(crate) fn slug(text: &str) -> String {
     let ascii = deunicode::deunicode(text).to_ascii_lowercase();
     let mut out = String::with_capacity(ascii.len());
     for c in ascii.chars().filter(|c| !matches!(c, '\'' | '`')) {

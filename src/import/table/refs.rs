@@ -16,17 +16,17 @@ use std::path::Path;
 
 /// One `--ref`: the field, and the resource and field its values name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefSpec {
+pub(crate) struct RefSpec {
     /// The field that holds the other resource's key.
-    pub field: String,
+    pub(crate) field: String,
     /// The other resource.
-    pub segment: String,
+    pub(crate) segment: String,
     /// The field of the other resource's records that holds the key.
-    pub key: String,
+    pub(crate) key: String,
 }
 
 /// Parses `FIELD=SEGMENT:KEYFIELD`.
-pub fn parse_ref(text: &str) -> Result<RefSpec, String> {
+pub(crate) fn parse_ref(text: &str) -> Result<RefSpec, String> {
     let parsed = text.split_once('=').and_then(|(field, target)| {
         let (segment, key) = target.split_once(':')?;
         Some(RefSpec { field: field.to_string(), segment: segment.to_string(), key: key.to_string() })

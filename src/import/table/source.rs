@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// The largest source file read, in MB: the whole file is held in memory while it is checked.
-pub const MAX_SOURCE_MB: u64 = 1024;
+pub(crate) const MAX_SOURCE_MB: u64 = 1024;
 
 /// A source file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum Format {
 
 impl Format {
     /// The format a file's extension names: `.csv`, `.json`, `.ndjson` or `.jsonl`.
-    pub fn of_path(path: &Path) -> Option<Format> {
+    pub(crate) fn of_path(path: &Path) -> Option<Format> {
         match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
             "csv" => Some(Format::Csv),
             "json" => Some(Format::Json),
