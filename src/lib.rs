@@ -10,7 +10,7 @@
 //!   tree onto object storage, uploading only what changed.
 //! - The vocabulary they share: [`config`] (the data folder's settings and names), [`tree`]
 //!   (the built tree: where each document lives, its manifest, reading it), [`paging`],
-//!   [`search`] (`?q=`), [`bulk`] (bulk-data files), [`json`], [`problem`], [`answers`], [`staging`], [`fsutil`], [`date`], [`progress`], [`message`] (the one sink of every
+//!   `search` (`?q=`), `bulk` (bulk-data files), `json`, [`problem`], `answers`, `staging`, [`fsutil`], [`date`], [`progress`], [`message`] (the one sink of every
 //!   message, which the binary sets).
 
 /// Formats a message and sends it through the binary's sink ([`message::say`]): the library's
@@ -35,13 +35,13 @@ pub mod publish;
 pub mod config;
 pub mod tree;
 pub mod paging;
-pub mod search;
-pub mod filters;
-pub mod bulk;
-pub mod json;
+mod search;
+mod filters;
+mod bulk;
+mod json;
 pub mod problem;
-pub mod answers;
-pub mod staging;
+mod answers;
+mod staging;
 pub mod fsutil;
 pub mod date;
 pub mod progress;
