@@ -21,21 +21,26 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The HTTP reader of `gen serve`: the limits above, and its refusals answered in the API's
 /// error format (JSON, any origin, never cached) with the bodies of [`rejected`].
 pub(crate) fn http_reader() -> tiny_http::Reader {
-    let header = |name: &str, value: &str| {
+    let header = |(name, value): (&str, &str)| {
         tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
     };
     tiny_http::Reader {
         max_request_line: MAX_REQUEST_LINE,
         max_header_bytes: MAX_HEADER_BYTES,
         max_headers: MAX_HEADERS,
-        headers: vec![
-            header("Content-Type", crate::tree::JSON_MEDIA_TYPE),
-            header("Access-Control-Allow-Origin", ALLOW_ORIGIN),
-            header("Cache-Control", "no-store"),
-        ],
+        headers: REFUSAL_HEADERS.into_iter().map(header).collect(),
         words: |rejection| to_bytes(&rejected(rejection)),
     }
 }
+
+/// The headers of the HTTP reader's refusals, sent before any header of the request is read (so
+/// no deploy header): the API's error format, any origin, never cached. The edge handlers send
+/// the same ones with their early 414 (`hosts/edge.rs`, `reader_headers`).
+pub(crate) const REFUSAL_HEADERS: [(&str, &str); 3] = [
+    ("Content-Type", crate::tree::JSON_MEDIA_TYPE),
+    ("Access-Control-Allow-Origin", ALLOW_ORIGIN),
+    ("Cache-Control", "no-store"),
+];
 
 /// The body of the HTTP reader's answer to a request head it refuses (the status is
 /// [`Rejected::status`]).

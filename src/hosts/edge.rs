@@ -110,8 +110,15 @@ fn cloudfront(site: &Site) -> String {
     {
         facts.remove(unused);
     }
-    for unused in ["max_target", "max_request_line", "max_conditions", "longest_key", "max_read_bytes", "debug_escaped"]
-    {
+    for unused in [
+        "max_target",
+        "max_request_line",
+        "reader_headers",
+        "max_conditions",
+        "longest_key",
+        "max_read_bytes",
+        "debug_escaped",
+    ] {
         facts.remove(unused);
     }
     let errors = facts["errors"].as_object_mut().expect("an object");
@@ -172,6 +179,9 @@ fn facts(site: &Site) -> Value {
         // one is never asked of the origin), the most bytes one origin read takes
         "max_target": MAX_TARGET,
         "max_request_line": MAX_REQUEST_LINE,
+        // the headers of a request line refused before any header is read, as gen serve's
+        // HTTP reader sends them
+        "reader_headers": reader::REFUSAL_HEADERS.iter().map(|(name, value)| (name.to_string(), json!(value))).collect::<serde_json::Map<_, _>>(),
         "max_conditions": crate::filters::MAX_CONDITIONS,
         "longest_key": site.manifest.files.keys().map(String::len).max().unwrap_or(0),
         "max_read_bytes": max_read_bytes(site),

@@ -43,9 +43,8 @@ export async function handle(facts, request, origin, target) {
   const length = new TextEncoder().encode(target).length;
   // the request line gen serve reads, `METHOD TARGET HTTP/1.1`, then the target alone
   if (method.length + length + 10 > facts.max_request_line) {
-    // answered before any header is read: no deploy headers
-    const headers = { "Access-Control-Allow-Origin": "*", "Content-Type": JSON_TYPE, "Cache-Control": "no-store" };
-    return new Response(facts.errors.request_line_too_long[0], { status: 414, headers });
+    // answered before any header is read, as gen serve's HTTP reader answers it: no deploy headers
+    return new Response(facts.errors.request_line_too_long[0], { status: 414, headers: facts.reader_headers });
   }
   if (length > facts.max_target) return errorReply(facts, 414, fill(facts, facts.errors.target_too_long, { Length: length }));
   if (method === "OPTIONS") return preflight(facts, request.headers.get("Access-Control-Request-Headers"));
