@@ -305,4 +305,16 @@ fn measure_a_built_tree() {
         reader.len()
     );
     assert_eq!(contents(dir.path()), files);
+    let root = std::fs::metadata(dir.join("root")).unwrap().len();
+    let (key, bytes) = files.iter().find(|(k, _)| k.ends_with("/1/index.json")).expect("a record 1");
+    let edited = Document::new(vec![key.clone()], [bytes.as_slice(), b" "].concat());
+    let start = std::time::Instant::now();
+    let edit = archive::edit(dir.path(), [Change::Put(edited)], &Options::default()).unwrap();
+    eprintln!(
+        "root: {root} bytes; a one-document edit ({key}): {} files, {} bytes, in {:?}",
+        edit.files.len(),
+        edit.bytes,
+        start.elapsed()
+    );
+    assert!(!edit.merged);
 }
