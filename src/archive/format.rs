@@ -204,3 +204,49 @@ pub(crate) fn decode_block(stored: &[u8]) -> Result<Vec<Entry>, String> {
     at.end()?;
     Ok(entries)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, part: u8) -> Entry {
+        let media_type = "application/json; charset=utf-8".to_string();
+        Entry { key: key.into(), part: [part; 32], offset: 7, length: 20, size: 40, media_type, hash: [9; 32] }
+    }
+
+    #[test]
+    fn a_block_round_trips_keys_that_share_part_of_a_character() {
+        // "é" is C3 A9 and "è" C3 A8: the keys share a byte that is not a whole character
+        let entries = vec![entry("api/é", 1), entry("api/è/x", 2), entry("api/è/y", 1)];
+        let mut sorted = entries.clone();
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(decode_block(&encode_block(&sorted)).unwrap(), sorted);
+    }
+
+    #[test]
+    fn a_root_round_trips_and_a_newer_version_is_refused() {
+        let block = BlockRef {
+            first: "a".into(),
+            part: [2; 32],
+            offset: 0,
+            length: 9,
+            hash: [3; 32],
+            entries: 4,
+            refs: vec![[1; 32]],
+        };
+        let known = [
+            ([1; 32], PartRef { name: [1; 32], size: 10, index: false, delta: false }),
+            ([2; 32], PartRef { name: [2; 32], size: 9, index: true, delta: true }),
+        ];
+        let root = Root::over(3, vec![block], &known.into_iter().collect());
+        assert_eq!(root.parts.len(), 2);
+        assert_eq!(Root::decode(&root.encode()).unwrap(), root);
+        let body = gunzip(&root.encode(), 0).unwrap();
+        let mut newer = body.clone();
+        newer[8] = 2;
+        assert!(Root::decode(&gzip(&newer)).unwrap_err().contains("format version 2"));
+        let mut foreign = body;
+        foreign[0] = b'X';
+        assert!(Root::decode(&gzip(&foreign)).unwrap_err().contains("magic"));
+    }
+}
