@@ -34,6 +34,7 @@ pub mod publish;
 // The vocabulary they share.
 pub mod config;
 pub mod tree;
+pub mod archive;
 pub mod paging;
 mod search;
 mod filters;

@@ -9,6 +9,7 @@ mod parity;
 mod serve_support;
 
 // One module per feature.
+mod archive;
 mod browser;
 mod build;
 mod bulk;

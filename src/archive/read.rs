@@ -1,0 +1,197 @@
+//! Reading an archive by byte ranges (docs/archive.md, "Finding a key"): the root once, then a
+//! directory block (cached: blocks are immutable) and the document. Every read is counted, and
+//! every byte returned is checked against the hash that names it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::codec::gunzip;
+use super::format::{Entry, Root, decode_block};
+use super::{Error, ROOT_FILE, part_file};
+
+/// Where an archive's files are read from, by byte ranges: a folder, a bucket over HTTP `Range`.
+pub trait RangeSource {
+    /// Up to `len` bytes of `file` from `offset` (fewer only when the file ends sooner).
+    fn read(&self, file: &str, offset: u64, len: u64) -> io::Result<Vec<u8>>;
+    /// The whole of `file` (the root).
+    fn read_all(&self, file: &str) -> io::Result<Vec<u8>>;
+}
+
+/// An archive in a local folder.
+#[derive(Clone, Debug)]
+pub struct Folder(pub PathBuf);
+
+impl RangeSource for Folder {
+    fn read(&self, file: &str, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+        let mut opened = File::open(self.0.join(file))?;
+        opened.seek(SeekFrom::Start(offset))?;
+        let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0).min(64 << 20));
+        opened.take(len).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    fn read_all(&self, file: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(self.0.join(file))
+    }
+}
+
+/// A document found, checked: its entry, its stored bytes (gzip, to send with
+/// `Content-Encoding: gzip`) and its bytes decompressed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Where it is and what it is.
+    pub entry: Entry,
+    /// The stored gzip member.
+    pub stored: Vec<u8>,
+    /// The document decompressed, its hash checked.
+    pub bytes: Vec<u8>,
+}
+
+/// An open archive: its root read, its directory blocks cached as they are read.
+pub struct Reader<S> {
+    source: S,
+    root: Root,
+    sizes: HashMap<[u8; 32], u64>,
+    blocks: Mutex<HashMap<usize, Arc<Vec<Entry>>>>,
+    reads: AtomicU64,
+}
+
+impl<S: RangeSource> Reader<S> {
+    /// Opens the archive: reads its root (one read) and checks it.
+    pub fn open(source: S) -> Result<Reader<S>, Error> {
+        let stored = source.read_all(ROOT_FILE).map_err(|source| Error::Io { file: ROOT_FILE.into(), source })?;
+        let root = Root::decode(&stored).map_err(|what| Error::Damaged { file: ROOT_FILE.into(), offset: 0, what })?;
+        let sizes = root.parts.iter().map(|p| (p.name, p.size)).collect();
+        Ok(Reader { source, root, sizes, blocks: Mutex::default(), reads: AtomicU64::new(1) })
+    }
+
+    /// The reads made so far, the root's included.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// Forgets the cached blocks: the next lookups are cold again.
+    pub fn forget_blocks(&self) {
+        self.blocks.lock().expect("block cache").clear();
+    }
+
+    /// The files the root names, the root last: what a publish uploads, or a copy takes.
+    pub fn files(&self) -> Vec<String> {
+        let mut files: Vec<String> = self.root.parts.iter().map(|p| part_file(&p.name)).collect();
+        files.push(ROOT_FILE.into());
+        files
+    }
+
+    /// How many keys the archive holds.
+    pub fn len(&self) -> u64 {
+        self.root.blocks.iter().map(|b| b.entries).sum()
+    }
+
+    /// True when the archive holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// The entry of `key`: at most one read (its block, unless cached).
+    pub fn entry(&self, key: &str) -> Result<Option<Entry>, Error> {
+        let Some(i) = self.root.blocks.partition_point(|b| b.first.as_str() <= key).checked_sub(1) else {
+            return Ok(None);
+        };
+        let block = self.block(i)?;
+        Ok(block.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|at| block[at].clone()))
+    }
+
+    /// The document under `key`, checked: at most two reads cold, one warm.
+    pub fn get(&self, key: &str) -> Result<Option<Found>, Error> {
+        match self.entry(key)? {
+            None => Ok(None),
+            Some(entry) => self.document(entry).map(Some),
+        }
+    }
+
+    /// The document an entry points at, checked against its hash: one read.
+    pub fn document(&self, entry: Entry) -> Result<Found, Error> {
+        let stored = self.range(&entry.part, entry.offset, entry.length)?;
+        let damaged = |what: &str| Error::Damaged {
+            file: part_file(&entry.part),
+            offset: entry.offset,
+            what: format!("{what} (key {})", entry.key),
+        };
+        let bytes =
+            gunzip(&stored, entry.size as usize).ok_or_else(|| damaged("the document is not a whole gzip member"))?;
+        if *blake3::hash(&bytes).as_bytes() != entry.hash || bytes.len() as u64 != entry.size {
+            return Err(damaged("the document is not the one its directory block names"));
+        }
+        Ok(Found { entry, stored, bytes })
+    }
+
+    /// Every entry, in key order (reads every block not cached).
+    pub fn entries(&self) -> Result<Vec<Entry>, Error> {
+        let mut all = Vec::new();
+        for i in 0..self.root.blocks.len() {
+            all.extend(self.block(i)?.iter().cloned());
+        }
+        Ok(all)
+    }
+
+    /// Reads every part the root names whole and checks it against its name: a full check.
+    pub fn verify(&self) -> Result<(), Error> {
+        for part in &self.root.parts {
+            let bytes = self.range(&part.name, 0, part.size)?;
+            if *blake3::hash(&bytes).as_bytes() != part.name {
+                let what = "its bytes do not hash to its name".to_string();
+                return Err(Error::Damaged { file: part_file(&part.name), offset: 0, what });
+            }
+        }
+        Ok(())
+    }
+
+    /// The `i`th directory block of the root, from the cache or read (one read) and checked.
+    pub(crate) fn block(&self, i: usize) -> Result<Arc<Vec<Entry>>, Error> {
+        if let Some(block) = self.blocks.lock().expect("block cache").get(&i) {
+            return Ok(Arc::clone(block));
+        }
+        let at = &self.root.blocks[i];
+        let stored = self.range(&at.part, at.offset, at.length)?;
+        let damaged = |what: String| Error::Damaged { file: part_file(&at.part), offset: at.offset, what };
+        if *blake3::hash(&stored).as_bytes() != at.hash {
+            return Err(damaged(format!("directory block {i} is not the one the root names")));
+        }
+        let entries = decode_block(&stored).map_err(|what| damaged(format!("directory block {i}: {what}")))?;
+        if entries.first().map(|e| &e.key) != Some(&at.first) || entries.len() as u64 != at.entries {
+            return Err(damaged(format!("directory block {i} does not hold the keys the root says")));
+        }
+        let block = Arc::new(entries);
+        self.blocks.lock().expect("block cache").insert(i, Arc::clone(&block));
+        Ok(block)
+    }
+
+    /// `len` bytes of the part `name` from `offset`: one read, refused when the root gives the
+    /// part fewer bytes, when the part is missing, or when the read comes back short.
+    pub(crate) fn range(&self, name: &[u8; 32], offset: u64, len: u64) -> Result<Vec<u8>, Error> {
+        let file = part_file(name);
+        let size = *self.sizes.get(name).ok_or_else(|| Error::Missing { file: file.clone() })?;
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            let what = format!("{len} bytes at {offset} run past the part's {size} bytes");
+            return Err(Error::Damaged { file, offset, what });
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let bytes = match self.source.read(&file, offset, len) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::Missing { file }),
+            Err(source) => return Err(Error::Io { file, source }),
+        };
+        if bytes.len() as u64 != len {
+            return Err(Error::Truncated { file, offset, wanted: len, got: bytes.len() as u64 });
+        }
+        Ok(bytes)
+    }
+}
