@@ -1,6 +1,5 @@
 //! Site settings, kept in `data/gen.json`.
 
-pub(crate) use crate::tree::manifest::DeployHeaders;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -392,6 +391,56 @@ pub(crate) const MAX_NAME_BYTES: usize = 255;
 /// so that it never collides with an id path.
 pub(crate) fn is_valid_name(name: &str) -> bool {
     is_valid_segment(name) && !name.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeployHeaders {
+    /// The header carrying the deploy date.
+    pub(crate) date: String,
+    /// The header carrying the tree's hash.
+    pub(crate) hash: String,
+}
+
+impl Default for DeployHeaders {
+    /// Neutral names; a tree imported with `--keep-segment-names` uses [`DeployHeaders::public_api`].
+    fn default() -> Self {
+        DeployHeaders { date: "X-Deploy-Date".into(), hash: "X-Data-Hash".into() }
+    }
+}
+
+impl DeployHeaders {
+    /// The names the public API sends (and its browser client reads).
+    pub(crate) fn public_api() -> Self {
+        DeployHeaders { date: "X-PokeAPI-Deploy-Date".into(), hash: "X-PokeAPI-Hash".into() }
+    }
+
+    /// Checks the names: each a header name of letters, digits and '-' (so that it can be
+    /// written into any host's configuration as it is), the two different.
+    pub(crate) fn check(&self) -> std::result::Result<(), String> {
+        for (key, name) in [("date", &self.date), ("hash", &self.hash)] {
+            let plain =
+                !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            if !plain {
+                return Err(format!(
+                    "deploy_headers.{key} {name:?} is not a header name: use letters, digits and '-' (at most 64), e.g. \"X-Deploy-Date\""
+                ));
+            }
+        }
+        if self.date.eq_ignore_ascii_case(&self.hash) {
+            return Err(format!(
+                "deploy_headers names {:?} twice: give the date and the hash different headers",
+                self.date
+            ));
+        }
+        Ok(())
+    }
+
+    /// True for the default names (left out of a written `gen.json`).
+    pub(crate) fn is_default(&self) -> bool {
+        *self == DeployHeaders::default()
+    }
 }
 
 #[cfg(test)]

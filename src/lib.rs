@@ -48,4 +48,8 @@ pub mod date;
 pub mod progress;
 pub mod message;
 
+/// The program and version, as written into what it makes (the tree's manifest, the build's
+/// state): a file another gen wrote is known as such.
+pub(crate) const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
+
 pub use build::{BuildOptions, BuildSummary, build, check};

@@ -8,17 +8,7 @@ pub mod layout;
 pub(crate) mod listing;
 pub mod manifest;
 
-/// The media type of a JSON document, as every host sends it: the tree's documents, and the
-/// error bodies and lock files that are not files of the tree.
-pub(crate) const JSON_MEDIA_TYPE: &str = "application/json; charset=utf-8";
-
-/// The media type a host sends with the tree's file at `path` (its `.gz` sibling is the same
-/// document, sent with `Content-Encoding: gzip`): [`JSON_MEDIA_TYPE`] for a `.json` file, as
-/// every file the tree lists is; `application/octet-stream` for anything else.
-pub(crate) fn media_type(path: &str) -> &'static str {
-    let path = path.strip_suffix(".gz").unwrap_or(path);
-    if path.ends_with(".json") { JSON_MEDIA_TYPE } else { "application/octet-stream" }
-}
+pub(crate) use layout::{JSON_MEDIA_TYPE, media_type};
 
 #[cfg(test)]
 mod tests {

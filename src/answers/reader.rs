@@ -37,7 +37,7 @@ pub(crate) fn http_reader() -> tiny_http::Reader {
 /// no deploy header): the API's error format, any origin, never cached. The edge handlers send
 /// the same ones with their early 414 (`hosts/edge.rs`, `reader_headers`).
 pub(crate) const REFUSAL_HEADERS: [(&str, &str); 3] = [
-    ("Content-Type", crate::tree::JSON_MEDIA_TYPE),
+    ("Content-Type", crate::tree::layout::JSON_MEDIA_TYPE),
     ("Access-Control-Allow-Origin", ALLOW_ORIGIN),
     ("Cache-Control", "no-store"),
 ];

@@ -15,7 +15,7 @@
 //! then written whole). A member is copied only from a file whose bytes hash to what the table
 //! says, and only once what it holds is checked against its key (`build/write/bulk.rs`).
 
-use crate::tree::manifest::GENERATOR;
+use crate::GENERATOR;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! The manifest: `out/manifest.json`, what a built tree holds. `gen serve` and the host
 //! configs read it; comparing two manifests shows what a deploy will change.
 
+use crate::config::DeployHeaders;
 use crate::paging::LinkStyle;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -10,8 +11,7 @@ use std::path::Path;
 /// File name of the manifest, at the top of the output folder (beside `api/`).
 pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 
-/// The program and version, as written into trees.
-pub(crate) const GENERATOR: &str = concat!("gen ", env!("CARGO_PKG_VERSION"));
+pub(crate) use crate::GENERATOR;
 
 /// Version of the manifest's format.
 pub(crate) const FORMAT: u32 = 1;
@@ -79,56 +79,6 @@ pub struct BuildSettings {
     /// written before they existed, so that the next build writes them.
     #[serde(default)]
     pub(crate) bulk: bool,
-}
-
-/// The names of the deploy headers: `deploy_headers` in `gen.json` and the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DeployHeaders {
-    /// The header carrying the deploy date.
-    pub(crate) date: String,
-    /// The header carrying the tree's hash.
-    pub(crate) hash: String,
-}
-
-impl Default for DeployHeaders {
-    /// Neutral names; a tree imported with `--keep-segment-names` uses [`DeployHeaders::public_api`].
-    fn default() -> Self {
-        DeployHeaders { date: "X-Deploy-Date".into(), hash: "X-Data-Hash".into() }
-    }
-}
-
-impl DeployHeaders {
-    /// The names the public API sends (and its browser client reads).
-    pub(crate) fn public_api() -> Self {
-        DeployHeaders { date: "X-PokeAPI-Deploy-Date".into(), hash: "X-PokeAPI-Hash".into() }
-    }
-
-    /// Checks the names: each a header name of letters, digits and '-' (so that it can be
-    /// written into any host's configuration as it is), the two different.
-    pub(crate) fn check(&self) -> std::result::Result<(), String> {
-        for (key, name) in [("date", &self.date), ("hash", &self.hash)] {
-            let plain =
-                !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-            if !plain {
-                return Err(format!(
-                    "deploy_headers.{key} {name:?} is not a header name: use letters, digits and '-' (at most 64), e.g. \"X-Deploy-Date\""
-                ));
-            }
-        }
-        if self.date.eq_ignore_ascii_case(&self.hash) {
-            return Err(format!(
-                "deploy_headers names {:?} twice: give the date and the hash different headers",
-                self.date
-            ));
-        }
-        Ok(())
-    }
-
-    /// True for the default names (left out of a written `gen.json`).
-    pub(crate) fn is_default(&self) -> bool {
-        *self == DeployHeaders::default()
-    }
 }
 
 impl BuildSettings {
