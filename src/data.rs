@@ -1,8 +1,9 @@
 //! The data folder as input: what its paths mean ([`data_path`]), its files found ([`walk`])
-//! and listed with their stamps against the previous build's ([`listing`], [`watched`]), each
-//! record's own shape checked ([`validate`]) and loaded ([`load`], [`table`], `assemble`)
-//! into the [`dataset`] every later step reads, read again when rendered ([`second_read`]),
-//! under one memory budget for the parallel reads ([`parse_budget`]).
+//! and listed with their stamps against the previous build's ([`listing`], [`watched`]), its
+//! settings read ([`settings`]), each record's own shape checked ([`validate`]) and loaded
+//! ([`load`], [`table`], `assemble`) into the [`dataset`] every later step reads, read again
+//! when rendered ([`second_read`]), under one memory budget for the parallel reads
+//! ([`parse_budget`]).
 //! Import writes the data folder through this module; the build reads it through it.
 //!
 //! The house: `import → data → build → tree ← serve, publish, hosts`. Nothing here reaches
@@ -18,6 +19,7 @@ pub mod watched;
 
 // Load: each record's own shape checked, into the dataset.
 pub mod validate;
+pub mod settings;
 pub mod load;
 mod assemble;
 pub mod table;
