@@ -2,9 +2,10 @@
 //! its file had when the build left it, looked up by place (a record or sub-document) or by
 //! path (the root, meta, OpenAPI, list pages).
 
-use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
-use super::places::{Places, check_entries};
-use super::{DocumentFile, Hash, Place};
+use super::DocumentFile;
+use crate::data::recorded::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use crate::data::recorded::places::{Places, check_entries};
+use crate::data::recorded::{Hash, Place};
 use crate::fsutil::Stamp;
 use crate::tree::layout;
 use std::collections::HashMap;
