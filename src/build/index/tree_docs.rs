@@ -189,12 +189,7 @@ impl DocumentFiles {
         if let Some(&at) = self.other_by_path.get(path) {
             return Some(self.other[at].file);
         }
-        let rest = path.strip_prefix(layout::API_ROOT)?.strip_prefix('/')?.strip_suffix("/index.json")?;
-        let mut parts = rest.split('/');
-        let (segment, key, kind) = (parts.next()?, parts.next()?, parts.next());
-        if parts.next().is_some() {
-            return None;
-        }
+        let (segment, key, kind) = layout::record_document(path)?;
         match crate::config::parse_id(key) {
             Some(id) => self.keyed_any_name(&Place { segment, kind, id }),
             None => {
