@@ -4,8 +4,8 @@
 //! build's listing and load (`listing.rs`, `load.rs`, `table.rs`) take it as the previous
 //! build's.
 //!
-//! Its records and sub-documents are fixed-size entries keyed by their [`Place`] ([`codec`],
-//! [`places`]): the build index's table of documents is made of the same entries, and encodes
+//! Its records and sub-documents are fixed-size entries keyed by their [`Place`] (`codec`,
+//! `places`): the build index's table of documents is made of the same entries, and encodes
 //! them through these two modules too.
 
 pub(crate) mod codec;
