@@ -38,6 +38,7 @@ mod dates;
 mod rendering;
 use rendering::{Changed, Rendering};
 
+use crate::data::recorded::{DataFile, DataFiles, FolderNotes, Place};
 use crate::data::{listing, load, watched};
 use crate::problem::Problems;
 use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
@@ -256,7 +257,7 @@ pub fn build(
     drop(previous);
     drop(outputs);
     let schemas = rendering.renderer.schemas();
-    let (manifest, data) = (manifest_stamp(&dir)?, index::DataFiles::default()); // data: written already
+    let (manifest, data) = (manifest_stamp(&dir)?, DataFiles::default()); // data: written already
     let folders = loaded.folders.notes;
     let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
     record_index(&dir, index_writer, &index);
@@ -274,13 +275,13 @@ fn extract_then_read_docs<'d>(
     dataset: &'d load::Dataset,
     settings: &'d BuildSettings,
     changed: Option<Changed>,
-    data: index::DataFiles,
+    data: DataFiles,
     verify: bool,
 ) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
     previous.forget_data_table();
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
     // file changed during a build"), kept apart from `data`, which goes before the extract
-    dataset.expect_loaded(|segment, kind, id| data.hash_of(&index::Place { segment, kind, id }));
+    dataset.expect_loaded(|segment, kind, id| data.hash_of(&Place { segment, kind, id }));
     let mut rendering = Rendering::new(dataset, settings, previous, changed);
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.
@@ -407,7 +408,7 @@ impl PreviousBuild {
     /// the peak of an edit build.
     fn forget_data_table(&mut self) {
         if let Some(index) = self.index.as_mut() {
-            index.data = index::DataFiles::default();
+            index.data = DataFiles::default();
         }
     }
 
@@ -416,7 +417,7 @@ impl PreviousBuild {
     /// recorded (with this build's start) so that the next build need not read them again; so
     /// are the folders, when some had to be read.
     /// Returns the start of the build the index then records (0 when it cannot be read).
-    fn record_up_to_date(&mut self, started_ns: i64, files: index::DataFiles, folders: Folders) -> i64 {
+    fn record_up_to_date(&mut self, started_ns: i64, files: DataFiles, folders: Folders) -> i64 {
         if self.read_docs().is_err() {
             return 0;
         }
@@ -438,14 +439,14 @@ impl PreviousBuild {
 /// for the index.
 struct Loaded {
     dataset: load::Dataset,
-    files: index::DataFiles,
+    files: DataFiles,
     folders: Folders,
 }
 
 /// What the listing of the data folder found of its folders, for the index.
 struct Folders {
     /// What the listing noted of them (`None` when the data folder was walked, not listed).
-    notes: Option<index::FolderNotes>,
+    notes: Option<FolderNotes>,
     /// How many folders it read rather than trusted.
     read: usize,
 }
@@ -456,7 +457,7 @@ struct Folders {
 /// are checked.
 fn load_changed(data: &Path, listing: Option<listing::Listing>, previous: Option<&index::Index>) -> Result<Loaded> {
     use crate::fsutil::Stamp;
-    let known = |old: index::DataFile| load::Known { name: old.name, hash: old.hash.0 };
+    let known = |old: DataFile| load::Known { name: old.name, hash: old.hash.0 };
     let seen = |file: &Path, listed: Option<&listing::FileStat>| -> load::Seen {
         if let Some(listed) = listed {
             let known = previous.zip(listed.entry()).map(|(index, number)| known(index.data.file_at(number)));
@@ -498,7 +499,7 @@ enum Decision<'i> {
 /// Decides what this build does. The tree in place is trusted to be as the previous build's
 /// index says it left it: no file of it is looked at here (see docs/builds.md, "What a build
 /// trusts"); `gen build --verify` reads every one.
-fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &index::DataFiles) -> Decision<'i> {
+fn decide<'i>(previous: &'i PreviousBuild, settings: &BuildSettings, files: &DataFiles) -> Decision<'i> {
     let (Some(index), Some(_)) = (&previous.index, &previous.tree) else { return Decision::Full };
     let same = index.settings == *settings;
     let partial = only_changes_and_additions(index, settings, files);
@@ -552,8 +553,8 @@ fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
 /// sub-documents changed or added (and list order), with the same options and `gen.json`:
 /// then only their documents need rendering. A removed or renamed record may be referred to by
 /// any other, so it needs every document checked again.
-fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, data_files: &index::DataFiles) -> bool {
-    let config_hash = |files: &index::DataFiles| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
+fn only_changes_and_additions(index: &index::Index, settings: &BuildSettings, data_files: &DataFiles) -> bool {
+    let config_hash = |files: &DataFiles| files.get(config::CONFIG_FILE).map(|f| f.hash.0);
     index.settings.same_options(settings)
         && config_hash(&index.data) == config_hash(data_files)
         && data_files.keeps_every_file_and_name_of(&index.data)

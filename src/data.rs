@@ -1,8 +1,10 @@
 //! The data folder as input: what its paths mean ([`data_path`]), its files found ([`walk`])
-//! and listed with their stamps against the previous build's ([`listing`], [`watched`]), each
-//! record's own shape checked ([`validate`]) and loaded ([`load`], [`table`], `assemble`)
-//! into the [`dataset`] every later step reads, read again when rendered ([`second_read`]),
-//! under one memory budget for the parallel reads ([`parse_budget`]).
+//! and listed with their stamps against the previous build's ([`listing`], [`watched`]), its
+//! settings read ([`settings`]), each record's own shape checked ([`validate`]) and loaded
+//! ([`load`], [`table`], `assemble`) into the [`dataset`] every later step reads, read again
+//! when rendered ([`second_read`]), under one memory budget for the parallel reads
+//! ([`parse_budget`]). What a build recorded of the data files ([`recorded`], the data table of
+//! the build index) is the previous build's for the next listing and load.
 //! Import writes the data folder through this module; the build reads it through it.
 //!
 //! The house: `import → data → build → tree ← serve, publish, hosts`. Nothing here reaches
@@ -18,10 +20,14 @@ pub mod watched;
 
 // Load: each record's own shape checked, into the dataset.
 pub mod validate;
+pub mod settings;
 pub mod load;
 mod assemble;
 pub mod table;
 pub mod dataset;
+
+// What a build recorded of the data folder, the previous build's for the next one.
+pub mod recorded;
 
 // Reading the data's bytes: the memory budget, and the second read that checks its hash.
 pub mod parse_budget;

@@ -20,24 +20,19 @@
 //! its stamp is unchanged and it last changed well before the build that recorded it started
 //! (see [`Index::trusted`]); it is read only from a regular file, at most [`MAX_INDEX_BYTES`].
 //!
-//! Its parts, one idea each: [`format`] (the file: magic, version, head, tables, checksum),
-//! [`codec`] (the fixed-size entries, stamps and counted strings it is made of), [`places`]
-//! (the interned segments, kinds and names that key the entries), [`data_files`] and
-//! [`tree_docs`] (the two tables), [`trust`] (when a stamp may stand for a file's bytes,
-//! and the check of a tree against its index), and [`extracts`] (what the extract took from
-//! each record, kept in files of their own beside the index, read only by a build that extracts).
+//! Its parts, one idea each: [`format`] (the file: magic, version, head, tables, checksum), the
+//! two tables, the data files' ([`crate::data::recorded`], the data folder's, whose fixed-size
+//! entries, stamps, counted strings and interned keys this file is made of) and the documents'
+//! ([`tree_docs`]), [`trust`] (when a stamp may stand for a file's bytes, and the check of a tree
+//! against its index), and [`extracts`] (what the extract took from each record, kept in files
+//! of their own beside the index, read only by a build that extracts).
 
-mod codec;
-mod data_files;
 mod extracts;
 mod format;
-mod places;
 mod tree_docs;
 mod trust;
 mod writer;
 
-pub use codec::ENTRY_BYTES;
-pub use data_files::{DataFiles, FolderFiles, TableLine};
 pub use extracts::{ExtractStore, Kept};
 pub use format::FORMAT;
 pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
@@ -45,10 +40,9 @@ pub use trust::UNTRUSTED_WINDOW_NS;
 pub use writer::IndexWriter;
 
 use crate::build::schema::Inferred;
-use crate::data::data_path::DataPath;
+use crate::data::recorded::{DataFiles, FolderNotes, Hash};
 use crate::fsutil::Stamp;
 use crate::fsutil::{self, NotRead};
-use crate::tree::layout;
 use crate::tree::layout::is_tree_path;
 use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
 use anyhow::Result;
@@ -61,24 +55,6 @@ use std::path::{Path, PathBuf};
 /// A larger file is not one gen wrote; it is ignored (and replaced) with a note.
 pub const MAX_INDEX_BYTES: u64 = 4 << 30;
 
-/// A BLAKE3 hash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hash(pub blake3::Hash);
-
-/// One file of the data folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DataFile {
-    /// Its stamp when it was read.
-    pub stamp: Stamp,
-    /// BLAKE3 of its bytes.
-    pub hash: Hash,
-    /// A record's name.
-    pub name: Option<String>,
-    /// The line of a table that holds the record or sub-document, when it is held in one (its
-    /// stamp is then the table's: the index keeps the line's place instead).
-    pub line: Option<crate::data::dataset::Span>,
-}
-
 /// One document of the tree: the file at each of its paths (they are hard links of one file,
 /// so they share one stamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,58 +65,6 @@ pub struct DocumentFile {
     pub stamp: Stamp,
     /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
     pub gz: Option<Stamp>,
-}
-
-/// Which document or data file: a record (`kind` `None`) or one of its sub-documents, in the
-/// resource `segment`, by the record's id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Place<'a> {
-    /// The resource.
-    pub segment: &'a str,
-    /// The sub-document's name, or `None` for the record itself.
-    pub kind: Option<&'a str>,
-    /// The record's id.
-    pub id: i64,
-}
-
-impl<'a> Place<'a> {
-    /// The place of the data file `rel` (relative to the data folder): `<segment>/<id>.json`
-    /// is a record, `<segment>/<id>/<kind>.json` a sub-document; other files have none.
-    pub fn of_data_file(rel: &'a str) -> Option<Place<'a>> {
-        match DataPath::parse(rel, false) {
-            Ok(DataPath::Record { segment, id }) => Some(Place { segment, kind: None, id }),
-            Ok(DataPath::SubDoc { segment, id, name }) => Some(Place { segment, kind: Some(name), id }),
-            _ => None,
-        }
-    }
-
-    /// The data file of this place, relative to the data folder.
-    pub fn data_file(&self) -> String {
-        let (segment, id) = (self.segment, self.id);
-        match self.kind {
-            None => DataPath::Record { segment, id }.file(),
-            Some(name) => DataPath::SubDoc { segment, id, name }.file(),
-        }
-    }
-
-    /// The path of this place's document in the tree under `key` (its id or its name).
-    pub fn tree_path(&self, key: impl std::fmt::Display) -> String {
-        match self.kind {
-            None => layout::record_path(self.segment, key),
-            Some(kind) => layout::sub_document_path(self.segment, key, kind),
-        }
-    }
-}
-
-/// What the listing of a data folder noted of its folders, beside the files its index records.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FolderNotes {
-    /// The folders that held no data file (relative to the data folder), sorted: with the data
-    /// files' folders, every folder the data holds.
-    pub hollow: Vec<String>,
-    /// Each resource folder's identity (device and inode), by segment: a folder is trusted to
-    /// hold what it held only when it is the same folder (not another data folder's).
-    pub resources: BTreeMap<String, (u64, u64)>,
 }
 
 /// The build index of one tree.
@@ -272,6 +196,8 @@ pub fn now_ns() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::recorded::{DataFile, Place};
+    use crate::tree::layout;
     use format::decode;
 
     fn stamp(n: u64) -> Stamp {
@@ -316,7 +242,7 @@ mod tests {
     }
 
     fn bytes(index: &Index) -> Vec<u8> {
-        let mut out = codec::Checksummed::new(Vec::new());
+        let mut out = crate::data::recorded::codec::Checksummed::new(Vec::new());
         Index::encode_data(&index.data, &mut out).unwrap();
         index.encode_rest(&mut out).unwrap();
         let (mut bytes, sum) = out.finish();

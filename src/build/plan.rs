@@ -2,8 +2,8 @@
 //! each with every path it is published at. Nothing is rendered or written here.
 
 use crate::build::extract::{Extracted, Extracts};
-use crate::build::index::Place;
 use crate::data::load::{Dataset, Record};
+use crate::data::recorded::Place;
 use crate::filters::FilterField;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, META_PATH, ROOT_PATH};

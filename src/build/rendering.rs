@@ -4,6 +4,7 @@
 
 use super::index;
 use super::{PreviousBuild, list_hashes, openapi, plan, render, write};
+use crate::data::recorded::{DataFiles, Place};
 use crate::data::{data_path, load};
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
@@ -88,12 +89,12 @@ impl write::Documents for Rendering<'_> {
             plan::Content::Root | plan::Content::Meta => true,
             plan::Content::Record { segment, position } => {
                 let id = resources[segment].records[position].id;
-                changed.contains(&index::Place { segment, kind: None, id }.data_file())
+                changed.contains(&Place { segment, kind: None, id }.data_file())
             }
             plan::Content::SubDoc { segment, position, subdoc } => {
                 let record = &resources[segment].records[position];
                 let kind = Some(&*record.subdocs[subdoc].name);
-                changed.contains(&index::Place { segment, kind, id: record.id }.data_file())
+                changed.contains(&Place { segment, kind, id: record.id }.data_file())
             }
             plan::Content::Page { segment, .. } => lists_changed.contains(segment),
             plan::Content::Names { segment }
@@ -107,7 +108,7 @@ impl write::Documents for Rendering<'_> {
         let (changed, _) = self.partial.as_ref()?;
         let mut visit = Vec::new();
         for rel in changed {
-            let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, tables
+            let Some(place) = Place::of_data_file(rel) else { continue }; // gen.json, tables
             let Some(resource) = self.dataset.resources.get(place.segment) else { continue };
             let Some(position) = resource.by_id.get(&resource.records, place.id) else { continue };
             let record = &resource.records[position];
@@ -154,7 +155,7 @@ pub(super) struct Changed {
 }
 
 impl Changed {
-    pub(super) fn since(index: &index::Index, files: &index::DataFiles) -> Changed {
+    pub(super) fn since(index: &index::Index, files: &DataFiles) -> Changed {
         let files: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
         let existed = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
         Changed { files, existed }
@@ -172,7 +173,7 @@ fn forget_previous(
     existed: &[String],
 ) -> bool {
     for rel in existed {
-        let Some(place) = index::Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
+        let Some(place) = Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
         let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
         let Some(entry) = index.docs.file(&path) else { return false };
         let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };

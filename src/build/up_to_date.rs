@@ -32,7 +32,7 @@ pub(crate) fn unchanged(
         return None;
     }
     let config = match listing.others().any(|file| file.rel == CONFIG_FILE) {
-        true => crate::data::load::read_settings(&data.join(CONFIG_FILE)).ok()?.0,
+        true => crate::data::settings::read_settings(&data.join(CONFIG_FILE)).ok()?.0,
         false => DataSettings::default(),
     };
     let settings = settings_of(&config)?;

@@ -19,8 +19,8 @@
 
 use super::data_path::DataPath;
 use super::data_path::is_ignored;
+use super::recorded::{DataFiles, FolderFiles, FolderNotes};
 use super::watched::WatchedChanges;
-use crate::build::index::{DataFiles, FolderFiles, FolderNotes};
 use crate::fsutil::Stamp;
 use rayon::prelude::*;
 use std::path::Path;

@@ -8,9 +8,9 @@ pub(crate) mod subdoc_line;
 
 use super::data_path::DataPath;
 use super::dataset::{Record, Seen, Span, Spread, SubDoc, at_line};
+use super::recorded::{DataFile, DataFiles, Hash, Place, TableLine};
 use super::validate::{check_record, parse_head};
 use super::walk::Tables;
-use crate::build::index::{DataFile, DataFiles, Hash, Place, TableLine};
 use crate::fsutil::Stamp;
 use crate::json::At;
 use crate::problem::Problem;

@@ -233,6 +233,20 @@ pub(crate) fn key_of(path: &str) -> Option<&str> {
     (under_api && served).then(|| path.strip_suffix(DOCUMENT_FILE).and_then(|p| p.strip_suffix('/')).unwrap_or(path))
 }
 
+/// The resource, key and sub-document name of the document at `path`, when `path` has the shape
+/// of a record's or a sub-document's ([`record_path`], [`sub_document_path`]; their inverse):
+/// `api/v2/berry/3/index.json` → `("berry", "3", None)`,
+/// `api/v2/creature/132/encounters/index.json` → `("creature", "132", Some("encounters"))`;
+/// `None` for a path of any other shape. The shape only: the layout's own folders of that shape
+/// (`_names/`, `_pages/all/`, `_filters/<field>/`) give their folder as the key, which is no
+/// record's id nor name.
+pub fn record_document(path: &str) -> Option<(&str, &str, Option<&str>)> {
+    let rest = path.strip_prefix(API_ROOT)?.strip_prefix('/')?.strip_suffix(DOCUMENT_FILE)?.strip_suffix('/')?;
+    let mut parts = rest.split('/');
+    let (segment, key, name) = (parts.next()?, parts.next()?, parts.next());
+    parts.next().is_none().then_some((segment, key, name))
+}
+
 /// True when `path` has the shape of a path a build writes: `/`-separated segments of
 /// `[a-z0-9._-]`, none empty or made of dots only. The server and the host configurations
 /// read only such paths of a manifest, so that no manifest can lead them outside the tree.
@@ -347,6 +361,30 @@ mod tests {
         assert_eq!(root_url("http://h"), "http://h/api/v2/");
         assert_eq!(below_root("api/v2/berry/3"), "berry/3");
         assert_eq!(below_root(API_ROOT), "");
+    }
+
+    #[test]
+    fn a_record_or_sub_document_is_read_back_from_its_path() {
+        for key in ["3", "-7", "cheri"] {
+            assert_eq!(record_document(&record_path("berry", key)), Some(("berry", key, None)));
+            let path = sub_document_path("creature", key, "encounters");
+            assert_eq!(record_document(&path), Some(("creature", key, Some("encounters"))));
+        }
+        for path in [
+            ROOT_PATH,
+            META_PATH,
+            OPENAPI_PATH,
+            &list_path("berry"),
+            &page_path("berry", 20, 40),
+            &bulk_file_path("berry", "0123"),
+            "api/v2/berry/3/encounters/x/index.json",
+            "api/v2/berry/3/index.jsonx",
+            "api/v2/berry/3index.json",
+            "api/v22/berry/3/index.json",
+            "berry/3/index.json",
+        ] {
+            assert_eq!(record_document(path), None, "{path}");
+        }
     }
 
     #[test]

@@ -500,7 +500,7 @@ fn an_unchanged_record_is_not_read_again_for_names_and_filters() {
     std::fs::write(&second, thing(2, "two", "cyan")).unwrap(); // the same size: only the bytes and the change time tell
     std::fs::write(data.join("thing/1.json"), thing(1, "one", "green")).unwrap();
     let mut index = Index::read(&out).expect("the build wrote its index");
-    let mut files = genapi::build::index::DataFiles::default();
+    let mut files = genapi::data::recorded::DataFiles::default();
     for (rel, mut file) in index.data.iter() {
         if rel == "thing/2.json" {
             file.stamp = genapi::fsutil::Stamp::of_file(&second).unwrap();

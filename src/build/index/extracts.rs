@@ -8,9 +8,9 @@
 //! written by another version of gen, for other declared filters, damaged or cut short is not
 //! used: every record of the resource is then read, as without one.
 
-use super::DataFiles;
-use super::codec::{Checksummed, Decoder, put_bytes, put_u64};
 use crate::build::state;
+use crate::data::recorded::DataFiles;
+use crate::data::recorded::codec::{self, Checksummed, Decoder, put_bytes, put_u64};
 use crate::fsutil;
 use crate::tree::manifest::GENERATOR;
 use serde::{Deserialize, Serialize};
@@ -143,7 +143,7 @@ impl ExtractStore {
             Err(e) => return ignored(segment, fsutil::why_not_read(&path, MAX_BYTES, &e)),
         };
         let shown = path.display();
-        let damaged = || ignored(segment, format!("{shown} {}", super::codec::damaged()));
+        let damaged = || ignored(segment, format!("{shown} {}", codec::damaged()));
         let Some(body) = file.metadata().ok().and_then(|meta| meta.len().checked_sub(32)) else { return damaged() };
         let checksummed = Checksummed::new(file.take(body));
         let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
@@ -218,7 +218,7 @@ fn decode(
         }
     }
     if input.left != 0 {
-        return Err(super::codec::damaged().into());
+        return Err(codec::damaged().into());
     }
     Ok(rows)
 }
@@ -226,7 +226,7 @@ fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::index::{DataFile, Hash};
+    use crate::data::recorded::{DataFile, Hash};
 
     fn files(blue: &str) -> DataFiles {
         let mut files = DataFiles::default();

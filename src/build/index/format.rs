@@ -3,9 +3,10 @@
 //! before it. Decoding refuses, with a one-line reason, a file of another version, a damaged or
 //! cut one, and one whose entries do not add up; it never panics on what it reads.
 
-use super::codec::{Checksummed, Decoder, damaged, put_bytes};
-use super::{DataFiles, DocumentFiles, Index};
+use super::{DocumentFiles, Index};
 use crate::build::schema::Inferred;
+use crate::data::recorded::codec::{Checksummed, Decoder, damaged, put_bytes};
+use crate::data::recorded::{DataFiles, FolderNotes};
 use crate::fsutil::Stamp;
 use crate::tree::manifest::{BuildSettings, GENERATOR};
 use serde::{Deserialize, Serialize};
@@ -40,7 +41,7 @@ pub(super) struct Head {
     pub(super) schemas: Vec<(String, Option<String>, Inferred)>,
     /// Absent from the head of an index written before gen listed folders.
     #[serde(default)]
-    pub(super) folders: Option<super::FolderNotes>,
+    pub(super) folders: Option<FolderNotes>,
 }
 
 impl Index {

@@ -2,9 +2,10 @@
 //! its file had when the build left it, looked up by place (a record or sub-document) or by
 //! path (the root, meta, OpenAPI, list pages).
 
-use super::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
-use super::places::{Places, check_entries};
-use super::{DocumentFile, Hash, Place};
+use super::DocumentFile;
+use crate::data::recorded::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
+use crate::data::recorded::places::{Places, check_entries};
+use crate::data::recorded::{Hash, Place};
 use crate::fsutil::Stamp;
 use crate::tree::layout;
 use std::collections::HashMap;
@@ -188,12 +189,7 @@ impl DocumentFiles {
         if let Some(&at) = self.other_by_path.get(path) {
             return Some(self.other[at].file);
         }
-        let rest = path.strip_prefix(layout::API_ROOT)?.strip_prefix('/')?.strip_suffix("/index.json")?;
-        let mut parts = rest.split('/');
-        let (segment, key, kind) = (parts.next()?, parts.next()?, parts.next());
-        if parts.next().is_some() {
-            return None;
-        }
+        let (segment, key, kind) = layout::record_document(path)?;
         match crate::config::parse_id(key) {
             Some(id) => self.keyed_any_name(&Place { segment, kind, id }),
             None => {

@@ -4,9 +4,9 @@
 //! into place.
 
 use super::Index;
-use super::codec::Checksummed;
-use super::data_files::DataFiles;
 use crate::build::state;
+use crate::data::recorded::DataFiles;
+use crate::data::recorded::codec::Checksummed;
 use crate::fsutil;
 use anyhow::{Context, Result};
 use std::io::{BufWriter, Write};

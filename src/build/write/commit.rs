@@ -7,8 +7,9 @@ use super::docs::Docs;
 use super::journal::journal_path;
 use super::stage::{Placed, Placements, previous_file};
 use super::{NewDocs, Previous, WriteReport, Written};
-use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, OtherDoc, Place, gz_path};
+use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, OtherDoc, gz_path};
 use crate::build::state;
+use crate::data::recorded::{Hash, Place};
 use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
@@ -93,7 +94,7 @@ pub(super) fn stamps_after_commit<'o>(
         let shown = || format!("cannot read {}", committed.path().join(&first).display());
         let stamp = committed.stamp(&first).with_context(shown)?;
         let gz = if gzip { committed.stamp(&format!("{first}.gz")) } else { None };
-        Ok(DocumentFile { hash: crate::build::index::Hash(placed.hash), stamp, gz })
+        Ok(DocumentFile { hash: Hash(placed.hash), stamp, gz })
     };
     if !placed.whole() {
         let mut changes = DocChanges::default();

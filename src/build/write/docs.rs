@@ -2,9 +2,9 @@
 //! once every other is rendered), with their paths and places, and whether the new tree has
 //! a given path (for what is gone from it).
 
-use crate::build::index::Place;
 use crate::build::plan::{Output, Plan};
 use crate::data::load::Dataset;
+use crate::data::recorded::Place;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;

@@ -1,15 +1,95 @@
-//! The build index's table of data files: what each file of the data folder was (stamp, hash,
-//! record name) when the tree was built, and the comparisons a rebuild makes against it (what
-//! changed, whether anything was removed or renamed).
+//! The data table a build recorded: what each file of the data folder was (stamp, hash, record
+//! name) when the tree was built, kept in the build index beside the tree, and the comparisons a
+//! rebuild makes against it (what changed, whether anything was removed or renamed). The next
+//! build's listing and load (`listing.rs`, `load.rs`, `table.rs`) take it as the previous
+//! build's.
+//!
+//! Its records and sub-documents are fixed-size entries keyed by their [`Place`] (`codec`,
+//! `places`): the build index's table of documents is made of the same entries, and encodes
+//! them through these two modules too.
 
-use super::codec::{Decoder, ENTRY_BYTES, Entry, Key, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
-use super::places::{Places, check_entries};
-use super::{DataFile, Hash, Place};
-use crate::data::data_path::DataPath;
-use crate::data::dataset::Span;
+pub(crate) mod codec;
+pub(crate) mod places;
+
+use super::data_path::DataPath;
+use super::dataset::Span;
+use crate::fsutil::Stamp;
+use crate::tree::layout;
+use codec::{Decoder, ENTRY_BYTES, Entry, Key, put_bytes, put_u64, span_stamp, stamp_bytes, stamp_span};
+use places::{Places, check_entries};
 use rayon::slice::ParallelSliceMut;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+
+/// A BLAKE3 hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hash(pub blake3::Hash);
+
+/// One file of the data folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFile {
+    /// Its stamp when it was read.
+    pub stamp: Stamp,
+    /// BLAKE3 of its bytes.
+    pub hash: Hash,
+    /// A record's name.
+    pub name: Option<String>,
+    /// The line of a table that holds the record or sub-document, when it is held in one (its
+    /// stamp is then the table's: the index keeps the line's place instead).
+    pub line: Option<Span>,
+}
+
+/// Which document or data file: a record (`kind` `None`) or one of its sub-documents, in the
+/// resource `segment`, by the record's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place<'a> {
+    /// The resource.
+    pub segment: &'a str,
+    /// The sub-document's name, or `None` for the record itself.
+    pub kind: Option<&'a str>,
+    /// The record's id.
+    pub id: i64,
+}
+
+impl<'a> Place<'a> {
+    /// The place of the data file `rel` (relative to the data folder): `<segment>/<id>.json`
+    /// is a record, `<segment>/<id>/<kind>.json` a sub-document; other files have none.
+    pub fn of_data_file(rel: &'a str) -> Option<Place<'a>> {
+        match DataPath::parse(rel, false) {
+            Ok(DataPath::Record { segment, id }) => Some(Place { segment, kind: None, id }),
+            Ok(DataPath::SubDoc { segment, id, name }) => Some(Place { segment, kind: Some(name), id }),
+            _ => None,
+        }
+    }
+
+    /// The data file of this place, relative to the data folder.
+    pub fn data_file(&self) -> String {
+        let (segment, id) = (self.segment, self.id);
+        match self.kind {
+            None => DataPath::Record { segment, id }.file(),
+            Some(name) => DataPath::SubDoc { segment, id, name }.file(),
+        }
+    }
+
+    /// The path of this place's document in the tree under `key` (its id or its name).
+    pub fn tree_path(&self, key: impl std::fmt::Display) -> String {
+        match self.kind {
+            None => layout::record_path(self.segment, key),
+            Some(kind) => layout::sub_document_path(self.segment, key, kind),
+        }
+    }
+}
+
+/// What the listing of a data folder noted of its folders, beside the files its index records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FolderNotes {
+    /// The folders that held no data file (relative to the data folder), sorted: with the data
+    /// files' folders, every folder the data holds.
+    pub hollow: Vec<String>,
+    /// Each resource folder's identity (device and inode), by segment: a folder is trusted to
+    /// hold what it held only when it is the same folder (not another data folder's).
+    pub resources: BTreeMap<String, (u64, u64)>,
+}
 
 /// A line of a table, as the index recorded it.
 #[derive(Debug, Clone, Copy)]
@@ -19,7 +99,7 @@ pub struct TableLine<'a> {
     /// Its record's name (`None` for a sub-document's line).
     pub name: Option<&'a str>,
     /// Where the line is in its table (offset, length, line number).
-    pub span: crate::data::dataset::Span,
+    pub span: Span,
     /// BLAKE3 of the line's bytes.
     pub hash: [u8; 32],
 }
@@ -38,10 +118,10 @@ pub struct FolderFiles {
 /// key; the few others (`gen.json`, order files) by path.
 #[derive(Debug, Clone, Default)]
 pub struct DataFiles {
-    pub(super) places: Places,
-    pub(super) entries: Vec<Entry>,
-    pub(super) other: BTreeMap<String, DataFile>,
-    pub(super) sorted: bool,
+    places: Places,
+    entries: Vec<Entry>,
+    other: BTreeMap<String, DataFile>,
+    sorted: bool,
 }
 
 impl DataFiles {
@@ -65,13 +145,7 @@ impl DataFiles {
 
     /// Adds the record or sub-document file at `place`, stamped `stamp`, whose bytes hash to
     /// `hash` (a record named `name`): [`DataFiles::insert_place`] without a [`DataFile`] made.
-    pub fn insert_file(
-        &mut self,
-        place: &Place<'_>,
-        stamp: crate::fsutil::Stamp,
-        hash: &blake3::Hash,
-        name: Option<&str>,
-    ) {
+    pub fn insert_file(&mut self, place: &Place<'_>, stamp: Stamp, hash: &blake3::Hash, name: Option<&str>) {
         let key = self.places.key(place);
         let name = self.places.names.add(name);
         self.entries.push(Entry { key, name, stamp, hash: *hash.as_bytes() });
@@ -157,7 +231,7 @@ impl DataFiles {
     }
 
     /// True when `test` holds for the stamp of some file (a table's lines are not files).
-    pub fn any_stamp(&self, test: impl Fn(&crate::fsutil::Stamp) -> bool) -> bool {
+    pub fn any_stamp(&self, test: impl Fn(&Stamp) -> bool) -> bool {
         let keyed = self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).map(|e| &e.stamp);
         keyed.chain(self.other.values().map(|f| &f.stamp)).any(test)
     }
@@ -201,7 +275,7 @@ impl DataFiles {
     }
 
     /// The stamp recorded for the file of entry `number`.
-    pub fn stamp_at(&self, number: u32) -> crate::fsutil::Stamp {
+    pub fn stamp_at(&self, number: u32) -> Stamp {
         self.entries[number as usize].stamp
     }
 
@@ -232,7 +306,7 @@ impl DataFiles {
 
     /// The stamp recorded for a file that is not a record or sub-document (`gen.json`, an
     /// order file), if any.
-    pub fn other_stamp(&self, rel: &str) -> Option<crate::fsutil::Stamp> {
+    pub fn other_stamp(&self, rel: &str) -> Option<Stamp> {
         self.other.get(rel).map(|file| file.stamp)
     }
 
@@ -259,7 +333,7 @@ impl DataFiles {
         first..first + self.entries[first..].partition_point(|e| e.key.segment == key.segment)
     }
 
-    pub(super) fn file(&self, entry: &Entry) -> DataFile {
+    fn file(&self, entry: &Entry) -> DataFile {
         DataFile {
             stamp: entry.stamp,
             hash: Hash(blake3::Hash::from_bytes(entry.hash)),
@@ -364,7 +438,8 @@ impl DataFiles {
         self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|at| &self.entries[at])
     }
 
-    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+    /// Writes the table as the build index holds it.
+    pub(crate) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
         self.places.encode(out)?;
         put_u64(out, self.entries.len() as u64)?;
         for e in &self.entries {
@@ -379,7 +454,8 @@ impl DataFiles {
         Ok(())
     }
 
-    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<DataFiles, String> {
+    /// Reads the table as [`DataFiles::encode`] wrote it, checking that its entries add up.
+    pub(crate) fn decode(input: &mut Decoder<impl Read>) -> Result<DataFiles, String> {
         let places = Places::decode(input)?;
         let n = input.count(ENTRY_BYTES)?;
         // Sized once: collected, the vector would double its way up to twice the entries.

@@ -1,40 +1,42 @@
 //! The build index's building blocks on disk: fixed-size keys, entries and stamps, counted
 //! strings, and the checksum every byte passes through. Each read checks the bytes left, so
-//! that a damaged or cut file is an error, never a panic or a huge allocation.
+//! that a damaged or cut file is an error, never a panic or a huge allocation. Here with the
+//! data table ([`super::DataFiles`]), the first part of the index; the build index's other
+//! parts (its head, its table of documents, the extracts) are written with them too.
 
 use super::Hash;
 use crate::data::dataset::Span;
 use crate::fsutil::Stamp;
 use std::io::{Read, Write};
 
-/// Bytes of one entry in the index file: a data file's (see [`DataFiles`]) or a document's (see
-/// [`DocumentFiles`]; plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
-pub const ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
-pub(super) const KEY_BYTES: usize = 16;
-pub(super) const NAME_BYTES: usize = 8;
-pub(super) const STAMP_BYTES: usize = 32;
+/// Bytes of one entry in the index file: a data file's (see [`super::DataFiles`]) or a
+/// document's (plus [`STAMP_BYTES`] for its `.gz` sibling in a tree built with `--gzip`).
+pub(crate) const ENTRY_BYTES: usize = KEY_BYTES + NAME_BYTES + STAMP_BYTES + 32;
+pub(crate) const KEY_BYTES: usize = 16;
+pub(crate) const NAME_BYTES: usize = 8;
+pub(crate) const STAMP_BYTES: usize = 32;
 
 /// A record's place in fixed-size form: indexes into the interned segments and kinds (kind 0:
 /// the record itself, k: the sub-document kind k − 1). Ordered by segment, id, kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) struct Key {
-    pub(super) segment: u32,
-    pub(super) id: i64,
-    pub(super) kind: u32,
+pub(crate) struct Key {
+    pub(crate) segment: u32,
+    pub(crate) id: i64,
+    pub(crate) kind: u32,
 }
 
 /// One data file's or document's entry: [`ENTRY_BYTES`] in the file.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Entry {
-    pub(super) key: Key,
+pub(crate) struct Entry {
+    pub(crate) key: Key,
     /// A record's name; for a document, the name it is also published under, when it is.
-    pub(super) name: (u32, u32),
-    pub(super) stamp: Stamp,
-    pub(super) hash: [u8; 32],
+    pub(crate) name: (u32, u32),
+    pub(crate) stamp: Stamp,
+    pub(crate) hash: [u8; 32],
 }
 
 impl Entry {
-    pub(super) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+    pub(crate) fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut bytes = [0u8; ENTRY_BYTES];
         let rest = put_key(&mut bytes, self.key, self.name);
         rest[..STAMP_BYTES].copy_from_slice(&stamp_bytes(&self.stamp));
@@ -42,7 +44,7 @@ impl Entry {
         out.write_all(&bytes)
     }
 
-    pub(super) fn decode(input: &mut Decoder<impl Read>) -> Result<Entry, String> {
+    pub(crate) fn decode(input: &mut Decoder<impl Read>) -> Result<Entry, String> {
         let bytes: [u8; ENTRY_BYTES] = input.array()?;
         let (key, name, rest) = get_key(&bytes);
         let hash = rest[STAMP_BYTES..].try_into().expect("32 bytes");
@@ -50,7 +52,7 @@ impl Entry {
     }
 }
 
-pub(super) fn put_key(bytes: &mut [u8], key: Key, name: (u32, u32)) -> &mut [u8] {
+pub(crate) fn put_key(bytes: &mut [u8], key: Key, name: (u32, u32)) -> &mut [u8] {
     bytes[0..4].copy_from_slice(&key.segment.to_le_bytes());
     bytes[4..8].copy_from_slice(&key.kind.to_le_bytes());
     bytes[8..16].copy_from_slice(&key.id.to_le_bytes());
@@ -59,7 +61,7 @@ pub(super) fn put_key(bytes: &mut [u8], key: Key, name: (u32, u32)) -> &mut [u8]
     &mut bytes[KEY_BYTES + NAME_BYTES..]
 }
 
-pub(super) fn get_key(bytes: &[u8]) -> (Key, (u32, u32), &[u8]) {
+pub(crate) fn get_key(bytes: &[u8]) -> (Key, (u32, u32), &[u8]) {
     let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
     let key = Key { segment: u32_at(0), kind: u32_at(4), id: i64::from_le_bytes(bytes[8..16].try_into().expect("8")) };
     (key, (u32_at(16), u32_at(20)), &bytes[KEY_BYTES + NAME_BYTES..])
@@ -71,19 +73,19 @@ pub(super) fn get_key(bytes: &[u8]) -> (Key, (u32, u32), &[u8]) {
 const LINE_MARK: u64 = u64::MAX;
 
 /// The stamp's place of a table line's entry: its span, marked.
-pub(super) fn span_stamp(span: Span) -> Stamp {
+pub(crate) fn span_stamp(span: Span) -> Stamp {
     Stamp { size: u64::from(span.len), mtime_ns: span.offset as i64, ctime_ns: i64::from(span.line), ino: LINE_MARK }
 }
 
 /// The span a data file's entry holds in its stamp's place, when it is a table line's.
-pub(super) fn stamp_span(stamp: &Stamp) -> Option<Span> {
+pub(crate) fn stamp_span(stamp: &Stamp) -> Option<Span> {
     let fits = |n: i64| u32::try_from(n).ok();
     let span =
         Span { offset: stamp.mtime_ns as u64, len: u32::try_from(stamp.size).ok()?, line: fits(stamp.ctime_ns)? };
     (stamp.ino == LINE_MARK).then_some(span)
 }
 
-pub(super) fn stamp_bytes(stamp: &Stamp) -> [u8; STAMP_BYTES] {
+pub(crate) fn stamp_bytes(stamp: &Stamp) -> [u8; STAMP_BYTES] {
     let mut bytes = [0u8; STAMP_BYTES];
     bytes[0..8].copy_from_slice(&stamp.size.to_le_bytes());
     bytes[8..16].copy_from_slice(&stamp.mtime_ns.to_le_bytes());
@@ -92,7 +94,7 @@ pub(super) fn stamp_bytes(stamp: &Stamp) -> [u8; STAMP_BYTES] {
     bytes
 }
 
-pub(super) fn get_stamp(bytes: &[u8]) -> Stamp {
+pub(crate) fn get_stamp(bytes: &[u8]) -> Stamp {
     let at = |i: usize| <[u8; 8]>::try_from(&bytes[i..i + 8]).expect("8 bytes");
     Stamp {
         size: u64::from_le_bytes(at(0)),
@@ -102,27 +104,27 @@ pub(super) fn get_stamp(bytes: &[u8]) -> Stamp {
     }
 }
 
-pub(super) fn put_u64(out: &mut impl Write, n: u64) -> std::io::Result<()> {
+pub(crate) fn put_u64(out: &mut impl Write, n: u64) -> std::io::Result<()> {
     out.write_all(&n.to_le_bytes())
 }
 
-pub(super) fn put_bytes(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn put_bytes(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
     put_u64(out, bytes.len() as u64)?;
     out.write_all(bytes)
 }
 
-pub(super) fn damaged() -> String {
+pub(crate) fn damaged() -> String {
     "is damaged or cut short (its checksum or its length does not match)".to_string()
 }
 
 /// Reads an index file's body, counting what is left before its checksum.
-pub(super) struct Decoder<R> {
-    pub(super) inner: R,
-    pub(super) left: u64,
+pub(crate) struct Decoder<R> {
+    pub(crate) inner: R,
+    pub(crate) left: u64,
 }
 
 impl<R: Read> Decoder<R> {
-    pub(super) fn exact(&mut self, bytes: &mut [u8]) -> Result<(), String> {
+    pub(crate) fn exact(&mut self, bytes: &mut [u8]) -> Result<(), String> {
         if (bytes.len() as u64) > self.left {
             return Err(damaged());
         }
@@ -130,18 +132,18 @@ impl<R: Read> Decoder<R> {
         self.inner.read_exact(bytes).map_err(|_| damaged())
     }
 
-    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
         let mut bytes = [0u8; N];
         self.exact(&mut bytes)?;
         Ok(bytes)
     }
 
-    pub(super) fn byte(&mut self) -> Result<u8, String> {
+    pub(crate) fn byte(&mut self) -> Result<u8, String> {
         Ok(self.array::<1>()?[0])
     }
 
     /// A count of items of at least `item_bytes` each: more than the bytes left is damage.
-    pub(super) fn count(&mut self, item_bytes: usize) -> Result<usize, String> {
+    pub(crate) fn count(&mut self, item_bytes: usize) -> Result<usize, String> {
         let n = u64::from_le_bytes(self.array()?);
         if n.saturating_mul(item_bytes as u64) > self.left {
             return Err(damaged());
@@ -149,34 +151,34 @@ impl<R: Read> Decoder<R> {
         Ok(n as usize)
     }
 
-    pub(super) fn string(&mut self) -> Result<String, String> {
+    pub(crate) fn string(&mut self) -> Result<String, String> {
         let n = self.count(1)?;
         let mut bytes = vec![0u8; n];
         self.exact(&mut bytes)?;
         String::from_utf8(bytes).map_err(|_| damaged())
     }
 
-    pub(super) fn stamp(&mut self) -> Result<Stamp, String> {
+    pub(crate) fn stamp(&mut self) -> Result<Stamp, String> {
         Ok(get_stamp(&self.array::<STAMP_BYTES>()?))
     }
 
-    pub(super) fn hash(&mut self) -> Result<Hash, String> {
+    pub(crate) fn hash(&mut self) -> Result<Hash, String> {
         Ok(Hash(blake3::Hash::from_bytes(self.array()?)))
     }
 }
 
 /// A reader or writer that hashes every byte that passes through it.
-pub(super) struct Checksummed<T> {
-    pub(super) inner: T,
-    pub(super) hasher: blake3::Hasher,
+pub(crate) struct Checksummed<T> {
+    pub(crate) inner: T,
+    pub(crate) hasher: blake3::Hasher,
 }
 
 impl<T> Checksummed<T> {
-    pub(super) fn new(inner: T) -> Checksummed<T> {
+    pub(crate) fn new(inner: T) -> Checksummed<T> {
         Checksummed { inner, hasher: blake3::Hasher::new() }
     }
 
-    pub(super) fn finish(self) -> (T, blake3::Hash) {
+    pub(crate) fn finish(self) -> (T, blake3::Hash) {
         (self.inner, self.hasher.finalize())
     }
 }
