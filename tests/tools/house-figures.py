@@ -21,7 +21,7 @@ def strip_tests(text):
         if lines[i].strip() == "#[cfg(test)]":
             j, depth, opened = i + 1, 0, False
             while j < len(lines):
-                line = lines[j]
+                line = re.sub(r"b?'(?:\\.|[^'\\])'|\"(?:\\.|[^\"\\])*\"", "", lines[j])  # literals
                 depth += line.count("{") - line.count("}")
                 opened = opened or "{" in line
                 if (opened and depth <= 0) or (not opened and line.rstrip().endswith(";")):
