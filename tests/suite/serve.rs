@@ -570,6 +570,11 @@ fn one_log_line_per_request_unless_quiet() {
     assert!(!quiet.stderr().contains("GET"), "{}", quiet.stderr());
 }
 
+/// How long a test waits for a close that comes at once (after an answer that says
+/// `Connection: close`) on a server of the default idle timeout, 60 s: half of it tells a close
+/// at once from one at the idle timeout whatever the load (2 s was the bound before).
+const CLOSED_AT_ONCE: Duration = Duration::from_secs(30);
+
 #[test]
 fn oversized_targets_and_headers_are_refused() {
     let site = site();
@@ -607,7 +612,7 @@ fn endless_heads_are_refused_before_they_end() {
         }
         let response = conn.read_response(false).expect("an answer before the head ends");
         assert_eq!(response.status, status, "{opening:?} after {sent} bytes");
-        assert!(conn.closed_within(Duration::from_secs(2)));
+        assert!(conn.closed_within(CLOSED_AT_ONCE));
     }
     server.get("/api/v2/").expect(200);
 }
@@ -626,12 +631,12 @@ fn keep_alive_pipelining_and_http_1_0() {
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("close"));
-    assert!(conn.closed_within(Duration::from_secs(2)));
+    assert!(conn.closed_within(CLOSED_AT_ONCE));
     // HTTP/1.0: closed unless keep-alive is asked for
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.0\r\n\r\n");
     conn.read_response(false).unwrap().expect(200);
-    assert!(conn.closed_within(Duration::from_secs(2)));
+    assert!(conn.closed_within(CLOSED_AT_ONCE));
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("keep-alive"));
