@@ -459,7 +459,7 @@ fn watch_rebuilds_told_what_changed_leave_the_tree_a_fresh_build_gives() {
 /// still found changed, as a fresh build finds it.
 #[test]
 fn watch_rebuilds_list_everything_once_a_file_can_change_unseen() {
-    type Step = dyn Fn(&Path, &Path);
+    type Step = dyn Fn(&Path, &Path) + Sync;
     let hard_link: &Step =
         &|data, outside| std::fs::hard_link(outside.join("4.json"), data.join("thing/4.json")).unwrap();
     let moved_in: &Step = &|data, outside| {
@@ -468,37 +468,48 @@ fn watch_rebuilds_list_everything_once_a_file_can_change_unseen() {
         std::fs::write(data.join("thing/4.json"), "{\"id\": 4, \"name\": \"thing-4\"}").unwrap();
         std::fs::rename(outside.join("4"), data.join("thing/4")).unwrap();
     };
-    for (label, link, edit_unseen) in [
+    // the two cases at once, each with its own folders and server: they spend their time
+    // waiting on the watch's rebuilds and on a file stamp's age
+    let cases = [
         ("a hard link to a file outside", hard_link, "4.json"),
         ("a folder moved in holding a symbolic link", moved_in, "note.json"),
-    ] {
-        let tmp = TempDir::new("watch-unseen");
-        let (data, out, outside) = (tmp.join("data"), tmp.join("out"), tmp.join("outside"));
-        let thing = |id: i64, size: i64| format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"size\": {size}}}");
-        write_files(&data, &[("thing/1.json", thing(1, 1)), ("thing/2.json", thing(2, 2))]);
-        write_files(&outside, &[("4.json", thing(4, 4)), ("note.json", "{\"a\": 1}".to_string())]);
-        let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
-        assert!(eventually(LIMIT, || server.get("/api/v2/thing/1/").status == 200), "{}", server.stderr());
-        let rebuild = |change: &dyn Fn()| {
-            let before = rebuilds(&server);
-            change();
-            assert!(rebuilt_since(&server, before), "{label}: no rebuild\n{}", server.stderr());
-        };
-        let write = |size: i64| std::fs::write(data.join("thing/1.json"), thing(1, size)).unwrap();
-        rebuild(&|| write(10)); // lists everything: the first after the start
-        rebuild(&|| write(11));
-        let told = server.stderr().matches("the rest trusted").count();
-        assert!(told >= 1, "{label}: {}", server.stderr());
-        rebuild(&|| link(&data, &outside));
-        std::thread::sleep(Duration::from_millis(2100)); // the linked file's stamp is trusted
-        rebuild(&|| write(12));
-        std::fs::write(outside.join(edit_unseen), "{\"id\": 4, \"name\": \"changed-4\", \"b\": 2}").unwrap();
-        rebuild(&|| write(13));
-        let fresh = tmp.join("fresh");
-        build(&data, &fresh, &[]).ok();
-        assert!(read_tree(&out) == read_tree(&fresh), "{label}: the rebuilt tree differs from a fresh build");
-        assert_eq!(server.stderr().matches("the rest trusted").count(), told, "{label}: {}", server.stderr());
-    }
+    ];
+    std::thread::scope(|scope| {
+        for (label, link, edit_unseen) in cases {
+            scope.spawn(move || watch_unseen_case(label, link, edit_unseen));
+        }
+    });
+}
+
+/// One case of [`watch_rebuilds_list_everything_once_a_file_can_change_unseen`]: `link` makes
+/// the data folder hold a file that `edit_unseen` (its name outside) changes without an event.
+fn watch_unseen_case(label: &str, link: &(dyn Fn(&Path, &Path) + Sync), edit_unseen: &str) {
+    let tmp = TempDir::new("watch-unseen");
+    let (data, out, outside) = (tmp.join("data"), tmp.join("out"), tmp.join("outside"));
+    let thing = |id: i64, size: i64| format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"size\": {size}}}");
+    write_files(&data, &[("thing/1.json", thing(1, 1)), ("thing/2.json", thing(2, 2))]);
+    write_files(&outside, &[("4.json", thing(4, 4)), ("note.json", "{\"a\": 1}".to_string())]);
+    let server = Server::start_preview(&out, &["--watch", "--data", data.to_str().unwrap()]);
+    assert!(eventually(LIMIT, || server.get("/api/v2/thing/1/").status == 200), "{}", server.stderr());
+    let rebuild = |change: &dyn Fn()| {
+        let before = rebuilds(&server);
+        change();
+        assert!(rebuilt_since(&server, before), "{label}: no rebuild\n{}", server.stderr());
+    };
+    let write = |size: i64| std::fs::write(data.join("thing/1.json"), thing(1, size)).unwrap();
+    rebuild(&|| write(10)); // lists everything: the first after the start
+    rebuild(&|| write(11));
+    let told = server.stderr().matches("the rest trusted").count();
+    assert!(told >= 1, "{label}: {}", server.stderr());
+    rebuild(&|| link(&data, &outside));
+    std::thread::sleep(Duration::from_millis(2100)); // the linked file's stamp is trusted
+    rebuild(&|| write(12));
+    std::fs::write(outside.join(edit_unseen), "{\"id\": 4, \"name\": \"changed-4\", \"b\": 2}").unwrap();
+    rebuild(&|| write(13));
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &[]).ok();
+    assert!(read_tree(&out) == read_tree(&fresh), "{label}: the rebuilt tree differs from a fresh build");
+    assert_eq!(server.stderr().matches("the rest trusted").count(), told, "{label}: {}", server.stderr());
 }
 
 /// A record of the resource `thing`.
