@@ -704,8 +704,15 @@ fn problems_name_paths_from_where_the_user_stands_in_watch_build_and_check() {
         let problem = stderr.lines().find(|line| line.contains("berry/1.json")).unwrap_or_default();
         assert!(problem.starts_with("mydata/berry/1.json: "), "--data {data_arg}: {problem:?} in:\n{stderr}");
         assert!(!stderr.contains(absolute), "--data {data_arg}: an absolute path in:\n{stderr}");
-        let page = server.get_with("/", &[BROWSER]).expect(200).text();
-        assert!(page.contains("mydata/berry/1.json: ") && !page.contains(absolute), "--data {data_arg}: {page}");
+        // the view shows the problems once the watch has handed them over, which may come just
+        // after they are printed: wait for them there too (a read right after the print once
+        // found a page without them, under load)
+        let mut page = String::new();
+        let shown = eventually(LIMIT, || {
+            page = server.get_with("/", &[BROWSER]).expect(200).text();
+            page.contains("mydata/berry/1.json: ")
+        });
+        assert!(shown && !page.contains(absolute), "--data {data_arg}: {page}");
         drop(server);
         for command in ["build", "check"] {
             let output = common::gen_bin()
