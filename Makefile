@@ -43,8 +43,9 @@ test:
 ## (serve, hostile, watch), not on the 2 cores. Most of its CPU is file creation (sys time) by
 ## the builds of small trees. Measured: 59.4 and 65.2 s at load 1.4-4.2 (2026-11-26, one
 ## binary), 56 s the developers' idle median; after issue 50 item 7 (three tests moved or
-## shrunk, about 25 s of CPU less) 283 s wall, 28 s user and 91 s sys CPU at load 13.6-23.4
-## (2026-11-27, four builds beside it: not an idle figure; sys time grows with the load).
+## shrunk, about 25 s of CPU less; two cases of a watch test at once) 283 s wall, 28 s user and
+## 91 s sys CPU at load 13.6-23.4, and 174 s, 25 s user and 126 s sys at load 7.8-9.2
+## (2026-11-27, four builds beside it: not idle figures; sys time grows with the load).
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet -- --test-threads=6
 
