@@ -81,8 +81,13 @@ fn watch_rebuilds_on_every_change_and_keeps_the_last_good_tree() {
     );
     assert_eq!(size_of(&server, 1), Some(21), "the last good tree is still served");
     assert_eq!(count(&server), Some(3));
-    let page = server.get_with("/", &[BROWSER]).expect(200).text();
-    assert!(page.contains("id=\"problems\""), "{page}");
+    // the view is handed the problems just after they are printed: waited for, not raced
+    let mut page = String::new();
+    let shown = eventually(LIMIT, || {
+        page = server.get_with("/", &[BROWSER]).expect(200).text();
+        page.contains("id=\"problems\"")
+    });
+    assert!(shown, "{page}");
     assert!(page.contains("berry/1.json"), "the page names the broken file: {page}");
     let record_page = server.get_with("/api/v2/berry/3/", &[BROWSER]).expect(200).text();
     assert!(record_page.contains("id=\"problems\""));
@@ -118,7 +123,7 @@ fn watch_with_broken_data_serves_the_existing_tree_and_refuses_without_one() {
     let server = Server::start_preview(&out, &["--quiet", "--watch", "--data", data.to_str().unwrap()]);
     assert_eq!(size_of(&server, 1), Some(20));
     assert!(eventually(LIMIT, || server.stderr().contains("berry/1.json")), "{}", server.stderr());
-    assert!(server.get_with("/api/v2/", &[BROWSER]).text().contains("id=\"problems\""));
+    assert!(eventually(LIMIT, || server.get_with("/api/v2/", &[BROWSER]).text().contains("id=\"problems\"")));
     std::fs::write(data.join("berry/1.json"), record(1, 25)).unwrap();
     assert!(eventually(LIMIT, || size_of(&server, 1) == Some(25)), "{}", server.stderr());
     drop(server);
