@@ -35,13 +35,17 @@ test:
 	$(CARGO) test --release --quiet
 
 ## test-quick: the tier to run after every change: every test but those that need nginx, Caddy,
-## Chromium or the Python tools, or that take long (the published fixture, kill, concurrency and
-## random-edit runs); each says on stderr that it is skipped. Installs nothing. GEN_QUICK=1 tells them;
-## under CI=true it is ignored, nothing is skipped: CI runs `make test`. Six test threads: most of
-## the tier waits on timeouts (serve, hostile, watch), not on the 2 cores. One test binary since
-## issue 38: 59.4 and 65.2 s at load 1.4-4.2 (2026-11-26), against 94.9 and 106.6 s with the
-## default 2 threads at load 0.9-1.5 (and 48-55 s for the 20 binaries of before, idle, 2026-11-24,
-## with fewer tests).
+## Chromium, workerd, Deno or the Python tools, or that take long (the published fixture, kill,
+## concurrency and random-edit runs, the memory measures of large records, the edge handlers'
+## second parity walk, over path links); each says on stderr that it is skipped and that
+## `make test` runs it. Installs nothing. GEN_QUICK=1 tells them; under CI=true it is ignored,
+## nothing is skipped: CI runs `make test`. Six test threads: much of the tier waits on timeouts
+## (serve, hostile, watch), not on the 2 cores. Most of its CPU is file creation (sys time) by
+## the builds of small trees. Measured: 59.4 and 65.2 s at load 1.4-4.2 (2026-11-26, one
+## binary), 56 s the developers' idle median; after issue 50 item 7 (three tests moved or
+## shrunk, about 25 s of CPU less; two cases of a watch test at once) 283 s wall, 28 s user and
+## 91 s sys CPU at load 13.6-23.4, and 174 s, 25 s user and 126 s sys at load 7.8-9.2
+## (2026-11-27, four builds beside it: not idle figures; sys time grows with the load).
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet -- --test-threads=6
 

@@ -14,7 +14,7 @@
 //! (with its process group: miniflare runs workerd as a child) when the test ends. `make test`
 //! installs miniflare and Deno under target/edge-runtimes (`tests/tools/edge-runtimes.sh`);
 //! without them the tests fail under CI, else skip saying so. workerd and Deno skip under
-//! GEN_QUICK; Node runs in the quick tier.
+//! GEN_QUICK; Node runs in the quick tier (all but the second parity walk, over path links).
 
 use crate::common;
 use crate::parity;
@@ -493,6 +493,11 @@ fn edge_handlers_answer_as_gen_serve_does() {
 
 #[test]
 fn edge_handlers_answer_as_gen_serve_does_with_path_links_pretty() {
+    // the quick tier keeps the run above (query links); this one is the same walk again, over
+    // path links, pretty and gzipped files: about 7 s of CPU
+    if heavy("it runs the parity walk a second time, over path links").is_none() {
+        return;
+    }
     edge_parity(&sample_tree("edge-parity-path", &["--links", "path", "--pretty", "--gzip"]), &[]);
 }
 

@@ -136,7 +136,10 @@ fn abandoned_bodies_leave_no_thread_or_descriptor_behind() {
         let response = conn.read_response(false).expect("an answer without the body");
         assert_eq!(response.status, 405);
         assert_eq!(response.header("Connection"), Some("close"));
-        assert!(conn.closed_within(Duration::from_secs(2)));
+        // closed: at once, or by the 2 s idle timeout at the latest, so the wait is not what
+        // tells them apart (it was 2 s, which a loaded machine can miss); the answer without
+        // the body is
+        assert!(conn.closed_within(Duration::from_secs(20)));
     }
     // 300 POST heads closed at once, with bodies above and below what is read to keep the
     // connection
@@ -161,7 +164,9 @@ fn abandoned_bodies_leave_no_thread_or_descriptor_behind() {
 
 #[test]
 fn a_head_sent_a_byte_at_a_time_is_cut_off() {
-    // each byte comes well within the idle timeout (2 s), but the whole head may take no longer
+    // each byte comes well within the idle timeout (2 s), but the whole head may take no longer.
+    // The head takes 26 s at a byte every 200 ms: it is cut off before it is whole, whatever the
+    // load (the test once stopped sending after 6 s and asked for the cut within 8 s)
     let site = Site::new("slow-head", &[20], &[]);
     let server = Server::start(&site.out(), &["--idle-timeout", "2"]);
     let mut stream = TcpStream::connect(&server.addr).unwrap();
@@ -174,9 +179,6 @@ fn a_head_sent_a_byte_at_a_time_is_cut_off() {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
-        if started.elapsed() > Duration::from_secs(6) {
-            break;
-        }
     }
     // the server answered 408 and closed (a write may still succeed into a closed socket)
     stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -184,14 +186,15 @@ fn a_head_sent_a_byte_at_a_time_is_cut_off() {
     let _ = stream.read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer);
     assert!(cut_off || answer.starts_with("HTTP/1.1 408"), "after {:?}: {answer:?}", started.elapsed());
-    assert!(started.elapsed() < Duration::from_secs(8));
     server.get("/api/v2/").expect(200);
 }
 
 #[test]
 fn conflicting_content_lengths_get_400_and_the_connection_closed() {
     let site = Site::new("smuggling", &[20], &[]);
-    let server = Server::start(&site.out(), &["--idle-timeout", "2"]);
+    // an idle timeout far above the wait for the close below, so that only a close at once
+    // passes it, whatever the load (the timeout was 2 s and the wait 2 s before)
+    let server = Server::start(&site.out(), &["--idle-timeout", "60"]);
     let smuggled = "GET /api/v2/item/1/ HTTP/1.1\r\nHost: x\r\n\r\n";
     for lengths in [
         format!("Content-Length: 0\r\nContent-Length: {}", smuggled.len()),
@@ -206,7 +209,7 @@ fn conflicting_content_lengths_get_400_and_the_connection_closed() {
         assert_eq!(response.status, 400, "{lengths:?}: {}", response.text());
         assert!(response.json()["detail"].as_str().unwrap().contains("send one"));
         // the smuggled request is never answered
-        assert!(conn.closed_within(Duration::from_secs(2)), "{lengths:?}");
+        assert!(conn.closed_within(Duration::from_secs(30)), "{lengths:?}");
     }
     // the same length twice is one length
     let mut conn = server.connect();
@@ -231,7 +234,8 @@ fn a_body_too_large_to_read_still_gets_its_answer() {
         let response = conn.read_response(false).expect("the answer, not a reset");
         assert_eq!(response.status, 405);
         assert_eq!(response.header("Connection"), Some("close"));
-        assert!(conn.closed_within(Duration::from_secs(3)));
+        // closed (by the 2 s idle timeout at the latest: a wait of 3 s could be missed under load)
+        assert!(conn.closed_within(Duration::from_secs(20)));
     }
     server.get("/api/v2/").expect(200);
 }

@@ -570,6 +570,11 @@ fn one_log_line_per_request_unless_quiet() {
     assert!(!quiet.stderr().contains("GET"), "{}", quiet.stderr());
 }
 
+/// How long a test waits for a close that comes at once (after an answer that says
+/// `Connection: close`) on a server of the default idle timeout, 60 s: half of it tells a close
+/// at once from one at the idle timeout whatever the load (2 s was the bound before).
+const CLOSED_AT_ONCE: Duration = Duration::from_secs(30);
+
 #[test]
 fn oversized_targets_and_headers_are_refused() {
     let site = site();
@@ -607,7 +612,7 @@ fn endless_heads_are_refused_before_they_end() {
         }
         let response = conn.read_response(false).expect("an answer before the head ends");
         assert_eq!(response.status, status, "{opening:?} after {sent} bytes");
-        assert!(conn.closed_within(Duration::from_secs(2)));
+        assert!(conn.closed_within(CLOSED_AT_ONCE));
     }
     server.get("/api/v2/").expect(200);
 }
@@ -626,12 +631,12 @@ fn keep_alive_pipelining_and_http_1_0() {
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("close"));
-    assert!(conn.closed_within(Duration::from_secs(2)));
+    assert!(conn.closed_within(CLOSED_AT_ONCE));
     // HTTP/1.0: closed unless keep-alive is asked for
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.0\r\n\r\n");
     conn.read_response(false).unwrap().expect(200);
-    assert!(conn.closed_within(Duration::from_secs(2)));
+    assert!(conn.closed_within(CLOSED_AT_ONCE));
     let mut conn = server.connect();
     conn.send(b"GET /api/v2/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_eq!(conn.read_response(false).unwrap().header("Connection"), Some("keep-alive"));
@@ -652,14 +657,21 @@ fn keep_alive_requests_do_not_stall() {
     {
         let mut conn = server.connect();
         conn.get(target).expect(200);
-        // 100 requests: over 4 s with the stall, well under 2 s without
-        let started = Instant::now();
+        // 100 requests: with the stall, each waits for the delayed ACK (40 ms at least on Linux),
+        // however idle the machine; without it, most take well under a millisecond. A loaded
+        // machine makes some slow but cannot make all 100 slow, so the fastest is what is
+        // checked, not the total (2 s for the 100 was once missed under load)
+        let mut fastest = Duration::MAX;
         for _ in 0..100 {
+            let started = Instant::now();
             let response = conn.get(target).expect(200);
+            fastest = fastest.min(started.elapsed());
             assert!(response.body.len() >= min_size);
         }
-        let elapsed = started.elapsed();
-        assert!(elapsed < Duration::from_millis(2000), "100 keep-alive requests for {target} took {elapsed:?}");
+        assert!(
+            fastest < Duration::from_millis(30),
+            "the fastest of 100 keep-alive requests for {target} took {fastest:?}"
+        );
     }
 }
 
@@ -681,7 +693,8 @@ fn large_responses_have_a_content_length_not_chunks() {
 #[test]
 fn clients_that_reset_or_vanish_do_no_harm() {
     let site = site();
-    let server = Server::start(&site.out(), &[]);
+    // the harm looked for: a connection gone unnoticed holds what it took until the idle timeout
+    let server = Server::start(&site.out(), &["--idle-timeout", "60"]);
     for i in 0..60 {
         let mut stream = TcpStream::connect(&server.addr).unwrap();
         match i % 4 {
@@ -707,13 +720,16 @@ fn clients_that_reset_or_vanish_do_no_harm() {
     for _ in 0..20 {
         server.get("/api/v2/item/1/").expect(200);
     }
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    // answered before any of them could have been let go by the idle timeout (60 s): a bound
+    // by what is checked, not by the machine's speed (2 s was the bound before)
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
 }
 
 #[test]
 fn hundreds_of_idle_connections_do_not_delay_others() {
     let site = site();
-    let server = Server::start(&site.out(), &[]);
+    // the delay looked for: a request waiting until idle connections are let go, at 60 s
+    let server = Server::start(&site.out(), &["--idle-timeout", "60"]);
     let mut idle = Vec::new();
     for i in 0..400 {
         let mut stream = TcpStream::connect(&server.addr).unwrap();
@@ -723,13 +739,19 @@ fn hundreds_of_idle_connections_do_not_delay_others() {
         }
         idle.push(stream);
     }
-    let mut slowest = Duration::ZERO;
+    // each answered well before the idle timeout lets one of them go (the slowest under 30 s),
+    // and the half that tells a server that serves them one after another from one that does
+    // not (the median under 1 s: a loaded machine slows some answers, not half of them)
+    let mut times = Vec::new();
     for i in 0..100 {
         let started = Instant::now();
         server.get(&format!("/api/v2/item/{}/", i % 100 + 1)).expect(200);
-        slowest = slowest.max(started.elapsed());
+        times.push(started.elapsed());
     }
-    assert!(slowest < Duration::from_millis(1000), "slowest answer {slowest:?} beside 400 idle connections");
+    times.sort();
+    let (median, slowest) = (times[times.len() / 2], times[times.len() - 1]);
+    assert!(slowest < Duration::from_secs(30), "slowest answer {slowest:?} beside 400 idle connections");
+    assert!(median < Duration::from_secs(1), "median answer {median:?} beside 400 idle connections");
     // and the idle ones still work
     let mut conn = serve_support::Conn::new(idle.pop().unwrap());
     conn.send(b"\r\n");
@@ -790,9 +812,9 @@ fn idle_connections_are_closed_and_accepting_goes_on() {
     let server = Server::start(&site.out(), &["--idle-timeout", "1"]);
     let mut conn = server.connect();
     conn.get("/api/v2/").expect(200);
-    let started = Instant::now();
-    assert!(conn.closed_within(Duration::from_secs(5)), "an idle connection stays open");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // closed by the 1 s timeout asked for, not the default 60 s: a bound by what is checked,
+    // not by the machine's speed (5 s, and the close within 3 s, were the bounds before)
+    assert!(conn.closed_within(Duration::from_secs(30)), "an idle connection stays open");
     // no new connection for longer than the idle timeout: tiny_http's accept thread ends
     // (EAGAIN); the server must accept again
     std::thread::sleep(Duration::from_millis(2500));
