@@ -34,8 +34,9 @@ mod previous;
 // The dates a build gives its tree, from git when the data is committed.
 mod dates;
 
-// The render step: which documents a build renders, and what changed since the previous one.
-mod rendering;
+// The render step: which documents a build renders, yielded as a stream to the writer, and
+// what changed since the previous one.
+pub mod rendering;
 use rendering::{Changed, Rendering};
 
 use crate::data::{listing, load, watched};
@@ -45,6 +46,7 @@ use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
+use write::Output;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
 /// [`BuildOptions::settings`] turns them, with the data's settings, into the [`BuildSettings`] a
@@ -231,23 +233,19 @@ pub fn build(
     rendering.renderer.set_extracts(extracts);
     timer.step("plan");
     let lists = list_hashes(dataset);
-    let written = write::write_tree(
-        &mut previous.target,
-        write::WriteJob {
-            dataset,
-            outputs: &outputs,
-            documents: &rendering,
-            manifest: manifest_of(&settings, dataset),
-            lists: &lists,
-            bulk_dates: bulk_dates.as_ref(),
-            previous: write::Previous {
-                index: previous.index.as_ref(),
-                listed: std::mem::take(&mut previous.listed),
-                killed: previous.journal.killed.then(|| previous.journal.paths.iter().cloned().collect()),
-            },
-            progress,
+    let documents = rendering.documents(&outputs, previous.index.as_ref(), progress);
+    let tree = write::TreeWriter {
+        target: &mut previous.target,
+        manifest: manifest_of(&settings, dataset),
+        lists: &lists,
+        bulk_dates: bulk_dates.as_ref(),
+        previous: write::Previous {
+            index: previous.index.as_ref(),
+            listed: std::mem::take(&mut previous.listed),
+            killed: previous.journal.killed.then(|| previous.journal.paths.iter().cloned().collect()),
         },
-    )?;
+    };
+    let written = tree.write(&documents)?;
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let dir = previous.target.dir.clone();
