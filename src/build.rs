@@ -2,8 +2,8 @@
 //! open what the previous build left (its [`index`], a killed commit's journal), list the data
 //! folder, [`load`] what changed, check the tree against the index (decide `UpToDate | Partial
 //! | Full`), [`plan`] every document, render ([`rendering`]: the documents as a lazy stream),
-//! [`write`] them (a [`write::Output`] takes the stream: the tree writer stages, then commits),
-//! and record the new index.
+//! [`write`](mod@write) them (a [`write::Output`] takes the stream: the tree writer stages,
+//! then commits), and record the new index.
 //!
 //! Render and write meet at one seam: [`rendering::Documents`], a stream of
 //! [`rendering::Document`]s (rendered, kept from the previous build, or late), taken by a
