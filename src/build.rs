@@ -1,7 +1,15 @@
-//! The build: `data/` → the tree. [`build`] reads top to bottom as its steps: open what the
-//! previous build left (its [`index`], a killed commit's journal), [`load`] what changed,
-//! decide `UpToDate | Partial | Full`, [`plan`] every document, [`render`] those that need it,
-//! [`write`] them (staged, then committed), and record the new index.
+//! The build: `data/` → the tree. [`build`] reads top to bottom as its steps, one call each:
+//! open what the previous build left (its [`index`], a killed commit's journal), list the data
+//! folder, [`load`] what changed, check the tree against the index (decide `UpToDate | Partial
+//! | Full`), [`plan`] every document, render ([`rendering`]: the documents as a lazy stream),
+//! [`write`](mod@write) them (a [`write::Output`] takes the stream: the tree writer stages,
+//! then commits), and record the new index.
+//!
+//! Render and write meet at one seam: [`rendering::Documents`], a stream of
+//! [`rendering::Document`]s (rendered, kept from the previous build, or late), taken by a
+//! writer. What bounds the memory of the write is stated there: one rendered body per worker
+//! at a time, and nothing kept of a document but a `Copy` receipt (docs/builds.md, "The steps,
+//! and the seam between rendering and writing").
 //!
 //! The modules, in the order the build calls them:
 
@@ -25,17 +33,21 @@ pub mod render;
 pub mod schema;
 pub mod openapi;
 
-// Write: stage what changed beside the tree, then commit it.
+// Write: the writer's trait, and the tree writer (stage what changed beside the tree, then
+// commit it).
 pub mod write;
 
-// A previous tree without an index: what its manifest lists.
+// What the previous build left: its index, journal and tree, opened and locked; a previous
+// tree without an index, by what its manifest lists.
 mod previous;
+use previous::PreviousBuild;
 
 // The dates a build gives its tree, from git when the data is committed.
 mod dates;
 
-// The render step: which documents a build renders, and what changed since the previous one.
-mod rendering;
+// The render step: which documents a build renders, yielded as a stream to the writer, and
+// what changed since the previous one.
+pub mod rendering;
 use rendering::{Changed, Rendering};
 
 use crate::data::recorded::{DataFile, DataFiles, FolderNotes, Place};
@@ -46,6 +58,7 @@ use crate::{config, date, fsutil, paging};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
+use write::Output;
 
 /// Options of `gen build`, beyond the data folder's own settings: what the command line asks.
 /// [`BuildOptions::settings`] turns them, with the data's settings, into the [`BuildSettings`] a
@@ -172,8 +185,11 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
 }
 
-/// Builds the tree of `data` into `out`: load → plan → render → write, doing only the work that
-/// the change since the previous build needs (docs/builds.md):
+/// Builds the tree of `data` into `out`, doing only the work that the change since the previous
+/// build needs (docs/builds.md). Its steps, each one call: open what the previous build left,
+/// list the data, load what changed, check the tree against the index (decide), plan every
+/// document, render (a lazy stream), write (the tree writer takes the stream, then commits),
+/// and record the new index.
 /// - data files whose stamp is unchanged (and old enough to trust) are not read again;
 /// - the tree in place is trusted to be as the previous build's index says: none of its files is
 ///   stat'ed or read, except the paths a killed commit's journal lists (`options.verify` reads
@@ -196,9 +212,7 @@ pub fn build(
     require_out_beside(data, out)?;
     let mut previous = PreviousBuild::open(out, !options.verify)?;
     timer.step("open the previous build (lock, index, journal)");
-    let watched = previous.counted_from(options.watched.as_deref());
-    let (told, listing) =
-        (watched.is_some(), listing::list(data, previous.index.as_ref().map(index::Index::data_recorded), watched));
+    let (told, listing) = list(data, &previous, options);
     timer.step("list the data (stat every file, read the folders that changed)");
     if let Some(found) = listing.as_ref().and_then(|listing| previous.unchanged(data, listing, options)) {
         crate::staging::clean_leftovers(&previous.target.dir);
@@ -208,61 +222,122 @@ pub fn build(
     }
     let mut loaded = load_changed(data, listing, previous.index.as_ref())?;
     timer.step("load (read what changed)");
-    let mut settings = options.settings(&loaded.dataset.config, loaded.dataset.data_hash.clone())?;
-    let bulk_dates =
-        dates::from_git(data, &mut settings, options.source_date_epoch, previous.index.as_ref(), &loaded.dataset);
+    let (settings, bulk_dates) = settings_of(data, options, &previous, &loaded.dataset)?;
     let dataset = &loaded.dataset;
     let summary = |report, up_to_date| BuildSummary::of(dataset, report, up_to_date);
-    let decision = decide(&previous, &settings, &loaded.files);
-    timer.step("decide (check the tree against the index)");
-    if let Decision::UpToDate = decision {
-        let base = previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
-        timer.step("record");
-        return Ok(summary(write::WriteReport::default(), (true, base, told)));
-    }
-    let changed = match decision {
+    let changed = match decide(&previous, &settings, &loaded.files) {
+        Decision::UpToDate => {
+            timer.step("decide (check the tree against the index)");
+            let base = previous.record_up_to_date(started_ns, loaded.files, loaded.folders);
+            timer.step("record");
+            return Ok(summary(write::WriteReport::default(), (true, base, told)));
+        }
         Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
-        _ => None,
+        Decision::Full => None,
     };
+    timer.step("decide (check the tree against the index)");
     let data = std::mem::take(&mut loaded.files);
-    let (mut rendering, extracts, index_writer) =
-        extract_then_read_docs(&mut previous, dataset, &settings, changed, data, options.verify)?;
-    timer.step("extract (names and filter values)");
-    let outputs = plan::plan(dataset, &settings, &extracts);
-    rendering.renderer.set_extracts(extracts);
-    timer.step("plan");
-    let lists = list_hashes(dataset);
-    let written = write::write_tree(
-        &mut previous.target,
-        write::WriteJob {
-            dataset,
-            outputs: &outputs,
-            documents: &rendering,
-            manifest: manifest_of(&settings, dataset),
-            lists: &lists,
-            bulk_dates: bulk_dates.as_ref(),
-            previous: write::Previous {
-                index: previous.index.as_ref(),
-                listed: std::mem::take(&mut previous.listed),
-                killed: previous.journal.killed.then(|| previous.journal.paths.iter().cloned().collect()),
-            },
-            progress,
-        },
-    )?;
+    let planned = plan_documents(&mut previous, dataset, &settings, (changed, data, options.verify), &timer)?;
+    let tree = tree_writer(&mut previous, &settings, dataset, &planned.lists, bulk_dates.as_ref());
+    let documents = planned.rendering.documents(&planned.plan, tree.previous.index, progress);
+    let written = tree.write(&documents)?;
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
+    let report = record(previous, written, planned, (started_ns, &settings, loaded.folders.notes))?;
+    timer.step("write the index");
+    Ok(summary(report, (false, started_ns, told)))
+}
+
+/// The list step: the data folder's files with their stamps, the folders that changed read
+/// (`None` when it must be walked). Returns too whether a watcher's changes were taken (see
+/// [`BuildOptions::watched`]).
+fn list(data: &Path, previous: &PreviousBuild, options: &BuildOptions) -> (bool, Option<listing::Listing>) {
+    let watched = previous.counted_from(options.watched.as_deref());
+    let recorded = previous.index.as_ref().map(index::Index::data_recorded);
+    (watched.is_some(), listing::list(data, recorded, watched))
+}
+
+/// The settings of the tree this build makes, and the bulk-data files' dates when git gave
+/// them with the build's date.
+fn settings_of(
+    data: &Path,
+    options: &BuildOptions,
+    previous: &PreviousBuild,
+    dataset: &load::Dataset,
+) -> Result<(BuildSettings, Option<BTreeMap<String, i64>>)> {
+    let mut settings = options.settings(&dataset.config, dataset.data_hash.clone())?;
+    let bulk_dates = dates::from_git(data, &mut settings, options.source_date_epoch, previous.index.as_ref(), dataset);
+    Ok((settings, bulk_dates))
+}
+
+/// What the plan step gives the render step: every document planned, how they are rendered,
+/// and each list's hash; and the new index, begun.
+struct Planned<'d> {
+    rendering: Rendering<'d>,
+    plan: plan::Plan<'d>,
+    lists: BTreeMap<String, String>,
+    index_writer: Result<index::IndexWriter>,
+}
+
+/// The plan step: the names and filter values extracted (see [`extract_then_read_docs`]),
+/// then every document of the tree planned.
+fn plan_documents<'d>(
+    previous: &mut PreviousBuild,
+    dataset: &'d load::Dataset,
+    settings: &'d BuildSettings,
+    (changed, data, verify): (Option<Changed>, DataFiles, bool),
+    timer: &crate::progress::StepTimer,
+) -> Result<Planned<'d>> {
+    let (mut rendering, extracts, index_writer) =
+        extract_then_read_docs(previous, dataset, settings, changed, data, verify)?;
+    timer.step("extract (names and filter values)");
+    let plan = plan::plan(dataset, settings, &extracts);
+    rendering.renderer.set_extracts(extracts);
+    timer.step("plan");
+    Ok(Planned { rendering, plan, lists: list_hashes(dataset), index_writer })
+}
+
+/// The writer of this build's output: the tree, in the output folder `previous` holds locked.
+fn tree_writer<'a>(
+    previous: &'a mut PreviousBuild,
+    settings: &BuildSettings,
+    dataset: &load::Dataset,
+    lists: &'a BTreeMap<String, String>,
+    bulk_dates: Option<&'a BTreeMap<String, i64>>,
+) -> write::TreeWriter<'a> {
+    write::TreeWriter {
+        target: &mut previous.target,
+        manifest: manifest_of(settings, dataset),
+        lists,
+        bulk_dates,
+        previous: write::Previous {
+            index: previous.index.as_ref(),
+            listed: std::mem::take(&mut previous.listed),
+            killed: previous.journal.killed.then(|| previous.journal.paths.iter().cloned().collect()),
+        },
+    }
+}
+
+/// The record step: the new build index, written beside the tree for the next build (what the
+/// write left, the documents' table with it); returns the write's report with its totals.
+fn record(
+    mut previous: PreviousBuild,
+    written: write::Written<'_>,
+    planned: Planned<'_>,
+    (started_ns, settings, folders): (i64, &BuildSettings, Option<FolderNotes>),
+) -> Result<write::WriteReport> {
     let dir = previous.target.dir.clone();
     let docs = written.docs.table(previous.index.take().map(|index| index.docs));
     let report = written.report.with_totals(docs.totals());
     drop(previous);
-    drop(outputs);
+    let Planned { rendering, plan, lists, index_writer } = planned;
+    drop(plan);
     let schemas = rendering.renderer.schemas();
     let (manifest, data) = (manifest_stamp(&dir)?, DataFiles::default()); // data: written already
-    let folders = loaded.folders.notes;
+    let settings = settings.clone();
     let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
     record_index(&dir, index_writer, &index);
-    timer.step("write the index");
-    Ok(summary(report, (false, started_ns, told)))
+    Ok(report)
 }
 
 /// Prepares a build's rendering, and extracts the names and filter values it needs. What
@@ -320,119 +395,6 @@ fn require_out_beside(data: &Path, out: &Path) -> Result<()> {
 fn manifest_stamp(dir: &Path) -> Result<fsutil::Stamp> {
     let path = dir.join(manifest::MANIFEST_FILE);
     fsutil::Stamp::of_file(&path).with_context(|| format!("cannot read {}", path.display()))
-}
-
-/// What the previous build left in the output folder, opened (and locked) for this one.
-struct PreviousBuild {
-    /// The output folder, locked against other builds until this one ends.
-    target: crate::staging::FolderLock,
-    /// A killed commit's journal.
-    journal: write::Journal,
-    /// The build index, when it describes the tree in place.
-    index: Option<index::Index>,
-    /// Paths known to be ours besides the index's: the journal's, and the manifest's when
-    /// there is no index.
-    listed: Vec<String>,
-    /// The tree in place, opened without following links inside it.
-    tree: Option<crate::tree::dir::TreeDir>,
-    /// The index's documents' table, until it is read ([`PreviousBuild::read_docs`]).
-    docs: Option<index::DeferredDocs>,
-}
-
-impl PreviousBuild {
-    /// Locks `out` (waiting for another build) and reads what the previous build left there:
-    /// its index only when `use_index` (else the build reads every file, as without one).
-    fn open(out: &Path, use_index: bool) -> Result<PreviousBuild> {
-        let target = crate::staging::FolderLock::open(out)?;
-        state::migrate(&target.dir);
-        if !target.exists {
-            return Ok(PreviousBuild {
-                target,
-                journal: Default::default(),
-                index: None,
-                listed: Vec::new(),
-                tree: None,
-                docs: None,
-            });
-        }
-        let dir = target.dir.clone();
-        let journal = write::read_journal(&dir);
-        let (index, docs) = match use_index.then(|| index::Index::read_deferred(&dir)).flatten() {
-            Some((index, docs)) => (Some(index), Some(docs)),
-            None => (None, None),
-        };
-        let mut listed = journal.paths.clone();
-        if index.is_none() {
-            listed.extend(previous::previous_files(&dir, !journal.paths.is_empty())?);
-        }
-        let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
-        Ok(PreviousBuild { target, journal, index, listed, tree, docs })
-    }
-
-    /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
-    /// load does not hold it). One that cannot be used is noted, and the build goes on without
-    /// the index: every document is rendered, and the previous manifest says what is ours.
-    fn read_docs(&mut self) -> Result<()> {
-        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
-        match docs.read() {
-            Some(docs) => index.docs = docs,
-            None => {
-                self.index = None;
-                let dir = self.target.dir.clone();
-                self.listed.extend(previous::previous_files(&dir, !self.journal.paths.is_empty())?);
-            }
-        }
-        Ok(())
-    }
-
-    /// What the data holds, when every file of it is as the build that left an intact tree
-    /// recorded it, and the settings are the same: the tree is up to date.
-    fn unchanged(
-        &self,
-        data: &Path,
-        listing: &listing::Listing,
-        options: &BuildOptions,
-    ) -> Option<up_to_date::Unchanged> {
-        let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
-        up_to_date::unchanged(data, listing, index, |config| up_to_date::settings_of(options, index, config))
-    }
-
-    /// What a watcher saw change (`watched`), when it was counted from the build whose index
-    /// this is: else it says nothing of the data since.
-    fn counted_from<'w>(&self, watched: Option<&'w watched::WatchedChanges>) -> Option<&'w watched::WatchedChanges> {
-        watched.filter(|watched| self.index.as_ref().is_some_and(|index| index.started_ns == watched.base))
-    }
-
-    /// Lets go of the previous build's data table (a table line's or file's entry each), once
-    /// what changed is known: the write needs only its document table, and holding both is
-    /// the peak of an edit build.
-    fn forget_data_table(&mut self) {
-        if let Some(index) = self.index.as_mut() {
-            index.data = DataFiles::default();
-        }
-    }
-
-    /// Ends a build that found the tree up to date: the stamps of data files touched without
-    /// a change, or read because they had changed too shortly before the previous build, are
-    /// recorded (with this build's start) so that the next build need not read them again; so
-    /// are the folders, when some had to be read.
-    /// Returns the start of the build the index then records (0 when it cannot be read).
-    fn record_up_to_date(&mut self, started_ns: i64, files: DataFiles, folders: Folders) -> i64 {
-        if self.read_docs().is_err() {
-            return 0;
-        }
-        let Some(index) = self.index.take() else { return 0 };
-        let mut base = index.started_ns;
-        let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
-        if data_touched || folders.read > 0 || folders.notes != index.folders {
-            let index = index::Index { started_ns, data: files, folders: folders.notes, ..index };
-            if index.write(&self.target.dir).is_ok() {
-                base = started_ns;
-            }
-        }
-        crate::staging::clean_leftovers(&self.target.dir);
-        base
-    }
 }
 
 /// The data as this build loaded it: the dataset, and each data file's stamp, hash and name

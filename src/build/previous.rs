@@ -1,11 +1,131 @@
-//! A tree in `out/` that has no build index (or whose index is not trusted): the files its
-//! manifest lists are what a build may replace or remove, and a folder that is not a tree gen
-//! built is refused.
+//! What the previous build left in `out/`, opened and locked for this one ([`PreviousBuild`]):
+//! its index, a killed commit's journal, its tree. A tree that has no build index (or whose
+//! index is not trusted): the files its manifest lists are what a build may replace or remove,
+//! and a folder that is not a tree gen built is refused.
 
+use super::{BuildOptions, Folders, index, state, up_to_date, write};
+use crate::data::recorded::DataFiles;
+use crate::data::{listing, watched};
 use crate::tree::layout;
 use crate::tree::manifest::{self, BuildSettings, Manifest};
 use anyhow::{Context, Result};
 use std::path::Path;
+
+/// What the previous build left in the output folder, opened (and locked) for this one.
+pub(super) struct PreviousBuild {
+    /// The output folder, locked against other builds until this one ends.
+    pub(super) target: crate::staging::FolderLock,
+    /// A killed commit's journal.
+    pub(super) journal: write::Journal,
+    /// The build index, when it describes the tree in place.
+    pub(super) index: Option<index::Index>,
+    /// Paths known to be ours besides the index's: the journal's, and the manifest's when
+    /// there is no index.
+    pub(super) listed: Vec<String>,
+    /// The tree in place, opened without following links inside it.
+    pub(super) tree: Option<crate::tree::dir::TreeDir>,
+    /// The index's documents' table, until it is read ([`PreviousBuild::read_docs`]).
+    pub(super) docs: Option<index::DeferredDocs>,
+}
+
+impl PreviousBuild {
+    /// Locks `out` (waiting for another build) and reads what the previous build left there:
+    /// its index only when `use_index` (else the build reads every file, as without one).
+    pub(super) fn open(out: &Path, use_index: bool) -> Result<PreviousBuild> {
+        let target = crate::staging::FolderLock::open(out)?;
+        state::migrate(&target.dir);
+        if !target.exists {
+            return Ok(PreviousBuild {
+                target,
+                journal: Default::default(),
+                index: None,
+                listed: Vec::new(),
+                tree: None,
+                docs: None,
+            });
+        }
+        let dir = target.dir.clone();
+        let journal = write::read_journal(&dir);
+        let (index, docs) = match use_index.then(|| index::Index::read_deferred(&dir)).flatten() {
+            Some((index, docs)) => (Some(index), Some(docs)),
+            None => (None, None),
+        };
+        let mut listed = journal.paths.clone();
+        if index.is_none() {
+            listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
+        }
+        let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
+        Ok(PreviousBuild { target, journal, index, listed, tree, docs })
+    }
+
+    /// Reads the index's documents' table (left unread by [`PreviousBuild::open`], so that the
+    /// load does not hold it). One that cannot be used is noted, and the build goes on without
+    /// the index: every document is rendered, and the previous manifest says what is ours.
+    pub(super) fn read_docs(&mut self) -> Result<()> {
+        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
+        match docs.read() {
+            Some(docs) => index.docs = docs,
+            None => {
+                self.index = None;
+                let dir = self.target.dir.clone();
+                self.listed.extend(previous_files(&dir, !self.journal.paths.is_empty())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// What the data holds, when every file of it is as the build that left an intact tree
+    /// recorded it, and the settings are the same: the tree is up to date.
+    pub(super) fn unchanged(
+        &self,
+        data: &Path,
+        listing: &listing::Listing,
+        options: &BuildOptions,
+    ) -> Option<up_to_date::Unchanged> {
+        let index = self.index.as_ref().filter(|_| self.tree.is_some() && !self.journal.killed)?;
+        up_to_date::unchanged(data, listing, index, |config| up_to_date::settings_of(options, index, config))
+    }
+
+    /// What a watcher saw change (`watched`), when it was counted from the build whose index
+    /// this is: else it says nothing of the data since.
+    pub(super) fn counted_from<'w>(
+        &self,
+        watched: Option<&'w watched::WatchedChanges>,
+    ) -> Option<&'w watched::WatchedChanges> {
+        watched.filter(|watched| self.index.as_ref().is_some_and(|index| index.started_ns == watched.base))
+    }
+
+    /// Lets go of the previous build's data table (a table line's or file's entry each), once
+    /// what changed is known: the write needs only its document table, and holding both is
+    /// the peak of an edit build.
+    pub(super) fn forget_data_table(&mut self) {
+        if let Some(index) = self.index.as_mut() {
+            index.data = DataFiles::default();
+        }
+    }
+
+    /// Ends a build that found the tree up to date: the stamps of data files touched without
+    /// a change, or read because they had changed too shortly before the previous build, are
+    /// recorded (with this build's start) so that the next build need not read them again; so
+    /// are the folders, when some had to be read.
+    /// Returns the start of the build the index then records (0 when it cannot be read).
+    pub(super) fn record_up_to_date(&mut self, started_ns: i64, files: DataFiles, folders: Folders) -> i64 {
+        if self.read_docs().is_err() {
+            return 0;
+        }
+        let Some(index) = self.index.take() else { return 0 };
+        let mut base = index.started_ns;
+        let data_touched = !index.data.same_stamps(&files) || files.any_stamp(|stamp| !index.trusted(stamp));
+        if data_touched || folders.read > 0 || folders.notes != index.folders {
+            let index = index::Index { started_ns, data: files, folders: folders.notes, ..index };
+            if index.write(&self.target.dir).is_ok() {
+                base = started_ns;
+            }
+        }
+        crate::staging::clean_leftovers(&self.target.dir);
+        base
+    }
+}
 
 /// The files of the tree in `dir` as its manifest lists them, when there is no index: what a
 /// build may replace or remove. A folder that holds anything but gen's tree is refused (unless

@@ -1,18 +1,25 @@
 //! The render step of a build: which planned documents it renders (all, or in a partial build
-//! those of what changed, see [`write::Documents::visit`]), and their bytes; and what a partial
-//! build finds changed since the previous one.
+//! those of what changed), yielded to a writer as a lazy stream of [`Document`]s
+//! ([`Documents`]); and what a partial build finds changed since the previous one.
+//!
+//! The stream is the seam between rendering and writing: a writer (the write step's `Output`) takes
+//! each document as it comes, and never sees how it was rendered.
 
-use super::index;
-use super::{PreviousBuild, list_hashes, openapi, plan, render, write};
+use super::index::{self, DocumentFile, Index};
+use super::{PreviousBuild, list_hashes, openapi, plan, render};
 use crate::data::recorded::{DataFiles, Place};
 use crate::data::{data_path, load};
+use crate::problem::{Problem, Problems};
+use crate::progress::Progress;
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
+use anyhow::Result;
+use rayon::prelude::*;
 use std::collections::HashSet;
+use std::sync::Mutex;
 
 /// The render step: which planned documents this build renders (all, or those a partial
-/// build needs), and their bytes. The writer asks for each document as it goes, so that no
-/// rendered body is held longer than it takes to place it.
+/// build needs), and their bytes, yielded as a stream ([`Rendering::documents`]).
 pub(super) struct Rendering<'d> {
     pub(super) renderer: render::DocumentRenderer<'d>,
     dataset: &'d load::Dataset,
@@ -81,7 +88,8 @@ impl Rendering<'_> {
     }
 }
 
-impl write::Documents for Rendering<'_> {
+impl Rendering<'_> {
+    /// True when `output` must be rendered; otherwise it is kept as the previous build left it.
     fn dirty(&self, output: &plan::Output<'_>) -> bool {
         let Some((changed, lists_changed)) = &self.partial else { return true };
         let resources = &self.dataset.resources;
@@ -104,6 +112,10 @@ impl write::Documents for Rendering<'_> {
         }
     }
 
+    /// In a build that renders only some records: the positions in `plan` of the records and
+    /// sub-documents that may need it, sorted. Those are visited, with every document that is
+    /// not a record's (a few per list); every other record is the previous build's, as the
+    /// index has it. `None`: every document is visited.
     fn visit(&self, plan: &plan::Plan<'_>) -> Option<Vec<usize>> {
         let (changed, _) = self.partial.as_ref()?;
         let mut visit = Vec::new();
@@ -131,19 +143,206 @@ impl write::Documents for Rendering<'_> {
         visit.dedup();
         Some(visit)
     }
+}
 
-    fn render(&self, output: &plan::Output<'_>) -> write::Rendered {
-        self.renderer.render(&output.content)
+/// The bytes of one document, or the problems found in its source.
+pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
+
+/// One document of the stream the render step yields ([`Documents`]), as a writer takes it.
+/// A document has one or more paths (a record's by id, then by name): one body stored under
+/// each (in the tree, hard links of one file).
+#[derive(Debug)]
+pub enum Document {
+    /// Rendered by this build.
+    Rendered {
+        /// Its position in the plan.
+        at: usize,
+        /// Every path it is published at.
+        paths: Vec<String>,
+        /// Its bytes: dropped once the writer has placed them.
+        bytes: Vec<u8>,
+        /// BLAKE3 of `bytes`.
+        hash: blake3::Hash,
+        /// What the previous build's index records of it, when it had it (at the same paths).
+        previous: Option<DocumentFile>,
+    },
+    /// Not rendered: kept as the previous build left it, which the index describes (its hash,
+    /// its files). Only a partial build keeps documents.
+    Kept {
+        /// Its position in the plan.
+        at: usize,
+        /// Every path it is published at.
+        paths: Vec<String>,
+        /// What the previous build's index records of it.
+        previous: DocumentFile,
+    },
+    /// Made once every planned document is rendered, from what rendering saw (the OpenAPI
+    /// document): at one path.
+    Late {
+        /// Its path.
+        path: String,
+        /// Its bytes.
+        bytes: Vec<u8>,
+        /// BLAKE3 of `bytes`.
+        hash: blake3::Hash,
+        /// What the previous build's index records of it.
+        previous: Option<DocumentFile>,
+    },
+}
+
+/// The documents of a build, as a lazy stream: nothing is rendered until a writer takes them
+/// ([`Documents::place_each`]), and then each document is rendered by one worker and handed
+/// to the writer at once.
+///
+/// What bounds the memory of a build's write: the stream holds one rendered body per worker
+/// (rayon's, one per core), each for as long as the writer's `put` takes; what `put` returns
+/// for a document is `Copy` (a hash, a few flags: it cannot own a body), and is all the stream
+/// keeps of it. A writer must not keep bodies either: it writes each one out as it comes.
+pub struct Documents<'s, 'd> {
+    rendering: &'s Rendering<'d>,
+    plan: &'s plan::Plan<'d>,
+    /// The previous build's index, which knows the documents kept.
+    index: Option<&'s Index>,
+    progress: &'s Progress,
+    /// The positions visited, sorted, when not every document is.
+    visit: Option<Vec<usize>>,
+}
+
+/// What a writer returned for each document of the stream that it was handed, in plan order.
+pub struct Visited<R> {
+    /// What `put` returned, for each document visited.
+    pub each: Vec<R>,
+    /// The position in the plan of each of `each`, when not every document was visited (the
+    /// others are the previous build's, unchanged, as the index has them).
+    pub at: Option<Vec<usize>>,
+}
+
+impl<'d> Rendering<'d> {
+    /// The render step: the documents of `plan`, as a lazy stream (see [`Documents`]). `index`:
+    /// the previous build's, when the tree in place is the one it describes.
+    pub(super) fn documents<'s>(
+        &'s self,
+        plan: &'s plan::Plan<'d>,
+        index: Option<&'s Index>,
+        progress: &'s Progress,
+    ) -> Documents<'s, 'd> {
+        let visit = self.visit(plan).map(|records| {
+            let mut visit: Vec<usize> = plan.listed_positions().map(|(i, _)| i).chain(records).collect();
+            visit.sort_unstable();
+            visit.dedup();
+            visit
+        });
+        Documents { rendering: self, plan, index, progress, visit }
+    }
+}
+
+impl<'d> Documents<'_, 'd> {
+    /// Every planned document (those not visited included), in plan order.
+    pub fn plan(&self) -> &plan::Plan<'d> {
+        self.plan
     }
 
-    fn render_again(&self, output: &plan::Output<'_>) -> write::Rendered {
-        self.renderer.render_unobserved(&output.content)
+    /// The dataset the documents are made of.
+    pub fn dataset(&self) -> &'d load::Dataset {
+        self.rendering.dataset
     }
 
-    fn finish(&self) -> Vec<(String, Vec<u8>)> {
-        self.renderer.release_extracts();
-        vec![(layout::OPENAPI_PATH.to_string(), openapi::document(&self.renderer))]
+    /// Renders the documents that need it and hands every document visited to `put`, in
+    /// parallel (each on one worker, in no order), as a [`Document::Rendered`] or
+    /// [`Document::Kept`]; a document dropped when `put` returns. Returns what `put` returned
+    /// for each, in plan order. Fails with every problem found in the sources (then `put` saw
+    /// only the documents that rendered), or the first error `put` returned.
+    pub fn place_each<R: Copy + Send + Default>(
+        &self,
+        put: impl Fn(Document) -> Result<R> + Sync,
+    ) -> Result<Visited<R>> {
+        let dirty = |i: usize| self.rendering.dirty(&self.plan.get(i));
+        let total = match &self.visit {
+            Some(visit) => visit.iter().filter(|&&i| dirty(i)).count(),
+            None => (0..self.plan.len()).filter(|&i| dirty(i)).count(),
+        };
+        self.progress.set_total(total as u64);
+        // Failures are gathered aside, so that what is returned for a million documents is one
+        // vector of small records, not of `Result`s.
+        let problems: Mutex<Vec<Problem>> = Mutex::default();
+        let error: Mutex<Option<anyhow::Error>> = Mutex::default();
+        let each = |at: usize| {
+            let put = match self.document(at) {
+                Ok(kept @ Document::Kept { .. }) => return put(kept).unwrap_or_else(|e| failed(&error, e)),
+                Ok(rendered) => put(rendered),
+                Err(found) => {
+                    problems.lock().expect("no panic while rendering").extend(found);
+                    Ok(R::default())
+                }
+            };
+            self.progress.inc(1);
+            put.unwrap_or_else(|e| failed(&error, e))
+        };
+        let each: Vec<R> = match &self.visit {
+            None => (0..self.plan.len()).into_par_iter().with_min_len(64).map(each).collect(),
+            Some(visit) => visit.par_iter().with_min_len(64).map(|&i| each(i)).collect(),
+        };
+        if let Some(e) = error.into_inner().expect("no panic while rendering") {
+            return Err(e);
+        }
+        let mut problems = problems.into_inner().expect("no panic while rendering");
+        if !problems.is_empty() {
+            problems.sort();
+            return Err(Problems::all(problems).into());
+        }
+        Ok(Visited { each, at: self.visit.clone() })
     }
+
+    /// The document at position `at` of the plan: kept when it need not be rendered and the
+    /// previous build had it, else rendered.
+    fn document(&self, at: usize) -> Result<Document, Vec<Problem>> {
+        let output = self.plan.get(at);
+        let dataset = self.rendering.dataset;
+        let previous = self.index.and_then(|index| previous_document(index, dataset, &output));
+        if !self.rendering.dirty(&output)
+            && let Some(previous) = previous
+        {
+            return Ok(Document::Kept { at, paths: output.paths(dataset), previous });
+        }
+        let bytes = self.rendering.renderer.render(&output.content)?;
+        let hash = blake3::hash(&bytes);
+        Ok(Document::Rendered { at, paths: output.paths(dataset), bytes, hash, previous })
+    }
+
+    /// The late documents (the OpenAPI document), made from what rendering saw: to be taken
+    /// once every planned document is placed. Lets go of the extracts first.
+    pub fn late(&self) -> Vec<Document> {
+        let renderer = &self.rendering.renderer;
+        renderer.release_extracts();
+        let (path, bytes) = (layout::OPENAPI_PATH.to_string(), openapi::document(renderer));
+        let previous = self.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
+        vec![Document::Late { hash: blake3::hash(&bytes), path, bytes, previous }]
+    }
+
+    /// The bytes of the planned document at `at` rendered once more, seen by nothing (the
+    /// schemas saw it already): for a writer that cannot read back what it placed.
+    pub fn render_again(&self, at: usize) -> Rendered {
+        self.rendering.renderer.render_unobserved(&self.plan.get(at).content)
+    }
+}
+
+/// What `index` records of the planned document `output`, when the previous build had it at
+/// the same paths.
+pub(crate) fn previous_document(
+    index: &Index,
+    dataset: &load::Dataset,
+    output: &plan::Output<'_>,
+) -> Option<DocumentFile> {
+    match output.place(dataset) {
+        Some((place, name)) => index.docs.keyed(&place, name),
+        None => index.docs.other(&output.listed),
+    }
+}
+
+/// Notes the first error a writer returned; what stands for its document then.
+fn failed<R: Default>(error: &Mutex<Option<anyhow::Error>>, e: anyhow::Error) -> R {
+    error.lock().expect("no panic while rendering").get_or_insert(e);
+    R::default()
 }
 
 /// The data files a partial build finds changed or added since the build an index describes.

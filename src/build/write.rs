@@ -1,13 +1,17 @@
-//! Write: renders the documents that changed into a staging folder beside the output folder,
-//! then commits them into the tree (see [`write_tree`] and docs/builds.md). A build that fails
-//! writes nothing into the tree; a killed one leaves files the next build repairs, and a
-//! manifest that `gen serve` checks every file against.
+//! Write: the second half of the seam between rendering and writing. A writer is an
+//! [`Output`]: it takes the render step's stream of documents
+//! ([`crate::build::rendering::Documents`]) and stores them, then commits. The tree is one
+//! ([`TreeWriter`]); another output (issue 49's archive) is another implementation beside it.
 //!
-//! Files whose bytes are unchanged are not written, so they keep their modification time and
-//! syncs to object storage skip them.
+//! The tree writer places the documents that changed into a staging folder beside the output
+//! folder, then commits them into the tree (see docs/builds.md). A build that fails writes
+//! nothing into the tree; a killed one leaves files the next build repairs, and a manifest that
+//! `gen serve` checks every file against. Files whose bytes are unchanged are not written, so
+//! they keep their modification time and syncs to object storage skip them.
 //!
-//! Its parts: [`docs`] (the documents of one write), [`stage`] (render and place into the
-//! staging folder), [`listing`] (the manifest), [`commit`] (into an existing tree) and
+//! Its parts: [`docs`] (the documents of one write), [`stage`] (place into the staging
+//! folder), [`bulk`] (the bulk-data files, made from the record documents placed),
+//! [`listing`] and [`patch`] (the manifest), [`commit`] (into an existing tree) and
 //! [`journal`] (what a killed commit leaves for the next build).
 
 mod bulk;
@@ -23,13 +27,10 @@ pub use journal::{Journal, journal_path, read_journal};
 use commit::{commit_in_place, gone_paths, stamps_after_commit};
 use docs::Docs;
 use listing::write_manifest;
-use stage::{Placements, Stager, stage_documents};
+use stage::{Placements, Stager};
 
 use crate::build::index::{DocChanges, DocumentFiles, Index};
-use crate::build::plan::{Output, Plan};
-use crate::data::load::Dataset;
-use crate::problem::Problem;
-use crate::progress::Progress;
+use crate::build::rendering::{Document, Documents};
 use crate::staging::{FolderLock, Staging};
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::Manifest;
@@ -56,9 +57,6 @@ impl WriteReport {
         WriteReport { files: self.files + files, bytes: self.bytes + bytes, ..self }
     }
 }
-
-/// The rendered bytes of one planned document, or the problems found in its source.
-pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
 /// What the previous build left in the output folder, as far as this write may use it.
 #[derive(Default)]
@@ -107,33 +105,31 @@ impl NewDocs<'_> {
     }
 }
 
-/// The documents a write takes, from the render step: which planned documents need rendering,
-/// their bytes, and the documents made last from what rendering saw (the OpenAPI document).
-pub trait Documents: Sync {
-    /// True when `output` must be rendered; otherwise it is taken from the previous tree.
-    fn dirty(&self, output: &Output<'_>) -> bool;
-    /// In a build that renders only some records: the positions in `plan` of the records and
-    /// sub-documents that may need it, sorted. The writer visits those and every document that
-    /// is not a record's (a few per list); every other record it takes from the previous tree
-    /// unvisited, as the index has it. `None`: every document is visited.
-    fn visit(&self, plan: &Plan<'_>) -> Option<Vec<usize>>;
-    /// The bytes of `output`, or the problems found in its source.
-    fn render(&self, output: &Output<'_>) -> Rendered;
-    /// The bytes of `output` rendered once more, seen by nothing (the schemas saw it already):
-    /// for a bulk-data file whose record cannot be read back.
-    fn render_again(&self, output: &Output<'_>) -> Rendered;
-    /// The documents made once every other is rendered: (path, bytes).
-    fn finish(&self) -> Vec<(String, Vec<u8>)>;
+/// A writer of a build's documents (mdBook's `Renderer` is the model): it takes the render
+/// step's stream and stores every document of it where readers find them, then commits. The
+/// tree ([`TreeWriter`]) is one.
+///
+/// The memory a write may take is bounded at this seam: the stream hands over one document
+/// per worker at a time, and keeps of each only what `put` returns for it, which is `Copy`
+/// (see [`Documents`]); a writer writes each body out as it comes and keeps none.
+pub trait Output {
+    /// What it writes, for messages: `"tree"`.
+    fn name(&self) -> &'static str;
+
+    /// Writes every document of `documents` ([`Documents::place_each`], then
+    /// [`Documents::late`]), then commits. Readers see the previous build's output until the
+    /// commit; a write that fails leaves it as it was. Returns what was written, and every
+    /// document with its hash and where it is, for the build index.
+    fn write<'d>(self, documents: &Documents<'_, 'd>) -> Result<Written<'d>>;
 }
 
-/// One write of a tree: what [`write_tree`] writes, and what it may reuse.
-pub struct WriteJob<'a, 'o> {
-    /// The dataset the outputs were planned from: a record's paths are derived from it.
-    pub dataset: &'o Dataset,
-    /// Every planned document, in plan order.
-    pub outputs: &'a Plan<'o>,
-    /// Renders the documents that need it.
-    pub documents: &'a dyn Documents,
+/// The tree writer: one file per document, at each of its paths (hard links of one file),
+/// with a `.gz` sibling under `--gzip`, and the manifest listing every file with its hash.
+/// Only the documents whose bytes changed are written: staged beside the tree, then committed
+/// in place (see [`Output::write`] below, and docs/builds.md).
+pub struct TreeWriter<'a> {
+    /// The output folder, locked for this build.
+    pub target: &'a mut FolderLock,
     /// The new tree's manifest, its files listed by the write.
     pub manifest: Manifest,
     /// Each list's hash (as the build index records them): a bulk-data file is kept only when
@@ -144,63 +140,70 @@ pub struct WriteJob<'a, 'o> {
     pub bulk_dates: Option<&'a std::collections::BTreeMap<String, i64>>,
     /// What the previous build left, reused where its bytes are the same.
     pub previous: Previous<'a>,
-    /// The progress bar the write counts documents on.
-    pub progress: &'a Progress,
 }
 
-/// Writes the documents of `write.outputs` into `target`, then those `finish` returns, then the
-/// manifest, listing every file with its hash.
-///
-/// Only the documents that are dirty are rendered: the others are taken from the previous tree
-/// as the index describes it. A rendered document is written only when its bytes differ from
-/// the file in place (known by the index's hash, trusted; else, without an index, by reading
-/// the file).
-/// New bytes go to a staging folder beside the tree first: on any problem nothing in the tree
-/// changes. Then the commit: into a folder that does not exist, the staging folder is renamed
-/// into place; into an existing tree, each new file is renamed over its path, files gone from
-/// the tree are removed, and the manifest is renamed into place last. See docs/builds.md.
-pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Result<Written<'o>> {
+impl Output for TreeWriter<'_> {
+    fn name(&self) -> &'static str {
+        "tree"
+    }
+
+    /// Writes the documents into the tree, then the late ones and the bulk-data files, then
+    /// the manifest, listing every file with its hash.
+    ///
+    /// A document kept is not looked at: it is in the tree as the index describes it. A
+    /// rendered document is written only when its bytes differ from the file in place (known
+    /// by the index's hash, trusted; else, without an index, by reading the file).
+    /// New bytes go to a staging folder beside the tree first: on any problem nothing in the
+    /// tree changes. Then the commit: into a folder that does not exist, the staging folder is
+    /// renamed into place; into an existing tree, each new file is renamed over its path, files
+    /// gone from the tree are removed, and the manifest is renamed into place last.
+    fn write<'d>(self, documents: &Documents<'_, 'd>) -> Result<Written<'d>> {
+        let TreeWriter { target, manifest, lists, bulk_dates, previous } = self;
+        write_tree(target, documents, manifest, (lists, bulk_dates), &previous)
+    }
+}
+
+/// The tree writer's write (see [`TreeWriter`]).
+fn write_tree<'d>(
+    target: &mut FolderLock,
+    documents: &Documents<'_, 'd>,
+    manifest: Manifest,
+    bulk: (&std::collections::BTreeMap<String, String>, Option<&std::collections::BTreeMap<String, i64>>),
+    previous: &Previous<'_>,
+) -> Result<Written<'d>> {
     let out = target.dir.clone();
     let staging = Staging::begin_unlocked(&out).context("cannot stage the new tree beside the output folder")?;
     let stage = staging.dir.clone();
     let tree = if target.exists { Some(TreeDir::open(&out)?) } else { None };
-    let previous = &write.previous;
     let writer = Stager {
         tree: tree.as_ref(),
         stage: &stage,
         index: previous.index,
-        gzip: write.manifest.settings.gzip,
+        gzip: manifest.settings.gzip,
         killed: previous.killed.as_ref(),
         out: &out,
     };
-    let mut docs = Docs { dataset: write.dataset, outputs: write.outputs, late: Vec::new() };
-    let mut placed = stage_documents(&writer, &docs, write.documents, write.progress)?;
-    let mut late = write.documents.finish();
-    if let Some(bulk) = bulk::stage_bulk(
-        &writer,
-        &docs,
-        write.documents,
-        &placed,
-        &write.manifest.settings,
-        (write.lists, write.bulk_dates),
-    )? {
+    let mut docs = Docs { dataset: documents.dataset(), outputs: documents.plan(), late: Vec::new() };
+    let mut placed = Placements::from(documents.place_each(|document| writer.put(document))?);
+    let mut late = documents.late();
+    if let Some(bulk) = bulk::stage_bulk(&writer, &docs, documents, &placed, &manifest.settings, bulk)? {
         for (path, file) in bulk.files {
             placed.push(docs.count(), file);
             docs.late.push(vec![path]);
         }
-        late.push((crate::tree::layout::BULK_INDEX_PATH.to_string(), bulk.index));
+        late.push(bulk.index);
     }
-    for (path, bytes) in late {
-        let paths = vec![path];
-        let previous = writer.index.and_then(|index| index.docs.other(&paths));
-        placed.push(docs.count(), writer.place(&paths, previous, &bytes)?);
+    for document in late {
+        let Document::Late { path, .. } = &document else { unreachable!("a late document") };
+        let paths = vec![path.clone()];
+        placed.push(docs.count(), writer.put(document)?);
         docs.late.push(paths);
     }
     let gone = gone_paths(previous, &docs, &placed);
     let patched = match (tree.as_ref(), previous.index) {
         (Some(tree), Some(index)) if previous.killed.is_none() && previous.listed.is_empty() => {
             match manifest_changes(&docs, &placed, &gone) {
-                Some(changes) => patch::patch_manifest(&write.manifest, tree, index.manifest, &changes, &stage)?
+                Some(changes) => patch::patch_manifest(&manifest, tree, index.manifest, &changes, &stage)?
                     .map(|bytes| (bytes, changes.len())),
                 None => None,
             }
@@ -211,7 +214,7 @@ pub fn write_tree<'o>(target: &mut FolderLock, write: WriteJob<'_, 'o>) -> Resul
         Some((bytes, _)) => bytes,
         None => {
             let previous_hash = |i: usize| writer.previous(&docs, &docs.doc(i)).map(|file| file.hash.0);
-            write_manifest(write.manifest, &stage, &docs, &placed.whole_list(docs.count(), previous_hash)?)?
+            write_manifest(manifest, &stage, &docs, &placed.whole_list(docs.count(), previous_hash)?)?
         }
     };
 

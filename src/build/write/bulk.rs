@@ -5,10 +5,10 @@
 //! previous file holds as one member (by the member table) is copied from it, the others are
 //! compressed. Then the bulk-data index, and the member table beside the tree.
 
-use super::Documents;
 use super::docs::{Doc, Docs};
 use super::stage::{Placed, Placements, Stager};
 use crate::build::plan::Content;
+use crate::build::rendering::{Document, Documents};
 use crate::build::state;
 use crate::bulk::members::{self, FileMembers, Member, Table};
 use crate::bulk::{self, Entry};
@@ -19,10 +19,11 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// The bulk-data files of a write, each with its placement, and the bytes of the index.
+/// The bulk-data files of a write, each with its placement, and the bulk-data index (a late
+/// document).
 pub(super) struct BulkFiles {
     pub(super) files: Vec<(String, Placed)>,
-    pub(super) index: Vec<u8>,
+    pub(super) index: Document,
 }
 
 /// One resource's bulk-data file as staged: its index entry, path, placement and members.
@@ -33,7 +34,7 @@ type Staged = (Entry, String, Placed, Option<FileMembers>);
 pub(super) fn stage_bulk(
     writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
-    documents: &dyn Documents,
+    documents: &Documents<'_, '_>,
     placed: &Placements,
     settings: &BuildSettings,
     (lists, known_dates): (&BTreeMap<String, String>, Option<&BTreeMap<String, i64>>),
@@ -104,7 +105,9 @@ pub(super) fn stage_bulk(
         files.push((path, placed));
     }
     keep_member_table(writer, &previous, table, members)?;
-    Ok(Some(BulkFiles { files, index: bulk::index_document(entries, settings.pretty) }))
+    let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, settings.pretty));
+    let previous = writer.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
+    Ok(Some(BulkFiles { files, index: Document::Late { hash: blake3::hash(&bytes), path, bytes, previous } }))
 }
 
 /// The date of each resource's bulk-data file (its entry's `updated_at`), by segment: the last
@@ -169,7 +172,7 @@ fn same_bytes(tree: &crate::tree::dir::TreeDir, path: &str, hash: &blake3::Hash)
 fn record_bytes(
     writer: &Stager<'_>,
     docs: &Docs<'_, '_>,
-    documents: &dyn Documents,
+    documents: &Documents<'_, '_>,
     placed: &Placements,
     i: usize,
 ) -> Result<Vec<u8>> {
@@ -182,7 +185,7 @@ fn record_bytes(
     if let Some(bytes) = writer.tree.and_then(|tree| tree.read(&path, u64::MAX)) {
         return Ok(bytes);
     }
-    documents.render_again(&docs.outputs.get(i)).map_err(|problems| Problems::all(problems).into())
+    documents.render_again(i).map_err(|problems| Problems::all(problems).into())
 }
 
 /// The previous file of a resource, open, and its members by key: when the member table
@@ -342,7 +345,7 @@ fn distrust(segment: &str) -> bool {
 struct Members<'a, 'w, 'd, 'o> {
     writer: &'a Stager<'w>,
     docs: &'a Docs<'d, 'o>,
-    documents: &'a dyn Documents,
+    documents: &'a Documents<'a, 'o>,
     placed: &'a Placements,
     pretty: bool,
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 /// The files of the previous tree that the new one no longer has, sorted: only files the
 /// previous index, manifest or journal lists are ever removed. After a partial write (every
-/// record and name of the previous tree is kept, see [`super::Documents::visit`]) only the
+/// record and name of the previous tree is kept, see [`crate::build::rendering::Documents`]) only the
 /// records visited (one may have lost a shared name's paths) and the documents that are not
 /// records' are looked at.
 pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>, placed: &Placements) -> Vec<String> {

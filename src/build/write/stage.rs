@@ -1,92 +1,15 @@
-//! Staging: renders the documents that changed, in parallel, and places each one: kept in the
-//! tree when its bytes are already there, else written (with its hard links and `.gz`) into
-//! the staging folder beside the tree. Nothing in the tree changes here.
+//! Staging: places each document of the render step's stream: kept in the tree when its bytes
+//! are already there, else written (with its hard links and `.gz`) into the staging folder
+//! beside the tree. Nothing in the tree changes here.
 
-use super::Documents;
 use super::docs::{Doc, Docs};
 use crate::build::index::{DocumentFile, Index, gz_path};
+use crate::build::rendering::{Document, Visited, previous_document};
 use crate::fsutil::{self, gzip_bytes};
-use crate::problem::{Problem, Problems};
-use crate::progress::Progress;
 use crate::tree::dir::TreeDir;
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::path::Path;
-use std::sync::Mutex;
-
-/// Renders the dirty documents of `outputs` and places each (see [`Stager::place`]), in
-/// parallel; takes the others from the previous tree. In a partial build (see
-/// [`Documents::visit`]) only the documents it names and those that are not records' are
-/// visited. Fails with every problem found.
-pub(super) fn stage_documents(
-    writer: &Stager<'_>,
-    docs: &Docs<'_, '_>,
-    documents: &dyn Documents,
-    progress: &Progress,
-) -> Result<Placements> {
-    let outputs = docs.outputs;
-    let visit: Option<Vec<usize>> = documents.visit(outputs).map(|records| {
-        let mut visit: Vec<usize> = outputs.listed_positions().map(|(i, _)| i).chain(records).collect();
-        visit.sort_unstable();
-        visit.dedup();
-        visit
-    });
-    let count = |i: usize| documents.dirty(&outputs.get(i));
-    let total = match &visit {
-        Some(visit) => visit.iter().filter(|&&i| count(i)).count(),
-        None => (0..outputs.len()).filter(|&i| count(i)).count(),
-    };
-    progress.set_total(total as u64);
-    // Failures are gathered aside, so that the results of a million documents are one vector of
-    // small records, not of `Result`s.
-    let problems: Mutex<Vec<Problem>> = Mutex::default();
-    let error: Mutex<Option<anyhow::Error>> = Mutex::default();
-    let failed = Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false };
-    let place = |i: usize| {
-        let output = outputs.get(i);
-        let previous = writer.previous(docs, &Doc::Planned(Cow::Borrowed(&*output)));
-        if !documents.dirty(&output)
-            && let Some(file) = previous
-        {
-            return Placed { hash: file.hash.0, staged: false, written: 0, from_index: true };
-        }
-        let placed = documents.render(&output).map_err(DocumentFailure::Problems).and_then(|bytes| {
-            let paths = output.paths(docs.dataset);
-            writer.place(&paths, previous, &bytes).map_err(DocumentFailure::Error)
-        });
-        progress.inc(1);
-        match placed {
-            Ok(placed) => placed,
-            Err(DocumentFailure::Problems(found)) => {
-                problems.lock().expect("no panic while writing").extend(found);
-                failed
-            }
-            Err(DocumentFailure::Error(e)) => {
-                error.lock().expect("no panic while writing").get_or_insert(e);
-                failed
-            }
-        }
-    };
-    let placements = match visit {
-        None => {
-            Placements { placed: (0..outputs.len()).into_par_iter().with_min_len(64).map(place).collect(), at: None }
-        }
-        Some(visit) => {
-            let placed = visit.par_iter().with_min_len(64).map(|&i| place(i)).collect();
-            Placements { placed, at: Some(visit) }
-        }
-    };
-    if let Some(e) = error.into_inner().expect("no panic while writing") {
-        return Err(e);
-    }
-    let mut problems = problems.into_inner().expect("no panic while writing");
-    if !problems.is_empty() {
-        problems.sort();
-        return Err(Problems::all(problems).into());
-    }
-    Ok(placements)
-}
 
 /// Where the documents of a write were placed: every one, or in a partial build only those
 /// visited (the others are the previous tree's, unchanged, as the index has them).
@@ -94,6 +17,12 @@ pub(super) struct Placements {
     placed: Vec<Placed>,
     /// The position of each of `placed`, sorted, when not every document was visited.
     at: Option<Vec<usize>>,
+}
+
+impl From<Visited<Placed>> for Placements {
+    fn from(visited: Visited<Placed>) -> Placements {
+        Placements { placed: visited.each, at: visited.at }
+    }
 }
 
 impl Placements {
@@ -155,10 +84,9 @@ impl Placements {
 /// The previous tree's file of `doc`, as `index` describes it, when it is published at the
 /// same paths (its stamps are checked before a build trusts the index).
 pub(super) fn previous_file<'o>(index: &Index, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<DocumentFile> {
-    match (doc, docs.place(doc)) {
-        (_, Some((place, name))) => index.docs.keyed(&place, name),
-        (Doc::Planned(output), None) => index.docs.other(&output.listed),
-        (Doc::Late(paths), None) => index.docs.other(paths),
+    match doc {
+        Doc::Planned(output) => previous_document(index, docs.dataset, output),
+        Doc::Late(paths) => index.docs.other(paths),
     }
 }
 
@@ -175,7 +103,8 @@ pub(super) struct Stager<'w> {
     pub(super) out: &'w Path,
 }
 
-/// One document, placed at all its paths.
+/// One document, placed at all its paths. (The default: one that was not placed, as the build
+/// fails.)
 #[derive(Clone, Copy)]
 pub(super) struct Placed {
     pub(super) hash: blake3::Hash,
@@ -188,19 +117,44 @@ pub(super) struct Placed {
     pub(super) from_index: bool,
 }
 
+impl Default for Placed {
+    fn default() -> Placed {
+        Placed { hash: blake3::Hash::from_bytes([0; 32]), staged: false, written: 0, from_index: false }
+    }
+}
+
 impl Stager<'_> {
+    /// Places one document of the stream: a kept one is in the tree already, as the index
+    /// says; the others are placed by [`Stager::place`].
+    pub(super) fn put(&self, document: Document) -> Result<Placed> {
+        match document {
+            Document::Kept { previous, .. } => {
+                Ok(Placed { hash: previous.hash.0, staged: false, written: 0, from_index: true })
+            }
+            Document::Rendered { paths, bytes, hash, previous, .. } => self.place(&paths, previous, &bytes, hash),
+            Document::Late { path, bytes, hash, previous } => {
+                self.place(std::slice::from_ref(&path), previous, &bytes, hash)
+            }
+        }
+    }
+
     /// The previous tree's file of `doc` (see [`previous_file`]).
     pub(super) fn previous<'o>(&self, docs: &Docs<'_, 'o>, doc: &Doc<'_, 'o>) -> Option<DocumentFile> {
         previous_file(self.index?, docs, doc)
     }
 
-    /// Places `bytes` at every path in `paths`: kept in place when every path already holds
+    /// Places `bytes` (which hash to `hash`) at every path in `paths`: kept in place when every path already holds
     /// them as one file (by `previous`, the index's hash, trusted without looking at the file
     /// unless a killed commit touched it; else by reading the files), staged otherwise (the
     /// first path written, the others hard links to it). A document's paths are always links
     /// of one file, so one stamp stands for all of them.
-    pub(super) fn place(&self, paths: &[String], previous: Option<DocumentFile>, bytes: &[u8]) -> Result<Placed> {
-        let hash = blake3::hash(bytes);
+    fn place(
+        &self,
+        paths: &[String],
+        previous: Option<DocumentFile>,
+        bytes: &[u8],
+        hash: blake3::Hash,
+    ) -> Result<Placed> {
         let in_place = match (self.tree, self.index, previous) {
             (None, ..) => false,
             (Some(tree), Some(index), Some(file)) => {
@@ -243,12 +197,6 @@ impl Stager<'_> {
         }
         Ok(Placed { hash, staged: true, written, from_index: false })
     }
-}
-
-/// Why a document was not placed: problems in its source, or an error writing it.
-pub(super) enum DocumentFailure {
-    Problems(Vec<Problem>),
-    Error(anyhow::Error),
 }
 
 /// True when every path of `paths` in `tree` is one file (one inode) holding `bytes`, read.
