@@ -17,12 +17,11 @@ mod write;
 use std::fmt;
 use std::io;
 
-pub use format::Entry;
 pub use read::{Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.
-pub const ROOT_FILE: &str = "root";
+pub(crate) const ROOT_FILE: &str = "root";
 
 /// The file name of the part named by the BLAKE3 hash `name`, relative to the archive's folder.
 pub fn part_file(name: &[u8; 32]) -> String {
@@ -38,7 +37,7 @@ pub struct Document {
     /// The document as a client receives it, decompressed.
     pub bytes: Vec<u8>,
     /// The media type a host sends it with.
-    pub media_type: String,
+    pub(crate) media_type: String,
 }
 
 impl Document {

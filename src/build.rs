@@ -15,23 +15,23 @@
 
 // The previous build: its state kept beside the tree (the index), and the tree opened without
 // following links.
-pub mod state;
+pub(crate) mod state;
 pub mod index;
 
 // Load (the data folder's room, [`crate::data`], lists and loads it): what the extract takes
 // from each record.
-pub mod extract;
+pub(crate) mod extract;
 
 // Decide: a build that finds every data file as the previous one left it does nothing.
 mod up_to_date;
 
 // Plan: every document and path of the tree, pure.
-pub mod plan;
+pub(crate) mod plan;
 
 // Render: references checked and made absolute; schemas inferred; the OpenAPI document.
 pub mod render;
-pub mod schema;
-pub mod openapi;
+pub(crate) mod schema;
+pub(crate) mod openapi;
 
 // Write: the writer's trait, and the tree writer (stage what changed beside the tree, then
 // commit it).
@@ -47,7 +47,7 @@ mod dates;
 
 // The render step: which documents a build renders, yielded as a stream to the writer, and
 // what changed since the previous one.
-pub mod rendering;
+pub(crate) mod rendering;
 use rendering::{Changed, Rendering};
 
 use crate::data::recorded::{DataFile, DataFiles, FolderNotes, Place};
@@ -86,7 +86,7 @@ pub struct BuildOptions {
 
 impl BuildOptions {
     /// The settings of a tree built with these options from data with `config` and `data_hash`.
-    pub fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<BuildSettings> {
+    pub(crate) fn settings(&self, config: &config::DataSettings, data_hash: String) -> Result<BuildSettings> {
         let base_url = self.base_url.clone().unwrap_or_else(|| config.base_url.clone());
         config::check_base_url(&base_url).map_err(anyhow::Error::msg)?;
         config.deploy_headers.check().map_err(|e| anyhow::anyhow!("{}: {e}", config::CONFIG_FILE))?;
@@ -114,7 +114,7 @@ impl BuildOptions {
     /// purpose: it comes from the data's `gen.json`, read anew by each rebuild, so that an edit
     /// of it takes effect. The build date is not a setting of the tree: `source_date_epoch` is
     /// `None`.
-    pub fn of_tree(settings: &BuildSettings) -> BuildOptions {
+    pub(crate) fn of_tree(settings: &BuildSettings) -> BuildOptions {
         BuildOptions {
             base_url: None,
             links: Some(settings.links),
@@ -140,10 +140,10 @@ pub struct BuildSummary {
     pub up_to_date: bool,
     /// The start of the build the tree's index now records (nanoseconds since the epoch): what
     /// a watcher counts its [`watched::WatchedChanges`] from.
-    pub base: i64,
+    pub(crate) base: i64,
     /// True when the build took what a watcher saw change ([`BuildOptions::watched`]) and
     /// trusted the rest: the tree's index was the one the changes were counted from.
-    pub told: bool,
+    pub(crate) told: bool,
 }
 
 impl BuildSummary {

@@ -9,7 +9,7 @@ pub const CONFIG_FILE: &str = "gen.json";
 /// Site settings: `data/gen.json`. Every key is optional.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct DataSettings {
+pub(crate) struct DataSettings {
     /// Scheme and host the tree is served from, without a trailing slash; urls in the tree
     /// are made absolute with it. `gen build --base-url` overrides it.
     pub(crate) base_url: String,

@@ -11,27 +11,27 @@
 //! into the build.
 
 // The grammar: what a path of the data folder is.
-pub mod data_path;
+pub(crate) mod data_path;
 
 // The files: walked, and listed with their stamps.
-pub mod walk;
-pub mod listing;
-pub mod watched;
+pub(crate) mod walk;
+pub(crate) mod listing;
+pub(crate) mod watched;
 
 // Load: each record's own shape checked, into the dataset.
-pub mod validate;
-pub mod settings;
+pub(crate) mod validate;
+pub(crate) mod settings;
 pub mod load;
 mod assemble;
-pub mod table;
-pub mod dataset;
+pub(crate) mod table;
+pub(crate) mod dataset;
 
 // What a build recorded of the data folder, the previous build's for the next one.
 pub mod recorded;
 
 // Reading the data's bytes: the memory budget, and the second read that checks its hash.
-pub mod parse_budget;
-pub mod second_read;
+pub(crate) mod parse_budget;
+pub(crate) mod second_read;
 
 // When git last committed each file: the dates of a build of committed data.
-pub mod commit_dates;
+pub(crate) mod commit_dates;

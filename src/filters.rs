@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 /// A declared filter of a resource: the query parameter and the JSON path it reads.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FilterField {
+pub(crate) struct FilterField {
     /// The query parameter (`type` in `?type=fire`).
     pub(crate) name: String,
     /// The JSON path into each record (`types[].type.name`).

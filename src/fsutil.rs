@@ -119,7 +119,7 @@ pub(crate) fn relative(dir: &Path, file: &Path) -> String {
 }
 
 /// Writes a whole file; the error names the file.
-pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -145,7 +145,7 @@ pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
 
 /// Why [`read_regular_file`] read nothing.
 #[derive(Debug)]
-pub enum NotRead {
+pub(crate) enum NotRead {
     /// Not a regular file (after following links): what it is, e.g. "a named pipe (FIFO)".
     NotRegular(&'static str),
     /// More than the limit: the bytes found, at least limit + 1.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The output folder of a build, locked against other builds and imports for as long as this
 /// value lives (an advisory `flock` on the folder itself, or on its parent while it does not
 /// exist yet: released by the kernel when the process ends, however it ends).
-pub struct FolderLock {
+pub(crate) struct FolderLock {
     /// The folder the tree is in: a symlinked `--out` is followed to the folder it points to.
     pub(crate) dir: PathBuf,
     /// False when the folder does not exist yet: the tree is then staged beside it and renamed

@@ -61,7 +61,7 @@ pub struct Entry {
     /// Its stored (gzip) length.
     pub length: u64,
     /// Its length decompressed.
-    pub size: u64,
+    pub(crate) size: u64,
     /// The media type a host sends it with.
     pub media_type: String,
     /// BLAKE3 of the decompressed document (its ETag).

@@ -22,24 +22,24 @@ use std::collections::BTreeMap;
 
 /// One resource's names and filter values.
 #[derive(Debug, Default)]
-pub struct Extracted {
+pub(crate) struct Extracted {
     /// The names document's entries, in list order, serialised ([`search::entry_bytes`]).
-    pub names: Vec<Box<[u8]>>,
+    pub(crate) names: Vec<Box<[u8]>>,
     /// For each declared field (in declared order): each value it takes, ascending, with the
     /// list positions of the records that take it, ascending.
-    pub fields: Vec<Vec<(String, Vec<u32>)>>,
+    pub(crate) fields: Vec<Vec<(String, Vec<u32>)>>,
     /// For each declared field: the most values one record gives it, and that record's id.
-    pub most_from_one: Vec<(usize, i64)>,
+    pub(crate) most_from_one: Vec<(usize, i64)>,
     /// Values that cannot be a folder name (too long), each at its record's file and location.
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 /// The extracts of the resources a build needs them of, by segment.
-pub type Extracts = BTreeMap<String, Extracted>;
+pub(crate) type Extracts = BTreeMap<String, Extracted>;
 
 /// True when [`extract`] reads the resource `segment`: when its names and filter values are
 /// `wanted`, or filters are declared for it (the plan needs their values).
-pub fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool) -> bool {
+pub(crate) fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool) -> bool {
     wanted || settings.filters.get(segment).is_some_and(|declared| !declared.is_empty())
 }
 
@@ -48,7 +48,7 @@ pub fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool) -> bo
 /// problem of `gen.json`.
 /// With a `store`, a record whose data is as a previous build's was is not read again: its
 /// extract is the one that build kept; every record's extract is kept for the next build.
-pub fn extract(
+pub(crate) fn extract(
     dataset: &Dataset,
     settings: &BuildSettings,
     wanted: impl Fn(&str) -> bool,
@@ -104,7 +104,7 @@ pub fn extract(
 
 /// Reads the records of `segment` for their names and the values of `declared` (those whose
 /// extract `store` keeps for their data as it is are not read), and keeps them in `store`.
-pub fn extract_one(
+pub(crate) fn extract_one(
     dataset: &Dataset,
     segment: &str,
     declared: &[FilterField],
@@ -228,7 +228,7 @@ fn shown(value: &str) -> String {
 /// The values document of a filter: `{"name", "path", "count", "results": [{"value", "count",
 /// "url", "list"}]}`, a result per value, ascending; `url` asks the list for the value's records
 /// (`?name=value`), `list` is the folder of their list's files (for a client of a bare store).
-pub fn values_document(
+pub(crate) fn values_document(
     settings: &BuildSettings,
     segment: &str,
     field: &FilterField,
@@ -266,7 +266,7 @@ pub fn values_document(
 /// `page` of the list of the `count` records of `segment` whose `field` takes `value` (`shown`:
 /// the entries of the page): query links keep the condition, path links name the value's own
 /// page files.
-pub fn filter_page(
+pub(crate) fn filter_page(
     settings: &BuildSettings,
     segment: &str,
     count: u64,

@@ -33,11 +33,9 @@ mod tree_docs;
 mod trust;
 mod writer;
 
-pub use extracts::{ExtractStore, Kept};
-pub use format::FORMAT;
-pub use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
-pub use trust::UNTRUSTED_WINDOW_NS;
-pub use writer::IndexWriter;
+pub(crate) use extracts::ExtractStore;
+pub(crate) use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
+pub(crate) use writer::IndexWriter;
 
 use crate::build::schema::Inferred;
 use crate::data::recorded::{DataFiles, FolderNotes, Hash};
@@ -53,18 +51,18 @@ use std::path::{Path, PathBuf};
 
 /// Largest build index read (4 GiB): the index of a tree of a million records is about 200 MB.
 /// A larger file is not one gen wrote; it is ignored (and replaced) with a note.
-pub const MAX_INDEX_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_INDEX_BYTES: u64 = 4 << 30;
 
 /// One document of the tree: the file at each of its paths (they are hard links of one file,
 /// so they share one stamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DocumentFile {
+pub(crate) struct DocumentFile {
     /// BLAKE3 of its bytes, as in the manifest.
-    pub hash: Hash,
+    pub(crate) hash: Hash,
     /// The stamp of the file (shared by its hard links).
-    pub stamp: Stamp,
+    pub(crate) stamp: Stamp,
     /// The stamp of its `.gz` sibling, in a tree built with `--gzip`.
-    pub gz: Option<Stamp>,
+    pub(crate) gz: Option<Stamp>,
 }
 
 /// The build index of one tree.
@@ -72,29 +70,29 @@ pub struct DocumentFile {
 pub struct Index {
     /// Stamp of the `manifest.json` this index describes: another manifest means the tree was
     /// changed after the index was written, and the index is ignored.
-    pub manifest: Stamp,
+    pub(crate) manifest: Stamp,
     /// When the build that wrote the index started (nanoseconds since the epoch).
     pub started_ns: i64,
     /// The settings the tree was built with.
-    pub settings: BuildSettings,
+    pub(crate) settings: BuildSettings,
     /// Hash of each resource's list entries (ids and names, in list order).
-    pub lists: BTreeMap<String, String>,
+    pub(crate) lists: BTreeMap<String, String>,
     /// What rendering saw, for the schemas: (segment, sub-document kind, inference).
-    pub schemas: Vec<(String, Option<String>, Inferred)>,
+    pub(crate) schemas: Vec<(String, Option<String>, Inferred)>,
     /// Every data file.
     pub data: DataFiles,
     /// What the listing of the data folder noted of its folders, for the next build's listing.
     /// `None` when not known (an index of an older gen, a data folder walked): the next build
     /// then reads every folder (see `listing`).
-    pub folders: Option<FolderNotes>,
+    pub(crate) folders: Option<FolderNotes>,
     /// Every document of the tree (the manifest excepted).
-    pub docs: DocumentFiles,
+    pub(crate) docs: DocumentFiles,
 }
 
 impl Index {
     /// Where the index of the tree in `out` is kept: in its state folder beside it, so that
     /// nothing of it is published.
-    pub fn path(out: &Path) -> PathBuf {
+    pub(crate) fn path(out: &Path) -> PathBuf {
         crate::build::state::file(out, crate::build::state::INDEX)
     }
 
@@ -110,7 +108,7 @@ impl Index {
     /// Reads the index of the tree in `out` as [`Index::read`] does (its checksum checked
     /// whole), all but its documents' table, which is read when the build needs it
     /// ([`DeferredDocs::read`]): a build holds it and the data table at once only if it must.
-    pub fn read_deferred(out: &Path) -> Option<(Index, DeferredDocs)> {
+    pub(crate) fn read_deferred(out: &Path) -> Option<(Index, DeferredDocs)> {
         Index::read_parts(out, false)
     }
 
@@ -144,7 +142,7 @@ impl Index {
 /// stays open (a build replaces the index by renaming a new one into place, never by writing
 /// into it), and the table is decoded when asked for.
 #[derive(Debug)]
-pub struct DeferredDocs {
+pub(crate) struct DeferredDocs {
     file: std::fs::File,
     at: u64,
     size: u64,
@@ -154,7 +152,7 @@ pub struct DeferredDocs {
 impl DeferredDocs {
     /// The documents' table, or `None` with a note saying why it cannot be used (it does not
     /// add up, or lists a path no build writes).
-    pub fn read(self) -> Option<DocumentFiles> {
+    pub(crate) fn read(self) -> Option<DocumentFiles> {
         use std::io::{Seek, SeekFrom};
         let mut file = self.file;
         let read = file.seek(SeekFrom::Start(self.at)).map_err(|e| e.to_string());
@@ -182,7 +180,7 @@ fn check_listed_paths(docs: &DocumentFiles) -> Result<(), String> {
 }
 
 /// The `.gz` sibling of a file of the tree.
-pub fn gz_path(path: &Path) -> PathBuf {
+pub(crate) fn gz_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".gz");
     PathBuf::from(name)

@@ -19,33 +19,33 @@ use templates::operation;
 
 /// What the document describes.
 #[derive(Debug, Clone)]
-pub struct ApiDescription<'a> {
+pub(crate) struct ApiDescription<'a> {
     /// Scheme, host and optional path prefix the tree is served from, e.g. `http://127.0.0.1:8080`.
-    pub base_url: &'a str,
+    pub(crate) base_url: &'a str,
     /// The document's `info.title`.
-    pub title: &'a str,
+    pub(crate) title: &'a str,
     /// The document's `info.version`.
-    pub version: &'a str,
+    pub(crate) version: &'a str,
     /// The resources of the tree.
-    pub resources: Vec<ResourceDescription<'a>>,
+    pub(crate) resources: Vec<ResourceDescription<'a>>,
 }
 
 /// One resource of the tree.
 #[derive(Debug, Clone)]
-pub struct ResourceDescription<'a> {
+pub(crate) struct ResourceDescription<'a> {
     /// Path segment, e.g. `berry-firmness`.
-    pub segment: &'a str,
+    pub(crate) segment: &'a str,
     /// Number of records (entries of its list).
-    pub count: u64,
+    pub(crate) count: u64,
     /// True when every record has a name: list entries are `{"name", "url"}` and records are
     /// served by name too. False: entries are `{"url"}` (a name, where present, still optional).
-    pub named: bool,
+    pub(crate) named: bool,
     /// The schema of its records, from `Inferred::to_schema(REFERENCE_REF)`.
-    pub record_schema: Value,
+    pub(crate) record_schema: Value,
     /// Sub-document name (e.g. `encounters`) → its schema, inferred over every record that has it.
-    pub subdocs: Vec<(&'a str, Value)>,
+    pub(crate) subdocs: Vec<(&'a str, Value)>,
     /// Its declared filters (`?FIELD=VALUE`), each a query parameter of its list.
-    pub filters: &'a [crate::filters::FilterField],
+    pub(crate) filters: &'a [crate::filters::FilterField],
 }
 
 /// Component names used by the document itself; resources never take them.
@@ -67,7 +67,7 @@ const SHARED_SCHEMAS: [&str; 13] = [
 
 /// The OpenAPI document of the tree `renderer` has rendered, from everything it has seen: call
 /// it once every record has been rendered.
-pub fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
+pub(crate) fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
     let dataset = renderer.records.dataset;
     let resources = dataset
         .resources
@@ -99,7 +99,7 @@ pub fn document(renderer: &super::render::DocumentRenderer<'_>) -> Vec<u8> {
 }
 
 /// The OpenAPI 3.1 document of the tree described by `description`.
-pub fn openapi(description: &ApiDescription) -> Value {
+pub(crate) fn openapi(description: &ApiDescription) -> Value {
     let mut resources: Vec<&ResourceDescription> = description.resources.iter().collect();
     resources.sort_by_key(|r| r.segment);
 
@@ -327,7 +327,7 @@ mod tests {
     use crate::build::schema::{Inferred, REFERENCE_REF};
 
     fn record_schema(records: &[Value]) -> Value {
-        let mut inferred = Inferred::new();
+        let mut inferred = Inferred::default();
         for r in records {
             inferred.observe(r);
         }

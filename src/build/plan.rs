@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 /// One document of the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content<'a> {
+pub(crate) enum Content<'a> {
     /// `api/v2/index.json`: every resource's list url.
     Root,
     /// `api/v2/meta/index.json`: what the tree holds.
@@ -75,7 +75,7 @@ pub enum Content<'a> {
 
 impl<'a> Content<'a> {
     /// The resource this document belongs to, if any.
-    pub fn segment(&self) -> Option<&'a str> {
+    pub(crate) fn segment(&self) -> Option<&'a str> {
         match *self {
             Content::Root | Content::Meta => None,
             Content::Record { segment, .. }
@@ -93,12 +93,12 @@ impl<'a> Content<'a> {
 /// ([`Output::paths`]), not held: a tree of a million records has millions of them. Other
 /// documents list theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output<'a> {
+pub(crate) struct Output<'a> {
     /// What the document holds.
-    pub content: Content<'a>,
+    pub(crate) content: Content<'a>,
     /// The paths (relative to the output folder) of a document that is not a record's or
     /// sub-document's; empty for those.
-    pub listed: Box<[String]>,
+    pub(crate) listed: Box<[String]>,
 }
 
 impl<'a> Output<'a> {
@@ -107,7 +107,7 @@ impl<'a> Output<'a> {
     }
 
     /// The record or sub-document this document is, and the name it is also published under.
-    pub fn place(&self, dataset: &'a Dataset) -> Option<(Place<'a>, Option<&'a str>)> {
+    pub(crate) fn place(&self, dataset: &'a Dataset) -> Option<(Place<'a>, Option<&'a str>)> {
         let (segment, position, subdoc) = match self.content {
             Content::Record { segment, position } => (segment, position, None),
             Content::SubDoc { segment, position, subdoc } => (segment, position, Some(subdoc)),
@@ -121,7 +121,7 @@ impl<'a> Output<'a> {
 
     /// Every path this document is published at: by id then by name for a record or
     /// sub-document, as listed for the others.
-    pub fn paths(&self, dataset: &'a Dataset) -> Vec<String> {
+    pub(crate) fn paths(&self, dataset: &'a Dataset) -> Vec<String> {
         match self.place(dataset) {
             Some((place, name)) => {
                 std::iter::once(place.tree_path(place.id)).chain(name.map(|name| place.tree_path(name))).collect()
@@ -136,7 +136,7 @@ impl<'a> Output<'a> {
 /// record): their [`Output`]s are made when asked for ([`Plan::get`]), not held, as a million
 /// records would need a hundred MB of them. The other documents are held.
 #[derive(Debug, Default)]
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     parts: Vec<Part<'a>>,
     /// The position of each part's first document.
     starts: Vec<usize>,
@@ -174,17 +174,12 @@ impl<'a> Plan<'a> {
     }
 
     /// The number of documents.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// True when the plan holds no document.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The `i`-th document, `i < len()`.
-    pub fn get(&self, i: usize) -> Cow<'_, Output<'a>> {
+    pub(crate) fn get(&self, i: usize) -> Cow<'_, Output<'a>> {
         let part = self.starts.partition_point(|&start| start <= i) - 1;
         match &self.parts[part] {
             Part::One(output) => Cow::Borrowed(output),
@@ -203,7 +198,7 @@ impl<'a> Plan<'a> {
 
     /// The position of the document of record `position` of `segment` (its sub-document
     /// `subdoc`'s, when given), found without walking the plan.
-    pub fn position_of(&self, segment: &str, position: usize, subdoc: Option<usize>) -> Option<usize> {
+    pub(crate) fn position_of(&self, segment: &str, position: usize, subdoc: Option<usize>) -> Option<usize> {
         self.parts.iter().zip(&self.starts).find_map(|(part, start)| match part {
             Part::Records { segment: s, firsts } if *s == segment => {
                 Some(start + *firsts.get(position)? as usize + subdoc.map_or(0, |n| n + 1))
@@ -213,7 +208,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The positions of the records of `segment` (not their sub-documents), in list order.
-    pub fn record_positions(&self, segment: &str) -> Vec<usize> {
+    pub(crate) fn record_positions(&self, segment: &str) -> Vec<usize> {
         let run = self.parts.iter().zip(&self.starts).find_map(|(part, start)| match part {
             Part::Records { segment: s, firsts } if *s == segment => Some((start, firsts)),
             _ => None,
@@ -222,7 +217,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The documents that list their paths, with their positions.
-    pub fn listed_positions(&self) -> impl Iterator<Item = (usize, &Output<'a>)> + '_ {
+    pub(crate) fn listed_positions(&self) -> impl Iterator<Item = (usize, &Output<'a>)> + '_ {
         self.parts.iter().zip(&self.starts).filter_map(|(part, &start)| match part {
             Part::One(output) => Some((start, output)),
             Part::Records { .. } => None,
@@ -230,12 +225,12 @@ impl<'a> Plan<'a> {
     }
 
     /// Every document, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Output<'a>>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Cow<'_, Output<'a>>> + '_ {
         (0..self.len).map(|i| self.get(i))
     }
 
     /// The documents that list their paths (all but records and sub-documents).
-    pub fn listed(&self) -> impl Iterator<Item = &Output<'a>> + '_ {
+    pub(crate) fn listed(&self) -> impl Iterator<Item = &Output<'a>> + '_ {
         self.parts.iter().filter_map(|part| match part {
             Part::One(output) => Some(output),
             Part::Records { .. } => None,
@@ -245,7 +240,7 @@ impl<'a> Plan<'a> {
 
 /// Lists every document of the tree, in a deterministic order. The files of a resource's
 /// declared filters are those of its values in `extracts`.
-pub fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: &Extracts) -> Plan<'a> {
+pub(crate) fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: &Extracts) -> Plan<'a> {
     let mut plan = Plan::default();
     plan.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
     plan.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
@@ -302,7 +297,12 @@ fn plan_filters<'a>(
 /// pages of each page size that [`paging::precomputed_pages`] names for links `style`, and the
 /// whole list. Pages that hold the whole list have the same bytes whatever their limit, so they
 /// share one entry.
-pub fn page_files(segment: &str, count: u64, page_sizes: &[u64], style: LinkStyle) -> BTreeMap<Page, Vec<String>> {
+pub(crate) fn page_files(
+    segment: &str,
+    count: u64,
+    page_sizes: &[u64],
+    style: LinkStyle,
+) -> BTreeMap<Page, Vec<String>> {
     let whole = Page { offset: 0, limit: count.max(1) };
     let normalize = |page: Page| if page.is_everything(count) { whole } else { page };
     let mut files: BTreeMap<Page, Vec<String>> = BTreeMap::new();

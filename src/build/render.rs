@@ -32,7 +32,7 @@ pub struct Renderer<'a> {
 
 /// What a reference url points at.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Referent<'s> {
+pub(crate) enum Referent<'s> {
     /// `/api/v2/<segment>/`
     List {
         /// The resource.
@@ -57,7 +57,7 @@ pub enum Referent<'s> {
 }
 
 /// Parses a root-relative reference url. `Err` explains the expected form.
-pub fn parse_reference(url: &str) -> Result<Referent<'_>, String> {
+pub(crate) fn parse_reference(url: &str) -> Result<Referent<'_>, String> {
     let form = || format!("expected {API_PREFIX}<segment>/<id>/, e.g. {API_PREFIX}berry-firmness/2/");
     let rest = url.strip_prefix(API_PREFIX).ok_or_else(form)?;
     let parts: Vec<&str> = rest.split('/').collect();
@@ -133,7 +133,7 @@ impl Renderer<'_> {
     }
 
     /// Serialises a value compactly or pretty (two-space indent), keys sorted.
-    pub fn serialize(&self, value: &impl serde::Serialize) -> Vec<u8> {
+    pub(crate) fn serialize(&self, value: &impl serde::Serialize) -> Vec<u8> {
         let result = if self.pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
         result.expect("a JSON value always serialises")
     }
@@ -254,11 +254,11 @@ impl Renderer<'_> {
 }
 
 /// Renders every kind of document of the tree.
-pub struct DocumentRenderer<'a> {
+pub(crate) struct DocumentRenderer<'a> {
     /// The renderer of records and sub-documents.
-    pub records: Renderer<'a>,
+    pub(crate) records: Renderer<'a>,
     /// The settings the tree is built with.
-    pub options: &'a BuildSettings,
+    pub(crate) options: &'a BuildSettings,
     /// Each resource's list stamp (for its names document), made once when first asked for.
     list_stamps: BTreeMap<&'a str, OnceLock<search::ListStamp>>,
     meta: Vec<u8>,
@@ -274,7 +274,7 @@ impl<'a> DocumentRenderer<'a> {
     /// Prepares the renderer: the meta document. A list's entries are not held: each page
     /// renders the entries it shows from the dataset ([`DocumentRenderer::entries`]), so that a
     /// million records' entries are never in memory at once.
-    pub fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
+    pub(crate) fn new(dataset: &'a Dataset, options: &'a BuildSettings) -> DocumentRenderer<'a> {
         let records = Renderer { dataset, base_url: &options.base_url, pretty: options.pretty };
         let list_stamps = dataset.resources.keys().map(|segment| (segment.as_str(), OnceLock::new())).collect();
         let bulk_data = options.bulk.then(|| layout::list_url(&options.base_url, layout::BULK_SEGMENT));
@@ -303,7 +303,7 @@ impl<'a> DocumentRenderer<'a> {
     }
 
     /// Renders one planned document.
-    pub fn render(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+    pub(crate) fn render(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
         let dataset = self.records.dataset;
         match *content {
             Content::Root => {
@@ -356,7 +356,7 @@ impl<'a> DocumentRenderer<'a> {
     /// Renders one planned document as [`DocumentRenderer::render`] does, but a record unseen by the
     /// schemas (they saw it already: a bulk-data file renders it again when the tree cannot give
     /// it back).
-    pub fn render_unobserved(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
+    pub(crate) fn render_unobserved(&self, content: &Content<'_>) -> Result<Vec<u8>, Vec<Problem>> {
         let Content::Record { segment, position } = *content else { return self.render(content) };
         let dataset = self.records.dataset;
         self.records.render_file(&dataset.record_source(segment, &dataset.resources[segment].records[position]))
@@ -393,13 +393,13 @@ impl<'a> DocumentRenderer<'a> {
 
 impl DocumentRenderer<'_> {
     /// Sets the names and filter values the documents made of them are rendered from.
-    pub fn set_extracts(&mut self, extracts: Extracts) {
+    pub(crate) fn set_extracts(&mut self, extracts: Extracts) {
         *self.extracts.get_mut().expect("no panic while rendering") = extracts;
     }
 
     /// Lets go of the extracts once every document made of them is rendered (a names entry
     /// a record: 150 MB at a million records, held no longer than needed).
-    pub fn release_extracts(&self) {
+    pub(crate) fn release_extracts(&self) {
         std::mem::take(&mut *self.extracts.write().expect("no panic while rendering"));
         // a names entry a record, small blocks: kept by the allocator, they would stay beside
         // the new index's document table, which is allocated apart
@@ -442,7 +442,7 @@ impl DocumentRenderer<'_> {
 
     /// Starts the schemas from what a previous build saw (an incremental build renders only
     /// the documents that changed): kinds this dataset no longer has are ignored.
-    pub fn seed_schemas(&self, seen: Vec<(String, Option<String>, Inferred)>) {
+    pub(crate) fn seed_schemas(&self, seen: Vec<(String, Option<String>, Inferred)>) {
         for (segment, subdoc, inferred) in seen {
             if let Some(slot) = self.seen.get(&(segment.as_str(), subdoc.as_deref())) {
                 *slot.lock().expect("no panic while observing") = inferred;
@@ -452,7 +452,7 @@ impl DocumentRenderer<'_> {
 
     /// Takes back what rendering a previous version of a document showed the schemas, given its
     /// published bytes (for a document of `segment`, or of its sub-document kind `subdoc`).
-    pub fn forget(&self, segment: &str, subdoc: Option<&str>, published: &[u8]) -> Result<(), String> {
+    pub(crate) fn forget(&self, segment: &str, subdoc: Option<&str>, published: &[u8]) -> Result<(), String> {
         let value = Tape::parse(published).map_err(|e| e.to_string())?;
         let slot = self.seen.get(&(segment, subdoc)).ok_or("no such kind of document")?;
         let mut seen = slot.lock().expect("no panic while observing");
@@ -465,7 +465,7 @@ impl DocumentRenderer<'_> {
 
     /// What rendering has seen, for the build index: one entry per resource and sub-document
     /// kind.
-    pub fn schemas(&self) -> Vec<(String, Option<String>, Inferred)> {
+    pub(crate) fn schemas(&self) -> Vec<(String, Option<String>, Inferred)> {
         self.seen
             .iter()
             .map(|(&(segment, subdoc), seen)| {
@@ -477,13 +477,13 @@ impl DocumentRenderer<'_> {
 
     /// The schema inferred from every rendered record of `segment` (or, with `subdoc`, from
     /// every sub-document of that name): call it once every document has been rendered.
-    pub fn inferred_schema(&self, segment: &str, subdoc: Option<&str>) -> Value {
+    pub(crate) fn inferred_schema(&self, segment: &str, subdoc: Option<&str>) -> Value {
         let seen = self.seen[&(segment, subdoc)].lock().expect("no panic while observing");
         seen.to_schema(REFERENCE_REF)
     }
 
     /// The names of the kinds of sub-document the records of `segment` have, sorted.
-    pub fn subdoc_kinds(&self, segment: &str) -> Vec<&str> {
+    pub(crate) fn subdoc_kinds(&self, segment: &str) -> Vec<&str> {
         self.seen.keys().filter_map(|&(s, sub)| sub.filter(|_| s == segment)).collect()
     }
 }

@@ -146,17 +146,15 @@ impl Rendering<'_> {
 }
 
 /// The bytes of one document, or the problems found in its source.
-pub type Rendered = Result<Vec<u8>, Vec<Problem>>;
+pub(crate) type Rendered = Result<Vec<u8>, Vec<Problem>>;
 
 /// One document of the stream the render step yields ([`Documents`]), as a writer takes it.
 /// A document has one or more paths (a record's by id, then by name): one body stored under
 /// each (in the tree, hard links of one file).
 #[derive(Debug)]
-pub enum Document {
+pub(crate) enum Document {
     /// Rendered by this build.
     Rendered {
-        /// Its position in the plan.
-        at: usize,
         /// Every path it is published at.
         paths: Vec<String>,
         /// Its bytes: dropped once the writer has placed them.
@@ -169,10 +167,6 @@ pub enum Document {
     /// Not rendered: kept as the previous build left it, which the index describes (its hash,
     /// its files). Only a partial build keeps documents.
     Kept {
-        /// Its position in the plan.
-        at: usize,
-        /// Every path it is published at.
-        paths: Vec<String>,
         /// What the previous build's index records of it.
         previous: DocumentFile,
     },
@@ -198,7 +192,7 @@ pub enum Document {
 /// (rayon's, one per core), each for as long as the writer's `put` takes; what `put` returns
 /// for a document is `Copy` (a hash, a few flags: it cannot own a body), and is all the stream
 /// keeps of it. A writer must not keep bodies either: it writes each one out as it comes.
-pub struct Documents<'s, 'd> {
+pub(crate) struct Documents<'s, 'd> {
     rendering: &'s Rendering<'d>,
     plan: &'s plan::Plan<'d>,
     /// The previous build's index, which knows the documents kept.
@@ -209,12 +203,12 @@ pub struct Documents<'s, 'd> {
 }
 
 /// What a writer returned for each document of the stream that it was handed, in plan order.
-pub struct Visited<R> {
+pub(crate) struct Visited<R> {
     /// What `put` returned, for each document visited.
-    pub each: Vec<R>,
+    pub(crate) each: Vec<R>,
     /// The position in the plan of each of `each`, when not every document was visited (the
     /// others are the previous build's, unchanged, as the index has them).
-    pub at: Option<Vec<usize>>,
+    pub(crate) at: Option<Vec<usize>>,
 }
 
 impl<'d> Rendering<'d> {
@@ -238,12 +232,12 @@ impl<'d> Rendering<'d> {
 
 impl<'d> Documents<'_, 'd> {
     /// Every planned document (those not visited included), in plan order.
-    pub fn plan(&self) -> &plan::Plan<'d> {
+    pub(crate) fn plan(&self) -> &plan::Plan<'d> {
         self.plan
     }
 
     /// The dataset the documents are made of.
-    pub fn dataset(&self) -> &'d load::Dataset {
+    pub(crate) fn dataset(&self) -> &'d load::Dataset {
         self.rendering.dataset
     }
 
@@ -252,7 +246,7 @@ impl<'d> Documents<'_, 'd> {
     /// [`Document::Kept`]; a document dropped when `put` returns. Returns what `put` returned
     /// for each, in plan order. Fails with every problem found in the sources (then `put` saw
     /// only the documents that rendered), or the first error `put` returned.
-    pub fn place_each<R: Copy + Send + Default>(
+    pub(crate) fn place_each<R: Copy + Send + Default>(
         &self,
         put: impl Fn(Document) -> Result<R> + Sync,
     ) -> Result<Visited<R>> {
@@ -302,16 +296,16 @@ impl<'d> Documents<'_, 'd> {
         if !self.rendering.dirty(&output)
             && let Some(previous) = previous
         {
-            return Ok(Document::Kept { at, paths: output.paths(dataset), previous });
+            return Ok(Document::Kept { previous });
         }
         let bytes = self.rendering.renderer.render(&output.content)?;
         let hash = blake3::hash(&bytes);
-        Ok(Document::Rendered { at, paths: output.paths(dataset), bytes, hash, previous })
+        Ok(Document::Rendered { paths: output.paths(dataset), bytes, hash, previous })
     }
 
     /// The late documents (the OpenAPI document), made from what rendering saw: to be taken
     /// once every planned document is placed. Lets go of the extracts first.
-    pub fn late(&self) -> Vec<Document> {
+    pub(crate) fn late(&self) -> Vec<Document> {
         let renderer = &self.rendering.renderer;
         renderer.release_extracts();
         let (path, bytes) = (layout::OPENAPI_PATH.to_string(), openapi::document(renderer));
@@ -321,7 +315,7 @@ impl<'d> Documents<'_, 'd> {
 
     /// The bytes of the planned document at `at` rendered once more, seen by nothing (the
     /// schemas saw it already): for a writer that cannot read back what it placed.
-    pub fn render_again(&self, at: usize) -> Rendered {
+    pub(crate) fn render_again(&self, at: usize) -> Rendered {
         self.rendering.renderer.render_unobserved(&self.plan.get(at).content)
     }
 }

@@ -30,7 +30,7 @@ pub(crate) const REFERENCE_REF: &str = "#/components/schemas/Reference";
 /// What has been seen of a set of JSON values observed at one place. Serialisable, so that an
 /// incremental build keeps it between builds (see [`Inferred::forget`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Inferred {
+pub(crate) struct Inferred {
     /// Values observed.
     count: u64,
     nulls: u64,
@@ -63,18 +63,13 @@ struct Objects {
 }
 
 impl Inferred {
-    /// An empty inference: nothing seen yet. Its schema is `{}`, which accepts anything.
-    pub fn new() -> Inferred {
-        Inferred::default()
-    }
-
     /// How many values were observed.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.count
     }
 
     /// Adds one value (a whole record, or any JSON document).
-    pub fn observe<'a>(&mut self, value: impl Shape<'a>) {
+    pub(crate) fn observe<'a>(&mut self, value: impl Shape<'a>) {
         self.count += 1;
         match value.shape() {
             Kind::Null => self.nulls += 1,
@@ -110,7 +105,7 @@ impl Inferred {
     /// Takes back one value observed before: the result equals never having observed it (the
     /// counts go down; places no longer seen anywhere are dropped). An incremental build forgets
     /// a changed record's previous version and observes the new one.
-    pub fn forget<'a>(&mut self, value: impl Shape<'a>) {
+    pub(crate) fn forget<'a>(&mut self, value: impl Shape<'a>) {
         self.count -= 1;
         match value.shape() {
             Kind::Null => self.nulls -= 1,
@@ -147,7 +142,8 @@ impl Inferred {
     }
 
     /// Combines two inferences: the result equals observing both sets of values in one.
-    pub fn merge(&mut self, other: Inferred) {
+    #[cfg(test)]
+    pub(crate) fn merge(&mut self, other: Inferred) {
         self.count += other.count;
         self.nulls += other.nulls;
         self.booleans += other.booleans;
@@ -173,7 +169,7 @@ impl Inferred {
     /// at every observation of a place become `{"$ref": reference_ref}` (point it at
     /// [`reference_schema`]). A place never observed (the items of arrays that were always
     /// empty) is `{}`, which accepts anything.
-    pub fn to_schema(&self, reference_ref: &str) -> Value {
+    pub(crate) fn to_schema(&self, reference_ref: &str) -> Value {
         if self.count == 0 {
             return Value::Object(Map::new());
         }
@@ -226,7 +222,7 @@ impl Inferred {
 }
 
 /// The shared definition of a reference: `{"name"?, "url"}`, `url` an absolute URI.
-pub fn reference_schema() -> Value {
+pub(crate) fn reference_schema() -> Value {
     json!({
         "type": "object",
         "description": "A reference to another document: its absolute url, and its name when it has one.",
@@ -265,7 +261,7 @@ fn is_reference<'a>(object: impl Shape<'a>) -> bool {
 }
 
 /// What the inference reads of a value: its kind, its items and its members.
-pub enum Kind<'a> {
+pub(crate) enum Kind<'a> {
     /// `null`
     Null,
     /// `true` or `false`
@@ -282,7 +278,7 @@ pub enum Kind<'a> {
 
 /// A JSON value the inference reads: a [`Value`], a value of a parsed [`Tape`](crate::json::tape::Tape) or a document
 /// rendered from one.
-pub trait Shape<'a>: Copy {
+pub(crate) trait Shape<'a>: Copy {
     /// The value's kind.
     fn shape(self) -> Kind<'a>;
     /// An array's items (none for another kind).
@@ -371,7 +367,7 @@ mod tests {
     }
 
     fn infer(values: &[Value]) -> Inferred {
-        let mut inferred = Inferred::new();
+        let mut inferred = Inferred::default();
         for v in values {
             inferred.observe(v);
         }
@@ -496,7 +492,7 @@ mod tests {
 
     #[test]
     fn nothing_seen_accepts_anything() {
-        assert_eq!(Inferred::new().to_schema(REF), json!({}));
+        assert_eq!(Inferred::default().to_schema(REF), json!({}));
         assert_eq!(schema_of(&["[]", "[]"]), json!({"type": "array", "items": {}}));
     }
 

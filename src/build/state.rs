@@ -18,13 +18,13 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The build index, in the state folder.
-pub const INDEX: &str = "index";
+pub(crate) const INDEX: &str = "index";
 /// The bulk-data member table, in the state folder.
-pub const BULK: &str = "bulk";
+pub(crate) const BULK: &str = "bulk";
 /// The folder of the kept extracts, in the state folder.
-pub const EXTRACT: &str = "extract";
+pub(crate) const EXTRACT: &str = "extract";
 /// A killed commit's journal, in the state folder.
-pub const JOURNAL: &str = "journal";
+pub(crate) const JOURNAL: &str = "journal";
 
 /// The old layout: each state file's name beside the tree (`.<out>.<old>`) and its name now.
 const OLD: [(&str, &str); 4] =
@@ -34,25 +34,25 @@ const OLD: [(&str, &str); 4] =
 const OLD_TEMPORARIES: [&str; 3] = ["gen-index.tmp", "gen-bulk.tmp", "gen-journal.tmp"];
 
 /// The state folder of the tree in `out`: `.<out>.gen/` beside it.
-pub fn folder(out: &Path) -> PathBuf {
+pub(crate) fn folder(out: &Path) -> PathBuf {
     fsutil::beside(out, "gen")
 }
 
 /// The state file `name` ([`INDEX`], [`BULK`], [`EXTRACT`], [`JOURNAL`]) of the tree in `out`.
-pub fn file(out: &Path, name: &str) -> PathBuf {
+pub(crate) fn file(out: &Path, name: &str) -> PathBuf {
     folder(out).join(name)
 }
 
 /// The temporary file that is renamed onto the state file `name` of the tree in `out`: in the
 /// same folder, so that the rename never crosses a filesystem.
-pub fn temporary(out: &Path, name: &str) -> PathBuf {
+pub(crate) fn temporary(out: &Path, name: &str) -> PathBuf {
     folder(out).join(format!("{name}.tmp"))
 }
 
 /// Makes the state folder of `out` a folder of its own, created if missing: anything else at
 /// its name (a link to a folder elsewhere, a file) is removed first, so that no state is ever
 /// written through a link. Returns the folder.
-pub fn ensure(out: &Path) -> Result<PathBuf> {
+pub(crate) fn ensure(out: &Path) -> Result<PathBuf> {
     let dir = folder(out);
     own_folder(&dir).with_context(|| format!("cannot create folder {}", dir.display()))?;
     Ok(dir)
@@ -60,7 +60,7 @@ pub fn ensure(out: &Path) -> Result<PathBuf> {
 
 /// Makes `dir` a folder of its own, created if missing: anything else at its name (a link to a
 /// folder elsewhere, a file) is removed first.
-pub fn own_folder(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn own_folder(dir: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => return Ok(()),
         Ok(_) => std::fs::remove_file(dir)?,
@@ -78,7 +78,7 @@ pub fn own_folder(dir: &Path) -> std::io::Result<()> {
 /// layout's temporaries are removed. Said in one note. Called with the lock on `out` held,
 /// before any state is read; nothing is touched when there is no old file (not even looked for
 /// beyond one `lstat` each).
-pub fn migrate(out: &Path) {
+pub(crate) fn migrate(out: &Path) {
     let exists = |what: &str| std::fs::symlink_metadata(fsutil::beside(out, what)).is_ok();
     for old in OLD_TEMPORARIES.into_iter().filter(|old| exists(old)) {
         let _ = std::fs::remove_file(fsutil::beside(out, old));

@@ -12,10 +12,10 @@ use std::path::Path;
 
 /// What an unchanged build found: the tree's settings and size, for its summary.
 pub(crate) struct Unchanged {
-    pub resources: usize,
-    pub records: usize,
+    pub(crate) resources: usize,
+    pub(crate) records: usize,
     /// The start of the build the index records.
-    pub started_ns: i64,
+    pub(crate) started_ns: i64,
 }
 
 /// The data in `data`, listed as `listing`, as the build `index` recorded it, when no file of

@@ -22,7 +22,7 @@ mod listing;
 mod patch;
 mod stage;
 
-pub use journal::{Journal, journal_path, read_journal};
+pub(crate) use journal::{Journal, journal_path, read_journal};
 
 use commit::{commit_in_place, gone_paths, stamps_after_commit};
 use docs::Docs;
@@ -47,44 +47,44 @@ pub struct WriteReport {
     pub written: usize,
     /// When the manifest was written by patching the previous one: the entries added, changed
     /// or removed (the others were copied as they were).
-    pub manifest_patched: Option<usize>,
+    pub(crate) manifest_patched: Option<usize>,
 }
 
 impl WriteReport {
     /// This report with the files and bytes of the documents (`totals`, see
     /// [`DocumentFiles::totals`]) added to the manifest's.
-    pub fn with_totals(self, (files, bytes): (usize, u64)) -> WriteReport {
+    pub(crate) fn with_totals(self, (files, bytes): (usize, u64)) -> WriteReport {
         WriteReport { files: self.files + files, bytes: self.bytes + bytes, ..self }
     }
 }
 
 /// What the previous build left in the output folder, as far as this write may use it.
 #[derive(Default)]
-pub struct Previous<'i> {
+pub(crate) struct Previous<'i> {
     /// The build index, when it describes the tree's manifest.
-    pub index: Option<&'i Index>,
+    pub(crate) index: Option<&'i Index>,
     /// Further paths known to be ours: the previous manifest's files when there is no index,
     /// and what a killed commit's journal lists. Only these and the index's files are ever
     /// deleted.
-    pub listed: Vec<String>,
+    pub(crate) listed: Vec<String>,
     /// After a killed commit, the paths its journal lists: only these of the index's files are
     /// read to be kept (all of them when the journal lists none). Every other file is trusted
     /// to be as the index says.
-    pub killed: Option<std::collections::HashSet<String>>,
+    pub(crate) killed: Option<std::collections::HashSet<String>>,
 }
 
 /// What a write did, and every document of the tree with its hash and stamp, for the index.
 pub struct Written<'o> {
     /// What was written, kept and removed (the files and bytes of the manifest only: those of
     /// the documents are counted from the table, see [`NewDocs::table`]).
-    pub report: WriteReport,
+    pub(crate) report: WriteReport,
     /// Every document of the tree with its hash and stamp, or the changes to the previous
     /// build's table.
-    pub docs: NewDocs<'o>,
+    pub(crate) docs: NewDocs<'o>,
 }
 
 /// The new tree's table of documents, for the index.
-pub enum NewDocs<'o> {
+pub(crate) enum NewDocs<'o> {
     /// Every document, as a write that visited each one found it.
     Whole(DocumentFiles),
     /// What a partial write changed in the previous build's table.
@@ -93,7 +93,7 @@ pub enum NewDocs<'o> {
 
 impl NewDocs<'_> {
     /// The table: the whole one, or `previous` (the previous build's) with the changes made.
-    pub fn table(self, previous: Option<DocumentFiles>) -> DocumentFiles {
+    pub(crate) fn table(self, previous: Option<DocumentFiles>) -> DocumentFiles {
         match self {
             NewDocs::Whole(table) => table,
             NewDocs::Changes(changes) => {
@@ -105,17 +105,15 @@ impl NewDocs<'_> {
     }
 }
 
-/// A writer of a build's documents (mdBook's `Renderer` is the model): it takes the render
-/// step's stream and stores every document of it where readers find them, then commits. The
-/// tree ([`TreeWriter`]) is one.
+/// A writer of a build's documents (mdBook's `Renderer` is the model, without its `name`: a
+/// build writes one output, chosen by the command line): it takes the render step's stream and
+/// stores every document of it where readers find them, then commits. The tree
+/// ([`TreeWriter`]) is one.
 ///
 /// The memory a write may take is bounded at this seam: the stream hands over one document
 /// per worker at a time, and keeps of each only what `put` returns for it, which is `Copy`
 /// (see [`Documents`]); a writer writes each body out as it comes and keeps none.
-pub trait Output {
-    /// What it writes, for messages: `"tree"`.
-    fn name(&self) -> &'static str;
-
+pub(crate) trait Output {
     /// Writes every document of `documents` ([`Documents::place_each`], then
     /// [`Documents::late`]), then commits. Readers see the previous build's output until the
     /// commit; a write that fails leaves it as it was. Returns what was written, and every
@@ -127,26 +125,22 @@ pub trait Output {
 /// with a `.gz` sibling under `--gzip`, and the manifest listing every file with its hash.
 /// Only the documents whose bytes changed are written: staged beside the tree, then committed
 /// in place (see [`Output::write`] below, and docs/builds.md).
-pub struct TreeWriter<'a> {
+pub(crate) struct TreeWriter<'a> {
     /// The output folder, locked for this build.
-    pub target: &'a mut FolderLock,
+    pub(crate) target: &'a mut FolderLock,
     /// The new tree's manifest, its files listed by the write.
-    pub manifest: Manifest,
+    pub(crate) manifest: Manifest,
     /// Each list's hash (as the build index records them): a bulk-data file is kept only when
     /// its list's is the previous build's.
-    pub lists: &'a std::collections::BTreeMap<String, String>,
+    pub(crate) lists: &'a std::collections::BTreeMap<String, String>,
     /// The bulk-data files' dates by resource, when the build asked git for them with its
     /// deploy date (a resource left out takes the deploy date); `None`: the write asks.
-    pub bulk_dates: Option<&'a std::collections::BTreeMap<String, i64>>,
+    pub(crate) bulk_dates: Option<&'a std::collections::BTreeMap<String, i64>>,
     /// What the previous build left, reused where its bytes are the same.
-    pub previous: Previous<'a>,
+    pub(crate) previous: Previous<'a>,
 }
 
 impl Output for TreeWriter<'_> {
-    fn name(&self) -> &'static str {
-        "tree"
-    }
-
     /// Writes the documents into the tree, then the late ones and the bulk-data files, then
     /// the manifest, listing every file with its hash.
     ///

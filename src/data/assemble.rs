@@ -31,7 +31,7 @@ pub(super) fn index_resources(
             list.sort_unstable_by_key(|r| r.line.map(|span| span.line)); // a table's list is in line order
         }
         let by_id = super::dataset::ById::new(&list);
-        dataset.resources.insert(segment.clone(), Resource { segment, records: list, by_id, shadowed });
+        dataset.resources.insert(segment, Resource { records: list, by_id, shadowed });
     }
     check_shared_names(config_path, dataset, problems);
     for (_, (file, _)) in orders {

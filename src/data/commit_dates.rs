@@ -7,15 +7,15 @@ use std::collections::BTreeMap;
 /// The dates git gives a data folder's files: what a build without `SOURCE_DATE_EPOCH` is
 /// dated with, so that two fresh clones of the same commit build the same bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CommitDates {
+pub(crate) struct CommitDates {
     /// The time of the last commit that touched the data folder, in seconds since the epoch:
     /// the tree's `deploy_date`.
-    pub data: i64,
+    pub(crate) data: i64,
     /// The time of the last commit that touched each resource asked for (its folder
     /// `<segment>/`, its tables `<segment>.ndjson` and `<segment>.<name>.ndjson`) or `gen.json`
     /// (which every document depends on), whichever is later: the date of its bulk-data file. A
     /// resource no commit touched is left out.
-    pub resources: BTreeMap<String, i64>,
+    pub(crate) resources: BTreeMap<String, i64>,
 }
 
 /// The [`CommitDates`] of the data folder `data` and of each resource of `segments` in it.
@@ -24,7 +24,7 @@ pub struct CommitDates {
 /// deleted or untracked file under it: the data is newer than any commit; a file git ignores
 /// counts, as the build reads it). One `git status` and one `git log --name-only` pass, newest
 /// first, stopped once the data, every resource and `gen.json` are dated.
-pub fn commit_dates(data: &std::path::Path, segments: &[&str]) -> Option<CommitDates> {
+pub(crate) fn commit_dates(data: &std::path::Path, segments: &[&str]) -> Option<CommitDates> {
     use std::io::BufRead;
     if !committed(data) {
         return None;

@@ -6,7 +6,7 @@ use crate::config::{CONFIG_FILE, ORDER_FILE, is_valid_name, is_valid_segment, pa
 use crate::tree::layout::{self, API_PREFIX};
 
 /// The extension of a resource held as one file, a record a line.
-pub const TABLE_EXTENSION: &str = "ndjson";
+pub(crate) const TABLE_EXTENSION: &str = "ndjson";
 
 /// True for names the data walk skips: hidden files and folders (`.git`, an editor's
 /// `.1.json.swp`) and backups ending in `~`, as editors and version control leave them.
@@ -16,7 +16,7 @@ pub(crate) fn is_ignored(name: &str) -> bool {
 
 /// What a file or folder of the data folder is, by its path relative to the data folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataPath<'a> {
+pub(crate) enum DataPath<'a> {
     /// `gen.json`: the settings.
     Settings,
     /// `<segment>/`: a resource's folder.
@@ -69,7 +69,7 @@ pub enum DataPath<'a> {
 
 /// Why a path is not one of the data folder's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotData {
+pub(crate) enum NotData {
     /// A misplaced or misnamed file or folder: what the place holds.
     Stray(String),
     /// Inside a folder that is itself reported: nothing more to say.
@@ -78,7 +78,7 @@ pub enum NotData {
 
 impl<'a> DataPath<'a> {
     /// What `rel` (relative to the data folder, `/`-separated) is, a folder when `is_dir`.
-    pub fn parse(rel: &'a str, is_dir: bool) -> Result<DataPath<'a>, NotData> {
+    pub(crate) fn parse(rel: &'a str, is_dir: bool) -> Result<DataPath<'a>, NotData> {
         // Up to four parts, on the stack (no path of the data folder has more than three: a
         // fourth stands for all the rest, which every rule reads the same way).
         let mut parts = [""; 4];
@@ -126,7 +126,7 @@ impl<'a> DataPath<'a> {
 
     /// The path of this file or folder, relative to the data folder: [`DataPath::parse`] gives
     /// it back.
-    pub fn file(&self) -> String {
+    pub(crate) fn file(&self) -> String {
         match *self {
             DataPath::Settings => CONFIG_FILE.to_string(),
             DataPath::ResourceFolder { segment } => segment.to_string(),
@@ -141,7 +141,7 @@ impl<'a> DataPath<'a> {
 
     /// True when `rel` is a record file or the order file of `segment`: a file its list's entries
     /// are made of (a table's lines are its records).
-    pub fn is_list_input(rel: &str, segment: &str) -> bool {
+    pub(crate) fn is_list_input(rel: &str, segment: &str) -> bool {
         match DataPath::parse(rel, false) {
             Ok(DataPath::Record { segment: s, .. } | DataPath::Order { segment: s }) => s == segment,
             _ => false,
@@ -149,7 +149,8 @@ impl<'a> DataPath<'a> {
     }
 
     /// True for a folder.
-    pub fn is_folder(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_folder(&self) -> bool {
         matches!(self, DataPath::ResourceFolder { .. } | DataPath::RecordFolder { .. })
     }
 }
@@ -165,7 +166,7 @@ const DATA_FOLDER: &str = "the data folder";
 impl NotData {
     /// The message of a stray file or folder of the data folder `data`, naming it as messages
     /// name paths (`mydata/`, not a fixed `data/`); `None` inside a folder already reported.
-    pub fn stray_message(self, data: &std::path::Path) -> Option<String> {
+    pub(crate) fn stray_message(self, data: &std::path::Path) -> Option<String> {
         match self {
             NotData::Stray(message) => {
                 Some(message.replacen(DATA_FOLDER, &format!("{DATA_FOLDER} {}", crate::fsutil::show_dir(data)), 1))

@@ -14,15 +14,15 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Dataset {
     /// The data folder.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Site settings from `gen.json` (defaults when absent).
-    pub config: DataSettings,
+    pub(crate) config: DataSettings,
     /// Resources by segment, sorted.
     pub resources: BTreeMap<String, Resource>,
     /// A hash of every file read, for the meta document.
-    pub data_hash: String,
+    pub(crate) data_hash: String,
     /// The tables, opened once: each record is read from its line (not one open a record).
-    pub tables: HashMap<PathBuf, Arc<std::fs::File>>,
+    pub(crate) tables: HashMap<PathBuf, Arc<std::fs::File>>,
     /// The hashes the load recorded of each record's and sub-document's data, once the build
     /// holds later reads to them ([`Dataset::expect_loaded`]).
     pub(crate) loaded_hashes: std::sync::OnceLock<LoadedHashes>,
@@ -31,15 +31,13 @@ pub struct Dataset {
 /// One resource: its records in list order.
 #[derive(Debug)]
 pub struct Resource {
-    /// Path segment, e.g. `berry`.
-    pub segment: String,
     /// Records in list order (by id, or as `order.json` states).
     pub records: Vec<Record>,
     /// Position in `records` of each id.
-    pub by_id: ById,
+    pub(crate) by_id: ById,
     /// Ids of records whose name is shared (declared in `shared_names`) with a lower id, which
     /// owns the name path.
-    pub shadowed: HashSet<i64>,
+    pub(crate) shadowed: HashSet<i64>,
 }
 
 /// One record: how it is reached. Its file is `<data>/<segment>/<id>.json` (see
@@ -51,11 +49,11 @@ pub struct Record {
     pub id: i64,
     /// Its name, when it has one (boxed: no room held past its length, 8 bytes less than a
     /// `String` a record).
-    pub name: Option<Box<str>>,
+    pub(crate) name: Option<Box<str>>,
     /// Sub-documents (`data/<segment>/<id>/<name>.json`), sorted by name.
-    pub subdocs: Box<[SubDoc]>,
+    pub(crate) subdocs: Box<[SubDoc]>,
     /// Its line, when its resource is a table (`data/<segment>.ndjson`).
-    pub line: Option<Span>,
+    pub(crate) line: Option<Span>,
 }
 
 /// Where a line of a table is: its byte offset and length (without the newline), and its
@@ -63,21 +61,21 @@ pub struct Record {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
     /// Byte offset of the line in its table.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// Length of the line in bytes, without the newline.
-    pub len: u32,
+    pub(crate) len: u32,
     /// Line number, from 1.
-    pub line: u32,
+    pub(crate) line: u32,
 }
 
 /// A document under a record, such as `creature/132/encounters`: any JSON value.
 #[derive(Debug)]
-pub struct SubDoc {
+pub(crate) struct SubDoc {
     /// Its name, e.g. `encounters` (shared by every sub-document of a table: one allocation,
     /// not one a line).
-    pub name: std::sync::Arc<str>,
+    pub(crate) name: std::sync::Arc<str>,
     /// Its line, when it is held in a table (`data/<segment>.<name>.ndjson`).
-    pub line: Option<Span>,
+    pub(crate) line: Option<Span>,
 }
 
 /// Sub-documents by their record's segment, with their record's id (a segment's vector, not a
@@ -124,7 +122,7 @@ impl Source {
     /// The source's JSON bytes, read again as the load read them (see the module's comment),
     /// and checked against the hash it recorded; else the problem, at
     /// [`Source::problem_path`].
-    pub fn read(&self) -> Result<Vec<u8>, crate::problem::Problem> {
+    pub(crate) fn read(&self) -> Result<Vec<u8>, crate::problem::Problem> {
         match self {
             Source::File { file, expected } => {
                 let bytes = crate::fsutil::read_regular_file(file, expected.limit)
@@ -152,7 +150,7 @@ impl Source {
 
     /// The bytes [`Source::read`] reads, as far as known before reading (0 for a file that
     /// cannot be stat-ed: its read fails): what the parse budget holds for it.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         match self {
             Source::File { file, .. } => std::fs::metadata(file).map_or(0, |m| m.len() as usize),
             Source::Line { span, .. } => span.len as usize,
@@ -160,7 +158,7 @@ impl Source {
     }
 
     /// The path problems of this source are reported at: the file, or `<table>:LINE:1`.
-    pub fn problem_path(&self) -> PathBuf {
+    pub(crate) fn problem_path(&self) -> PathBuf {
         match self {
             Source::File { file, .. } => file.clone(),
             Source::Line { table, span, .. } => at_line(table, span.line, 1),
@@ -169,7 +167,7 @@ impl Source {
 
     /// Where the bytes [`Source::read`] reads are, for the one reader of the data: a file, or a
     /// table's line (a sub-document's at the line's columns).
-    pub fn at(&self) -> crate::json::At<'_> {
+    pub(crate) fn at(&self) -> crate::json::At<'_> {
         match self {
             Source::File { file, .. } => crate::json::At::File(file),
             Source::Line { table, span, .. } => crate::json::At::Line(table, span.line),
@@ -199,31 +197,31 @@ fn read_span(table: &Path, file: Option<&std::fs::File>, span: Span, limit: u64)
 }
 
 /// `<file>:LINE:COLUMN`, where problems of a table's line are reported.
-pub fn at_line(file: &Path, line: u32, column: u64) -> PathBuf {
+pub(crate) fn at_line(file: &Path, line: u32, column: u64) -> PathBuf {
     let mut path = file.as_os_str().to_owned();
     path.push(format!(":{line}:{column}"));
     PathBuf::from(path)
 }
 
 /// The file of the record `id` of `segment` in the data folder `dir`.
-pub fn record_file(dir: &Path, segment: &str, id: i64) -> PathBuf {
+pub(crate) fn record_file(dir: &Path, segment: &str, id: i64) -> PathBuf {
     dir.join(DataPath::Record { segment, id }.file())
 }
 
 /// The file of the sub-document `name` of the record `id` of `segment` in the data folder `dir`.
-pub fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
+pub(crate) fn subdoc_file(dir: &Path, segment: &str, id: i64, name: &str) -> PathBuf {
     dir.join(DataPath::SubDoc { segment, id, name }.file())
 }
 
 impl Resource {
     /// The record with `id`, if any.
-    pub fn get(&self, id: i64) -> Option<&Record> {
+    pub(crate) fn get(&self, id: i64) -> Option<&Record> {
         self.by_id.get(&self.records, id).map(|i| &self.records[i])
     }
 
     /// The record's name, when its name path is its own: a shared name's path belongs to the
     /// lowest id that carries it.
-    pub fn path_name<'r>(&self, record: &'r Record) -> Option<&'r str> {
+    pub(crate) fn path_name<'r>(&self, record: &'r Record) -> Option<&'r str> {
         record.name.as_deref().filter(|_| !self.shadowed.contains(&record.id))
     }
 }
@@ -235,7 +233,7 @@ impl Dataset {
     }
 
     /// The file of the sub-document `name` of the record `id` of `segment`.
-    pub fn subdoc_file(&self, segment: &str, id: i64, name: &str) -> PathBuf {
+    pub(crate) fn subdoc_file(&self, segment: &str, id: i64, name: &str) -> PathBuf {
         subdoc_file(&self.dir, segment, id, name)
     }
 
@@ -250,7 +248,7 @@ impl Dataset {
     }
 
     /// Where the JSON of the sub-document `subdoc` of the record `id` of `segment` is.
-    pub fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
+    pub(crate) fn subdoc_source(&self, segment: &str, id: i64, subdoc: &SubDoc) -> Source {
         let name = &*subdoc.name;
         let hash = self.loaded_hashes.get().and_then(|hashes| {
             let resource = self.resources.get(segment)?;
@@ -278,7 +276,7 @@ impl Dataset {
     }
 
     /// The most bytes a document is read of (`max_document_mb`).
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.config.max_document_mb.saturating_mul(1 << 20)
     }
 
@@ -287,7 +285,7 @@ impl Dataset {
     /// other bytes is a problem (see [`Source::read`]). Made once the previous build's data
     /// table is let go, so that it never adds to the load's peak. Once a dataset: later calls
     /// change nothing.
-    pub fn expect_loaded(&self, hash_of: impl Fn(&str, Option<&str>, i64) -> Option<[u8; 32]> + Sync) {
+    pub(crate) fn expect_loaded(&self, hash_of: impl Fn(&str, Option<&str>, i64) -> Option<[u8; 32]> + Sync) {
         use super::second_read::{ResourceHashes, short};
         use rayon::prelude::*;
         let resources = self
@@ -320,32 +318,32 @@ impl Dataset {
 /// What the caller of `load::load_reusing` saw of a file before it is read: its stamp, and what it
 /// already knows of it when it has not changed.
 #[derive(Debug, Clone, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// Its stamp, when the file could be stat'ed.
-    pub stamp: Option<Stamp>,
+    pub(crate) stamp: Option<Stamp>,
     /// What is known of it from the previous build, when it has not changed.
-    pub known: Option<Known>,
+    pub(crate) known: Option<Known>,
 }
 
 /// What an incremental build already knows of a record or sub-document file that has not
 /// changed since the previous build: it is not read again.
 #[derive(Debug, Clone)]
-pub struct Known {
+pub(crate) struct Known {
     /// The record's name (`None` for a sub-document or a nameless record).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// BLAKE3 of its bytes.
-    pub hash: blake3::Hash,
+    pub(crate) hash: blake3::Hash,
 }
 
 /// Where each id of a resource is in its records: nothing held when they are in id order
 /// (most are: records listed by id, a table written in id order), the records themselves
 /// searched; else each id with its position, by id (12 bytes a record, not a hash map's 17).
 #[derive(Debug, Default)]
-pub struct ById(Vec<(i64, u32)>);
+pub(crate) struct ById(Vec<(i64, u32)>);
 
 impl ById {
     /// Where each record of `records` (in list order, ids unique) is.
-    pub fn new(records: &[Record]) -> ById {
+    pub(crate) fn new(records: &[Record]) -> ById {
         if records.windows(2).all(|pair| pair[0].id < pair[1].id) {
             return ById(Vec::new());
         }
@@ -355,7 +353,7 @@ impl ById {
     }
 
     /// The position in `records` (those it was made of) of the record with `id`.
-    pub fn get(&self, records: &[Record], id: i64) -> Option<usize> {
+    pub(crate) fn get(&self, records: &[Record], id: i64) -> Option<usize> {
         if self.0.is_empty() {
             return records.binary_search_by_key(&id, |r| r.id).ok();
         }
@@ -368,7 +366,7 @@ impl ById {
 /// names): each 8 bytes of the key times an odd constant, which spreads consecutive ids over
 /// the table, instead of SipHash, which costs more than the lookups it serves.
 #[derive(Default)]
-pub struct Spread(u64);
+pub(crate) struct Spread(u64);
 
 impl Hasher for Spread {
     fn finish(&self) -> u64 {

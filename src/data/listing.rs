@@ -27,11 +27,11 @@ use std::path::Path;
 
 /// What the listing found of one file, against what the previous build recorded.
 #[derive(Debug, Clone, Copy)]
-pub struct FileStat {
+pub(crate) struct FileStat {
     /// The file's stamp (links followed).
-    pub stamp: Stamp,
+    pub(crate) stamp: Stamp,
     /// True when the previous build recorded the file with this stamp, old enough to trust.
-    pub same: bool,
+    pub(crate) same: bool,
     /// The file's entry in the previous build's data table ([`NO_ENTRY`] when none; a
     /// listing holds one of these a file: 40 bytes, not the 48 an `Option` makes it).
     entry: u32,
@@ -49,32 +49,32 @@ impl FileStat {
 
     /// The file's entry in the previous build's data table, when it is `same` and a record or
     /// sub-document.
-    pub fn entry(&self) -> Option<u32> {
+    pub(crate) fn entry(&self) -> Option<u32> {
         (self.entry != NO_ENTRY).then_some(self.entry)
     }
 }
 
 /// What the caller of `load::load_reusing` says of a file before it is read, given the file and
 /// what the data folder's listing found of it (when it was listed, not walked).
-pub type SeeFile<'a> = dyn Fn(&Path, Option<&FileStat>) -> super::dataset::Seen + Sync + 'a;
+pub(crate) type SeeFile<'a> = dyn Fn(&Path, Option<&FileStat>) -> super::dataset::Seen + Sync + 'a;
 
 /// One file of the data folder.
 #[derive(Debug)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// Its path relative to the data folder.
-    pub rel: String,
+    pub(crate) rel: String,
     /// Its stamp, against the previous build's.
-    pub stat: FileStat,
+    pub(crate) stat: FileStat,
 }
 
 /// Some files of a listing: those the previous build recorded as they are, by their entry
 /// in its data table (4 bytes a file: what they are is in that table), and the others.
 #[derive(Debug, Default)]
-pub struct Block {
+pub(crate) struct Block {
     /// The records' and sub-documents' files that are [`FileStat::same`], by entry number.
-    pub same: Vec<u32>,
+    pub(crate) same: Vec<u32>,
     /// Every other file.
-    pub other: Vec<Listed>,
+    pub(crate) other: Vec<Listed>,
 }
 
 impl Block {
@@ -87,50 +87,45 @@ impl Block {
     }
 
     /// Number of files.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.same.len() + self.other.len()
     }
 
     /// True when it holds none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 /// Every file of the data folder that a build loads, with its stamp.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// The files, in no particular order, in blocks of a few thousand: the load takes them a
     /// block at a time, and lets go of each.
-    pub blocks: Vec<Block>,
+    pub(crate) blocks: Vec<Block>,
     /// What it noted of the folders (those holding no data file, each resource folder's
     /// identity): for the index.
-    pub notes: FolderNotes,
+    pub(crate) notes: FolderNotes,
     /// How many folders were read because they may have changed since the previous build, or
     /// because it did not note them (the data folder aside).
-    pub folders_read: usize,
+    pub(crate) folders_read: usize,
 }
 
 impl Listing {
     /// Every file listed that is not the same as the previous build recorded it, and every
     /// file that is not a record's or sub-document's (`gen.json`, order files, tables).
-    pub fn others(&self) -> impl Iterator<Item = &Listed> {
+    pub(crate) fn others(&self) -> impl Iterator<Item = &Listed> {
         self.blocks.iter().flat_map(|block| &block.other)
     }
 
     /// Number of files listed.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.blocks.iter().map(Block::len).sum()
-    }
-
-    /// True when no file was listed.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// True when every file is as the previous build recorded it, no more and no fewer, and no
     /// folder needed reading: the data is the data that build was made from.
-    pub fn unchanged_since(&self, previous: PreviousData<'_>) -> bool {
+    pub(crate) fn unchanged_since(&self, previous: PreviousData<'_>) -> bool {
         self.folders_read == 0
             && self.others().all(|file| file.stat.same)
             && self.len() == previous.data.file_count()
@@ -141,21 +136,21 @@ impl Listing {
 /// What the previous build recorded of the data folder, all a listing compares with: its data
 /// table, what it noted of the folders, and when its stamps stop being trusted.
 #[derive(Debug, Clone, Copy)]
-pub struct PreviousData<'a> {
+pub(crate) struct PreviousData<'a> {
     /// Every data file it recorded.
-    pub data: &'a DataFiles,
+    pub(crate) data: &'a DataFiles,
     /// What its listing noted of the data folder's folders (`None` when not noted: no folder is
     /// then trusted).
-    pub folders: Option<&'a FolderNotes>,
+    pub(crate) folders: Option<&'a FolderNotes>,
     /// A stamp is trusted when its file last changed before this time (nanoseconds since the
     /// epoch): the build's start, less the window a clock tick may hide a change in.
-    pub trusted_before_ns: i64,
+    pub(crate) trusted_before_ns: i64,
 }
 
 impl PreviousData<'_> {
     /// True when a file whose stamp is unchanged since that build recorded it can be taken as
     /// unchanged: it last changed well before that build started (see the build index's rule).
-    pub fn trusted(&self, stamp: &Stamp) -> bool {
+    pub(crate) fn trusted(&self, stamp: &Stamp) -> bool {
         stamp.ctime_ns < self.trusted_before_ns && stamp.mtime_ns < self.trusted_before_ns
     }
 }
@@ -268,7 +263,11 @@ impl Part {
 /// recorded, if any) vouches for: by their times, or by what a watcher saw change since that build
 /// (`changes`, counted from it). `None` when a walk would report a problem, or when a folder is
 /// a link.
-pub fn list(data: &Path, previous: Option<PreviousData<'_>>, changes: Option<&WatchedChanges>) -> Option<Listing> {
+pub(crate) fn list(
+    data: &Path,
+    previous: Option<PreviousData<'_>>,
+    changes: Option<&WatchedChanges>,
+) -> Option<Listing> {
     let recorded = previous.map(|index| Recorded { index, notes: index.folders, changes });
     let mut top = Vec::new();
     let mut folders = Vec::new();

@@ -7,7 +7,7 @@
 use super::assemble::{attach_subdocs, check_external, index_resources};
 use super::data_path::DataPath;
 pub(crate) use super::dataset::SubDocs;
-pub use super::dataset::{Dataset, Known, Record, Resource, Seen, Source, SubDoc};
+pub(crate) use super::dataset::{Dataset, Known, Record, Seen, Source, SubDoc};
 use super::listing::{Block, FileStat, Listed, SeeFile};
 use super::recorded::{DataFile, DataFiles, Hash, Place};
 use super::settings::read_settings;
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// Fails, saying what to do, unless `dir` is a folder: a missing data folder is a mistake in
 /// the command, not a problem in the data.
-pub fn require_folder(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn require_folder(dir: &Path) -> anyhow::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -50,7 +50,7 @@ pub fn load(dir: &Path) -> (Dataset, Vec<Problem>) {
 /// `previous` (the data files of the build `seen` knows from) recorded. The files are those
 /// `listed` (the data folder's listing) when given, else found by a walk. Also returns every
 /// file with its stamp, hash and name.
-pub fn load_reusing(
+pub(crate) fn load_reusing(
     dir: &Path,
     seen: &SeeFile<'_>,
     listed: Option<Vec<Block>>,

@@ -10,12 +10,12 @@
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Bytes the parses in flight may hold together, as estimated by [`PARSE_FACTOR`]: 1 GiB.
-pub const PARSE_BUDGET: u64 = 1 << 30;
+pub(crate) const PARSE_BUDGET: u64 = 1 << 30;
 
 /// The memory a parse is taken to hold, per byte of its file (the text read, the parsed tape
 /// and the document rendered from it): kept from the values' time, well over what a tape
 /// holds, so that four large records still parse one at a time.
-pub const PARSE_FACTOR: u64 = 64;
+pub(crate) const PARSE_FACTOR: u64 = 64;
 
 /// A budget of bytes that shares are taken from.
 pub(crate) struct Budget {

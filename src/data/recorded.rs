@@ -23,7 +23,7 @@ use std::io::{Read, Write};
 
 /// A BLAKE3 hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hash(pub blake3::Hash);
+pub(crate) struct Hash(pub blake3::Hash);
 
 /// One file of the data folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,30 +31,30 @@ pub struct DataFile {
     /// Its stamp when it was read.
     pub stamp: Stamp,
     /// BLAKE3 of its bytes.
-    pub hash: Hash,
+    pub(crate) hash: Hash,
     /// A record's name.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// The line of a table that holds the record or sub-document, when it is held in one (its
     /// stamp is then the table's: the index keeps the line's place instead).
-    pub line: Option<Span>,
+    pub(crate) line: Option<Span>,
 }
 
 /// Which document or data file: a record (`kind` `None`) or one of its sub-documents, in the
 /// resource `segment`, by the record's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     /// The resource.
-    pub segment: &'a str,
+    pub(crate) segment: &'a str,
     /// The sub-document's name, or `None` for the record itself.
-    pub kind: Option<&'a str>,
+    pub(crate) kind: Option<&'a str>,
     /// The record's id.
-    pub id: i64,
+    pub(crate) id: i64,
 }
 
 impl<'a> Place<'a> {
     /// The place of the data file `rel` (relative to the data folder): `<segment>/<id>.json`
     /// is a record, `<segment>/<id>/<kind>.json` a sub-document; other files have none.
-    pub fn of_data_file(rel: &'a str) -> Option<Place<'a>> {
+    pub(crate) fn of_data_file(rel: &'a str) -> Option<Place<'a>> {
         match DataPath::parse(rel, false) {
             Ok(DataPath::Record { segment, id }) => Some(Place { segment, kind: None, id }),
             Ok(DataPath::SubDoc { segment, id, name }) => Some(Place { segment, kind: Some(name), id }),
@@ -63,7 +63,7 @@ impl<'a> Place<'a> {
     }
 
     /// The data file of this place, relative to the data folder.
-    pub fn data_file(&self) -> String {
+    pub(crate) fn data_file(&self) -> String {
         let (segment, id) = (self.segment, self.id);
         match self.kind {
             None => DataPath::Record { segment, id }.file(),
@@ -72,7 +72,7 @@ impl<'a> Place<'a> {
     }
 
     /// The path of this place's document in the tree under `key` (its id or its name).
-    pub fn tree_path(&self, key: impl std::fmt::Display) -> String {
+    pub(crate) fn tree_path(&self, key: impl std::fmt::Display) -> String {
         match self.kind {
             None => layout::record_path(self.segment, key),
             Some(kind) => layout::sub_document_path(self.segment, key, kind),
@@ -82,36 +82,36 @@ impl<'a> Place<'a> {
 
 /// What the listing of a data folder noted of its folders, beside the files its index records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FolderNotes {
+pub(crate) struct FolderNotes {
     /// The folders that held no data file (relative to the data folder), sorted: with the data
     /// files' folders, every folder the data holds.
-    pub hollow: Vec<String>,
+    pub(crate) hollow: Vec<String>,
     /// Each resource folder's identity (device and inode), by segment: a folder is trusted to
     /// hold what it held only when it is the same folder (not another data folder's).
-    pub resources: BTreeMap<String, (u64, u64)>,
+    pub(crate) resources: BTreeMap<String, (u64, u64)>,
 }
 
 /// A line of a table, as the index recorded it.
 #[derive(Debug, Clone, Copy)]
-pub struct TableLine<'a> {
+pub(crate) struct TableLine<'a> {
     /// The id of its record.
-    pub id: i64,
+    pub(crate) id: i64,
     /// Its record's name (`None` for a sub-document's line).
-    pub name: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
     /// Where the line is in its table (offset, length, line number).
-    pub span: Span,
+    pub(crate) span: Span,
     /// BLAKE3 of the line's bytes.
-    pub hash: [u8; 32],
+    pub(crate) hash: [u8; 32],
 }
 
 /// The files a build recorded in one resource's folder ([`DataFiles::folder_files`]): (id,
 /// entry number), in order of id.
 #[derive(Debug, Default)]
-pub struct FolderFiles {
+pub(crate) struct FolderFiles {
     /// Each record's file.
-    pub records: Vec<(i64, u32)>,
+    pub(crate) records: Vec<(i64, u32)>,
     /// Each sub-document's file, in the folder of its record's id.
-    pub subdocs: Vec<(i64, u32)>,
+    pub(crate) subdocs: Vec<(i64, u32)>,
 }
 
 /// Every data file of a build: records and sub-documents as fixed-size entries sorted by their
@@ -138,14 +138,14 @@ impl DataFiles {
 
     /// Adds the record or sub-document file at `place` (a table's line, by the file it stands
     /// for), without making and parsing its path.
-    pub fn insert_place(&mut self, place: &Place<'_>, file: DataFile) {
+    pub(crate) fn insert_place(&mut self, place: &Place<'_>, file: DataFile) {
         let stamp = file.line.map_or(file.stamp, span_stamp);
         self.insert_file(place, stamp, &file.hash.0, file.name.as_deref());
     }
 
     /// Adds the record or sub-document file at `place`, stamped `stamp`, whose bytes hash to
     /// `hash` (a record named `name`): [`DataFiles::insert_place`] without a [`DataFile`] made.
-    pub fn insert_file(&mut self, place: &Place<'_>, stamp: Stamp, hash: &blake3::Hash, name: Option<&str>) {
+    pub(crate) fn insert_file(&mut self, place: &Place<'_>, stamp: Stamp, hash: &blake3::Hash, name: Option<&str>) {
         let key = self.places.key(place);
         let name = self.places.names.add(name);
         self.entries.push(Entry { key, name, stamp, hash: *hash.as_bytes() });
@@ -154,13 +154,13 @@ impl DataFiles {
 
     /// Adds the table line at `span` that holds the record or sub-document at `place` (named
     /// `name`), whose bytes hash to `hash`.
-    pub fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
+    pub(crate) fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
         self.insert_file(place, span_stamp(span), hash, name);
     }
 
     /// Makes room for exactly `n` more files (a table's lines: grown by doubling, the entries
     /// of a million records would hold room for as many more).
-    pub fn reserve(&mut self, n: usize) {
+    pub(crate) fn reserve(&mut self, n: usize) {
         self.entries.reserve_exact(n);
     }
 
@@ -184,7 +184,7 @@ impl DataFiles {
     }
 
     /// One hash of every file's path and hash, in the order of [`DataFiles::finish`].
-    pub fn combined_hash(&self) -> String {
+    pub(crate) fn combined_hash(&self) -> String {
         // Fed in blocks: a hash fed a path at a time costs more than the hashing.
         let (mut hasher, mut block) = (blake3::Hasher::new(), Vec::with_capacity(1 << 16));
         let mut add = |block: &mut Vec<u8>, hash: &[u8; 32]| {
@@ -208,13 +208,8 @@ impl DataFiles {
     }
 
     /// Number of files.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len() + self.other.len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The file `rel` (relative to the data folder).
@@ -226,23 +221,23 @@ impl DataFiles {
     }
 
     /// Number of files of the data folder (a table's lines are not files).
-    pub fn file_count(&self) -> usize {
+    pub(crate) fn file_count(&self) -> usize {
         self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).count() + self.other.len()
     }
 
     /// True when `test` holds for the stamp of some file (a table's lines are not files).
-    pub fn any_stamp(&self, test: impl Fn(&Stamp) -> bool) -> bool {
+    pub(crate) fn any_stamp(&self, test: impl Fn(&Stamp) -> bool) -> bool {
         let keyed = self.entries.iter().filter(|e| stamp_span(&e.stamp).is_none()).map(|e| &e.stamp);
         keyed.chain(self.other.values().map(|f| &f.stamp)).any(test)
     }
 
     /// Number of records, whether held in files or in tables' lines.
-    pub fn record_count(&self) -> usize {
+    pub(crate) fn record_count(&self) -> usize {
         self.entries.iter().filter(|e| e.key.kind == 0).count()
     }
 
     /// The record's or sub-document's file at `place`.
-    pub fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
+    pub(crate) fn get_place(&self, place: &Place<'_>) -> Option<DataFile> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.file(&self.entries[at]))
@@ -251,7 +246,7 @@ impl DataFiles {
     /// The files the build recorded in the folder of `segment` (a table's lines aside), in
     /// order of id: each record's file, and each sub-document's, by entry number
     /// ([`DataFiles::stamp_at`]). What a data folder's listing takes a folder it trusts to hold.
-    pub fn folder_files(&self, segment: &str) -> FolderFiles {
+    pub(crate) fn folder_files(&self, segment: &str) -> FolderFiles {
         let mut files = FolderFiles::default();
         let Some(key) = self.places.find(&Place { segment, kind: None, id: 0 }) else { return files };
         let range = self.segment_range(key);
@@ -269,49 +264,49 @@ impl DataFiles {
     }
 
     /// The number of the entry of the record or sub-document file `rel`, if recorded.
-    pub fn entry_number(&self, rel: &str) -> Option<u32> {
+    pub(crate) fn entry_number(&self, rel: &str) -> Option<u32> {
         let key = self.places.find(&Place::of_data_file(rel)?)?;
         self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|at| at as u32)
     }
 
     /// The stamp recorded for the file of entry `number`.
-    pub fn stamp_at(&self, number: u32) -> Stamp {
+    pub(crate) fn stamp_at(&self, number: u32) -> Stamp {
         self.entries[number as usize].stamp
     }
 
     /// The sub-document kinds of the entries (`encounters`, ...).
-    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = &str> {
         self.places.kinds.strings.iter().map(String::as_str)
     }
 
     /// The place of the record or sub-document of entry `number`.
-    pub fn place_at(&self, number: u32) -> Place<'_> {
+    pub(crate) fn place_at(&self, number: u32) -> Place<'_> {
         self.places.place(self.entries[number as usize].key)
     }
 
     /// The path (relative to the data folder) of the file of entry `number`.
-    pub fn path_at(&self, number: u32) -> String {
+    pub(crate) fn path_at(&self, number: u32) -> String {
         self.places.place(self.entries[number as usize].key).data_file()
     }
 
     /// The sub-document kind of entry `number` (`None` for a record).
-    pub fn kind_at(&self, number: u32) -> Option<&str> {
+    pub(crate) fn kind_at(&self, number: u32) -> Option<&str> {
         self.places.place(self.entries[number as usize].key).kind
     }
 
     /// The file of entry `number`.
-    pub fn file_at(&self, number: u32) -> DataFile {
+    pub(crate) fn file_at(&self, number: u32) -> DataFile {
         self.file(&self.entries[number as usize])
     }
 
     /// The stamp recorded for a file that is not a record or sub-document (`gen.json`, an
     /// order file), if any.
-    pub fn other_stamp(&self, rel: &str) -> Option<Stamp> {
+    pub(crate) fn other_stamp(&self, rel: &str) -> Option<Stamp> {
         self.other.get(rel).map(|file| file.stamp)
     }
 
     /// The hash of the record's or sub-document's data at `place`.
-    pub fn hash_of(&self, place: &Place<'_>) -> Option<[u8; 32]> {
+    pub(crate) fn hash_of(&self, place: &Place<'_>) -> Option<[u8; 32]> {
         let key = self.places.find(place)?;
         let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
         Some(self.entries[at].hash)
@@ -319,7 +314,7 @@ impl DataFiles {
 
     /// The hash of each record's data of `segment` (not its sub-documents'), sorted by id: 40
     /// bytes a record, for what needs only these once the table is let go.
-    pub fn record_hashes(&self, segment: &str) -> Vec<(i64, [u8; 32])> {
+    pub(crate) fn record_hashes(&self, segment: &str) -> Vec<(i64, [u8; 32])> {
         let Some(key) = self.places.find(&Place { segment, kind: None, id: 0 }) else { return Vec::new() };
         let records = self.entries[self.segment_range(key)].iter().filter(|e| e.key.kind == 0);
         let mut hashes = Vec::with_capacity(records.clone().count());
@@ -342,16 +337,9 @@ impl DataFiles {
         }
     }
 
-    /// The lines of the table of `segment` (`kind` `None`) or of its sub-documents `kind`, as
-    /// the build recorded them, in no particular order: what an unchanged table holds, without
-    /// reading it.
-    pub fn lines<'a>(&'a self, segment: &str, kind: Option<&str>) -> impl Iterator<Item = TableLine<'a>> + 'a {
-        self.numbered_lines(segment, kind).map(|(_, line)| line)
-    }
-
     /// Like [`DataFiles::lines`], each with a number that [`DataFiles::line`] gives it back by.
     /// At most as many as the segment's records and sub-documents.
-    pub fn numbered_lines<'a>(
+    pub(crate) fn numbered_lines<'a>(
         &'a self,
         segment: &str,
         kind: Option<&str>,
@@ -364,7 +352,7 @@ impl DataFiles {
     }
 
     /// The line numbered `number` by [`DataFiles::numbered_lines`].
-    pub fn line(&self, number: u32) -> Option<TableLine<'_>> {
+    pub(crate) fn line(&self, number: u32) -> Option<TableLine<'_>> {
         self.table_line(self.entries.get(number as usize)?)
     }
 
@@ -380,7 +368,7 @@ impl DataFiles {
     }
 
     /// True when every file of `self` is in `other` with the same stamp, and no more.
-    pub fn same_stamps(&self, other: &DataFiles) -> bool {
+    pub(crate) fn same_stamps(&self, other: &DataFiles) -> bool {
         self.len() == other.len()
             && self
                 .entries
@@ -391,7 +379,7 @@ impl DataFiles {
 
     /// The files of `self` that `before` does not have with the same hash (paths relative to the
     /// data folder).
-    pub fn changed_since(&self, before: &DataFiles) -> Vec<String> {
+    pub(crate) fn changed_since(&self, before: &DataFiles) -> Vec<String> {
         let keyed = self.with_entries_of(before).filter_map(|(e, old)| {
             let same = old.is_some_and(|old| old.hash == e.hash);
             (!same).then(|| self.places.place(e.key).data_file())
@@ -402,7 +390,7 @@ impl DataFiles {
 
     /// True when every record and sub-document of `before` is in `self` under the same name,
     /// and every other file of `before` is too, order files excepted.
-    pub fn keeps_every_file_and_name_of(&self, before: &DataFiles) -> bool {
+    pub(crate) fn keeps_every_file_and_name_of(&self, before: &DataFiles) -> bool {
         let keyed = before
             .with_entries_of(self)
             .all(|(e, new)| new.is_some_and(|new| self.places.names.get(new.name) == before.places.names.get(e.name)));

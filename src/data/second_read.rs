@@ -16,10 +16,10 @@ use std::path::Path;
 /// keeps them with odds of 2^-64; the index keeps the whole hash). 8, not 16: they are held for
 /// every record, and a change made on purpose needs no collision (whoever can write the data
 /// writes what they like).
-pub type Short = [u8; 8];
+pub(crate) type Short = [u8; 8];
 
 /// The first 8 bytes of `hash`.
-pub fn short(hash: &[u8; 32]) -> Short {
+pub(crate) fn short(hash: &[u8; 32]) -> Short {
     hash[..8].try_into().expect("8 of 32 bytes")
 }
 
@@ -28,7 +28,7 @@ pub fn short(hash: &[u8; 32]) -> Short {
 /// sub-documents. Made once the previous build's data table is let go, so that it never adds to
 /// the load's peak (a build that finds the data unchanged never makes it).
 #[derive(Debug, Default)]
-pub struct LoadedHashes {
+pub(crate) struct LoadedHashes {
     pub(crate) resources: BTreeMap<String, ResourceHashes>,
 }
 
@@ -46,13 +46,13 @@ pub(crate) struct ResourceHashes {
 
 impl LoadedHashes {
     /// The hash recorded of the record at `position` in the list of `segment`.
-    pub fn record(&self, segment: &str, position: usize) -> Option<Short> {
+    pub(crate) fn record(&self, segment: &str, position: usize) -> Option<Short> {
         *self.resources.get(segment)?.records.get(position)?
     }
 
     /// The hash recorded of the sub-document `subdoc` (its position among its record's) of the
     /// record at `position` in the list of `segment`.
-    pub fn subdoc(&self, segment: &str, position: usize, subdoc: usize) -> Option<Short> {
+    pub(crate) fn subdoc(&self, segment: &str, position: usize, subdoc: usize) -> Option<Short> {
         let hashes = self.resources.get(segment)?;
         *hashes.subdocs.get(*hashes.first.get(position)? as usize + subdoc)?
     }
@@ -64,19 +64,19 @@ impl LoadedHashes {
 #[derive(Debug, Clone, Copy)]
 pub struct Expected {
     /// At most this many bytes (`max_document_mb`).
-    pub limit: u64,
+    pub(crate) limit: u64,
     /// The first bytes of the hash the load recorded.
-    pub hash: Option<Short>,
+    pub(crate) hash: Option<Short>,
 }
 
 /// What a second read found, as the problem it is, at `at`: the source changed since the load
 /// read it (or since the listing found it as the previous build recorded it).
-pub fn changed(at: &Path, why: &str) -> Problem {
+pub(crate) fn changed(at: &Path, why: &str) -> Problem {
     Problem::new(at, "-", format!("changed while the build read it{why}: run the build again"))
 }
 
 /// Why the second read of a file found nothing it could read, as [`changed`] says it.
-pub fn not_read(at: &Path, limit: u64, why: NotRead) -> Problem {
+pub(crate) fn not_read(at: &Path, limit: u64, why: NotRead) -> Problem {
     match why {
         NotRead::NotRegular(kind) => {
             changed(at, &format!(" (it is now {kind}, not a regular file: data is read only from regular files)"))
@@ -88,7 +88,7 @@ pub fn not_read(at: &Path, limit: u64, why: NotRead) -> Problem {
 }
 
 /// Checks the bytes of a second read against what the load hashed.
-pub fn check(at: &Path, bytes: &[u8], expected: Expected) -> Result<(), Problem> {
+pub(crate) fn check(at: &Path, bytes: &[u8], expected: Expected) -> Result<(), Problem> {
     match expected.hash {
         Some(hash) if short(blake3::hash(bytes).as_bytes()) != hash => {
             Err(changed(at, " (its bytes are not those the build loaded)"))

@@ -28,10 +28,10 @@ use std::path::Path;
 /// hashes (two vectors: the items are kept, the hashes only noted), every problem, and the
 /// table's hash (a line moved changes the list).
 pub(crate) struct Read<T> {
-    pub items: Vec<T>,
-    pub hashes: Vec<blake3::Hash>,
-    pub problems: Vec<Problem>,
-    pub hash: blake3::Hash,
+    pub(crate) items: Vec<T>,
+    pub(crate) hashes: Vec<blake3::Hash>,
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) hash: blake3::Hash,
 }
 
 /// What the previous build recorded of a table's lines: a line whose bytes are unchanged is

@@ -17,11 +17,11 @@ pub(crate) enum Entry {
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     /// Segments held as a folder (`<segment>/`).
-    pub folders: Vec<String>,
+    pub(crate) folders: Vec<String>,
     /// Resources held as one file, a record a line (`<segment>.ndjson`): (segment, file).
-    pub records: Vec<(String, PathBuf)>,
+    pub(crate) records: Vec<(String, PathBuf)>,
     /// Sub-documents of a table's records (`<segment>.<name>.ndjson`): (segment, name, file).
-    pub subdocs: Vec<(String, String, PathBuf)>,
+    pub(crate) subdocs: Vec<(String, String, PathBuf)>,
 }
 
 /// One thing the walk found.

@@ -16,7 +16,7 @@ use std::path::Path;
 pub struct WatchedChanges {
     /// The start of the build these changes are counted from ([`BuildSummary::base`](crate::BuildSummary::base)):
     /// a rebuild uses them only when the tree's index is that build's.
-    pub base: i64,
+    pub(crate) base: i64,
     /// Every path seen changed, relative to the data folder.
     paths: HashSet<String>,
     /// Paths seen created, removed or renamed (or of an unknown change): at and under each,
@@ -28,7 +28,7 @@ pub struct WatchedChanges {
 
 impl WatchedChanges {
     /// No change yet since the build that recorded `base`.
-    pub fn since(base: i64) -> WatchedChanges {
+    pub(crate) fn since(base: i64) -> WatchedChanges {
         WatchedChanges { base, ..WatchedChanges::default() }
     }
 
@@ -36,7 +36,7 @@ impl WatchedChanges {
     /// `contents_only` (a write), else its entry too (created, removed, renamed, its metadata
     /// changed). False when the path cannot be noted (not UTF-8, or the data folder itself):
     /// the caller then lists everything.
-    pub fn note(&mut self, path: &Path, contents_only: bool) -> bool {
+    pub(crate) fn note(&mut self, path: &Path, contents_only: bool) -> bool {
         let Some(rel) = path.to_str().filter(|rel| !rel.is_empty()) else { return false };
         let rel = rel.trim_end_matches('/').to_string();
         if !contents_only {
@@ -49,23 +49,18 @@ impl WatchedChanges {
     }
 
     /// Number of paths noted.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.paths.len()
     }
 
-    /// True when no path was noted.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
-    }
-
     /// True when the file `rel` is as the previous build found it (its stamp too).
-    pub fn file_unchanged(&self, rel: &str) -> bool {
+    pub(crate) fn file_unchanged(&self, rel: &str) -> bool {
         !self.paths.contains(rel) && !self.under_moved(rel)
     }
 
     /// True when the folder `rel` ("" for the data folder) holds the entries the previous build
     /// found in it.
-    pub fn folder_unchanged(&self, rel: &str) -> bool {
+    pub(crate) fn folder_unchanged(&self, rel: &str) -> bool {
         !self.folders.contains(rel) && !self.under_moved(rel)
     }
 

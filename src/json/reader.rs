@@ -28,7 +28,7 @@ pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Where a JSON text is, for the wording and place of its problems.
 #[derive(Debug, Clone, Copy)]
-pub enum At<'a> {
+pub(crate) enum At<'a> {
     /// Its own file.
     File(&'a Path),
     /// A line of a table: the table and the line's number (the text is the line's bytes, or

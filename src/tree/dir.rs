@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 /// The folder of a tree, open, for changes and reads relative to it.
-pub struct TreeDir {
+pub(crate) struct TreeDir {
     path: PathBuf,
     root: OwnedFd,
 }

@@ -240,7 +240,7 @@ pub(crate) fn key_of(path: &str) -> Option<&str> {
 /// `None` for a path of any other shape. The shape only: the layout's own folders of that shape
 /// (`_names/`, `_pages/all/`, `_filters/<field>/`) give their folder as the key, which is no
 /// record's id nor name.
-pub fn record_document(path: &str) -> Option<(&str, &str, Option<&str>)> {
+pub(crate) fn record_document(path: &str) -> Option<(&str, &str, Option<&str>)> {
     let rest = path.strip_prefix(API_ROOT)?.strip_prefix('/')?.strip_suffix(DOCUMENT_FILE)?.strip_suffix('/')?;
     let mut parts = rest.split('/');
     let (segment, key, name) = (parts.next()?, parts.next()?, parts.next());

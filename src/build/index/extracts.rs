@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// What the extract took from one record: its names entry (serialised) and, for each declared
 /// filter, the values it takes.
-pub type Kept = (Box<[u8]>, Vec<Vec<String>>);
+pub(crate) type Kept = (Box<[u8]>, Vec<Vec<String>>);
 
 /// Version of a kept extract's file; another version is not used.
 const FORMAT: u32 = 1;
@@ -40,7 +40,7 @@ struct Head {
 
 /// The extracts kept between builds of the tree in one output folder, and the hashes of this
 /// build's records that say which of them still hold.
-pub struct ExtractStore {
+pub(crate) struct ExtractStore {
     dir: PathBuf,
     /// By segment: each record's id and data hash, sorted by id (those of the resources
     /// extracted; not the whole data table, which is let go first).
@@ -52,7 +52,7 @@ pub struct ExtractStore {
 impl ExtractStore {
     /// The store of the tree in `out`, for the resources `segments` of a build whose data
     /// files are `files`.
-    pub fn new<'s>(
+    pub(crate) fn new<'s>(
         out: &Path,
         files: &DataFiles,
         segments: impl Iterator<Item = &'s str>,
@@ -64,7 +64,7 @@ impl ExtractStore {
 
     /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
     /// (no row, or one of the record's data as it was).
-    pub fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Vec<Option<Kept>> {
+    pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Vec<Option<Kept>> {
         let mut kept = match self.reuse.then(|| self.read(segment, paths, ids.len())).flatten() {
             Some(rows) => rows,
             None => return ids.iter().map(|_| None).collect(),
@@ -79,7 +79,7 @@ impl ExtractStore {
 
     /// Keeps `rows` (id, names entry, values) of `segment` for the next build. A file that
     /// cannot be written is left out: the next build then reads every record of `segment`.
-    pub fn keep<'r>(
+    pub(crate) fn keep<'r>(
         &self,
         segment: &str,
         paths: &[String],

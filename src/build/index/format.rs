@@ -24,7 +24,7 @@ use std::io::{Read, Write};
 /// of the tree). From 5 on, the manifest an index names is sorted (one an older index names may
 /// list a resource's pages out of order, and the manifest's patch reads only a few of its
 /// lines: src/build/write/patch.rs).
-pub const FORMAT: u32 = 6;
+pub(crate) const FORMAT: u32 = 6;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";

@@ -15,18 +15,18 @@ use std::sync::OnceLock;
 /// A document of the tree that is not a record's or a sub-document's (the root, meta, OpenAPI,
 /// list pages), with its paths.
 #[derive(Debug, Clone)]
-pub struct OtherDoc {
+pub(crate) struct OtherDoc {
     /// Its paths in the tree.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
     /// Its hash and stamps.
-    pub file: DocumentFile,
+    pub(crate) file: DocumentFile,
 }
 
 /// Every document of a tree. A record or sub-document is a fixed-size entry keyed by its
 /// place, its paths derived (by id, and by name when it has a name path); other documents are
 /// listed with their paths (a few per list and page size).
 #[derive(Debug, Clone, Default)]
-pub struct DocumentFiles {
+pub(crate) struct DocumentFiles {
     pub(super) places: Places,
     pub(super) entries: Vec<Entry>,
     /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
@@ -41,18 +41,18 @@ pub struct DocumentFiles {
 /// sub-documents written or added, and every document that is not a record's (they replace
 /// the previous ones: a few per list).
 #[derive(Debug, Default)]
-pub struct DocChanges<'p> {
+pub(crate) struct DocChanges<'p> {
     /// Each record or sub-document changed or added: its place, the name it is also
     /// published under, and its file.
-    pub keyed: Vec<(Place<'p>, Option<&'p str>, DocumentFile)>,
+    pub(crate) keyed: Vec<(Place<'p>, Option<&'p str>, DocumentFile)>,
     /// Every document that is not a record's.
-    pub others: Vec<OtherDoc>,
+    pub(crate) others: Vec<OtherDoc>,
 }
 
 impl DocumentFiles {
     /// Makes `changes`: each changed record's entry replaced, added ones inserted, and the
     /// documents that are not records' replaced by those given.
-    pub fn apply(&mut self, changes: DocChanges<'_>) {
+    pub(crate) fn apply(&mut self, changes: DocChanges<'_>) {
         let (mut added, sorted) = (false, self.entries.len());
         for (place, name, file) in changes.keyed {
             // among the entries sorted before this call (those added since are at the end)
@@ -84,7 +84,7 @@ impl DocumentFiles {
     /// The files (a document's paths, and their `.gz` siblings) and bytes of the tree: a
     /// document's paths are hard links of one file (see `write/stage.rs`), so its bytes are
     /// counted once, however many paths it has.
-    pub fn totals(&self) -> (usize, u64) {
+    pub(crate) fn totals(&self) -> (usize, u64) {
         let mut totals = (0, 0);
         let mut count = |paths: usize, file: &DocumentFile| {
             totals.0 += paths * (1 + usize::from(file.gz.is_some()));
@@ -101,7 +101,7 @@ impl DocumentFiles {
     }
 
     /// Adds the document at `place`, also published under `name` when given.
-    pub fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: DocumentFile) {
+    pub(crate) fn push_keyed(&mut self, place: &Place<'_>, name: Option<&str>, file: DocumentFile) {
         let key = self.places.key(place);
         let name = self.places.names.add(name);
         if let Some(gz) = file.gz {
@@ -112,7 +112,7 @@ impl DocumentFiles {
     }
 
     /// Adds a document that is not a record's or a sub-document's, published at `paths`.
-    pub fn push_other(&mut self, paths: Vec<String>, file: DocumentFile) {
+    pub(crate) fn push_other(&mut self, paths: Vec<String>, file: DocumentFile) {
         for path in &paths {
             self.other_by_path.insert(path.clone(), self.other.len());
         }
@@ -120,13 +120,13 @@ impl DocumentFiles {
     }
 
     /// Makes room for `n` more documents.
-    pub fn reserve(&mut self, n: usize) {
+    pub(crate) fn reserve(&mut self, n: usize) {
         self.entries.reserve_exact(n);
     }
 
     /// Sorts the entries by key, for lookups (in place: a tree of a million records has a
     /// hundred MB of them).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.gz.is_empty() {
             self.entries.sort_unstable_by_key(|e| e.key);
             return;
@@ -138,17 +138,17 @@ impl DocumentFiles {
     }
 
     /// True when a document has a `.gz` sibling (the tree was built with `--gzip`).
-    pub fn gzipped(&self) -> bool {
+    pub(crate) fn gzipped(&self) -> bool {
         !self.gz.is_empty() || self.other.iter().any(|doc| doc.file.gz.is_some())
     }
 
     /// Number of documents.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len() + self.other.len()
     }
 
     /// True when there are none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -161,14 +161,14 @@ impl DocumentFiles {
 
     /// The document at `place`, when it is published under the same name as `name` (or under
     /// none when `None`): its paths are then the same.
-    pub fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<DocumentFile> {
+    pub(crate) fn keyed(&self, place: &Place<'_>, name: Option<&str>) -> Option<DocumentFile> {
         let (_, old_name, file) = self.entry(self.position(place, self.entries.len())?);
         (old_name == name).then_some(file)
     }
 
     /// The name the document at `place` is published under (`Some(None)`: none), when the
     /// table has it.
-    pub fn name_of(&self, place: &Place<'_>) -> Option<Option<&str>> {
+    pub(crate) fn name_of(&self, place: &Place<'_>) -> Option<Option<&str>> {
         Some(self.places.names.get(self.entries[self.position(place, self.entries.len())?].name))
     }
 
@@ -179,13 +179,13 @@ impl DocumentFiles {
     }
 
     /// The other document at exactly `paths`.
-    pub fn other(&self, paths: &[String]) -> Option<DocumentFile> {
+    pub(crate) fn other(&self, paths: &[String]) -> Option<DocumentFile> {
         let doc = &self.other[*self.other_by_path.get(paths.first()?)?];
         (doc.paths == paths).then_some(doc.file)
     }
 
     /// The document at the tree path `path`, whatever its other paths.
-    pub fn file(&self, path: &str) -> Option<DocumentFile> {
+    pub(crate) fn file(&self, path: &str) -> Option<DocumentFile> {
         if let Some(&at) = self.other_by_path.get(path) {
             return Some(self.other[at].file);
         }
@@ -218,7 +218,7 @@ impl DocumentFiles {
     }
 
     /// Every path of every document, with its file.
-    pub fn paths(&self) -> impl Iterator<Item = (String, DocumentFile)> + '_ {
+    pub(crate) fn paths(&self) -> impl Iterator<Item = (String, DocumentFile)> + '_ {
         let keyed = (0..self.entries.len()).flat_map(move |i| {
             let (place, name, file) = self.entry(i);
             let by_name = name.map(|name| (place.tree_path(name), file));
@@ -229,12 +229,12 @@ impl DocumentFiles {
 
     /// Every document's paths with its file, one document at a time: for each keyed document
     /// its place, the name it is published under, and its file; then the others.
-    pub fn each_keyed(&self) -> impl Iterator<Item = (Place<'_>, Option<&str>, DocumentFile)> + '_ {
+    pub(crate) fn each_keyed(&self) -> impl Iterator<Item = (Place<'_>, Option<&str>, DocumentFile)> + '_ {
         (0..self.entries.len()).map(move |i| self.entry(i))
     }
 
     /// The documents that are not records' or sub-documents'.
-    pub fn others(&self) -> &[OtherDoc] {
+    pub(crate) fn others(&self) -> &[OtherDoc] {
         &self.other
     }
 

@@ -12,7 +12,7 @@ use std::io::Read;
 /// How long before a build started a file must have last changed for its stamp to be trusted:
 /// a file changed later may have changed again within the same tick of the file system's clock
 /// (coarse clocks tick every few milliseconds; some file systems keep seconds or two).
-pub const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
+pub(crate) const UNTRUSTED_WINDOW_NS: i64 = 2_000_000_000;
 
 impl Index {
     /// True when a file whose stamp is unchanged since this index recorded it can be taken as
@@ -20,13 +20,13 @@ impl Index {
     /// before or during that build is hashed again, whatever its stamp says. The same rule
     /// holds for data files and for the tree's own files when they are checked (whose stamps
     /// are taken after the build's commit, so such a check reads every file a build wrote).
-    pub fn trusted(&self, stamp: &Stamp) -> bool {
+    pub(crate) fn trusted(&self, stamp: &Stamp) -> bool {
         self.data_recorded().trusted(stamp)
     }
 
     /// What this index recorded of the data folder, as the next build's listing compares with
     /// it: the data table, the folders' notes, and the time before which a stamp is trusted.
-    pub fn data_recorded(&self) -> PreviousData<'_> {
+    pub(crate) fn data_recorded(&self) -> PreviousData<'_> {
         PreviousData {
             data: &self.data,
             folders: self.folders.as_ref(),
@@ -40,7 +40,7 @@ impl Index {
     /// and [`Index::trusted`]: a file changed just before its stamp was taken (during the
     /// commit, say) may have changed again within the same clock tick, so its bytes are read
     /// and checked against its hash (and its `.gz` sibling's, unpacked, against them).
-    pub fn check_file(&self, tree: &TreeDir, path: &str, file: &DocumentFile, gzip: bool) -> Option<bool> {
+    pub(crate) fn check_file(&self, tree: &TreeDir, path: &str, file: &DocumentFile, gzip: bool) -> Option<bool> {
         let gz_rel = || format!("{path}.gz");
         let same_gz = match file.gz {
             Some(gz) => gzip && tree.stamp(&gz_rel()) == Some(gz),

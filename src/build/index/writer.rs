@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// An index being written: its data table is in the temporary file. Dropped unfinished, the
 /// temporary file is removed (the index in place is left as it was).
-pub struct IndexWriter {
+pub(crate) struct IndexWriter {
     temporary: PathBuf,
     path: PathBuf,
     out: Option<BufWriter<Checksummed<std::fs::File>>>,
@@ -22,7 +22,7 @@ pub struct IndexWriter {
 
 impl IndexWriter {
     /// Starts the index of the tree in `out` with the data table `data`.
-    pub fn begin(out: &Path, data: &DataFiles) -> Result<IndexWriter> {
+    pub(crate) fn begin(out: &Path, data: &DataFiles) -> Result<IndexWriter> {
         // One writer at a time (the build holds the lock on the tree): a fixed name, so that a
         // killed build's leftover is simply replaced by the next one.
         let temporary = state::temporary(out, state::INDEX);
@@ -38,7 +38,7 @@ impl IndexWriter {
 
     /// Ends the index with the documents and head of `index` (its data table is the one begun
     /// with), and puts it in place.
-    pub fn finish(mut self, index: &Index) -> Result<()> {
+    pub(crate) fn finish(mut self, index: &Index) -> Result<()> {
         let mut out = self.out.take().expect("an index is finished once");
         let written = (|| -> std::io::Result<()> {
             index.encode_rest(&mut out)?;

@@ -119,7 +119,8 @@ mod tests {
             assert_eq!(serde_json::to_string(&rendered).unwrap(), serde_json::to_string(&value).unwrap(), "{text}");
             let pretty = serde_json::to_string_pretty(&rendered).unwrap();
             assert_eq!(pretty, serde_json::to_string_pretty(&value).unwrap(), "{text}");
-            let (mut seen, mut before) = (crate::build::schema::Inferred::new(), crate::build::schema::Inferred::new());
+            let (mut seen, mut before) =
+                (crate::build::schema::Inferred::default(), crate::build::schema::Inferred::default());
             seen.observe(rendered);
             before.observe(&value);
             assert_eq!(seen, before, "{text}");

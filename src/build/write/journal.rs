@@ -9,23 +9,23 @@ use std::path::{Path, PathBuf};
 
 /// The journal of a commit into the tree `out`: the paths it replaces or removes. It exists
 /// only while a commit runs (and after a killed one, until the next build completes).
-pub fn journal_path(out: &Path) -> PathBuf {
+pub(crate) fn journal_path(out: &Path) -> PathBuf {
     state::file(out, state::JOURNAL)
 }
 
 /// What a killed commit's journal says.
 #[derive(Debug, Default, Clone)]
-pub struct Journal {
+pub(crate) struct Journal {
     /// True when there is a journal: a commit was killed, so the tree is not intact.
-    pub killed: bool,
+    pub(crate) killed: bool,
     /// The paths it lists that are paths of a gen tree.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
 }
 
 /// Reads the journal of the tree `out`. A journal that is not a regular file of at most
 /// [`MAX_MANIFEST_BYTES`], or a line that is no path of a gen tree, is ignored with a note
 /// (the build then checks every file, and removes only what the manifest or index lists).
-pub fn read_journal(out: &Path) -> Journal {
+pub(crate) fn read_journal(out: &Path) -> Journal {
     let path = journal_path(out);
     let text = match fsutil::read_regular_file(&path, MAX_MANIFEST_BYTES) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
