@@ -61,14 +61,7 @@ impl<'a, 'o> Docs<'a, 'o> {
         if others.contains(path) {
             return true;
         }
-        let rest = path.strip_prefix(crate::tree::layout::API_ROOT).and_then(|r| r.strip_prefix('/'));
-        let Some(rest) = rest.and_then(|r| r.strip_suffix("/index.json")) else {
-            return false;
-        };
-        let mut parts = rest.split('/');
-        let (Some(segment), Some(key), kind, None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-            return false;
-        };
+        let Some((segment, key, kind)) = crate::tree::layout::record_document(path) else { return false };
         let Some(resource) = self.dataset.resources.get(segment) else { return false };
         let record = match crate::config::parse_id(key) {
             Some(id) => resource.get(id),
