@@ -45,7 +45,10 @@ test:
 ## binary), 56 s the developers' idle median; after issue 50 item 7 (three tests moved or
 ## shrunk, about 25 s of CPU less; two cases of a watch test at once) 283 s wall, 28 s user and
 ## 91 s sys CPU at load 13.6-23.4, and 174 s, 25 s user and 126 s sys at load 7.8-9.2
-## (2026-11-27, four builds beside it: not idle figures; sys time grows with the load).
+## (2026-11-27, four builds beside it: not idle figures; sys time grows with the load). Then
+## with nothing else running (2026-11-27, at 12b1215: six runs): 58.6, 65.2 (the suite alone), 104.0,
+## 107.2, 119.2 and 102.6 s; the slow runs spend about 80% of their CPU in the kernel (102.6 s:
+## 29 s user, 146 s sys), the host's noise or the file system's, not yet found.
 test-quick:
 	GEN_QUICK=1 $(CARGO) test --release --quiet -- --test-threads=6
 
