@@ -499,9 +499,18 @@ impl Reply {
 mod tests {
     use super::*;
 
+    /// A temporary folder, removed with what the build left beside the tree in it when dropped.
+    struct Removed(std::path::PathBuf);
+
+    impl Drop for Removed {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     /// A tree built from a small data folder: berry (5 named records, one with a
-    /// sub-document) and note (nameless, ids -1 and 0).
-    fn sample_tree() -> ServedTree {
+    /// sub-document) and note (nameless, ids -1 and 0), with its folder (removed when dropped).
+    fn sample_tree() -> (ServedTree, Removed) {
         let dir = std::env::temp_dir().join(format!("gen-respond-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
@@ -518,7 +527,7 @@ mod tests {
         }
         let out = dir.join("out");
         crate::build::build(&data, &out, &crate::build::BuildOptions::default(), &Default::default()).unwrap();
-        ServedTree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap()
+        (ServedTree::load(&out, Arc::new(super::super::cache::Cache::new(1 << 20))).unwrap(), Removed(dir))
     }
 
     fn get(target: &str) -> Request<'_> {
@@ -527,7 +536,7 @@ mod tests {
 
     #[test]
     fn decisions() {
-        let tree = sample_tree();
+        let (tree, _folder) = sample_tree();
         let page =
             |offset, limit| tree.page("berry", crate::paging::Page { offset, limit }).unwrap().unwrap().body.clone();
         let doc = |key: &str| tree.doc(key).unwrap().unwrap().body.clone();

@@ -273,9 +273,11 @@ fn a_built_tree_archived_reads_back_file_for_file() {
     let (data, out, dir) =
         (TempDir::new("archive-data"), TempDir::new("archive-tree"), TempDir::new("archive-of-tree"));
     sample_data(data.path());
-    build(data.path(), out.path(), &[]).ok();
-    let tree = read_tree(out.path());
-    archive::write(dir.path(), tree_documents(out.path()), &Options::default()).unwrap();
+    // the tree in a folder of its own: its build state goes beside it, inside `out`
+    let tree_dir = out.join("tree");
+    build(data.path(), &tree_dir, &[]).ok();
+    let tree = read_tree(&tree_dir);
+    archive::write(dir.path(), tree_documents(&tree_dir), &Options::default()).unwrap();
     assert_eq!(contents(dir.path()), tree);
     let reader = open(dir.path());
     let places: BTreeSet<_> = reader.entries().unwrap().iter().map(|e| (e.part, e.offset)).collect();
