@@ -67,32 +67,24 @@ long_js = sorted((len(code_lines(t)), r) for r, t in js.items() if len(code_line
 print(f"files over 400 lines of code: Rust {len(long_rs)} {long_rs}; JavaScript {len(long_js)} {long_js}")
 
 fn_re = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))? )?(?:const )?(?:async )?(?:unsafe )?fn (\w+)")
-long_fn = []
-for r, t in rust.items():
-    lines = t.split("\n")
-    for i, line in enumerate(lines):
-        m = fn_re.match(line)
-        if not m or line.rstrip().endswith(";"):
-            continue
-        closing = m.group(1) + "}"
-        for j in range(i, len(lines)):
-            if lines[j] == closing:
-                if j - i + 1 > 80:
-                    long_fn.append((j - i + 1, f"{r}:{m.group(2)}"))
-                break
+def long_functions(files, start):
+    """The functions of `files` longer than 80 lines, from the line `start` matches (indent,
+    name) to the closing brace at its indentation."""
+    found = []
+    for r, t in files.items():
+        lines = t.split("\n")
+        for i, line in enumerate(lines):
+            m = start.match(line)
+            if not m or line.rstrip().endswith(";"):
+                continue
+            closing = m.group(1) + "}"
+            end = next((j for j in range(i, len(lines)) if lines[j] == closing), None)
+            if end is not None and end - i + 1 > 80:
+                found.append((end - i + 1, f"{r}:{m.group(2)}"))
+    return found
+
 js_fn = re.compile(r"^(\s*)(?:export )?(?:async )?function\*? ?(\w+)")
-for r, t in js.items():
-    lines = t.split("\n")
-    for i, line in enumerate(lines):
-        m = js_fn.match(line)
-        if not m:
-            continue
-        closing = m.group(1) + "}"
-        for j in range(i, len(lines)):
-            if lines[j] == closing:
-                if j - i + 1 > 80:
-                    long_fn.append((j - i + 1, f"{r}:{m.group(2)}"))
-                break
+long_fn = long_functions(rust, fn_re) + long_functions(js, js_fn)
 print(f"functions over 80 lines: {len(long_fn)} {sorted(long_fn, reverse=True)}")
 
 # rooms: the top-level modules; an arrow is a room naming another (crate::x, use crate::{x, ..})
