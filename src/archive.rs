@@ -23,6 +23,16 @@ pub use write::{Written, edit, write};
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.
 pub(crate) const ROOT_FILE: &str = "root";
 
+/// The key of a built archive's manifest: the tree's `manifest.json` (its settings and
+/// resources) with no files listed, since the archive's directory is its listing
+/// (docs/archive.md, "A built API as an archive").
+pub const MANIFEST_KEY: &str = "manifest.json";
+
+/// True when `dir` holds an archive (a `root` file) and not a tree (no `manifest.json`).
+pub fn is_archive(dir: &std::path::Path) -> bool {
+    dir.join(ROOT_FILE).is_file() && !dir.join(MANIFEST_KEY).exists()
+}
+
 /// The file name of the part named by the BLAKE3 hash `name`, relative to the archive's folder.
 pub fn part_file(name: &[u8; 32]) -> String {
     format!("parts/{}", codec::hex(name))
