@@ -581,6 +581,10 @@ def main():
         import scale  # issue 36's targets: 200k and 1M records, files and NDJSON (bench/scale.py)
 
         return scale.main()
+    if only == "archive":
+        import archive  # issue 49's targets: the archive against the tree (bench/archive.py)
+
+        return archive.main()
     if only == "filters":
         import filters  # search and filters on the published data (bench/filters.py)
 
