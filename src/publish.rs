@@ -14,6 +14,8 @@
 //!
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
+mod archive;
+mod archive_plan;
 mod local;
 mod lock;
 mod marker;
@@ -61,6 +63,9 @@ pub struct PublishOptions {
     pub take_over_lock: bool,
     /// Show a progress bar (on a terminal, not with `-q`).
     pub progress: bool,
+    /// For an archive: how long a part no root names any more stays on the target, counted
+    /// from the publish that stopped naming it (readers in flight still find theirs).
+    pub grace: std::time::Duration,
 }
 
 /// What a publish did (or, with `--dry-run`, would do).
@@ -80,6 +85,15 @@ pub struct PublishSummary {
     pub repaired: usize,
     /// How long it took.
     pub seconds: f64,
+    /// For an archive: parts no root names, kept on the target until their grace ends.
+    pub(crate) kept: usize,
+}
+
+impl PublishSummary {
+    /// For an archive: how many parts no root names stay on the target until their grace ends.
+    pub fn kept(&self) -> usize {
+        self.kept
+    }
 }
 
 /// Publishes the tree in `options.dir` to `options.target`. A user and password in the
@@ -91,6 +105,9 @@ pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
 
 fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
     let started = Instant::now();
+    if crate::archive::is_archive(&options.dir) {
+        return publish_archive(options, started);
+    }
     let (manifest_bytes, manifest) = Manifest::read_with_bytes(&options.dir)?;
     if manifest.settings.links == LinkStyle::Query && !options.allow_query_links {
         bail!(
@@ -134,6 +151,34 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         }
     }
     let mut summary = result?;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Publishes the archive in `options.dir` (docs/deploy.md, "Publishing an archive").
+fn publish_archive(options: &PublishOptions, started: Instant) -> Result<PublishSummary> {
+    let local = archive_plan::LocalArchive::open(&options.dir)?;
+    let target = Target::parse(&options.target)?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if target.kind == target::Kind::File {
+        let folder = Path::new(&target.prefix);
+        let own = [archive::ROOT, archive::PARTS, archive::RETIRED, remote::MARKER, remote::LOCK, remote::STOPPED];
+        if let Some(link) = own.iter().map(|name| folder.join(name)).find(|path| path.is_symlink()) {
+            bail!(
+                "the target folder {} holds a symbolic link where gen publishes ({}): gen never follows a link inside \
+                 a target, and nothing was published; remove it, then publish again",
+                options_dir(folder),
+                link.display()
+            );
+        }
+    }
+    let store = target.open(options.endpoint.as_deref(), options.retries)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.jobs.clamp(1, 4))
+        .enable_all()
+        .build()
+        .context("cannot start the runtime of the uploads")?;
+    let mut summary = runtime.block_on(archive::publish(&local, &target, store, options))?;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }

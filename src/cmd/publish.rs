@@ -18,6 +18,7 @@ pub(crate) fn execute(args: PublishArgs) -> Result<()> {
         allow_query_links: args.allow_query_links,
         take_over_lock: args.take_over_lock,
         progress: !args.dry_run && super::progress_wanted(args.quiet),
+        grace: args.grace,
     };
     let summary = genapi::publish::publish(&options)?;
     if args.dry_run {
@@ -29,6 +30,22 @@ pub(crate) fn execute(args: PublishArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A duration as `--grace` takes it: a number and a unit, `s`, `m`, `h` or `d` (`90s`, `1h`).
+pub(crate) fn parse_grace(text: &str) -> Result<std::time::Duration, String> {
+    let usage = || format!("{text:?} is not a duration: a number and a unit, s, m, h or d (e.g. 30m, 1h, 0s)");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(usage)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(usage()),
+    };
+    number.checked_mul(scale).map(std::time::Duration::from_secs).ok_or_else(usage)
 }
 
 /// After a publish of a `--links path` tree: its links are folder urls, which a bare bucket
@@ -64,15 +81,24 @@ fn summary_text(summary: &PublishSummary, target: &str) -> String {
         );
     }
     format!(
-        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{}{} in {:.2} s",
+        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{}{}{} in {:.2} s",
         plan.uploads.len(),
         summary.bytes as f64 / 1e6,
         plan.unchanged,
         plan.deletes.len(),
+        kept(summary),
         listed(summary),
         repaired(summary),
         summary.seconds
     )
+}
+
+/// An archive's parts no root names, kept until their grace ends, if any.
+fn kept(summary: &PublishSummary) -> String {
+    match summary.kept() {
+        0 => String::new(),
+        n => format!(", {n} part{} no root names kept until its grace ends (--grace)", if n == 1 { "" } else { "s" }),
+    }
 }
 
 fn listed(summary: &PublishSummary) -> String {
