@@ -56,7 +56,12 @@ impl RootFiles {
 pub fn block_keys(at: &BlockAt, stored: &[u8]) -> Result<Vec<(String, [u8; 32])>, Error> {
     let damaged = |what: String| Error::Damaged { file: at.file.clone(), offset: at.offset, what };
     if stored.len() as u64 != at.length {
-        return Err(Error::Truncated { file: at.file.clone(), offset: at.offset, wanted: at.length, got: stored.len() as u64 });
+        return Err(Error::Truncated {
+            file: at.file.clone(),
+            offset: at.offset,
+            wanted: at.length,
+            got: stored.len() as u64,
+        });
     }
     if *blake3::hash(stored).as_bytes() != at.hash {
         return Err(damaged("the directory block is not the one the root names".into()));

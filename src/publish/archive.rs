@@ -181,9 +181,9 @@ impl Writer<'_> {
     /// Writes the record of the parts no root names.
     async fn put_retired(&self, retired: &Retired) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(retired).expect("a record always serialises");
-        self.put(RETIRED, bytes, None).await.map_err(|e| {
-            explain(e, "writing the record of retired parts", self.target, &self.place, Stage::MarkerLeft)
-        })
+        self.put(RETIRED, bytes, None)
+            .await
+            .map_err(|e| explain(e, "writing the record of retired parts", self.target, &self.place, Stage::MarkerLeft))
     }
 
     /// Re-reads the lock: if it is not `held` any more, this publish writes nothing more, leaves

@@ -143,7 +143,9 @@ pub(super) async fn read_remote(
         .map_err(|e| read_failed(e, ROOT, MAX_ROOT_BYTES, "reading the published root", target, place))?;
     let old = match &root_bytes {
         Some(bytes) => Some(RootFiles::decode(bytes).map_err(|e| {
-            anyhow::anyhow!("{shown}/{ROOT} is not an archive root gen wrote ({e}): publish into an empty target or another prefix")
+            anyhow::anyhow!(
+                "{shown}/{ROOT} is not an archive root gen wrote ({e}): publish into an empty target or another prefix"
+            )
         })?),
         None => None,
     };
@@ -157,7 +159,9 @@ pub(super) async fn read_remote(
     let retired = match read_optional(store, target, RETIRED, MAX_ROOT_BYTES).await {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_default(),
         Ok(None) => Retired::default(),
-        Err(e) => return Err(read_failed(e, RETIRED, MAX_ROOT_BYTES, "reading the record of retired parts", target, place)),
+        Err(e) => {
+            return Err(read_failed(e, RETIRED, MAX_ROOT_BYTES, "reading the record of retired parts", target, place));
+        }
     };
     let mut changed = BTreeSet::new();
     if root_bytes.as_deref() != Some(local.root_bytes.as_slice()) {
@@ -194,7 +198,9 @@ async fn verify_parts(
     let damaged: Vec<Option<String>> = stream::iter(present)
         .map(|file| async move {
             let bytes = store.get(&target.key(file)).await?.bytes().await?;
-            Ok::<_, object_store::Error>((!file.ends_with(blake3::hash(&bytes).to_hex().as_str())).then(|| file.clone()))
+            Ok::<_, object_store::Error>(
+                (!file.ends_with(blake3::hash(&bytes).to_hex().as_str())).then(|| file.clone()),
+            )
         })
         .buffer_unordered(4)
         .try_collect()
@@ -267,9 +273,8 @@ impl ArchivePlan {
     /// Decides, at `now` (seconds since the epoch), what to upload and delete.
     pub(super) fn new(local: &LocalArchive, remote: RemoteArchive, options: &PublishOptions, now: i64) -> ArchivePlan {
         let named = &local.root.parts;
-        let in_place = |file: &String, size: &u64| {
-            remote.present.get(file) == Some(size) && !remote.damaged.contains(file)
-        };
+        let in_place =
+            |file: &String, size: &u64| remote.present.get(file) == Some(size) && !remote.damaged.contains(file);
         let part_uploads: Vec<String> = named.iter().filter(|(f, s)| !in_place(f, s)).map(|(f, _)| f.clone()).collect();
         let root_upload = remote.root_bytes.as_deref() != Some(local.root_bytes.as_slice());
         let grace = i64::try_from(options.grace.as_secs()).unwrap_or(i64::MAX);

@@ -345,9 +345,58 @@ fn a_tree_over_an_archive_and_an_archive_over_a_tree_are_refused_naming_what_to_
     publish_to(&weed, None, &edit.a(), "s3://gen/archive", &[]).ok();
     let before = weed.list();
     let run = publish_to(&weed, None, &edit.a(), "s3://gen/tree", &[]).fails_with(2);
-    assert!(run.stderr().contains("holds a published tree") && run.stderr().contains("another prefix"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("holds a published tree") && run.stderr().contains("another prefix"),
+        "{}",
+        run.stderr()
+    );
     let run = publish_to(&weed, None, &edit.site.out(), "s3://gen/archive", &[]).fails_with(2);
-    assert!(run.stderr().contains("holds a published archive") && run.stderr().contains("another prefix"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("holds a published archive") && run.stderr().contains("another prefix"),
+        "{}",
+        run.stderr()
+    );
     let after = weed.list();
     assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "nothing written or deleted");
+}
+
+/// The figures of docs/deploy.md's "Publishing an archive": objects and bytes of a first
+/// publish and of a one-record edit, tree against archive, on the published fixture (imported,
+/// built with `--links path`).
+#[test]
+#[ignore = "a measure: cargo test --release --test suite publish_archive::measure -- --ignored --nocapture"]
+fn measure_tree_and_archive_publishes_on_the_fixture() {
+    let Some(fixture) = common::fixture() else { return };
+    let Some(weed) = Weed::start() else { return };
+    let tmp = TempDir::new("publish-measure");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    common::run(&["import", "api-data", path_str(&fixture), "--out", path_str(&data)]).ok();
+    let build = || {
+        common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path"]).ok();
+    };
+    build();
+    let (tree_a, archive_a, archive_b) = (tmp.join("tree-a"), tmp.join("archive-a"), tmp.join("archive-b"));
+    copy_tree(&out, &tree_a);
+    archive_of_tree(&out, &archive_a);
+    let record = data.join("berry/1.json");
+    let text = std::fs::read_to_string(&record).unwrap().replacen("\"potency\": 10", "\"potency\": 11", 1);
+    std::fs::write(&record, text).unwrap();
+    build();
+    let changed = edited_archive(&archive_a, &tree_a, &out, &archive_b);
+    eprintln!("the edit changed {} documents: {changed:?}", changed.len());
+    for (what, first, second, target) in
+        [("tree", &tree_a, &out, "s3://gen/tree"), ("archive", &archive_a, &archive_b, "s3://gen/archive")]
+    {
+        for (step, dir) in [("first publish", first), ("one-record edit", second)] {
+            let proxy = weed.proxy();
+            let started = std::time::Instant::now();
+            let run = publish_to(&weed, Some(&proxy.endpoint()), dir, target, &[]).ok();
+            let seconds = started.elapsed().as_secs_f64();
+            let objects = proxy.puts().iter().filter(|key| !key.contains(".gen-publish")).count();
+            eprintln!(
+                "{what}, {step}: {objects} objects written; gen says: {}; {seconds:.2} s in all",
+                run.stdout().trim()
+            );
+        }
+    }
 }
