@@ -249,7 +249,7 @@ pub(crate) struct PublishArgs {
     /// For an archive: how long a part no root names any more stays on the target, counted from
     /// the publish that stopped naming it, so that readers in flight still find theirs (`30m`,
     /// `1h`, `2d`, `0s`).
-    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = crate::cmd::publish::parse_grace)]
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = genapi::publish::parse_grace)]
     pub grace: std::time::Duration,
     /// Print nothing but errors (no progress bar, no summary).
     #[arg(long, short)]

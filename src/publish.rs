@@ -96,6 +96,22 @@ impl PublishSummary {
     }
 }
 
+/// A duration as `--grace` takes it: a number and a unit, `s`, `m`, `h` or `d` (`90s`, `1h`).
+pub fn parse_grace(text: &str) -> Result<std::time::Duration, String> {
+    let usage = || format!("{text:?} is not a duration: a number and a unit, s, m, h or d (e.g. 30m, 1h, 0s)");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(usage)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(usage()),
+    };
+    number.checked_mul(scale).map(std::time::Duration::from_secs).ok_or_else(usage)
+}
+
 /// Publishes the tree in `options.dir` to `options.target`. A user and password in the
 /// endpoint's url never appear in its errors.
 pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
@@ -162,7 +178,14 @@ fn publish_archive(options: &PublishOptions, started: Instant) -> Result<Publish
     let _ = rustls::crypto::ring::default_provider().install_default();
     if target.kind == target::Kind::File {
         let folder = Path::new(&target.prefix);
-        let own = [archive::ROOT, archive::PARTS, archive::RETIRED, remote::MARKER, remote::LOCK, remote::STOPPED];
+        let own = [
+            archive_plan::ROOT,
+            archive_plan::PARTS,
+            archive_plan::RETIRED,
+            remote::MARKER,
+            remote::LOCK,
+            remote::STOPPED,
+        ];
         if let Some(link) = own.iter().map(|name| folder.join(name)).find(|path| path.is_symlink()) {
             bail!(
                 "the target folder {} holds a symbolic link where gen publishes ({}): gen never follows a link inside \

@@ -32,22 +32,6 @@ pub(crate) fn execute(args: PublishArgs) -> Result<()> {
     Ok(())
 }
 
-/// A duration as `--grace` takes it: a number and a unit, `s`, `m`, `h` or `d` (`90s`, `1h`).
-pub(crate) fn parse_grace(text: &str) -> Result<std::time::Duration, String> {
-    let usage = || format!("{text:?} is not a duration: a number and a unit, s, m, h or d (e.g. 30m, 1h, 0s)");
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(usage)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| usage())?;
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => return Err(usage()),
-    };
-    number.checked_mul(scale).map(std::time::Duration::from_secs).ok_or_else(usage)
-}
-
 /// After a publish of a `--links path` tree: its links are folder urls, which a bare bucket
 /// answers with its own error or an empty object, not the folder's `index.json`; what to do.
 fn folder_urls_note(dir: &std::path::Path) -> Option<String> {

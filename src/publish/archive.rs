@@ -4,7 +4,7 @@
 //! period, which a small record on the target (`.gen-publish-retired.json`) measures from the
 //! publish that stopped naming them.
 
-use super::archive_plan::{ArchivePlan, LocalArchive, Retired, read_remote};
+use super::archive_plan::{ArchivePlan, LocalArchive, RETIRED, ROOT, Retired, read_remote};
 use super::lock::{self, Held};
 use super::marker::{MARKER, Marker, STOPPED};
 use super::target::{Stage, Target, explain};
@@ -15,12 +15,6 @@ use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutOption
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The archive's commit point on the target, written last.
-pub(crate) const ROOT: &str = "root";
-/// The folder of the parts on the target.
-pub(crate) const PARTS: &str = "parts";
-/// The record of the parts no root names any more, and since when (seconds since the epoch).
-pub(crate) const RETIRED: &str = ".gen-publish-retired.json";
 /// A part is named by its content and never changes: cached for a year, never revalidated.
 pub(crate) const PART_CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 /// The root changes with every publish: revalidated on every use (its ETag makes that cheap).
@@ -140,7 +134,7 @@ impl Writer<'_> {
     }
 
     /// Uploads one part, its bytes checked against its name first.
-    async fn upload_part(&self, file: &String) -> Result<()> {
+    async fn upload_part(&self, file: &str) -> Result<()> {
         let bytes = self.local.read_part(file)?;
         let size = bytes.len() as u64;
         self.put(file, bytes, Some(PART_CACHE_CONTROL))

@@ -3,7 +3,6 @@
 //! present, the record of retired parts, an unfinished publish's marker), the keys whose
 //! answers change, and the plan (which parts to upload, whether the root, which parts to delete).
 
-use super::archive::{PARTS, RETIRED, ROOT};
 use super::marker::read_target;
 use super::object::{read_failed, read_optional};
 use super::plan::Plan;
@@ -18,6 +17,13 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The archive's commit point on the target, written last.
+pub(crate) const ROOT: &str = "root";
+/// The folder of the parts on the target.
+pub(crate) const PARTS: &str = "parts";
+/// The record of the parts no root names any more, and since when (seconds since the epoch).
+pub(crate) const RETIRED: &str = ".gen-publish-retired.json";
 
 /// Largest root read, local or remote: a root of 10M records is about 3 MB.
 const MAX_ROOT_BYTES: u64 = 64 << 20;

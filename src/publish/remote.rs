@@ -127,7 +127,7 @@ async fn publish_locked(
 /// Refuses a target holding a published archive (its `root`, no `manifest.json`): a tree
 /// published beside it would leave both there.
 async fn refuse_archive_target(target: &Target, store: &dyn ObjectStore, place: &str) -> Result<()> {
-    match store.head(&target.key(super::archive::ROOT)).await {
+    match store.head(&target.key(super::archive_plan::ROOT)).await {
         Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(explain(e, "looking for a published archive", target, place, Stage::Before)),
         Ok(_) => {
