@@ -158,7 +158,9 @@ pub(super) async fn read_remote(
     let listed = |e| explain(e, "listing the parts", target, place, Stage::Before);
     let present: BTreeMap<String, u64> = store
         .list(Some(&target.key(PARTS)))
-        .try_filter_map(|meta| async move { Ok(target.relative(&meta.location).map(|path| (path, meta.size))) })
+        .try_filter_map(|meta| async move {
+            Ok(target.relative(&meta.location).filter(|path| is_part_file(path)).map(|path| (path, meta.size)))
+        })
         .try_collect()
         .await
         .map_err(listed)?;
@@ -189,6 +191,13 @@ pub(super) async fn read_remote(
         verify_parts(local, &mut remote, target, store, place).await?;
     }
     Ok(remote)
+}
+
+/// True for a part's file as gen names it, `parts/` and 64 lowercase hex digits: nothing else
+/// under `parts/` is ever uploaded over, listed as a part or deleted.
+fn is_part_file(path: &str) -> bool {
+    path.strip_prefix("parts/")
+        .is_some_and(|name| name.len() == 64 && name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 /// With `--verify`: reads back every part the new root names that the target holds, and marks

@@ -186,6 +186,15 @@ fn an_archive_goes_parts_first_root_last_reads_back_whole_and_is_then_up_to_date
     let run = publish_to(&weed, Some(&proxy.endpoint()), &edit.a(), "s3://gen", &[]).ok();
     assert!(run.stdout().contains("is up to date"), "{}", run.stdout());
     assert_eq!(archive_puts(&proxy.puts()), Vec::<String>::new(), "an unchanged archive writes nothing");
+    // a part damaged on the bucket, its size kept: found and replaced by --verify alone
+    let (mut damaged, _, _) = weed.get(&files[0]);
+    damaged[7] ^= 1;
+    weed.put(&files[0], &damaged);
+    let run = publish_to(&weed, None, &edit.a(), "s3://gen", &[]).ok();
+    assert!(run.stdout().contains("is up to date"), "{}", run.stdout());
+    let run = publish_to(&weed, None, &edit.a(), "s3://gen", &["--verify"]).ok();
+    assert!(run.stdout().contains("1 uploaded"), "{}", run.stdout());
+    assert_bucket_serves(&weed, &edit.a());
 }
 
 #[test]
@@ -247,6 +256,9 @@ fn parts_no_root_names_stay_for_the_grace_counted_from_their_retirement_then_go(
     let run = publish_to(&weed, None, &b, "s3://gen", &[]).ok();
     assert!(run.stdout().contains("kept until its grace ends"), "{}", run.stdout());
     assert_bucket_serves(&weed, &b);
+    // what is not a part of gen's under parts/ is never listed as one, nor deleted
+    weed.put("parts/notes.txt", b"not a part");
+    weed.put(&format!("parts/{}", "A".repeat(64)), b"not a part either");
     // within the grace: a reader that opened the old root still finds every part it names
     let record = retired(&weed);
     assert_eq!(record.keys().cloned().collect::<BTreeSet<_>>(), unnamed);
@@ -273,12 +285,15 @@ fn parts_no_root_names_stay_for_the_grace_counted_from_their_retirement_then_go(
     assert!(run.stdout().contains(&format!("{} deleted", unnamed.len())), "{}", run.stdout());
     let keys: BTreeSet<String> = weed.list().into_keys().collect();
     assert!(unnamed.is_disjoint(&keys), "{keys:?}");
+    assert!(keys.contains("parts/notes.txt") && keys.contains(&format!("parts/{}", "A".repeat(64))), "{keys:?}");
     assert_eq!(retired(&weed), BTreeMap::new());
     assert_bucket_serves(&weed, &b);
     // --grace 0s: what this publish unnames goes at once
     publish_to(&weed, None, &edit.a(), "s3://gen", &["--grace", "0s"]).ok();
     let keys: BTreeSet<String> = weed.list().into_keys().filter(|k| k.starts_with("parts/") || k == "root").collect();
-    assert_eq!(keys, a_files.into_iter().collect());
+    let mut expected: BTreeSet<String> = a_files.into_iter().collect();
+    expected.extend(["parts/notes.txt".to_string(), format!("parts/{}", "A".repeat(64))]);
+    assert_eq!(keys, expected);
     let bad = publish_to(&weed, None, &edit.a(), "s3://gen", &["--grace", "1x"]).fails_with(2);
     assert!(bad.stderr().contains("is not a duration"), "{}", bad.stderr());
 }
@@ -399,4 +414,28 @@ fn measure_tree_and_archive_publishes_on_the_fixture() {
             );
         }
     }
+}
+
+#[test]
+fn an_archive_published_into_a_folder_reads_back_whole_and_a_dry_run_changes_nothing() {
+    let edit = Edit::new();
+    let site = edit.tmp.join("site");
+    let target = format!("file://{}", site.display());
+    let run = common::run(&["publish", "--dir", path_str(&edit.a()), &target]).ok();
+    assert!(run.stdout().contains(&format!("{} uploaded", files_of(&edit.a()).len())), "{}", run.stdout());
+    let published = Reader::open(Folder(site.clone())).unwrap();
+    published.verify().unwrap();
+    let local = Reader::open(Folder(edit.a())).unwrap();
+    assert_eq!(published.entries().unwrap(), local.entries().unwrap());
+    let b = edit.tmp.join("b");
+    edited_archive(&edit.a(), &edit.tree_a(), &edit.site.out(), &b);
+    let before = read_tree(&site);
+    let run = common::run(&["publish", "--dir", path_str(&b), "--dry-run", &target]).ok();
+    assert!(run.stdout().contains("would upload 3"), "{}", run.stdout());
+    assert_eq!(read_tree(&site), before, "a dry run changes nothing");
+    common::run(&["publish", "--dir", path_str(&b), &target]).ok();
+    assert_eq!(std::fs::read(site.join("root")).unwrap(), std::fs::read(b.join("root")).unwrap());
+    Reader::open(Folder(site.clone())).unwrap().verify().unwrap();
+    let run = common::run(&["publish", "--dir", path_str(&edit.site.out()), &target]).fails_with(2);
+    assert!(run.stderr().contains("holds a published archive"), "{}", run.stderr());
 }
