@@ -10,6 +10,7 @@
 //!   every byte it returns, and counts the reads it made.
 
 mod codec;
+mod diff;
 mod format;
 mod read;
 mod write;
@@ -17,6 +18,7 @@ mod write;
 use std::fmt;
 use std::io;
 
+pub use diff::{BlockAt, RootFiles, block_keys, changed_keys};
 pub use read::{Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
 

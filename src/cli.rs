@@ -208,7 +208,7 @@ pub(crate) struct PublishArgs {
     /// file:///PATH.
     #[arg(value_name = "TARGET")]
     pub target: String,
-    /// Folder holding the tree written by `gen build`.
+    /// Folder holding the tree written by `gen build` (or the archive of `gen build --archive`).
     #[arg(long, default_value = "out", value_name = "DIR")]
     pub dir: PathBuf,
     /// S3-compatible endpoint, e.g. http://127.0.0.1:8333 (path-style requests; plain HTTP is
@@ -246,6 +246,11 @@ pub(crate) struct PublishArgs {
     /// it and when.
     #[arg(long)]
     pub take_over_lock: bool,
+    /// For an archive: how long a part no root names any more stays on the target, counted from
+    /// the publish that stopped naming it, so that readers in flight still find theirs (`30m`,
+    /// `1h`, `2d`, `0s`).
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = genapi::publish::parse_grace)]
+    pub grace: std::time::Duration,
     /// Print nothing but errors (no progress bar, no summary).
     #[arg(long, short)]
     pub quiet: bool,

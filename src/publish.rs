@@ -14,6 +14,8 @@
 //!
 //! The async runtime the store client needs lives here, started only by [`publish`].
 
+mod archive;
+mod archive_plan;
 mod local;
 mod lock;
 mod marker;
@@ -61,6 +63,9 @@ pub struct PublishOptions {
     pub take_over_lock: bool,
     /// Show a progress bar (on a terminal, not with `-q`).
     pub progress: bool,
+    /// For an archive: how long a part no root names any more stays on the target, counted
+    /// from the publish that stopped naming it (readers in flight still find theirs).
+    pub grace: std::time::Duration,
 }
 
 /// What a publish did (or, with `--dry-run`, would do).
@@ -80,6 +85,31 @@ pub struct PublishSummary {
     pub repaired: usize,
     /// How long it took.
     pub seconds: f64,
+    /// For an archive: parts no root names, kept on the target until their grace ends.
+    pub(crate) kept: usize,
+}
+
+impl PublishSummary {
+    /// For an archive: how many parts no root names stay on the target until their grace ends.
+    pub fn kept(&self) -> usize {
+        self.kept
+    }
+}
+
+/// A duration as `--grace` takes it: a number and a unit, `s`, `m`, `h` or `d` (`90s`, `1h`).
+pub fn parse_grace(text: &str) -> Result<std::time::Duration, String> {
+    let usage = || format!("{text:?} is not a duration: a number and a unit, s, m, h or d (e.g. 30m, 1h, 0s)");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(usage)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(usage()),
+    };
+    number.checked_mul(scale).map(std::time::Duration::from_secs).ok_or_else(usage)
 }
 
 /// Publishes the tree in `options.dir` to `options.target`. A user and password in the
@@ -91,6 +121,9 @@ pub fn publish(options: &PublishOptions) -> Result<PublishSummary> {
 
 fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
     let started = Instant::now();
+    if crate::archive::is_archive(&options.dir) {
+        return publish_archive(options, started);
+    }
     let (manifest_bytes, manifest) = Manifest::read_with_bytes(&options.dir)?;
     if manifest.settings.links == LinkStyle::Query && !options.allow_query_links {
         bail!(
@@ -134,6 +167,41 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         }
     }
     let mut summary = result?;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Publishes the archive in `options.dir` (docs/deploy.md, "Publishing an archive").
+fn publish_archive(options: &PublishOptions, started: Instant) -> Result<PublishSummary> {
+    let local = archive_plan::LocalArchive::open(&options.dir)?;
+    let target = Target::parse(&options.target)?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if target.kind == target::Kind::File {
+        let folder = Path::new(&target.prefix);
+        let own = [
+            archive_plan::ROOT,
+            archive_plan::PARTS,
+            archive_plan::RETIRED,
+            remote::MARKER,
+            remote::LOCK,
+            remote::STOPPED,
+        ];
+        if let Some(link) = own.iter().map(|name| folder.join(name)).find(|path| path.is_symlink()) {
+            bail!(
+                "the target folder {} holds a symbolic link where gen publishes ({}): gen never follows a link inside \
+                 a target, and nothing was published; remove it, then publish again",
+                options_dir(folder),
+                link.display()
+            );
+        }
+    }
+    let store = target.open(options.endpoint.as_deref(), options.retries)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.jobs.clamp(1, 4))
+        .enable_all()
+        .build()
+        .context("cannot start the runtime of the uploads")?;
+    let mut summary = runtime.block_on(archive::publish(&local, &target, store, options))?;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }

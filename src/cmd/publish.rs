@@ -18,6 +18,7 @@ pub(crate) fn execute(args: PublishArgs) -> Result<()> {
         allow_query_links: args.allow_query_links,
         take_over_lock: args.take_over_lock,
         progress: !args.dry_run && super::progress_wanted(args.quiet),
+        grace: args.grace,
     };
     let summary = genapi::publish::publish(&options)?;
     if args.dry_run {
@@ -64,15 +65,24 @@ fn summary_text(summary: &PublishSummary, target: &str) -> String {
         );
     }
     format!(
-        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{}{} in {:.2} s",
+        "published to {target}: {} uploaded ({:.1} MB), {} unchanged, {} deleted{}{}{} in {:.2} s",
         plan.uploads.len(),
         summary.bytes as f64 / 1e6,
         plan.unchanged,
         plan.deletes.len(),
+        kept(summary),
         listed(summary),
         repaired(summary),
         summary.seconds
     )
+}
+
+/// An archive's parts no root names, kept until their grace ends, if any.
+fn kept(summary: &PublishSummary) -> String {
+    match summary.kept() {
+        0 => String::new(),
+        n => format!(", {n} part{} no root names kept until its grace ends (--grace)", if n == 1 { "" } else { "s" }),
+    }
 }
 
 fn listed(summary: &PublishSummary) -> String {

@@ -56,6 +56,9 @@ async fn publish_locked(
 ) -> Result<PublishSummary> {
     let place = target.place(options.endpoint.as_deref());
     let found = read_target(target, &*store, &place).await?;
+    if found.manifest.is_none() {
+        refuse_archive_target(target, &*store, &place).await?;
+    }
     let marker = &found.marker;
     let listed_because = if options.verify {
         Some("--verify")
@@ -90,7 +93,7 @@ async fn publish_locked(
     // what this publish changes, with what an unfinished one changed and did not report
     let mut changed: BTreeSet<String> = plan.uploads.iter().chain(&plan.deletes).cloned().collect();
     changed.extend(marker.iter().flat_map(|m| &m.changed).filter(|p| is_object_of_tree(p)).cloned());
-    let mut summary = PublishSummary { plan, changed, bytes: 0, listed_because, repaired: 0, seconds: 0.0 };
+    let mut summary = PublishSummary { plan, changed, bytes: 0, listed_because, repaired: 0, seconds: 0.0, kept: 0 };
     if options.dry_run {
         return Ok(summary);
     }
@@ -119,6 +122,23 @@ async fn publish_locked(
     let writer = Writer::new(tree, target, store, options, summary.plan.uploads.len() + summary.plan.deletes.len());
     writer.carry_out(&mut summary, held, &new_marker, found.stopped, look).await?;
     Ok(summary)
+}
+
+/// Refuses a target holding a published archive (its `root`, no `manifest.json`): a tree
+/// published beside it would leave both there.
+async fn refuse_archive_target(target: &Target, store: &dyn ObjectStore, place: &str) -> Result<()> {
+    match store.head(&target.key(super::archive_plan::ROOT)).await {
+        Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(explain(e, "looking for a published archive", target, place, Stage::Before)),
+        Ok(_) => {
+            let shown = target.shown.trim_end_matches('/');
+            bail!(
+                "{shown} holds a published archive (its root), and this is a tree: nothing was published. Publish \
+                 the tree to an empty target or another prefix (e.g. {shown}/tree), then delete the archive's objects \
+                 (root, parts/ and .gen-publish-retired.json); or publish an archive (`gen build --archive`) here"
+            )
+        }
+    }
 }
 
 /// True for a path a publish writes: `manifest.json` or a file of the tree.

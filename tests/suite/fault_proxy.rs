@@ -71,9 +71,13 @@ pub struct FaultProxy {
     stop: Arc<AtomicBool>,
 }
 
-/// Keys that are not tree objects: gen's lock, marker and records of stopped publishes.
+/// Keys that are not tree objects: gen's lock, marker, records of stopped publishes and (for
+/// an archive) the record of retired parts.
 fn is_bookkeeping(key: &str) -> bool {
-    key.ends_with(".gen-publish.lock") || key.ends_with(".gen-publish.json") || key.contains(".gen-publish-stopped/")
+    key.ends_with(".gen-publish.lock")
+        || key.ends_with(".gen-publish.json")
+        || key.contains(".gen-publish-stopped/")
+        || key.ends_with(".gen-publish-retired.json")
 }
 
 impl FaultProxy {

@@ -29,6 +29,7 @@ mod incremental;
 mod killed;
 mod openapi;
 mod publish;
+mod publish_archive;
 mod search;
 mod serve;
 mod state;

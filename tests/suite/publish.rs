@@ -42,7 +42,7 @@ fn weed_bin() -> Option<PathBuf> {
 
 /// One SeaweedFS server (`weed mini`) with S3 on a free loopback port, its data in a fresh
 /// folder, every port and address explicit; killed on drop.
-struct Weed {
+pub(crate) struct Weed {
     bin: PathBuf,
     dir: TempDir,
     ports: Vec<u16>,
@@ -50,7 +50,7 @@ struct Weed {
 }
 
 impl Weed {
-    fn start() -> Option<Weed> {
+    pub(crate) fn start() -> Option<Weed> {
         let bin = weed_bin()?;
         for _ in 0..3 {
             let dir = TempDir::new("weed");
@@ -72,7 +72,7 @@ impl Weed {
     }
 
     /// Starts the server on this folder and these ports; true once S3 answers with the bucket.
-    fn launch(&mut self) -> bool {
+    pub(crate) fn launch(&mut self) -> bool {
         let p = &self.ports;
         let dir = self.dir.path().display().to_string();
         let args = [
@@ -123,32 +123,32 @@ impl Weed {
         false
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("weed.log")).unwrap_or_default()
     }
 
-    fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.ports[0])
     }
 
     /// Stops the server (its data stays, for [`Weed::restart`]).
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         assert!(self.launch(), "weed mini did not come back:\n{}", self.log());
     }
 
     /// A client of the test bucket, with the keys the server knows.
-    fn client(&self) -> AmazonS3 {
+    pub(crate) fn client(&self) -> AmazonS3 {
         self.client_for(BUCKET, SECRET)
     }
 
-    fn client_for(&self, bucket: &str, secret: &str) -> AmazonS3 {
+    pub(crate) fn client_for(&self, bucket: &str, secret: &str) -> AmazonS3 {
         let _ = rustls::crypto::ring::default_provider().install_default();
         AmazonS3Builder::new()
             .with_endpoint(self.endpoint())
@@ -163,7 +163,7 @@ impl Weed {
     }
 
     /// Every object of the bucket: key → (size, last modified).
-    fn list(&self) -> BTreeMap<String, (u64, Stamp)> {
+    pub(crate) fn list(&self) -> BTreeMap<String, (u64, Stamp)> {
         let client = self.client();
         let metas: Vec<object_store::ObjectMeta> =
             block_on(futures_util::TryStreamExt::try_collect(client.list(None))).expect("the bucket lists");
@@ -174,7 +174,7 @@ impl Weed {
     }
 
     /// An object's bytes, Content-Type and Cache-Control.
-    fn get(&self, key: &str) -> (Vec<u8>, String, String) {
+    pub(crate) fn get(&self, key: &str) -> (Vec<u8>, String, String) {
         let result = block_on(self.client().get(&key.into())).unwrap_or_else(|e| panic!("{key}: {e}"));
         let header = |attribute: Attribute| {
             result.attributes.get(&attribute).map(|v| v.as_ref().to_string()).unwrap_or_default()
@@ -183,17 +183,17 @@ impl Weed {
         (block_on(result.bytes()).unwrap().to_vec(), content_type, cache_control)
     }
 
-    fn put(&self, key: &str, bytes: &[u8]) {
+    pub(crate) fn put(&self, key: &str, bytes: &[u8]) {
         block_on(self.client().put(&key.into(), PutPayload::from(bytes.to_vec()))).unwrap();
     }
 
     /// Runs `gen publish` against this server with the server's keys in the environment.
-    fn publish(&self, out: &Path, extra: &[&str]) -> Run {
+    pub(crate) fn publish(&self, out: &Path, extra: &[&str]) -> Run {
         self.publish_env(out, extra, &[])
     }
 
     /// [`Weed::publish`] with more environment variables.
-    fn publish_env(&self, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn publish_env(&self, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
         let endpoint = self.endpoint();
         let mut args = vec!["publish", "--dir", path_str(out), "--endpoint", &endpoint];
         args.extend_from_slice(extra);
@@ -207,7 +207,7 @@ impl Weed {
     /// `after` of them, and kills gen (SIGKILL) once that write arrives; returns its exit code
     /// (`None`: killed, as expected). The killed publish leaves its lock: the next one takes it
     /// over (`--take-over-lock`).
-    fn publish_killed(&self, out: &Path, after: usize) -> Option<i32> {
+    pub(crate) fn publish_killed(&self, out: &Path, after: usize) -> Option<i32> {
         let proxy = self.proxy();
         proxy.hold_write_after(after);
         let mut child = spawn_publish(&proxy.endpoint(), out, &["-q", "--jobs", "1", "--take-over-lock"], &[]);
@@ -223,12 +223,12 @@ impl Weed {
     }
 
     /// A fault-injecting proxy in front of this server.
-    fn proxy(&self) -> FaultProxy {
+    pub(crate) fn proxy(&self) -> FaultProxy {
         FaultProxy::start(&format!("127.0.0.1:{}", self.ports[0]))
     }
 
     /// Runs `gen publish` with the server's keys against `endpoint` (a proxy in front of it).
-    fn publish_via(&self, endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn publish_via(&self, endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Run {
         let mut args = vec!["publish", "--dir", path_str(out), "--endpoint", endpoint];
         args.extend_from_slice(extra);
         args.push("s3://gen");
@@ -240,7 +240,7 @@ impl Weed {
 
 /// Starts `gen publish` of `out` to the test bucket at `endpoint` with the test keys, not
 /// waiting for it.
-fn spawn_publish(endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
+pub(crate) fn spawn_publish(endpoint: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
     let mut command = gen_bin();
     for (name, _) in std::env::vars() {
         if name.starts_with("AWS_") {
@@ -260,23 +260,23 @@ impl Drop for Weed {
 
 /// An object's modification time as the server states it, in milliseconds since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Stamp(i64);
+pub(crate) struct Stamp(i64);
 
 /// Runs a future of the S3 client on one runtime shared by the tests (a client's connections
 /// belong to the runtime they were made on).
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
     static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
     RUNTIME
         .get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap())
         .block_on(future)
 }
 
-fn path_str(path: &Path) -> &str {
+pub(crate) fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
 /// Runs `gen` with `args` and `env` (the AWS variables of the caller's environment removed).
-fn publish_with(args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn publish_with(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = gen_bin();
     for (name, _) in std::env::vars() {
         if name.starts_with("AWS_") {
@@ -289,13 +289,13 @@ fn publish_with(args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// A data folder and its tree, rebuilt on demand.
-struct Site {
+pub(crate) struct Site {
     root: TempDir,
 }
 
 impl Site {
     /// The sample data, built with `--links path` (plus `extra` build options).
-    fn new(extra: &[&str]) -> Site {
+    pub(crate) fn new(extra: &[&str]) -> Site {
         let root = TempDir::new("publish");
         sample_data(&root.join("data"));
         let site = Site { root };
@@ -303,15 +303,15 @@ impl Site {
         site
     }
 
-    fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.root.join("data")
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.root.join("out")
     }
 
-    fn build(&self, extra: &[&str]) {
+    pub(crate) fn build(&self, extra: &[&str]) {
         let (data, out) = (self.data(), self.out());
         let mut args = vec!["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path"];
         args.extend_from_slice(extra);
@@ -319,7 +319,7 @@ impl Site {
     }
 
     /// The tree's manifest files (path → hash), plus `manifest.json` itself.
-    fn files(&self) -> BTreeMap<String, String> {
+    pub(crate) fn files(&self) -> BTreeMap<String, String> {
         let manifest = common::read_json(&self.out().join("manifest.json"));
         let mut files: BTreeMap<String, String> = manifest["files"]
             .as_object()
@@ -331,19 +331,19 @@ impl Site {
         files
     }
 
-    fn bytes(&self, path: &str) -> Vec<u8> {
+    pub(crate) fn bytes(&self, path: &str) -> Vec<u8> {
         std::fs::read(self.out().join(path)).unwrap()
     }
 
     /// Changes one berry's size: its record and the pages that list it do not change, so the
     /// changed files are few (the record, its name path, meta, the manifest).
-    fn edit_record(&self) {
+    pub(crate) fn edit_record(&self) {
         let path = self.data().join("berry/5.json");
         let text = std::fs::read_to_string(&path).unwrap().replace(r#""size": 5.5"#, r#""size": 6.5"#);
         std::fs::write(&path, text).unwrap();
     }
 
-    fn remove_record(&self) {
+    pub(crate) fn remove_record(&self) {
         std::fs::remove_file(self.data().join("berry/1017.json")).unwrap();
     }
 }
