@@ -17,7 +17,7 @@ mod write;
 use std::fmt;
 use std::io;
 
-pub use read::{Folder, Found, RangeSource, Reader};
+pub use read::{DEFAULT_BLOCK_CACHE, Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.

@@ -43,6 +43,7 @@ pub(crate) mod listen;
 pub mod respond;
 pub mod route;
 pub(crate) mod server;
+pub(crate) mod source;
 pub(crate) mod stream;
 pub mod tree;
 #[cfg(test)]
@@ -259,8 +260,10 @@ pub(crate) fn damage_to_repair(dir: &Path) -> bool {
 /// swaps the whole folder, so its inode changes; size and times are checked too.
 type Signature = Option<crate::fsutil::Stamp>;
 
+/// The signature of the file that commits a build in `dir`: a tree's manifest, an archive's
+/// root ([`source::commit_file`]).
 fn manifest_signature(dir: &Path) -> Signature {
-    crate::fsutil::Stamp::of_path(&dir.join(crate::tree::manifest::MANIFEST_FILE))
+    crate::fsutil::Stamp::of_path(&source::commit_file(dir))
 }
 
 /// One load at a time (the poll, `--watch` and requests that found a file changed all load).

@@ -31,6 +31,7 @@ mod openapi;
 mod publish;
 mod search;
 mod serve;
+mod serve_archive;
 mod state;
 mod tree_files;
 mod view;
