@@ -291,3 +291,36 @@ impl<S: RangeSource> Reader<S> {
         Ok(bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::{Document, Options, write};
+
+    #[test]
+    fn the_blocks_held_stay_within_their_bound() {
+        let dir = std::env::temp_dir().join(format!("gen-read-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = |i: usize| format!("api/v2/x/{i}/index.json");
+        let documents: Vec<Document> =
+            (0..2000).map(|i| Document::new(vec![key(i)], format!("{{\"id\": {i}}}").into_bytes())).collect();
+        write(&dir, documents, &Options { block_entries: 100, ..Options::default() }).unwrap();
+        let unbounded = Reader::open(Folder(dir.clone())).unwrap();
+        unbounded.get(&key(0)).unwrap().unwrap();
+        let (one_block, _) = unbounded.blocks_held();
+        let bound = one_block * 5;
+        let reader = Reader::open(Folder(dir.clone())).unwrap().with_block_cache(bound);
+        for i in 0..2000 {
+            assert_eq!(reader.get(&key(i)).unwrap().unwrap().bytes, format!("{{\"id\": {i}}}").into_bytes());
+            assert!(reader.blocks_held().0 <= bound, "{:?} held, bound {bound}", reader.blocks_held());
+            // the block used all along keeps its place
+            reader.get(&key(0)).unwrap().unwrap();
+        }
+        let (_, blocks) = reader.blocks_held();
+        assert!((1..20).contains(&blocks), "{blocks} of 20 blocks held");
+        let before = reader.reads();
+        reader.get(&key(0)).unwrap().unwrap();
+        assert_eq!(reader.reads(), before + 1, "the block used all along is held: the document alone is read");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -339,3 +339,14 @@ fn a_new_root_is_served_once_written() {
     }
     assert_eq!(server.get("/api/v2/berry/berry-seven/").status, 200);
 }
+
+/// Not a test: writes the archive of the built tree `ARCHIVE_TREE` into `ARCHIVE_OUT`, to measure
+/// `gen serve` on each (docs/serve.md, "Serving an archive"): `ARCHIVE_TREE=… ARCHIVE_OUT=…
+/// cargo test --release --test suite serve_archive::write_an_archive -- --ignored`.
+#[test]
+#[ignore]
+fn write_an_archive_to_measure() {
+    let tree = std::env::var("ARCHIVE_TREE").expect("ARCHIVE_TREE: a built tree");
+    let out = std::env::var("ARCHIVE_OUT").expect("ARCHIVE_OUT: where the archive goes");
+    archive_of_tree(Path::new(&tree), Path::new(&out));
+}
