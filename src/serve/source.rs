@@ -14,49 +14,31 @@
 //! and the byte.
 
 use super::cache::Cache;
+use super::origin::Source;
 use super::stream::{Body, Streamed};
-use super::tree::{Key, ServedTree, Unserved, classify};
+use super::tree::{Key, ServedTree, ToCheck, Unserved, classify};
 use crate::archive::{self, Folder, MANIFEST_KEY, Reader};
 use crate::fsutil::show_dir;
-use crate::tree::listing::{self, Listing, Unservable};
-use crate::tree::manifest::{FORMAT, MANIFEST_FILE, Manifest};
+use crate::tree::listing::{self, Unservable};
+use crate::tree::manifest::{FORMAT, Manifest};
 use anyhow::{Result, anyhow, bail};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-/// Where a served tree's documents come from.
-pub(crate) enum Source {
-    /// A tree's folder: the files its manifest lists, with their hashes.
-    Tree(Listing),
-    /// An archive's folder, its root read.
-    Archive(Reader<Folder>),
-}
-
-impl std::fmt::Debug for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Tree(listing) => write!(f, "Tree({} files)", listing.len()),
-            Source::Archive(reader) => write!(f, "Archive({} keys)", reader.len()),
-        }
+/// Loads the tree or the archive in `dir` (see [`ServedTree::load_unchecked`]), with the files
+/// of a small tree still to check whole (an archive's reads are each checked).
+pub(crate) fn load_unchecked(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<(ServedTree, ToCheck)> {
+    if archive::is_archive(dir) {
+        return load_archive(dir, cache, base_url).map(|tree| (tree, None));
     }
+    ServedTree::load_unchecked(dir, cache, base_url)
 }
 
-impl Source {
-    /// The documents served: the tree's files listed, or the archive's keys.
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Source::Tree(listing) => listing.len(),
-            Source::Archive(reader) => usize::try_from(reader.len()).unwrap_or(usize::MAX),
-        }
-    }
-}
-
-/// The file whose replacement commits a new build in `dir`: an archive's `root`, a tree's
-/// manifest.
-pub(crate) fn commit_file(dir: &Path) -> PathBuf {
+/// [`load_unchecked`], a small tree checked whole ([`ServedTree::load_rebased`]).
+pub(crate) fn load(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<ServedTree> {
     match archive::is_archive(dir) {
-        true => dir.join(archive::ROOT_FILE),
-        false => dir.join(MANIFEST_FILE),
+        true => load_archive(dir, cache, base_url),
+        false => ServedTree::load_rebased(dir, cache, base_url),
     }
 }
 
@@ -65,7 +47,7 @@ pub(crate) fn commit_file(dir: &Path) -> PathBuf {
 pub(crate) fn load_archive(dir: &Path, cache: Arc<Cache>, base_url: Option<&str>) -> Result<ServedTree> {
     let (reader, manifest) = open_archive(dir, cache.block_bytes())?;
     let digest = blake3::Hash::from_bytes(reader.digest());
-    Ok(ServedTree::new(dir, Source::Archive(reader), manifest, digest, cache, base_url))
+    Ok(ServedTree::new(dir, Source::Archive(Box::new(reader)), manifest, digest, cache, base_url))
 }
 
 /// The archive in `dir`, its reader holding at most `block_bytes` of directory blocks, and its

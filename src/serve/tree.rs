@@ -17,7 +17,7 @@
 
 use super::cache::Cache;
 use super::item::{Doc, Item, Key as CacheKey, List};
-use super::source::Source;
+use super::origin::Source;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, API_PREFIX, ROOT_PATH};
 use crate::tree::listing::{self, ListedTwice, Listing};
@@ -69,7 +69,7 @@ pub(crate) struct Unserved {
 pub struct ServedTree {
     pub(super) dir: PathBuf,
     /// Where the documents come from: the tree's files and its manifest's listing, or an
-    /// archive's parts and its directory (see [`super::source`]).
+    /// archive's parts and its directory (the questions they answer: `src/serve/source.rs`).
     pub(super) source: Source,
     /// Each list's entry count, by segment.
     pub(super) lists: HashMap<String, u64>,
@@ -120,9 +120,6 @@ impl ServedTree {
         cache: Arc<Cache>,
         base_url: Option<&str>,
     ) -> Result<(ServedTree, ToCheck)> {
-        if crate::archive::is_archive(dir) {
-            return super::source::load_archive(dir, cache, base_url).map(|tree| (tree, None));
-        }
         let estimate = std::fs::metadata(dir.join(MANIFEST_FILE)).map_or(0, |m| m.len() / 100) as usize;
         let mut listing = Listing::with_capacity(estimate.min(1 << 26));
         let mut checked: Option<Vec<(String, blake3::Hash)>> = Some(Vec::new());

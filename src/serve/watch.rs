@@ -37,7 +37,7 @@ use std::time::Instant;
 /// manifest, and they are read again.
 fn options(out: &Path, kept: &mut Option<KeptOptions>) -> Result<crate::build::BuildOptions> {
     use crate::fsutil::Stamp;
-    let manifest = Stamp::of_path(&super::source::commit_file(out));
+    let manifest = Stamp::of_path(&super::origin::commit_file(out));
     if let Some(kept) = kept.as_ref().filter(|kept| manifest.is_some() && kept.manifest == manifest) {
         return Ok(kept.options.clone());
     }
@@ -101,7 +101,7 @@ fn rebuild(
     }
     match built {
         Ok(summary) => {
-            let manifest = crate::fsutil::Stamp::of_path(&super::source::commit_file(out));
+            let manifest = crate::fsutil::Stamp::of_path(&super::origin::commit_file(out));
             *kept = Some(KeptOptions { options, manifest });
             if !quiet && summary.up_to_date {
                 say!("gen serve: the tree is already up to date with {}", crate::fsutil::show_dir(data));
