@@ -5,7 +5,7 @@
 //! answers everything right.
 
 use crate::common::{Conn, Response, TempDir, archive_of_tree, build, fixture, read_json, run, sample_data, utf8};
-use crate::serve_support::Server;
+use crate::serve_support::{Server, eventually};
 use std::path::Path;
 
 /// One request on a kept-alive connection: `method target` with `headers` (`Name: value`).
@@ -342,11 +342,50 @@ fn a_new_root_is_served_once_written() {
 
 /// Not a test: writes the archive of the built tree `ARCHIVE_TREE` into `ARCHIVE_OUT`, to measure
 /// `gen serve` on each (docs/serve.md, "Serving an archive"): `ARCHIVE_TREE=… ARCHIVE_OUT=…
-/// cargo test --release --test suite serve_archive::write_an_archive -- --ignored`.
+/// cargo test --release --test suite serve_archive::write_an_archive -- --ignored`. With
+/// `ARCHIVE_EXTRA_KEYS=N`, N more keys (`api/v2/zz/<i>/index.json`, a small document each),
+/// to measure the start of an archive of millions of keys.
 #[test]
 #[ignore]
 fn write_an_archive_to_measure() {
+    use genapi::archive::{Document, Options};
     let tree = std::env::var("ARCHIVE_TREE").expect("ARCHIVE_TREE: a built tree");
     let out = std::env::var("ARCHIVE_OUT").expect("ARCHIVE_OUT: where the archive goes");
-    archive_of_tree(Path::new(&tree), Path::new(&out));
+    let extra: usize = std::env::var("ARCHIVE_EXTRA_KEYS").map_or(0, |n| n.parse().unwrap());
+    if extra == 0 {
+        return archive_of_tree(Path::new(&tree), Path::new(&out));
+    }
+    let mut documents = Vec::new();
+    for (path, bytes) in crate::common::read_tree(Path::new(&tree)) {
+        let bytes = match path.as_str() {
+            "manifest.json" => {
+                let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                manifest["files"] = serde_json::json!({});
+                serde_json::to_vec_pretty(&manifest).unwrap()
+            }
+            _ => bytes,
+        };
+        documents.push(Document::new(vec![path], bytes));
+    }
+    let key = |i: usize| format!("api/v2/zz/{i}/index.json");
+    documents.extend((0..extra).map(|i| Document::new(vec![key(i)], format!("{{\"id\": {i}}}").into_bytes())));
+    genapi::archive::write(Path::new(&out), documents, &Options::default()).unwrap();
+}
+
+#[test]
+fn under_watch_an_archive_stays_served_until_the_build_writes_archives() {
+    let tmp = TempDir::new("serve-archive-watch");
+    let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
+    sample_data(&data);
+    build(&data, &out, &[]).ok();
+    archive_of_tree(&out, &archive);
+    let server = Server::start(&archive, &["--watch", "--data", utf8(&data)]);
+    assert_eq!(server.get("/api/v2/berry/7/").expect(200).json()["name"], "berry-7");
+    let record = data.join("berry/7.json");
+    let text = std::fs::read_to_string(&record).unwrap().replace("\"berry-7\"", "\"berry-seven\"");
+    std::fs::write(&record, text).unwrap();
+    let refused = || server.log().matches("holds an archive, and this gen cannot rebuild one yet").count();
+    assert!(eventually(std::time::Duration::from_secs(90), || refused() >= 2), "{}", server.log());
+    assert_eq!(server.get("/api/v2/berry/7/").expect(200).json()["name"], "berry-7", "the archive, still");
+    assert!(!archive.join("manifest.json").exists(), "no tree written over the archive");
 }
