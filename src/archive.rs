@@ -19,7 +19,7 @@ use std::fmt;
 use std::io;
 
 pub use diff::{BlockAt, RootFiles, block_keys, changed_keys};
-pub use read::{Folder, Found, RangeSource, Reader};
+pub use read::{DEFAULT_BLOCK_CACHE, Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.

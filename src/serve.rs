@@ -9,6 +9,8 @@
 //! - [`files`]: the compact listing of the manifest, and reading a listed file without
 //!   following links.
 //! - [`cache`]: the documents and lists read so far, bounded by bytes (`--cache-mb`).
+//! - [`origin`] and [`source`]: where the documents come from, a tree's files or an archive's
+//!   parts (docs/serve.md, "Serving an archive"), and the questions the answers ask of it.
 //! - [`route`]: request target → where it goes and its whole query, read once (pure, tested on
 //!   the rule vectors `tests/vectors/`).
 //! - [`respond`]: request facts + tree → status, headers, body.
@@ -40,9 +42,11 @@ mod html_match;
 pub(crate) mod item;
 pub(crate) mod list;
 pub(crate) mod listen;
+pub(crate) mod origin;
 pub mod respond;
 pub mod route;
 pub(crate) mod server;
+pub(crate) mod source;
 pub(crate) mod stream;
 pub mod tree;
 #[cfg(test)]
@@ -169,7 +173,7 @@ fn origin_of(addr: std::net::SocketAddr) -> String {
 fn load_at_start(dir: &Path, cache: &Arc<cache::Cache>, rebase: Option<&str>) -> Result<(ServedTree, tree::ToCheck)> {
     let mut attempts = 0;
     loop {
-        match ServedTree::load_unchecked(dir, cache.clone(), rebase) {
+        match source::load_unchecked(dir, cache.clone(), rebase) {
             Ok(tree) => return Ok(tree),
             Err(e) if attempts >= 8 => return Err(e),
             Err(_) => attempts += 1,
@@ -259,8 +263,10 @@ pub(crate) fn damage_to_repair(dir: &Path) -> bool {
 /// swaps the whole folder, so its inode changes; size and times are checked too.
 type Signature = Option<crate::fsutil::Stamp>;
 
+/// The signature of the file that commits a build in `dir`: a tree's manifest, an archive's
+/// root ([`origin::commit_file`]).
 fn manifest_signature(dir: &Path) -> Signature {
-    crate::fsutil::Stamp::of_path(&dir.join(crate::tree::manifest::MANIFEST_FILE))
+    crate::fsutil::Stamp::of_path(&origin::commit_file(dir))
 }
 
 /// One load at a time (the poll, `--watch` and requests that found a file changed all load).
@@ -277,7 +283,7 @@ fn reload(shared: &server::Shared) -> Result<bool> {
 fn load_new(shared: &server::Shared) -> Result<bool> {
     let signature = manifest_signature(&shared.dir);
     let current = shared.tree();
-    let tree = ServedTree::load_rebased(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
+    let tree = source::load(&shared.dir, current.cache.clone(), shared.rebase.as_deref())?;
     *shared.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = signature;
     if tree.digest == current.digest {
         return Ok(false);

@@ -1,13 +1,19 @@
 //! Reading an archive by byte ranges (docs/archive.md, "Finding a key"): the root once, then a
 //! directory block (cached: blocks are immutable) and the document. Every read is counted, and
 //! every byte returned is checked against the hash that names it.
+//!
+//! The decoded blocks are held within a byte bound ([`Reader::with_block_cache`], by default
+//! [`DEFAULT_BLOCK_CACHE`]) in two generations, as the serve cache holds documents: new blocks
+//! go into the current one; when it would pass half the bound it becomes the old one and the
+//! old one is dropped; a block found in the old one moves back. A block in use is held by its
+//! user until it is done, whatever the bound.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use super::codec::gunzip;
 use super::format::{Entry, Root, decode_block};
@@ -51,13 +57,62 @@ pub struct Found {
     pub bytes: Vec<u8>,
 }
 
+/// The default bound of the decoded blocks a [`Reader`] holds: 64 MiB, about 300 blocks of
+/// 1,024 entries (300,000 keys).
+pub const DEFAULT_BLOCK_CACHE: usize = 64 << 20;
+
 /// An open archive: its root read, its directory blocks cached as they are read.
 pub struct Reader<S> {
     source: S,
     root: Root,
+    digest: [u8; 32],
     sizes: HashMap<[u8; 32], u64>,
-    blocks: Mutex<HashMap<usize, Arc<Vec<Entry>>>>,
+    blocks: RwLock<Blocks>,
     reads: AtomicU64,
+}
+
+/// The decoded blocks held, by their place in the root, with the bytes each takes, in two
+/// generations (see the module's doc).
+#[derive(Default)]
+struct Blocks {
+    bound: usize,
+    current: HashMap<usize, (Arc<Vec<Entry>>, usize)>,
+    old: HashMap<usize, (Arc<Vec<Entry>>, usize)>,
+    current_bytes: usize,
+    old_bytes: usize,
+}
+
+impl Blocks {
+    /// Holds `block` (taking `bytes`) in the current generation, turning generations first when
+    /// it would pass half the bound; a block larger than half the bound is not held.
+    fn admit(&mut self, i: usize, block: Arc<Vec<Entry>>, bytes: usize) {
+        let half = self.bound / 2;
+        if bytes > half {
+            return;
+        }
+        if let Some((_, replaced)) = self.current.remove(&i) {
+            self.current_bytes -= replaced;
+        }
+        if let Some((_, dropped)) = self.old.remove(&i) {
+            self.old_bytes -= dropped;
+        }
+        if self.current_bytes + bytes > half {
+            self.old = std::mem::take(&mut self.current);
+            self.old_bytes = std::mem::replace(&mut self.current_bytes, 0);
+        }
+        self.current.insert(i, (block, bytes));
+        self.current_bytes += bytes;
+    }
+
+    fn clear(&mut self) {
+        *self = Blocks { bound: self.bound, ..Blocks::default() };
+    }
+}
+
+/// The bytes a decoded block takes in memory: its entries and their strings.
+fn block_bytes(entries: &[Entry]) -> usize {
+    let strings: usize = entries.iter().map(|e| e.key.capacity() + e.media_type.capacity()).sum();
+    strings + std::mem::size_of_val(entries) + 64
 }
 
 impl<S: RangeSource> Reader<S> {
@@ -66,7 +121,31 @@ impl<S: RangeSource> Reader<S> {
         let stored = source.read_all(ROOT_FILE).map_err(|source| Error::Io { file: ROOT_FILE.into(), source })?;
         let root = Root::decode(&stored).map_err(|what| Error::Damaged { file: ROOT_FILE.into(), offset: 0, what })?;
         let sizes = root.parts.iter().map(|p| (p.name, p.size)).collect();
-        Ok(Reader { source, root, sizes, blocks: Mutex::default(), reads: AtomicU64::new(1) })
+        let blocks = RwLock::new(Blocks { bound: DEFAULT_BLOCK_CACHE, ..Blocks::default() });
+        let digest = *blake3::hash(&stored).as_bytes();
+        Ok(Reader { source, root, digest, sizes, blocks, reads: AtomicU64::new(1) })
+    }
+
+    /// The reader holding at most `bytes` of decoded directory blocks (see the module's doc).
+    pub fn with_block_cache(self, bytes: usize) -> Reader<S> {
+        self.blocks.write().unwrap_or_else(std::sync::PoisonError::into_inner).bound = bytes;
+        self
+    }
+
+    /// The bytes of decoded blocks held now, and how many blocks.
+    pub fn blocks_held(&self) -> (usize, usize) {
+        let blocks = self.blocks.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (blocks.current_bytes + blocks.old_bytes, blocks.current.len() + blocks.old.len())
+    }
+
+    /// The BLAKE3 hash of the root's stored bytes: another root is another archive.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+
+    /// The source the archive is read from.
+    pub fn source(&self) -> &S {
+        &self.source
     }
 
     /// The reads made so far, the root's included.
@@ -76,7 +155,7 @@ impl<S: RangeSource> Reader<S> {
 
     /// Forgets the cached blocks: the next lookups are cold again.
     pub fn forget_blocks(&self) {
-        self.blocks.lock().expect("block cache").clear();
+        self.blocks.write().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 
     /// The files the root names, the root last: what a publish uploads, or a copy takes.
@@ -102,11 +181,16 @@ impl<S: RangeSource> Reader<S> {
 
     /// The entry of `key`: at most one read (its block, unless cached).
     pub fn entry(&self, key: &str) -> Result<Option<Entry>, Error> {
+        self.with_entry(key, Entry::clone)
+    }
+
+    /// `f` of the entry of `key`, without copying it: at most one read (its block, unless cached).
+    pub fn with_entry<R>(&self, key: &str, f: impl FnOnce(&Entry) -> R) -> Result<Option<R>, Error> {
         let Some(i) = self.root.blocks.partition_point(|b| b.first.as_str() <= key).checked_sub(1) else {
             return Ok(None);
         };
         let block = self.block(i)?;
-        Ok(block.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|at| block[at].clone()))
+        Ok(block.binary_search_by(|e| e.key.as_str().cmp(key)).ok().map(|at| f(&block[at])))
     }
 
     /// The document under `key`, checked: at most two reads cold, one warm.
@@ -156,8 +240,19 @@ impl<S: RangeSource> Reader<S> {
 
     /// The `i`th directory block of the root, from the cache or read (one read) and checked.
     pub(crate) fn block(&self, i: usize) -> Result<Arc<Vec<Entry>>, Error> {
-        if let Some(block) = self.blocks.lock().expect("block cache").get(&i) {
-            return Ok(Arc::clone(block));
+        {
+            let blocks = self.blocks.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((block, _)) = blocks.current.get(&i) {
+                return Ok(Arc::clone(block));
+            }
+        }
+        {
+            let mut blocks = self.blocks.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((block, bytes)) = blocks.old.remove(&i) {
+                blocks.old_bytes -= bytes;
+                blocks.admit(i, Arc::clone(&block), bytes);
+                return Ok(block);
+            }
         }
         let at = &self.root.blocks[i];
         let stored = self.range(&at.part, at.offset, at.length)?;
@@ -169,8 +264,9 @@ impl<S: RangeSource> Reader<S> {
         if entries.first().map(|e| &e.key) != Some(&at.first) || entries.len() as u64 != at.entries {
             return Err(damaged(format!("directory block {i} does not hold the keys the root says")));
         }
+        let bytes = block_bytes(&entries);
         let block = Arc::new(entries);
-        self.blocks.lock().expect("block cache").insert(i, Arc::clone(&block));
+        self.blocks.write().unwrap_or_else(std::sync::PoisonError::into_inner).admit(i, Arc::clone(&block), bytes);
         Ok(block)
     }
 
@@ -193,5 +289,38 @@ impl<S: RangeSource> Reader<S> {
             return Err(Error::Truncated { file, offset, wanted: len, got: bytes.len() as u64 });
         }
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::{Document, Options, write};
+
+    #[test]
+    fn the_blocks_held_stay_within_their_bound() {
+        let dir = std::env::temp_dir().join(format!("gen-read-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = |i: usize| format!("api/v2/x/{i}/index.json");
+        let documents: Vec<Document> =
+            (0..2000).map(|i| Document::new(vec![key(i)], format!("{{\"id\": {i}}}").into_bytes())).collect();
+        write(&dir, documents, &Options { block_entries: 100, ..Options::default() }).unwrap();
+        let unbounded = Reader::open(Folder(dir.clone())).unwrap();
+        unbounded.get(&key(0)).unwrap().unwrap();
+        let (one_block, _) = unbounded.blocks_held();
+        let bound = one_block * 5;
+        let reader = Reader::open(Folder(dir.clone())).unwrap().with_block_cache(bound);
+        for i in 0..2000 {
+            assert_eq!(reader.get(&key(i)).unwrap().unwrap().bytes, format!("{{\"id\": {i}}}").into_bytes());
+            assert!(reader.blocks_held().0 <= bound, "{:?} held, bound {bound}", reader.blocks_held());
+            // the block used all along keeps its place
+            reader.get(&key(0)).unwrap().unwrap();
+        }
+        let (_, blocks) = reader.blocks_held();
+        assert!((1..20).contains(&blocks), "{blocks} of 20 blocks held");
+        let before = reader.reads();
+        reader.get(&key(0)).unwrap().unwrap();
+        assert_eq!(reader.reads(), before + 1, "the block used all along is held: the document alone is read");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -19,10 +19,15 @@ use std::sync::{Arc, RwLock};
 /// Bytes an entry costs beyond its bodies: its key, map slot and headers.
 const OVERHEAD: usize = 256;
 
+/// An archive's directory blocks are held within `1 / BLOCK_SHARE` of `--cache-mb` more.
+const BLOCK_SHARE: usize = 8;
+
 /// A byte-bounded cache (see the module's doc).
 #[derive(Debug)]
 pub struct Cache {
     budget: usize,
+    /// The bound of the decoded directory blocks an archive's reader holds (see [`Cache::new`]).
+    blocks: usize,
     generations: RwLock<Generations>,
     /// The bodies too large to be held here, while answers send them: as many bytes again.
     pub(crate) in_flight: Arc<Budget>,
@@ -37,9 +42,18 @@ struct Generations {
 }
 
 impl Cache {
-    /// A cache of at most `budget` bytes.
+    /// A cache of at most `budget` bytes of documents and lists, and an eighth of that more for
+    /// the directory blocks of an archive served from it ([`Cache::block_bytes`]). The documents
+    /// keep the whole budget so that a document is held, or sent from its file, at the same size
+    /// whether it comes from a tree or an archive (their answers are the same).
     pub fn new(budget: usize) -> Cache {
-        Cache { budget, generations: RwLock::default(), in_flight: Budget::new(budget) }
+        let blocks = budget / BLOCK_SHARE;
+        Cache { budget, blocks, generations: RwLock::default(), in_flight: Budget::new(budget) }
+    }
+
+    /// The bound of the decoded directory blocks an archive's reader holds.
+    pub(crate) fn block_bytes(&self) -> usize {
+        self.blocks
     }
 
     /// True when an item of `bytes` (its bodies) would be held (see [`Cache::insert`]).

@@ -55,6 +55,17 @@ impl Doc {
         Doc { body, gzip: OnceLock::new(), etag, etag_gzip, cached_as: None, in_flight: None }
     }
 
+    /// Prepares a body whose BLAKE3 hash is `hash` with `stored`, its gzip member as an archive
+    /// stores it, as its gzip body when the tree's would be sent so (see [`Doc::compress`]): the
+    /// archive and the tree compress alike (deterministic gzip, level 6), so they are the same
+    /// bytes.
+    pub(crate) fn with_gzip(body: Vec<u8>, hash: &blake3::Hash, stored: Vec<u8>) -> Doc {
+        let doc = Doc::new(body, hash);
+        let gzip = (doc.body.len() >= MIN_GZIP && stored.len() < doc.body.len()).then_some(stored);
+        let _ = doc.gzip.set(gzip);
+        doc
+    }
+
     /// Prepares a body computed here (hashed here).
     pub(crate) fn computed(body: Vec<u8>) -> Doc {
         let hash = blake3::hash(&body);

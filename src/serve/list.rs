@@ -25,6 +25,9 @@ use crate::tree::layout;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// A value list's folder, its `_pages/all` file and that file's hash.
+type ValueFiles = (String, String, blake3::Hash);
+
 /// What a list request gets.
 #[derive(Debug)]
 pub(crate) enum ListAnswer {
@@ -74,11 +77,11 @@ impl ServedTree {
             return self.doc(&layout::all_page_key(segment));
         }
         let file = layout::page_path(segment, page.limit, page.offset);
-        if let Some(hash) = self.listing.hash_of(&file) {
+        if let Some(hash) = self.hash_of(&file)? {
             return self.read(&file, &hash).map(Some);
         }
         let all_path = layout::all_page_path(segment);
-        let Some(all_hash) = self.listing.hash_of(&all_path) else { return Ok(None) };
+        let Some(all_hash) = self.hash_of(&all_path)? else { return Ok(None) };
         let key = CacheKey::Page(*all_hash.as_bytes(), page);
         if let Some(Item::Doc(doc)) = self.cache.get(&key) {
             return Ok(Some(doc));
@@ -125,7 +128,7 @@ impl ServedTree {
             return Ok(Some(doc));
         }
         let all_path = layout::all_page_path(segment);
-        let all_hash = self.listing.hash_of(&all_path).ok_or_else(|| self.missing(&all_path))?;
+        let all_hash = self.hash_of(&all_path)?.ok_or_else(|| self.missing(&all_path))?;
         let list = self.list(segment, Some(count), &all_path, &all_hash)?;
         // the entries each condition allows, and those whose names match `q`
         let mut lists = Vec::with_capacity(conditions.len());
@@ -176,9 +179,9 @@ impl ServedTree {
         value: &str,
         page: Page,
     ) -> Result<Option<Arc<Doc>>, Unserved> {
-        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value) else { return Ok(None) };
+        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value)? else { return Ok(None) };
         let file = layout::page_path(&folder, page.limit, page.offset);
-        if let Some(hash) = self.listing.hash_of(&file) {
+        if let Some(hash) = self.hash_of(&file)? {
             return self.read(&file, &hash).map(Some);
         }
         let mut hasher = blake3::Hasher::new();
@@ -203,17 +206,17 @@ impl ServedTree {
     /// The entries of the list of the records whose `field` takes `value`; `None` when the tree
     /// holds no such list (no record takes the value).
     fn value_list(&self, segment: &str, field: &FilterField, value: &str) -> Result<Option<Arc<List>>, Unserved> {
-        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value) else { return Ok(None) };
+        let Some((folder, all_path, all_hash)) = self.value_files(segment, field, value)? else { return Ok(None) };
         self.list(&folder, None, &all_path, &all_hash).map(Some)
     }
 
     /// The folder of the list of the records whose `field` takes `value`, its `_pages/all` file
     /// and that file's hash, when the tree holds that list.
-    fn value_files(&self, segment: &str, field: &FilterField, value: &str) -> Option<(String, String, blake3::Hash)> {
+    fn value_files(&self, segment: &str, field: &FilterField, value: &str) -> Result<Option<ValueFiles>, Unserved> {
         let folder = layout::filter_list(segment, &field.name, value);
         let all_path = layout::all_page_path(&folder);
-        let all_hash = self.listing.hash_of(&all_path)?;
-        Some((folder, all_path, all_hash))
+        let Some(all_hash) = self.hash_of(&all_path)? else { return Ok(None) };
+        Ok(Some((folder, all_path, all_hash)))
     }
 
     /// The list positions of the records of `segment` (its list `list`) whose names match `q`,
@@ -222,7 +225,7 @@ impl ServedTree {
     /// names another list than `list` is refused (503), as a file that does not match.
     fn matching_names(&self, segment: &str, list: &List, q: &str) -> Result<Option<Vec<usize>>, Unserved> {
         let names_path = layout::names_path(segment);
-        let Some(names_hash) = self.listing.hash_of(&names_path) else { return Ok(None) };
+        let Some(names_hash) = self.hash_of(&names_path)? else { return Ok(None) };
         let count = list.count();
         let stamp = search::ListStamp { count, sha256: self.list_sha256(segment, list)? };
         let folded = search::fold(q);
@@ -245,7 +248,7 @@ impl ServedTree {
         let mut seen = 0;
         for (k, shard) in head.shards.iter().enumerate() {
             let path = layout::names_shard_path(segment, k);
-            let hash = self.listing.hash_of(&path).ok_or_else(|| self.missing(&path))?;
+            let hash = self.hash_of(&path)?.ok_or_else(|| self.missing(&path))?;
             let doc = self.read(&path, &hash)?;
             let held = search::names_head(&doc.body).filter(|(shard_head, _)| {
                 shard_head.list == stamp
@@ -278,16 +281,11 @@ impl ServedTree {
             return Ok(sha256.clone());
         }
         let all_path = layout::all_page_path(segment);
-        let all_hash = self.listing.hash_of(&all_path).ok_or_else(|| self.missing(&all_path))?;
+        let all_hash = self.hash_of(&all_path)?.ok_or_else(|| self.missing(&all_path))?;
         let sha256 = if self.base_url == self.built_base_url {
             search::sha256_hex(&self.read(&all_path, &all_hash)?.body)
         } else {
-            let raw = crate::tree::listing::read_listed(&self.dir, &all_path, &all_hash).map_err(|e| Unserved {
-                path: all_path.clone(),
-                detail: e.explain(&self.dir, &all_path),
-                busy: false,
-            })?;
-            search::sha256_hex(&raw)
+            search::sha256_hex(&self.read_source(&all_path, &all_hash)?.0)
         };
         Ok(list.sha256.get_or_init(|| sha256).clone())
     }

@@ -16,9 +16,10 @@
 
 use super::tree::{ServedTree, Unserved};
 use crate::tree::layout::API_PREFIX;
+use crate::tree::layout::is_bulk_file;
 use crate::tree::listing::{MAX_DOCUMENT_BYTES, Unservable};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,10 +33,53 @@ pub(crate) const MIN_RATE: u64 = 32 << 10;
 /// How long the rate of [`MIN_RATE`] is measured over.
 pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(10);
 
+/// Where a streamed body's bytes are: a file of a tree, or a document stored in an archive's
+/// part (one gzip member, decompressed as it is read).
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// The whole file.
+    File(File),
+    /// The gzip member of `length` bytes at `offset` in the part `file`.
+    Member {
+        /// The part.
+        file: File,
+        /// Where the stored document starts.
+        offset: u64,
+        /// Its stored length.
+        length: u64,
+    },
+}
+
+/// Reads a file from `at` on by positional reads (answers in parallel share one open file).
+struct ReadAt<'a> {
+    file: &'a File,
+    at: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buffer, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl Body {
+    /// A reader of the body's bytes from its start (decompressed, for an archive's document).
+    fn reader(&self) -> Box<dyn Read + '_> {
+        match self {
+            Body::File(file) => Box::new(ReadAt { file, at: 0 }),
+            Body::Member { file, offset, length } => {
+                Box::new(flate2::read::GzDecoder::new(ReadAt { file, at: *offset }.take(*length)))
+            }
+        }
+    }
+}
+
 /// A listed file too large for the cache, open, checked and measured, sent from the file.
 #[derive(Debug)]
 pub struct Streamed {
-    file: File,
+    file: Body,
     /// The hash the manifest gives the file.
     hash: blake3::Hash,
     /// The base URL the tree was built with, and the one its urls are rebased on.
@@ -52,42 +96,49 @@ impl ServedTree {
     /// The document at `key` when the tree lists it and it is too large for the cache: open,
     /// checked and measured, to be sent from its file ([`Streamed::send`]).
     pub(crate) fn streamed(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
-        let (path, hash) = self.file_of(key)?;
+        let (path, hash) = match self.file_of(key) {
+            Ok(found) => found?,
+            Err(unserved) => return Some(Err(unserved)),
+        };
         // a document in the cache is small enough; only the others are looked at on disk
         if self.cache.get(&super::item::Key::Doc(*hash.as_bytes())).is_some() {
             return None;
         }
-        let size = std::fs::symlink_metadata(self.dir.join(&path)).map_or(0, |m| m.len() as usize);
-        if self.cache.would_hold(size) {
+        if self.cache.would_hold(self.size_of(&path)) {
             return None;
         }
         let rebase =
             (self.base_url != self.built_base_url).then(|| (self.built_base_url.clone(), self.base_url.clone()));
-        Some(Streamed::open(&self.dir, &path, hash, rebase).map(Arc::new).map_err(|e| self.unserved(&path, &e)))
+        let opened = self.open_body(&path).and_then(|body| Streamed::open(body, hash, rebase));
+        Some(opened.map(Arc::new).map_err(|e| self.unserved(&path, &e)))
     }
 
     /// The bulk-data file at `key` when the tree lists it: always sent from its file, whatever
     /// its size, and as it is (its urls are not rebased: its bytes are gzip, and its name is
     /// their hash).
     pub(crate) fn streamed_bulk(&self, key: &str) -> Option<Result<Arc<Streamed>, Unserved>> {
-        let (path, hash) = self.file_of(key).filter(|(path, _)| crate::tree::layout::is_bulk_file(path))?;
-        let opened = Streamed::open(&self.dir, &path, hash, None).map(|stream| Streamed { bulk: true, ..stream });
+        let (path, hash) = match self.file_of(key) {
+            Ok(Some(found)) if is_bulk_file(&found.0) => found,
+            Ok(_) => return None,
+            Err(unserved) => return Some(Err(unserved)),
+        };
+        let opened = self.open_body(&path).and_then(|body| Streamed::open(body, hash, None));
+        let opened = opened.map(|stream| Streamed { bulk: true, ..stream });
         Some(opened.map(Arc::new).map_err(|e| self.unserved(&path, &e)))
     }
 }
 
 impl Streamed {
-    /// Opens the listed file `path` in `dir` and reads it once: refused unless its bytes hash to
-    /// `hash`.
-    fn open(
-        dir: &std::path::Path,
-        path: &str,
-        hash: blake3::Hash,
-        rebase: Option<(String, String)>,
-    ) -> Result<Streamed, Unservable> {
+    /// Opens the listed file `path` in `dir` (without following links).
+    pub(crate) fn open_file(dir: &std::path::Path, path: &str) -> Result<Body, Unservable> {
         let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
         let tree = crate::tree::dir::TreeDir::open(dir).map_err(|e| not_read(&e))?;
-        let file = tree.open_file(path, MAX_DOCUMENT_BYTES).map_err(|e| not_read(&e))?;
+        tree.open_file(path, MAX_DOCUMENT_BYTES).map(Body::File).map_err(|e| not_read(&e))
+    }
+
+    /// Reads `file` once: refused unless its bytes hash to `hash`.
+    fn open(file: Body, hash: blake3::Hash, rebase: Option<(String, String)>) -> Result<Streamed, Unservable> {
+        let not_read = |e: &dyn std::fmt::Display| Unservable::NotRead(e.to_string());
         let mut streamed = Streamed { file, hash, rebase, len: 0, etag: String::new(), bulk: false };
         let (mut sent, mut len) = (blake3::Hasher::new(), 0u64);
         let read = streamed
@@ -112,8 +163,9 @@ impl Streamed {
         let mut rebaser = self.rebase.as_ref().map(|(from, to)| Rebaser::new(from, to));
         let (mut buffer, mut rebased) = (vec![0u8; PIECE], Vec::new());
         let mut offset = 0u64;
+        let mut reader = self.file.reader();
         loop {
-            let n = match self.file.read_at(&mut buffer, offset) {
+            let n = match reader.read(&mut buffer) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -304,7 +356,9 @@ mod tests {
         std::fs::write(dir.join(path), &body).unwrap();
         let hash = blake3::hash(body.as_bytes());
         let rebase = Some(("https://a.test".to_string(), "http://127.0.0.1:9".to_string()));
-        let streamed = Streamed::open(&dir, path, hash, rebase.clone()).unwrap();
+        let open =
+            |rebase: Option<(String, String)>| Streamed::open(Streamed::open_file(&dir, path).unwrap(), hash, rebase);
+        let streamed = open(rebase.clone()).unwrap();
         let expected = super::super::tree::rebase(body.as_bytes(), "https://a.test", "http://127.0.0.1:9").unwrap();
         assert_eq!(streamed.len, expected.len() as u64);
         assert_eq!(streamed.etag, format!("\"{}\"", blake3::hash(&expected).to_hex()));
@@ -317,7 +371,7 @@ mod tests {
         let mut sent = Vec::new();
         assert!(streamed.send(&mut sent).is_err());
         assert!(sent.len() < expected.len(), "the last piece is not sent");
-        assert!(matches!(Streamed::open(&dir, path, hash, rebase), Err(Unservable::Changed)));
+        assert!(matches!(open(rebase), Err(Unservable::Changed)));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -17,9 +17,10 @@
 
 use super::cache::Cache;
 use super::item::{Doc, Item, Key as CacheKey, List};
+use super::origin::Source;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, API_PREFIX, ROOT_PATH};
-use crate::tree::listing::{self, ListedTwice, Listing, Unservable};
+use crate::tree::listing::{self, ListedTwice, Listing};
 use crate::tree::manifest::{MANIFEST_FILE, Manifest};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
@@ -67,8 +68,9 @@ pub(crate) struct Unserved {
 #[derive(Debug)]
 pub struct ServedTree {
     pub(super) dir: PathBuf,
-    /// The files served, with their hashes.
-    pub(super) listing: Listing,
+    /// Where the documents come from: the tree's files and its manifest's listing, or an
+    /// archive's parts and its directory (the questions they answer: `src/serve/source.rs`).
+    pub(super) source: Source,
     /// Each list's entry count, by segment.
     pub(super) lists: HashMap<String, u64>,
     /// The declared filters of each resource that has some.
@@ -149,6 +151,20 @@ impl ServedTree {
                 bail!("{MANIFEST_FILE} lists the resource {segment} but not {all}: {REPAIR}");
             }
         }
+        let tree = ServedTree::new(dir, Source::Tree(listing), manifest, digest, cache, base_url);
+        Ok((tree, checked))
+    }
+
+    /// The served tree of the build `manifest` (its files not listed) describes, whose documents
+    /// come from `source`; `digest` tells it from another build.
+    pub(super) fn new(
+        dir: &Path,
+        source: Source,
+        manifest: Manifest,
+        digest: blake3::Hash,
+        cache: Arc<Cache>,
+        base_url: Option<&str>,
+    ) -> ServedTree {
         let deploy_head = manifest
             .settings
             .deploy_header_lines()
@@ -156,9 +172,9 @@ impl ServedTree {
             .unwrap_or_default();
         let built_base = manifest.settings.base_url;
         let served_base = base_url.unwrap_or(&built_base).to_string();
-        let tree = ServedTree {
+        ServedTree {
             dir: dir.to_path_buf(),
-            listing,
+            source,
             lists: manifest.resources.into_iter().map(|(segment, info)| (segment, info.count)).collect(),
             filters: manifest.settings.filters.into_iter().collect(),
             links: manifest.settings.links,
@@ -170,13 +186,12 @@ impl ServedTree {
             deploy_head,
             flights: Flights::default(),
             list_parse: std::sync::Mutex::new(()),
-        };
-        Ok((tree, checked))
+        }
     }
 
-    /// Number of files served.
+    /// Number of files served (for an archive: its keys).
     pub(crate) fn documents(&self) -> usize {
-        self.listing.len()
+        self.source.len()
     }
 
     /// Number of lists.
@@ -208,24 +223,27 @@ impl ServedTree {
 
     /// The file of the document at `key` (`api/v2/berry/1`, see [`super::route::normalize`]),
     /// when the manifest lists it: `<key>/index.json`, or the key itself for another JSON file
-    /// (`api/v2/openapi.json`).
-    pub(super) fn file_of(&self, key: &str) -> Option<(String, blake3::Hash)> {
+    /// (`api/v2/openapi.json`). An error when an archive's directory block cannot be read.
+    pub(super) fn file_of(&self, key: &str) -> Result<Option<(String, blake3::Hash)>, Unserved> {
         let index = layout::document_path(key);
-        if let Some(hash) = self.listing.hash_of(&index) {
-            return Some((index, hash));
+        if let Some(hash) = self.hash_of(&index)? {
+            return Ok(Some((index, hash)));
         }
-        let own = (layout::key_of(key) == Some(key)).then(|| self.listing.hash_of(key)).flatten()?;
-        Some((key.to_string(), own))
+        if layout::key_of(key) != Some(key) {
+            return Ok(None);
+        }
+        Ok(self.hash_of(key)?.map(|own| (key.to_string(), own)))
     }
 
-    /// True when the tree holds a document at `key` (nothing is read).
+    /// True when the tree holds a document at `key` (no document is read), or when an archive's
+    /// directory block that would say cannot be read (its document is then answered 503).
     pub(crate) fn has_doc(&self, key: &str) -> bool {
-        self.file_of(key).is_some()
+        !matches!(self.file_of(key), Ok(None))
     }
 
     /// The document at `key`, read on first use; `Ok(None)` when the tree holds none.
     pub(crate) fn doc(&self, key: &str) -> Result<Option<Arc<Doc>>, Unserved> {
-        match self.file_of(key) {
+        match self.file_of(key)? {
             Some((path, hash)) => self.read(&path, &hash).map(Some),
             None => Ok(None),
         }
@@ -264,7 +282,7 @@ impl ServedTree {
     /// is too large for the cache, counting it in the budget of bodies in flight (waiting for
     /// room at most [`IN_FLIGHT_WAIT`]).
     fn read_now(&self, path: &str, hash: &blake3::Hash, key: CacheKey) -> Result<Arc<Doc>, Unserved> {
-        let size = std::fs::symlink_metadata(self.dir.join(path)).map_or(0, |m| m.len() as usize);
+        let size = self.size_of(path);
         let in_flight = match self.cache.would_hold(size) {
             true => None,
             false => Some(self.cache.in_flight.acquire(size, IN_FLIGHT_WAIT).ok_or_else(|| Unserved {
@@ -278,22 +296,19 @@ impl ServedTree {
                 busy: true,
             })?),
         };
-        let body = listing::read_listed(&self.dir, path, hash).map_err(|e| self.unserved(path, &e))?;
+        let (body, stored) = self.read_source(path, hash)?;
         let rebased =
             (self.base_url != self.built_base_url).then(|| rebase(&body, &self.built_base_url, &self.base_url));
-        let mut doc = match rebased.flatten() {
-            Some(rebased) => Doc::computed(rebased),
-            None => Doc::new(body, hash),
+        let mut doc = match (rebased.flatten(), stored) {
+            (Some(rebased), _) => Doc::computed(rebased),
+            (None, Some(stored)) => Doc::with_gzip(body, hash, stored),
+            (None, None) => Doc::new(body, hash),
         };
         doc.cached_as = Some(key);
         doc.in_flight = in_flight;
         let doc = Arc::new(doc);
         self.cache.insert(key, Item::Doc(doc.clone()), doc.bytes());
         Ok(doc)
-    }
-
-    pub(super) fn unserved(&self, path: &str, why: &Unservable) -> Unserved {
-        Unserved { path: path.to_string(), detail: why.explain(&self.dir, path), busy: false }
     }
 
     /// The gzip body of `doc`, compressed now when it was not yet (and counted in the cache).

@@ -37,13 +37,18 @@ use std::time::Instant;
 /// manifest, and they are read again.
 fn options(out: &Path, kept: &mut Option<KeptOptions>) -> Result<crate::build::BuildOptions> {
     use crate::fsutil::Stamp;
-    let manifest = Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
+    let manifest = Stamp::of_path(&super::origin::commit_file(out));
     if let Some(kept) = kept.as_ref().filter(|kept| manifest.is_some() && kept.manifest == manifest) {
         return Ok(kept.options.clone());
     }
     // The settings only: the manifest's list of files is passed over, not built.
-    let mut options = match crate::tree::manifest::Manifest::read_each_file(out, |_, _| Ok(())) {
-        Ok((manifest, _)) => crate::build::BuildOptions::of_tree(&manifest.settings),
+    let settings = match crate::archive::is_archive(out) {
+        // an archive's manifest document: one block and one document read
+        true => super::source::open_archive(out, 1 << 20).map(|(_, manifest)| manifest),
+        false => crate::tree::manifest::Manifest::read_each_file(out, |_, _| Ok(())).map(|(manifest, _)| manifest),
+    };
+    let mut options = match settings {
+        Ok(manifest) => crate::build::BuildOptions::of_tree(&manifest.settings),
         Err(_) => crate::build::BuildOptions::default(),
     };
     options.source_date_epoch = crate::date::source_date_epoch()?;
@@ -82,6 +87,10 @@ fn rebuild(
     let verify = super::damage_to_repair(out);
     let watched = watched.filter(|_| !verify);
     let build_options = crate::build::BuildOptions { watched, verify, ..options.clone() };
+    let build_options = match as_archive(build_options, out) {
+        Ok(build_options) => build_options,
+        Err(e) => return failed(e),
+    };
     // A bug met by one rebuild (a panic) fails that rebuild, and the watch goes on.
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         crate::build::build(data, out, &build_options, &Default::default())
@@ -92,7 +101,7 @@ fn rebuild(
     }
     match built {
         Ok(summary) => {
-            let manifest = crate::fsutil::Stamp::of_path(&out.join(crate::tree::manifest::MANIFEST_FILE));
+            let manifest = crate::fsutil::Stamp::of_path(&super::origin::commit_file(out));
             *kept = Some(KeptOptions { options, manifest });
             if !quiet && summary.up_to_date {
                 say!("gen serve: the tree is already up to date with {}", crate::fsutil::show_dir(data));
@@ -115,6 +124,21 @@ fn rebuild(
         }
         Err(e) => failed(e),
     }
+}
+
+/// The options of a rebuild into `out`: when `out` holds an archive, the rebuild writes an
+/// archive too (issue 49). THE ONE PLACE the watch asks for one: `gen build --archive` (its
+/// `BuildOptions` field) comes from the writer's branch; once it is merged, set it here, e.g.
+/// `Ok(BuildOptions { archive: true, ..options })`. Until then the rebuild of an archive is
+/// refused (a tree is never written over an archive); the archive in place stays served.
+fn as_archive(options: crate::build::BuildOptions, out: &Path) -> Result<crate::build::BuildOptions> {
+    if crate::archive::is_archive(out) {
+        bail!(
+            "{} holds an archive, and this gen cannot rebuild one yet (`gen build --archive`): still serving it",
+            crate::fsutil::show_dir(out)
+        );
+    }
+    Ok(options)
 }
 
 /// The error of a rebuild that panicked with `panic`: a bug in gen, said as one.
@@ -165,7 +189,8 @@ pub(crate) fn build_at_start(data: &Path, out: &Path, quiet: bool) -> Result<(Op
             Ok((None, watch))
         }
         Outcome::Failed(problems) => {
-            if crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
+            let archive = crate::archive::is_archive(out);
+            if !archive && crate::tree::manifest::Manifest::read_with_bytes(out).is_err() {
                 bail!("{} holds no tree to serve until the data builds: fix the problems above", out.display());
             }
             Ok((Some(problems), watch))

@@ -32,6 +32,7 @@ mod publish;
 mod publish_archive;
 mod search;
 mod serve;
+mod serve_archive;
 mod state;
 mod tree_files;
 mod view;
