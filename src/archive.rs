@@ -12,6 +12,7 @@
 mod codec;
 mod format;
 mod read;
+mod stream;
 mod write;
 
 use std::fmt;
@@ -19,6 +20,8 @@ use std::io;
 
 pub use read::{Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
+
+pub(crate) use stream::{Receipt, Stream, totals};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.
 pub(crate) const ROOT_FILE: &str = "root";

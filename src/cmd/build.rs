@@ -15,6 +15,7 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
         gzip: args.gzip,
         source_date_epoch,
         verify: args.verify,
+        archive: args.archive,
         watched: None,
     };
     let progress = Progress::new(super::progress_wanted(args.quiet), "writing", "documents");
