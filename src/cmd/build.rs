@@ -41,6 +41,20 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
             summary.records,
             started.elapsed().as_secs_f64()
         ));
+    } else if !args.quiet && args.archive {
+        let report = &summary.report;
+        super::say(&format!(
+            "built {} resources, {} records: an archive of {} files ({} written, {} unchanged), {:.1} MB in {:.2} s \
+             → {}",
+            summary.resources,
+            summary.records,
+            report.files,
+            report.written,
+            report.files.saturating_sub(report.written),
+            report.bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64(),
+            args.out.display()
+        ));
     } else if !args.quiet {
         let report = &summary.report;
         super::say(&format!(
