@@ -120,6 +120,8 @@ impl Stream {
                     None => drop(removed.insert(entry.key.clone())),
                 }
             }
+            // one block held at a time: the directory of a large archive is never held whole
+            reader.forget_blocks();
         }
         for (_, i) in new {
             changed[*i] = true;

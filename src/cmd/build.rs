@@ -22,7 +22,7 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
     let summary = genapi::build(&args.data, &args.out, &options, &progress);
     progress.finish();
     let summary = summary?;
-    if !args.quiet && args.verify {
+    if !args.quiet && args.verify && !args.archive {
         let report = &summary.report;
         super::say(&format!(
             "verified {} against {}: every data file and every file of the tree read; {} files rewritten \
