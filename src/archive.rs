@@ -13,6 +13,7 @@ mod codec;
 mod diff;
 mod format;
 mod read;
+mod stream;
 mod write;
 
 use std::fmt;
@@ -21,6 +22,8 @@ use std::io;
 pub use diff::{BlockAt, RootFiles, block_keys, changed_keys};
 pub use read::{DEFAULT_BLOCK_CACHE, Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
+
+pub(crate) use stream::{Receipt, Stream, totals};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.
 pub(crate) const ROOT_FILE: &str = "root";

@@ -79,6 +79,9 @@ pub struct BuildOptions {
     /// read, every document rendered and compared with the file in place by reading it. Not a
     /// setting of the tree: the tree built is the same.
     pub verify: bool,
+    /// Write an archive (docs/archive.md, "A built API as an archive") in place of the tree
+    /// (`gen build --archive`): `write::ArchiveWriter` takes the documents.
+    pub archive: bool,
     /// What a watcher of the data folder saw change since a build (`gen serve --watch`): when
     /// the tree's index is that build's, what it did not see change is not `stat`ed.
     pub watched: Option<std::sync::Arc<watched::WatchedChanges>>,
@@ -122,6 +125,7 @@ impl BuildOptions {
             gzip: settings.gzip,
             source_date_epoch: None,
             verify: false,
+            archive: false,
             watched: None,
         }
     }
@@ -210,7 +214,7 @@ pub fn build(
     let timer = crate::progress::StepTimer::from_env();
     load::require_folder(data)?;
     require_out_beside(data, out)?;
-    let mut previous = PreviousBuild::open(out, !options.verify)?;
+    let mut previous = PreviousBuild::open(out, !options.verify, options.archive)?;
     timer.step("open the previous build (lock, index, journal)");
     let (told, listing) = list(data, &previous, options);
     timer.step("list the data (stat every file, read the folders that changed)");
@@ -232,15 +236,23 @@ pub fn build(
             timer.step("record");
             return Ok(summary(write::WriteReport::default(), (true, base, told)));
         }
-        Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
-        Decision::Full => None,
+        // an archive build renders every document, and its writer writes only what changed
+        Decision::Partial(index) if !options.archive => Some(Changed::since(index, &loaded.files)),
+        Decision::Partial(_) | Decision::Full => None,
     };
     timer.step("decide (check the tree against the index)");
     let data = std::mem::take(&mut loaded.files);
     let planned = plan_documents(&mut previous, dataset, &settings, (changed, data, options.verify), &timer)?;
-    let tree = tree_writer(&mut previous, &settings, dataset, &planned.lists, bulk_dates.as_ref());
-    let documents = planned.rendering.documents(&planned.plan, tree.previous.index, progress);
-    let written = tree.write(&documents)?;
+    let written = if options.archive {
+        let manifest = manifest_of(&settings, dataset);
+        let (target, bulk_dates, fresh) = (&mut previous.target, bulk_dates.as_ref(), options.verify);
+        let writer = write::ArchiveWriter { target, manifest, bulk_dates, fresh };
+        writer.write(&planned.rendering.documents(&planned.plan, None, progress))?
+    } else {
+        let tree = tree_writer(&mut previous, &settings, dataset, &planned.lists, bulk_dates.as_ref());
+        let documents = planned.rendering.documents(&planned.plan, tree.previous.index, progress);
+        tree.write(&documents)?
+    };
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let report = record(previous, written, planned, (started_ns, &settings, loaded.folders.notes))?;
@@ -391,9 +403,9 @@ fn require_out_beside(data: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The stamp of the manifest just committed into `dir`, for the index.
+/// The stamp of the manifest (of an archive: the root) just committed into `dir`, for the index.
 fn manifest_stamp(dir: &Path) -> Result<fsutil::Stamp> {
-    let path = dir.join(manifest::MANIFEST_FILE);
+    let path = state::commit_file(dir);
     fsutil::Stamp::of_file(&path).with_context(|| format!("cannot read {}", path.display()))
 }
 

@@ -150,6 +150,10 @@ pub(crate) struct BuildArgs {
     /// hand; see docs/builds.md).
     #[arg(long)]
     pub verify: bool,
+    /// Write the API as an archive (a root and a few content-named parts, read by byte ranges;
+    /// docs/archive.md) in place of the tree; a rebuild writes only the change.
+    #[arg(long)]
+    pub archive: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,

@@ -88,6 +88,14 @@ pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().expect("writing to memory")
 }
 
+/// `bytes` as one deterministic gzip member at DEFLATE `level` (0: stored blocks, for bytes
+/// that are gzip already); otherwise as [`gzip`].
+pub(crate) fn gzip_at(bytes: &[u8], level: u32) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 32), Compression::new(level));
+    encoder.write_all(bytes).expect("writing to memory");
+    encoder.finish().expect("writing to memory")
+}
+
 /// The bytes of one gzip member, its CRC-32 and length checked; `None` when it is damaged,
 /// truncated, or followed by anything.
 pub(crate) fn gunzip(stored: &[u8], size_hint: usize) -> Option<Vec<u8>> {

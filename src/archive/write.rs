@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::codec::gzip;
+use super::codec::gzip_at;
 use super::format::{BlockRef, Entry, PartRef, Root, encode_block};
 use super::{Change, Document, Error, Folder, Options, ROOT_FILE, Reader, part_file};
 
@@ -26,18 +26,18 @@ pub struct Written {
 }
 
 /// A document compressed and hashed, its stored bytes in the spool.
-struct Staged {
-    keys: Vec<String>,
-    hash: [u8; 32],
-    size: u64,
-    media_type: String,
-    at: u64,
-    length: u64,
+pub(super) struct Staged {
+    pub(super) keys: Vec<String>,
+    pub(super) hash: [u8; 32],
+    pub(super) size: u64,
+    pub(super) media_type: String,
+    pub(super) at: u64,
+    pub(super) length: u64,
 }
 
 /// A scratch file in the archive's folder holding the compressed documents until they are
 /// placed, so that memory holds keys and places, not documents. Removed when dropped.
-struct Spool {
+pub(super) struct Spool {
     path: PathBuf,
     file: File,
     len: u64,
@@ -46,19 +46,41 @@ struct Spool {
 impl Spool {
     fn create(dir: &Path) -> Result<Spool, Error> {
         fs::create_dir_all(dir.join("parts")).map_err(|source| Error::Io { file: "parts".into(), source })?;
-        let path = dir.join(".spool");
+        Spool::at(dir.join(".spool"))
+    }
+
+    /// A spool at `path` (outside the archive's folder: a build keeps it in its state folder).
+    pub(super) fn at(path: PathBuf) -> Result<Spool, Error> {
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path);
-        let file = file.map_err(|source| Error::Io { file: ".spool".into(), source })?;
+        let file = file.map_err(|source| Error::Io { file: path.display().to_string(), source })?;
         Ok(Spool { path, file, len: 0 })
     }
 
-    fn push(&mut self, bytes: &[u8]) -> Result<u64, Error> {
+    /// Appends whatever `fill` writes through the spool's end, returning where it starts and
+    /// its length (a large document is streamed in, never held).
+    pub(super) fn append_with(
+        &mut self,
+        fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(u64, u64), Error> {
+        use std::io::{Seek, SeekFrom};
+        let at = self.len;
+        let failed = |source| Error::Io { file: ".spool".into(), source };
+        self.file.seek(SeekFrom::Start(at)).map_err(failed)?;
+        let mut out = io::BufWriter::new(&self.file);
+        fill(&mut out).map_err(failed)?;
+        out.flush().map_err(failed)?;
+        drop(out);
+        self.len = self.file.metadata().map_err(failed)?.len();
+        Ok((at, self.len - at))
+    }
+
+    pub(super) fn push(&mut self, bytes: &[u8]) -> Result<u64, Error> {
         self.file.write_all_at(bytes, self.len).map_err(|source| Error::Io { file: ".spool".into(), source })?;
         self.len += bytes.len() as u64;
         Ok(self.len - bytes.len() as u64)
     }
 
-    fn get(&self, at: u64, length: u64) -> Result<Vec<u8>, Error> {
+    pub(super) fn get(&self, at: u64, length: u64) -> Result<Vec<u8>, Error> {
         let mut out = vec![0; length as usize];
         self.file.read_exact_at(&mut out, at).map_err(|source| Error::Io { file: ".spool".into(), source })?;
         Ok(out)
@@ -79,7 +101,8 @@ fn stage(documents: impl IntoIterator<Item = Document>, spool: &mut Spool, out: 
         let packed: Vec<(Document, Vec<u8>, [u8; 32])> = batch
             .into_par_iter()
             .map(|d| {
-                let (stored, hash) = (gzip(&d.bytes), *blake3::hash(&d.bytes).as_bytes());
+                let stored = gzip_at(&d.bytes, level_of(&d.keys));
+                let hash = *blake3::hash(&d.bytes).as_bytes();
                 (d, stored, hash)
             })
             .collect();
@@ -90,6 +113,12 @@ fn stage(documents: impl IntoIterator<Item = Document>, spool: &mut Spool, out: 
         }
     }
     Ok(())
+}
+
+/// The gzip level a document is stored at: 0 (stored blocks, a gzip wrapper) for a bulk-data
+/// file, which is gzip already; 6 for every other (docs/archive.md, "Deterministic gzip").
+pub(super) fn level_of(keys: &[String]) -> u32 {
+    if keys.first().is_some_and(|key| crate::tree::layout::is_bulk_file(key)) { 0 } else { 6 }
 }
 
 /// The staged documents once each: one copy per hash (the keys joined), a key given to two
@@ -150,6 +179,7 @@ impl<'w> Parts<'w> {
         let name = *blake3::hash(&self.buffer).as_bytes();
         let file = part_file(&name);
         let path = self.dir.join(&file);
+        fs::create_dir_all(self.dir.join("parts")).map_err(|source| Error::Io { file: "parts".into(), source })?;
         if fs::metadata(&path).map_or(true, |m| m.len() != self.buffer.len() as u64) {
             replace(&path, &self.buffer).map_err(|source| Error::Io { file: file.clone(), source })?;
         }
@@ -241,7 +271,8 @@ pub fn write(dir: &Path, documents: impl IntoIterator<Item = Document>, options:
     write_full(dir, &spool, staged, options)
 }
 
-fn write_full(dir: &Path, spool: &Spool, staged: Vec<Staged>, options: &Options) -> Result<Written, Error> {
+/// The full write of staged documents (their stored bytes in `spool`).
+pub(super) fn write_full(dir: &Path, spool: &Spool, staged: Vec<Staged>, options: &Options) -> Result<Written, Error> {
     let docs = once_each(staged)?;
     let mut written = Written::default();
     let (entries, data) = place_documents(spool, &docs, Parts::new(dir, options, false, false, &mut written))?;
@@ -270,12 +301,25 @@ pub fn edit(dir: &Path, changes: impl IntoIterator<Item = Change>, options: &Opt
     let mut spool = Spool::create(dir)?;
     let mut staged = Vec::new();
     stage(puts, &mut spool, &mut staged)?;
+    apply(dir, &reader, &mut spool, staged, &removed, options)
+}
+
+/// Applies staged documents put (their stored bytes in `spool`) and keys removed to the archive
+/// `reader` reads in `dir`: a delta, or a merge when deltas have piled up.
+pub(super) fn apply(
+    dir: &Path,
+    reader: &Reader<Folder>,
+    spool: &mut Spool,
+    staged: Vec<Staged>,
+    removed: &BTreeSet<String>,
+    options: &Options,
+) -> Result<Written, Error> {
     let root = reader.root();
     let weight = |delta: bool| root.parts.iter().filter(|p| p.delta == delta).map(|p| p.size).sum::<u64>();
     if root.edits >= options.merge_after || weight(true) * 2 > weight(false) {
-        return merge(dir, &reader, &mut spool, staged, &removed, options);
+        return merge(dir, reader, spool, staged, removed, options);
     }
-    write_delta(dir, &reader, &spool, staged, &removed, options)
+    write_delta(dir, reader, spool, staged, removed, options)
 }
 
 fn write_delta(

@@ -42,7 +42,7 @@ use crate::data::recorded::{DataFiles, FolderNotes, Hash};
 use crate::fsutil::Stamp;
 use crate::fsutil::{self, NotRead};
 use crate::tree::layout::is_tree_path;
-use crate::tree::manifest::{BuildSettings, MANIFEST_FILE};
+use crate::tree::manifest::BuildSettings;
 use anyhow::Result;
 use format::{decode_docs, decode_parts};
 use std::collections::BTreeMap;
@@ -128,7 +128,7 @@ impl Index {
             Ok(read) => read,
             Err(why) => return ignored(format!("{} {why}", path.display())),
         };
-        let manifest = Stamp::of_file(&out.join(MANIFEST_FILE))?;
+        let manifest = Stamp::of_file(&super::state::commit_file(out))?;
         (index.manifest == manifest).then_some((index, DeferredDocs { file, at, size, path }))
     }
 

@@ -30,8 +30,10 @@ pub(super) struct PreviousBuild {
 
 impl PreviousBuild {
     /// Locks `out` (waiting for another build) and reads what the previous build left there:
-    /// its index only when `use_index` (else the build reads every file, as without one).
-    pub(super) fn open(out: &Path, use_index: bool) -> Result<PreviousBuild> {
+    /// its index only when `use_index` (else the build reads every file, as without one). An
+    /// output of the other kind (a tree for an `archive` build, an archive for a tree build) is
+    /// refused, and nothing of it touched.
+    pub(super) fn open(out: &Path, use_index: bool, archive: bool) -> Result<PreviousBuild> {
         let target = crate::staging::FolderLock::open(out)?;
         state::migrate(&target.dir);
         if !target.exists {
@@ -45,13 +47,14 @@ impl PreviousBuild {
             });
         }
         let dir = target.dir.clone();
+        refuse_other_kind(&dir, archive)?;
         let journal = write::read_journal(&dir);
         let (index, docs) = match use_index.then(|| index::Index::read_deferred(&dir)).flatten() {
             Some((index, docs)) => (Some(index), Some(docs)),
             None => (None, None),
         };
         let mut listed = journal.paths.clone();
-        if index.is_none() {
+        if index.is_none() && !archive {
             listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
         }
         let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
@@ -65,6 +68,7 @@ impl PreviousBuild {
         let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
         match docs.read() {
             Some(docs) => index.docs = docs,
+            None if crate::archive::is_archive(&self.target.dir) => self.index = None,
             None => {
                 self.index = None;
                 let dir = self.target.dir.clone();
@@ -172,4 +176,46 @@ pub(super) fn previous_files(dir: &Path, ours: bool) -> Result<Vec<String>> {
         dir.display(),
         if names.len() > 5 { ", ..." } else { "" }
     )
+}
+
+/// Refuses to write an archive over a tree, a tree over an archive, or an archive into a
+/// folder that holds anything but an archive: a build never deletes an output of the other
+/// kind, nor files that are not its own.
+fn refuse_other_kind(dir: &Path, archive: bool) -> Result<()> {
+    let shown = dir.display();
+    if archive && dir.join(manifest::MANIFEST_FILE).exists() {
+        anyhow::bail!(
+            "refusing to write an archive into {shown}: it holds a tree ({} is there), and `gen build --archive` \
+             never deletes a tree; choose another --out for the archive, or remove the tree first if you mean to \
+             replace it (or build the tree again without --archive)",
+            manifest::MANIFEST_FILE
+        );
+    }
+    if !archive && crate::archive::is_archive(dir) {
+        anyhow::bail!(
+            "refusing to write a tree into {shown}: it holds an archive (its root and parts/, written by `gen build \
+             --archive`); build it again with --archive, or choose another --out for the tree (or remove the \
+             archive first if you mean to replace it)"
+        );
+    }
+    if archive && !crate::archive::is_archive(dir) {
+        let names = std::fs::read_dir(dir).with_context(|| format!("cannot read {shown}"))?;
+        let mut others: Vec<String> = Vec::new();
+        for name in names {
+            let name = name.with_context(|| format!("cannot read {shown}"))?.file_name().to_string_lossy().to_string();
+            // an archive stopped before its first root: its parts are ours
+            if name != "parts" {
+                others.push(name);
+            }
+        }
+        if !others.is_empty() {
+            others.sort();
+            anyhow::bail!(
+                "refusing to write an archive into {shown}: it is not empty and holds no archive root, so it is not an \
+                 archive gen built (it holds {}); choose another --out or empty the folder",
+                others.into_iter().take(5).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(())
 }

@@ -33,6 +33,15 @@ const OLD: [(&str, &str); 4] =
 /// The old layout's temporaries beside the tree (`.<out>.<old>`): a killed build's leftovers.
 const OLD_TEMPORARIES: [&str; 3] = ["gen-index.tmp", "gen-bulk.tmp", "gen-journal.tmp"];
 
+/// The file whose stamp the build index records for the output in `out`: the tree's
+/// `manifest.json`, or an archive's `root` (both are renamed into place last by a build).
+pub(crate) fn commit_file(out: &Path) -> PathBuf {
+    match crate::archive::is_archive(out) {
+        true => out.join("root"),
+        false => out.join(crate::tree::manifest::MANIFEST_FILE),
+    }
+}
+
 /// The state folder of the tree in `out`: `.<out>.gen/` beside it.
 pub(crate) fn folder(out: &Path) -> PathBuf {
     fsutil::beside(out, "gen")

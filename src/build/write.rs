@@ -14,6 +14,7 @@
 //! [`listing`] and [`patch`] (the manifest), [`commit`] (into an existing tree) and
 //! [`journal`] (what a killed commit leaves for the next build).
 
+mod archive;
 mod bulk;
 mod commit;
 mod docs;
@@ -22,6 +23,7 @@ mod listing;
 mod patch;
 mod stage;
 
+pub(crate) use archive::ArchiveWriter;
 pub(crate) use journal::{Journal, journal_path, read_journal};
 
 use commit::{commit_in_place, gone_paths, stamps_after_commit};

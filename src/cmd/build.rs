@@ -15,13 +15,14 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
         gzip: args.gzip,
         source_date_epoch,
         verify: args.verify,
+        archive: args.archive,
         watched: None,
     };
     let progress = Progress::new(super::progress_wanted(args.quiet), "writing", "documents");
     let summary = genapi::build(&args.data, &args.out, &options, &progress);
     progress.finish();
     let summary = summary?;
-    if !args.quiet && args.verify {
+    if !args.quiet && args.verify && !args.archive {
         let report = &summary.report;
         super::say(&format!(
             "verified {} against {}: every data file and every file of the tree read; {} files rewritten \
@@ -39,6 +40,20 @@ pub(crate) fn execute(args: BuildArgs) -> Result<()> {
             summary.resources,
             summary.records,
             started.elapsed().as_secs_f64()
+        ));
+    } else if !args.quiet && args.archive {
+        let report = &summary.report;
+        super::say(&format!(
+            "built {} resources, {} records: an archive of {} files ({} written, {} unchanged), {:.1} MB in {:.2} s \
+             → {}",
+            summary.resources,
+            summary.records,
+            report.files,
+            report.written,
+            report.files.saturating_sub(report.written),
+            report.bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64(),
+            args.out.display()
         ));
     } else if !args.quiet {
         let report = &summary.report;

@@ -6,6 +6,8 @@
 //! filters' values and localized names changing with those edits), and after every step it must
 //! equal, file by file and in its manifest, a fresh build of the same data into an empty folder.
 //!
+//! Its edit generator ([`Model`]) drives the archive's too (`archive_build.rs`).
+//!
 //! `cargo test` runs `INCREMENTAL_STEPS` steps (default 40); `make fuzz` runs 400 with a fresh
 //! seed (`FUZZ_SEED` replays one).
 
@@ -23,26 +25,26 @@ fn steps() -> usize {
 }
 
 /// The data folder, as the test models it.
-struct Model {
+pub(crate) struct Model {
     /// Kinds: id → name.
     kinds: BTreeMap<i64, String>,
     /// List order of kinds, when an order file states one.
     kind_order: Option<Vec<i64>>,
     /// Things: id → (name, kind, friend, value).
-    things: BTreeMap<i64, Thing>,
+    pub(crate) things: BTreeMap<i64, Thing>,
     /// Sub-documents: thing id → body.
     notes: BTreeMap<i64, String>,
     page_sizes: Vec<u64>,
     next_id: i64,
     /// Things (and their notes) held as tables, `thing.ndjson` and `thing.notes.ndjson`, one a
     /// line in `lines` order, instead of one file each.
-    tables: bool,
+    pub(crate) tables: bool,
     /// The order of the tables' lines: every thing's id.
     lines: Vec<i64>,
 }
 
 #[derive(Clone)]
-struct Thing {
+pub(crate) struct Thing {
     name: Option<String>,
     kind: i64,
     friend: Option<i64>,
@@ -52,7 +54,7 @@ struct Thing {
 const VALUES: [&str; 8] = ["1", "22", "-3", "4.5", "\"text\"", "null", "[1, 2]", "{\"deep\": true}"];
 
 impl Model {
-    fn new(rng: &mut Rng) -> Model {
+    pub(crate) fn new(rng: &mut Rng) -> Model {
         let kinds = (1..=6).map(|id| (id, format!("kind-{id}"))).collect();
         let mut things = BTreeMap::new();
         for id in 1..=70 {
@@ -120,7 +122,7 @@ impl Model {
     }
 
     /// Makes `dir` hold exactly the model's files, writing only those that differ.
-    fn sync(&self, dir: &Path) {
+    pub(crate) fn sync(&self, dir: &Path) {
         let wanted = self.files();
         let present = if dir.exists() { read_tree(dir) } else { BTreeMap::new() };
         for (path, text) in &wanted {
@@ -137,13 +139,13 @@ impl Model {
         let _ = std::fs::remove_dir(dir.join("thing")); // emptied: the things are tables now
     }
 
-    fn random_thing(&self, rng: &mut Rng) -> i64 {
+    pub(crate) fn random_thing(&self, rng: &mut Rng) -> i64 {
         let ids: Vec<i64> = self.things.keys().copied().collect();
         ids[rng.below(ids.len())]
     }
 
     /// Applies one random edit; returns what it did.
-    fn edit(&mut self, rng: &mut Rng, step: usize) -> String {
+    pub(crate) fn edit(&mut self, rng: &mut Rng, step: usize) -> String {
         match rng.below(13) {
             0 | 1 => {
                 let id = self.random_thing(rng);
@@ -258,7 +260,7 @@ fn rewrite_keeping_mtime(file: &Path) -> bool {
 /// Bulk-data members of about 400 bytes of records: every file of a few records has several,
 /// so that edits, inserts, deletes and moves of lines exercise the members copied from the
 /// previous file.
-const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "400")];
+pub(crate) const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "400")];
 
 #[test]
 fn incremental_builds_equal_fresh_builds_through_random_edits() {

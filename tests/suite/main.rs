@@ -10,6 +10,7 @@ mod serve_support;
 
 // One module per feature.
 mod archive;
+mod archive_build;
 mod browser;
 mod build;
 mod bulk;

@@ -116,7 +116,7 @@ pub(super) fn stage_bulk(
 /// is dated with the tree's `deploy_date`. Never the date of a previous build: a fresh clone's
 /// build gives the same bytes as a rebuild (docs/guarantees.md).
 /// `known`: the dates the build took from git with its deploy date, when it asked.
-fn updated_dates(
+pub(super) fn updated_dates(
     data: &std::path::Path,
     segments: &[&str],
     settings: &BuildSettings,

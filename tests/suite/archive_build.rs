@@ -1,0 +1,271 @@
+//! `gen build --archive` (issue 49, items 1 and 3; docs/builds.md "The archive writer"): the
+//! archive holds the tree's files byte for byte once decompressed (docs/archive.md, "A built
+//! API as an archive"), its bytes do not depend on the threads, a rebuild writes only the
+//! change (3 files for a one-record edit, nothing when nothing changed), a failed build leaves
+//! it as it was, and a tree is never replaced by an archive nor an archive by a tree.
+
+use crate::common::*;
+use genapi::archive::{Folder, MANIFEST_KEY, Reader};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every key of the archive in `dir` with its bytes decompressed, each checked by the reader
+/// (and every part against its name).
+fn archive_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let reader = Reader::open(Folder(dir.to_path_buf())).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    reader.verify().unwrap();
+    let mut contents = BTreeMap::new();
+    for entry in reader.entries().unwrap() {
+        let found = reader.get(&entry.key).unwrap().unwrap();
+        assert_eq!(found.entry.media_type, entry.media_type);
+        contents.insert(entry.key, found.bytes);
+    }
+    contents
+}
+
+/// What the contract says the archive of the tree in `tree` holds: every file of the tree but
+/// the `.gz` siblings of `--gzip`, and `manifest.json` with its `files` emptied (the tree's
+/// bytes up to the listing, which is its last member).
+fn expected_contents(tree: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = read_tree(tree);
+    files.retain(|path, _| !path.ends_with(".json.gz"));
+    let manifest = String::from_utf8(files[MANIFEST_KEY].clone()).unwrap();
+    let cut = manifest.rfind("\n  \"files\": {").expect("the listing is the manifest's last member");
+    files.insert(MANIFEST_KEY.into(), format!("{}\n  \"files\": {{}}\n}}\n", &manifest[..cut]).into_bytes());
+    files
+}
+
+/// Builds the tree and the archive of `data` with `extra` options, and checks the archive holds
+/// the tree's files; returns the archive's folder's files.
+fn same_as_tree(tmp: &TempDir, data: &Path, extra: &[&str], label: &str) -> BTreeMap<String, Vec<u8>> {
+    let (tree, archive) = (tmp.join(&format!("tree-{label}")), tmp.join(&format!("archive-{label}")));
+    build(data, &tree, extra).ok();
+    let mut with_archive = extra.to_vec();
+    with_archive.push("--archive");
+    build(data, &archive, &with_archive).ok();
+    let (expected, got) = (expected_contents(&tree), archive_contents(&archive));
+    let keys = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&got), keys(&expected), "{label}: the archive's keys are the tree's paths");
+    for (path, bytes) in &expected {
+        assert!(got[path] == *bytes, "{label}: {path} differs from the tree's file");
+    }
+    let files = read_tree(&archive);
+    assert!(files.keys().all(|f| f == "root" || f.starts_with("parts/")), "{label}: {:?}", files.keys());
+    files
+}
+
+#[test]
+fn an_archive_holds_the_trees_files_byte_for_byte() {
+    let tmp = TempDir::new("archive-same");
+    let data = tmp.join("data");
+    sample_data(&data);
+    same_as_tree(&tmp, &data, &[], "plain");
+    same_as_tree(&tmp, &data, &["--pretty"], "pretty");
+    same_as_tree(&tmp, &data, &["--gzip"], "gzip");
+    let default_data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    same_as_tree(&tmp, &default_data, &[], "default");
+}
+
+#[test]
+fn an_archive_of_the_published_fixture_holds_its_trees_files() {
+    let Some(fixture) = fixture() else { return };
+    let tmp = TempDir::new("archive-fixture");
+    let data = tmp.join("data");
+    run(&["import", "api-data", utf8(&fixture), "--out", utf8(&data)]).ok();
+    same_as_tree(&tmp, &data, &[], "fixture");
+}
+
+/// Same data and options, the same bytes, whatever the number of threads.
+#[test]
+fn an_archive_is_byte_for_byte_the_same_whatever_the_threads() {
+    let tmp = TempDir::new("archive-determinism");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (one, many) = (tmp.join("one"), tmp.join("many"));
+    build_with(&data, &one, &["--archive"], &[("RAYON_NUM_THREADS", "1")]).ok();
+    build_with(&data, &many, &["--archive"], &[("RAYON_NUM_THREADS", "8")]).ok();
+    let (a, b) = (read_tree(&one), read_tree(&many));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    assert!(a == b, "two builds of the same data wrote different bytes");
+}
+
+/// `--archive` over a tree, and a tree build over an archive, are refused with what to do, and
+/// touch nothing.
+#[test]
+fn an_archive_never_replaces_a_tree_nor_a_tree_an_archive() {
+    let tmp = TempDir::new("archive-refusal");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let (tree, archive) = (tmp.join("tree"), tmp.join("archive"));
+    build(&data, &tree, &[]).ok();
+    build(&data, &archive, &["--archive"]).ok();
+    let (tree_before, archive_before) = (read_tree(&tree), read_tree(&archive));
+    let refused = build(&data, &tree, &["--archive"]).fails_with(2).stderr();
+    assert!(refused.contains("holds a tree") && refused.contains("choose another --out"), "{refused}");
+    let refused = build(&data, &archive, &[]).fails_with(2).stderr();
+    assert!(refused.contains("holds an archive") && refused.contains("--archive"), "{refused}");
+    let other = tmp.join("other");
+    write_files(&other, &[("notes.txt", "mine".into())]);
+    let refused = build(&data, &other, &["--archive"]).fails_with(2).stderr();
+    assert!(refused.contains("not empty") && refused.contains("notes.txt"), "{refused}");
+    assert!(read_tree(&tree) == tree_before && read_tree(&archive) == archive_before);
+    assert_eq!(read_tree(&other).len(), 1);
+}
+
+/// The edits the archive in `dir` has had since its last full write: the root's varint after
+/// its magic and version (docs/archive.md, "The root"); 0 after a fresh write or a merge.
+fn edits_since_full_write(dir: &Path) -> u8 {
+    use std::io::Read;
+    let mut root = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::read(dir.join("root")).unwrap().as_slice()).read_to_end(&mut root).unwrap();
+    assert_eq!(&root[..8], b"GENAPIAR");
+    assert!(root[10] < 0x80, "fewer than 128 edits");
+    root[10]
+}
+
+/// The files of `after` that are not in `before` with the same bytes.
+fn new_files(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    after.iter().filter(|(path, bytes)| before.get(*path) != Some(*bytes)).map(|(path, _)| path.clone()).collect()
+}
+
+/// A one-record edit writes 3 files (a data part, an index part, the root); the archive then
+/// holds what a fresh build of the same data holds. Rebuilt with nothing changed, with its
+/// index or without, it writes nothing; `--verify` writes the fresh archive's root.
+#[test]
+fn a_one_record_edit_writes_three_files_and_an_unchanged_rebuild_none() {
+    let tmp = TempDir::new("archive-edit");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let archive = tmp.join("archive");
+    build(&data, &archive, &["--archive"]).ok();
+    let before = read_tree(&archive);
+    let file = data.join("berry/7.json");
+    let text = std::fs::read_to_string(&file).unwrap().replace("\"size\": 7.5", "\"size\": 70.5");
+    std::fs::write(&file, text).unwrap();
+    let said = build(&data, &archive, &["--archive"]).ok().stdout();
+    let after = read_tree(&archive);
+    let written = new_files(&before, &after);
+    assert_eq!(written.len(), 3, "{written:?}");
+    assert!(written.contains(&"root".to_string()) && written.iter().filter(|f| f.starts_with("parts/")).count() == 2);
+    assert!(said.contains("3 written"), "{said}");
+    // a delta: its data part holds the documents changed, not the archive's
+    assert_eq!(edits_since_full_write(&archive), 1);
+    let data_part = written.iter().map(|f| after[f].len()).filter(|&len| len > 0).min().unwrap();
+    assert!(data_part * 4 < before.values().map(Vec::len).sum::<usize>(), "a data part of {data_part} bytes");
+    let fresh = tmp.join("fresh");
+    build(&data, &fresh, &["--archive"]).ok();
+    assert!(archive_contents(&archive) == archive_contents(&fresh), "the edited archive differs from a fresh one");
+    assert!(
+        archive_contents(&archive)["api/v2/berry/7/index.json"].windows(4).any(|w| w == b"70.5"),
+        "the edit is in the archive"
+    );
+
+    // nothing changed: the index says so, nothing is read or written
+    let said = build(&data, &archive, &["--archive"]).ok().stdout();
+    assert!(said.contains("up to date"), "{said}");
+    assert!(read_tree(&archive) == after);
+    // without the index: every document rendered, compared with the archive, none written
+    std::fs::remove_file(state_file(&archive, "index")).unwrap();
+    let root_time = std::fs::metadata(archive.join("root")).unwrap().modified().unwrap();
+    let said = build(&data, &archive, &["--archive"]).ok().stdout();
+    assert!(said.contains("0 written"), "{said}");
+    assert!(read_tree(&archive) == after);
+    assert_eq!(std::fs::metadata(archive.join("root")).unwrap().modified().unwrap(), root_time);
+    // --verify writes the archive afresh: its root is the fresh archive's
+    build(&data, &archive, &["--archive", "--verify"]).ok();
+    assert_eq!(std::fs::read(archive.join("root")).unwrap(), std::fs::read(fresh.join("root")).unwrap());
+    assert_eq!(edits_since_full_write(&archive), 0);
+}
+
+/// A build that fails on bad data, whether it is found loading (bytes that are not JSON) or
+/// rendering (a reference to a record that does not exist), leaves the archive byte for byte,
+/// and no spool behind.
+#[test]
+fn a_failed_build_leaves_the_archive_as_it_was() {
+    let tmp = TempDir::new("archive-failed");
+    let data = tmp.join("data");
+    sample_data(&data);
+    let archive = tmp.join("archive");
+    build(&data, &archive, &["--archive"]).ok();
+    let before = read_tree(&archive);
+    let file = data.join("berry/7.json");
+    let good = std::fs::read(&file).unwrap();
+    for bad in ["{\"id\": 7, ", r#"{"id": 7, "name": "berry-7", "item": {"url": "/api/v2/berry/999999/"}}"#] {
+        std::fs::write(&file, bad).unwrap();
+        let failed = build(&data, &archive, &["--archive"]).fails_with(1).stderr();
+        assert!(failed.contains("berry/7.json"), "{failed}");
+        assert!(read_tree(&archive) == before, "a failed build changed the archive");
+        assert!(!state_file(&archive, "archive.spool").exists());
+    }
+    std::fs::write(&file, good).unwrap();
+    assert!(build(&data, &archive, &["--archive"]).ok().stdout().contains("up to date"));
+}
+
+/// The random-edit fuzz of the tree's incremental builds (`incremental.rs`'s edit generator),
+/// for the archive: after every edit, the archive rebuilt in place holds what a fresh archive
+/// of the same data holds; after a merge (its root counts no edits), it is that archive byte
+/// for byte; a broken edit leaves it as it was.
+#[test]
+fn an_edited_archive_equals_a_fresh_one_through_random_edits() {
+    let steps = std::env::var("INCREMENTAL_STEPS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let tmp = TempDir::new("archive-fuzz");
+    let (data, archive) = (tmp.join("data"), tmp.join("archive"));
+    let mut rng = Rng(seed("archive-fuzz", 0x9e37_79b9_7f4a_7c15));
+    let mut model = crate::incremental::Model::new(&mut rng);
+    model.sync(&data);
+    let option_sets: [&[&str]; 3] = [&["--archive"], &["--archive", "--pretty"], &["--archive", "--links", "path"]];
+    let mut options = option_sets[0];
+    let env = crate::incremental::SMALL_MEMBERS;
+    build_with(&data, &archive, options, &env).ok();
+    let (mut merges, mut deltas) = (0, 0);
+    for step in 0..steps {
+        let what = match rng.below(10) {
+            0 => {
+                options = option_sets[rng.below(option_sets.len())];
+                format!("options {options:?}")
+            }
+            1 if !model.tables => {
+                let before = read_tree(&archive);
+                let id = model.random_thing(&mut rng);
+                let file = data.join(format!("thing/{id}.json"));
+                let good = std::fs::read(&file).unwrap();
+                std::fs::write(&file, format!(r#"{{"id": {id}, "friend": {{"url": "/api/v2/thing/999999/"}}}}"#))
+                    .unwrap();
+                build_with(&data, &archive, options, &env).fails_with(1);
+                assert!(read_tree(&archive) == before, "step {step}: a failed build changed the archive");
+                std::fs::write(&file, good).unwrap();
+                format!("broken edit of thing {id}, then undone")
+            }
+            _ => {
+                let what = model.edit(&mut rng, step);
+                model.sync(&data);
+                what
+            }
+        };
+        build_with(&data, &archive, options, &env).ok();
+        let fresh = tmp.join(&format!("fresh-{step}"));
+        build_with(&data, &fresh, options, &env).ok();
+        let (ours, theirs) = (archive_contents(&archive), archive_contents(&fresh));
+        if ours != theirs {
+            let differ: Vec<&String> =
+                ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).take(10).collect();
+            panic!(
+                "step {step} ({what}, options {options:?}): the edited archive differs from a fresh one at {differ:?}"
+            );
+        }
+        if edits_since_full_write(&archive) == 0 {
+            merges += 1;
+            let root = std::fs::read(archive.join("root")).unwrap();
+            assert!(root == std::fs::read(fresh.join("root")).unwrap(), "step {step} ({what}): a merge is not fresh");
+            let named = Reader::open(Folder(archive.clone())).unwrap().files();
+            for file in named {
+                assert!(std::fs::read(archive.join(&file)).unwrap() == std::fs::read(fresh.join(&file)).unwrap());
+            }
+        } else {
+            deltas += 1;
+        }
+        std::fs::remove_dir_all(&fresh).unwrap();
+    }
+    eprintln!("{steps} steps: {deltas} left deltas, {merges} ended merged or fresh");
+    assert!(deltas > 0 && merges > 0, "the fuzz saw both deltas and merges");
+}
