@@ -127,18 +127,10 @@ fn rebuild(
 }
 
 /// The options of a rebuild into `out`: when `out` holds an archive, the rebuild writes an
-/// archive too (issue 49). THE ONE PLACE the watch asks for one: `gen build --archive` (its
-/// `BuildOptions` field) comes from the writer's branch; once it is merged, set it here, e.g.
-/// `Ok(BuildOptions { archive: true, ..options })`. Until then the rebuild of an archive is
-/// refused (a tree is never written over an archive); the archive in place stays served.
+/// archive too (issue 49), so a tree is never written over an archive, nor an archive over a
+/// tree.
 fn as_archive(options: crate::build::BuildOptions, out: &Path) -> Result<crate::build::BuildOptions> {
-    if crate::archive::is_archive(out) {
-        bail!(
-            "{} holds an archive, and this gen cannot rebuild one yet (`gen build --archive`): still serving it",
-            crate::fsutil::show_dir(out)
-        );
-    }
-    Ok(options)
+    Ok(crate::build::BuildOptions { archive: options.archive || crate::archive::is_archive(out), ..options })
 }
 
 /// The error of a rebuild that panicked with `panic`: a bug in gen, said as one.
