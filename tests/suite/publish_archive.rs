@@ -229,6 +229,38 @@ fn a_one_record_edit_publishes_its_three_files_and_exactly_its_urls() {
     assert!(Reader::open(Bucket(&weed)).unwrap().get("api/v2/berry/1017/index.json").unwrap().is_none());
 }
 
+/// `gen build --archive`, then `gen publish`, as a user runs them: a one-record edit rebuilt
+/// publishes at most 4 objects, the root last, and lists the edited record's urls.
+#[test]
+fn an_archive_built_then_rebuilt_after_a_one_record_edit_publishes_its_change() {
+    let Some(weed) = Weed::start() else { return };
+    let site = Site::new(&[]);
+    let tmp = TempDir::new("publish-archive-built");
+    let archive = tmp.join("archive");
+    let build = || {
+        let (data, out) = (site.data(), archive.clone());
+        common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path", "--archive"])
+            .ok();
+    };
+    build();
+    publish_to(&weed, None, &archive, "s3://gen", &[]).ok();
+    assert_bucket_serves(&weed, &archive);
+    site.edit_record();
+    build();
+    let proxy = weed.proxy();
+    let list = tmp.join("changed.txt");
+    publish_to(&weed, Some(&proxy.endpoint()), &archive, "s3://gen", &["--changed-urls", path_str(&list)]).ok();
+    let puts = archive_puts(&proxy.puts());
+    assert!((1..=4).contains(&puts.len()), "a one-record edit publishes at most 4 objects: {puts:?}");
+    assert_eq!(puts.last().map(String::as_str), Some("root"), "{puts:?}");
+    assert_bucket_serves(&weed, &archive);
+    let listed = std::fs::read_to_string(&list).unwrap();
+    let base = base_url(&site.out());
+    for url in [format!("{base}/api/v2/berry/5/"), format!("{base}/api/v2/berry/berry-5/")] {
+        assert!(listed.lines().any(|line| line == url), "{url} not in:\n{listed}");
+    }
+}
+
 /// The record of retired parts on the bucket: part → since when.
 fn retired(weed: &Weed) -> BTreeMap<String, i64> {
     let record: serde_json::Value = serde_json::from_slice(&weed.get(RETIRED).0).unwrap();

@@ -148,7 +148,7 @@ fn an_archive_answers_as_its_tree_does() {
     let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
     sample_data(&data);
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let mut pair = Pair::start(&out, &archive, &[]);
     let computed = computed_targets("berry", "7", &[("firmness", "firm-2"), ("size", "7.5")]);
     compare_all(&mut pair, &out, &computed);
@@ -169,7 +169,7 @@ fn an_archive_served_rebased_answers_as_its_tree_does() {
     let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
     sample_data(&data);
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let (tree, served) = (Server::start_preview(&out, &["--quiet"]), Server::start_preview(&archive, &["--quiet"]));
     for target in
         ["/api/v2/", "/api/v2/berry/", "/api/v2/berry/?limit=3&offset=4", "/api/v2/berry/?q=1", "/api/v2/berry/7/"]
@@ -205,7 +205,7 @@ fn an_archive_of_the_published_fixture_answers_as_its_tree_does() {
     let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
     run(&["import", "api-data", utf8(&fixture), "--out", utf8(&data)]).ok();
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let mut pair = Pair::start(&out, &archive, &[]);
     let mut computed = computed_targets("pokemon", "25", &[]);
     computed.extend(computed_targets("berry", "cheri", &[]));
@@ -224,7 +224,7 @@ fn a_small_cache_answers_everything_right() {
     std::fs::write(data.join("book/1.json"), format!(r#"{{"id": 1, "name": "big", "text": "{text}"}}"#)).unwrap();
     std::fs::write(data.join("book/2.json"), r#"{"id": 2, "name": "small"}"#).unwrap();
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let mut pair = Pair::start(&out, &archive, &["--cache-mb", "1"]);
     let computed = computed_targets("berry", "3", &[("firmness", "firm-2")]);
     // twice: what was dropped from the cache is read again
@@ -260,7 +260,7 @@ fn a_damaged_part_is_answered_503_and_nothing_wrong_is_served() {
     let good = std::fs::read(out.join(key)).unwrap();
     for damage in ["flip", "truncate", "delete"] {
         let archive = tmp.join(&format!("archive-{damage}"));
-        archive_of_tree(&out, &archive);
+        build(&data, &archive, &["--archive"]).ok();
         let (part, offset, length) = place_of(&archive, key);
         let server = Server::start(&archive, &[]);
         assert_eq!(server.get("/api/v2/berry/8/").status, 200, "served before the damage");
@@ -303,7 +303,7 @@ fn a_root_that_cannot_be_read_is_a_startup_error() {
     let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
     sample_data(&data);
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let root = archive.join("root");
     let bytes = std::fs::read(&root).unwrap();
     std::fs::write(&root, &bytes[..bytes.len() - 4]).unwrap();
@@ -319,14 +319,14 @@ fn a_new_root_is_served_once_written() {
     let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
     sample_data(&data);
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     let server = Server::start(&archive, &[]);
     assert_eq!(server.get("/api/v2/berry/7/").json()["name"], "berry-7");
     let record = data.join("berry/7.json");
     let text = std::fs::read_to_string(&record).unwrap().replace("\"berry-7\"", "\"berry-seven\"");
     std::fs::write(&record, text).unwrap();
     build(&data, &out, &[]).ok();
-    archive_of_tree(&out, &archive); // a full write: new parts, then the root last
+    build(&data, &archive, &["--archive"]).ok(); // an edit: a new data part and blocks, then the root last
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let answer = server.get("/api/v2/berry/7/").expect(200).json();
