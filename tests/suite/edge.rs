@@ -159,6 +159,33 @@ fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime
     )
 }
 
+/// The store holding the archive in `archive` (its root and parts, answering `Range` requests),
+/// writing every request to `reads` when given; ready once it answers the root.
+fn start_archive_origin(node: &Path, archive: &Path, reads: Option<&Path>) -> Runtime {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("archive-origin");
+    let port = free_port();
+    let log = dir.join("log");
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(node)
+        .arg(project().join("tests/tools/static-origin.mjs"))
+        .args([archive.as_os_str(), port.to_string().as_ref()])
+        .args(reads.map(Path::as_os_str))
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let server = Server::adopt("origin", child, &format!("127.0.0.1:{port}"), &log, dir);
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !http_request(server.addr.as_str(), "GET", "/root", &[]).is_ok_and(|r| r.status == 200) {
+        assert!(Instant::now() < deadline, "the archive's origin did not start:\n{}", server.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Runtime { server }
+}
+
 /// The handler `gen config node` prints for the tree in `out` (written into `files`), run by
 /// Node and reading the tree from a bare static origin: the origin, then the handler.
 fn start_node_handler(node: &Path, out: &Path, files: &Path) -> (Runtime, Runtime) {
@@ -179,6 +206,12 @@ fn start_node_handler(node: &Path, out: &Path, files: &Path) -> (Runtime, Runtim
 /// Every runtime that is installed, serving `tree` with the handler `gen config` prints with
 /// `options`; the HTTP ones read `origin`.
 fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
+    start_runtimes_from(tree, &tree.out, origin, files, options)
+}
+
+/// [`start_runtimes`] with the handler `gen config` prints for the folder `dir` (the tree's, or
+/// an archive of it), which `origin` and the R2 bucket hold.
+fn start_runtimes_from(tree: &Tree, dir: &Path, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
     let mut runtimes = Vec::new();
     let origin_url = format!("http://{}", origin.server.addr);
     let Some(node) = node() else { return runtimes };
@@ -191,11 +224,11 @@ fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&st
         ]
     };
 
-    let handler = handler_file("node", out, options, files.path(), "handler.mjs");
+    let handler = handler_file("node", dir, options, files.path(), "handler.mjs");
     runtimes.push(start_runtime("node", out, &node, |_| vec![handler.to_str().unwrap().to_string()], env));
 
     if let Some(deno) = deno() {
-        let handler = handler_file("deno", out, options, files.path(), "deno.js");
+        let handler = handler_file("deno", dir, options, files.path(), "deno.js");
         let args = |_| {
             ["run", "--allow-net", "--allow-env", "--no-prompt", handler.to_str().unwrap()].map(String::from).to_vec()
         };
@@ -203,10 +236,10 @@ fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&st
     }
 
     if miniflare().is_some() {
-        let worker = handler_file("cloudflare", out, options, files.path(), "worker.js");
+        let worker = handler_file("cloudflare", dir, options, files.path(), "worker.js");
         let runner = project().join("tests/tools/miniflare-run.mjs");
         for (name, mode, place) in
-            [("workerd-origin", "origin", origin_url.clone()), ("workerd-r2", "r2", out.to_str().unwrap().to_string())]
+            [("workerd-origin", "origin", origin_url.clone()), ("workerd-r2", "r2", dir.to_str().unwrap().to_string())]
         {
             let args = |port: u16| {
                 vec![
@@ -461,10 +494,20 @@ fn check_random_targets(tree: &Tree, p: &mut Parity, n: usize) {
 /// The parity set and the random pages against every installed runtime, for `tree`, with
 /// `options` given to `gen serve` and `gen config` alike.
 fn edge_parity(tree: &Tree, options: &[&str]) {
+    edge_parity_of(tree, options, false)
+}
+
+/// [`edge_parity`], with the handlers reading an archive of the tree when `archive` is set (the
+/// origin and the R2 bucket hold its root and parts, not the tree's files): the same answers.
+fn edge_parity_of(tree: &Tree, options: &[&str], archive: bool) {
     let Some(node) = node() else { return };
     let files = TempDir::new("edge-handlers");
-    let origin = start_origin(&node, &tree.out);
-    let runtimes = start_runtimes(tree, &origin, &files, options);
+    let dir = if archive { files.join("archive") } else { tree.out.clone() };
+    if archive {
+        archive_of_tree(&tree.out, &dir);
+    }
+    let origin = if archive { start_archive_origin(&node, &dir, None) } else { start_origin(&node, &dir) };
+    let runtimes = start_runtimes_from(tree, &dir, &origin, &files, options);
     let serve = start_serve(&tree.out, options);
     let mut p = Parity::new(&serve, runtimes.iter().map(|r| &r.server).collect(), tree.base_url());
     p.every_page = true;
@@ -499,6 +542,26 @@ fn edge_handlers_answer_as_gen_serve_does_with_path_links_pretty() {
         return;
     }
     edge_parity(&sample_tree("edge-parity-path", &["--links", "path", "--pretty", "--gzip"]), &[]);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_as_gen_serve_does_from_the_tree() {
+    edge_parity_of(&sample_tree("edge-parity-archive", &[]), &["--max-age", "120"], true);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_with_path_links_pretty() {
+    if heavy("it runs the archive's parity walk a second time, over path links").is_none() {
+        return;
+    }
+    edge_parity_of(&sample_tree("edge-parity-archive-path", &["--links", "path", "--pretty", "--gzip"]), &[], true);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_of_the_published_data() {
+    let Some((tmp, data)) = fixture_data("edge-parity-archive-fixture") else { return };
+    declare_fixture_filters(&data);
+    edge_parity_of(&build_tree(tmp, data, &[]), &[], true);
 }
 
 #[test]
