@@ -162,25 +162,42 @@ fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime
 /// The store holding the archive in `archive` (its root and parts, answering `Range` requests),
 /// writing every request to `reads` when given; ready once it answers the root.
 fn start_archive_origin(node: &Path, archive: &Path, reads: Option<&Path>) -> Runtime {
+    let args = |port: u16| {
+        let mut args = vec![project().join("tests/tools/static-origin.mjs"), archive.to_path_buf(), port.to_string().into()];
+        args.extend(reads.map(Path::to_path_buf));
+        args
+    };
+    start_unasked("origin", node, args, &[], |addr| http_request(addr, "GET", "/root", &[]).is_ok_and(|r| r.status == 200))
+}
+
+/// `program args_for(PORT)` with `env` and PORT (its own process group), ready once `ready(address)` says so:
+/// a runtime that nothing is asked of before the test asks it (so nothing is held in it).
+fn start_unasked(
+    name: &str,
+    program: &Path,
+    args_for: impl Fn(u16) -> Vec<PathBuf>,
+    env: &[(&str, String)],
+    ready: impl Fn(&str) -> bool,
+) -> Runtime {
     use std::os::unix::process::CommandExt;
-    let dir = TempDir::new("archive-origin");
+    let dir = TempDir::new(name);
     let port = free_port();
     let log = dir.join("log");
     let file = std::fs::File::create(&log).unwrap();
-    let child = Command::new(node)
-        .arg(project().join("tests/tools/static-origin.mjs"))
-        .args([archive.as_os_str(), port.to_string().as_ref()])
-        .args(reads.map(Path::as_os_str))
+    let child = Command::new(program)
+        .args(args_for(port))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PORT", port.to_string())
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(file.try_clone().unwrap())
         .stderr(file)
         .spawn()
         .unwrap();
-    let server = Server::adopt("origin", child, &format!("127.0.0.1:{port}"), &log, dir);
+    let server = Server::adopt(name, child, &format!("127.0.0.1:{port}"), &log, dir);
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    while !http_request(server.addr.as_str(), "GET", "/root", &[]).is_ok_and(|r| r.status == 200) {
-        assert!(Instant::now() < deadline, "the archive's origin did not start:\n{}", server.log());
+    while !ready(server.addr.as_str()) {
+        assert!(Instant::now() < deadline, "{name} did not start:\n{}", server.log());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Runtime { server }
@@ -562,6 +579,123 @@ fn edge_handlers_answer_from_an_archive_of_the_published_data() {
     let Some((tmp, data)) = fixture_data("edge-parity-archive-fixture") else { return };
     declare_fixture_filters(&data);
     edge_parity_of(&build_tree(tmp, data, &[]), &[], true);
+}
+
+/// The origin reads a handler reading an archive makes (issue 49 item 5; docs/deploy.md, "An
+/// archive at the edge"): the root once, then a record in at most 2 reads cold (its directory
+/// block, its document) and 1 warm, a page computed from two page files in at most 3. Each
+/// target is asked of a fresh Node handler that nothing was asked of before (cold), then again
+/// (warm); the store logs every request, its range included.
+#[test]
+fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-archive-reads", &[]);
+    let files = TempDir::new("edge-archive-reads-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let reads = files.join("reads.log");
+    let origin = start_archive_origin(&node, &archive, Some(&reads));
+    let handler = handler_file("node", &archive, &[], files.path(), "handler.mjs");
+    let serve = start_serve(&tree.out, &[]);
+    let read_lines = || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
+    // (target, most part reads cold, most warm)
+    let cases = [
+        ("/api/v2/berry/1/", 2, 1),
+        ("/api/v2/berry/berry-2", 2, 1),
+        ("/api/v2/firmness/3/", 2, 1),
+        ("/api/v2/", 2, 1),
+        ("/api/v2/openapi.json", 2, 1),
+        ("/api/v2/berry/?offset=40&limit=20", 2, 1),
+        ("/api/v2/berry/?limit=1000", 2, 1),
+        // computed from two page files of 20, 50, 100
+        ("/api/v2/berry/?offset=15&limit=7", 3, 2),
+        ("/api/v2/berry/?offset=40&limit=37", 3, 2),
+        ("/api/v2/berry/?offset=90&limit=99", 3, 2),
+        ("/api/v2/berry/?offset=1&limit=101", 2, 1),
+        ("/api/v2/berry/99999/", 1, 0),
+    ];
+    let env = [("ORIGIN", format!("http://{}", origin.server.addr)), ("HOST", "127.0.0.1".to_string())];
+    let mut measured = Vec::new();
+    for (target, cold, warm) in cases {
+        let listening = |addr: &str| std::net::TcpStream::connect(addr).is_ok();
+        let edge = start_unasked("node", &node, |_| vec![handler.clone()], &env, listening);
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            let before = read_lines().len();
+            let (reply, expected) = (edge.server.get(target), serve.get(target));
+            assert_eq!((reply.status, &reply.body), (expected.status, &expected.body), "{target}");
+            let made = read_lines()[before..].to_vec();
+            let parts = made.iter().filter(|line| line.starts_with("/parts/")).count();
+            let roots = made.iter().filter(|line| *line == "/root").count();
+            assert_eq!(parts + roots, made.len(), "{target}: only the root and parts are read: {made:?}");
+            assert_eq!(roots, usize::from(counts.is_empty()), "{target}: the root is read once: {made:?}");
+            assert!(made.iter().all(|line| line == "/root" || line.contains(' ')), "{target}: parts by ranges: {made:?}");
+            counts.push(parts);
+        }
+        assert!(counts[0] <= cold && counts[1] <= warm, "{target}: {counts:?} reads cold, warm: at most {cold}, {warm}");
+        measured.push(format!("{target}: {} cold, {} warm", counts[0], counts[1]));
+    }
+    eprintln!("origin reads past the root, from an archive:\n  {}", measured.join("\n  "));
+}
+
+/// A part of the archive damaged, truncated (a range past its end: 416; a range inside it: a
+/// Content-Range naming another size) or missing, while the handlers run: a JSON 503 with
+/// `no-store` from every handler that reads the archive over HTTP or from its folder, and the
+/// answer of `gen serve` again once the part is mended (nothing wrong was kept).
+#[test]
+fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_keeps() {
+    use genapi::archive::{Folder, Reader, part_file};
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-archive-faults", &[]);
+    let files = TempDir::new("edge-archive-faults-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let key = "api/v2/berry/5/index.json";
+    let entry = Reader::open(Folder(archive.clone())).unwrap().entry(key).unwrap().unwrap();
+    let part = archive.join(part_file(&entry.part));
+    let original = std::fs::read(&part).unwrap();
+    let origin = start_archive_origin(&node, &archive, None);
+    // every runtime over HTTP (but R2, filled once at its start), and Node from the folder
+    let mut runtimes: Vec<Runtime> = start_runtimes_from(&tree, &archive, &origin, &files, &[])
+        .into_iter()
+        .filter(|r| r.server.name != "workerd-r2")
+        .collect();
+    let handler = handler_file("node", &archive, &[], files.path(), "folder.mjs");
+    let env = |port: u16| vec![("ORIGIN".to_string(), archive.to_str().unwrap().to_string()), ("PORT".into(), port.to_string())];
+    runtimes.push(start_runtime("node-folder", &tree.out, &node, |_| vec![handler.to_str().unwrap().into()], env));
+    let serve = start_serve(&tree.out, &[]);
+    let (offset, length) = (entry.offset as usize, entry.length as usize);
+    let mut damaged = original.clone();
+    damaged[offset + length / 2] ^= 0x55;
+    let faults: [(&str, Option<Vec<u8>>); 4] = [
+        ("damaged", Some(damaged)),
+        ("truncated inside the document", Some(original[..offset + length / 2].to_vec())),
+        ("truncated before the document", Some(original[..offset.saturating_sub(1)].to_vec())),
+        ("missing", None),
+    ];
+    let target = "/api/v2/berry/5/";
+    for (fault, bytes) in faults {
+        match &bytes {
+            Some(bytes) => std::fs::write(&part, bytes).unwrap(),
+            None => std::fs::remove_file(&part).unwrap(),
+        }
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            let context = format!("{} on {target}, the part {fault}: {} {}", runtime.server.name, got.status, got.text());
+            assert_eq!(got.status, 503, "{context}");
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
+            assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
+            let detail = got.json()["detail"].as_str().unwrap().to_string();
+            assert!(detail.contains("retry in a moment") && detail.contains("parts/"), "{context}");
+            eprintln!("{}: {fault}: {detail}", runtime.server.name);
+        }
+        std::fs::write(&part, &original).unwrap();
+        let expected = serve.get(target);
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{} after the {fault} part was mended", runtime.server.name);
+        }
+    }
 }
 
 #[test]
