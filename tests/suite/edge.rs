@@ -581,6 +581,42 @@ fn edge_handlers_answer_from_an_archive_of_the_published_data() {
     edge_parity_of(&build_tree(tmp, data, &[]), &[], true);
 }
 
+/// `gen config cloudflare|deno|node --dir ARCHIVE` prints the handler for the tree the archive
+/// holds: the facts it computes from the archive (its manifest.json key, the directory's keys and
+/// sizes) are those computed from the tree, but the archive mode; a host that serves a tree's
+/// files as they are (nginx, Caddy, a CloudFront Function in front of a bucket) refuses the
+/// archive, saying to build the tree, and a Worker project lists the archive's files to upload.
+#[test]
+fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_cloudfront() {
+    let tree = sample_tree("edge-archive-config", &["--gzip"]);
+    let files = TempDir::new("edge-archive-config-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let (out, dir) = (tree.out.to_str().unwrap(), archive.to_str().unwrap());
+    for host in ["cloudflare", "deno", "node"] {
+        let from_tree = run(&["config", host, "--dir", out]).ok().stdout();
+        let from_archive = run(&["config", host, "--dir", dir]).ok().stdout();
+        assert!(from_tree.contains("\"archive\": false"), "{host}");
+        assert_eq!(from_archive, from_tree.replace("\"archive\": false", "\"archive\": true"), "{host}: the facts differ");
+    }
+    for host in ["nginx", "caddy", "cloudfront"] {
+        let r = run(&["config", host, "--dir", dir]).fails_with(2);
+        let said = r.stderr();
+        for part in [format!("{dir} is an archive"), "without --archive".to_string(), format!("gen serve --dir {dir}")] {
+            assert!(said.contains(&part), "{host}: {part:?} not in:\n{said}");
+        }
+        assert!(r.stdout().is_empty(), "{host}");
+    }
+    let project = files.join("worker");
+    run(&["config", "cloudflare", "--dir", dir, "--project", project.to_str().unwrap()]).ok();
+    let listed = read_json(&project.join("tree-files.json"));
+    let keys: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
+    let mut held: Vec<String> = std::fs::read_dir(archive.join("parts")).unwrap().map(|e| format!("parts/{}", e.unwrap().file_name().to_str().unwrap())).collect();
+    held.sort();
+    held.push("root".to_string());
+    assert_eq!(keys, held, "the root last");
+}
+
 /// The origin reads a handler reading an archive makes (issue 49 item 5; docs/deploy.md, "An
 /// archive at the edge"): the root once, then a record in at most 2 reads cold (its directory
 /// block, its document) and 1 warm, a page computed from two page files in at most 3. Each
@@ -885,18 +921,23 @@ fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
         std::fs::write(data.join(path), serde_json::to_vec(record).unwrap()).unwrap();
     }
     build(&data, &out, &[]).ok();
-    let list_handler = handler_file("node", &out, &[], files.path(), "list-handler.mjs");
-    let output = Command::new(&node)
-        .arg(project().join("tests/tools/vectors.mjs"))
-        .args([&handler, &function, &project().join("tests/vectors"), &list_handler, &out])
-        .output()
-        .expect("node starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the edge functions disagree with the rule vectors:\n{stdout}{stderr}");
-    let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    // 305 before list.json, 43 list cases since
-    assert!(agreed >= 340, "only {agreed} checks ran: {stdout}");
+    // the list answers read from the tree's folder, then from an archive of it
+    let archive = files.join("list-archive");
+    archive_of_tree(&out, &archive);
+    for (dir, name) in [(&out, "list-handler.mjs"), (&archive, "list-archive-handler.mjs")] {
+        let list_handler = handler_file("node", dir, &[], files.path(), name);
+        let output = Command::new(&node)
+            .arg(project().join("tests/tools/vectors.mjs"))
+            .args([&handler, &function, &project().join("tests/vectors"), &list_handler, dir])
+            .output()
+            .expect("node starts");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "the edge functions disagree with the rule vectors ({name}):\n{stdout}{stderr}");
+        let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        // 305 before list.json, 43 list cases since
+        assert!(agreed >= 340, "only {agreed} checks ran ({name}): {stdout}");
+    }
 }
 
 #[test]
