@@ -28,8 +28,13 @@ const HANDLER: &str = concat!(
 );
 /// The origins the handler reads the tree from, printed after it: a tree's files, then an
 /// archive's by byte ranges (used when the facts say `archive`).
-const ORIGINS: &str =
-    concat!(include_str!("edge/origin.js"), "\n", include_str!("edge/archive.js"), "\n", include_str!("edge/ranges.js"));
+const ORIGINS: &str = concat!(
+    include_str!("edge/origin.js"),
+    "\n",
+    include_str!("edge/archive.js"),
+    "\n",
+    include_str!("edge/ranges.js")
+);
 const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");
 const DENO: &str = include_str!("edge/deno.js");
 const NODE: &str = include_str!("edge/node.js");
@@ -108,9 +113,17 @@ fn cloudfront(site: &Site) -> String {
     facts["errors"].as_object_mut().expect("an object").remove("not_a_filter");
     // what a rewrite needs: no urls, headers or rendering
     let facts = facts.as_object_mut().expect("an object");
-    for unused in
-        ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "root_link", "searchable", "filters", "archive"]
-    {
+    for unused in [
+        "base_url",
+        "cache_control",
+        "extra_headers",
+        "pretty",
+        "revalidated",
+        "root_link",
+        "searchable",
+        "filters",
+        "archive",
+    ] {
         facts.remove(unused);
     }
     for unused in [

@@ -163,11 +163,14 @@ fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime
 /// writing every request to `reads` when given; ready once it answers the root.
 fn start_archive_origin(node: &Path, archive: &Path, reads: Option<&Path>) -> Runtime {
     let args = |port: u16| {
-        let mut args = vec![project().join("tests/tools/static-origin.mjs"), archive.to_path_buf(), port.to_string().into()];
+        let mut args =
+            vec![project().join("tests/tools/static-origin.mjs"), archive.to_path_buf(), port.to_string().into()];
         args.extend(reads.map(Path::to_path_buf));
         args
     };
-    start_unasked("origin", node, args, &[], |addr| http_request(addr, "GET", "/root", &[]).is_ok_and(|r| r.status == 200))
+    start_unasked("origin", node, args, &[], |addr| {
+        http_request(addr, "GET", "/root", &[]).is_ok_and(|r| r.status == 200)
+    })
 }
 
 /// `program args_for(PORT)` with `env` and PORT (its own process group), ready once `ready(address)` says so:
@@ -597,12 +600,17 @@ fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_c
         let from_tree = run(&["config", host, "--dir", out]).ok().stdout();
         let from_archive = run(&["config", host, "--dir", dir]).ok().stdout();
         assert!(from_tree.contains("\"archive\": false"), "{host}");
-        assert_eq!(from_archive, from_tree.replace("\"archive\": false", "\"archive\": true"), "{host}: the facts differ");
+        assert_eq!(
+            from_archive,
+            from_tree.replace("\"archive\": false", "\"archive\": true"),
+            "{host}: the facts differ"
+        );
     }
     for host in ["nginx", "caddy", "cloudfront"] {
         let r = run(&["config", host, "--dir", dir]).fails_with(2);
         let said = r.stderr();
-        for part in [format!("{dir} is an archive"), "without --archive".to_string(), format!("gen serve --dir {dir}")] {
+        for part in [format!("{dir} is an archive"), "without --archive".to_string(), format!("gen serve --dir {dir}")]
+        {
             assert!(said.contains(&part), "{host}: {part:?} not in:\n{said}");
         }
         assert!(r.stdout().is_empty(), "{host}");
@@ -611,7 +619,10 @@ fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_c
     run(&["config", "cloudflare", "--dir", dir, "--project", project.to_str().unwrap()]).ok();
     let listed = read_json(&project.join("tree-files.json"));
     let keys: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
-    let mut held: Vec<String> = std::fs::read_dir(archive.join("parts")).unwrap().map(|e| format!("parts/{}", e.unwrap().file_name().to_str().unwrap())).collect();
+    let mut held: Vec<String> = std::fs::read_dir(archive.join("parts"))
+        .unwrap()
+        .map(|e| format!("parts/{}", e.unwrap().file_name().to_str().unwrap()))
+        .collect();
     held.sort();
     held.push("root".to_string());
     assert_eq!(keys, held, "the root last");
@@ -620,8 +631,8 @@ fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_c
 /// The origin reads a handler reading an archive makes (issue 49 item 5; docs/deploy.md, "An
 /// archive at the edge"): the root once, then a record in at most 2 reads cold (its directory
 /// block, its document) and 1 warm, a page computed from two page files in at most 3. Each
-/// target is asked of a fresh Node handler that nothing was asked of before (cold), then again
-/// (warm); the store logs every request, its range included.
+/// target is asked of a fresh handler that nothing was asked of before (cold), then again
+/// (warm), in Node, Deno and workerd over HTTP; the store logs every request, its range included.
 #[test]
 fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page() {
     let Some(node) = node() else { return };
@@ -633,7 +644,8 @@ fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page(
     let origin = start_archive_origin(&node, &archive, Some(&reads));
     let handler = handler_file("node", &archive, &[], files.path(), "handler.mjs");
     let serve = start_serve(&tree.out, &[]);
-    let read_lines = || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
+    let read_lines =
+        || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
     // (target, most part reads cold, most warm)
     let cases = [
         ("/api/v2/berry/1/", 2, 1),
@@ -649,27 +661,69 @@ fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page(
         ("/api/v2/berry/?offset=90&limit=99", 3, 2),
         ("/api/v2/berry/?offset=1&limit=101", 2, 1),
         ("/api/v2/berry/99999/", 1, 0),
+        // a search and a filter read their documents as from a tree (2; at most 3), each with its
+        // block when not held
+        ("/api/v2/berry/?q=RY-1", 4, 2),
+        ("/api/v2/berry/?firmness=firm-2&limit=3&offset=1", 6, 3),
     ];
-    let env = [("ORIGIN", format!("http://{}", origin.server.addr)), ("HOST", "127.0.0.1".to_string())];
+    let origin_url = format!("http://{}", origin.server.addr);
+    let env = [("ORIGIN", origin_url.clone()), ("HOST", "127.0.0.1".to_string()), ("NO_COLOR", "1".to_string())];
+    // each runtime installed: (name, program, its arguments given the port)
+    type Args<'a> = Box<dyn Fn(u16) -> Vec<PathBuf> + 'a>;
+    let mut hosts: Vec<(&str, PathBuf, Args)> = vec![("node", node.clone(), Box::new(|_| vec![handler.clone()]))];
+    if let Some(deno) = deno() {
+        let main = handler_file("deno", &archive, &[], files.path(), "main.js");
+        let args = move |_| {
+            ["run", "--allow-net", "--allow-env", "--no-prompt"]
+                .map(PathBuf::from)
+                .into_iter()
+                .chain([main.clone()])
+                .collect()
+        };
+        hosts.push(("deno", deno, Box::new(args)));
+    }
+    if miniflare().is_some() {
+        let worker = handler_file("cloudflare", &archive, &[], files.path(), "worker.js");
+        let runner = project().join("tests/tools/miniflare-run.mjs");
+        let args = move |port: u16| {
+            vec![
+                runner.clone(),
+                runtimes_dir(),
+                worker.clone(),
+                port.to_string().into(),
+                "origin".into(),
+                origin_url.clone().into(),
+            ]
+        };
+        hosts.push(("workerd-origin", node.clone(), Box::new(args)));
+    }
     let mut measured = Vec::new();
-    for (target, cold, warm) in cases {
+    for ((target, cold, warm), (name, program, args)) in
+        cases.iter().flat_map(|case| hosts.iter().map(move |host| (*case, host)))
+    {
         let listening = |addr: &str| std::net::TcpStream::connect(addr).is_ok();
-        let edge = start_unasked("node", &node, |_| vec![handler.clone()], &env, listening);
+        let edge = start_unasked(name, program, args, &env, listening);
         let mut counts = Vec::new();
         for _ in 0..2 {
             let before = read_lines().len();
             let (reply, expected) = (edge.server.get(target), serve.get(target));
-            assert_eq!((reply.status, &reply.body), (expected.status, &expected.body), "{target}");
+            assert_eq!((reply.status, &reply.body), (expected.status, &expected.body), "{name}, {target}");
             let made = read_lines()[before..].to_vec();
             let parts = made.iter().filter(|line| line.starts_with("/parts/")).count();
             let roots = made.iter().filter(|line| *line == "/root").count();
             assert_eq!(parts + roots, made.len(), "{target}: only the root and parts are read: {made:?}");
             assert_eq!(roots, usize::from(counts.is_empty()), "{target}: the root is read once: {made:?}");
-            assert!(made.iter().all(|line| line == "/root" || line.contains(' ')), "{target}: parts by ranges: {made:?}");
+            assert!(
+                made.iter().all(|line| line == "/root" || line.contains(' ')),
+                "{target}: parts by ranges: {made:?}"
+            );
             counts.push(parts);
         }
-        assert!(counts[0] <= cold && counts[1] <= warm, "{target}: {counts:?} reads cold, warm: at most {cold}, {warm}");
-        measured.push(format!("{target}: {} cold, {} warm", counts[0], counts[1]));
+        assert!(
+            counts[0] <= cold && counts[1] <= warm,
+            "{name}, {target}: {counts:?} reads cold, warm: at most {cold}, {warm}"
+        );
+        measured.push(format!("{name} {target}: {} cold, {} warm", counts[0], counts[1]));
     }
     eprintln!("origin reads past the root, from an archive:\n  {}", measured.join("\n  "));
 }
@@ -697,7 +751,9 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
         .filter(|r| r.server.name != "workerd-r2")
         .collect();
     let handler = handler_file("node", &archive, &[], files.path(), "folder.mjs");
-    let env = |port: u16| vec![("ORIGIN".to_string(), archive.to_str().unwrap().to_string()), ("PORT".into(), port.to_string())];
+    let env = |port: u16| {
+        vec![("ORIGIN".to_string(), archive.to_str().unwrap().to_string()), ("PORT".into(), port.to_string())]
+    };
     runtimes.push(start_runtime("node-folder", &tree.out, &node, |_| vec![handler.to_str().unwrap().into()], env));
     let serve = start_serve(&tree.out, &[]);
     let (offset, length) = (entry.offset as usize, entry.length as usize);
@@ -717,7 +773,8 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
         }
         for runtime in &runtimes {
             let got = runtime.server.get(target);
-            let context = format!("{} on {target}, the part {fault}: {} {}", runtime.server.name, got.status, got.text());
+            let context =
+                format!("{} on {target}, the part {fault}: {} {}", runtime.server.name, got.status, got.text());
             assert_eq!(got.status, 503, "{context}");
             assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
             assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
@@ -729,7 +786,12 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
         let expected = serve.get(target);
         for runtime in &runtimes {
             let got = runtime.server.get(target);
-            assert_eq!((got.status, &got.body), (expected.status, &expected.body), "{} after the {fault} part was mended", runtime.server.name);
+            assert_eq!(
+                (got.status, &got.body),
+                (expected.status, &expected.body),
+                "{} after the {fault} part was mended",
+                runtime.server.name
+            );
         }
     }
 }
@@ -933,7 +995,10 @@ fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
             .expect("node starts");
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "the edge functions disagree with the rule vectors ({name}):\n{stdout}{stderr}");
+        assert!(
+            output.status.success(),
+            "the edge functions disagree with the rule vectors ({name}):\n{stdout}{stderr}"
+        );
         let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
         // 305 before list.json, 43 list cases since
         assert!(agreed >= 340, "only {agreed} checks ran ({name}): {stdout}");

@@ -122,46 +122,58 @@ function decodeBlock(bytes, what, block) {
   return entries;
 }
 
-/**
- * An origin reading the tree's files out of the archive that `ranges` reads (`read(file,
- * offset, length, total)` → bytes or `null` when the file is missing; `readAll(file, maxBytes)`;
- * `stream(file, offset, length, total)`), as origin.js's origins read them from a tree. `cache`:
- * the Workers Cache API's cache, where the blocks read are kept too.
- */
-function archiveOrigin(ranges, cache = null) {
+/** The root of the archive `ranges` reads, held ROOT_MAX_AGE_MS: a function giving it (a promise). */
+function heldRoot(ranges) {
   let root = null;
-  const blocks = new Map();
-  const current = () => {
+  const read = async () => {
+    const stored = await ranges.readAll("root", MAX_ROOT_BYTES);
+    if (stored === null) throw new OriginFault(503, "the archive's origin holds no root");
+    return decodeRoot(await gunzip(stored, "the archive's root"));
+  };
+  return () => {
     if (root !== null && Date.now() - root.at < ROOT_MAX_AGE_MS) return root.read;
-    const read = (async () => {
-      const stored = await ranges.readAll("root", MAX_ROOT_BYTES);
-      if (stored === null) throw new OriginFault(503, "the archive's origin holds no root");
-      return decodeRoot(await gunzip(stored, "the archive's root"));
-    })();
-    root = { at: Date.now(), read };
+    const reading = read();
+    root = { at: Date.now(), read: reading };
     // a root that could not be read is read again by the next request
-    read.catch(() => {
-      if (root?.read === read) root = null;
+    reading.catch(() => {
+      if (root?.read === reading) root = null;
     });
-    return read;
+    return reading;
   };
-  /** The size of the part `part` (hex), checked to hold `length` bytes at `offset`. */
-  const sizeOf = (parts, part, offset, length, what) => {
-    const total = parts.get(part);
-    if (total === undefined) throw new OriginFault(503, `${what} is in the part ${part}, which the archive's root does not name`);
-    if (offset + length > total) throw new OriginFault(503, `${what} lies past the end of parts/${part} (${total} bytes)`);
-    return total;
+}
+
+/** The size of the part `part` (hex) as the root `parts` gives it, checked to hold `length` bytes at `offset`. */
+function partSize(parts, part, offset, length, what) {
+  const total = parts.get(part);
+  if (total === undefined) throw new OriginFault(503, `${what} is in the part ${part}, which the archive's root does not name`);
+  if (offset + length > total) throw new OriginFault(503, `${what} lies past the end of parts/${part} (${total} bytes)`);
+  return total;
+}
+
+/** The stored bytes at `offset`, `length` of the part `part` (hex), read from `ranges`: one read, checked. */
+async function readPart(ranges, parts, part, offset, length, what) {
+  const total = partSize(parts, part, offset, length, what);
+  const bytes = await ranges.read(`parts/${part}`, offset, length, total);
+  if (bytes === null) throw new OriginFault(503, `the archive's root names parts/${part}, which the origin does not hold`);
+  if (bytes.length !== length) throw new OriginFault(503, `parts/${part} is truncated: ${length} bytes wanted at byte ${offset}, ${bytes.length} came`);
+  return bytes;
+}
+
+/**
+ * The directory blocks of the archive `ranges` reads, held decoded (the last MAX_HELD_BLOCKS)
+ * and, with `cache` (the Workers Cache API's), kept there stored: a function giving the entries
+ * of a block of the root `parts` names (at most one read).
+ */
+function heldBlocks(ranges, cache) {
+  const blocks = new Map();
+  const cached = async (url, block, what) => {
+    const found = cache === null ? undefined : await cache.match(url).catch(() => undefined);
+    if (found === undefined) return null;
+    const stored = new Uint8Array(await found.arrayBuffer());
+    if (stored.length !== block.length) return null;
+    return gunzip(stored, what).then((bytes) => decodeBlock(bytes, what, block)).catch(() => null);
   };
-  /** The stored bytes at `offset`, `length` of the part `part` (hex), checked against the root's size. */
-  const readPart = async (parts, part, offset, length, what) => {
-    const total = sizeOf(parts, part, offset, length, what);
-    const bytes = await ranges.read(`parts/${part}`, offset, length, total);
-    if (bytes === null) throw new OriginFault(503, `the archive's root names parts/${part}, which the origin does not hold`);
-    if (bytes.length !== length) throw new OriginFault(503, `parts/${part} is truncated: ${length} bytes wanted at byte ${offset}, ${bytes.length} came`);
-    return bytes;
-  };
-  /** The entries of the block `block` of the root: held, cached, or read (one read). */
-  const blockOf = async (parts, block) => {
+  return async (parts, block) => {
     const held = blocks.get(block.hash);
     if (held !== undefined) {
       blocks.delete(block.hash);
@@ -170,13 +182,9 @@ function archiveOrigin(ranges, cache = null) {
     }
     const what = `the directory block at byte ${block.offset} of parts/${block.part}`;
     const url = `https://gen-archive.invalid/blocks/${block.hash}`;
-    let stored = null;
-    const cached = cache === null ? undefined : await cache.match(url).catch(() => undefined);
-    if (cached !== undefined) stored = new Uint8Array(await cached.arrayBuffer());
-    let entries = null;
-    if (stored !== null && stored.length === block.length) entries = await gunzip(stored, what).then((b) => decodeBlock(b, what, block)).catch(() => null);
+    let entries = await cached(url, block, what);
     if (entries === null) {
-      stored = await readPart(parts, block.part, block.offset, block.length, what);
+      const stored = await readPart(ranges, parts, block.part, block.offset, block.length, what);
       entries = decodeBlock(await gunzip(stored, what), what, block);
       if (cache !== null) {
         const headers = { "Cache-Control": "public, max-age=31536000, immutable", "Content-Type": "application/octet-stream" };
@@ -187,6 +195,17 @@ function archiveOrigin(ranges, cache = null) {
     if (blocks.size > MAX_HELD_BLOCKS) blocks.delete(blocks.keys().next().value);
     return entries;
   };
+}
+
+/**
+ * An origin reading the tree's files out of the archive that `ranges` reads (`read(file,
+ * offset, length, total)` → bytes or `null` when the file is missing; `readAll(file, maxBytes)`;
+ * `stream(file, offset, length, total)`), as origin.js's origins read them from a tree. `cache`:
+ * the Workers Cache API's cache, where the blocks read are kept too.
+ */
+function archiveOrigin(ranges, cache = null) {
+  const current = heldRoot(ranges);
+  const blockOf = heldBlocks(ranges, cache);
   /** `{parts, entry}` of `path`, `entry` null when the archive holds no such key. */
   const find = async (path) => {
     const { parts, blocks: list } = await current();
@@ -209,7 +228,7 @@ function archiveOrigin(ranges, cache = null) {
       const { parts, entry } = await find(path);
       if (entry === null) return null;
       if (entry.size > maxBytes) throw tooLarge(path, maxBytes);
-      const stored = await readPart(parts, entry.part, entry.offset, entry.length, path);
+      const stored = await readPart(ranges, parts, entry.part, entry.offset, entry.length, path);
       const bytes = await gunzip(stored, `${path} (at byte ${entry.offset} of parts/${entry.part})`);
       if (bytes.length !== entry.size) throw new OriginFault(503, `${path} is damaged: ${bytes.length} bytes where its entry says ${entry.size}`);
       return bytes;
@@ -218,7 +237,7 @@ function archiveOrigin(ranges, cache = null) {
     async stream(path) {
       const { parts, entry } = await find(path);
       if (entry === null) return null;
-      const total = sizeOf(parts, entry.part, entry.offset, entry.length, path);
+      const total = partSize(parts, entry.part, entry.offset, entry.length, path);
       const body = await ranges.stream(`parts/${entry.part}`, entry.offset, entry.length, total);
       if (body === null) throw new OriginFault(503, `the archive's root names parts/${entry.part}, which the origin does not hold`);
       const checked = body.pipeThrough(exactly(entry.length, path)).pipeThrough(new DecompressionStream("gzip")).pipeThrough(exactly(entry.size, path));
