@@ -168,19 +168,19 @@ fn start_archive_origin(node: &Path, archive: &Path, reads: Option<&Path>) -> Ru
         args.extend(reads.map(Path::to_path_buf));
         args
     };
-    start_unasked("origin", node, args, &[], |addr| {
-        http_request(addr, "GET", "/root", &[]).is_ok_and(|r| r.status == 200)
+    start_unasked("origin", node, args, &[], |s: &Server| {
+        http_request(s.addr.as_str(), "GET", "/root", &[]).is_ok_and(|r| r.status == 200)
     })
 }
 
-/// `program args_for(PORT)` with `env` and PORT (its own process group), ready once `ready(address)` says so:
+/// `program args_for(PORT)` with `env` and PORT (its own process group), ready once `ready(server)` says so:
 /// a runtime that nothing is asked of before the test asks it (so nothing is held in it).
 fn start_unasked(
     name: &str,
     program: &Path,
     args_for: impl Fn(u16) -> Vec<PathBuf>,
     env: &[(&str, String)],
-    ready: impl Fn(&str) -> bool,
+    ready: impl Fn(&Server) -> bool,
 ) -> Runtime {
     use std::os::unix::process::CommandExt;
     let dir = TempDir::new(name);
@@ -199,7 +199,7 @@ fn start_unasked(
         .unwrap();
     let server = Server::adopt(name, child, &format!("127.0.0.1:{port}"), &log, dir);
     let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    while !ready(server.addr.as_str()) {
+    while !ready(&server) {
         assert!(Instant::now() < deadline, "{name} did not start:\n{}", server.log());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -701,7 +701,7 @@ fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page(
     for ((target, cold, warm), (name, program, args)) in
         cases.iter().flat_map(|case| hosts.iter().map(move |host| (*case, host)))
     {
-        let listening = |addr: &str| std::net::TcpStream::connect(addr).is_ok();
+        let listening = |s: &Server| std::net::TcpStream::connect(s.addr.as_str()).is_ok();
         let edge = start_unasked(name, program, args, &env, listening);
         let mut counts = Vec::new();
         for _ in 0..2 {
@@ -731,7 +731,8 @@ fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page(
 /// A part of the archive damaged, truncated (a range past its end: 416; a range inside it: a
 /// Content-Range naming another size) or missing, while the handlers run: a JSON 503 with
 /// `no-store` from every handler that reads the archive over HTTP or from its folder, and the
-/// answer of `gen serve` again once the part is mended (nothing wrong was kept).
+/// answer of `gen serve` again once the part is mended (nothing wrong was kept); and from workerd
+/// reading an R2 bucket filled with the faulty archive.
 #[test]
 fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_keeps() {
     use genapi::archive::{Folder, Reader, part_file};
@@ -766,6 +767,7 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
         ("missing", None),
     ];
     let target = "/api/v2/berry/5/";
+    let r2_worker = miniflare().map(|()| handler_file("cloudflare", &archive, &[], files.path(), "r2-worker.js"));
     for (fault, bytes) in faults {
         match &bytes {
             Some(bytes) => std::fs::write(&part, bytes).unwrap(),
@@ -781,6 +783,27 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
             let detail = got.json()["detail"].as_str().unwrap().to_string();
             assert!(detail.contains("retry in a moment") && detail.contains("parts/"), "{context}");
             eprintln!("{}: {fault}: {detail}", runtime.server.name);
+        }
+        // workerd reading R2: its bucket filled with the archive as it is now
+        if let Some(worker) = &r2_worker {
+            let runner = project().join("tests/tools/miniflare-run.mjs");
+            let args = |port: u16| {
+                vec![
+                    runner.clone(),
+                    runtimes_dir(),
+                    worker.clone(),
+                    port.to_string().into(),
+                    "r2".into(),
+                    archive.clone(),
+                ]
+            };
+            let filled = |s: &Server| s.log().lines().any(|line| line == "ready");
+            let r2 = start_unasked("workerd-r2", &node, args, &[], filled);
+            let got = r2.server.get(target);
+            let context = format!("workerd-r2 on {target}, the part {fault}: {} {}", got.status, got.text());
+            assert_eq!(got.status, 503, "{context}");
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
+            eprintln!("workerd-r2: {fault}: {}", got.json()["detail"]);
         }
         std::fs::write(&part, &original).unwrap();
         let expected = serve.get(target);
