@@ -6,7 +6,9 @@
 //! files of their own, the error bodies of [`crate::answers`] as templates) are read from the
 //! tree's manifest here, as the nginx and Caddy configurations are, so the handler reads nothing
 //! but the documents and pages it answers: a rebuild that changes a count, a resource or the page
-//! sizes needs the handler printed again (docs/deploy.md says so).
+//! sizes needs the handler printed again (docs/deploy.md says so). For an archive (`gen build
+//! --archive`) they are read from its `manifest.json` key and its directory (`super::archived`),
+//! and the handler reads the documents out of the archive by byte ranges (`edge/archive.js`).
 
 use super::Site;
 use crate::answers::reader::{self, MAX_REQUEST_LINE, MAX_TARGET};

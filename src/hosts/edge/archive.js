@@ -173,6 +173,21 @@ function heldBlocks(ranges, cache) {
     if (stored.length !== block.length) return null;
     return gunzip(stored, what).then((bytes) => decodeBlock(bytes, what, block)).catch(() => null);
   };
+  const load = async (parts, block) => {
+    const what = `the directory block at byte ${block.offset} of parts/${block.part}`;
+    const url = `https://gen-archive.invalid/blocks/${block.hash}`;
+    const entries = await cached(url, block, what);
+    if (entries !== null) return entries;
+    const stored = await readPart(ranges, parts, block.part, block.offset, block.length, what);
+    const read = decodeBlock(await gunzip(stored, what), what, block);
+    if (cache !== null) {
+      const headers = { "Cache-Control": "public, max-age=31536000, immutable", "Content-Type": "application/octet-stream" };
+      await cache.put(url, new Response(stored, { headers })).catch(() => {});
+    }
+    return read;
+  };
+  // requests that want a block being read wait for that one read
+  const reading = new Map();
   return async (parts, block) => {
     const held = blocks.get(block.hash);
     if (held !== undefined) {
@@ -180,17 +195,12 @@ function heldBlocks(ranges, cache) {
       blocks.set(block.hash, held);
       return held;
     }
-    const what = `the directory block at byte ${block.offset} of parts/${block.part}`;
-    const url = `https://gen-archive.invalid/blocks/${block.hash}`;
-    let entries = await cached(url, block, what);
-    if (entries === null) {
-      const stored = await readPart(ranges, parts, block.part, block.offset, block.length, what);
-      entries = decodeBlock(await gunzip(stored, what), what, block);
-      if (cache !== null) {
-        const headers = { "Cache-Control": "public, max-age=31536000, immutable", "Content-Type": "application/octet-stream" };
-        await cache.put(url, new Response(stored, { headers })).catch(() => {});
-      }
+    let pending = reading.get(block.hash);
+    if (pending === undefined) {
+      pending = load(parts, block).finally(() => reading.delete(block.hash));
+      reading.set(block.hash, pending);
     }
+    const entries = await pending;
     blocks.set(block.hash, entries);
     if (blocks.size > MAX_HELD_BLOCKS) blocks.delete(blocks.keys().next().value);
     return entries;
