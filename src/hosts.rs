@@ -23,6 +23,7 @@
 //! saying so), paths in other letter cases, and a few readings of unusual requests (see
 //! `docs/deploy.md`, "What a static host cannot do").
 
+mod archived;
 mod caddy;
 mod edge;
 mod nginx;
@@ -53,6 +54,9 @@ pub const DEFAULT_MAX_AGE: u64 = 86_400;
 /// The configuration for `host` serving the tree in `dir` on `listen`; documents may be
 /// cached for `max_age` seconds.
 pub fn render_config(host: Host, dir: &Path, listen: &str, max_age: u64) -> Result<String> {
+    if crate::archive::is_archive(dir) {
+        archived::refuse(host, dir)?;
+    }
     let site = Site::new(dir, listen, max_age)?;
     Ok(match host {
         Host::Nginx => nginx::config(&site),
@@ -86,11 +90,16 @@ pub(crate) struct Site {
     /// Page sizes whose pages are files (20 included), ascending.
     pub(crate) page_sizes: Vec<u64>,
     pub(crate) max_age: u64,
+    /// Set when the folder is an archive (`gen build --archive`), not a tree.
+    pub(crate) archive: Option<archived::Archived>,
 }
 
 impl Site {
     fn new(dir: &Path, listen: &str, max_age: u64) -> Result<Site> {
-        let manifest = Manifest::read(dir)?;
+        let (manifest, archive) = match crate::archive::is_archive(dir) {
+            true => archived::read(dir).map(|(manifest, archive)| (manifest, Some(archive)))?,
+            false => (Manifest::read(dir)?, None),
+        };
         let absolute = std::path::absolute(dir).with_context(|| format!("cannot make {} absolute", dir.display()))?;
         let root = absolute
             .to_str()
@@ -141,7 +150,7 @@ impl Site {
             .map(|(segment, _)| segment.clone())
             .filter(|segment| manifest.files.contains_key(&layout::names_path(segment)))
             .collect();
-        Ok(Site { root, listen, manifest, resources, singletons, files, searchable, page_sizes, max_age })
+        Ok(Site { root, listen, manifest, resources, singletons, files, searchable, page_sizes, max_age, archive })
     }
 
     /// Resource segments as a regex alternation.

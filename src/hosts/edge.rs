@@ -6,7 +6,9 @@
 //! files of their own, the error bodies of [`crate::answers`] as templates) are read from the
 //! tree's manifest here, as the nginx and Caddy configurations are, so the handler reads nothing
 //! but the documents and pages it answers: a rebuild that changes a count, a resource or the page
-//! sizes needs the handler printed again (docs/deploy.md says so).
+//! sizes needs the handler printed again (docs/deploy.md says so). For an archive (`gen build
+//! --archive`) they are read from its `manifest.json` key and its directory (`super::archived`),
+//! and the handler reads the documents out of the archive by byte ranges (`edge/archive.js`).
 
 use super::Site;
 use crate::answers::reader::{self, MAX_REQUEST_LINE, MAX_TARGET};
@@ -26,8 +28,15 @@ const HANDLER: &str = concat!(
     "\n",
     include_str!("edge/reply.js"),
 );
-/// The origins the handler reads the tree from, printed after it.
-const ORIGINS: &str = include_str!("edge/origin.js");
+/// The origins the handler reads the tree from, printed after it: a tree's files, then an
+/// archive's by byte ranges (used when the facts say `archive`).
+const ORIGINS: &str = concat!(
+    include_str!("edge/origin.js"),
+    "\n",
+    include_str!("edge/archive.js"),
+    "\n",
+    include_str!("edge/ranges.js")
+);
 const CLOUDFLARE: &str = include_str!("edge/cloudflare.js");
 const DENO: &str = include_str!("edge/deno.js");
 const NODE: &str = include_str!("edge/node.js");
@@ -87,10 +96,11 @@ pub(crate) fn module(site: &Site, edge: Edge) -> anyhow::Result<String> {
          // origin. Resource counts and page sizes are baked in below: run `gen config {name}` again\n\
          // after a build that adds or removes records, resources or page sizes, and deploy it with\n\
          // the tree.\n\n\
-         {wrapper}\n\
          /** The tree's facts, from its manifest. */\n\
          const FACTS = {facts};\n\n\
-         {handler}",
+         {handler}\n\
+         // The host's entry points. Last: the handler's constants are set when they run.\n\
+         {wrapper}",
         generator = m.generator,
         n = site.resources.len(),
         base = m.base_url,
@@ -105,9 +115,17 @@ fn cloudfront(site: &Site) -> String {
     facts["errors"].as_object_mut().expect("an object").remove("not_a_filter");
     // what a rewrite needs: no urls, headers or rendering
     let facts = facts.as_object_mut().expect("an object");
-    for unused in
-        ["base_url", "cache_control", "extra_headers", "pretty", "revalidated", "root_link", "searchable", "filters"]
-    {
+    for unused in [
+        "base_url",
+        "cache_control",
+        "extra_headers",
+        "pretty",
+        "revalidated",
+        "root_link",
+        "searchable",
+        "filters",
+        "archive",
+    ] {
         facts.remove(unused);
     }
     for unused in [
@@ -193,6 +211,8 @@ fn facts(site: &Site) -> Value {
         // the `Link` header of the root answer, naming the bulk-data index the root does not
         // list (null for a tree without one), as gen serve sends it
         "root_link": site.root_link(),
+        // the folder is an archive: the origin holds its root and parts/, read by ranges
+        "archive": site.archive.is_some(),
         // [name, value] pairs sent with every answer (and named in Access-Control-Expose-Headers):
         // the deploy headers, set by `module`
         "extra_headers": Vec::<(String, String)>::new(),
@@ -227,10 +247,13 @@ const MIN_READ_BYTES: u64 = 1 << 20;
 /// past it is cut off and answered as an origin fault (docs/deploy.md).
 fn max_read_bytes(site: &Site) -> u64 {
     let root = std::path::Path::new(&site.root);
-    let largest =
+    let files =
         // a bulk-data file is streamed, never read whole
         site.manifest.files.keys().filter(|path| !crate::tree::layout::is_bulk_file(path));
-    let largest = largest.filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len());
+    let largest: Box<dyn Iterator<Item = u64>> = match &site.archive {
+        Some(archive) => Box::new(files.filter_map(|path| archive.sizes.get(path).copied())),
+        None => Box::new(files.filter_map(|path| std::fs::metadata(root.join(path)).ok()).map(|m| m.len())),
+    };
     largest.max().unwrap_or(0).saturating_mul(2).max(MIN_READ_BYTES)
 }
 

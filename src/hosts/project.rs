@@ -134,12 +134,13 @@ fn tree_from(project: &Path, dir: &Path) -> Result<String> {
 /// pinned), `tree-files.json` (every file of the tree, by its path from the project folder, for
 /// `wrangler r2 bulk put`), `README.md`; `tree` is the tree's path from the project folder.
 fn cloudflare(tree: &str, site: &Site, module: String) -> Result<(Vec<ProjectFile>, String)> {
-    let entries: Vec<serde_json::Value> = site
-        .manifest
-        .files
-        .keys()
-        .map(|path| serde_json::json!({"key": path, "file": format!("{tree}/{path}")}))
-        .collect();
+    // an archive's files are its root and parts (the root last), a tree's every file
+    let paths: Vec<&String> = match &site.archive {
+        Some(archive) => archive.files.iter().collect(),
+        None => site.manifest.files.keys().collect(),
+    };
+    let entries: Vec<serde_json::Value> =
+        paths.iter().map(|path| serde_json::json!({"key": path, "file": format!("{tree}/{path}")})).collect();
     let listing = serde_json::to_string_pretty(&entries).context("the tree's file list serialises")? + "\n";
     let wrangler = format!(
         "# `gen config cloudflare --project` for the tree in {tree}. gen writes this file only when it is\n\

@@ -159,6 +159,53 @@ fn start_logged_origin(node: &Path, out: &Path, reads: Option<&Path>) -> Runtime
     )
 }
 
+/// The store holding the archive in `archive` (its root and parts, answering `Range` requests),
+/// writing every request to `reads` when given; ready once it answers the root.
+fn start_archive_origin(node: &Path, archive: &Path, reads: Option<&Path>) -> Runtime {
+    let args = |port: u16| {
+        let mut args =
+            vec![project().join("tests/tools/static-origin.mjs"), archive.to_path_buf(), port.to_string().into()];
+        args.extend(reads.map(Path::to_path_buf));
+        args
+    };
+    start_unasked("origin", node, args, &[], |s: &Server| {
+        http_request(s.addr.as_str(), "GET", "/root", &[]).is_ok_and(|r| r.status == 200)
+    })
+}
+
+/// `program args_for(PORT)` with `env` and PORT (its own process group), ready once `ready(server)` says so:
+/// a runtime that nothing is asked of before the test asks it (so nothing is held in it).
+fn start_unasked(
+    name: &str,
+    program: &Path,
+    args_for: impl Fn(u16) -> Vec<PathBuf>,
+    env: &[(&str, String)],
+    ready: impl Fn(&Server) -> bool,
+) -> Runtime {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new(name);
+    let port = free_port();
+    let log = dir.join("log");
+    let file = std::fs::File::create(&log).unwrap();
+    let child = Command::new(program)
+        .args(args_for(port))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PORT", port.to_string())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let server = Server::adopt(name, child, &format!("127.0.0.1:{port}"), &log, dir);
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !ready(&server) {
+        assert!(Instant::now() < deadline, "{name} did not start:\n{}", server.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Runtime { server }
+}
+
 /// The handler `gen config node` prints for the tree in `out` (written into `files`), run by
 /// Node and reading the tree from a bare static origin: the origin, then the handler.
 fn start_node_handler(node: &Path, out: &Path, files: &Path) -> (Runtime, Runtime) {
@@ -179,6 +226,12 @@ fn start_node_handler(node: &Path, out: &Path, files: &Path) -> (Runtime, Runtim
 /// Every runtime that is installed, serving `tree` with the handler `gen config` prints with
 /// `options`; the HTTP ones read `origin`.
 fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
+    start_runtimes_from(tree, &tree.out, origin, files, options)
+}
+
+/// [`start_runtimes`] with the handler `gen config` prints for the folder `dir` (the tree's, or
+/// an archive of it), which `origin` and the R2 bucket hold.
+fn start_runtimes_from(tree: &Tree, dir: &Path, origin: &Runtime, files: &TempDir, options: &[&str]) -> Vec<Runtime> {
     let mut runtimes = Vec::new();
     let origin_url = format!("http://{}", origin.server.addr);
     let Some(node) = node() else { return runtimes };
@@ -191,11 +244,11 @@ fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&st
         ]
     };
 
-    let handler = handler_file("node", out, options, files.path(), "handler.mjs");
+    let handler = handler_file("node", dir, options, files.path(), "handler.mjs");
     runtimes.push(start_runtime("node", out, &node, |_| vec![handler.to_str().unwrap().to_string()], env));
 
     if let Some(deno) = deno() {
-        let handler = handler_file("deno", out, options, files.path(), "deno.js");
+        let handler = handler_file("deno", dir, options, files.path(), "deno.js");
         let args = |_| {
             ["run", "--allow-net", "--allow-env", "--no-prompt", handler.to_str().unwrap()].map(String::from).to_vec()
         };
@@ -203,10 +256,10 @@ fn start_runtimes(tree: &Tree, origin: &Runtime, files: &TempDir, options: &[&st
     }
 
     if miniflare().is_some() {
-        let worker = handler_file("cloudflare", out, options, files.path(), "worker.js");
+        let worker = handler_file("cloudflare", dir, options, files.path(), "worker.js");
         let runner = project().join("tests/tools/miniflare-run.mjs");
         for (name, mode, place) in
-            [("workerd-origin", "origin", origin_url.clone()), ("workerd-r2", "r2", out.to_str().unwrap().to_string())]
+            [("workerd-origin", "origin", origin_url.clone()), ("workerd-r2", "r2", dir.to_str().unwrap().to_string())]
         {
             let args = |port: u16| {
                 vec![
@@ -461,10 +514,20 @@ fn check_random_targets(tree: &Tree, p: &mut Parity, n: usize) {
 /// The parity set and the random pages against every installed runtime, for `tree`, with
 /// `options` given to `gen serve` and `gen config` alike.
 fn edge_parity(tree: &Tree, options: &[&str]) {
+    edge_parity_of(tree, options, false)
+}
+
+/// [`edge_parity`], with the handlers reading an archive of the tree when `archive` is set (the
+/// origin and the R2 bucket hold its root and parts, not the tree's files): the same answers.
+fn edge_parity_of(tree: &Tree, options: &[&str], archive: bool) {
     let Some(node) = node() else { return };
     let files = TempDir::new("edge-handlers");
-    let origin = start_origin(&node, &tree.out);
-    let runtimes = start_runtimes(tree, &origin, &files, options);
+    let dir = if archive { files.join("archive") } else { tree.out.clone() };
+    if archive {
+        archive_of_tree(&tree.out, &dir);
+    }
+    let origin = if archive { start_archive_origin(&node, &dir, None) } else { start_origin(&node, &dir) };
+    let runtimes = start_runtimes_from(tree, &dir, &origin, &files, options);
     let serve = start_serve(&tree.out, options);
     let mut p = Parity::new(&serve, runtimes.iter().map(|r| &r.server).collect(), tree.base_url());
     p.every_page = true;
@@ -499,6 +562,261 @@ fn edge_handlers_answer_as_gen_serve_does_with_path_links_pretty() {
         return;
     }
     edge_parity(&sample_tree("edge-parity-path", &["--links", "path", "--pretty", "--gzip"]), &[]);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_as_gen_serve_does_from_the_tree() {
+    edge_parity_of(&sample_tree("edge-parity-archive", &[]), &["--max-age", "120"], true);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_with_path_links_pretty() {
+    if heavy("it runs the archive's parity walk a second time, over path links").is_none() {
+        return;
+    }
+    edge_parity_of(&sample_tree("edge-parity-archive-path", &["--links", "path", "--pretty", "--gzip"]), &[], true);
+}
+
+#[test]
+fn edge_handlers_answer_from_an_archive_of_the_published_data() {
+    let Some((tmp, data)) = fixture_data("edge-parity-archive-fixture") else { return };
+    declare_fixture_filters(&data);
+    edge_parity_of(&build_tree(tmp, data, &[]), &[], true);
+}
+
+/// `gen config cloudflare|deno|node --dir ARCHIVE` prints the handler for the tree the archive
+/// holds: the facts it computes from the archive (its manifest.json key, the directory's keys and
+/// sizes) are those computed from the tree, but the archive mode; a host that serves a tree's
+/// files as they are (nginx, Caddy, a CloudFront Function in front of a bucket) refuses the
+/// archive, saying to build the tree, and a Worker project lists the archive's files to upload.
+#[test]
+fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_cloudfront() {
+    let tree = sample_tree("edge-archive-config", &["--gzip"]);
+    let files = TempDir::new("edge-archive-config-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let (out, dir) = (tree.out.to_str().unwrap(), archive.to_str().unwrap());
+    for host in ["cloudflare", "deno", "node"] {
+        let from_tree = run(&["config", host, "--dir", out]).ok().stdout();
+        let from_archive = run(&["config", host, "--dir", dir]).ok().stdout();
+        assert!(from_tree.contains("\"archive\": false"), "{host}");
+        assert_eq!(
+            from_archive,
+            from_tree.replace("\"archive\": false", "\"archive\": true"),
+            "{host}: the facts differ"
+        );
+    }
+    for host in ["nginx", "caddy", "cloudfront"] {
+        let r = run(&["config", host, "--dir", dir]).fails_with(2);
+        let said = r.stderr();
+        for part in [format!("{dir} is an archive"), "without --archive".to_string(), format!("gen serve --dir {dir}")]
+        {
+            assert!(said.contains(&part), "{host}: {part:?} not in:\n{said}");
+        }
+        assert!(r.stdout().is_empty(), "{host}");
+    }
+    let project = files.join("worker");
+    run(&["config", "cloudflare", "--dir", dir, "--project", project.to_str().unwrap()]).ok();
+    let listed = read_json(&project.join("tree-files.json"));
+    let keys: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
+    let mut held: Vec<String> = std::fs::read_dir(archive.join("parts"))
+        .unwrap()
+        .map(|e| format!("parts/{}", e.unwrap().file_name().to_str().unwrap()))
+        .collect();
+    held.sort();
+    held.push("root".to_string());
+    assert_eq!(keys, held, "the root last");
+}
+
+/// The origin reads a handler reading an archive makes (issue 49 item 5; docs/deploy.md, "An
+/// archive at the edge"): the root once, then a record in at most 2 reads cold (its directory
+/// block, its document) and 1 warm, a page computed from two page files in at most 3. Each
+/// target is asked of a fresh handler that nothing was asked of before (cold), then again
+/// (warm), in Node, Deno and workerd over HTTP; the store logs every request, its range included.
+#[test]
+fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page() {
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-archive-reads", &[]);
+    let files = TempDir::new("edge-archive-reads-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let reads = files.join("reads.log");
+    let origin = start_archive_origin(&node, &archive, Some(&reads));
+    let handler = handler_file("node", &archive, &[], files.path(), "handler.mjs");
+    let serve = start_serve(&tree.out, &[]);
+    let read_lines =
+        || std::fs::read_to_string(&reads).unwrap_or_default().lines().map(String::from).collect::<Vec<_>>();
+    // (target, most part reads cold, most warm)
+    let cases = [
+        ("/api/v2/berry/1/", 2, 1),
+        ("/api/v2/berry/berry-2", 2, 1),
+        ("/api/v2/firmness/3/", 2, 1),
+        ("/api/v2/", 2, 1),
+        ("/api/v2/openapi.json", 2, 1),
+        ("/api/v2/berry/?offset=40&limit=20", 2, 1),
+        ("/api/v2/berry/?limit=1000", 2, 1),
+        // computed from two page files of 20, 50, 100
+        ("/api/v2/berry/?offset=15&limit=7", 3, 2),
+        ("/api/v2/berry/?offset=40&limit=37", 3, 2),
+        ("/api/v2/berry/?offset=90&limit=99", 3, 2),
+        ("/api/v2/berry/?offset=1&limit=101", 2, 1),
+        ("/api/v2/berry/99999/", 1, 0),
+        // a search and a filter read their documents as from a tree (2; at most 3), each with its
+        // block when not held
+        ("/api/v2/berry/?q=RY-1", 4, 2),
+        ("/api/v2/berry/?firmness=firm-2&limit=3&offset=1", 6, 3),
+    ];
+    let origin_url = format!("http://{}", origin.server.addr);
+    let env = [("ORIGIN", origin_url.clone()), ("HOST", "127.0.0.1".to_string()), ("NO_COLOR", "1".to_string())];
+    // each runtime installed: (name, program, its arguments given the port)
+    type Args<'a> = Box<dyn Fn(u16) -> Vec<PathBuf> + 'a>;
+    let mut hosts: Vec<(&str, PathBuf, Args)> = vec![("node", node.clone(), Box::new(|_| vec![handler.clone()]))];
+    if let Some(deno) = deno() {
+        let main = handler_file("deno", &archive, &[], files.path(), "main.js");
+        let args = move |_| {
+            ["run", "--allow-net", "--allow-env", "--no-prompt"]
+                .map(PathBuf::from)
+                .into_iter()
+                .chain([main.clone()])
+                .collect()
+        };
+        hosts.push(("deno", deno, Box::new(args)));
+    }
+    if miniflare().is_some() {
+        let worker = handler_file("cloudflare", &archive, &[], files.path(), "worker.js");
+        let runner = project().join("tests/tools/miniflare-run.mjs");
+        let args = move |port: u16| {
+            vec![
+                runner.clone(),
+                runtimes_dir(),
+                worker.clone(),
+                port.to_string().into(),
+                "origin".into(),
+                origin_url.clone().into(),
+            ]
+        };
+        hosts.push(("workerd-origin", node.clone(), Box::new(args)));
+    }
+    let mut measured = Vec::new();
+    for ((target, cold, warm), (name, program, args)) in
+        cases.iter().flat_map(|case| hosts.iter().map(move |host| (*case, host)))
+    {
+        let listening = |s: &Server| std::net::TcpStream::connect(s.addr.as_str()).is_ok();
+        let edge = start_unasked(name, program, args, &env, listening);
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            let before = read_lines().len();
+            let (reply, expected) = (edge.server.get(target), serve.get(target));
+            assert_eq!((reply.status, &reply.body), (expected.status, &expected.body), "{name}, {target}");
+            let made = read_lines()[before..].to_vec();
+            let parts = made.iter().filter(|line| line.starts_with("/parts/")).count();
+            let roots = made.iter().filter(|line| *line == "/root").count();
+            assert_eq!(parts + roots, made.len(), "{target}: only the root and parts are read: {made:?}");
+            assert_eq!(roots, usize::from(counts.is_empty()), "{target}: the root is read once: {made:?}");
+            assert!(
+                made.iter().all(|line| line == "/root" || line.contains(' ')),
+                "{target}: parts by ranges: {made:?}"
+            );
+            counts.push(parts);
+        }
+        assert!(
+            counts[0] <= cold && counts[1] <= warm,
+            "{name}, {target}: {counts:?} reads cold, warm: at most {cold}, {warm}"
+        );
+        measured.push(format!("{name} {target}: {} cold, {} warm", counts[0], counts[1]));
+    }
+    eprintln!("origin reads past the root, from an archive:\n  {}", measured.join("\n  "));
+}
+
+/// A part of the archive damaged, truncated (a range past its end: 416; a range inside it: a
+/// Content-Range naming another size) or missing, while the handlers run: a JSON 503 with
+/// `no-store` from every handler that reads the archive over HTTP or from its folder, and the
+/// answer of `gen serve` again once the part is mended (nothing wrong was kept); and from workerd
+/// reading an R2 bucket filled with the faulty archive.
+#[test]
+fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_keeps() {
+    use genapi::archive::{Folder, Reader, part_file};
+    let Some(node) = node() else { return };
+    let tree = sample_tree("edge-archive-faults", &[]);
+    let files = TempDir::new("edge-archive-faults-files");
+    let archive = files.join("archive");
+    archive_of_tree(&tree.out, &archive);
+    let key = "api/v2/berry/5/index.json";
+    let entry = Reader::open(Folder(archive.clone())).unwrap().entry(key).unwrap().unwrap();
+    let part = archive.join(part_file(&entry.part));
+    let original = std::fs::read(&part).unwrap();
+    let origin = start_archive_origin(&node, &archive, None);
+    // every runtime over HTTP (but R2, filled once at its start), and Node from the folder
+    let mut runtimes: Vec<Runtime> = start_runtimes_from(&tree, &archive, &origin, &files, &[])
+        .into_iter()
+        .filter(|r| r.server.name != "workerd-r2")
+        .collect();
+    let handler = handler_file("node", &archive, &[], files.path(), "folder.mjs");
+    let env = |port: u16| {
+        vec![("ORIGIN".to_string(), archive.to_str().unwrap().to_string()), ("PORT".into(), port.to_string())]
+    };
+    runtimes.push(start_runtime("node-folder", &tree.out, &node, |_| vec![handler.to_str().unwrap().into()], env));
+    let serve = start_serve(&tree.out, &[]);
+    let (offset, length) = (entry.offset as usize, entry.length as usize);
+    let mut damaged = original.clone();
+    damaged[offset + length / 2] ^= 0x55;
+    let faults: [(&str, Option<Vec<u8>>); 4] = [
+        ("damaged", Some(damaged)),
+        ("truncated inside the document", Some(original[..offset + length / 2].to_vec())),
+        ("truncated before the document", Some(original[..offset.saturating_sub(1)].to_vec())),
+        ("missing", None),
+    ];
+    let target = "/api/v2/berry/5/";
+    let r2_worker = miniflare().map(|()| handler_file("cloudflare", &archive, &[], files.path(), "r2-worker.js"));
+    for (fault, bytes) in faults {
+        match &bytes {
+            Some(bytes) => std::fs::write(&part, bytes).unwrap(),
+            None => std::fs::remove_file(&part).unwrap(),
+        }
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            let context =
+                format!("{} on {target}, the part {fault}: {} {}", runtime.server.name, got.status, got.text());
+            assert_eq!(got.status, 503, "{context}");
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
+            assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
+            let detail = got.json()["detail"].as_str().unwrap().to_string();
+            assert!(detail.contains("retry in a moment") && detail.contains("parts/"), "{context}");
+            eprintln!("{}: {fault}: {detail}", runtime.server.name);
+        }
+        // workerd reading R2: its bucket filled with the archive as it is now
+        if let Some(worker) = &r2_worker {
+            let runner = project().join("tests/tools/miniflare-run.mjs");
+            let args = |port: u16| {
+                vec![
+                    runner.clone(),
+                    runtimes_dir(),
+                    worker.clone(),
+                    port.to_string().into(),
+                    "r2".into(),
+                    archive.clone(),
+                ]
+            };
+            let filled = |s: &Server| s.log().lines().any(|line| line == "ready");
+            let r2 = start_unasked("workerd-r2", &node, args, &[], filled);
+            let got = r2.server.get(target);
+            let context = format!("workerd-r2 on {target}, the part {fault}: {} {}", got.status, got.text());
+            assert_eq!(got.status, 503, "{context}");
+            assert_eq!(got.header("cache-control"), Some("no-store"), "{context}");
+            eprintln!("workerd-r2: {fault}: {}", got.json()["detail"]);
+        }
+        std::fs::write(&part, &original).unwrap();
+        let expected = serve.get(target);
+        for runtime in &runtimes {
+            let got = runtime.server.get(target);
+            assert_eq!(
+                (got.status, &got.body),
+                (expected.status, &expected.body),
+                "{} after the {fault} part was mended",
+                runtime.server.name
+            );
+        }
+    }
 }
 
 #[test]
@@ -688,18 +1006,26 @@ fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
         std::fs::write(data.join(path), serde_json::to_vec(record).unwrap()).unwrap();
     }
     build(&data, &out, &[]).ok();
-    let list_handler = handler_file("node", &out, &[], files.path(), "list-handler.mjs");
-    let output = Command::new(&node)
-        .arg(project().join("tests/tools/vectors.mjs"))
-        .args([&handler, &function, &project().join("tests/vectors"), &list_handler, &out])
-        .output()
-        .expect("node starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the edge functions disagree with the rule vectors:\n{stdout}{stderr}");
-    let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    // 305 before list.json, 43 list cases since
-    assert!(agreed >= 340, "only {agreed} checks ran: {stdout}");
+    // the list answers read from the tree's folder, then from an archive of it
+    let archive = files.join("list-archive");
+    archive_of_tree(&out, &archive);
+    for (dir, name) in [(&out, "list-handler.mjs"), (&archive, "list-archive-handler.mjs")] {
+        let list_handler = handler_file("node", dir, &[], files.path(), name);
+        let output = Command::new(&node)
+            .arg(project().join("tests/tools/vectors.mjs"))
+            .args([&handler, &function, &project().join("tests/vectors"), &list_handler, dir])
+            .output()
+            .expect("node starts");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "the edge functions disagree with the rule vectors ({name}):\n{stdout}{stderr}"
+        );
+        let agreed: usize = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        // 305 before list.json, 43 list cases since
+        assert!(agreed >= 340, "only {agreed} checks ran ({name}): {stdout}");
+    }
 }
 
 #[test]

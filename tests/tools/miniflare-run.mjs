@@ -2,7 +2,7 @@
 //   node miniflare-run.mjs <runtimes dir> <worker.js> <port> origin <url>
 //   node miniflare-run.mjs <runtimes dir> <worker.js> <port> r2 <tree folder>
 // With r2, the bucket bound as TREE is filled with every file of the tree, keyed by its path, as
-// `gen publish` writes them. Prints "ready" when it answers; stops workerd on SIGTERM/SIGINT.
+// `gen publish` writes them (an archive's folder: its root and parts/, the root put last). Prints "ready" when it answers; stops workerd on SIGTERM/SIGINT.
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -36,7 +36,8 @@ if (mode === "r2") {
     readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
   // the root last: the tests wait for the root's bytes (tests/suite/parity.rs, wait_ready), so
   // an answered root means a filled bucket
-  const root = join(where, "api", "v2", "index.json");
+  // (an archive's: its `root`, the commit point)
+  const root = existsSync(join(where, "root")) ? join(where, "root") : join(where, "api", "v2", "index.json");
   const files = walk(where).filter((f) => f !== root);
   // a few puts at a time, each tried again when the local connection to workerd drops
   const put = async (f) => {

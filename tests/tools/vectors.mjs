@@ -116,10 +116,11 @@ for (const c of cases("ignored.json")) {
 // 400 or 404 body; as the handler answers it: `find` (which calls `listAnswer`), then `notFound`
 // for a target it finds nothing for
 const listExported = `${listHandlerPath}.vectors.mjs`;
-const listNames = "FACTS, find, stripOrigin, notFound, treeOrigin, originFrom, nodeFiles";
+const listNames = "FACTS, find, stripOrigin, notFound, treeOrigin, originFor, nodeFiles";
 writeFileSync(listExported, `${readFileSync(listHandlerPath, "utf8")}\nexport { ${listNames} };\n`);
 const l = await import(pathToFileURL(listExported).href);
-const origin = l.treeOrigin(l.FACTS, l.originFrom(listTree, l.nodeFiles));
+// the tree's folder, or an archive of it (the handler printed for the archive reads it by ranges)
+const origin = l.treeOrigin(l.FACTS, l.originFor(l.FACTS, listTree, l.nodeFiles));
 for (const c of cases("list.json")) {
   const { target } = c;
   const answer = await l.find(l.FACTS, origin, l.stripOrigin(target));

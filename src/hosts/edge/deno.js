@@ -3,7 +3,7 @@
 // or its folder on this machine (`file:///PATH`, or a path such as `../out`: `deno task serve` of
 // `gen config deno --project`). Run directly (`deno run --allow-net --allow-env handler.js`, or
 // on Deno Deploy) it serves on HOST:PORT (default 127.0.0.1:8000), and refuses to start without
-// a readable ORIGIN; imported by Netlify, its default export answers /api/v2 and below.
+// a readable ORIGIN; for an archive (FACTS.archive), ORIGIN holds its root and parts/. Imported by Netlify, its default export answers /api/v2 and below.
 
 /** Deno's file calls, for a folder origin. */
 const denoFiles = {
@@ -14,10 +14,32 @@ const denoFiles = {
   },
   read: (path) => Deno.readFile(path),
   stream: async (path) => (await Deno.open(path)).readable,
+  // an archive's part: `length` bytes at `offset` (fewer when the file ends sooner)
+  readAt: async (path, offset, length) => {
+    const file = await Deno.open(path);
+    try {
+      await file.seek(offset, Deno.SeekMode.Start);
+      const out = new Uint8Array(length);
+      let got = 0;
+      while (got < length) {
+        const n = await file.read(out.subarray(got));
+        if (n === null) break;
+        got += n;
+      }
+      return out.subarray(0, got);
+    } finally {
+      file.close();
+    }
+  },
+  streamAt: async (path, offset, length) => {
+    const file = await Deno.open(path);
+    await file.seek(offset, Deno.SeekMode.Start);
+    return file.readable.pipeThrough(firstBytes(length));
+  },
 };
 
 let chosen = null;
-const origin = () => (chosen ??= originFrom(Deno.env.get("ORIGIN"), denoFiles));
+const origin = () => (chosen ??= originFor(FACTS, Deno.env.get("ORIGIN"), denoFiles));
 
 export default (request) => handle(FACTS, request, origin());
 

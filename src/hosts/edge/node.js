@@ -1,7 +1,8 @@
 // Node 18 or later: AWS Lambda@Edge (origin request: `handler`), Google Cloud Functions and
 // Firebase Hosting (an HTTP function: `api`), or a plain Node server. Save it as handler.mjs.
 // The tree is read from the environment variable ORIGIN: the HTTP(S) base url under which its
-// files are, or its folder on this machine (`file:///PATH`, or a path such as `../out`).
+// files are, or its folder on this machine (`file:///PATH`, or a path such as `../out`); for an
+// archive (FACTS.archive), the place of its root and parts/.
 // Lambda@Edge, which has no environment variables, reads it from the origin CloudFront sends the
 // request to (the bucket's domain and origin path). Run directly (`node handler.mjs`) it serves
 // on HOST:PORT (default 127.0.0.1:8080), and refuses to start without a readable ORIGIN.
@@ -19,10 +20,28 @@ const nodeFiles = {
   },
   read: (path) => fsp.readFile(path),
   stream: (path) => Readable.toWeb(createReadStream(path)),
+  // an archive's part: `length` bytes at `offset` (fewer when the file ends sooner)
+  readAt: async (path, offset, length) => {
+    const file = await fsp.open(path);
+    try {
+      const out = new Uint8Array(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await file.read(out, got, length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return out.subarray(0, got);
+    } finally {
+      await file.close();
+    }
+  },
+  streamAt: (path, offset, length) =>
+    length === 0 ? new Blob([]).stream() : Readable.toWeb(createReadStream(path, { start: offset, end: offset + length - 1 })),
 };
 
 let chosen = null;
-const envOrigin = () => (chosen ??= originFrom(process.env.ORIGIN, nodeFiles));
+const envOrigin = () => (chosen ??= originFor(FACTS, process.env.ORIGIN, nodeFiles));
 
 /** An HTTP function (Google Cloud Functions, Firebase Hosting rewrites), and the plain server. */
 export async function api(req, res) {
@@ -72,7 +91,7 @@ export async function handler(event) {
   const headers = new Headers();
   for (const list of Object.values(cf.headers ?? {})) for (const { key, value } of list) headers.append(key, value);
   const target = cf.uri + (cf.querystring ? `?${cf.querystring}` : "");
-  const origin = process.env.ORIGIN ? envOrigin() : httpOrigin(originOf(cf.origin));
+  const origin = process.env.ORIGIN ? envOrigin() : httpOriginFor(FACTS, originOf(cf.origin));
   const response = await handle(FACTS, { method: cf.method, url: "http://localhost/", headers }, origin, target);
   const out = { status: String(response.status), headers: {} };
   response.headers.forEach((value, name) => (out.headers[name] = [{ key: name, value }]));

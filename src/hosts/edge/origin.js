@@ -79,19 +79,20 @@ export function httpOrigin(base) {
  * The origin an `ORIGIN` setting names: an HTTP(S) base url, or the tree's folder on this
  * machine, as a `file://` url or a path (absolute, or from the working directory when it starts
  * with `./` or `../`), read through `files`, the runtime's file calls (`folderOrigin`). Anything
- * else is refused, saying what ORIGIN takes.
+ * else is refused, saying what ORIGIN takes. `http` and `folder` make the origin of each kind
+ * (for an archive: ranges.js, `originFor`).
  */
-function originFrom(base, files) {
+function originFrom(base, files, http = httpOrigin, folder = folderOrigin) {
   const text = String(base ?? "");
   const takes = "the http(s):// base url under which the tree's files are, or the tree's folder as a file:///PATH url or a path starting with /, ./ or ../";
   if (text === "") throw new Error(`set the environment variable ORIGIN to ${takes}`);
-  if (/^https?:\/\//i.test(text)) return httpOrigin(text);
+  if (/^https?:\/\//i.test(text)) return http(text);
   if (/^file:/i.test(text)) {
     const url = new URL(text);
     if (url.host !== "" && url.host !== "localhost") throw new Error(`ORIGIN ${text} names a folder on the host ${url.host}: give a folder of this machine, file:///PATH`);
-    return folderOrigin(decodeURIComponent(url.pathname), files);
+    return folder(decodeURIComponent(url.pathname), files);
   }
-  if (/^(\/|\.\.?(\/|$))/.test(text)) return folderOrigin(text, files);
+  if (/^(\/|\.\.?(\/|$))/.test(text)) return folder(text, files);
   throw new Error(`ORIGIN is ${JSON.stringify(text)}: give ${takes}`);
 }
 
