@@ -524,7 +524,7 @@ fn edge_parity_of(tree: &Tree, options: &[&str], archive: bool) {
     let files = TempDir::new("edge-handlers");
     let dir = if archive { files.join("archive") } else { tree.out.clone() };
     if archive {
-        archive_of_tree(&tree.out, &dir);
+        tree.build_archive(&dir);
     }
     let origin = if archive { start_archive_origin(&node, &dir, None) } else { start_origin(&node, &dir) };
     let runtimes = start_runtimes_from(tree, &dir, &origin, &files, options);
@@ -594,7 +594,7 @@ fn gen_config_reads_an_archive_for_the_edge_and_refuses_it_for_nginx_caddy_and_c
     let tree = sample_tree("edge-archive-config", &["--gzip"]);
     let files = TempDir::new("edge-archive-config-files");
     let archive = files.join("archive");
-    archive_of_tree(&tree.out, &archive);
+    tree.build_archive(&archive);
     let (out, dir) = (tree.out.to_str().unwrap(), archive.to_str().unwrap());
     for host in ["cloudflare", "deno", "node"] {
         let from_tree = run(&["config", host, "--dir", out]).ok().stdout();
@@ -639,7 +639,7 @@ fn an_archive_is_read_in_two_reads_a_record_cold_one_warm_three_a_computed_page(
     let tree = sample_tree("edge-archive-reads", &[]);
     let files = TempDir::new("edge-archive-reads-files");
     let archive = files.join("archive");
-    archive_of_tree(&tree.out, &archive);
+    tree.build_archive(&archive);
     let reads = files.join("reads.log");
     let origin = start_archive_origin(&node, &archive, Some(&reads));
     let handler = handler_file("node", &archive, &[], files.path(), "handler.mjs");
@@ -740,7 +740,7 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
     let tree = sample_tree("edge-archive-faults", &[]);
     let files = TempDir::new("edge-archive-faults-files");
     let archive = files.join("archive");
-    archive_of_tree(&tree.out, &archive);
+    tree.build_archive(&archive);
     let key = "api/v2/berry/5/index.json";
     let entry = Reader::open(Folder(archive.clone())).unwrap().entry(key).unwrap().unwrap();
     let part = archive.join(part_file(&entry.part));
@@ -1008,7 +1008,7 @@ fn the_edge_functions_answer_the_rule_vectors_as_rust_does() {
     build(&data, &out, &[]).ok();
     // the list answers read from the tree's folder, then from an archive of it
     let archive = files.join("list-archive");
-    archive_of_tree(&out, &archive);
+    build(&data, &archive, &["--archive"]).ok();
     for (dir, name) in [(&out, "list-handler.mjs"), (&archive, "list-archive-handler.mjs")] {
         let list_handler = handler_file("node", dir, &[], files.path(), name);
         let output = Command::new(&node)

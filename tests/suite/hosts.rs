@@ -227,7 +227,7 @@ fn walk_on_plain_host(tmp: TempDir, data: PathBuf) {
         format!("server {{\n    listen 127.0.0.1:{port};\n    root \"{}\";\n    index index.json;\n}}\n", utf8(&out))
     });
     let Some(server) = server else { return };
-    let tree = Tree { _tmp: tmp, data, out };
+    let tree = Tree { _tmp: tmp, data, out, build_args: Vec::new() };
     let base = tree.base_url();
     assert_eq!(base, format!("http://{}", server.addr));
     let lists = expected_lists(&tree.data, &base);

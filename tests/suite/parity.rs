@@ -162,9 +162,17 @@ pub struct Tree {
     pub _tmp: TempDir,
     pub data: PathBuf,
     pub out: PathBuf,
+    /// The options the tree was built with.
+    pub build_args: Vec<String>,
 }
 
 impl Tree {
+    /// Writes into `dir` the archive of the same data and options (`gen build --archive`).
+    pub fn build_archive(&self, dir: &Path) {
+        let mut args: Vec<&str> = self.build_args.iter().map(String::as_str).collect();
+        args.push("--archive");
+        build(&self.data, dir, &args).ok();
+    }
     pub fn manifest(&self) -> Value {
         read_json(&self.out.join("manifest.json"))
     }
@@ -183,7 +191,7 @@ pub fn sample_tree(label: &str, build_args: &[&str]) -> Tree {
 pub fn build_tree(tmp: TempDir, data: PathBuf, build_args: &[&str]) -> Tree {
     let out = tmp.join("out");
     build(&data, &out, build_args).ok();
-    Tree { _tmp: tmp, data, out }
+    Tree { _tmp: tmp, data, out, build_args: build_args.iter().map(|a| a.to_string()).collect() }
 }
 
 /// A temporary folder holding `data/`, the published fixture imported, or `None` (with a

@@ -239,8 +239,18 @@ fn an_archive_built_then_rebuilt_after_a_one_record_edit_publishes_its_change() 
     let archive = tmp.join("archive");
     let build = || {
         let (data, out) = (site.data(), archive.clone());
-        common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path", "--archive"])
-            .ok();
+        common::run(&[
+            "build",
+            "-q",
+            "--data",
+            path_str(&data),
+            "--out",
+            path_str(&out),
+            "--links",
+            "path",
+            "--archive",
+        ])
+        .ok();
     };
     build();
     publish_to(&weed, None, &archive, "s3://gen", &[]).ok();
