@@ -7,11 +7,13 @@
 //! - [`edit`] applies changes to an archive at the cost of the change (merging when deltas pile
 //!   up past [`Options::merge_after`]);
 //! - [`Reader`] finds a key over any [`RangeSource`] ([`Folder`] for a local folder), checks
-//!   every byte it returns, and counts the reads it made.
+//!   every byte it returns, and counts the reads it made;
+//! - [`prune`] deletes the parts named by neither the root nor the previous one.
 
 mod codec;
 mod diff;
 mod format;
+mod prune;
 mod read;
 mod stream;
 mod write;
@@ -20,6 +22,7 @@ use std::fmt;
 use std::io;
 
 pub use diff::{BlockAt, RootFiles, block_keys, changed_keys};
+pub use prune::{Pruned, prune};
 pub use read::{DEFAULT_BLOCK_CACHE, Folder, Found, RangeSource, Reader};
 pub use write::{Written, edit, write};
 
@@ -27,6 +30,10 @@ pub(crate) use stream::{Receipt, Stream, totals};
 
 /// The file every reader opens first: the commit point, replaced last by a write or an edit.
 pub(crate) const ROOT_FILE: &str = "root";
+
+/// The root a commit replaced, kept beside `root` so that [`prune`] leaves its parts for the
+/// readers still on it (docs/archive.md, "Pruning").
+pub const PREVIOUS_ROOT_FILE: &str = "root.previous";
 
 /// The key of a built archive's manifest: the tree's `manifest.json` (its settings and
 /// resources) with no files listed, since the archive's directory is its listing

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::codec::gzip_at;
 use super::format::{BlockRef, Entry, PartRef, Root, encode_block};
-use super::{Change, Document, Error, Folder, Options, ROOT_FILE, Reader, part_file};
+use super::{Change, Document, Error, Folder, Options, PREVIOUS_ROOT_FILE, ROOT_FILE, Reader, part_file};
 
 /// What a write or an edit wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -242,13 +242,26 @@ fn place_blocks(blocks: &[Vec<Entry>], mut parts: Parts<'_>) -> Result<(Vec<Bloc
     Ok((blocks.collect(), refs))
 }
 
-/// Writes the root, last: the commit point.
+/// Writes the root, last: the commit point. The root it replaces is kept as `root.previous`
+/// (a link to its bytes), whose parts [`super::prune`] keeps.
 fn commit(dir: &Path, root: &Root, written: &mut Written) -> Result<(), Error> {
     let stored = root.encode();
+    keep_previous(dir).map_err(|source| Error::Io { file: PREVIOUS_ROOT_FILE.into(), source })?;
     replace(&dir.join(ROOT_FILE), &stored).map_err(|source| Error::Io { file: ROOT_FILE.into(), source })?;
     written.files.push(ROOT_FILE.into());
     written.bytes += stored.len() as u64;
     Ok(())
+}
+
+/// Links the current root, if any, as `root.previous` (by a rename over it: atomic).
+fn keep_previous(dir: &Path) -> io::Result<()> {
+    let temporary = dir.join("root.previous.tmp");
+    let _ = fs::remove_file(&temporary);
+    match fs::hard_link(dir.join(ROOT_FILE), &temporary) {
+        Ok(()) => fs::rename(&temporary, dir.join(PREVIOUS_ROOT_FILE)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The entries cut into blocks of at most `options.block_entries`.

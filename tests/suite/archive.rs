@@ -320,3 +320,50 @@ fn measure_a_built_tree() {
     );
     assert!(!edit.merged);
 }
+
+/// The part files in the archive's `parts/` folder.
+fn part_files(dir: &Path) -> BTreeSet<String> {
+    let listing = std::fs::read_dir(dir.join("parts")).unwrap();
+    listing.map(|e| format!("parts/{}", e.unwrap().file_name().to_string_lossy())).collect()
+}
+
+#[test]
+fn prune_keeps_the_parts_of_the_current_and_the_previous_root_only() {
+    let (dir, previous) = (TempDir::new("archive-prune"), TempDir::new("archive-prune-previous"));
+    let options = Options { merge_after: 20, ..small() };
+    let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let initial: Vec<Document> = (0..600).map(|n| record(n, 0)).collect();
+    initial.iter().for_each(|d| d.keys.iter().for_each(|k| drop(model.insert(k.clone(), d.bytes.clone()))));
+    archive::write(dir.path(), initial, &options).unwrap();
+    let edit = |round: u64, model: &mut BTreeMap<String, Vec<u8>>| {
+        let doc = record(round * 29 % 600, round);
+        doc.keys.iter().for_each(|k| drop(model.insert(k.clone(), doc.bytes.clone())));
+        let written = archive::edit(dir.path(), [Change::Put(doc)], &options).unwrap();
+        archive::prune(dir.path()).unwrap();
+        written.merged
+    };
+    for round in 1..=20 {
+        assert!(!edit(round, &mut model), "round {round}: a delta");
+    }
+    // a reader in flight on the root the merge replaces, and what it holds
+    let (in_flight, old_model) = (open(dir.path()), model.clone());
+    let old_root = std::fs::read(dir.join("root")).unwrap();
+    assert!(edit(21, &mut model), "the 21st edit is a merge");
+    assert_eq!(std::fs::read(dir.join("root.previous")).unwrap(), old_root, "root.previous is the root replaced");
+    let (now, before) = (open(dir.path()).files(), in_flight.files());
+    let named: BTreeSet<String> = now.into_iter().chain(before).filter(|f| f != "root").collect();
+    assert_eq!(part_files(dir.path()), named, "parts/ holds the current and the previous root's parts, no others");
+    // the reader opened before the merge still reads every key, checked, from the pruned folder
+    let entries = in_flight.entries().unwrap();
+    let read: BTreeMap<String, Vec<u8>> =
+        entries.into_iter().map(|e| (e.key.clone(), in_flight.document(e).unwrap().bytes)).collect();
+    assert_eq!(read, old_model);
+    // and so does one opened later on root.previous
+    std::fs::create_dir_all(previous.path()).unwrap();
+    std::fs::copy(dir.join("root.previous"), previous.join("root")).unwrap();
+    std::os::unix::fs::symlink(dir.join("parts"), previous.join("parts")).unwrap();
+    assert_eq!(contents(previous.path()), old_model);
+    assert_eq!(contents(dir.path()), model);
+    // a prune with nothing to delete deletes nothing
+    assert_eq!(archive::prune(dir.path()).unwrap(), archive::Pruned::default());
+}

@@ -73,6 +73,7 @@ impl Output for ArchiveWriter<'_> {
             false => stream.write(&out, &options)?,
         };
         target.exists = true;
+        archive::prune(&out)?; // the parts neither this root nor the one it replaced names
         let (files, bytes) = archive::totals(&out)?;
         let report = WriteReport { files, bytes, written: written.files.len(), manifest_patched: None };
         // The index keeps no documents' table for an archive: a rebuild compares with the
