@@ -202,6 +202,14 @@ pub(crate) struct Documents<'s, 'd> {
     visit: Option<Vec<usize>>,
 }
 
+impl Documents<'_, '_> {
+    /// True when only some documents are visited (a partial build): the others are the
+    /// previous build's, unchanged, as the index has them.
+    pub(crate) fn partial(&self) -> bool {
+        self.visit.is_some()
+    }
+}
+
 /// What a writer returned for each document of the stream that it was handed, in plan order.
 pub(crate) struct Visited<R> {
     /// What `put` returned, for each document visited.
@@ -357,14 +365,17 @@ impl Changed {
 
 /// Takes back from the schemas what the previous versions of the changed records and
 /// sub-documents (`existed`: the data files changed that the previous build had) showed them,
-/// reading those versions from the tree (each checked against its hash in the index). False
+/// reading those versions from the output in place, tree or archive (each checked against its hash in the index). False
 /// when one cannot be: the build then renders every document.
 fn forget_previous(
     renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
-    tree: &crate::tree::dir::TreeDir,
+    tree: &super::previous::PreviousOutput,
     existed: &[String],
 ) -> bool {
+    if index.docs.is_empty() {
+        return false; // an archive an older gen wrote: its index has no documents' table
+    }
     for rel in existed {
         let Some(place) = Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
         let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
