@@ -242,18 +242,22 @@ pub fn build(
     timer.step("decide (check the tree against the index)");
     let data = std::mem::take(&mut loaded.files);
     let planned = plan_documents(&mut previous, dataset, &settings, (changed, data, options.verify), &timer)?;
+    let mut rendered = None; // an archive build says how many documents it rendered (`GEN_TIMINGS`)
     let written = if options.archive {
         let manifest = manifest_of(&settings, dataset);
         let (target, index, bulk_dates, fresh) =
             (&mut previous.target, previous.index.as_ref(), bulk_dates.as_ref(), options.verify);
         let writer = write::ArchiveWriter { target, manifest, lists: &planned.lists, bulk_dates, index, fresh };
-        writer.write(&planned.rendering.documents(&planned.plan, index, progress))?
+        let documents = planned.rendering.documents(&planned.plan, index, progress);
+        rendered = timer.on().then(|| documents.to_render());
+        writer.write(&documents)?
     } else {
         let tree = tree_writer(&mut previous, &settings, dataset, &planned.lists, bulk_dates.as_ref());
         let documents = planned.rendering.documents(&planned.plan, tree.previous.index, progress);
         tree.write(&documents)?
     };
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
+    let patched = patched.or(rendered.map(|n| format!(" (archive: {n} documents rendered)")));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let report = record(previous, written, planned, (started_ns, &settings, loaded.folders.notes))?;
     timer.step("write the index");

@@ -249,6 +249,15 @@ impl<'d> Documents<'_, 'd> {
         self.rendering.dataset
     }
 
+    /// How many documents [`Documents::place_each`] renders (those visited that need it).
+    pub(crate) fn to_render(&self) -> usize {
+        let dirty = |i: usize| self.rendering.dirty(&self.plan.get(i));
+        match &self.visit {
+            Some(visit) => visit.iter().filter(|&&i| dirty(i)).count(),
+            None => (0..self.plan.len()).filter(|&i| dirty(i)).count(),
+        }
+    }
+
     /// Renders the documents that need it and hands every document visited to `put`, in
     /// parallel (each on one worker, in no order), as a [`Document::Rendered`] or
     /// [`Document::Kept`]; a document dropped when `put` returns. Returns what `put` returned
@@ -258,12 +267,7 @@ impl<'d> Documents<'_, 'd> {
         &self,
         put: impl Fn(Document) -> Result<R> + Sync,
     ) -> Result<Visited<R>> {
-        let dirty = |i: usize| self.rendering.dirty(&self.plan.get(i));
-        let total = match &self.visit {
-            Some(visit) => visit.iter().filter(|&&i| dirty(i)).count(),
-            None => (0..self.plan.len()).filter(|&i| dirty(i)).count(),
-        };
-        self.progress.set_total(total as u64);
+        self.progress.set_total(self.to_render() as u64);
         // Failures are gathered aside, so that what is returned for a million documents is one
         // vector of small records, not of `Result`s.
         let problems: Mutex<Vec<Problem>> = Mutex::default();
