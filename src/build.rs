@@ -345,7 +345,8 @@ fn record(
     let dir = previous.target.dir.clone();
     let docs = written.docs.table(previous.index.take().map(|index| index.docs));
     // an archive's report counts its own files (its documents are not files)
-    let archive = previous.tree.as_ref().is_some_and(|output| output.archive().is_some()) || crate::archive::is_archive(&dir);
+    let archive =
+        previous.tree.as_ref().is_some_and(|output| output.archive().is_some()) || crate::archive::is_archive(&dir);
     let report = if archive { written.report } else { written.report.with_totals(docs.totals()) };
     drop(previous);
     let Planned { rendering, plan, lists, index_writer } = planned;

@@ -139,7 +139,12 @@ impl Stream {
     /// index): every document put is written, and the keys `removed` removed; the archive's
     /// directory is read only where the change touches it. Nothing is written when the change
     /// is empty.
-    pub(crate) fn edit_known(self, dir: &Path, options: &Options, removed: &BTreeSet<String>) -> Result<Written, Error> {
+    pub(crate) fn edit_known(
+        self,
+        dir: &Path,
+        options: &Options,
+        removed: &BTreeSet<String>,
+    ) -> Result<Written, Error> {
         let staged = self.staged.into_inner().expect("no panic while spooling");
         if staged.is_empty() && removed.is_empty() {
             return Ok(Written::default());

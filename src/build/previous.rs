@@ -4,11 +4,11 @@
 //! and a folder that is not a tree gen built is refused.
 
 use super::{BuildOptions, Folders, index, state, up_to_date, write};
+use crate::archive::{Folder, Reader};
 use crate::data::recorded::DataFiles;
 use crate::data::{listing, watched};
 use crate::tree::layout;
 use crate::tree::manifest::{self, BuildSettings, Manifest};
-use crate::archive::{Folder, Reader};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -61,7 +61,7 @@ impl PreviousBuild {
         }
         let tree = match archive {
             // an archive stopped before its first root has no documents: every one is rendered
-            true => Reader::open(Folder(dir.clone())).ok().map(PreviousOutput::Archive),
+            true => Reader::open(Folder(dir.clone())).ok().map(|reader| PreviousOutput::Archive(Box::new(reader))),
             false => Some(PreviousOutput::Tree(crate::tree::dir::TreeDir::open(&dir)?)),
         };
         Ok(PreviousBuild { target, journal, index, listed, tree, docs })
@@ -144,7 +144,7 @@ pub(super) enum PreviousOutput {
     /// A tree.
     Tree(crate::tree::dir::TreeDir),
     /// An archive (`gen build --archive`).
-    Archive(Reader<Folder>),
+    Archive(Box<Reader<Folder>>),
 }
 
 impl PreviousOutput {

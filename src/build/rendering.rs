@@ -66,7 +66,9 @@ impl<'d> Rendering<'d> {
     pub(super) fn take_back(&mut self, previous: &PreviousBuild) -> bool {
         let Some(existed) = self.existed.take() else { return false };
         let taken = match (&previous.index, &previous.tree) {
-            (Some(index), Some(tree)) => forget_previous(&self.renderer, index, tree, &existed),
+            (Some(index), Some(output)) => {
+                forget_previous(&self.renderer, index, &|path, max| output.read(path, max), &existed)
+            }
             _ => false,
         };
         if !taken {
@@ -369,12 +371,12 @@ impl Changed {
 
 /// Takes back from the schemas what the previous versions of the changed records and
 /// sub-documents (`existed`: the data files changed that the previous build had) showed them,
-/// reading those versions from the output in place, tree or archive (each checked against its hash in the index). False
+/// reading those versions with `read` from the output in place, tree or archive (each checked against its hash in the index). False
 /// when one cannot be: the build then renders every document.
 fn forget_previous(
     renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
-    tree: &super::previous::PreviousOutput,
+    read: &dyn Fn(&str, u64) -> Option<Vec<u8>>,
     existed: &[String],
 ) -> bool {
     if index.docs.is_empty() {
@@ -384,7 +386,7 @@ fn forget_previous(
         let Some(place) = Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
         let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
         let Some(entry) = index.docs.file(&path) else { return false };
-        let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
+        let Some(bytes) = read(&path, entry.stamp.size) else { return false };
         if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
             return false;
         }

@@ -176,7 +176,8 @@ fn a_one_record_edit_renders_only_what_changed() {
         let partial = rendered(&run);
         assert!(partial <= most(all), "step {step}: {partial} of {all} documents rendered: {}", run.stderr());
         let (ours, theirs) = (archive_contents(&archive), archive_contents(&fresh));
-        let differ: Vec<&String> = ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).collect();
+        let differ: Vec<&String> =
+            ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).collect();
         assert!(differ.is_empty(), "step {step}: the rebuilt archive differs from a fresh one at {differ:?}");
         assert!(all >= whole, "a fresh build renders every document");
     }
@@ -201,7 +202,9 @@ fn a_one_line_edit_of_a_large_table_renders_only_its_record() {
     let run = timed_archive_build(&data, &archive, &[]);
     let edit_took = started.elapsed();
     let partial = rendered(&run);
-    eprintln!("100,000 records: fresh archive build {fresh_took:?} ({whole} rendered), one-line edit {edit_took:?} ({partial} rendered)");
+    eprintln!(
+        "100,000 records: fresh archive build {fresh_took:?} ({whole} rendered), one-line edit {edit_took:?} ({partial} rendered)"
+    );
     eprintln!("{}", run.stderr());
     assert!(partial < 10, "{partial} of {whole} documents rendered for a one-line edit");
     let fresh = tmp.join("fresh");

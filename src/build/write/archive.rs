@@ -101,8 +101,10 @@ fn hand(stream: &Stream, document: Document, partial: bool) -> Result<Handed> {
     let (paths, bytes, hash, previous) = match document {
         Document::Rendered { paths, bytes, hash, previous } => (paths, bytes, hash, previous),
         Document::Late { path, bytes, hash, previous } => (vec![path], bytes, hash, previous),
-        Document::Kept { previous } => return Ok(unchanged(Some(previous), previous.hash.0, previous.stamp.size)
-            .expect("a partial build keeps documents")),
+        Document::Kept { previous } => {
+            return Ok(unchanged(Some(previous), previous.hash.0, previous.stamp.size)
+                .expect("a partial build keeps documents"));
+        }
     };
     if let Some(handed) = unchanged(previous, hash, bytes.len() as u64) {
         return Ok(handed);
@@ -161,9 +163,8 @@ impl Output for ArchiveWriter<'_> {
         }
         drop(reader);
         let options = archive::Options::default();
-        let failed = || {
-            format!("cannot edit the archive in {}; `gen build --archive --verify` writes it afresh", out.display())
-        };
+        let failed =
+            || format!("cannot edit the archive in {}; `gen build --archive --verify` writes it afresh", out.display());
         let written = match (edit, partial) {
             (true, true) => {
                 let previous = Previous { index, listed: Vec::new(), killed: None };
@@ -249,7 +250,8 @@ impl Bulk<'_, '_> {
             .map(|segment| {
                 let updated_at = dates.get(*segment).map_or_else(|| settings.deploy_date.clone(), i64::to_string);
                 if let Some((entry, path, file)) = self.kept(segment, old.get(*segment), settings) {
-                    let handed = Handed { placed: from_index(file.hash.0), receipt: receipt_of(file.hash.0, file.stamp.size) };
+                    let handed =
+                        Handed { placed: from_index(file.hash.0), receipt: receipt_of(file.hash.0, file.stamp.size) };
                     return Ok((bulk::Entry { updated_at, ..entry }, path, handed));
                 }
                 self.write_one(segment, &stage, settings, updated_at)
@@ -317,7 +319,9 @@ impl Bulk<'_, '_> {
         let read = |i: usize| -> Result<archive::Found> {
             let key = key(i);
             let reader = reader.context("a record document not spooled outside a partial build")?;
-            reader.get(&key)?.with_context(|| format!("the archive lacks {key}; `gen build --archive --verify` writes it afresh"))
+            reader
+                .get(&key)?
+                .with_context(|| format!("the archive lacks {key}; `gen build --archive --verify` writes it afresh"))
         };
         let mut records: Vec<(blake3::Hash, u64)> = Vec::with_capacity(positions.len());
         for &i in &positions {
@@ -338,7 +342,9 @@ impl Bulk<'_, '_> {
         let file = stage.join(&written.path);
         let previous = self.previous.and_then(|(_, index, _)| index.docs.other(std::slice::from_ref(&written.path)));
         let handed = match previous.filter(|previous| previous.hash.0 == written.blake3) {
-            Some(previous) => Handed { placed: from_index(previous.hash.0), receipt: receipt_of(previous.hash.0, written.size) },
+            Some(previous) => {
+                Handed { placed: from_index(previous.hash.0), receipt: receipt_of(previous.hash.0, written.size) }
+            }
             None => {
                 let receipt = self.stream.put_file(vec![written.path.clone()], &file)?;
                 Handed { placed: Placed { hash: written.blake3, staged: true, written: 1, from_index: false }, receipt }
