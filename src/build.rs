@@ -236,24 +236,28 @@ pub fn build(
             timer.step("record");
             return Ok(summary(write::WriteReport::default(), (true, base, told)));
         }
-        // an archive build renders every document, and its writer writes only what changed
-        Decision::Partial(index) if !options.archive => Some(Changed::since(index, &loaded.files)),
-        Decision::Partial(_) | Decision::Full => None,
+        Decision::Partial(index) => Some(Changed::since(index, &loaded.files)),
+        Decision::Full => None,
     };
     timer.step("decide (check the tree against the index)");
     let data = std::mem::take(&mut loaded.files);
     let planned = plan_documents(&mut previous, dataset, &settings, (changed, data, options.verify), &timer)?;
+    let mut rendered = None; // an archive build says how many documents it rendered (`GEN_TIMINGS`)
     let written = if options.archive {
         let manifest = manifest_of(&settings, dataset);
-        let (target, bulk_dates, fresh) = (&mut previous.target, bulk_dates.as_ref(), options.verify);
-        let writer = write::ArchiveWriter { target, manifest, bulk_dates, fresh };
-        writer.write(&planned.rendering.documents(&planned.plan, None, progress))?
+        let (target, index, bulk_dates, fresh) =
+            (&mut previous.target, previous.index.as_ref(), bulk_dates.as_ref(), options.verify);
+        let writer = write::ArchiveWriter { target, manifest, lists: &planned.lists, bulk_dates, index, fresh };
+        let documents = planned.rendering.documents(&planned.plan, index, progress);
+        rendered = timer.on().then(|| documents.to_render());
+        writer.write(&documents)?
     } else {
         let tree = tree_writer(&mut previous, &settings, dataset, &planned.lists, bulk_dates.as_ref());
         let documents = planned.rendering.documents(&planned.plan, tree.previous.index, progress);
         tree.write(&documents)?
     };
     let patched = written.report.manifest_patched.map(|n| format!(" (manifest patched: {n} entries changed)"));
+    let patched = patched.or(rendered.map(|n| format!(" (archive: {n} documents rendered)")));
     timer.step(&format!("render, write and commit{}", patched.unwrap_or_default()));
     let report = record(previous, written, planned, (started_ns, &settings, loaded.folders.notes))?;
     timer.step("write the index");
@@ -340,7 +344,10 @@ fn record(
 ) -> Result<write::WriteReport> {
     let dir = previous.target.dir.clone();
     let docs = written.docs.table(previous.index.take().map(|index| index.docs));
-    let report = written.report.with_totals(docs.totals());
+    // an archive's report counts its own files (its documents are not files)
+    let archive =
+        previous.tree.as_ref().is_some_and(|output| output.archive().is_some()) || crate::archive::is_archive(&dir);
+    let report = if archive { written.report } else { written.report.with_totals(docs.totals()) };
     drop(previous);
     let Planned { rendering, plan, lists, index_writer } = planned;
     drop(plan);

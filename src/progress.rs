@@ -64,6 +64,11 @@ impl StepTimer {
         StepTimer { last: std::env::var_os("GEN_TIMINGS").map(|_| std::cell::Cell::new(std::time::Instant::now())) }
     }
 
+    /// True when steps are timed (`GEN_TIMINGS` is set).
+    pub(crate) fn on(&self) -> bool {
+        self.last.is_some()
+    }
+
     /// Prints, with `GEN_TIMINGS`, how long since the last step `what` took.
     pub(crate) fn step(&self, what: &str) {
         if let Some(last) = &self.last {

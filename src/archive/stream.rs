@@ -134,6 +134,25 @@ impl Stream {
         }
         apply(dir, &reader, &mut spool, puts, &removed, options)
     }
+
+    /// Applies to the archive in `dir` a change known beforehand (a partial build's, from its
+    /// index): every document put is written, and the keys `removed` removed; the archive's
+    /// directory is read only where the change touches it. Nothing is written when the change
+    /// is empty.
+    pub(crate) fn edit_known(
+        self,
+        dir: &Path,
+        options: &Options,
+        removed: &BTreeSet<String>,
+    ) -> Result<Written, Error> {
+        let staged = self.staged.into_inner().expect("no panic while spooling");
+        if staged.is_empty() && removed.is_empty() {
+            return Ok(Written::default());
+        }
+        let reader = Reader::open(Folder(dir.to_path_buf()))?;
+        let mut spool = self.spool.into_inner().expect("no panic while spooling");
+        apply(dir, &reader, &mut spool, staged, removed, options)
+    }
 }
 
 /// The files of the archive in `dir` (the parts its root names, and the root) and their bytes.

@@ -4,6 +4,7 @@
 //! and a folder that is not a tree gen built is refused.
 
 use super::{BuildOptions, Folders, index, state, up_to_date, write};
+use crate::archive::{Folder, Reader};
 use crate::data::recorded::DataFiles;
 use crate::data::{listing, watched};
 use crate::tree::layout;
@@ -22,8 +23,9 @@ pub(super) struct PreviousBuild {
     /// Paths known to be ours besides the index's: the journal's, and the manifest's when
     /// there is no index.
     pub(super) listed: Vec<String>,
-    /// The tree in place, opened without following links inside it.
-    pub(super) tree: Option<crate::tree::dir::TreeDir>,
+    /// The output in place (the tree, opened without following links inside it; or the
+    /// archive), which a partial build reads previous documents from.
+    pub(super) tree: Option<PreviousOutput>,
     /// The index's documents' table, until it is read ([`PreviousBuild::read_docs`]).
     pub(super) docs: Option<index::DeferredDocs>,
 }
@@ -57,7 +59,11 @@ impl PreviousBuild {
         if index.is_none() && !archive {
             listed.extend(previous_files(&dir, !journal.paths.is_empty())?);
         }
-        let tree = Some(crate::tree::dir::TreeDir::open(&dir)?);
+        let tree = match archive {
+            // an archive stopped before its first root has no documents: every one is rendered
+            true => Reader::open(Folder(dir.clone())).ok().map(|reader| PreviousOutput::Archive(Box::new(reader))),
+            false => Some(PreviousOutput::Tree(crate::tree::dir::TreeDir::open(&dir)?)),
+        };
         Ok(PreviousBuild { target, journal, index, listed, tree, docs })
     }
 
@@ -128,6 +134,34 @@ impl PreviousBuild {
         }
         crate::staging::clean_leftovers(&self.target.dir);
         base
+    }
+}
+
+/// The output a previous build left, as a partial build reads its documents back: the tree's
+/// files, or the archive's documents by key (the tree's paths). The one seam between a build and
+/// the kind of output in place; what it reads is checked against the index's hashes.
+pub(super) enum PreviousOutput {
+    /// A tree.
+    Tree(crate::tree::dir::TreeDir),
+    /// An archive (`gen build --archive`).
+    Archive(Box<Reader<Folder>>),
+}
+
+impl PreviousOutput {
+    /// The bytes of the document at `path` (at most `max` bytes from a tree), when it has one.
+    pub(super) fn read(&self, path: &str, max: u64) -> Option<Vec<u8>> {
+        match self {
+            PreviousOutput::Tree(tree) => tree.read(path, max),
+            PreviousOutput::Archive(reader) => reader.get(path).ok().flatten().map(|found| found.bytes),
+        }
+    }
+
+    /// The archive, when the output is one.
+    pub(super) fn archive(&self) -> Option<&Reader<Folder>> {
+        match self {
+            PreviousOutput::Tree(_) => None,
+            PreviousOutput::Archive(reader) => Some(reader),
+        }
     }
 }
 

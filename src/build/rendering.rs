@@ -66,7 +66,9 @@ impl<'d> Rendering<'d> {
     pub(super) fn take_back(&mut self, previous: &PreviousBuild) -> bool {
         let Some(existed) = self.existed.take() else { return false };
         let taken = match (&previous.index, &previous.tree) {
-            (Some(index), Some(tree)) => forget_previous(&self.renderer, index, tree, &existed),
+            (Some(index), Some(output)) => {
+                forget_previous(&self.renderer, index, &|path, max| output.read(path, max), &existed)
+            }
             _ => false,
         };
         if !taken {
@@ -202,6 +204,14 @@ pub(crate) struct Documents<'s, 'd> {
     visit: Option<Vec<usize>>,
 }
 
+impl Documents<'_, '_> {
+    /// True when only some documents are visited (a partial build): the others are the
+    /// previous build's, unchanged, as the index has them.
+    pub(crate) fn partial(&self) -> bool {
+        self.visit.is_some()
+    }
+}
+
 /// What a writer returned for each document of the stream that it was handed, in plan order.
 pub(crate) struct Visited<R> {
     /// What `put` returned, for each document visited.
@@ -241,6 +251,15 @@ impl<'d> Documents<'_, 'd> {
         self.rendering.dataset
     }
 
+    /// How many documents [`Documents::place_each`] renders (those visited that need it).
+    pub(crate) fn to_render(&self) -> usize {
+        let dirty = |i: usize| self.rendering.dirty(&self.plan.get(i));
+        match &self.visit {
+            Some(visit) => visit.iter().filter(|&&i| dirty(i)).count(),
+            None => (0..self.plan.len()).filter(|&i| dirty(i)).count(),
+        }
+    }
+
     /// Renders the documents that need it and hands every document visited to `put`, in
     /// parallel (each on one worker, in no order), as a [`Document::Rendered`] or
     /// [`Document::Kept`]; a document dropped when `put` returns. Returns what `put` returned
@@ -250,12 +269,7 @@ impl<'d> Documents<'_, 'd> {
         &self,
         put: impl Fn(Document) -> Result<R> + Sync,
     ) -> Result<Visited<R>> {
-        let dirty = |i: usize| self.rendering.dirty(&self.plan.get(i));
-        let total = match &self.visit {
-            Some(visit) => visit.iter().filter(|&&i| dirty(i)).count(),
-            None => (0..self.plan.len()).filter(|&i| dirty(i)).count(),
-        };
-        self.progress.set_total(total as u64);
+        self.progress.set_total(self.to_render() as u64);
         // Failures are gathered aside, so that what is returned for a million documents is one
         // vector of small records, not of `Result`s.
         let problems: Mutex<Vec<Problem>> = Mutex::default();
@@ -357,19 +371,22 @@ impl Changed {
 
 /// Takes back from the schemas what the previous versions of the changed records and
 /// sub-documents (`existed`: the data files changed that the previous build had) showed them,
-/// reading those versions from the tree (each checked against its hash in the index). False
+/// reading those versions with `read` from the output in place, tree or archive (each checked against its hash in the index). False
 /// when one cannot be: the build then renders every document.
 fn forget_previous(
     renderer: &render::DocumentRenderer<'_>,
     index: &index::Index,
-    tree: &crate::tree::dir::TreeDir,
+    read: &dyn Fn(&str, u64) -> Option<Vec<u8>>,
     existed: &[String],
 ) -> bool {
+    if index.docs.is_empty() {
+        return false; // an archive an older gen wrote: its index has no documents' table
+    }
     for rel in existed {
         let Some(place) = Place::of_data_file(rel) else { continue }; // gen.json, order files, tables
         let (segment, subdoc, path) = (place.segment, place.kind, place.tree_path(place.id));
         let Some(entry) = index.docs.file(&path) else { return false };
-        let Some(bytes) = tree.read(&path, entry.stamp.size) else { return false };
+        let Some(bytes) = read(&path, entry.stamp.size) else { return false };
         if blake3::hash(&bytes) != entry.hash.0 || renderer.forget(segment, subdoc, &bytes).is_err() {
             return false;
         }

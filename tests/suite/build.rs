@@ -1275,7 +1275,7 @@ fn a_record_git_ignores_is_an_uncommitted_change_that_dates_the_build_by_the_clo
 /// one file each. With `edited`, the first thing's line differs by one value. With
 /// `one_file_each`, the things are `thing/<id>.json` and `thing/<id>/notes.json` instead (and
 /// with `edited`, only `thing/1.json` is written again).
-fn synthetic_data(dir: &Path, records: usize, edited: bool, one_file_each: bool) {
+pub(crate) fn synthetic_data(dir: &Path, records: usize, edited: bool, one_file_each: bool) {
     let mut things = String::new();
     let mut notes = String::new();
     let mut each: Vec<(String, String)> = Vec::new();
