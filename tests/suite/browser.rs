@@ -354,6 +354,12 @@ impl Tab {
 
     /// Sends one command (to the tab once attached) and waits for its result.
     fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.try_call(method, params).unwrap_or_else(|answer| panic!("{method}: {answer}"))
+    }
+
+    /// [`Tab::call`], with an error answer returned, not a panic (a page navigating away while
+    /// an expression runs in it answers one).
+    fn try_call(&mut self, method: &str, params: serde_json::Value) -> Result<serde_json::Value, serde_json::Value> {
         self.next_id += 1;
         let mut command = serde_json::json!({ "id": self.next_id, "method": method, "params": params });
         if !self.session.is_empty() {
@@ -367,8 +373,10 @@ impl Tab {
             let left = deadline.saturating_duration_since(Instant::now());
             let answer = self.answers.recv_timeout(left).unwrap_or_else(|e| panic!("{method}: no answer: {e}"));
             if answer["id"] == self.next_id {
-                assert!(answer.get("error").is_none(), "{method}: {answer}");
-                return answer["result"].clone();
+                return match answer.get("error") {
+                    Some(_) => Err(answer),
+                    None => Ok(answer["result"].clone()),
+                };
             }
         }
     }
@@ -381,10 +389,14 @@ impl Tab {
         result["result"]["value"].clone()
     }
 
-    /// Waits until the tab shows `url`, loaded.
+    /// Waits until the tab shows `url`, loaded. An expression asked while the page navigates
+    /// is answered "Inspected target navigated or closed": not yet.
     fn shows(&mut self, url: &str) -> bool {
+        let expression =
+            serde_json::json!({ "expression": "location.href + ' ' + document.readyState", "returnByValue": true });
         eventually(Duration::from_secs(60), || {
-            self.eval("location.href + ' ' + document.readyState") == format!("{url} complete").as_str()
+            self.try_call("Runtime.evaluate", expression.clone())
+                .is_ok_and(|result| result["result"]["value"] == format!("{url} complete").as_str())
         })
     }
 }
