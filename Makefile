@@ -64,6 +64,7 @@ test-quick:
 ## ONLY=build|serve|crawl|edge|filters|compile runs one part (edge: the Cloudflare handler in workerd against its origin, bench/edge.py; compile: make build fresh and after a one-file edit, bench/compile.py). HUGE=1 adds the 1M-record run (bench/huge.py: builds cold
 ## and warm, cp -r, gen serve, --watch; checks df -i first), ONLY=huge runs it alone;
 ## HUGE_DATA=<imported data folder> reuses one, HUGE_RECORDS=<n> tries it at another size;
+## ONLY=archive measures issue 49's archive against the tree (bench/archive.py: the published data with API_DATA, 1M records with HUGE=1);
 ## ONLY=scale measures issue 36's targets (bench/scale.py: 200k records one file each and in NDJSON,
 ## the published data with API_DATA, 1M records in NDJSON with HUGE=1; GEN=<a gen> instead of
 ## target/release/gen, GEN_BASE=<another gen> measured in turn, SCALE_DATA=<data made before>)
