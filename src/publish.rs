@@ -174,7 +174,7 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
 /// Publishes the archive in `options.dir` (docs/deploy.md, "Publishing an archive").
 fn publish_archive(options: &PublishOptions, started: Instant) -> Result<PublishSummary> {
     let local = archive_plan::LocalArchive::open(&options.dir)?;
-    let target = Target::parse(&options.target)?;
+    let target = Target { commit_point: "root", ..Target::parse(&options.target)? };
     let _ = rustls::crypto::ring::default_provider().install_default();
     if target.kind == target::Kind::File {
         let folder = Path::new(&target.prefix);

@@ -18,6 +18,9 @@ pub(crate) struct Target {
     pub(crate) prefix: String,
     /// The url as the user wrote it, for messages.
     pub(crate) shown: String,
+    /// The file whose upload is the publish's commit point, for messages: the tree's
+    /// `manifest`, or an archive's `root`.
+    pub(crate) commit_point: &'static str,
 }
 
 /// The kinds of store.
@@ -51,7 +54,13 @@ impl Target {
             }
             let prefix = rest.trim_end_matches('/').to_string();
             let prefix = if prefix.is_empty() { "/".to_string() } else { prefix };
-            return Ok(Target { kind, bucket: String::new(), prefix, shown: url.to_string() });
+            return Ok(Target {
+                kind,
+                bucket: String::new(),
+                prefix,
+                shown: url.to_string(),
+                commit_point: "manifest",
+            });
         }
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
@@ -61,7 +70,13 @@ impl Target {
         if prefix.split('/').any(|part| part == "." || part == "..") || prefix.contains("//") {
             bail!("{url:?}: the prefix must not hold empty, `.` or `..` segments");
         }
-        Ok(Target { kind, bucket: bucket.to_string(), prefix: prefix.to_string(), shown: url.to_string() })
+        Ok(Target {
+            kind,
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+            shown: url.to_string(),
+            commit_point: "manifest",
+        })
     }
 
     /// True when the store keeps `Content-Type` and `Cache-Control` with each object (a local
@@ -224,6 +239,7 @@ pub(crate) fn explain(
     place: &str,
     stage: Stage,
 ) -> anyhow::Error {
+    let point = target.commit_point;
     use object_store::Error as E;
     let text = format!("{error}");
     let chain = error_chain(&error);
@@ -263,22 +279,25 @@ pub(crate) fn explain(
         _ => format!("{doing} on {place} failed"),
     };
     let state = match stage {
-        Stage::Before => "nothing was deleted, and the published manifest is still the previous one",
+        Stage::Before => format!("nothing was deleted, and the published {point} is still the previous one"),
         Stage::Deleting => {
-            "the new manifest is published, but some removed objects are left: run gen publish again to delete them"
+            format!(
+                "the new {point} is published, but some removed objects are left: run gen publish again to delete them"
+            )
         }
-        Stage::Repairing => {
-            "the new manifest is published and removed objects deleted, but objects an unfinished publish wrote \
+        Stage::Repairing => format!(
+            "the new {point} is published and removed objects deleted, but objects an unfinished publish wrote \
              meanwhile may not be repaired yet: the marker .gen-publish.json is left, so the next gen publish \
              compares every object again and repairs them"
-        }
-        Stage::MarkerLeft => {
-            "the publish itself succeeded (the new manifest is live, every removed object deleted), but its marker \
+        ),
+        Stage::MarkerLeft => format!(
+            "the publish itself succeeded (the new {point} is live, every removed object deleted), but its marker \
              .gen-publish.json is left: the next gen publish compares every object once and removes it"
-        }
+        ),
         Stage::LockLeft => {
-            "the publish itself succeeded, but its lock .gen-publish.lock is left: the next gen publish must pass \
-             --take-over-lock (or delete that object by hand)"
+            "the publish itself succeeded, but its lock .gen-publish.lock is left: the next gen publish \
+                            must pass --take-over-lock (or delete that object by hand)"
+                .to_string()
         }
     };
     anyhow::anyhow!("{advice}; {state}\n  cause: {text}")

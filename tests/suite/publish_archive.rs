@@ -271,6 +271,19 @@ fn an_archive_built_then_rebuilt_after_a_one_record_edit_publishes_its_change() 
     }
 }
 
+/// A failed upload names the archive's commit point, its root, in what it says is left as it
+/// was (a tree's publish names its manifest).
+#[test]
+fn a_failed_upload_of_an_archive_says_its_root_is_still_the_previous_one() {
+    let Some(weed) = Weed::start() else { return };
+    let edit = Edit::new();
+    let proxy = weed.proxy();
+    proxy.fault(Some("PUT"), "root", crate::fault_proxy::Fault::Status500);
+    let run = publish_to(&weed, Some(&proxy.endpoint()), &edit.a(), "s3://gen", &["--retries", "0"]).fails_with(2);
+    let said = run.stderr();
+    assert!(said.contains("the published root is still the previous one") && !said.contains("manifest"), "{said}");
+}
+
 /// The record of retired parts on the bucket: part → since when.
 fn retired(weed: &Weed) -> BTreeMap<String, i64> {
     let record: serde_json::Value = serde_json::from_slice(&weed.get(RETIRED).0).unwrap();
