@@ -1,11 +1,10 @@
 //! The archive's primitives (docs/archive.md, "Integers, hashes, gzip"): LEB128 varints,
 //! strings, a cursor that decodes them and says where it failed, and deterministic gzip.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
-use flate2::Compression;
 use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
+use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress, Status};
 
 /// Appends `value` as an unsigned LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
@@ -83,27 +82,106 @@ impl<'a> Cursor<'a> {
 
 /// `bytes` as one deterministic gzip member: no name, no comment, MTIME 0, OS 255, level 6.
 pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 32), Compression::new(6));
+    gzip_at(bytes, 6)
+}
+
+/// `bytes` gzipped by flate2's `GzEncoder` (a DEFLATE state made for the call).
+fn encoder_gzip(bytes: &[u8], level: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() + 64), Compression::new(level));
     encoder.write_all(bytes).expect("writing to memory");
     encoder.finish().expect("writing to memory")
+}
+
+/// The gzip header gen writes: no name, no comment, no extra field, MTIME 0, OS 255 (unknown),
+/// XFL as zlib sets it for the level (4 at 0 and 1, 2 at 9, else 0).
+fn header(level: u32) -> [u8; 10] {
+    let xfl = match level {
+        0 | 1 => 4,
+        9.. => 2,
+        _ => 0,
+    };
+    [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 0xff]
+}
+
+thread_local! {
+    /// One DEFLATE state per level on each thread, reset for each document: a state is about
+    /// 300 KB, and made afresh for each of a million documents its allocation, zeroing and
+    /// release took most of an archive build's time (docs/benchmarks/issue-49-archive.md).
+    static DEFLATE: std::cell::RefCell<Vec<(u32, Compress)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// One INFLATE state on each thread, reset for each document.
+    static INFLATE: std::cell::RefCell<Option<Decompress>> = const { std::cell::RefCell::new(None) };
 }
 
 /// `bytes` as one deterministic gzip member at DEFLATE `level` (0: stored blocks, for bytes
-/// that are gzip already); otherwise as [`gzip`].
+/// that are gzip already): the bytes flate2's `GzEncoder` writes, from a state kept per thread.
 pub(crate) fn gzip_at(bytes: &[u8], level: u32) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 4 + 32), Compression::new(level));
-    encoder.write_all(bytes).expect("writing to memory");
-    encoder.finish().expect("writing to memory")
+    if level < 2 {
+        // at 0 and 1, zlib-rs cuts blocks where the output buffer ends: `GzEncoder`'s cuts, kept
+        return encoder_gzip(bytes, level);
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 + 64);
+    out.extend_from_slice(&header(level));
+    DEFLATE.with(|states| {
+        let mut states = states.borrow_mut();
+        let at = match states.iter().position(|(l, _)| *l == level) {
+            Some(at) => at,
+            None => {
+                states.push((level, Compress::new(Compression::new(level), false)));
+                states.len() - 1
+            }
+        };
+        let state = &mut states[at].1;
+        state.reset();
+        loop {
+            let read = state.total_in() as usize;
+            out.reserve(bytes.len().saturating_sub(read) / 2 + 1024);
+            match state.compress_vec(&bytes[read..], &mut out, FlushCompress::Finish) {
+                Ok(Status::StreamEnd) => break,
+                Ok(_) => {}
+                Err(e) => unreachable!("DEFLATE into memory cannot fail: {e}"),
+            }
+        }
+    });
+    let mut crc = Crc::new();
+    crc.update(bytes);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out
 }
 
 /// The bytes of one gzip member, its CRC-32 and length checked; `None` when it is damaged,
-/// truncated, or followed by anything.
+/// truncated, or followed by anything. A member with gen's header is inflated by a state kept
+/// per thread; any other by flate2's `GzDecoder`.
 pub(crate) fn gunzip(stored: &[u8], size_hint: usize) -> Option<Vec<u8>> {
-    let mut decoder = GzDecoder::new(stored);
+    let plain = stored.len() >= 18 && stored[..4] == [0x1f, 0x8b, 8, 0];
+    if !plain {
+        let mut decoder = GzDecoder::new(stored);
+        let mut out = Vec::with_capacity(size_hint);
+        decoder.read_to_end(&mut out).ok()?;
+        return decoder.into_inner().is_empty().then_some(out);
+    }
+    let (body, trailer) = stored[10..].split_at(stored.len() - 18);
     let mut out = Vec::with_capacity(size_hint);
-    decoder.read_to_end(&mut out).ok()?;
-    let rest = decoder.into_inner();
-    rest.is_empty().then_some(out)
+    let whole = INFLATE.with(|state| {
+        let mut state = state.borrow_mut();
+        let state = state.get_or_insert_with(|| Decompress::new(false));
+        state.reset(false);
+        loop {
+            let read = state.total_in() as usize;
+            out.reserve(size_hint.saturating_sub(out.len()).max(4096));
+            match state.decompress_vec(&body[read..], &mut out, FlushDecompress::Finish) {
+                Ok(Status::StreamEnd) => return state.total_in() as usize == body.len(),
+                Ok(_) if state.total_in() as usize == body.len() && out.len() < out.capacity() => return false,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+    });
+    let mut crc = Crc::new();
+    crc.update(&out);
+    let expected = (crc.sum().to_le_bytes(), (out.len() as u32).to_le_bytes());
+    (whole && trailer[..4] == expected.0 && trailer[4..] == expected.1).then_some(out)
 }
 
 /// A hash as 64 lowercase hex digits: a part's file name.
@@ -125,6 +203,33 @@ mod tests {
             cursor.end().unwrap();
         }
         assert!(Cursor::new(&[0x80]).varint("v").unwrap_err().contains("past the end"));
+    }
+
+    #[test]
+    fn a_kept_state_writes_what_a_fresh_encoder_writes() {
+        let mut seed = 7u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (seed >> 59) as u8 + b'a'
+                })
+                .collect()
+        };
+        let mut inputs = vec![Vec::new(), b"x".to_vec(), b"{\"id\": 1}".repeat(5000)];
+        inputs.extend([10, 1000, 70_000, 300_000].map(&mut noise));
+        for level in [0, 1, 2, 4, 6, 9] {
+            for input in &inputs {
+                let ours = gzip_at(input, level);
+                assert_eq!(ours, encoder_gzip(input, level), "level {level}, {} bytes", input.len());
+                assert_eq!(gunzip(&ours, 0).as_deref(), Some(input.as_slice()));
+                assert_eq!(gzip_at(input, level), ours, "the state is reset between documents");
+            }
+        }
+        let foreign = flate2::GzBuilder::new().filename("x").write(Vec::new(), Compression::new(6));
+        let mut foreign = foreign;
+        std::io::Write::write_all(&mut foreign, b"named").unwrap();
+        assert_eq!(gunzip(&foreign.finish().unwrap(), 0).unwrap(), b"named", "any other header is read too");
     }
 
     #[test]
