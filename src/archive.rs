@@ -13,8 +13,12 @@
 mod codec;
 mod diff;
 mod format;
+mod full;
+mod ledger;
+mod place;
 mod prune;
 mod read;
+mod sort;
 mod stream;
 mod write;
 
@@ -22,9 +26,10 @@ use std::fmt;
 use std::io;
 
 pub use diff::{BlockAt, RootFiles, block_keys, changed_keys};
+pub use place::Written;
 pub use prune::{Pruned, prune};
 pub use read::{DEFAULT_BLOCK_CACHE, Folder, Found, RangeSource, Reader};
-pub use write::{Written, edit, write};
+pub use write::{edit, write};
 
 pub(crate) use stream::{Receipt, Stream, totals};
 

@@ -14,8 +14,12 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use super::codec::{gunzip, gzip_at};
-use super::write::{Spool, Staged, apply, level_of, write_full};
-use super::{Error, Folder, Options, Reader, Written};
+use super::full::write_full;
+use super::ledger::{Ledger, Source, Staged};
+use super::place::{Spool, Written, level_of};
+use super::sort::{self, Sorter};
+use super::write::apply;
+use super::{Error, Folder, Options, Reader};
 
 /// Where a document put went: its place in the spool, its hash and size. `Copy`, so that a
 /// build's stream keeps it for each document (see `crate::build::rendering::Documents`).
@@ -31,22 +35,33 @@ pub(crate) struct Receipt {
 
 /// Documents handed over from many threads, spooled compressed, until the write or the edit.
 pub(crate) struct Stream {
-    spool: Mutex<Spool>,
-    staged: Mutex<Vec<Staged>>,
+    spool: Mutex<Spooled>,
+}
+
+/// The spool and its ledger, written together under one lock.
+struct Spooled {
+    spool: Spool,
+    ledger: Ledger,
 }
 
 impl Stream {
-    /// A stream spooling into the file `spool` (removed when the stream ends).
+    /// A stream spooling into the file `spool` (removed when the stream ends), with its ledger
+    /// and scratch files beside it.
     pub(crate) fn create(spool: PathBuf) -> Result<Stream, Error> {
-        Ok(Stream { spool: Mutex::new(Spool::at(spool)?), staged: Mutex::default() })
+        let spool = Spool::at(spool)?;
+        let ledger = Ledger::create(spool.scratch("ledger"))?;
+        Ok(Stream { spool: Mutex::new(Spooled { spool, ledger }) })
     }
 
     /// Puts `bytes` under `keys`: compressed and hashed on the calling thread, then spooled.
     pub(crate) fn put(&self, keys: Vec<String>, bytes: &[u8]) -> Result<Receipt, Error> {
         let stored = gzip_at(bytes, level_of(&keys));
         let (hash, size) = (*blake3::hash(bytes).as_bytes(), bytes.len() as u64);
-        let at = self.spool.lock().expect("no panic while spooling").push(&stored)?;
-        Ok(self.staged(keys, Receipt { at, length: stored.len() as u64, hash, size }))
+        let mut spooled = self.spool.lock().expect("no panic while spooling");
+        let at = spooled.spool.push(&stored)?;
+        let receipt = Receipt { at, length: stored.len() as u64, hash, size };
+        spooled.record(keys, receipt)?;
+        Ok(receipt)
     }
 
     /// Puts the file at `path` under `keys`, streamed (never held whole) into one gzip member at
@@ -56,8 +71,8 @@ impl Stream {
         let mut file = std::fs::File::open(path).map_err(failed)?;
         let level = level_of(&keys);
         let (mut hasher, mut size) = (blake3::Hasher::new(), 0u64);
-        let mut spool = self.spool.lock().expect("no panic while spooling");
-        let (at, length) = spool.append_with(|out| {
+        let mut spooled = self.spool.lock().expect("no panic while spooling");
+        let (at, length) = spooled.spool.append_with(|out| {
             let mut encoder = GzEncoder::new(out, Compression::new(level));
             let mut buffer = vec![0; 1 << 16];
             loop {
@@ -71,68 +86,83 @@ impl Stream {
             }
             encoder.finish().map(drop)
         })?;
-        drop(spool);
-        Ok(self.staged(keys, Receipt { at, length, hash: *hasher.finalize().as_bytes(), size }))
-    }
-
-    fn staged(&self, keys: Vec<String>, receipt: Receipt) -> Receipt {
-        let media_type = keys.first().map_or("application/octet-stream", |k| crate::tree::media_type(k)).to_string();
-        let Receipt { at, length, hash, size } = receipt;
-        let staged = Staged { keys, hash, size, media_type, at, length };
-        self.staged.lock().expect("no panic while spooling").push(staged);
-        receipt
+        let receipt = Receipt { at, length, hash: *hasher.finalize().as_bytes(), size };
+        spooled.record(keys, receipt)?;
+        Ok(receipt)
     }
 
     /// The bytes of a document put, read back from the spool and decompressed.
     pub(crate) fn read(&self, receipt: Receipt) -> Result<Vec<u8>, Error> {
-        let stored = self.spool.lock().expect("no panic while spooling").get(receipt.at, receipt.length)?;
+        let stored = self.spool.lock().expect("no panic while spooling").spool.get(receipt.at, receipt.length)?;
         let what = "a spooled document is not the gzip member written".to_string();
         gunzip(&stored, receipt.size as usize).ok_or(Error::Damaged { file: ".spool".into(), offset: receipt.at, what })
     }
 
     /// Writes a fresh archive of every document put into `dir`: parts, then the root, last.
     pub(crate) fn write(self, dir: &Path, options: &Options) -> Result<Written, Error> {
-        let spool = self.spool.into_inner().expect("no panic while spooling");
-        write_full(dir, &spool, self.staged.into_inner().expect("no panic while spooling"), options)
+        let Spooled { spool, mut ledger } = self.spool.into_inner().expect("no panic while spooling");
+        write_full(dir, &spool, &mut ledger, None, options)
     }
 
     /// Makes the archive in `dir` hold exactly the documents put, writing only the change (by
     /// [`super::edit`]'s rules): the documents whose bytes differ from the archive's under one
     /// of their keys, or that it lacks, are put; the keys it has that were not put are removed.
-    /// Nothing at all is written when it holds them already.
+    /// Nothing at all is written when it holds them already. The keys put are sorted on disk
+    /// and walked beside the archive's entries, a block at a time: both in key order.
     pub(crate) fn edit(self, dir: &Path, options: &Options) -> Result<Written, Error> {
         let reader = Reader::open(Folder(dir.to_path_buf()))?;
-        let mut spool = self.spool.into_inner().expect("no panic while spooling");
-        let staged = self.staged.into_inner().expect("no panic while spooling");
-        let mut keys: Vec<(&str, usize)> =
-            staged.iter().enumerate().flat_map(|(i, d)| d.keys.iter().map(move |k| (k.as_str(), i))).collect();
-        keys.sort_unstable();
-        let (mut changed, mut removed) = (vec![false; staged.len()], BTreeSet::new());
-        let mut new = keys.iter().peekable();
-        // the archive's entries, a block at a time, against the keys put (both in key order)
+        let Spooled { spool, mut ledger } = self.spool.into_inner().expect("no panic while spooling");
+        let mut keys = Sorter::new(spool.scratch("keys"), sort::BUDGET);
+        let mut item = Vec::new();
+        for (i, staged) in ledger.records()?.enumerate() {
+            let staged = staged?;
+            for key in &staged.keys {
+                item.clear();
+                item.extend_from_slice(key.as_bytes());
+                item.push(0);
+                item.extend_from_slice(&(i as u64).to_be_bytes());
+                item.extend_from_slice(&staged.hash);
+                keys.push(&item)?;
+            }
+        }
+        let (mut changed, mut removed) = (vec![false; ledger.len() as usize], BTreeSet::new());
+        let mut new = keys.finish()?.map(|item| item.map(|item| split_item(&item))).peekable();
         for block in 0..reader.root().blocks.len() {
             for entry in reader.block(block)?.iter() {
-                while let Some((_, i)) = new.next_if(|(key, _)| *key < entry.key.as_str()) {
-                    changed[*i] = true;
+                let mut found = false;
+                while let Some(next) = new.peek() {
+                    let order = match next {
+                        Ok((key, ..)) => key.as_slice().cmp(entry.key.as_bytes()),
+                        Err(_) => return Err(new.next().and_then(Result::err).expect("an error")),
+                    };
+                    if order.is_gt() {
+                        break;
+                    }
+                    let (_, i, hash) = new.next().expect("peeked")?;
+                    changed[i] |= order.is_lt() || hash != entry.hash;
+                    found |= order.is_eq();
                 }
-                match new.next_if(|(key, _)| *key == entry.key) {
-                    Some((_, i)) => changed[*i] |= staged[*i].hash != entry.hash,
-                    None => drop(removed.insert(entry.key.clone())),
+                if !found {
+                    removed.insert(entry.key.clone());
                 }
             }
             // one block held at a time: the directory of a large archive is never held whole
             reader.forget_blocks();
         }
-        for (_, i) in new {
-            changed[*i] = true;
+        for rest in new {
+            changed[rest?.1] = true;
         }
-        drop(keys);
-        let puts: Vec<Staged> =
-            staged.into_iter().zip(changed).filter(|(_, changed)| *changed).map(|(d, _)| d).collect();
-        if puts.is_empty() && removed.is_empty() {
+        if !changed.contains(&true) && removed.is_empty() {
             return Ok(Written::default());
         }
-        apply(dir, &reader, &mut spool, puts, &removed, options)
+        let mut puts = Ledger::create(spool.scratch("puts"))?;
+        for (staged, changed) in ledger.records()?.zip(changed) {
+            if changed {
+                puts.push(&staged?)?;
+            }
+        }
+        drop(ledger);
+        apply(dir, &reader, &spool, puts, &removed, options)
     }
 
     /// Applies to the archive in `dir` a change known beforehand (a partial build's, from its
@@ -145,14 +175,29 @@ impl Stream {
         options: &Options,
         removed: &BTreeSet<String>,
     ) -> Result<Written, Error> {
-        let staged = self.staged.into_inner().expect("no panic while spooling");
-        if staged.is_empty() && removed.is_empty() {
+        let Spooled { spool, ledger } = self.spool.into_inner().expect("no panic while spooling");
+        if ledger.len() == 0 && removed.is_empty() {
             return Ok(Written::default());
         }
         let reader = Reader::open(Folder(dir.to_path_buf()))?;
-        let mut spool = self.spool.into_inner().expect("no panic while spooling");
-        apply(dir, &reader, &mut spool, staged, removed, options)
+        apply(dir, &reader, &spool, ledger, removed, options)
     }
+}
+
+impl Spooled {
+    /// Records the document just spooled in the ledger, with the media type its first key takes.
+    fn record(&mut self, keys: Vec<String>, receipt: Receipt) -> Result<(), Error> {
+        let media_type = keys.first().map_or("application/octet-stream", |k| crate::tree::media_type(k)).to_string();
+        let Receipt { at, length, hash, size } = receipt;
+        self.ledger.push(&Staged { keys, hash, size, media_type, source: Source::Spool(at), length })
+    }
+}
+
+/// A sorted key of [`Stream::edit`]: the key, its document's position in the ledger, its hash.
+fn split_item(item: &[u8]) -> (Vec<u8>, usize, [u8; 32]) {
+    let (key, rest) = item.split_at(item.len() - 41);
+    let at = u64::from_be_bytes(rest[1..9].try_into().expect("8 bytes")) as usize;
+    (key.to_vec(), at, rest[9..].try_into().expect("32 bytes"))
 }
 
 /// The files of the archive in `dir` (the parts its root names, and the root) and their bytes.

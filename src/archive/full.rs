@@ -1,0 +1,243 @@
+//! A full write of staged documents (docs/archive.md, "Writing"), in bounded memory: every key
+//! of the ledger is sorted on disk with its document's record; walked in key order, each
+//! document is placed into a data part the first time one of its keys comes (so documents lie in
+//! the order of their first keys, and one stored under two keys, or put twice, is stored once),
+//! and each key's entry goes to a scratch file; the entries are then cut into directory blocks a
+//! block at a time. What stays in memory is a document's hash and place (about 80 bytes each).
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+
+use super::codec::{Cursor, put_str, put_varint};
+use super::format::{Entry, Root};
+use super::ledger::{Ledger, Source, Staged};
+use super::place::{BlockCutter, Parts, Spool, Written, commit};
+use super::sort::{self, Sorter, read_record, write_record};
+use super::{Error, Folder, Options, Reader};
+
+/// Writes a fresh archive of the documents in `ledger` into `dir`: data parts, index parts, then
+/// the root, last. Their stored bytes are in `spool`, or (a merge's) in the parts of the archive
+/// `reader` reads.
+pub(super) fn write_full(
+    dir: &std::path::Path,
+    spool: &Spool,
+    ledger: &mut Ledger,
+    reader: Option<&Reader<Folder>>,
+    options: &Options,
+) -> Result<Written, Error> {
+    let mut keys = Sorter::new(spool.scratch("keys"), sort::BUDGET);
+    let mut item = Vec::new();
+    for staged in ledger.records()? {
+        let staged = staged?;
+        if staged.keys.is_empty() {
+            return Err(Error::Input("a document has no key".into()));
+        }
+        for key in &staged.keys {
+            encode_item(&mut item, key, &staged)?;
+            keys.push(&item)?;
+        }
+    }
+    let mut written = Written::default();
+    let mut parts = Parts::new(dir, options, false, false, &mut written);
+    let mut placed = Placements::with_capacity(ledger.len() as usize);
+    let mut entries = Scratch::create(spool.scratch("entries"))?;
+    let mut last: Option<(String, [u8; 32])> = None;
+    for item in keys.finish()? {
+        let (key, staged) = decode_item(&item?)?;
+        if let Some((last_key, last_hash)) = &last
+            && *last_key == key
+        {
+            if *last_hash != staged.hash {
+                return Err(Error::Input(format!("the key {key} is given to two different documents")));
+            }
+            continue; // the same document put twice under the key
+        }
+        let (seq, offset) = match placed.get(&staged.hash) {
+            Some(place) => place,
+            None => {
+                let place = parts.place(&stored(spool, reader, &key, &staged)?)?;
+                placed.insert(staged.hash, place);
+                place
+            }
+        };
+        entries.push(&encode_entry(&key, &staged, seq, offset))?;
+        last = Some((key, staged.hash));
+    }
+    drop(placed);
+    let data = parts.finish()?;
+    let mut cutter = BlockCutter::new(Parts::new(dir, options, true, false, &mut written), options);
+    for record in entries.read()? {
+        cutter.push(decode_entry(&record?, &data)?)?;
+    }
+    let (blocks, index) = cutter.finish()?;
+    let known = data.into_iter().chain(index).map(|p| (p.name, p)).collect();
+    commit(dir, &Root::over(0, blocks, &known), &mut written)?;
+    Ok(written)
+}
+
+/// The stored bytes of a staged document: from the spool, or read from the archive's part and
+/// checked (decompressed, against its hash and size) on the way.
+pub(super) fn stored(
+    spool: &Spool,
+    reader: Option<&Reader<Folder>>,
+    key: &str,
+    staged: &Staged,
+) -> Result<Vec<u8>, Error> {
+    match staged.source {
+        Source::Spool(at) => spool.get(at, staged.length),
+        Source::Part(part, offset) => {
+            let reader = reader.ok_or_else(|| Error::Input("a kept document without its archive".into()))?;
+            let (length, size, hash) = (staged.length, staged.size, staged.hash);
+            let media_type = staged.media_type.clone();
+            let entry = Entry { key: key.to_string(), part, offset, length, size, media_type, hash };
+            Ok(reader.document(entry)?.stored)
+        }
+    }
+}
+
+/// A sort item: the key, a NUL, then its document's record (so that items sort by key, then by
+/// hash). A key holding a NUL is refused: no path of the API holds one.
+fn encode_item(out: &mut Vec<u8>, key: &str, staged: &Staged) -> Result<(), Error> {
+    if key.contains('\0') {
+        return Err(Error::Input(format!("the key {key:?} holds a NUL byte")));
+    }
+    out.clear();
+    out.extend_from_slice(key.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&staged.hash);
+    put_varint(out, staged.size);
+    put_varint(out, staged.length);
+    match staged.source {
+        Source::Spool(at) => {
+            out.push(0);
+            put_varint(out, at);
+        }
+        Source::Part(name, offset) => {
+            out.push(1);
+            out.extend_from_slice(&name);
+            put_varint(out, offset);
+        }
+    }
+    put_str(out, &staged.media_type);
+    Ok(())
+}
+
+fn damaged(what: String) -> Error {
+    Error::Damaged { file: "a write's scratch file".into(), offset: 0, what }
+}
+
+/// A sort item's key and record (with no keys).
+fn decode_item(item: &[u8]) -> Result<(String, Staged), Error> {
+    let nul = item.iter().position(|b| *b == 0).ok_or_else(|| damaged("a sort item without its key".into()))?;
+    let key = String::from_utf8(item[..nul].to_vec()).map_err(|_| damaged("a key that is not UTF-8".into()))?;
+    let mut cursor = Cursor::new(&item[nul + 1..]);
+    let mut read = || -> Result<Staged, String> {
+        let hash = cursor.hash("a hash")?;
+        let (size, length) = (cursor.varint("a size")?, cursor.varint("a length")?);
+        let source = match cursor.take(1, "a source")?[0] {
+            0 => Source::Spool(cursor.varint("a spool offset")?),
+            _ => Source::Part(cursor.hash("a part")?, cursor.varint("a part offset")?),
+        };
+        let media_type = cursor.string("a media type")?;
+        cursor.end()?;
+        Ok(Staged { keys: Vec::new(), hash, size, media_type, source, length })
+    };
+    let staged = read().map_err(damaged)?;
+    Ok((key, staged))
+}
+
+/// An entry as the scratch file holds it: its data part by position among the parts written.
+fn encode_entry(key: &str, staged: &Staged, seq: usize, offset: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.len() + 64);
+    put_str(&mut out, key);
+    out.extend_from_slice(&staged.hash);
+    for value in [staged.size, staged.length, seq as u64, offset] {
+        put_varint(&mut out, value);
+    }
+    put_str(&mut out, &staged.media_type);
+    out
+}
+
+fn decode_entry(record: &[u8], data: &[super::format::PartRef]) -> Result<Entry, Error> {
+    let mut cursor = Cursor::new(record);
+    let mut read = || -> Result<Entry, String> {
+        let key = cursor.string("a key")?;
+        let hash = cursor.hash("a hash")?;
+        let (size, length) = (cursor.varint("a size")?, cursor.varint("a length")?);
+        let (seq, offset) = (cursor.usize("a part")?, cursor.varint("an offset")?);
+        let media_type = cursor.string("a media type")?;
+        cursor.end()?;
+        let part = data.get(seq).ok_or("a part not written")?.name;
+        Ok(Entry { key, part, offset, length, size, media_type, hash })
+    };
+    read().map_err(damaged)
+}
+
+/// Where each document was placed, by hash: looked up by the hash's first 8 bytes, checked
+/// against the whole (a document whose first 8 bytes another has is found in `others`).
+struct Placements {
+    by_prefix: HashMap<u64, u32>,
+    placed: Vec<([u8; 32], u32, u64)>,
+    others: HashMap<[u8; 32], u32>,
+}
+
+impl Placements {
+    fn with_capacity(documents: usize) -> Placements {
+        let by_prefix = HashMap::with_capacity(documents);
+        Placements { by_prefix, placed: Vec::with_capacity(documents), others: HashMap::new() }
+    }
+
+    fn prefix(hash: &[u8; 32]) -> u64 {
+        u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
+    }
+
+    fn get(&self, hash: &[u8; 32]) -> Option<(usize, u64)> {
+        let at = self.by_prefix.get(&Self::prefix(hash)).copied();
+        let at = at.filter(|at| self.placed[*at as usize].0 == *hash).or_else(|| self.others.get(hash).copied())?;
+        let (_, seq, offset) = self.placed[at as usize];
+        Some((seq as usize, offset))
+    }
+
+    fn insert(&mut self, hash: [u8; 32], (seq, offset): (usize, u64)) {
+        let at = self.placed.len() as u32;
+        self.placed.push((hash, seq as u32, offset));
+        match self.by_prefix.entry(Self::prefix(&hash)) {
+            Slot::Vacant(slot) => drop(slot.insert(at)),
+            Slot::Occupied(_) => drop(self.others.insert(hash, at)),
+        }
+    }
+}
+
+/// A file of records written in order, then read back in order; removed when dropped.
+struct Scratch {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Scratch {
+    fn create(path: PathBuf) -> Result<Scratch, Error> {
+        let failed = |source| Error::Io { file: path.display().to_string(), source };
+        let out = BufWriter::with_capacity(1 << 16, File::create(&path).map_err(failed)?);
+        Ok(Scratch { path, out })
+    }
+
+    fn push(&mut self, record: &[u8]) -> Result<(), Error> {
+        write_record(&mut self.out, record, &self.path)
+    }
+
+    fn read(&mut self) -> Result<impl Iterator<Item = Result<Vec<u8>, Error>> + '_, Error> {
+        let failed = |source| Error::Io { file: self.path.display().to_string(), source };
+        self.out.flush().map_err(failed)?;
+        let mut input = BufReader::with_capacity(1 << 16, File::open(&self.path).map_err(failed)?);
+        Ok(std::iter::from_fn(move || read_record(&mut input, &self.path).transpose()))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

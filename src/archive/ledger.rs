@@ -1,0 +1,173 @@
+//! The documents a write has staged, on disk (docs/archive.md, "Writing"): for each, its keys,
+//! hash, sizes, media type and where its stored bytes are (the spool, or a part of the archive
+//! being merged). A million documents' records weigh about 200 MB: held in memory they made
+//! most of a 1M-record build's peak, so a write reads them back a record at a time.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use super::codec::{Cursor, put_str, put_varint};
+
+/// Where a staged document's stored (gzip) bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Source {
+    /// In the write's spool, from this offset.
+    Spool(u64),
+    /// In the part of the archive being rewritten named so, from this offset (a merge copies
+    /// the documents it keeps from there, checked).
+    Part([u8; 32], u64),
+}
+
+/// A document compressed and hashed, waiting to be placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Staged {
+    pub(super) keys: Vec<String>,
+    pub(super) hash: [u8; 32],
+    /// Its length decompressed.
+    pub(super) size: u64,
+    pub(super) media_type: String,
+    pub(super) source: Source,
+    /// Its stored (gzip) length.
+    pub(super) length: u64,
+}
+
+/// An append-only file of staged records, removed when dropped.
+pub(super) struct Ledger {
+    path: PathBuf,
+    out: BufWriter<File>,
+    count: u64,
+}
+
+fn failed(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |source| Error::Io { file: path.display().to_string(), source }
+}
+
+impl Ledger {
+    /// An empty ledger in the file `path` (made anew).
+    pub(super) fn create(path: PathBuf) -> Result<Ledger, Error> {
+        let file = File::create(&path).map_err(failed(&path))?;
+        Ok(Ledger { out: BufWriter::with_capacity(1 << 16, file), path, count: 0 })
+    }
+
+    /// The number of records pushed.
+    pub(super) fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// Appends one record.
+    pub(super) fn push(&mut self, staged: &Staged) -> Result<(), Error> {
+        let mut record = Vec::with_capacity(96 + staged.keys.iter().map(String::len).sum::<usize>());
+        record.extend_from_slice(&staged.hash);
+        put_varint(&mut record, staged.size);
+        put_varint(&mut record, staged.length);
+        match staged.source {
+            Source::Spool(at) => {
+                record.push(0);
+                put_varint(&mut record, at);
+            }
+            Source::Part(name, offset) => {
+                record.push(1);
+                record.extend_from_slice(&name);
+                put_varint(&mut record, offset);
+            }
+        }
+        put_str(&mut record, &staged.media_type);
+        put_varint(&mut record, staged.keys.len() as u64);
+        for key in &staged.keys {
+            put_str(&mut record, key);
+        }
+        self.out.write_all(&(record.len() as u32).to_le_bytes()).map_err(failed(&self.path))?;
+        self.out.write_all(&record).map_err(failed(&self.path))?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Every record pushed so far, in order, read back a record at a time.
+    pub(super) fn records(&mut self) -> Result<Records, Error> {
+        self.out.flush().map_err(failed(&self.path))?;
+        let file = File::open(&self.path).map_err(failed(&self.path))?;
+        Ok(Records { path: self.path.clone(), input: BufReader::with_capacity(1 << 16, file), left: self.count })
+    }
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The records of a ledger, in the order pushed.
+pub(super) struct Records {
+    path: PathBuf,
+    input: BufReader<File>,
+    left: u64,
+}
+
+impl Iterator for Records {
+    type Item = Result<Staged, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        Some(self.read_one())
+    }
+}
+
+impl Records {
+    fn read_one(&mut self) -> Result<Staged, Error> {
+        let mut len = [0; 4];
+        self.input.read_exact(&mut len).map_err(failed(&self.path))?;
+        let mut record = vec![0; u32::from_le_bytes(len) as usize];
+        self.input.read_exact(&mut record).map_err(failed(&self.path))?;
+        decode(&record).map_err(|what| Error::Damaged { file: self.path.display().to_string(), offset: 0, what })
+    }
+}
+
+fn decode(record: &[u8]) -> Result<Staged, String> {
+    let mut cursor = Cursor::new(record);
+    let hash = cursor.hash("a staged hash")?;
+    let (size, length) = (cursor.varint("a staged size")?, cursor.varint("a staged length")?);
+    let source = match cursor.take(1, "a staged source")?[0] {
+        0 => Source::Spool(cursor.varint("a spool offset")?),
+        _ => Source::Part(cursor.hash("a part name")?, cursor.varint("a part offset")?),
+    };
+    let media_type = cursor.string("a media type")?;
+    let count = cursor.usize("a key count")?;
+    let keys = (0..count).map(|_| cursor.string("a key")).collect::<Result<Vec<_>, _>>()?;
+    cursor.end()?;
+    Ok(Staged { keys, hash, size, media_type, source, length })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_come_back_as_pushed() {
+        let dir = std::env::temp_dir().join(format!("gen-ledger-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ledger = Ledger::create(dir.join("ledger")).unwrap();
+        let spooled = Staged {
+            keys: vec!["a/1".into(), "a/x".into()],
+            hash: [7; 32],
+            size: 300,
+            media_type: "application/json".into(),
+            source: Source::Spool(1 << 40),
+            length: 120,
+        };
+        let kept = Staged { keys: vec!["b".into()], source: Source::Part([9; 32], 77), ..spooled.clone() };
+        ledger.push(&spooled).unwrap();
+        ledger.push(&kept).unwrap();
+        let read: Vec<Staged> = ledger.records().unwrap().map(Result::unwrap).collect();
+        assert_eq!(read, [spooled.clone(), kept]);
+        ledger.push(&spooled).unwrap();
+        assert_eq!(ledger.records().unwrap().count(), 3, "pushed after a read, read again");
+        drop(ledger);
+        assert!(!dir.join("ledger").exists(), "removed when dropped");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
