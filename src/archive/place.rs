@@ -99,10 +99,22 @@ pub(super) struct Parts<'w> {
     limit: u64,
     index: bool,
     delta: bool,
-    buffer: Vec<u8>,
+    /// The part being filled: written through to a temporary file as it comes (a part is up to
+    /// 64 MiB: held in memory, it was a sixth of a 1M-record build's peak), hashed on the way.
+    filling: Option<Filling>,
     done: Vec<PartRef>,
     written: &'w mut Written,
 }
+
+/// A part being written: its temporary file, its hash so far, its length.
+struct Filling {
+    out: io::BufWriter<File>,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+/// The temporary file a part is written into before it is renamed to its name.
+const FILLING: &str = "parts/.filling";
 
 impl<'w> Parts<'w> {
     pub(super) fn new(
@@ -112,37 +124,54 @@ impl<'w> Parts<'w> {
         delta: bool,
         written: &'w mut Written,
     ) -> Parts<'w> {
-        Parts { dir, limit: options.part_bytes, index, delta, buffer: Vec::new(), done: Vec::new(), written }
+        Parts { dir, limit: options.part_bytes, index, delta, filling: None, done: Vec::new(), written }
     }
 
     /// Appends a blob: the position its part will have among the parts written, and its offset.
     pub(super) fn place(&mut self, blob: &[u8]) -> Result<(usize, u64), Error> {
-        if !self.buffer.is_empty() && (self.buffer.len() + blob.len()) as u64 > self.limit {
+        let failed = |source| Error::Io { file: FILLING.into(), source };
+        if self.filling.as_ref().is_some_and(|f| f.len > 0 && f.len + blob.len() as u64 > self.limit) {
             self.flush()?;
         }
-        self.buffer.extend_from_slice(blob);
-        Ok((self.done.len(), (self.buffer.len() - blob.len()) as u64))
+        let filling = match &mut self.filling {
+            Some(filling) => filling,
+            None => {
+                fs::create_dir_all(self.dir.join("parts"))
+                    .map_err(|source| Error::Io { file: "parts".into(), source })?;
+                let file = File::create(self.dir.join(FILLING)).map_err(failed)?;
+                let out = io::BufWriter::with_capacity(1 << 20, file);
+                self.filling.insert(Filling { out, hasher: blake3::Hasher::new(), len: 0 })
+            }
+        };
+        filling.out.write_all(blob).map_err(failed)?;
+        filling.hasher.update(blob);
+        filling.len += blob.len() as u64;
+        Ok((self.done.len(), filling.len - blob.len() as u64))
     }
 
+    /// Ends the part being filled: synced, then renamed to its name (left out when a part of
+    /// that name and size is there already: its bytes are these).
     fn flush(&mut self) -> Result<(), Error> {
-        let name = *blake3::hash(&self.buffer).as_bytes();
+        let Some(Filling { out, hasher, len }) = self.filling.take() else { return Ok(()) };
+        let name = *hasher.finalize().as_bytes();
         let file = part_file(&name);
         let path = self.dir.join(&file);
-        fs::create_dir_all(self.dir.join("parts")).map_err(|source| Error::Io { file: "parts".into(), source })?;
-        if fs::metadata(&path).map_or(true, |m| m.len() != self.buffer.len() as u64) {
-            replace(&path, &self.buffer).map_err(|source| Error::Io { file: file.clone(), source })?;
+        let failed = |source| Error::Io { file: file.clone(), source };
+        let done = out.into_inner().map_err(io::IntoInnerError::into_error).map_err(failed)?;
+        if fs::metadata(&path).is_ok_and(|m| m.len() == len) {
+            fs::remove_file(self.dir.join(FILLING)).map_err(failed)?;
+        } else {
+            done.sync_all().map_err(failed)?;
+            fs::rename(self.dir.join(FILLING), &path).map_err(failed)?;
         }
         self.written.files.push(file);
-        self.written.bytes += self.buffer.len() as u64;
-        self.done.push(PartRef { name, size: self.buffer.len() as u64, index: self.index, delta: self.delta });
-        self.buffer.clear();
+        self.written.bytes += len;
+        self.done.push(PartRef { name, size: len, index: self.index, delta: self.delta });
         Ok(())
     }
 
     pub(super) fn finish(mut self) -> Result<Vec<PartRef>, Error> {
-        if !self.buffer.is_empty() {
-            self.flush()?;
-        }
+        self.flush()?;
         Ok(self.done)
     }
 }

@@ -1,8 +1,8 @@
 //! An external sort of byte records (docs/archive.md, "Writing"): records are gathered up to a
 //! budget of bytes, sorted there, and written out as a sorted run; the runs are then merged as
-//! they are read. A write sorts its 3.3 million keys at 1M records with a few tens of MB
-//! held, where a sort in memory held every key (about 400 MB) at once. Records compare as
-//! bytes: a caller encodes what sorts first, first. The budget is of bytes, not of records
+//! they are read. A write sorts its 3.3 million keys at 1M records with 16 MiB held, where a
+//! sort in memory held every key (about 400 MB) at once. Records compare as bytes: a caller
+//! encodes what sorts first, first. The budget is of bytes, not of records
 //! (which is what the `extsort` crate bounds), since a key's length varies.
 
 use std::cmp::Reverse;
@@ -16,7 +16,7 @@ use rayon::slice::ParallelSliceMut;
 use super::Error;
 
 /// The bytes of records a sort holds before it writes them out as a run.
-pub(super) const BUDGET: usize = 32 << 20;
+pub(super) const BUDGET: usize = 16 << 20;
 
 /// Records being sorted: the ones held, and the runs written (files named `<stem>.run<N>`,
 /// removed when the sort is dropped).
