@@ -21,16 +21,22 @@ use super::sort::{self, Sorter};
 use super::write::apply;
 use super::{Error, Folder, Options, Reader};
 
-/// Where a document put went: its place in the spool, its hash and size. `Copy`, so that a
-/// build's stream keeps it for each document (see `crate::build::rendering::Documents`).
+/// Where a document put went: its place in the spool and its size (24 bytes; its hash is the
+/// caller's). `Copy`, so that a build's stream keeps it for each document (see
+/// `crate::build::rendering::Documents`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Receipt {
     at: u64,
     length: u64,
-    /// BLAKE3 of the document's bytes.
-    pub(crate) hash: [u8; 32],
     /// Its length in bytes.
     pub(crate) size: u64,
+}
+
+impl Receipt {
+    /// The receipt of a document not put (the archive holds it already): its size alone.
+    pub(crate) fn kept(size: u64) -> Receipt {
+        Receipt { at: 0, length: 0, size }
+    }
 }
 
 /// Documents handed over from many threads, spooled compressed, until the write or the edit.
@@ -59,8 +65,8 @@ impl Stream {
         let (hash, size) = (*blake3::hash(bytes).as_bytes(), bytes.len() as u64);
         let mut spooled = self.spool.lock().expect("no panic while spooling");
         let at = spooled.spool.push(&stored)?;
-        let receipt = Receipt { at, length: stored.len() as u64, hash, size };
-        spooled.record(keys, receipt)?;
+        let receipt = Receipt { at, length: stored.len() as u64, size };
+        spooled.record(keys, receipt, hash)?;
         Ok(receipt)
     }
 
@@ -86,8 +92,8 @@ impl Stream {
             }
             encoder.finish().map(drop)
         })?;
-        let receipt = Receipt { at, length, hash: *hasher.finalize().as_bytes(), size };
-        spooled.record(keys, receipt)?;
+        let receipt = Receipt { at, length, size };
+        spooled.record(keys, receipt, *hasher.finalize().as_bytes())?;
         Ok(receipt)
     }
 
@@ -186,9 +192,9 @@ impl Stream {
 
 impl Spooled {
     /// Records the document just spooled in the ledger, with the media type its first key takes.
-    fn record(&mut self, keys: Vec<String>, receipt: Receipt) -> Result<(), Error> {
+    fn record(&mut self, keys: Vec<String>, receipt: Receipt, hash: [u8; 32]) -> Result<(), Error> {
         let media_type = keys.first().map_or("application/octet-stream", |k| crate::tree::media_type(k)).to_string();
-        let Receipt { at, length, hash, size } = receipt;
+        let Receipt { at, length, size } = receipt;
         self.ledger.push(&Staged { keys, hash, size, media_type, source: Source::Spool(at), length })
     }
 }
