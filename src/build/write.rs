@@ -20,6 +20,7 @@ mod bulk;
 mod bulk_members;
 mod commit;
 mod docs;
+mod handed;
 mod journal;
 mod listing;
 mod patch;

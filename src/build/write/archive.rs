@@ -17,11 +17,12 @@
 use super::archive_bulk::Bulk;
 use super::commit::gone_paths;
 use super::docs::Docs;
-use super::stage::{Placed, Placements};
+use super::handed::{Handed, Handled, from_index, receipt_of};
+use super::stage::Placed;
 use super::{NewDocs, Output, Previous, WriteReport, Written};
-use crate::archive::{self, Folder, MANIFEST_KEY, Reader, Receipt, Stream};
+use crate::archive::{self, Folder, MANIFEST_KEY, Reader, Stream};
 use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, Index, OtherDoc};
-use crate::build::rendering::{Document, Documents, Visited};
+use crate::build::rendering::{Document, Documents};
 use crate::build::state;
 use crate::data::recorded::Hash;
 use crate::fsutil::Stamp;
@@ -50,43 +51,6 @@ pub(crate) struct ArchiveWriter<'a> {
     pub(crate) fresh: bool,
 }
 
-/// What the writer did with each document handed over: placed (its hash; put or taken from the
-/// index unchanged), and the receipt of its bytes (its size; its place in the spool when put).
-#[derive(Clone, Copy, Default)]
-pub(super) struct Handed {
-    pub(super) placed: Placed,
-    pub(super) receipt: Receipt,
-}
-
-/// The documents of one archive write with what was done with each, by position (see
-/// [`Docs`]): every one, or in a partial build those visited and the late ones.
-pub(super) struct Handled {
-    each: Vec<Handed>,
-    at: Option<Vec<usize>>,
-}
-
-impl Handled {
-    /// What was done with document `i`, when it was handed over.
-    pub(super) fn get(&self, i: usize) -> Option<&Handed> {
-        match &self.at {
-            None => self.each.get(i),
-            Some(at) => at.binary_search(&i).ok().map(|k| &self.each[k]),
-        }
-    }
-
-    fn push(&mut self, i: usize, handed: Handed) {
-        if let Some(at) = &mut self.at {
-            at.push(i);
-        }
-        self.each.push(handed);
-    }
-
-    fn placements(&self) -> Placements {
-        let each = self.each.iter().map(|handed| handed.placed).collect();
-        Placements::from(Visited { each, at: self.at.clone() })
-    }
-}
-
 /// Puts one document into the stream, unless `partial` and the index has it with the same
 /// hash (or it was kept): then the archive holds it already.
 fn hand(stream: &Stream, document: Document, partial: bool) -> Result<Handed> {
@@ -107,18 +71,6 @@ fn hand(stream: &Stream, document: Document, partial: bool) -> Result<Handed> {
     }
     let receipt = stream.put(paths, &bytes)?;
     Ok(Handed { placed: Placed { hash, staged: true, written: 1, from_index: false }, receipt })
-}
-
-/// The placement of a document the archive holds as the index says.
-pub(super) fn from_index(hash: blake3::Hash) -> Placed {
-    Placed { hash, staged: false, written: 0, from_index: true }
-}
-
-/// The receipt of a document the archive holds already: its hash and size.
-pub(super) fn receipt_of(hash: blake3::Hash, size: u64) -> Receipt {
-    let mut receipt = Receipt::default();
-    (receipt.hash, receipt.size) = (*hash.as_bytes(), size);
-    receipt
 }
 
 impl Output for ArchiveWriter<'_> {

@@ -7,9 +7,9 @@
 //! records' lines taken from the previous file's member. The member table is kept in the state
 //! folder, as the tree's is, and trusted only with the build index.
 
-use super::archive::{Handed, Handled, from_index, receipt_of};
 use super::bulk::{keep_member_table, updated_dates};
 use super::bulk_members::{PreviousFile, Records, Source, write_file};
+use super::handed::{Handed, Handled, from_index, receipt_of};
 use super::stage::Placed;
 use crate::archive::{Folder, Reader, Stream};
 use crate::build::index::{DocumentFile, Index};
