@@ -95,8 +95,9 @@ fn a_tampered_member_table_is_not_trusted_by_an_archive_build() {
     let other_gen =
         |json: &mut serde_json::Value| json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into();
     type Tamper = fn(&mut serde_json::Value);
+    type Case<'c> = (&'c str, Tamper, bool, &'c [&'c str], Option<&'c str>);
     // (what, tamper, the checksum made again, the options of the build after, what the note says)
-    let cases: [(&str, Tamper, bool, &[&str], Option<&str>); 4] = [
+    let cases: [Case<'_>; 4] = [
         ("two keys exchanged, nothing else", exchange_two_member_keys, false, &[], Some("ignoring the member table")),
         (
             "two keys exchanged, the checksum made again",
