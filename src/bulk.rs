@@ -209,34 +209,6 @@ impl FileWriter {
     }
 }
 
-/// Writes the bulk-data file of `segment` whole into `stage`, from its records in list order:
-/// the hash and size of each record's document in `records`, its bytes from `bytes(n)` (one
-/// held at a time). Members are cut where [`members::ends_member`] says, as every build cuts
-/// them, so the file is byte for byte the one a fresh tree build writes (the archive writer's
-/// way: it copies no member from a previous file).
-pub(crate) fn write_whole(
-    stage: &Path,
-    segment: &str,
-    pretty: bool,
-    records: &[(blake3::Hash, u64)],
-    bytes: impl Fn(usize) -> Result<Vec<u8>>,
-) -> Result<FileWritten> {
-    let mut file = FileWriter::create(stage, segment)?;
-    let mut start = 0;
-    for (n, (hash, size)) in records.iter().enumerate() {
-        if n + 1 < records.len() && !members::ends_member(hash, *size) {
-            continue;
-        }
-        let key = members::member_key(pretty, records[start..=n].iter().map(|(hash, _)| hash));
-        file.compress(key, pretty, (start..=n).map(&bytes))?;
-        start = n + 1;
-    }
-    if records.is_empty() {
-        file.compress(members::member_key(pretty, std::iter::empty()), pretty, std::iter::empty())?;
-    }
-    Ok(file.finish()?.0)
-}
-
 fn level() -> flate2::Compression {
     flate2::Compression::new(LEVEL)
 }

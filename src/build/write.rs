@@ -15,9 +15,12 @@
 //! [`journal`] (what a killed commit leaves for the next build).
 
 mod archive;
+mod archive_bulk;
 mod bulk;
+mod bulk_members;
 mod commit;
 mod docs;
+mod handed;
 mod journal;
 mod listing;
 mod patch;

@@ -7,13 +7,13 @@
 //! `size` bytes ends one with probability `size / target`). So a fresh build and an
 //! incremental one cut the same members, and an insert or a delete moves no other cut.
 //!
-//! The next build finds each file's members in the member table, kept beside the tree as
-//! `.<out>.gen/bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
+//! The next build finds each file's members in the member table, kept beside the tree (or the
+//! archive: `gen build --archive` keeps the same table) as `.<out>.gen/bulk` (never published): per file, the BLAKE3 of its bytes, and per member its
 //! key (a hash of its records' hashes), its records, its byte offset and its length. The table
 //! is JSON stating its format and the gen that wrote it, followed by the BLAKE3 of those bytes:
 //! a table of another format or gen, damaged or cut short is ignored with a note (every file is
 //! then written whole). A member is copied only from a file whose bytes hash to what the table
-//! says, and only once what it holds is checked against its key (`build/write/bulk.rs`).
+//! says, and only once what it holds is checked against its key (`build/write/bulk_members.rs`).
 
 use crate::GENERATOR;
 use anyhow::Result;

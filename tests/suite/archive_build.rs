@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// Every key of the archive in `dir` with its bytes decompressed, each checked by the reader
 /// (and every part against its name).
-fn archive_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn archive_contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let reader = Reader::open(Folder(dir.to_path_buf())).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     reader.verify().unwrap();
     let mut contents = BTreeMap::new();

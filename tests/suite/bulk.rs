@@ -19,7 +19,7 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 /// The lines of a gzip'd NDJSON file, each parsed.
-fn lines(gzip: &[u8]) -> Vec<serde_json::Value> {
+pub(crate) fn lines(gzip: &[u8]) -> Vec<serde_json::Value> {
     let mut text = String::new();
     flate2::read::MultiGzDecoder::new(gzip).read_to_string(&mut text).expect("gzip");
     assert!(text.is_empty() || text.ends_with('\n'), "every line ends with a newline");
@@ -27,7 +27,7 @@ fn lines(gzip: &[u8]) -> Vec<serde_json::Value> {
 }
 
 /// The gzip members of `gzip`, each as its bytes, split by reading one member at a time.
-fn members(gzip: &[u8]) -> Vec<&[u8]> {
+pub(crate) fn members(gzip: &[u8]) -> Vec<&[u8]> {
     let (mut rest, mut members) = (gzip, Vec::new());
     while !rest.is_empty() {
         let mut decoder = flate2::bufread::GzDecoder::new(rest);
@@ -40,7 +40,7 @@ fn members(gzip: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Members of about 2 KB of records: the sample's berries take about twenty.
-const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "2000")];
+pub(crate) const SMALL_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "2000")];
 
 /// The entries of the bulk-data index of the tree `out`, by resource.
 fn entries(out: &Path) -> Vec<serde_json::Value> {
@@ -349,7 +349,7 @@ fn a_resource_larger_than_the_memory_bound_is_written_streamed() {
 }
 
 /// Gives berry 2's record in `data` the note `with` (otherwise the record `sample_data` writes).
-fn edit_a_berry(data: &Path, with: &str) {
+pub(crate) fn edit_a_berry(data: &Path, with: &str) {
     let record = format!(
         r#"{{"id": 2, "name": "berry-2", "size": 2.5, "note": "{with}", "firmness": {{"name": "firm-3", "url": "/api/v2/firmness/3/"}}, "item": {{"name": "item-2", "url": "/api/v2/item/2/"}}, "effect": {{"url": "/api/v2/effect/3/"}}}}"#
     );
@@ -357,7 +357,7 @@ fn edit_a_berry(data: &Path, with: &str) {
 }
 
 /// Members of a few records each.
-const TINY_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "300")];
+pub(crate) const TINY_MEMBERS: [(&str, &str); 1] = [("GEN_BULK_MEMBER_BYTES", "300")];
 
 fn read_json_text(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap()
@@ -482,7 +482,7 @@ fn as_files(files: &[(String, String)]) -> Vec<(&str, String)> {
 
 /// The member table's JSON and its checksum line (`blake3:<hex>`), when it has one (a table of
 /// an older gen is bare JSON).
-fn split_member_table(bytes: &[u8]) -> (serde_json::Value, Option<Vec<u8>>) {
+pub(crate) fn split_member_table(bytes: &[u8]) -> (serde_json::Value, Option<Vec<u8>>) {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
     match text.trim_end().rsplit_once('\n') {
         Some((json, sum)) if sum.starts_with("blake3:") => (read_json_text(json), Some(sum.as_bytes().to_vec())),
@@ -492,7 +492,7 @@ fn split_member_table(bytes: &[u8]) -> (serde_json::Value, Option<Vec<u8>>) {
 
 /// Exchanges the keys of two members of the berries' file that hold as many records (beyond
 /// the first members, which an edit of berry 2 rewrites) in the member table `table`.
-fn exchange_two_member_keys(table: &mut serde_json::Value) {
+pub(crate) fn exchange_two_member_keys(table: &mut serde_json::Value) {
     let berry = table["files"].as_object_mut().unwrap().iter_mut().find(|(path, _)| path.contains("/berry-"));
     let members = berry.expect("a berry file in the member table").1["members"].as_array_mut().unwrap();
     let pair = (3..members.len() - 1).find(|&i| members[i]["records"] == members[i + 1]["records"]);

@@ -11,6 +11,7 @@ mod serve_support;
 // One module per feature.
 mod archive;
 mod archive_build;
+mod archive_bulk;
 mod browser;
 mod build;
 mod bulk;

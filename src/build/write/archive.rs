@@ -14,29 +14,25 @@
 //! the tree writer finds them) removed, and everything else is left in the archive as it is.
 //! The index records every document's hash (and its size as its stamp's) for the next build.
 
+use super::archive_bulk::Bulk;
 use super::commit::gone_paths;
 use super::docs::Docs;
-use super::stage::{Placed, Placements};
+use super::handed::{Handed, Handled, from_index, receipt_of};
+use super::stage::Placed;
 use super::{NewDocs, Output, Previous, WriteReport, Written};
-use crate::archive::{self, Folder, MANIFEST_KEY, Reader, Receipt, Stream};
+use crate::archive::{self, Folder, MANIFEST_KEY, Reader, Stream};
 use crate::build::index::{DocChanges, DocumentFile, DocumentFiles, Index, OtherDoc};
-use crate::build::rendering::{Document, Documents, Visited};
+use crate::build::rendering::{Document, Documents};
 use crate::build::state;
-use crate::bulk;
 use crate::data::recorded::Hash;
 use crate::fsutil::Stamp;
 use crate::staging::FolderLock;
-use crate::tree::layout;
-use crate::tree::manifest::{BuildSettings, Manifest};
+use crate::tree::manifest::Manifest;
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 /// The spool of an archive build, in the state folder beside the archive.
 const SPOOL: &str = "archive.spool";
-/// Where an archive build writes its bulk-data files before it spools them, in the state folder.
-const BULK_STAGE: &str = "archive-bulk";
 
 /// The archive writer: see the module's doc.
 pub(crate) struct ArchiveWriter<'a> {
@@ -53,49 +49,6 @@ pub(crate) struct ArchiveWriter<'a> {
     pub(crate) index: Option<&'a Index>,
     /// Write a fresh archive even over one in place (`--verify`: nothing of it is trusted).
     pub(crate) fresh: bool,
-}
-
-/// What the writer did with each document handed over: placed (its hash; put or taken from the
-/// index unchanged), and the receipt of its bytes (its size; its place in the spool when put).
-#[derive(Clone, Copy, Default)]
-struct Handed {
-    placed: Placed,
-    receipt: Receipt,
-}
-
-/// The documents of one archive write with what was done with each, by position (see
-/// [`Docs`]): every one, or in a partial build those visited and the late ones.
-struct Handled {
-    each: Vec<Handed>,
-    at: Option<Vec<usize>>,
-}
-
-impl Handled {
-    fn get(&self, i: usize) -> Option<&Handed> {
-        match &self.at {
-            None => self.each.get(i),
-            Some(at) => at.binary_search(&i).ok().map(|k| &self.each[k]),
-        }
-    }
-
-    fn reserve(&mut self, more: usize) {
-        self.each.reserve_exact(more);
-        if let Some(at) = &mut self.at {
-            at.reserve_exact(more);
-        }
-    }
-
-    fn push(&mut self, i: usize, handed: Handed) {
-        if let Some(at) = &mut self.at {
-            at.push(i);
-        }
-        self.each.push(handed);
-    }
-
-    fn placements(&self) -> Placements {
-        let each = self.each.iter().map(|handed| handed.placed).collect();
-        Placements::from(Visited { each, at: self.at.clone() })
-    }
 }
 
 /// Puts one document into the stream, unless `partial` and the index has it with the same
@@ -118,14 +71,6 @@ fn hand(stream: &Stream, document: Document, partial: bool) -> Result<Handed> {
     }
     let receipt = stream.put(paths, &bytes)?;
     Ok(Handed { placed: Placed { hash, staged: true, written: 1, from_index: false }, receipt })
-}
-
-fn from_index(hash: blake3::Hash) -> Placed {
-    Placed { hash, staged: false, written: 0, from_index: true }
-}
-
-fn receipt_of(size: u64) -> Receipt {
-    Receipt::kept(size)
 }
 
 impl Output for ArchiveWriter<'_> {
@@ -224,139 +169,4 @@ fn table<'o>(docs: &Docs<'_, 'o>, handled: &Handled) -> NewDocs<'o> {
     }
     table.finish();
     NewDocs::Whole(table)
-}
-
-/// The bulk-data files of an archive write: made from the record documents spooled, and in a
-/// partial build from the archive's for the records not visited; a resource none of whose
-/// records changed keeps its file as it is.
-struct Bulk<'a, 'd> {
-    stream: &'a Stream,
-    documents: &'a Documents<'a, 'd>,
-    handled: &'a Handled,
-    out: &'a Path,
-    /// In a partial build: the archive in place, its index, and each list's hash now.
-    previous: Option<(&'a Reader<Folder>, &'a Index, &'a BTreeMap<String, String>)>,
-}
-
-impl Bulk<'_, '_> {
-    /// Writes (or keeps) every resource's bulk-data file (in parallel, into the state folder),
-    /// then spools each written; returns them with the bulk-data index, a late document. The same
-    /// code as the tree's cuts the members and names the files.
-    fn files(
-        &self,
-        settings: &BuildSettings,
-        known_dates: Option<&BTreeMap<String, i64>>,
-    ) -> Result<(Vec<(String, Handed)>, Document)> {
-        let dataset = self.documents.dataset();
-        let stage = state::folder(self.out).join(BULK_STAGE);
-        let _ = crate::fsutil::remove_dir_all(&stage);
-        crate::fsutil::create_dir_all(&stage)?;
-        let segments: Vec<&str> = dataset.resources.keys().map(String::as_str).collect();
-        let dates = super::bulk::updated_dates(&dataset.dir, &segments, settings, known_dates);
-        let old = self.previous_entries();
-        let made: Vec<Result<(bulk::Entry, String, Handed)>> = segments
-            .par_iter()
-            .map(|segment| {
-                let updated_at = dates.get(*segment).map_or_else(|| settings.deploy_date.clone(), i64::to_string);
-                if let Some((entry, path, file)) = self.kept(segment, old.get(*segment), settings) {
-                    let handed = Handed { placed: from_index(file.hash.0), receipt: receipt_of(file.stamp.size) };
-                    return Ok((bulk::Entry { updated_at, ..entry }, path, handed));
-                }
-                self.write_one(segment, &stage, settings, updated_at)
-            })
-            .collect();
-        let _ = crate::fsutil::remove_dir_all(&stage);
-        let (mut entries, mut files) = (Vec::new(), Vec::new());
-        for made in made {
-            let (entry, path, handed) = made?;
-            entries.push(entry);
-            files.push((path, handed));
-        }
-        let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, settings.pretty));
-        let previous = self.previous.and_then(|(_, index, _)| index.docs.other(std::slice::from_ref(&path)));
-        Ok((files, Document::Late { hash: blake3::hash(&bytes), path, bytes, previous }))
-    }
-
-    /// The previous bulk-data index's entries by resource (a partial build's), read from the
-    /// archive and checked against the index's hash.
-    fn previous_entries(&self) -> BTreeMap<String, bulk::Entry> {
-        let Some((reader, index, _)) = self.previous else { return BTreeMap::new() };
-        let Some(found) = reader.get(layout::BULK_INDEX_PATH).ok().flatten() else { return BTreeMap::new() };
-        let indexed = index.docs.other(&[layout::BULK_INDEX_PATH.to_string()]);
-        if indexed.is_none_or(|file| file.hash.0 != blake3::hash(&found.bytes)) {
-            return BTreeMap::new();
-        }
-        let entries = bulk::read_index(&found.bytes).unwrap_or_default();
-        entries.into_iter().map(|entry| (entry.resource.clone(), entry)).collect()
-    }
-
-    /// The file of `segment` kept as the archive holds it: in a partial build, when its list is
-    /// the previous build's and none of its records was written anew.
-    fn kept(
-        &self,
-        segment: &str,
-        old: Option<&bulk::Entry>,
-        settings: &BuildSettings,
-    ) -> Option<(bulk::Entry, String, DocumentFile)> {
-        let (_, index, lists) = self.previous?;
-        let plan = self.documents.plan();
-        let written = |i: &usize| self.handled.get(*i).is_some_and(|handed| !handed.placed.from_index);
-        if index.lists.get(segment) != lists.get(segment) || plan.record_positions(segment).iter().any(written) {
-            return None;
-        }
-        let old = old?;
-        let path = old.download_url.strip_prefix(&format!("{}/", settings.base_url))?;
-        let file = index.docs.other(&[path.to_string()])?;
-        Some((old.clone(), path.to_string(), file))
-    }
-
-    /// Writes the bulk-data file of `segment` whole into `stage`, then spools it (unless a
-    /// partial build's index has the same bytes).
-    fn write_one(
-        &self,
-        segment: &str,
-        stage: &Path,
-        settings: &BuildSettings,
-        updated_at: String,
-    ) -> Result<(bulk::Entry, String, Handed)> {
-        let (dataset, plan) = (self.documents.dataset(), self.documents.plan());
-        let positions = plan.record_positions(segment);
-        let key = |i: usize| plan.get(i).paths(dataset).swap_remove(0);
-        let from_archive = |i: usize| self.handled.get(i).is_none_or(|handed| !handed.placed.staged);
-        let reader = self.previous.map(|(reader, _, _)| reader);
-        let read = |i: usize| -> Result<archive::Found> {
-            let key = key(i);
-            let reader = reader.context("a record document not spooled outside a partial build")?;
-            reader
-                .get(&key)?
-                .with_context(|| format!("the archive lacks {key}; `gen build --archive --verify` writes it afresh"))
-        };
-        let mut records: Vec<(blake3::Hash, u64)> = Vec::with_capacity(positions.len());
-        for &i in &positions {
-            records.push(match self.handled.get(i) {
-                Some(handed) => (handed.placed.hash, handed.receipt.size),
-                None => {
-                    let entry = reader.context("a record not visited outside a partial build")?.entry(&key(i))?;
-                    let entry = entry.with_context(|| format!("the archive lacks {}", key(i)))?;
-                    (blake3::Hash::from_bytes(entry.hash), entry.size)
-                }
-            });
-        }
-        let bytes = |n: usize| match from_archive(positions[n]) {
-            true => Ok(read(positions[n])?.bytes),
-            false => Ok(self.stream.read(self.handled.get(positions[n]).expect("spooled").receipt)?),
-        };
-        let written = bulk::write_whole(stage, segment, settings.pretty, &records, bytes)?;
-        let file = stage.join(&written.path);
-        let previous = self.previous.and_then(|(_, index, _)| index.docs.other(std::slice::from_ref(&written.path)));
-        let handed = match previous.filter(|previous| previous.hash.0 == written.blake3) {
-            Some(previous) => Handed { placed: from_index(previous.hash.0), receipt: receipt_of(written.size) },
-            None => {
-                let receipt = self.stream.put_file(vec![written.path.clone()], &file)?;
-                Handed { placed: Placed { hash: written.blake3, staged: true, written: 1, from_index: false }, receipt }
-            }
-        };
-        std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
-        Ok((written.entry(segment, &settings.base_url, &updated_at), written.path, handed))
-    }
 }

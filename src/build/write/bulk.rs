@@ -3,21 +3,23 @@
 //! kept its order, and otherwise written again from its record documents as the write left
 //! them (staged, or in the tree), one at a time, member by member: a member whose records the
 //! previous file holds as one member (by the member table) is copied from it, the others are
-//! compressed. Then the bulk-data index, and the member table beside the tree.
+//! compressed (`bulk_members.rs`, which the archive writer shares). Then the bulk-data index,
+//! and the member table beside the tree.
 
+use super::bulk_members::{PreviousFile, Records, Source, write_file};
 use super::docs::{Doc, Docs};
 use super::stage::{Placed, Placements, Stager};
 use crate::build::plan::Content;
 use crate::build::rendering::{Document, Documents};
 use crate::build::state;
-use crate::bulk::members::{self, FileMembers, Member, Table};
+use crate::bulk::members::{FileMembers, Table};
 use crate::bulk::{self, Entry};
 use crate::problem::Problems;
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 /// The bulk-data files of a write, each with its placement, and the bulk-data index (a late
 /// document).
@@ -79,8 +81,9 @@ pub(super) fn stage_bulk(
             // the same records in the same order as the previous build's file (see `previous_members`)
             let by_position = list_kept && trusted && writer.killed.is_none();
             let from = old.and_then(|old| previous_members(writer, &table, old, by_position));
-            let job = Members { writer, docs, documents, placed, pretty: settings.pretty };
-            let (written, members) = job.write(segment, &docs.outputs.record_positions(segment), from.as_ref())?;
+            let job = Members { writer, docs, documents, placed };
+            let indices = docs.outputs.record_positions(segment);
+            let (written, members) = write_file(writer.stage, segment, settings.pretty, &indices, from.as_ref(), &job)?;
             let entry = written.entry(segment, &settings.base_url, &updated_at);
             // the same bytes already in place (a build without the index): nothing to write
             let staged = !writer.tree.is_some_and(|tree| same_bytes(tree, &written.path, &written.blake3));
@@ -104,7 +107,7 @@ pub(super) fn stage_bulk(
         entries.push(entry);
         files.push((path, placed));
     }
-    keep_member_table(writer, &previous, table, members)?;
+    keep_member_table(writer.out, &previous, table, members)?;
     let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, settings.pretty));
     let previous = writer.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
     Ok(Some(BulkFiles { files, index: Document::Late { hash: blake3::hash(&bytes), path, bytes, previous } }))
@@ -189,10 +192,8 @@ fn record_bytes(
 }
 
 /// The previous file of a resource, open, and its members by key: when the member table
-/// describes it, its members cover its bytes end to end, and its bytes hash to what the table
-/// says (and the build index, when it lists the file). Else `None`: the file is written whole.
-/// With `by_position` (this build's records are the previous build's, in the same order), its
-/// members in order too, when the build index lists the file.
+/// describes it and it is as the table says (see [`PreviousFile::check`]). Else `None`: the
+/// file is written whole.
 fn previous_members<'t>(
     writer: &Stager<'_>,
     table: &'t Table,
@@ -204,141 +205,9 @@ fn previous_members<'t>(
         return None;
     }
     let described = table.files.get(&path)?;
-    let mut file = writer.tree?.open_file(&path, u64::MAX).ok()?;
-    let size = file.metadata().ok()?.len();
-    let mut end = 0;
-    for member in &described.members {
-        (member.offset == end).then_some(())?;
-        end = member.offset.checked_add(member.length)?;
-    }
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(&mut file).ok()?;
-    let hash = hasher.finalize();
+    let file = writer.tree?.open_file(&path, u64::MAX).ok()?;
     let indexed = writer.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
-    let agrees = end == size && hash.to_hex().as_str() == described.blake3;
-    if !agrees || indexed.is_some_and(|indexed| indexed.hash.0 != hash) {
-        return None;
-    }
-    let members = described.members.iter().map(|m| (m.key.as_str(), m)).collect();
-    // Lines by position only from the file the index lists: after a killed commit the tree may
-    // name another build's file, of another list (copying a member by key is safe either way).
-    let ordered = if by_position && indexed.is_some() { &described.members[..] } else { &[] };
-    Some(PreviousFile { file, members, ordered })
-}
-
-/// A previous bulk-data file whose members can be copied.
-struct PreviousFile<'t> {
-    file: std::fs::File,
-    members: HashMap<&'t str, &'t Member>,
-    /// Its members in order, when its records are this build's in the same order (else empty):
-    /// the line of an unchanged record is then read from the member holding it.
-    ordered: &'t [Member],
-}
-
-/// The record lines of a previous bulk-data file, asked for by list position in increasing
-/// order: each member holding one is decompressed once (a member is a few MB of lines; reading
-/// its records' documents from the tree instead opens a few thousand files).
-struct OldLines<'a, 't> {
-    from: &'a PreviousFile<'t>,
-    /// The next member to read, and the list position of its first record.
-    next: usize,
-    first: u64,
-    /// The member read last: its first record's position, its text, and each line's range.
-    read: Option<(u64, Vec<u8>, Vec<std::ops::Range<usize>>)>,
-}
-
-impl OldLines<'_, '_> {
-    /// The line (without its newline) of the record at list `position`, when the previous file
-    /// has it as it should (`None` else: the caller reads the record's document).
-    fn line(&mut self, position: u64) -> Option<Vec<u8>> {
-        loop {
-            if let Some((first, text, lines)) = &self.read
-                && position >= *first
-                && let Some(range) = lines.get((position - first) as usize)
-            {
-                return Some(text[range.clone()].to_vec());
-            }
-            let member = self.from.ordered.get(self.next)?;
-            let first = self.first;
-            (self.next, self.first) = (self.next + 1, first + member.records);
-            if position < first || position >= self.first {
-                continue; // a member before it (or a position asked for out of order: none has it)
-            }
-            let text = self.decompress(member)?;
-            let mut lines = Vec::with_capacity(member.records as usize);
-            let mut start = 0;
-            for end in text.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(at, _)| at) {
-                lines.push(start..end);
-                start = end + 1;
-            }
-            if lines.len() as u64 != member.records || start != text.len() {
-                return None;
-            }
-            self.read = Some((first, text, lines));
-        }
-    }
-
-    fn decompress(&self, member: &Member) -> Option<Vec<u8>> {
-        use std::io::Read;
-        use std::os::unix::fs::FileExt;
-        let mut packed = vec![0u8; usize::try_from(member.length).ok()?];
-        self.from.file.read_exact_at(&mut packed, member.offset).ok()?;
-        let mut text = Vec::new();
-        flate2::read::GzDecoder::new(packed.as_slice()).read_to_end(&mut text).ok()?;
-        Some(text)
-    }
-}
-
-impl PreviousFile<'_> {
-    /// The bytes of `member` of this file, when they are one gzip member, whole, holding one
-    /// line for each of `hashes` (the documents of the records its key names), each line that
-    /// document's: its key is then what it holds. A table can be consistent and still wrong
-    /// (keys exchanged, its checksum made again): its word is not taken for the bytes copied.
-    fn holding(&self, member: &Member, hashes: &[blake3::Hash], pretty: bool) -> Option<Vec<u8>> {
-        use std::io::BufRead;
-        use std::os::unix::fs::FileExt;
-        let mut packed = vec![0u8; usize::try_from(member.length).ok()?];
-        self.file.read_exact_at(&mut packed, member.offset).ok()?;
-        // read a line at a time: a member is about 2 MB of text, held whole it added 120 bytes a
-        // record to the peak of a one-record edit (tests/suite/build.rs), its gzip a fraction
-        let mut decoder = std::io::BufReader::new(flate2::bufread::GzDecoder::new(packed.as_slice()));
-        let (mut line, mut expected) = (Vec::new(), hashes.iter());
-        loop {
-            line.clear();
-            if decoder.read_until(b'\n', &mut line).ok()? == 0 {
-                break;
-            }
-            // every line, the last too, ends with a newline, and is the next record's document
-            let hash = expected.next()?;
-            if !line.strip_suffix(b"\n").is_some_and(|text| line_holds(text, hash, pretty)) {
-                return None;
-            }
-        }
-        // every record's line, and nothing after the member
-        let whole = !hashes.is_empty() && expected.next().is_none() && decoder.get_ref().get_ref().is_empty();
-        whole.then_some(packed)
-    }
-}
-
-/// True when `line` of a bulk-data file is the record document that hashes to `hash`: the
-/// document itself, or made compact from it when documents are indented (`pretty`: the line
-/// indented again as gen indents a document gives the document's bytes).
-fn line_holds(line: &[u8], hash: &blake3::Hash, pretty: bool) -> bool {
-    if !pretty {
-        return blake3::hash(line) == *hash;
-    }
-    let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
-    value.and_then(|value| serde_json::to_vec_pretty(&value).ok()).is_some_and(|bytes| blake3::hash(&bytes) == *hash)
-}
-
-/// Says that the previous bulk-data file of `segment` does not hold what the member table
-/// says; `true`: nothing more is taken from it.
-fn distrust(segment: &str) -> bool {
-    say!(
-        "note: the previous bulk-data file of {segment} does not hold what the member table says: \
-         ignoring it; this build writes the file from the records' documents"
-    );
-    true
+    PreviousFile::check(Source::File(file), described, indexed.map(|file| file.hash.0), by_position)
 }
 
 /// What writing a resource's file member by member needs.
@@ -347,69 +216,15 @@ struct Members<'a, 'w, 'd, 'o> {
     docs: &'a Docs<'d, 'o>,
     documents: &'a Documents<'a, 'o>,
     placed: &'a Placements,
-    pretty: bool,
 }
 
-impl Members<'_, '_, '_, '_> {
-    /// Writes the file of `segment` from the records of outputs `indices`, in order, cut into
-    /// members where [`members::ends_member`] says; each member is copied from `from` when it
-    /// holds the same records, else compressed.
-    fn write(
-        &self,
-        segment: &str,
-        indices: &[usize],
-        from: Option<&PreviousFile<'_>>,
-    ) -> Result<(bulk::FileWritten, FileMembers)> {
-        let mut file = bulk::FileWriter::create(self.writer.stage, segment)?;
-        let (mut start, mut hashes) = (0, Vec::new());
-        let mut old = from.map(|from| OldLines { from, next: 0, first: 0, read: None });
-        // Set once the previous file is found not to hold what the table says: nothing more is
-        // taken from it (the rest of the file is compressed from the records' documents).
-        let mut distrusted = false;
-        for (n, &i) in indices.iter().enumerate() {
-            let (hash, size) = self.hash_and_size(i)?;
-            hashes.push(hash);
-            if n + 1 < indices.len() && !members::ends_member(&hash, size) {
-                continue;
-            }
-            let (run, first) = (&indices[start..=n], start as u64);
-            start = n + 1;
-            let key = members::member_key(self.pretty, hashes.iter());
-            let by_key = from.filter(|_| !distrusted).and_then(|from| from.members.get(key.as_str()));
-            let copied = match by_key.filter(|old| old.records == run.len() as u64) {
-                Some(old) => from.and_then(|from| from.holding(old, &hashes, self.pretty)).map(|bytes| (old, bytes)),
-                None => None,
-            };
-            match copied {
-                Some((old, bytes)) => {
-                    file.append(key, old.records, &bytes)?;
-                    hashes.clear();
-                    continue;
-                }
-                None if by_key.is_some() => distrusted = distrust(segment),
-                None => {}
-            }
-            let doubted = std::cell::Cell::new(distrusted);
-            let lines = run.iter().zip(first..).zip(&hashes).map(|((&i, position), hash)| {
-                let staged = self.placed.get(i).is_some_and(|placed| placed.staged);
-                let taken = old.as_mut().filter(|_| !staged && !doubted.get()).and_then(|old| old.line(position));
-                match taken {
-                    Some(line) if line_holds(&line, hash, self.pretty) => Ok(line),
-                    Some(_) => {
-                        doubted.set(distrust(segment));
-                        self.record_bytes(i)
-                    }
-                    None => self.record_bytes(i),
-                }
-            });
-            file.compress(key, self.pretty, lines)?;
-            distrusted = doubted.get();
-            hashes.clear();
-        }
-        if indices.is_empty() {
-            file.compress(members::member_key(self.pretty, std::iter::empty()), self.pretty, std::iter::empty())?;
-        }
-        file.finish()
+impl Records for Members<'_, '_, '_, '_> {
+    fn staged(&self, i: usize) -> bool {
+        self.placed.get(i).is_some_and(|placed| placed.staged)
+    }
+
+    fn bytes(&self, i: usize) -> Result<Vec<u8>> {
+        record_bytes(self.writer, self.docs, self.documents, self.placed, i)
     }
 
     /// The hash and size of the record document of output `i`: its staged file's size, the
@@ -431,21 +246,18 @@ impl Members<'_, '_, '_, '_> {
             (Some(placed), Some(file)) if file.hash.0 == placed.hash => Ok((placed.hash, file.stamp.size)),
             (None, Some(file)) => Ok((file.hash.0, file.stamp.size)),
             _ => {
-                let bytes = self.record_bytes(i)?;
+                let bytes = self.bytes(i)?;
                 Ok((placed.map_or_else(|| blake3::hash(&bytes), |placed| placed.hash), bytes.len() as u64))
             }
         }
     }
-
-    fn record_bytes(&self, i: usize) -> Result<Vec<u8>> {
-        record_bytes(self.writer, self.docs, self.documents, self.placed, i)
-    }
 }
 
-/// Writes the member table of this build's files beside the tree, keeping the previous
-/// files' members too (a build that fails after this leaves them in place), when it changed.
-fn keep_member_table(
-    writer: &Stager<'_>,
+/// Writes the member table of this build's files beside the tree (or archive) in `out`,
+/// keeping the previous files' members too (a build that fails after this leaves them in
+/// place), when it changed.
+pub(super) fn keep_member_table(
+    out: &std::path::Path,
     previous: &BTreeMap<String, Entry>,
     old: Table,
     mut new: Table,
@@ -460,6 +272,6 @@ fn keep_member_table(
     if new == old {
         return Ok(());
     }
-    state::ensure(writer.out)?;
-    new.write(&state::file(writer.out, state::BULK), &state::temporary(writer.out, state::BULK))
+    state::ensure(out)?;
+    new.write(&state::file(out, state::BULK), &state::temporary(out, state::BULK))
 }
