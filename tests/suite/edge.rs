@@ -782,6 +782,13 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
             assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
             let detail = got.json()["detail"].as_str().unwrap().to_string();
             assert!(detail.contains("retry in a moment") && detail.contains("parts/"), "{context}");
+            // it names the archive, its root and the part, and how to mend it: not the tree
+            assert!(
+                detail.contains("the archive's root names")
+                    && detail.contains("publish the whole archive again with gen publish")
+                    && !detail.contains("tree"),
+                "{context}"
+            );
             eprintln!("{}: {fault}: {detail}", runtime.server.name);
         }
         // workerd reading R2: its bucket filled with the archive as it is now

@@ -67,7 +67,9 @@ export async function handle(facts, request, origin, target) {
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
     if (e instanceof OriginFault && e.status === 503) {
-      const detail = `the tree's origin holds a file that does not match the tree this handler was printed for: ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole tree, or print the handler again for the tree published`;
+      const detail = facts.archive
+        ? `the archive's origin does not hold whole what the archive's root names (a part missing, damaged or cut short): ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole archive again with gen publish, or print the handler again for the archive published`
+        : `the tree's origin holds a file that does not match the tree this handler was printed for: ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole tree, or print the handler again for the tree published`;
       return errorReply(facts, 503, JSON.stringify({ detail }));
     }
     const detail = `the tree's origin could not be read (${message}); retry in a moment`;
