@@ -63,7 +63,7 @@ export async function handle(facts, request, origin, target) {
     const revalidate = facts.revalidated.includes(key);
     // the root names the bulk-data index, which it does not list, in a Link header
     const link = key === "api/v2" ? facts.root_link : null;
-    return documentReply(facts, request, body, revalidate, link);
+    return documentReply(facts, request, body.document, revalidate, link, null, body.gzip);
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
     if (e instanceof OriginFault && e.status === 503) {
@@ -103,5 +103,6 @@ async function find(facts, origin, target) {
     return file === null ? null : { bulk: file };
   }
   // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
-  return origin.get(facts.files.includes(key) ? key : `${key}/index.json`);
+  const found = await origin.getStored(facts.files.includes(key) ? key : `${key}/index.json`);
+  return found === null ? null : { document: found.bytes, gzip: found.gzip };
 }
