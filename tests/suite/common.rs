@@ -173,6 +173,28 @@ pub fn archive_of_tree(tree: &Path, archive: &Path) {
     archive::write(archive, documents, &Options::default()).unwrap();
 }
 
+/// The sample data built in a fresh temporary folder: `data/`, its tree `out/` (when asked
+/// for) and its archive `archive/`, made by the real `gen build` and `gen build --archive`.
+pub struct BuiltSample {
+    pub tmp: TempDir,
+    pub data: PathBuf,
+    pub out: PathBuf,
+    pub archive: PathBuf,
+}
+
+/// [`sample_data`] in a new folder named after `name`, built as an archive and, with `tree`,
+/// as a tree too (the setup the archive's build and serve tests share).
+pub fn built_sample(name: &str, tree: bool) -> BuiltSample {
+    let tmp = TempDir::new(name);
+    let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
+    sample_data(&data);
+    if tree {
+        build(&data, &out, &[]).ok();
+    }
+    build(&data, &archive, &["--archive"]).ok();
+    BuiltSample { tmp, data, out, archive }
+}
+
 /// Parses a JSON file of a tree.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
