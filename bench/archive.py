@@ -118,6 +118,15 @@ def edits(figures, case, gen, data, trees, edit, figure, count):
         measure_build(figures, case, mode, "unchanged rebuild (s)", build(gen, data, trees[mode], mode), trees[mode])
 
 
+def clean_up(edit, trees):
+    """Puts the edited record back and, unless ARCHIVE_KEEP=1, removes the built outputs."""
+    edit.restore()
+    if os.environ.get("ARCHIVE_KEEP") != "1":
+        for tree in trees.values():
+            scale.reset(tree)
+            remove(tree)
+
+
 def case_published(gen, work, figures):
     api_data = Path(os.environ["API_DATA"]).resolve()
     source = work / "bench-import-published"
@@ -140,11 +149,7 @@ def case_published(gen, work, figures):
             count_output(figures, "published", mode, trees[mode])
         edits(figures, "published", gen, data, trees, edit, "one-record edit (s)", EDITS)
     finally:
-        edit.restore()
-        if os.environ.get("ARCHIVE_KEEP") != "1":
-            for tree in trees.values():
-                scale.reset(tree)
-                remove(tree)
+        clean_up(edit, trees)
 
 
 def case_1m(gen, work, figures):
@@ -160,11 +165,7 @@ def case_1m(gen, work, figures):
             count_output(figures, case, mode, trees[mode])
         edits(figures, case, gen, data, trees, edit, "one-line edit (s)", EDITS)
     finally:
-        edit.restore()
-        if os.environ.get("ARCHIVE_KEEP") != "1":
-            for tree in trees.values():
-                scale.reset(tree)
-                remove(tree)
+        clean_up(edit, trees)
 
 
 def table(figures):

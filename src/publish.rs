@@ -151,11 +151,7 @@ fn publish_unredacted(options: &PublishOptions) -> Result<PublishSummary> {
         }
     }
     let store = target.open(options.endpoint.as_deref(), options.retries)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.jobs.clamp(1, 4))
-        .enable_all()
-        .build()
-        .context("cannot start the runtime of the uploads")?;
+    let runtime = upload_runtime(options.jobs)?;
     let files = TreeDir::open(&options.dir)?;
     let tree =
         remote::LocalTree { dir: &options.dir, files: &files, manifest: &manifest, manifest_bytes: &manifest_bytes };
@@ -196,14 +192,20 @@ fn publish_archive(options: &PublishOptions, started: Instant) -> Result<Publish
         }
     }
     let store = target.open(options.endpoint.as_deref(), options.retries)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.jobs.clamp(1, 4))
-        .enable_all()
-        .build()
-        .context("cannot start the runtime of the uploads")?;
+    let runtime = upload_runtime(options.jobs)?;
     let mut summary = runtime.block_on(archive::publish(&local, &target, store, options))?;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The async runtime the uploads run on: up to 4 worker threads (`--jobs` requests are in
+/// flight at once whatever the threads; the work is waiting on the network).
+fn upload_runtime(jobs: usize) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(jobs.clamp(1, 4))
+        .enable_all()
+        .build()
+        .context("cannot start the runtime of the uploads")
 }
 
 /// Refuses a `file://` target holding a symbolic link where a publish writes, reads or deletes

@@ -38,18 +38,10 @@ pub(super) async fn publish(
         let remote = read_remote(local, target, &*store, &place, options.verify).await?;
         return Ok(ArchivePlan::new(local, remote, options, now_secs()).summary());
     }
-    let held = lock::take(&*store, target, &place, options.take_over_lock).await?;
-    let result = publish_locked(local, target, store.clone(), options, &held).await;
-    let released = lock::release(&*store, target, &held).await;
-    match (result, released) {
-        (Ok(summary), Ok(_)) => Ok(summary),
-        (Ok(_), Err(e)) => Err(explain(e, "removing the publish lock", target, &place, Stage::LockLeft)),
-        (Err(e), Ok(_)) => Err(e),
-        (Err(e), Err(_)) => Err(e.context(format!(
-            "(the lock {} could not be removed either: the next publish must pass --take-over-lock)",
-            lock::LOCK
-        ))),
-    }
+    lock::run_locked(&*store, target, &place, options.take_over_lock, async |held| {
+        publish_locked(local, target, store.clone(), options, held).await
+    })
+    .await
 }
 
 /// Reads the target, plans and carries the plan out, holding the lock.

@@ -114,6 +114,30 @@ pub(crate) async fn take(store: &dyn ObjectStore, target: &Target, place: &str, 
     )
 }
 
+/// Runs `publish` holding the target's lock: takes it (replacing another's with `take_over`),
+/// runs, then gives it back however the publish ended, if it is still this publish's (a lock
+/// taken over by another publish is left alone). The two outcomes make one error: the
+/// publish's, or the release's when only that failed.
+pub(crate) async fn run_locked<T>(
+    store: &dyn ObjectStore,
+    target: &Target,
+    place: &str,
+    take_over: bool,
+    publish: impl AsyncFnOnce(&Held) -> Result<T>,
+) -> Result<T> {
+    let held = take(store, target, place, take_over).await?;
+    let result = publish(&held).await;
+    let released = release(store, target, &held).await;
+    match (result, released) {
+        (Ok(done), Ok(_)) => Ok(done),
+        (Ok(_), Err(e)) => Err(explain(e, "removing the publish lock", target, place, Stage::LockLeft)),
+        (Err(e), Ok(_)) => Err(e),
+        (Err(e), Err(_)) => Err(e.context(format!(
+            "(the lock {LOCK} could not be removed either: the next publish must pass --take-over-lock)"
+        ))),
+    }
+}
+
 /// The lock held, once a read shows it is this publish's (on a store that ignores conditional
 /// writes, another publish may have written it at the same time).
 async fn checked(store: &dyn ObjectStore, target: &Target, token: String) -> Result<Held> {

@@ -32,18 +32,10 @@ pub(crate) async fn publish(
         return publish_locked(tree, target, store, options, None).await;
     }
     let place = target.place(options.endpoint.as_deref());
-    let held = lock::take(&*store, target, &place, options.take_over_lock).await?;
-    let result = publish_locked(tree, target, store.clone(), options, Some(&held)).await;
-    // a lock that is not this publish's any more is left alone
-    let released = lock::release(&*store, target, &held).await;
-    match (result, released) {
-        (Ok(summary), Ok(_)) => Ok(summary),
-        (Ok(_), Err(e)) => Err(explain(e, "removing the publish lock", target, &place, Stage::LockLeft)),
-        (Err(e), Ok(_)) => Err(e),
-        (Err(e), Err(_)) => Err(e.context(format!(
-            "(the lock {LOCK} could not be removed either: the next publish must pass --take-over-lock)"
-        ))),
-    }
+    lock::run_locked(&*store, target, &place, options.take_over_lock, async |held| {
+        publish_locked(tree, target, store.clone(), options, Some(held)).await
+    })
+    .await
 }
 
 /// Reads the target, plans, and (unless `--dry-run`) carries the plan out, holding `lock`.

@@ -95,12 +95,7 @@ fn an_archive_is_byte_for_byte_the_same_whatever_the_threads() {
 /// touch nothing.
 #[test]
 fn an_archive_never_replaces_a_tree_nor_a_tree_an_archive() {
-    let tmp = TempDir::new("archive-refusal");
-    let data = tmp.join("data");
-    sample_data(&data);
-    let (tree, archive) = (tmp.join("tree"), tmp.join("archive"));
-    build(&data, &tree, &[]).ok();
-    build(&data, &archive, &["--archive"]).ok();
+    let BuiltSample { tmp, data, out: tree, archive } = built_sample("archive-refusal", true);
     let (tree_before, archive_before) = (read_tree(&tree), read_tree(&archive));
     let refused = build(&data, &tree, &["--archive"]).fails_with(2).stderr();
     assert!(refused.contains("holds a tree") && refused.contains("choose another --out"), "{refused}");
@@ -217,11 +212,7 @@ fn a_one_line_edit_of_a_large_table_renders_only_its_record() {
 /// index or without, it writes nothing; `--verify` writes the fresh archive's root.
 #[test]
 fn a_one_record_edit_writes_three_files_and_an_unchanged_rebuild_none() {
-    let tmp = TempDir::new("archive-edit");
-    let data = tmp.join("data");
-    sample_data(&data);
-    let archive = tmp.join("archive");
-    build(&data, &archive, &["--archive"]).ok();
+    let BuiltSample { tmp, data, archive, .. } = built_sample("archive-edit", false);
     let before = read_tree(&archive);
     let file = data.join("berry/7.json");
     let text = std::fs::read_to_string(&file).unwrap().replace("\"size\": 7.5", "\"size\": 70.5");
@@ -269,11 +260,7 @@ fn a_one_record_edit_writes_three_files_and_an_unchanged_rebuild_none() {
 /// and no spool behind.
 #[test]
 fn a_failed_build_leaves_the_archive_as_it_was() {
-    let tmp = TempDir::new("archive-failed");
-    let data = tmp.join("data");
-    sample_data(&data);
-    let archive = tmp.join("archive");
-    build(&data, &archive, &["--archive"]).ok();
+    let BuiltSample { tmp: _tmp, data, archive, .. } = built_sample("archive-failed", false);
     let before = read_tree(&archive);
     let file = data.join("berry/7.json");
     let good = std::fs::read(&file).unwrap();

@@ -150,27 +150,26 @@ pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// Writes into `archive` the archive `gen build --archive` writes for the tree in `tree`
-/// (docs/archive.md, "A built API as an archive"): every file of the tree under its path, but
-/// the `.gz` siblings of `--gzip`, and `manifest.json` with no files listed.
-pub fn archive_of_tree(tree: &Path, archive: &Path) {
-    use genapi::archive::{self, Document, MANIFEST_KEY, Options};
-    let mut documents = Vec::new();
-    for (path, bytes) in read_tree(tree) {
-        if path.ends_with(".json.gz") {
-            continue;
-        }
-        let bytes = match path == MANIFEST_KEY {
-            true => {
-                let mut manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                manifest["files"] = serde_json::json!({});
-                serde_json::to_vec_pretty(&manifest).unwrap()
-            }
-            false => bytes,
-        };
-        documents.push(Document::new(vec![path], bytes));
+/// The sample data built in a fresh temporary folder: `data/`, its tree `out/` (when asked
+/// for) and its archive `archive/`, made by the real `gen build` and `gen build --archive`.
+pub struct BuiltSample {
+    pub tmp: TempDir,
+    pub data: PathBuf,
+    pub out: PathBuf,
+    pub archive: PathBuf,
+}
+
+/// [`sample_data`] in a new folder named after `name`, built as an archive and, with `tree`,
+/// as a tree too (the setup the archive's build and serve tests share).
+pub fn built_sample(name: &str, tree: bool) -> BuiltSample {
+    let tmp = TempDir::new(name);
+    let (data, out, archive) = (tmp.join("data"), tmp.join("out"), tmp.join("archive"));
+    sample_data(&data);
+    if tree {
+        build(&data, &out, &[]).ok();
     }
-    archive::write(archive, documents, &Options::default()).unwrap();
+    build(&data, &archive, &["--archive"]).ok();
+    BuiltSample { tmp, data, out, archive }
 }
 
 /// Parses a JSON file of a tree.

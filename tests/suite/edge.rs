@@ -539,6 +539,9 @@ fn edge_parity_of(tree: &Tree, options: &[&str], archive: bool) {
     check_random_targets(tree, &mut p, 400);
     check_random_searches(tree, &mut p, 200);
     check_random_filters(tree, &mut p, 200);
+    if archive {
+        check_gzip_documents(tree, &serve, &runtimes);
+    }
     let names: Vec<&str> = runtimes.iter().map(|r| r.server.name.as_str()).collect();
     eprintln!(
         "{} requests answered alike by gen serve and {} in {:.1?}",
@@ -546,6 +549,74 @@ fn edge_parity_of(tree: &Tree, options: &[&str], archive: bool) {
         names.join(", "),
         started.elapsed()
     );
+}
+
+/// The documents of `tree` (its `index.json` files, none under a `_` folder), at most about 400
+/// spread over them, the root first.
+fn document_targets(tree: &Tree) -> Vec<String> {
+    fn walk(dir: &Path, out: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() && !name.starts_with('_') && name != "bulk-data" {
+                walk(&path, out, found);
+            } else if name == "index.json" {
+                let folder = path.parent().unwrap().strip_prefix(out).unwrap();
+                found.push(format!("/{}/", folder.to_str().unwrap()));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&tree.out.join("api/v2"), &tree.out, &mut found);
+    found.sort();
+    let step = found.len().div_ceil(400).max(1);
+    found.into_iter().enumerate().filter(|(i, t)| i % step == 0 || t == "/api/v2/").map(|(_, t)| t).collect()
+}
+
+/// A body as sent, gunzipped when its answer says `Content-Encoding: gzip`.
+fn decoded(reply: &common::Response) -> Vec<u8> {
+    if reply.header("content-encoding") != Some("gzip") {
+        return reply.body.clone();
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&reply.body[..]), &mut out).unwrap();
+    out
+}
+
+/// Every handler reading an archive sends a document the archive stores (a record, the root, a
+/// singleton) to a client that takes gzip as `gen serve` sends it: the stored gzip member as it
+/// is, byte for byte gen serve's gzip body, with `Content-Encoding: gzip`, an ETag of its own
+/// (`-gz`, a 304 for it) and `Vary: Accept-Encoding`; a computed list is the same JSON once
+/// decoded. A handler that decompresses the stored gzip and sends it plain fails here.
+fn check_gzip_documents(tree: &Tree, serve: &Server, runtimes: &[Runtime]) {
+    let gzip = [("Accept-Encoding", "gzip, deflate, br")];
+    let mut passed = 0;
+    for target in document_targets(tree) {
+        let expected = serve.request("GET", &target, &gzip);
+        let plain = decoded(&expected);
+        let is_list = serde_json::from_slice::<serde_json::Value>(&plain).is_ok_and(|v| v.get("results").is_some());
+        for runtime in runtimes {
+            let got = runtime.server.request("GET", &target, &gzip);
+            let context = format!("{} on {target} (gzip): {:?}", runtime.server.name, got.headers);
+            assert_eq!(got.status, expected.status, "{context}");
+            assert_eq!(decoded(&got), plain, "{context}");
+            // workerd compresses a plain answer itself for a client that takes gzip: only a
+            // gzip answer of gen serve's is compared byte for byte
+            if is_list || expected.status != 200 || expected.header("content-encoding") != Some("gzip") {
+                continue;
+            }
+            assert_eq!(got.header("content-encoding"), Some("gzip"), "{context}");
+            assert!(got.body == expected.body, "{context}: not gen serve's gzip body");
+            passed += 1;
+            assert!(got.header("vary").is_some_and(|v| v.contains("Accept-Encoding")), "{context}");
+            let etag = got.header("etag").unwrap().to_string();
+            assert!(etag.ends_with("-gz\""), "{context}");
+            let again = runtime.server.request("GET", &target, &[gzip[0], ("If-None-Match", etag.as_str())]);
+            assert_eq!(again.status, 304, "{context}: If-None-Match {etag}");
+        }
+    }
+    assert!(passed > 0, "no stored document was sent as gzip: nothing compared");
+    eprintln!("{passed} gzip answers of stored documents sent as gen serve sends them");
 }
 
 #[test]
@@ -782,6 +853,13 @@ fn a_damaged_truncated_or_missing_part_of_an_archive_gets_a_json_503_nothing_kee
             assert_eq!(got.header("content-type"), Some("application/json; charset=utf-8"), "{context}");
             let detail = got.json()["detail"].as_str().unwrap().to_string();
             assert!(detail.contains("retry in a moment") && detail.contains("parts/"), "{context}");
+            // it names the archive, its root and the part, and how to mend it: not the tree
+            assert!(
+                detail.contains("the archive's root names")
+                    && detail.contains("publish the whole archive again with gen publish")
+                    && !detail.contains("tree"),
+                "{context}"
+            );
             eprintln!("{}: {fault}: {detail}", runtime.server.name);
         }
         // workerd reading R2: its bucket filled with the archive as it is now

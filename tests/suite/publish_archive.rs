@@ -5,7 +5,7 @@
 //! killed before its root leaves the old root serving, whole, and the next one completes it;
 //! a tree over an archive, and an archive over a tree, are refused.
 
-use crate::common::{self, Run, TempDir, archive_of_tree, read_tree};
+use crate::common::{self, Run, TempDir, read_tree};
 use crate::publish::{Site, Weed, block_on, path_str, publish_with, spawn_publish};
 use genapi::archive::{self, Change, Document, Folder, MANIFEST_KEY, Options, RangeSource, Reader};
 use object_store::ObjectStoreExt;
@@ -54,7 +54,8 @@ fn files_of(dir: &Path) -> Vec<String> {
     Reader::open(Folder(dir.to_path_buf())).unwrap().files()
 }
 
-/// The documents `archive_of_tree` stores for the tree in `tree`: key → bytes.
+/// The documents an archive of the tree in `tree` stores (docs/archive.md: no `.gz` siblings,
+/// the manifest with `"files": {}`): key → bytes.
 fn documents(tree: &Path) -> BTreeMap<String, Vec<u8>> {
     read_tree(tree)
         .into_iter()
@@ -68,6 +69,14 @@ fn documents(tree: &Path) -> BTreeMap<String, Vec<u8>> {
             false => (path, bytes),
         })
         .collect()
+}
+
+/// The site's data built by `gen build --archive` into `archive`, with the options of its tree
+/// (`--links path`); a new folder is a fresh archive.
+fn build_archive(site: &Site, archive: &Path) {
+    let (data, out) = (site.data(), archive.to_path_buf());
+    common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path", "--archive"])
+        .ok();
 }
 
 /// The keys whose documents differ between two trees, or that only one has.
@@ -138,7 +147,7 @@ impl Edit {
     fn new() -> Edit {
         let site = Site::new(&[]);
         let tmp = TempDir::new("publish-archive");
-        archive_of_tree(&site.out(), &tmp.join("a"));
+        build_archive(&site, &tmp.join("a"));
         copy_tree(&site.out(), &tmp.join("tree-a"));
         site.edit_record();
         site.build(&[]);
@@ -302,7 +311,7 @@ fn parts_no_root_names_stay_for_the_grace_counted_from_their_retirement_then_go(
     let old_root = weed.get("root").0;
     // a fresh archive of the edited tree: every part new, every part of `a` unnamed
     let b = edit.tmp.join("b");
-    archive_of_tree(&edit.site.out(), &b);
+    build_archive(&edit.site, &b);
     let (a_files, b_files) = (files_of(&edit.a()), files_of(&b));
     let unnamed: BTreeSet<String> =
         a_files.iter().filter(|f| f.starts_with("parts/") && !b_files.contains(f)).cloned().collect();
@@ -372,7 +381,7 @@ fn a_publish_killed_before_its_root_leaves_the_old_root_whole_and_the_next_compl
     let edit = Edit::new();
     publish_to(&weed, None, &edit.a(), "s3://gen", &[]).ok();
     let b = edit.tmp.join("b");
-    archive_of_tree(&edit.site.out(), &b);
+    build_archive(&edit.site, &b);
     let new_parts = files_of(&b).len() - 1;
     assert!(new_parts >= 2);
     // killed after one part, then after every part left (its root held on the way)
@@ -447,7 +456,18 @@ fn measure_tree_and_archive_publishes_on_the_fixture() {
     build();
     let (tree_a, archive_a, archive_b) = (tmp.join("tree-a"), tmp.join("archive-a"), tmp.join("archive-b"));
     copy_tree(&out, &tree_a);
-    archive_of_tree(&out, &archive_a);
+    common::run(&[
+        "build",
+        "-q",
+        "--data",
+        path_str(&data),
+        "--out",
+        path_str(&archive_a),
+        "--links",
+        "path",
+        "--archive",
+    ])
+    .ok();
     let record = data.join("berry/1.json");
     let text = std::fs::read_to_string(&record).unwrap().replacen("\"potency\": 10", "\"potency\": 11", 1);
     std::fs::write(&record, text).unwrap();

@@ -235,13 +235,22 @@ function archiveOrigin(ranges, cache = null) {
     ready: ranges.ready && (async () => (await ranges.ready(), await current())),
     /** The document at `path`, decompressed and checked; `null` when the archive holds none. */
     async get(path, maxBytes = Infinity) {
+      const found = await this.getStored(path, maxBytes);
+      return found === null ? null : found.bytes;
+    },
+    /**
+     * The document at `path` as `{bytes, gzip}`: decompressed, and its stored gzip member, which
+     * a client that takes gzip is sent as it is (checked first: decompressed, its CRC-32 and
+     * length, and its entry's size); `null` when the archive holds none.
+     */
+    async getStored(path, maxBytes = Infinity) {
       const { parts, entry } = await find(path);
       if (entry === null) return null;
       if (entry.size > maxBytes) throw tooLarge(path, maxBytes);
       const stored = await readPart(ranges, parts, entry.part, entry.offset, entry.length, path);
       const bytes = await gunzip(stored, `${path} (at byte ${entry.offset} of parts/${entry.part})`);
       if (bytes.length !== entry.size) throw new OriginFault(503, `${path} is damaged: ${bytes.length} bytes where its entry says ${entry.size}`);
-      return bytes;
+      return { bytes, gzip: stored };
     },
     /** A bulk-data file as a stream of its bytes (gzip already), `{body, size, etag}`, or `null`. */
     async stream(path) {

@@ -63,11 +63,13 @@ export async function handle(facts, request, origin, target) {
     const revalidate = facts.revalidated.includes(key);
     // the root names the bulk-data index, which it does not list, in a Link header
     const link = key === "api/v2" ? facts.root_link : null;
-    return documentReply(facts, request, body, revalidate, link);
+    return documentReply(facts, request, body.document, revalidate, link, null, body.gzip);
   } catch (e) {
     const message = e && e.message ? e.message : String(e);
     if (e instanceof OriginFault && e.status === 503) {
-      const detail = `the tree's origin holds a file that does not match the tree this handler was printed for: ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole tree, or print the handler again for the tree published`;
+      const detail = facts.archive
+        ? `the archive's origin does not hold whole what the archive's root names (a part missing, damaged or cut short): ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole archive again with gen publish, or print the handler again for the archive published`
+        : `the tree's origin holds a file that does not match the tree this handler was printed for: ${message}; retry in a moment (a publish may be under way), and if this goes on, publish the whole tree, or print the handler again for the tree published`;
       return errorReply(facts, 503, JSON.stringify({ detail }));
     }
     const detail = `the tree's origin could not be read (${message}); retry in a moment`;
@@ -101,5 +103,6 @@ async function find(facts, origin, target) {
     return file === null ? null : { bulk: file };
   }
   // a document that is a file of its own (api/v2/openapi.json), else a folder's index.json
-  return origin.get(facts.files.includes(key) ? key : `${key}/index.json`);
+  const found = await origin.getStored(facts.files.includes(key) ? key : `${key}/index.json`);
+  return found === null ? null : { document: found.bytes, gzip: found.gzip };
 }

@@ -219,13 +219,19 @@ async function readBounded(body, path, maxBytes) {
 function treeOrigin(facts, origin) {
   return {
     async get(path) {
+      const found = await this.getStored(path);
+      return found === null ? null : found.bytes;
+    },
+    /** `{bytes, gzip}`: the document and, from an archive, its stored gzip member (else `null`). */
+    async getStored(path) {
       if (new TextEncoder().encode(path).length > facts.longest_key) return null;
-      const body = await origin.get(path, facts.max_read_bytes);
-      if (body === null) return null;
+      const found = origin.getStored ? await origin.getStored(path, facts.max_read_bytes) : await origin.get(path, facts.max_read_bytes);
+      if (found === null) return null;
+      const body = origin.getStored ? found.bytes : found;
       let i = 0;
       while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
       if (body[i] !== 123 && body[i] !== 91) throw new OriginFault(503, `${path} is not a JSON document`);
-      return body;
+      return { bytes: body, gzip: origin.getStored ? found.gzip : null };
     },
     /** A bulk-data file, streamed: never longer than a key the tree holds. */
     async stream(path) {

@@ -9,6 +9,7 @@
 //   debugEscape       src/hosts/edge.rs    debug_escaped
 //   preflight         src/serve/respond.rs echoable
 //   documentReply     src/serve/respond.rs etag_matches
+//   acceptsGzip       src/serve/respond.rs accepts_gzip
 
 const ALLOW = "GET, HEAD, OPTIONS";
 const ALLOW_METHODS = "GET, HEAD";
@@ -18,6 +19,8 @@ const MAX_SHOWN_PATH = 200;
 const JSON_TYPE = "application/json; charset=utf-8";
 const BULK_CACHE_CONTROL = "public, max-age=31536000, immutable";
 const IGNORED_HEADER = "Gen-Ignored";
+/** A body shorter than this is sent plain, as gen serve sends it (src/serve/item.rs MIN_GZIP). */
+const MIN_GZIP = 200;
 
 function badParam(facts, { name, value }) {
   const which = name === "limit" ? (value.startsWith("-") ? "limit_negative" : "limit") : "offset";
@@ -166,22 +169,64 @@ function bulkReply(facts, request, file) {
   return new Response(request.method === "HEAD" ? null : file.body, { status: 200, headers, encodeBody: "manual" });
 }
 
-async function documentReply(facts, request, bytes, revalidate, link = null, ignored = null) {
+/** True when `Accept-Encoding` allows gzip (`gzip` or `*` with a non-zero quality). */
+function acceptsGzip(header) {
+  if (header === null) return false;
+  let gzip = null;
+  let any = null;
+  for (const item of header.split(",")) {
+    const [coding, ...params] = item.split(";");
+    let qualityOk = true;
+    for (const param of params) {
+      const p = param.trim();
+      if (p.startsWith("q=") || p.startsWith("Q=")) {
+        const q = p.slice(2).trim();
+        qualityOk = /^[0-9.]+$/.test(q) && Number(q) > 0;
+      }
+    }
+    const name = coding.trim().toLowerCase();
+    if (name === "gzip" || name === "x-gzip") gzip = qualityOk;
+    else if (name === "*") any = qualityOk;
+  }
+  return gzip ?? any ?? false;
+}
+
+/**
+ * A document's answer (`bytes`), with its ETag and 304. `gzip`: its stored gzip member (from an
+ * archive, checked), sent as it is to a client that takes gzip when gen serve would send gzip (a
+ * body of MIN_GZIP bytes or more that it makes smaller), with `Content-Encoding: gzip`, its own
+ * ETag (`-gz`) and `Vary: Accept-Encoding`, as gen serve sends it; `encodeBody: "manual"` keeps
+ * workerd from compressing it again.
+ */
+async function documentReply(facts, request, bytes, revalidate, link = null, ignored = null, gzip = null) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   const etag = `"${Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("")}"`;
+  const gzipped = gzip !== null && bytes.length >= MIN_GZIP && gzip.length < bytes.length ? gzip : null;
+  const etagGzip = `${etag.slice(0, -1)}-gz"`;
+  // a Worker sees Accept-Encoding rewritten ("br, gzip" whatever the client sent): the client's
+  // own is request.cf.clientAcceptEncoding ("" when it sent none)
+  const clientAccepts = request.cf?.clientAcceptEncoding;
+  const accepts = typeof clientAccepts === "string" ? clientAccepts : request.headers.get("Accept-Encoding");
+  const sendGzip = gzipped !== null && acceptsGzip(accepts);
   const headers = commonHeaders(facts);
   if (ignored !== null) {
     headers.set(IGNORED_HEADER, ignored);
     const exposed = headers.get("Access-Control-Expose-Headers");
     headers.set("Access-Control-Expose-Headers", exposed === null ? IGNORED_HEADER : `${exposed}, ${IGNORED_HEADER}`);
   }
-  headers.set("ETag", etag);
+  headers.set("ETag", sendGzip ? etagGzip : etag);
   headers.set("Cache-Control", revalidate ? "no-cache" : facts.cache_control);
   if (link) headers.set("Link", link);
+  // two representations: a cache keeps them apart
+  if (gzipped !== null) headers.set("Vary", "Accept-Encoding");
   const tags = request.headers.get("If-None-Match");
-  if (tags !== null && tags.split(",").some((t) => { const tag = t.trim().replace(/^W\//, ""); return tag === "*" || tag === etag; })) {
+  const named = (tag) => tag === "*" || tag === etag || (gzipped !== null && tag === etagGzip);
+  if (tags !== null && tags.split(",").some((t) => named(t.trim().replace(/^W\//, "")))) {
     return new Response(null, { status: 304, headers });
   }
   headers.set("Content-Type", JSON_TYPE);
-  return new Response(request.method === "HEAD" ? null : bytes, { status: 200, headers });
+  if (!sendGzip) return new Response(request.method === "HEAD" ? null : bytes, { status: 200, headers });
+  headers.set("Content-Encoding", "gzip");
+  headers.set("Content-Length", String(gzipped.length));
+  return new Response(request.method === "HEAD" ? null : gzipped, { status: 200, headers, encodeBody: "manual" });
 }
