@@ -1,7 +1,7 @@
 //! Widens a `synth` data folder imported as NDJSON (bench/scale.py's `data-1m-ndjson`) into one
 //! `--times` as large, written as NDJSON directly: copy k of each record of the large tables
 //! (`creature`, `creature-species`, `move`, `creature.encounters`) has its id, its name and every
-//! reference to those tables shifted by k times the table's size; the small tables (languages,
+//! reference to those tables shifted by k times the table's largest id; the small tables (languages,
 //! types, version groups) and `gen.json` are copied once. `synth` writes a file per record
 //! before the import (3.2 inodes a record): at 10M records more inodes than this disk has.
 //!
@@ -31,7 +31,9 @@ fn main() {
         }
     }
     std::fs::create_dir_all(&out).unwrap_or_else(|e| usage(&format!("cannot make {}: {e}", out.display())));
-    let sizes: Vec<u64> = TABLES.iter().map(|(file, ..)| count_lines(&from.join(format!("{file}.ndjson")))).collect();
+    // a copy's ids start past the largest id of the table (ids are not 1..=N: synth's creatures
+    // go to 1,060,000 for 600,000 records)
+    let sizes: Vec<u64> = TABLES.iter().map(|(file, ..)| largest_id(&from.join(format!("{file}.ndjson")))).collect();
     for entry in std::fs::read_dir(&from).unwrap_or_else(|e| usage(&format!("cannot read {}: {e}", from.display()))) {
         let path = entry.expect("a listing").path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
@@ -57,12 +59,23 @@ fn usage(message: &str) -> ! {
     std::process::exit(2)
 }
 
-fn count_lines(path: &std::path::Path) -> u64 {
+/// The largest number after an `"id":` in the file.
+fn largest_id(path: &std::path::Path) -> u64 {
     let input = BufReader::new(File::open(path).unwrap_or_else(|e| usage(&format!("{}: {e}", path.display()))));
-    input.split(b'\n').count() as u64
+    let mut largest = 0;
+    for line in input.split(b'\n') {
+        let line = line.expect("a line");
+        for (at, _) in line.windows(5).enumerate().filter(|(_, w)| *w == b"\"id\":") {
+            let digits = line[at + 5..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if let Ok(id) = std::str::from_utf8(&line[at + 5..at + 5 + digits]).unwrap_or("").parse::<u64>() {
+                largest = largest.max(id);
+            }
+        }
+    }
+    largest
 }
 
-/// `line` with every id, name and url of a large table shifted by `k` times its size; `own` is
+/// `line` with every id, name and url of a large table shifted by `k` times its largest id; `own` is
 /// the table whose record the line is (its `"id":` is shifted by that table's size).
 fn shift(line: &[u8], k: u64, sizes: &[u64], own: Option<usize>) -> Vec<u8> {
     let mut anywhere: Vec<(Vec<u8>, usize)> = own.map(|own| (b"\"id\":".to_vec(), own)).into_iter().collect();
