@@ -1,8 +1,8 @@
 //! Widens a `synth` data folder imported as NDJSON (bench/scale.py's `data-1m-ndjson`) into one
 //! `--times` as large, written as NDJSON directly: copy k of each record of the large tables
 //! (`creature`, `creature-species`, `move`, `creature.encounters`) has its id, its name and every
-//! reference to those tables shifted by k times the table's largest id; the small tables (languages,
-//! types, version groups) and `gen.json` are copied once. `synth` writes a file per record
+//! reference to those tables shifted by k times the table's largest id; the small tables
+//! (languages, types, version groups) and `gen.json` are copied once. `synth` writes a file per record
 //! before the import (3.2 inodes a record): at 10M records more inodes than this disk has.
 //!
 //! cargo run --release --example widen -- --from target/bench/data-1m-ndjson --times 10 --out <dir>
