@@ -23,7 +23,7 @@ pub struct Written {
 }
 
 /// A scratch file in the archive's folder holding the compressed documents until they are
-/// placed, so that memory holds keys and places, not documents. Removed when dropped.
+/// placed, so that memory holds no document. Removed when dropped.
 pub(super) struct Spool {
     path: PathBuf,
     file: File,

@@ -1,7 +1,7 @@
 //! A write fed by many threads at once (docs/builds.md, "The archive writer"): each document is
-//! compressed and hashed by the thread that hands it over, and its stored bytes go into a spool
-//! file, so that memory holds keys and places, never bodies. Ended by a fresh write of every
-//! document put ([`Stream::write`]), or by an edit of the archive in place that writes only what
+//! compressed and hashed by the thread that hands it over, its stored bytes go into a spool
+//! file and its record into a ledger, so that memory holds neither. Ended by a fresh write of
+//! every document put ([`Stream::write`]), or by an edit of the archive in place that writes only what
 //! differs from it ([`Stream::edit`]). Either way the bytes do not depend on the order the
 //! documents came in, hence not on the number of threads.
 

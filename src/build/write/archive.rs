@@ -3,7 +3,7 @@
 //! writes the archive of the tree the same data and options give (docs/archive.md, "A built API
 //! as an archive"): every document under the tree's paths, the bulk-data files and their index,
 //! and `manifest.json` with no files listed. Each body is compressed by the worker that renders
-//! it and spooled beside the archive (in the build's state folder): memory holds keys and places.
+//! it and spooled beside the archive (in the build's state folder), its record in a ledger.
 //!
 //! Into a folder without an archive (or with `--verify`) it writes a fresh one; over an archive
 //! it writes only the change (`archive::edit`'s rules): the documents whose bytes differ, the
