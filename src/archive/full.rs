@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::codec::{Cursor, put_str, put_varint};
 use super::format::{Entry, Root};
-use super::ledger::{Ledger, Source, Staged};
+use super::ledger::{Ledger, Source, Staged, fields, put_fields};
 use super::place::{BlockCutter, Parts, Spool, Written, commit};
 use super::sort::{self, Sorter, read_record, write_record};
 use super::{Error, Folder, Options, Reader};
@@ -106,21 +106,7 @@ fn encode_item(out: &mut Vec<u8>, key: &str, staged: &Staged) -> Result<(), Erro
     out.clear();
     out.extend_from_slice(key.as_bytes());
     out.push(0);
-    out.extend_from_slice(&staged.hash);
-    put_varint(out, staged.size);
-    put_varint(out, staged.length);
-    match staged.source {
-        Source::Spool(at) => {
-            out.push(0);
-            put_varint(out, at);
-        }
-        Source::Part(name, offset) => {
-            out.push(1);
-            out.extend_from_slice(&name);
-            put_varint(out, offset);
-        }
-    }
-    put_str(out, &staged.media_type);
+    put_fields(out, staged);
     Ok(())
 }
 
@@ -133,18 +119,7 @@ fn decode_item(item: &[u8]) -> Result<(String, Staged), Error> {
     let nul = item.iter().position(|b| *b == 0).ok_or_else(|| damaged("a sort item without its key".into()))?;
     let key = String::from_utf8(item[..nul].to_vec()).map_err(|_| damaged("a key that is not UTF-8".into()))?;
     let mut cursor = Cursor::new(&item[nul + 1..]);
-    let mut read = || -> Result<Staged, String> {
-        let hash = cursor.hash("a hash")?;
-        let (size, length) = (cursor.varint("a size")?, cursor.varint("a length")?);
-        let source = match cursor.take(1, "a source")?[0] {
-            0 => Source::Spool(cursor.varint("a spool offset")?),
-            _ => Source::Part(cursor.hash("a part")?, cursor.varint("a part offset")?),
-        };
-        let media_type = cursor.string("a media type")?;
-        cursor.end()?;
-        Ok(Staged { keys: Vec::new(), hash, size, media_type, source, length })
-    };
-    let staged = read().map_err(damaged)?;
+    let staged = fields(&mut cursor).and_then(|staged| cursor.end().map(|()| staged)).map_err(damaged)?;
     Ok((key, staged))
 }
 

@@ -4,11 +4,12 @@
 //! most of a 1M-record build's peak, so a write reads them back a record at a time.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::Error;
 use super::codec::{Cursor, put_str, put_varint};
+use super::sort::{read_record, write_record};
 
 /// Where a staged document's stored (gzip) bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,27 +60,12 @@ impl Ledger {
     /// Appends one record.
     pub(super) fn push(&mut self, staged: &Staged) -> Result<(), Error> {
         let mut record = Vec::with_capacity(96 + staged.keys.iter().map(String::len).sum::<usize>());
-        record.extend_from_slice(&staged.hash);
-        put_varint(&mut record, staged.size);
-        put_varint(&mut record, staged.length);
-        match staged.source {
-            Source::Spool(at) => {
-                record.push(0);
-                put_varint(&mut record, at);
-            }
-            Source::Part(name, offset) => {
-                record.push(1);
-                record.extend_from_slice(&name);
-                put_varint(&mut record, offset);
-            }
-        }
-        put_str(&mut record, &staged.media_type);
+        put_fields(&mut record, staged);
         put_varint(&mut record, staged.keys.len() as u64);
         for key in &staged.keys {
             put_str(&mut record, key);
         }
-        self.out.write_all(&(record.len() as u32).to_le_bytes()).map_err(failed(&self.path))?;
-        self.out.write_all(&record).map_err(failed(&self.path))?;
+        write_record(&mut self.out, &record, &self.path)?;
         self.count += 1;
         Ok(())
     }
@@ -119,16 +105,34 @@ impl Iterator for Records {
 
 impl Records {
     fn read_one(&mut self) -> Result<Staged, Error> {
-        let mut len = [0; 4];
-        self.input.read_exact(&mut len).map_err(failed(&self.path))?;
-        let mut record = vec![0; u32::from_le_bytes(len) as usize];
-        self.input.read_exact(&mut record).map_err(failed(&self.path))?;
-        decode(&record).map_err(|what| Error::Damaged { file: self.path.display().to_string(), offset: 0, what })
+        let damaged = |what: String| Error::Damaged { file: self.path.display().to_string(), offset: 0, what };
+        let record = read_record(&mut self.input, &self.path)?.ok_or_else(|| damaged("a record missing".into()))?;
+        decode(&record).map_err(damaged)
     }
 }
 
-fn decode(record: &[u8]) -> Result<Staged, String> {
-    let mut cursor = Cursor::new(record);
+/// A staged document's fields but its keys (its hash, sizes, where its bytes are, media type),
+/// appended: the ledger's records and the full write's sort items share them.
+pub(super) fn put_fields(out: &mut Vec<u8>, staged: &Staged) {
+    out.extend_from_slice(&staged.hash);
+    put_varint(out, staged.size);
+    put_varint(out, staged.length);
+    match staged.source {
+        Source::Spool(at) => {
+            out.push(0);
+            put_varint(out, at);
+        }
+        Source::Part(name, offset) => {
+            out.push(1);
+            out.extend_from_slice(&name);
+            put_varint(out, offset);
+        }
+    }
+    put_str(out, &staged.media_type);
+}
+
+/// The fields [`put_fields`] wrote, as a document with no keys.
+pub(super) fn fields(cursor: &mut Cursor<'_>) -> Result<Staged, String> {
     let hash = cursor.hash("a staged hash")?;
     let (size, length) = (cursor.varint("a staged size")?, cursor.varint("a staged length")?);
     let source = match cursor.take(1, "a staged source")?[0] {
@@ -136,10 +140,16 @@ fn decode(record: &[u8]) -> Result<Staged, String> {
         _ => Source::Part(cursor.hash("a part name")?, cursor.varint("a part offset")?),
     };
     let media_type = cursor.string("a media type")?;
+    Ok(Staged { keys: Vec::new(), hash, size, media_type, source, length })
+}
+
+fn decode(record: &[u8]) -> Result<Staged, String> {
+    let mut cursor = Cursor::new(record);
+    let mut staged = fields(&mut cursor)?;
     let count = cursor.usize("a key count")?;
-    let keys = (0..count).map(|_| cursor.string("a key")).collect::<Result<Vec<_>, _>>()?;
+    staged.keys = (0..count).map(|_| cursor.string("a key")).collect::<Result<Vec<_>, _>>()?;
     cursor.end()?;
-    Ok(Staged { keys, hash, size, media_type, source, length })
+    Ok(staged)
 }
 
 #[cfg(test)]
