@@ -305,7 +305,7 @@ fn plan_documents<'d>(
     timer: &crate::progress::StepTimer,
 ) -> Result<Planned<'d>> {
     let (mut rendering, extracts, index_writer) =
-        extract_then_read_docs(previous, dataset, settings, changed, data, verify)?;
+        extract_then_read_docs(previous, dataset, settings, (changed, data, verify), timer)?;
     timer.step("extract (names and filter values)");
     let plan = plan::plan(dataset, settings, &extracts);
     rendering.renderer.set_extracts(extracts);
@@ -354,7 +354,8 @@ fn record(
     let schemas = rendering.renderer.schemas();
     let (manifest, data) = (manifest_stamp(&dir)?, DataFiles::default()); // data: written already
     let settings = settings.clone();
-    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, docs };
+    let member_table = crate::bulk::members::Table::recorded(&state::file(&dir, state::BULK));
+    let index = index::Index { manifest, started_ns, settings, lists, schemas, data, folders, member_table, docs };
     record_index(&dir, index_writer, &index);
     Ok(report)
 }
@@ -368,9 +369,8 @@ fn extract_then_read_docs<'d>(
     previous: &mut PreviousBuild,
     dataset: &'d load::Dataset,
     settings: &'d BuildSettings,
-    changed: Option<Changed>,
-    data: DataFiles,
-    verify: bool,
+    (changed, data, verify): (Option<Changed>, DataFiles, bool),
+    timer: &crate::progress::StepTimer,
 ) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
     previous.forget_data_table();
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
@@ -380,19 +380,26 @@ fn extract_then_read_docs<'d>(
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.
     let extracted = dataset.resources.keys().filter(|s| extract::is_extracted(settings, s, rendering.extract_dirty(s)));
-    let store = index::ExtractStore::new(&previous.target.dir, &data, extracted.map(String::as_str), !verify);
+    let mut store = index::ExtractStore::new(&previous.target.dir, &data, extracted.map(String::as_str), !verify);
+    dataset.resources.keys().filter(|s| rendering.may_keep_extract(s)).for_each(|segment| store.compare(segment));
+    timer.step("  the extract's record hashes");
     let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
     drop(data);
+    timer.step("  the index's data table written");
     let mut extracts = extract::extract(dataset, settings, |segment| rendering.extract_dirty(segment), Some(&store))
         .map_err(Problems::all)?;
     drop(store);
+    timer.step("  extracted");
     previous.read_docs()?;
+    timer.step("  the previous documents' table read");
     if rendering.take_back(previous) {
         // Every document is rendered after all (the documents' table or a changed record's
         // previous document could not be used): so is every resource's extract (read anew:
         // the kept rows were checked against the data table let go).
         rendering = Rendering::new(dataset, settings, previous, None);
         extracts = extract::extract(dataset, settings, |_| true, None).map_err(Problems::all)?;
+    } else {
+        rendering.keep_extracts(&extracts);
     }
     Ok((rendering, extracts, index_writer))
 }

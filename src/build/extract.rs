@@ -32,6 +32,10 @@ pub(crate) struct Extracted {
     pub(crate) most_from_one: Vec<(usize, i64)>,
     /// Values that cannot be a folder name (too long), each at its record's file and location.
     pub(crate) problems: Vec<Problem>,
+    /// True when the resource was compared ([`ExtractStore::compare`]) and every record read
+    /// anew gave the names entry and values it gave the previous build: in the same list
+    /// order, the names document and the filters' files are then the previous build's.
+    pub(crate) unchanged: bool,
 }
 
 /// The extracts of the resources a build needs them of, by segment.
@@ -114,32 +118,47 @@ pub(crate) fn extract_one(
     let records = &dataset.resources[segment].records;
     let declared_paths: Vec<String> = declared.iter().map(|f| f.path.clone()).collect();
     let store = store.filter(|_| paths.len() == declared.len());
-    let mut kept = match store {
-        Some(store) => store.take(segment, &declared_paths, &records.iter().map(|r| r.id).collect::<Vec<_>>()),
-        None => records.iter().map(|_| None).collect(),
+    let (mut kept, before, whole) = match store {
+        Some(store) => {
+            let taken = store.take(segment, &declared_paths, &records.iter().map(|r| r.id).collect::<Vec<_>>());
+            (taken.rows, taken.before, taken.whole)
+        }
+        None => (records.iter().map(|_| None).collect(), None, false),
     };
-    // per record: its names entry, serialised, and the values it takes for each field
-    type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>);
+    // per record: its names entry, serialised, the values it takes for each field, and
+    // whether it was read anew
+    type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>, bool);
     let read: Vec<Read> = records
         .par_iter()
         .zip(kept.par_iter_mut())
         .with_min_len(64)
         .map(|(record, kept)| match kept.take() {
-            Some((entry, values)) => (entry, values, Vec::new()),
-            None => read_record(dataset, segment, record, declared, &paths),
+            Some((entry, values)) => (entry, values, Vec::new(), false),
+            None => {
+                let (entry, values, problems) = read_record(dataset, segment, record, declared, &paths);
+                (entry, values, problems, true)
+            }
         })
         .collect();
     drop(kept);
-    if let Some(store) = store {
+    // unchanged: each record read anew gave what the previous build kept of it
+    let unchanged = before.is_some_and(|before| {
+        let gave = |id: i64| before.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &before[at].1);
+        let same = |record: &Record, (entry, values, _, _): &Read| {
+            gave(record.id).is_some_and(|(was, were)| **was == **entry && were == values)
+        };
+        records.iter().zip(&read).filter(|(_, read)| read.3).all(|(record, read)| same(record, read))
+    });
+    if let Some(store) = store.filter(|_| !whole) {
         // a record with a problem is read again by the next build, which reports it again
-        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems))| problems.is_empty());
-        store.keep(segment, &declared_paths, rows.map(|(r, (entry, values, _))| (r.id, &entry[..], &values[..])));
+        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems, _))| problems.is_empty());
+        store.keep(segment, &declared_paths, rows.map(|(r, (entry, values, _, _))| (r.id, &entry[..], &values[..])));
     }
     let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
     let mut most_from_one = vec![(0, 0); paths.len()];
     let mut names = Vec::with_capacity(read.len());
     let mut problems = Vec::new();
-    for (position, (entry, values, too_long)) in read.into_iter().enumerate() {
+    for (position, (entry, values, too_long, _)) in read.into_iter().enumerate() {
         names.push(entry);
         problems.extend(too_long);
         for ((field, most), values) in fields.iter_mut().zip(&mut most_from_one).zip(values) {
@@ -152,7 +171,7 @@ pub(crate) fn extract_one(
         }
     }
     let fields = fields.into_iter().map(|f| f.into_iter().collect()).collect();
-    Extracted { names, fields, most_from_one, problems }
+    Extracted { names, fields, most_from_one, problems, unchanged }
 }
 
 /// The names entry of `record` and the values it takes for each of `paths`, read from its data

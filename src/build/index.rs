@@ -85,6 +85,9 @@ pub struct Index {
     /// `None` when not known (an index of an older gen, a data folder walked): the next build
     /// then reads every folder (see `listing`).
     pub(crate) folders: Option<FolderNotes>,
+    /// The checksum line of the bulk-data files' member table this build left beside the tree
+    /// (`bulk::members::Table::recorded`): the next build trusts that table, and no other.
+    pub(crate) member_table: Option<String>,
     /// Every document of the tree (the manifest excepted).
     pub(crate) docs: DocumentFiles,
 }
@@ -235,6 +238,7 @@ mod tests {
                 hollow: vec!["berry/9".to_string()],
                 resources: BTreeMap::from([("berry".to_string(), (1, 2))]),
             }),
+            member_table: Some("blake3:00".to_string()),
             docs,
         }
     }

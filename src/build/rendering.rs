@@ -29,6 +29,10 @@ pub(super) struct Rendering<'d> {
     /// In a partial build, until [`Rendering::take_back`]: the changed data files that existed
     /// before.
     existed: Option<Vec<String>>,
+    /// The resources whose records changed but whose extract did not (each record read anew
+    /// gave the names entry and filter values it gave before, in the same list): their names
+    /// documents and filters' files are kept ([`Rendering::keep_extracts`]).
+    extracts_kept: HashSet<String>,
 }
 
 impl<'d> Rendering<'d> {
@@ -47,6 +51,7 @@ impl<'d> Rendering<'d> {
             settings,
             partial: None,
             existed: None,
+            extracts_kept: HashSet::new(),
         };
         let (Some(changed), Some(index), Some(_)) = (changed, &previous.index, &previous.tree) else { return full };
         let renderer = render::DocumentRenderer::new(dataset, settings);
@@ -57,7 +62,7 @@ impl<'d> Rendering<'d> {
             .map(|(segment, _)| segment)
             .collect();
         let (partial, existed) = (Some((changed.files, lists_changed)), Some(changed.existed));
-        Rendering { renderer, dataset, settings, partial, existed }
+        Rendering { renderer, dataset, settings, partial, existed, extracts_kept: HashSet::new() }
     }
 
     /// A partial build takes back from the schemas what the previous versions of the changed
@@ -88,6 +93,22 @@ impl Rendering<'_> {
         let record_of_segment = |file: &String| data_path::DataPath::is_list_input(file, segment);
         lists_changed.contains(segment) || changed.iter().any(record_of_segment)
     }
+
+    /// True when the extract of `segment` is worth comparing with the previous build's: in a
+    /// partial build, when its records changed but its list did not. If every record read
+    /// anew gave what it gave before, its names document and filters' files are the same.
+    pub(super) fn may_keep_extract(&self, segment: &str) -> bool {
+        let Some((_, lists_changed)) = &self.partial else { return false };
+        !lists_changed.contains(segment) && self.extract_dirty(segment)
+    }
+
+    /// Keeps the names documents and filters' files of the resources whose extract
+    /// `extracts` found unchanged (see [`Rendering::may_keep_extract`]) rather than render them.
+    pub(super) fn keep_extracts(&mut self, extracts: &super::extract::Extracts) {
+        let unchanged =
+            extracts.iter().filter(|(segment, extracted)| extracted.unchanged && self.may_keep_extract(segment));
+        self.extracts_kept = unchanged.map(|(segment, _)| segment.clone()).collect();
+    }
 }
 
 impl Rendering<'_> {
@@ -110,7 +131,9 @@ impl Rendering<'_> {
             plan::Content::Names { segment }
             | plan::Content::NamesShard { segment, .. }
             | plan::Content::FilterValues { segment, .. }
-            | plan::Content::FilterPage { segment, .. } => self.extract_dirty(segment),
+            | plan::Content::FilterPage { segment, .. } => {
+                self.extract_dirty(segment) && !self.extracts_kept.contains(segment)
+            }
         }
     }
 

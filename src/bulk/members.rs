@@ -87,9 +87,12 @@ pub(crate) struct Table {
 
 impl Table {
     /// The member table kept at `path` (in the build's state folder beside the tree, never
-    /// published); empty when there is none, or when it cannot be used (then with a note saying
-    /// why): the files are then written whole.
-    pub(crate) fn read(path: &Path) -> Table {
+    /// published), when it is the one the build index `recorded` ([`Table::recorded`] when the
+    /// index was written): empty when there is none, or when it cannot be used (then with a
+    /// note saying why), and the files are then written whole. A table bound to the index so is
+    /// trusted as the index is: its members are copied without being read (a table changed
+    /// after, even one made to agree with its own checksum, is not the one recorded).
+    pub(crate) fn read(path: &Path, recorded: Option<&str>) -> Table {
         // Opened without waiting (a FIFO there is not a table) or following a link.
         let bytes = match crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true) {
             Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Table::default(),
@@ -97,7 +100,14 @@ impl Table {
             Ok(file) => crate::fsutil::read_bounded(file, MAX_TABLE_BYTES)
                 .map_err(|e| crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, &e)),
         };
-        match bytes.and_then(|bytes| Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))) {
+        let decoded = bytes.and_then(|bytes| {
+            let (table, sum) = Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))?;
+            match recorded {
+                Some(recorded) if recorded == sum => Ok(table),
+                _ => Err(format!("{} is not the one the build index recorded", path.display())),
+            }
+        });
+        match decoded {
             Ok(table) => table,
             Err(why) => {
                 say!("note: {why}: ignoring the member table; this build writes every bulk-data file whole");
@@ -106,9 +116,17 @@ impl Table {
         }
     }
 
+    /// The checksum line of the member table at `path` (what the build index records of it),
+    /// when there is one gen can use.
+    pub(crate) fn recorded(path: &Path) -> Option<String> {
+        let file = crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true).ok()?;
+        let bytes = crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok()?;
+        Table::decode(&bytes).ok().map(|(_, sum)| sum)
+    }
+
     /// The table a member table file's `bytes` hold: `Err` with why for another format, another
-    /// gen, or bytes that do not match their checksum.
-    fn decode(bytes: &[u8]) -> Result<Table, String> {
+    /// gen, or bytes that do not match their checksum; with its checksum line.
+    fn decode(bytes: &[u8]) -> Result<(Table, String), String> {
         let damaged = || "is damaged, cut short or of an older gen (it does not end with its checksum)".to_string();
         let body = bytes.strip_suffix(b"\n").ok_or_else(damaged)?;
         let at = body.iter().rposition(|b| *b == b'\n').ok_or_else(damaged)?;
@@ -123,7 +141,7 @@ impl Table {
                 stored.generator, stored.format
             ));
         }
-        Ok(stored.table)
+        Ok((stored.table, String::from_utf8_lossy(sum).into_owned()))
     }
 
     /// The bytes of the table's file: JSON stating the format and this gen, a newline, the

@@ -144,8 +144,9 @@ fn timed_archive_build(data: &Path, archive: &Path, extra: &[&str]) -> Run {
 /// root, meta): a partial build, as the tree's, not every document as a fresh build does; the
 /// record's resource's bulk-data file is made again from the archive's other records, the other
 /// resources' are kept. The archive then holds what a fresh build holds, and so after an added
-/// record (its list's pages rendered too) and an edit that moves a berry to another filter
-/// value (its resource's filter pages rendered, one of them gone).
+/// record (its list's pages rendered too), an edit that moves a berry to another filter value
+/// (its resource's filter pages rendered, one of them gone), and one that leaves its name and
+/// filter values as they were (none of them rendered).
 #[test]
 fn a_one_record_edit_renders_only_what_changed() {
     let tmp = TempDir::new("archive-partial");
@@ -156,10 +157,13 @@ fn a_one_record_edit_renders_only_what_changed() {
     // (the file, its edit, the most documents of a fresh build's the rebuild may render: a
     // tenth; all but one for a berry, whose filter pages all depend on its resource's values)
     type Edit<'e> = (&'e str, &'e dyn Fn(&str) -> String, fn(usize) -> usize);
-    let edits: [Edit<'_>; 3] = [
+    // A berry edit that leaves its name and filter values as they were renders none of its
+    // resource's filter pages (its kept extract shows them unchanged).
+    let edits: [Edit<'_>; 4] = [
         ("firmness/2.json", &|text| text.replace("Fest 2", "Fest zwei"), |all| all / 10),
         ("firmness/6.json", &|_| r#"{"id": 6, "name": "firm-6"}"#.to_string(), |all| all / 10),
         ("berry/8.json", &|text| text.replace("\"size\": 8.5", "\"size\": 1.5"), |all| all - 1),
+        ("berry/9.json", &|text| text.replace("\"size\": 9.5", "\"size\": 9.5, \"taste\": 3"), |all| all / 10),
     ];
     for (step, (file, edit, most)) in edits.iter().enumerate() {
         let file = data.join(file);

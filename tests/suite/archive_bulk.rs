@@ -82,9 +82,9 @@ fn an_archive_edit_copies_the_unchanged_members_and_reads_none_of_their_records(
     assert!(edited_line.to_string().contains(".25"), "the edit is in the file: {edited_line}");
 }
 
-/// The member table an archive build keeps is trusted as the tree's is: one damaged, rewritten
-/// to agree with itself but wrong (two keys exchanged), or of another gen is ignored or caught
-/// on the member, with one note, and the archive after an edit holds what a fresh build holds;
+/// The member table an archive build keeps is trusted as the tree's is, when the build index
+/// recorded it: one damaged, rewritten to agree with itself but wrong (two keys exchanged), or
+/// of another gen is ignored, with one note, and the archive after an edit holds what a fresh build holds;
 /// `--verify` takes nothing from it (no note, a fresh archive).
 #[test]
 fn a_tampered_member_table_is_not_trusted_by_an_archive_build() {
@@ -104,7 +104,7 @@ fn a_tampered_member_table_is_not_trusted_by_an_archive_build() {
             exchange_two_member_keys,
             true,
             &[],
-            Some("does not hold what"),
+            Some("not the one the build index recorded"),
         ),
         ("written by another gen", other_gen, true, &[], Some("ignoring the member table")),
         ("two keys exchanged, then --verify", exchange_two_member_keys, true, &["--verify"], None),

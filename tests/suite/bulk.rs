@@ -505,9 +505,9 @@ pub(crate) fn exchange_two_member_keys(table: &mut serde_json::Value) {
 /// Issue 47, item 3: the member table carries a checksum and the gen that wrote it, and what
 /// it says of a member is checked against what the member holds. A table whose two member keys
 /// were exchanged made a plain build copy the wrong members (4 files differed from a fresh
-/// build, for good); so did one rewritten to agree with itself. Each tampered table here is
-/// ignored, or caught on the member, with a note, and the build after an edit gives exactly the
-/// tree a fresh build gives.
+/// build, for good); so did one rewritten to agree with itself. The build index now records the
+/// table's checksum, and a table it did not record is not trusted. Each tampered table here is
+/// ignored with a note, and the build after an edit gives exactly the tree a fresh build gives.
 #[test]
 fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     let tmp = TempDir::new("bulk-tampered-table");
@@ -521,7 +521,7 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     // (what, tamper, the checksum made again, what the note says)
     let cases: [(&str, Tamper, bool, &str); 3] = [
         ("two keys exchanged, nothing else", exchange_two_member_keys, false, "ignoring the member table"),
-        ("two keys exchanged, the checksum made again", exchange_two_member_keys, true, "does not hold what"),
+        ("two keys exchanged, the checksum made again", exchange_two_member_keys, true, "not the one the build index"),
         ("written by another gen", other_gen, true, "ignoring the member table"),
     ];
     for (n, (what, tamper, resum, said)) in cases.into_iter().enumerate() {

@@ -15,7 +15,7 @@ use crate::fsutil;
 use crate::tree::manifest::GENERATOR;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 
 /// What the extract took from one record: its names entry (serialised) and, for each declared
@@ -47,6 +47,23 @@ pub(crate) struct ExtractStore {
     hashes: BTreeMap<String, Vec<(i64, [u8; 32])>>,
     /// False when nothing kept may be used (`gen build --verify`): rows are only written.
     reuse: bool,
+    /// The resources whose rows of records changed since are given back too, as they were
+    /// ([`Taken::before`]): a partial build compares them with the records read anew.
+    compared: std::collections::BTreeSet<String>,
+}
+
+/// What [`ExtractStore::take`] gives back of a resource's kept rows.
+pub(crate) struct Taken {
+    /// The rows of the records `ids`, in their order: `None` where none holds (no row, or one
+    /// of the record's data as it was).
+    pub(crate) rows: Vec<Option<Kept>>,
+    /// Of a compared resource ([`ExtractStore::compare`]) whose kept rows could be read: the
+    /// rows that no longer hold (their record's data changed since), by id, sorted; what those
+    /// records gave the previous build.
+    pub(crate) before: Option<Vec<(i64, Kept)>>,
+    /// True when the file holds exactly these rows, each taken: keeping them again would
+    /// write the same rows (it need not be written).
+    pub(crate) whole: bool,
 }
 
 impl ExtractStore {
@@ -59,22 +76,31 @@ impl ExtractStore {
         reuse: bool,
     ) -> ExtractStore {
         let hashes = segments.map(|segment| (segment.to_string(), files.record_hashes(segment))).collect();
-        ExtractStore { dir: state::file(out, state::EXTRACT), hashes, reuse }
+        ExtractStore { dir: state::file(out, state::EXTRACT), hashes, reuse, compared: Default::default() }
     }
 
-    /// The kept rows of the records `ids` of `segment`, in their order: `None` where none holds
-    /// (no row, or one of the record's data as it was).
-    pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Vec<Option<Kept>> {
-        let mut kept = match self.reuse.then(|| self.read(segment, paths, ids.len())).flatten() {
-            Some(rows) => rows,
-            None => return ids.iter().map(|_| None).collect(),
+    /// Gives back, for `segment`, the rows that no longer hold too ([`Taken::before`]).
+    pub(crate) fn compare(&mut self, segment: &str) {
+        self.compared.insert(segment.to_string());
+    }
+
+    /// The kept rows of the records `ids` of `segment`, and of a compared resource the rows
+    /// that no longer hold ([`Taken`]).
+    pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Taken {
+        let compared = self.compared.contains(segment);
+        let Some(read) = self.reuse.then(|| self.read(segment, paths, ids.len(), compared)).flatten() else {
+            return Taken { rows: ids.iter().map(|_| None).collect(), before: None, whole: false };
         };
-        ids.iter()
+        let Rows { holding: mut kept, stale: before, count } = read;
+        let rows: Vec<Option<Kept>> = ids
+            .iter()
             .map(|&id| {
                 let at = kept.binary_search_by_key(&id, |(id, _)| *id).ok()?;
                 kept[at].1.take()
             })
-            .collect()
+            .collect();
+        let whole = count == ids.len() && rows.iter().all(Option::is_some);
+        Taken { rows, before: compared.then_some(before), whole }
     }
 
     /// Keeps `rows` (id, names entry, values) of `segment` for the next build. A file that
@@ -135,7 +161,8 @@ impl ExtractStore {
     /// (a row a record): the rows of a million records are 50 MB, twice that when doubled.
     /// A file that cannot be used is noted (unless it was made for other filters: gen.json
     /// changed), and every record of `segment` is then read.
-    fn read(&self, segment: &str, paths: &[String], records: usize) -> Option<Vec<(i64, Option<Kept>)>> {
+    /// With `before`, the rows that no longer hold are given too, sorted by id.
+    fn read(&self, segment: &str, paths: &[String], records: usize, before: bool) -> Option<Rows> {
         let path = self.file(segment);
         let file = match fsutil::open_regular_file(&path, MAX_BYTES, false) {
             Ok(file) => file,
@@ -148,7 +175,7 @@ impl ExtractStore {
         let checksummed = Checksummed::new(file.take(body));
         let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
         let holds = |id: i64, hash: &[u8; 32]| self.hash(segment, id).as_ref() == Some(hash);
-        let mut rows = match decode(&mut input, paths, records, holds) {
+        let Rows { holding: mut rows, mut stale, count } = match decode(&mut input, paths, records, holds, before) {
             Ok(rows) => rows,
             Err(Unused::OtherFilters) => return None,
             Err(Unused::Why(why)) => return ignored(segment, format!("{shown} {why}")),
@@ -161,8 +188,19 @@ impl ExtractStore {
         if !rows.is_sorted_by_key(|(id, _)| *id) {
             rows.sort_unstable_by_key(|(id, _)| *id);
         }
-        Some(rows)
+        if !stale.is_sorted_by_key(|(id, _)| *id) {
+            stale.sort_unstable_by_key(|(id, _)| *id);
+        }
+        Some(Rows { holding: rows, stale, count })
     }
+}
+
+/// A kept extract's rows that hold (sorted by id), and those asked for that no longer do.
+struct Rows {
+    holding: Vec<(i64, Option<Kept>)>,
+    stale: Vec<(i64, Kept)>,
+    /// How many rows the file holds.
+    count: usize,
 }
 
 /// Says why the kept extract of `segment` is not used; `None`.
@@ -187,13 +225,14 @@ impl From<String> for Unused {
 
 /// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
 /// version or gen, other filters, or damage. Only the rows that `hold` (by id and data hash) are
-/// kept.
+/// kept; with `stale`, the others are given apart.
 fn decode(
-    input: &mut Decoder<impl Read>,
+    input: &mut Decoder<impl std::io::Read>,
     paths: &[String],
     records: usize,
     holds: impl Fn(i64, &[u8; 32]) -> bool,
-) -> Result<Vec<(i64, Option<Kept>)>, Unused> {
+    stale: bool,
+) -> Result<Rows, Unused> {
     let format = input.array::<8>()? == *MAGIC && u32::from_le_bytes(input.array()?) == FORMAT;
     let head: Option<Head> = format.then(|| input.string().ok()).flatten().and_then(|s| serde_json::from_str(&s).ok());
     let Some(head) = head else { return Err(Unused::Why("is not a kept extract of this format".into())) };
@@ -203,8 +242,9 @@ fn decode(
     if head.paths != paths {
         return Err(Unused::OtherFilters);
     }
-    let mut rows = Vec::with_capacity(records);
+    let (mut rows, mut others, mut count) = (Vec::with_capacity(records), Vec::new(), 0);
     while input.byte()? == 1 {
+        count += 1;
         let id = i64::from_le_bytes(input.array()?);
         let hash: [u8; 32] = input.array()?;
         let entry = input.string()?.into_bytes().into_boxed_slice();
@@ -215,12 +255,14 @@ fn decode(
         }
         if holds(id, &hash) {
             rows.push((id, Some((entry, values))));
+        } else if stale {
+            others.push((id, (entry, values)));
         }
     }
     if input.left != 0 {
         return Err(codec::damaged().into());
     }
-    Ok(rows)
+    Ok(Rows { holding: rows, stale: others, count })
 }
 
 #[cfg(test)]
@@ -250,14 +292,26 @@ mod tests {
             vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
         let store = ExtractStore::new(&out, &before, ["thing"].into_iter(), true);
         store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])));
-        let taken = store.take("thing", &paths, &[2, 1, 3]);
+        let taken = store.take("thing", &paths, &[2, 1, 3]).rows;
         assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
         assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
-        let changed = ExtractStore::new(&out, &after, ["thing"].into_iter(), true).take("thing", &paths, &[1, 2]);
-        assert_eq!(changed.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
-        assert!(store.take("thing", &["shade".to_string()], &[1]).iter().all(Option::is_none), "other filters");
+        let whole = store.take("thing", &paths, &[1, 2]);
+        assert!(whole.whole && whole.before.is_none(), "every row taken, none given as it was: not compared");
+        let mut compared = ExtractStore::new(&out, &after, ["thing"].into_iter(), true);
+        let changed = compared.take("thing", &paths, &[1, 2]);
+        assert_eq!(changed.rows.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
+        assert!(!changed.whole && changed.before.is_none());
+        compared.compare("thing");
+        let changed = compared.take("thing", &paths, &[1, 2]);
+        let was = changed.before.expect("a compared resource's rows that no longer hold");
+        assert_eq!(
+            was.iter().map(|(id, (entry, _))| (*id, entry.to_vec())).collect::<Vec<_>>(),
+            [(2, rows[1].1.clone())]
+        );
+        assert!(store.take("thing", &["shade".to_string()], &[1]).rows.iter().all(Option::is_none), "other filters");
         assert!(
-            ExtractStore::new(&out, &before, ["thing"].into_iter(), false).take("thing", &paths, &[1])[0].is_none(),
+            ExtractStore::new(&out, &before, ["thing"].into_iter(), false).take("thing", &paths, &[1]).rows[0]
+                .is_none(),
             "--verify"
         );
         let file = store.file("thing");
@@ -265,7 +319,7 @@ mod tests {
         let at = bytes.len() / 2;
         bytes[at] ^= 1;
         std::fs::write(&file, &bytes).unwrap();
-        assert!(store.take("thing", &paths, &[1])[0].is_none(), "a damaged file is not used");
+        assert!(store.take("thing", &paths, &[1]).rows[0].is_none(), "a damaged file is not used");
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

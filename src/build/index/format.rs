@@ -42,6 +42,9 @@ pub(super) struct Head {
     /// Absent from the head of an index written before gen listed folders.
     #[serde(default)]
     pub(super) folders: Option<FolderNotes>,
+    /// Absent from the head of an index written before gen bound the member table to it.
+    #[serde(default)]
+    pub(super) member_table: Option<String>,
 }
 
 impl Index {
@@ -62,6 +65,7 @@ impl Index {
             lists: self.lists.clone(),
             schemas: self.schemas.clone(),
             folders: self.folders.clone(),
+            member_table: self.member_table.clone(),
         };
         put_bytes(out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
         self.docs.encode(out)
@@ -129,6 +133,7 @@ pub(super) fn decode_parts(reader: impl Read, size: u64, docs: bool) -> Result<(
         schemas: head.schemas,
         data,
         folders: head.folders,
+        member_table: head.member_table,
         docs,
     };
     Ok((index, docs_at))

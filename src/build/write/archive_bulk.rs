@@ -58,7 +58,7 @@ impl Bulk<'_, '_> {
         let old = self.previous_entries();
         // Trusted as the index is, and only with it (`--verify` uses no index: no partial build).
         let table = match self.previous {
-            Some(_) => Table::read(&state::file(self.out, state::BULK)),
+            Some((_, index, _)) => Table::read(&state::file(self.out, state::BULK), index.member_table.as_deref()),
             None => Table::default(),
         };
         let made: Vec<Result<Made>> = segments

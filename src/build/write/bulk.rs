@@ -49,8 +49,8 @@ pub(super) fn stage_bulk(
     // index) writes every file whole, so that a damaged table cannot carry into the tree.
     let table = writer
         .tree
-        .filter(|_| writer.index.is_some())
-        .map(|tree| Table::read(&state::file(tree.path(), state::BULK)))
+        .zip(writer.index)
+        .map(|(tree, index)| Table::read(&state::file(tree.path(), state::BULK), index.member_table.as_deref()))
         .unwrap_or_default();
     // the resources with a record written anew (only the documents visited are looked at)
     let mut staged: HashSet<&str> = HashSet::new();

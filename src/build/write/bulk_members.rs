@@ -1,7 +1,8 @@
 //! Writing one bulk-data file member by member (see [`crate::bulk::members`]), for the tree's
 //! writer (`bulk.rs`) and the archive's (`archive.rs`) alike: each member whose records the
-//! previous file holds as one member (by the member table) is copied from it once what it holds
-//! is checked, the others are compressed, their unchanged records' lines taken from the previous
+//! previous file holds as one member (by the member table) is copied from it (as the table
+//! says when the build index lists the file and recorded the table; else once what it holds is
+//! checked), the others are compressed, their unchanged records' lines taken from the previous
 //! file's member when the list kept its order. Where the records and the previous file come
 //! from is the writer's: [`Records`], and a [`Source`] (the tree's file, or the archive's bytes).
 
@@ -68,6 +69,10 @@ pub(super) struct PreviousFile<'t> {
     /// Its members in order, when its records are this build's in the same order (else empty):
     /// the line of an unchanged record is then read from the member holding it.
     ordered: &'t [Member],
+    /// True when the build index lists this file with these bytes: the member table (which
+    /// gen trusts only when the index recorded it) then says what each member holds, and a
+    /// member is copied without being read.
+    indexed: bool,
 }
 
 impl<'t> PreviousFile<'t> {
@@ -96,16 +101,19 @@ impl<'t> PreviousFile<'t> {
         // Lines by position only from the file the index lists: after a killed commit the tree may
         // name another build's file, of another list (copying a member by key is safe either way).
         let ordered = if by_position && indexed.is_some() { &described.members[..] } else { &[] };
-        Some(PreviousFile { source, members, ordered })
+        Some(PreviousFile { source, members, ordered, indexed: indexed.is_some() })
     }
 
-    /// The bytes of `member` of this file, when they are one gzip member, whole, holding one
-    /// line for each of `hashes` (the documents of the records its key names), each line that
-    /// document's: its key is then what it holds. A table can be consistent and still wrong
-    /// (keys exchanged, its checksum made again): its word is not taken for the bytes copied.
+    /// The bytes of `member` of this file, when they hold one line for each of `hashes` (the
+    /// documents of the records its key names). Of a file the build index lists, the table's
+    /// word is taken (it is the table the index recorded: `Table::read`); of another, the
+    /// member is read and checked: one gzip member, whole, each line that document's.
     fn holding(&self, member: &Member, hashes: &[blake3::Hash], pretty: bool) -> Option<Vec<u8>> {
         use std::io::BufRead;
         let packed = self.source.read(member.offset, member.length)?;
+        if self.indexed {
+            return (member.records == hashes.len() as u64 && !hashes.is_empty()).then_some(packed);
+        }
         // read a line at a time: a member is about 2 MB of text, held whole it added 120 bytes a
         // record to the peak of a one-record edit (tests/suite/build.rs), its gzip a fraction
         let mut decoder = std::io::BufReader::new(flate2::bufread::GzDecoder::new(packed.as_slice()));
