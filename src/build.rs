@@ -304,13 +304,14 @@ fn plan_documents<'d>(
     (changed, data, verify): (Option<Changed>, DataFiles, bool),
     timer: &crate::progress::StepTimer,
 ) -> Result<Planned<'d>> {
+    let lists = list_hashes(dataset);
     let (mut rendering, extracts, index_writer) =
-        extract_then_read_docs(previous, dataset, settings, (changed, data, verify), timer)?;
+        extract_then_read_docs(previous, (dataset, settings, &lists), (changed, data, verify), timer)?;
     timer.step("extract (names and filter values)");
     let plan = plan::plan(dataset, settings, &extracts);
     rendering.renderer.set_extracts(extracts);
     timer.step("plan");
-    Ok(Planned { rendering, plan, lists: list_hashes(dataset), index_writer })
+    Ok(Planned { rendering, plan, lists, index_writer })
 }
 
 /// The writer of this build's output: the tree, in the output folder `previous` holds locked.
@@ -367,8 +368,7 @@ fn record(
 /// last, so that no two of these tables are held at once.
 fn extract_then_read_docs<'d>(
     previous: &mut PreviousBuild,
-    dataset: &'d load::Dataset,
-    settings: &'d BuildSettings,
+    (dataset, settings, lists): (&'d load::Dataset, &'d BuildSettings, &BTreeMap<String, String>),
     (changed, data, verify): (Option<Changed>, DataFiles, bool),
     timer: &crate::progress::StepTimer,
 ) -> Result<(Rendering<'d>, extract::Extracts, Result<index::IndexWriter>)> {
@@ -376,7 +376,7 @@ fn extract_then_read_docs<'d>(
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
     // file changed during a build"), kept apart from `data`, which goes before the extract
     dataset.expect_loaded(|segment, kind, id| data.hash_of(&Place { segment, kind, id }));
-    let mut rendering = Rendering::new(dataset, settings, previous, changed);
+    let mut rendering = Rendering::new(dataset, settings, previous, changed.map(|changed| (changed, lists)));
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.
     let extracted = dataset.resources.keys().filter(|s| extract::is_extracted(settings, s, rendering.extract_dirty(s)));
@@ -522,9 +522,10 @@ fn manifest_of(settings: &BuildSettings, dataset: &load::Dataset) -> Manifest {
 /// Each list's entries (ids and names, in order) as one hash: a list whose hash is unchanged
 /// has the same pages.
 fn list_hashes(dataset: &load::Dataset) -> BTreeMap<String, String> {
+    use rayon::prelude::*;
     dataset
         .resources
-        .iter()
+        .par_iter()
         .map(|(segment, resource)| {
             let mut hasher = blake3::Hasher::new();
             for record in &resource.records {

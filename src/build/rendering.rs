@@ -6,7 +6,7 @@
 //! each document as it comes, and never sees how it was rendered.
 
 use super::index::{self, DocumentFile, Index};
-use super::{PreviousBuild, list_hashes, openapi, plan, render};
+use super::{PreviousBuild, openapi, plan, render};
 use crate::data::recorded::{DataFiles, Place};
 use crate::data::{data_path, load};
 use crate::problem::{Problem, Problems};
@@ -36,14 +36,14 @@ pub(super) struct Rendering<'d> {
 }
 
 impl<'d> Rendering<'d> {
-    /// Prepares rendering: every document, or in a partial build (`changed` given) those of
-    /// what changed. Needs only the index's head, not its documents' table: see
+    /// Prepares rendering: every document, or in a partial build (`changed` given, with each
+    /// list's hash now) those of what changed. Needs only the index's head, not its documents' table: see
     /// [`Rendering::take_back`], which a partial build calls once that table is read.
     pub(super) fn new(
         dataset: &'d load::Dataset,
         settings: &'d BuildSettings,
         previous: &PreviousBuild,
-        changed: Option<Changed>,
+        changed: Option<(Changed, &std::collections::BTreeMap<String, String>)>,
     ) -> Rendering<'d> {
         let full = Rendering {
             renderer: render::DocumentRenderer::new(dataset, settings),
@@ -53,13 +53,15 @@ impl<'d> Rendering<'d> {
             existed: None,
             extracts_kept: HashSet::new(),
         };
-        let (Some(changed), Some(index), Some(_)) = (changed, &previous.index, &previous.tree) else { return full };
+        let (Some((changed, lists)), Some(index), Some(_)) = (changed, &previous.index, &previous.tree) else {
+            return full;
+        };
         let renderer = render::DocumentRenderer::new(dataset, settings);
         renderer.seed_schemas(index.schemas.clone());
-        let lists_changed = list_hashes(dataset)
-            .into_iter()
-            .filter(|(segment, hash)| index.lists.get(segment) != Some(hash))
-            .map(|(segment, _)| segment)
+        let lists_changed = lists
+            .iter()
+            .filter(|(segment, hash)| index.lists.get(*segment) != Some(hash))
+            .map(|(segment, _)| segment.clone())
             .collect();
         let (partial, existed) = (Some((changed.files, lists_changed)), Some(changed.existed));
         Rendering { renderer, dataset, settings, partial, existed, extracts_kept: HashSet::new() }
