@@ -381,7 +381,9 @@ fn extract_then_read_docs<'d>(
     // new index now, and is let go.
     let extracted = dataset.resources.keys().filter(|s| extract::is_extracted(settings, s, rendering.extract_dirty(s)));
     let mut store = index::ExtractStore::new(&previous.target.dir, &data, extracted.map(String::as_str), !verify);
-    dataset.resources.keys().filter(|s| rendering.may_keep_extract(s)).for_each(|segment| store.compare(segment));
+    for segment in dataset.resources.keys().filter(|segment| rendering.may_keep_extract(segment)) {
+        store.compare(segment, rendering.changed_records(segment));
+    }
     timer.step("  the extract's record hashes");
     let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
     drop(data);

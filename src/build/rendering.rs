@@ -29,6 +29,8 @@ pub(super) struct Rendering<'d> {
     /// In a partial build, until [`Rendering::take_back`]: the changed data files that existed
     /// before.
     existed: Option<Vec<String>>,
+    /// In a partial build: what [`Changed`] found of the changed records' previous hashes.
+    was: std::collections::BTreeMap<String, Vec<(i64, [u8; 32])>>,
     /// The resources whose records changed but whose extract did not (each record read anew
     /// gave the names entry and filter values it gave before, in the same list): their names
     /// documents and filters' files are kept ([`Rendering::keep_extracts`]).
@@ -51,6 +53,7 @@ impl<'d> Rendering<'d> {
             settings,
             partial: None,
             existed: None,
+            was: Default::default(),
             extracts_kept: HashSet::new(),
         };
         let (Some((changed, lists)), Some(index), Some(_)) = (changed, &previous.index, &previous.tree) else {
@@ -63,8 +66,8 @@ impl<'d> Rendering<'d> {
             .filter(|(segment, hash)| index.lists.get(*segment) != Some(hash))
             .map(|(segment, _)| segment.clone())
             .collect();
-        let (partial, existed) = (Some((changed.files, lists_changed)), Some(changed.existed));
-        Rendering { renderer, dataset, settings, partial, existed, extracts_kept: HashSet::new() }
+        let (partial, existed, was) = (Some((changed.files, lists_changed)), Some(changed.existed), changed.was);
+        Rendering { renderer, dataset, settings, partial, existed, was, extracts_kept: HashSet::new() }
     }
 
     /// A partial build takes back from the schemas what the previous versions of the changed
@@ -97,11 +100,18 @@ impl Rendering<'_> {
     }
 
     /// True when the extract of `segment` is worth comparing with the previous build's: in a
-    /// partial build, when its records changed but its list did not. If every record read
-    /// anew gave what it gave before, its names document and filters' files are the same.
+    /// partial build, when its records changed but its list did not. If every changed record
+    /// gives what it gave the previous build, its names document and filters' files are the same.
     pub(super) fn may_keep_extract(&self, segment: &str) -> bool {
         let Some((_, lists_changed)) = &self.partial else { return false };
         !lists_changed.contains(segment) && self.extract_dirty(segment)
+    }
+
+    /// The records of `segment` changed since the previous build, each with its data hash then,
+    /// sorted by id: those the extract of a compared resource reads again, and compares with the
+    /// kept rows of that data.
+    pub(super) fn changed_records(&self, segment: &str) -> Vec<(i64, [u8; 32])> {
+        self.was.get(segment).cloned().unwrap_or_default()
     }
 
     /// Keeps the names documents and filters' files of the resources whose extract
@@ -384,13 +394,23 @@ pub(super) struct Changed {
     files: HashSet<String>,
     /// Those the previous build had (changed, not added).
     existed: Vec<String>,
+    /// Of the records changed that the previous build had: each one's data hash then, by
+    /// segment, sorted by id (what says which kept extract rows are that build's).
+    was: std::collections::BTreeMap<String, Vec<(i64, [u8; 32])>>,
 }
 
 impl Changed {
     pub(super) fn since(index: &index::Index, files: &DataFiles) -> Changed {
         let files: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
-        let existed = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
-        Changed { files, existed }
+        let existed: Vec<String> = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
+        let mut was: std::collections::BTreeMap<String, Vec<(i64, [u8; 32])>> = Default::default();
+        for place in existed.iter().filter_map(|rel| Place::of_data_file(rel)).filter(|place| place.kind.is_none()) {
+            if let Some(hash) = index.data.hash_of(&place) {
+                was.entry(place.segment.to_string()).or_default().push((place.id, hash));
+            }
+        }
+        was.values_mut().for_each(|hashes| hashes.sort_unstable());
+        Changed { files, existed, was }
     }
 }
 

@@ -694,3 +694,45 @@ fn a_build_from_another_data_folder_lists_its_own_files() {
         "the tree built from two differs from a fresh build of it"
     );
 }
+
+/// An edit that leaves a record's name and filter values as they were keeps its resource's
+/// filter files (docs/builds.md, step 4), but only by the extract of the data the previous
+/// *tree* was built from: a build that failed after extracting keeps rows of data the tree never
+/// had. Here a record's filter value changes in a build that fails (a reference elsewhere is
+/// broken); the next build, after a further edit of the record that keeps the new value, must
+/// not take the failed build's row as the tree's: its filter files equal a fresh build's.
+#[test]
+fn a_failed_builds_kept_extract_never_passes_for_the_trees() {
+    let tmp = TempDir::new("extract-after-failed");
+    let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
+    let thing = |id: u32, color: &str, extra: &str| {
+        format!(r#"{{"id": {id}, "name": "thing-{id}", "color": "{color}"{extra}}}"#)
+    };
+    let other = |target: &str| format!(r#"{{"id": 1, "name": "other-1", "thing": {{"url": "/api/v2/{target}/1/"}}}}"#);
+    write_files(
+        &data,
+        &[
+            ("gen.json", r#"{"filters": {"thing": {"color": "color"}}}"#.into()),
+            ("thing/1.json", thing(1, "red", "")),
+            ("thing/2.json", thing(2, "blue", "")),
+            ("other/1.json", other("thing")),
+        ],
+    );
+    build(&data, &out, &[]).ok();
+    // the value changes, and the build fails at rendering, after its extract was kept
+    std::fs::write(data.join("thing/2.json"), thing(2, "cyan", "")).unwrap();
+    std::fs::write(data.join("other/1.json"), other("nowhere")).unwrap();
+    build(&data, &out, &[]).fails_with(1);
+    // mended; the record edited again, its value as the failed build saw it
+    std::fs::write(data.join("other/1.json"), other("thing")).unwrap();
+    std::fs::write(data.join("thing/2.json"), thing(2, "cyan", r#", "size": 3"#)).unwrap();
+    build(&data, &out, &[]).ok();
+    build(&data, &fresh, &[]).ok();
+    let (ours, theirs) = (read_tree(&out), read_tree(&fresh));
+    let differ: Vec<&String> = ours.keys().chain(theirs.keys()).filter(|k| ours.get(*k) != theirs.get(*k)).collect();
+    assert!(differ.is_empty(), "the rebuilt tree differs from a fresh build at {differ:?}");
+    let values = read_json(&out.join("api/v2/thing/_filters/color/index.json"));
+    let values: Vec<&str> =
+        values["results"].as_array().unwrap().iter().map(|r| r["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["cyan", "red"]);
+}

@@ -47,9 +47,9 @@ pub(crate) struct ExtractStore {
     hashes: BTreeMap<String, Vec<(i64, [u8; 32])>>,
     /// False when nothing kept may be used (`gen build --verify`): rows are only written.
     reuse: bool,
-    /// The resources whose rows of records changed since are given back too, as they were
-    /// ([`Taken::before`]): a partial build compares them with the records read anew.
-    compared: std::collections::BTreeSet<String>,
+    /// The resources compared ([`ExtractStore::compare`]): each with its records changed since
+    /// the previous build and their data hash then, sorted by id.
+    compared: BTreeMap<String, Vec<(i64, [u8; 32])>>,
 }
 
 /// What [`ExtractStore::take`] gives back of a resource's kept rows.
@@ -58,8 +58,8 @@ pub(crate) struct Taken {
     /// of the record's data as it was).
     pub(crate) rows: Vec<Option<Kept>>,
     /// Of a compared resource ([`ExtractStore::compare`]) whose kept rows could be read: the
-    /// rows that no longer hold (their record's data changed since), by id, sorted; what those
-    /// records gave the previous build.
+    /// rows of its changed records' data as the previous build had it, by id, sorted; what
+    /// those records gave the previous build.
     pub(crate) before: Option<Vec<(i64, Kept)>>,
     /// True when the file holds exactly these rows, each taken: keeping them again would
     /// write the same rows (it need not be written).
@@ -79,15 +79,18 @@ impl ExtractStore {
         ExtractStore { dir: state::file(out, state::EXTRACT), hashes, reuse, compared: Default::default() }
     }
 
-    /// Gives back, for `segment`, the rows that no longer hold too ([`Taken::before`]).
-    pub(crate) fn compare(&mut self, segment: &str) {
-        self.compared.insert(segment.to_string());
+    /// Compares `segment`'s records `changed` since the previous build (each with its data hash
+    /// then, sorted by id): their rows are never taken (each is read again), and the rows kept
+    /// of their data then are given back ([`Taken::before`]). Only a row of that data is the
+    /// previous build's: one a build that failed since kept is not.
+    pub(crate) fn compare(&mut self, segment: &str, changed: Vec<(i64, [u8; 32])>) {
+        self.compared.insert(segment.to_string(), changed);
     }
 
     /// The kept rows of the records `ids` of `segment`, and of a compared resource the rows
     /// that no longer hold ([`Taken`]).
     pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Taken {
-        let compared = self.compared.contains(segment);
+        let compared = self.compared.get(segment).map(Vec::as_slice);
         let Some(read) = self.reuse.then(|| self.read(segment, paths, ids.len(), compared)).flatten() else {
             return Taken { rows: ids.iter().map(|_| None).collect(), before: None, whole: false };
         };
@@ -100,7 +103,7 @@ impl ExtractStore {
             })
             .collect();
         let whole = count == ids.len() && rows.iter().all(Option::is_some);
-        Taken { rows, before: compared.then_some(before), whole }
+        Taken { rows, before: compared.map(|_| before), whole }
     }
 
     /// Keeps `rows` (id, names entry, values) of `segment` for the next build. A file that
@@ -161,8 +164,15 @@ impl ExtractStore {
     /// (a row a record): the rows of a million records are 50 MB, twice that when doubled.
     /// A file that cannot be used is noted (unless it was made for other filters: gen.json
     /// changed), and every record of `segment` is then read.
-    /// With `before`, the rows that no longer hold are given too, sorted by id.
-    fn read(&self, segment: &str, paths: &[String], records: usize, before: bool) -> Option<Rows> {
+    /// With `changed` (records and their previous data hashes), their rows are not taken, and
+    /// those of their previous data are given apart, sorted by id.
+    fn read(
+        &self,
+        segment: &str,
+        paths: &[String],
+        records: usize,
+        changed: Option<&[(i64, [u8; 32])]>,
+    ) -> Option<Rows> {
         let path = self.file(segment);
         let file = match fsutil::open_regular_file(&path, MAX_BYTES, false) {
             Ok(file) => file,
@@ -174,8 +184,20 @@ impl ExtractStore {
         let Some(body) = file.metadata().ok().and_then(|meta| meta.len().checked_sub(32)) else { return damaged() };
         let checksummed = Checksummed::new(file.take(body));
         let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
-        let holds = |id: i64, hash: &[u8; 32]| self.hash(segment, id).as_ref() == Some(hash);
-        let Rows { holding: mut rows, mut stale, count } = match decode(&mut input, paths, records, holds, before) {
+        let changed = changed.unwrap_or_default();
+        let was = |id: i64| changed.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &changed[at].1);
+        let sort = |id: i64, hash: &[u8; 32]| match was(id) {
+            Some(was) => {
+                if was == hash {
+                    Row::Before
+                } else {
+                    Row::Dropped
+                }
+            }
+            None if self.hash(segment, id).as_ref() == Some(hash) => Row::Holds,
+            None => Row::Dropped,
+        };
+        let Rows { holding: mut rows, mut stale, count } = match decode(&mut input, paths, records, sort) {
             Ok(rows) => rows,
             Err(Unused::OtherFilters) => return None,
             Err(Unused::Why(why)) => return ignored(segment, format!("{shown} {why}")),
@@ -195,7 +217,17 @@ impl ExtractStore {
     }
 }
 
-/// A kept extract's rows that hold (sorted by id), and those asked for that no longer do.
+/// What becomes of a kept row, by its record's id and data hash.
+enum Row {
+    /// Its data is as it is now: taken.
+    Holds,
+    /// The previous build's row of a changed record: given apart.
+    Before,
+    /// Neither.
+    Dropped,
+}
+
+/// A kept extract's rows that hold (sorted by id), and those of changed records' previous data.
 struct Rows {
     holding: Vec<(i64, Option<Kept>)>,
     stale: Vec<(i64, Kept)>,
@@ -224,14 +256,13 @@ impl From<String> for Unused {
 }
 
 /// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
-/// version or gen, other filters, or damage. Only the rows that `hold` (by id and data hash) are
-/// kept; with `stale`, the others are given apart.
+/// version or gen, other filters, or damage. Each row goes where `sort` says (by id and data
+/// hash).
 fn decode(
     input: &mut Decoder<impl std::io::Read>,
     paths: &[String],
     records: usize,
-    holds: impl Fn(i64, &[u8; 32]) -> bool,
-    stale: bool,
+    sort: impl Fn(i64, &[u8; 32]) -> Row,
 ) -> Result<Rows, Unused> {
     let format = input.array::<8>()? == *MAGIC && u32::from_le_bytes(input.array()?) == FORMAT;
     let head: Option<Head> = format.then(|| input.string().ok()).flatten().and_then(|s| serde_json::from_str(&s).ok());
@@ -253,10 +284,10 @@ fn decode(
             let n = input.count(8)?;
             values.push((0..n).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?);
         }
-        if holds(id, &hash) {
-            rows.push((id, Some((entry, values))));
-        } else if stale {
-            others.push((id, (entry, values)));
+        match sort(id, &hash) {
+            Row::Holds => rows.push((id, Some((entry, values)))),
+            Row::Before => others.push((id, (entry, values))),
+            Row::Dropped => {}
         }
     }
     if input.left != 0 {
@@ -301,13 +332,17 @@ mod tests {
         let changed = compared.take("thing", &paths, &[1, 2]);
         assert_eq!(changed.rows.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false], "record 2 changed");
         assert!(!changed.whole && changed.before.is_none());
-        compared.compare("thing");
+        compared.compare("thing", vec![(2, *blake3::hash(b"blue").as_bytes())]);
         let changed = compared.take("thing", &paths, &[1, 2]);
-        let was = changed.before.expect("a compared resource's rows that no longer hold");
+        let was = changed.before.expect("a compared resource's rows of its changed records' previous data");
         assert_eq!(
             was.iter().map(|(id, (entry, _))| (*id, entry.to_vec())).collect::<Vec<_>>(),
             [(2, rows[1].1.clone())]
         );
+        // a row of data the previous build did not have (a failed build's) is neither taken nor given
+        compared.compare("thing", vec![(2, *blake3::hash(b"teal").as_bytes())]);
+        let changed = compared.take("thing", &paths, &[1, 2]);
+        assert!(changed.rows[1].is_none() && changed.before.is_some_and(|was| was.is_empty()));
         assert!(store.take("thing", &["shade".to_string()], &[1]).rows.iter().all(Option::is_none), "other filters");
         assert!(
             ExtractStore::new(&out, &before, ["thing"].into_iter(), false).take("thing", &paths, &[1]).rows[0]
