@@ -104,7 +104,8 @@ impl Table {
             let (table, sum) = Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))?;
             match recorded {
                 Some(recorded) if recorded == sum => Ok(table),
-                _ => Err(format!("{} is not the one the build index recorded", path.display())),
+                Some(_) => Err(format!("{} is not the one the build index recorded", path.display())),
+                None => Err(format!("the build index records no member table beside {}", path.display())),
             }
         });
         match decoded {
