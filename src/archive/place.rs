@@ -113,8 +113,9 @@ struct Filling {
     len: u64,
 }
 
-/// The temporary file a part is written into before it is renamed to its name.
-const FILLING: &str = "parts/.filling";
+/// The temporary file a part is written into before it is renamed to its name (a killed write
+/// leaves it: [`super::prune`] removes it).
+pub(super) const FILLING: &str = "parts/.filling";
 
 impl<'w> Parts<'w> {
     pub(super) fn new(
