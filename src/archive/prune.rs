@@ -10,8 +10,7 @@ use std::io;
 use std::path::Path;
 
 use super::format::Root;
-use super::place::FILLING;
-use super::{Error, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
+use super::{Error, FILLING, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
 
 /// What [`prune`] deleted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,13 +57,13 @@ pub fn prune(dir: &Path) -> Result<Pruned, Error> {
     doomed.sort();
     let mut pruned = Pruned::default();
     // the part a killed write was filling: no root names it, and no write is under way
-    if let Ok(meta) = fs::symlink_metadata(dir.join(FILLING)) {
-        if !meta.is_dir() {
-            // a link is removed, never followed
-            fs::remove_file(dir.join(FILLING)).map_err(|source| Error::Io { file: FILLING.into(), source })?;
-            pruned.files.push(FILLING.into());
-            pruned.bytes += meta.len();
-        }
+    if let Ok(meta) = fs::symlink_metadata(dir.join(FILLING))
+        && !meta.is_dir()
+    {
+        // a link is removed, never followed
+        fs::remove_file(dir.join(FILLING)).map_err(|source| Error::Io { file: FILLING.into(), source })?;
+        pruned.files.push(FILLING.into());
+        pruned.bytes += meta.len();
     }
     for file in doomed {
         let path = dir.join(&file);
