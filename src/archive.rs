@@ -40,6 +40,10 @@ pub(crate) const ROOT_FILE: &str = "root";
 /// readers still on it (docs/archive.md, "Pruning").
 pub const PREVIOUS_ROOT_FILE: &str = "root.previous";
 
+/// The file a write fills a part through before renaming it to its name: a write killed midway
+/// leaves it, and [`prune`] removes it (docs/archive.md, "Writing").
+pub(crate) const FILLING: &str = "parts/.filling";
+
 /// The key of a built archive's manifest: the tree's `manifest.json` (its settings and
 /// resources) with no files listed, since the archive's directory is its listing
 /// (docs/archive.md, "A built API as an archive").

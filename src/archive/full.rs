@@ -6,15 +6,12 @@
 //! block at a time. What stays in memory is a document's hash and place (about 48 bytes each).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
-use std::path::PathBuf;
 
 use super::codec::{Cursor, put_str, put_varint};
 use super::format::{Entry, Root};
 use super::ledger::{Ledger, Source, Staged, fields, put_fields};
 use super::place::{BlockCutter, Parts, Spool, Written, commit};
-use super::sort::{self, Sorter, read_record, write_record};
+use super::sort::{self, Scratch, Sorter};
 use super::{Error, Folder, Options, Reader};
 
 /// Writes a fresh archive of the documents in `ledger` into `dir`: data parts, index parts, then
@@ -169,36 +166,5 @@ impl Placements {
         }
         self.0.insert(hash, (seq as u64) << 40 | offset);
         Ok(())
-    }
-}
-
-/// A file of records written in order, then read back in order; removed when dropped.
-struct Scratch {
-    path: PathBuf,
-    out: BufWriter<File>,
-}
-
-impl Scratch {
-    fn create(path: PathBuf) -> Result<Scratch, Error> {
-        let failed = |source| Error::Io { file: path.display().to_string(), source };
-        let out = BufWriter::with_capacity(1 << 16, File::create(&path).map_err(failed)?);
-        Ok(Scratch { path, out })
-    }
-
-    fn push(&mut self, record: &[u8]) -> Result<(), Error> {
-        write_record(&mut self.out, record, &self.path)
-    }
-
-    fn read(&mut self) -> Result<impl Iterator<Item = Result<Vec<u8>, Error>> + '_, Error> {
-        let failed = |source| Error::Io { file: self.path.display().to_string(), source };
-        self.out.flush().map_err(failed)?;
-        let mut input = BufReader::with_capacity(1 << 16, File::open(&self.path).map_err(failed)?);
-        Ok(std::iter::from_fn(move || read_record(&mut input, &self.path).transpose()))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }

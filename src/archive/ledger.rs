@@ -3,13 +3,11 @@
 //! being merged). A million documents' records weigh about 200 MB: held in memory they made
 //! most of a 1M-record build's peak, so a write reads them back a record at a time.
 
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::Error;
 use super::codec::{Cursor, put_str, put_varint};
-use super::sort::{read_record, write_record};
+use super::sort::{Scratch, ScratchRecords};
 
 /// Where a staged document's stored (gzip) bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,22 +32,16 @@ pub(super) struct Staged {
     pub(super) length: u64,
 }
 
-/// An append-only file of staged records, removed when dropped.
+/// An append-only file of staged records (a [`Scratch`]), removed when dropped.
 pub(super) struct Ledger {
-    path: PathBuf,
-    out: BufWriter<File>,
+    scratch: Scratch,
     count: u64,
-}
-
-fn failed(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
-    move |source| Error::Io { file: path.display().to_string(), source }
 }
 
 impl Ledger {
     /// An empty ledger in the file `path` (made anew).
     pub(super) fn create(path: PathBuf) -> Result<Ledger, Error> {
-        let file = File::create(&path).map_err(failed(&path))?;
-        Ok(Ledger { out: BufWriter::with_capacity(1 << 16, file), path, count: 0 })
+        Ok(Ledger { scratch: Scratch::create(path)?, count: 0 })
     }
 
     /// The number of records pushed.
@@ -65,29 +57,22 @@ impl Ledger {
         for key in &staged.keys {
             put_str(&mut record, key);
         }
-        write_record(&mut self.out, &record, &self.path)?;
+        self.scratch.push(&record)?;
         self.count += 1;
         Ok(())
     }
 
     /// Every record pushed so far, in order, read back a record at a time.
     pub(super) fn records(&mut self) -> Result<Records, Error> {
-        self.out.flush().map_err(failed(&self.path))?;
-        let file = File::open(&self.path).map_err(failed(&self.path))?;
-        Ok(Records { path: self.path.clone(), input: BufReader::with_capacity(1 << 16, file), left: self.count })
-    }
-}
-
-impl Drop for Ledger {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let path = self.scratch.path().to_path_buf();
+        Ok(Records { input: self.scratch.read()?, path, left: self.count })
     }
 }
 
 /// The records of a ledger, in the order pushed.
 pub(super) struct Records {
+    input: ScratchRecords,
     path: PathBuf,
-    input: BufReader<File>,
     left: u64,
 }
 
@@ -106,7 +91,7 @@ impl Iterator for Records {
 impl Records {
     fn read_one(&mut self) -> Result<Staged, Error> {
         let damaged = |what: String| Error::Damaged { file: self.path.display().to_string(), offset: 0, what };
-        let record = read_record(&mut self.input, &self.path)?.ok_or_else(|| damaged("a record missing".into()))?;
+        let record = self.input.next().transpose()?.ok_or_else(|| damaged("a record missing".into()))?;
         decode(&record).map_err(damaged)
     }
 }

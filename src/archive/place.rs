@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::format::{BlockRef, Entry, PartRef, Root, encode_block};
-use super::{Error, Options, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
+use super::{Error, FILLING, Options, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
 
 /// What a write or an edit wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,9 +112,6 @@ struct Filling {
     hasher: blake3::Hasher,
     len: u64,
 }
-
-/// The temporary file a part is written into before it is renamed to its name.
-const FILLING: &str = "parts/.filling";
 
 impl<'w> Parts<'w> {
     pub(super) fn new(

@@ -10,12 +10,13 @@ use std::io;
 use std::path::Path;
 
 use super::format::Root;
-use super::{Error, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
+use super::{Error, FILLING, PREVIOUS_ROOT_FILE, ROOT_FILE, part_file};
 
 /// What [`prune`] deleted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
-    /// The part files deleted, relative to the archive's folder, in name order.
+    /// The part files deleted, relative to the archive's folder, in name order, then
+    /// `parts/.filling` when a killed write left it.
     pub files: Vec<String>,
     /// Their bytes.
     pub bytes: u64,
@@ -32,11 +33,12 @@ fn named_by(dir: &Path, file: &str) -> Result<BTreeSet<[u8; 32]>, Error> {
     Ok(root.parts.iter().map(|p| p.name).collect())
 }
 
-/// Deletes the parts of the archive in `dir` that neither `root` nor `root.previous` names.
-/// Only files named like a part (64 lowercase hex digits) are considered; a damaged root or
-/// previous root deletes nothing (the error says which). Call it with the archive's folder
-/// locked against writers (a build holds it), never while a write is between its parts and
-/// its root.
+/// Deletes the parts of the archive in `dir` that neither `root` nor `root.previous` names, and
+/// the part a killed write left half filled (`parts/.filling`: a link there is removed, not
+/// followed). Other files are left unless named like a part (64 lowercase hex digits); a
+/// damaged root or previous root deletes nothing (the error says which). Call it with the
+/// archive's folder locked against writers (a build holds it), never while a write is between
+/// its parts and its root.
 pub fn prune(dir: &Path) -> Result<Pruned, Error> {
     let mut keep = named_by(dir, ROOT_FILE)?;
     keep.extend(named_by(dir, PREVIOUS_ROOT_FILE)?);
@@ -54,6 +56,15 @@ pub fn prune(dir: &Path) -> Result<Pruned, Error> {
     }
     doomed.sort();
     let mut pruned = Pruned::default();
+    // the part a killed write was filling: no root names it, and no write is under way
+    if let Ok(meta) = fs::symlink_metadata(dir.join(FILLING))
+        && !meta.is_dir()
+    {
+        // a link is removed, never followed
+        fs::remove_file(dir.join(FILLING)).map_err(|source| Error::Io { file: FILLING.into(), source })?;
+        pruned.files.push(FILLING.into());
+        pruned.bytes += meta.len();
+    }
     for file in doomed {
         let path = dir.join(&file);
         let failed = |source| Error::Io { file: file.clone(), source };

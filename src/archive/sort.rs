@@ -119,6 +119,58 @@ pub(super) fn read_record(input: &mut impl Read, path: &Path) -> Result<Option<V
     Ok(Some(record))
 }
 
+/// A file of records (written with [`write_record`]) appended to, then read back a record at a
+/// time, as often as wanted; removed when dropped. A write's scratch files are these.
+pub(super) struct Scratch {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Scratch {
+    /// An empty file of records at `path` (made anew).
+    pub(super) fn create(path: PathBuf) -> Result<Scratch, Error> {
+        let file = File::create(&path).map_err(failed(&path))?;
+        Ok(Scratch { out: BufWriter::with_capacity(1 << 16, file), path })
+    }
+
+    /// Appends one record.
+    pub(super) fn push(&mut self, record: &[u8]) -> Result<(), Error> {
+        write_record(&mut self.out, record, &self.path)
+    }
+
+    /// Every record pushed so far, in order (the file read from its start).
+    pub(super) fn read(&mut self) -> Result<ScratchRecords, Error> {
+        self.out.flush().map_err(failed(&self.path))?;
+        let file = File::open(&self.path).map_err(failed(&self.path))?;
+        Ok(ScratchRecords { path: self.path.clone(), input: BufReader::with_capacity(1 << 16, file) })
+    }
+
+    /// The file's path.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The records of a [`Scratch`], read back.
+pub(super) struct ScratchRecords {
+    path: PathBuf,
+    input: BufReader<File>,
+}
+
+impl Iterator for ScratchRecords {
+    type Item = Result<Vec<u8>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        read_record(&mut self.input, &self.path).transpose()
+    }
+}
+
 /// The sorted records: from memory when they fitted the budget, else merged from the runs.
 pub(super) struct Sorted {
     sorter: Sorter,

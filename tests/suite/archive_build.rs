@@ -259,6 +259,32 @@ fn a_one_record_edit_writes_three_files_and_an_unchanged_rebuild_none() {
     assert_eq!(edits_since_full_write(&archive), 0);
 }
 
+/// The part a killed write was filling (`parts/.filling`, docs/archive.md "Writing": a write
+/// killed midway leaves exactly that file) is removed by the next build's prune, even one that
+/// writes no part; a link in its place is removed, its target left as it was.
+#[test]
+fn a_build_removes_the_part_a_killed_write_left_half_filled() {
+    let BuiltSample { tmp, data, archive, .. } = built_sample("archive-filling", false);
+    let before = read_tree(&archive);
+    let filling = archive.join("parts/.filling");
+    let outside = tmp.join("outside");
+    std::fs::write(&outside, b"not the archive's").unwrap();
+    let leftovers: [(&str, &dyn Fn()); 2] = [
+        ("a half-filled part", &|| std::fs::write(&filling, vec![0x1f; 5000]).unwrap()),
+        ("a link", &|| std::os::unix::fs::symlink(&outside, &filling).unwrap()),
+    ];
+    for (what, leave) in leftovers {
+        leave();
+        // without the index: every document rendered and compared, none written, then the prune
+        std::fs::remove_file(state_file(&archive, "index")).unwrap();
+        let said = build(&data, &archive, &["--archive"]).ok().stdout();
+        assert!(said.contains("0 written"), "{what}: {said}");
+        assert!(std::fs::symlink_metadata(&filling).is_err(), "{what}: parts/.filling left");
+        assert!(read_tree(&archive) == before, "{what}: the archive changed");
+    }
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not the archive's");
+}
+
 /// A build that fails on bad data, whether it is found loading (bytes that are not JSON) or
 /// rendering (a reference to a record that does not exist), leaves the archive byte for byte,
 /// and no spool behind.

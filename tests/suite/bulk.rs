@@ -490,6 +490,21 @@ pub(crate) fn split_member_table(bytes: &[u8]) -> (serde_json::Value, Option<Vec
     }
 }
 
+/// Rewrites the member table at `path` with `tamper` applied to its JSON, and its checksum line
+/// made again for the new JSON when `resum`, else the old one kept (a bare table stays bare).
+pub(crate) fn tamper_member_table(path: &Path, tamper: fn(&mut serde_json::Value), resum: bool) {
+    let (mut table, sum) = split_member_table(&std::fs::read(path).unwrap());
+    tamper(&mut table);
+    let mut bytes = serde_json::to_vec(&table).unwrap();
+    let sum = if resum { Some(format!("blake3:{}", blake3::hash(&bytes).to_hex()).into_bytes()) } else { sum };
+    if let Some(sum) = sum {
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&sum);
+        bytes.push(b'\n');
+    }
+    std::fs::write(path, &bytes).unwrap();
+}
+
 /// Exchanges the keys of two members of the berries' file that hold as many records (beyond
 /// the first members, which an edit of berry 2 rewrites) in the member table `table`.
 pub(crate) fn exchange_two_member_keys(table: &mut serde_json::Value) {
@@ -514,7 +529,6 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
     let (data, out, fresh) = (tmp.join("data"), tmp.join("out"), tmp.join("fresh"));
     sample_data(&data);
     let table_path = state_file(&out, "bulk");
-    let checksum = |json: &[u8]| format!("blake3:{}", blake3::hash(json).to_hex()).into_bytes();
     let other_gen =
         |json: &mut serde_json::Value| json["generator"] = format!("gen {}-other", env!("CARGO_PKG_VERSION")).into();
     type Tamper = fn(&mut serde_json::Value);
@@ -528,16 +542,7 @@ fn a_tampered_member_table_is_ignored_and_the_tree_is_a_fresh_builds() {
         let _ = std::fs::remove_dir_all(&out);
         sample_data(&data);
         build_with(&data, &out, &[], &TINY_MEMBERS).ok();
-        let (mut table, sum) = split_member_table(&std::fs::read(&table_path).unwrap());
-        tamper(&mut table);
-        let mut bytes = serde_json::to_vec(&table).unwrap();
-        let sum = if resum { Some(checksum(&bytes)) } else { sum };
-        if let Some(sum) = sum {
-            bytes.push(b'\n');
-            bytes.extend_from_slice(&sum);
-            bytes.push(b'\n');
-        }
-        std::fs::write(&table_path, &bytes).unwrap();
+        tamper_member_table(&table_path, tamper, resum);
         edit_a_berry(&data, &format!("tampered {n}"));
         let stderr = build_with(&data, &out, &[], &TINY_MEMBERS).ok().stderr();
         let _ = std::fs::remove_dir_all(&fresh);

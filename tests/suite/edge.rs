@@ -590,8 +590,8 @@ fn decoded(reply: &common::Response) -> Vec<u8> {
 /// decoded. A handler that decompresses the stored gzip and sends it plain fails here.
 fn check_gzip_documents(tree: &Tree, serve: &Server, runtimes: &[Runtime]) {
     let gzip = [("Accept-Encoding", "gzip, deflate, br")];
-    let mut passed = 0;
-    for target in document_targets(tree) {
+    let (mut passed, mut heads) = (0, 0);
+    for (n, target) in document_targets(tree).into_iter().enumerate() {
         let expected = serve.request("GET", &target, &gzip);
         let plain = decoded(&expected);
         let is_list = serde_json::from_slice::<serde_json::Value>(&plain).is_ok_and(|v| v.get("results").is_some());
@@ -614,9 +614,66 @@ fn check_gzip_documents(tree: &Tree, serve: &Server, runtimes: &[Runtime]) {
             let again = runtime.server.request("GET", &target, &[gzip[0], ("If-None-Match", etag.as_str())]);
             assert_eq!(again.status, 304, "{context}: If-None-Match {etag}");
         }
+        // HEAD, on every fourth document (the root first): gen serve's head, and no body
+        if n % 4 == 0 {
+            heads += check_gzip_head(serve, runtimes, &target, gzip[0], !is_list);
+        }
     }
-    assert!(passed > 0, "no stored document was sent as gzip: nothing compared");
-    eprintln!("{passed} gzip answers of stored documents sent as gen serve sends them");
+    assert!(passed > 0 && heads > 0, "no stored document was sent as gzip: nothing compared");
+    eprintln!("{passed} gzip answers of stored documents sent as gen serve sends them, {heads} heads of them");
+}
+
+/// `HEAD target` with `Accept-Encoding` as `gzip` says, asked of gen serve and of each runtime:
+/// each runtime's head is its own GET's (the same headers, its ETag too: a handler's ETags are
+/// not gen serve's), and for a `stored` document gen serve's: the same status, `Content-Type`,
+/// `Content-Encoding` and `Content-Length` (when gen serve sends one; workerd compresses a small
+/// document itself, and a computed list: only the status is compared for a list), a gzip ETag
+/// (`-gz`) when gen serve's is, and then `Vary: Accept-Encoding`. No body: the head is followed on the same connection by
+/// the answer to the next request, nothing between them.
+/// Returns how many gzip heads it compared.
+fn check_gzip_head(serve: &Server, runtimes: &[Runtime], target: &str, gzip: (&str, &str), stored: bool) -> usize {
+    let mut compared = 0;
+    let expected = serve.request("HEAD", target, &[gzip]);
+    let varies = |reply: &common::Response| reply.header("vary").is_some_and(|v| v.contains("Accept-Encoding"));
+    let gz_etag = |reply: &common::Response| reply.header("etag").is_some_and(|tag| tag.ends_with("-gz\""));
+    let as_sent = |reply: &common::Response| -> Vec<(String, String)> {
+        let per_connection = ["date", "connection", "keep-alive", "transfer-encoding"];
+        let mut headers: Vec<_> =
+            reply.headers.iter().filter(|(n, _)| !per_connection.contains(&n.as_str())).cloned().collect();
+        headers.sort();
+        headers
+    };
+    for runtime in runtimes {
+        let get = runtime.server.request("GET", target, &[gzip]);
+        let mut conn = runtime.server.connect();
+        let (name, value) = gzip;
+        conn.send(format!("HEAD {target} HTTP/1.1\r\nHost: test\r\n{name}: {value}\r\n\r\n").as_bytes());
+        let context = format!("{} on HEAD {target} (gzip)", runtime.server.name);
+        let got = conn.read_response(true).unwrap_or_else(|e| panic!("{context}: {e}"));
+        let context = format!("{context}: {:?}\n gen serve's {:?}", got.headers, expected.headers);
+        assert_eq!(got.status, expected.status, "{context}");
+        if stored && expected.status == 200 {
+            assert_eq!(as_sent(&got), as_sent(&get), "{context}: not the head of its GET");
+            check_headers(&runtime.server, &got, &expected, target, true);
+            assert_eq!(got.header("content-type"), expected.header("content-type"), "{context}");
+            // workerd compresses a small document gen serve sends plain: its own length then
+            let gzipped = expected.header("content-encoding") == Some("gzip");
+            if gzipped || got.header("content-encoding").is_none() {
+                assert_eq!(got.header("content-encoding"), expected.header("content-encoding"), "{context}");
+                if expected.header("content-length").is_some() {
+                    assert_eq!(got.header("content-length"), expected.header("content-length"), "{context}");
+                }
+            }
+            assert_eq!(gz_etag(&got), gz_etag(&expected), "{context}: ETag");
+            // gen serve varies on Accept-Encoding always; a handler, only for a document it may gzip
+            assert!(!gzipped || varies(&got), "{context}: Vary");
+            compared += usize::from(gzipped);
+        }
+        let next = conn.read_response_to("/api/v2/");
+        let next = next.unwrap_or_else(|e| panic!("{context}\nthe answer after it unreadable ({e}): a body sent?"));
+        assert!(next.status_line.starts_with("HTTP/1.1 200"), "{context}\na body sent? {:?}", next.status_line);
+    }
+    compared
 }
 
 #[test]

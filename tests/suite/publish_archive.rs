@@ -74,8 +74,12 @@ fn documents(tree: &Path) -> BTreeMap<String, Vec<u8>> {
 /// The site's data built by `gen build --archive` into `archive`, with the options of its tree
 /// (`--links path`); a new folder is a fresh archive.
 fn build_archive(site: &Site, archive: &Path) {
-    let (data, out) = (site.data(), archive.to_path_buf());
-    common::run(&["build", "-q", "--data", path_str(&data), "--out", path_str(&out), "--links", "path", "--archive"])
+    build_archive_of(&site.data(), archive);
+}
+
+/// `data` built by `gen build --archive --links path` into `archive`.
+fn build_archive_of(data: &Path, archive: &Path) {
+    common::run(&["build", "-q", "--data", path_str(data), "--out", path_str(archive), "--links", "path", "--archive"])
         .ok();
 }
 
@@ -246,21 +250,7 @@ fn an_archive_built_then_rebuilt_after_a_one_record_edit_publishes_its_change() 
     let site = Site::new(&[]);
     let tmp = TempDir::new("publish-archive-built");
     let archive = tmp.join("archive");
-    let build = || {
-        let (data, out) = (site.data(), archive.clone());
-        common::run(&[
-            "build",
-            "-q",
-            "--data",
-            path_str(&data),
-            "--out",
-            path_str(&out),
-            "--links",
-            "path",
-            "--archive",
-        ])
-        .ok();
-    };
+    let build = || build_archive(&site, &archive);
     build();
     publish_to(&weed, None, &archive, "s3://gen", &[]).ok();
     assert_bucket_serves(&weed, &archive);
@@ -456,18 +446,7 @@ fn measure_tree_and_archive_publishes_on_the_fixture() {
     build();
     let (tree_a, archive_a, archive_b) = (tmp.join("tree-a"), tmp.join("archive-a"), tmp.join("archive-b"));
     copy_tree(&out, &tree_a);
-    common::run(&[
-        "build",
-        "-q",
-        "--data",
-        path_str(&data),
-        "--out",
-        path_str(&archive_a),
-        "--links",
-        "path",
-        "--archive",
-    ])
-    .ok();
+    build_archive_of(&data, &archive_a);
     let record = data.join("berry/1.json");
     let text = std::fs::read_to_string(&record).unwrap().replacen("\"potency\": 10", "\"potency\": 11", 1);
     std::fs::write(&record, text).unwrap();

@@ -7,7 +7,7 @@
 //! records' lines taken from the previous file's member. The member table is kept in the state
 //! folder, as the tree's is, and trusted only with the build index.
 
-use super::bulk::{keep_member_table, updated_dates};
+use super::bulk::{MadeFile, gather, updated_dates};
 use super::bulk_members::{PreviousFile, Records, Source, write_file};
 use super::handed::{Handed, Handled, from_index, receipt_of};
 use super::stage::Placed;
@@ -16,7 +16,7 @@ use crate::build::index::{DocumentFile, Index};
 use crate::build::rendering::{Document, Documents, previous_document};
 use crate::build::state;
 use crate::bulk;
-use crate::bulk::members::{FileMembers, Table};
+use crate::bulk::members::Table;
 use crate::tree::layout;
 use crate::tree::manifest::BuildSettings;
 use anyhow::{Context, Result};
@@ -28,7 +28,7 @@ use std::path::Path;
 const BULK_STAGE: &str = "archive-bulk";
 
 /// One resource's bulk-data file: its index entry, path, what was done with it, its members.
-type Made = (bulk::Entry, String, Handed, Option<FileMembers>);
+type Made = MadeFile<Handed>;
 
 /// The bulk-data files of an archive write: see the module's doc.
 pub(super) struct Bulk<'a, 'd> {
@@ -78,19 +78,8 @@ impl Bulk<'_, '_> {
             })
             .collect();
         let _ = crate::fsutil::remove_dir_all(&stage);
-        let (mut entries, mut files, mut members) = (Vec::new(), Vec::new(), Table::default());
-        for made in made {
-            let (entry, path, handed, described) = made?;
-            if let Some(described) = described {
-                members.files.insert(path.clone(), described);
-            }
-            entries.push(entry);
-            files.push((path, handed));
-        }
-        keep_member_table(self.out, &old, table, members)?;
-        let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, settings.pretty));
-        let previous = self.previous.and_then(|(_, index, _)| index.docs.other(std::slice::from_ref(&path)));
-        Ok((files, Document::Late { hash: blake3::hash(&bytes), path, bytes, previous }))
+        let index = self.previous.map(|(_, index, _)| index);
+        gather(self.out, made, (&old, table), index, settings.pretty)
     }
 
     /// The previous bulk-data index's entries by resource (a partial build's), read from the

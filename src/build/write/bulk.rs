@@ -9,6 +9,7 @@
 use super::bulk_members::{PreviousFile, Records, Source, write_file};
 use super::docs::{Doc, Docs};
 use super::stage::{Placed, Placements, Stager};
+use crate::build::index::Index;
 use crate::build::plan::Content;
 use crate::build::rendering::{Document, Documents};
 use crate::build::state;
@@ -29,7 +30,7 @@ pub(super) struct BulkFiles {
 }
 
 /// One resource's bulk-data file as staged: its index entry, path, placement and members.
-type Staged = (Entry, String, Placed, Option<FileMembers>);
+type Staged = MadeFile<Placed>;
 
 /// Keeps or writes every resource's bulk-data file, in parallel (`None` when the tree has none:
 /// `"bulk": false`). `lists`: each list's hash, as the build index records it.
@@ -96,21 +97,40 @@ pub(super) fn stage_bulk(
             Ok((entry, written.path, placed, Some(members)))
         })
         .collect();
-    let mut entries = Vec::with_capacity(done.len());
-    let mut files = Vec::with_capacity(done.len());
+    let (files, index) = gather(writer.out, done, (&previous, table), writer.index, settings.pretty)?;
+    Ok(Some(BulkFiles { files, index }))
+}
+
+/// One resource's bulk-data file as a write made it: its index entry, path, what was done with
+/// it (`P`: a tree write's placement, or an archive write's hand-over), its members.
+pub(super) type MadeFile<P> = (Entry, String, P, Option<FileMembers>);
+
+/// The end of a write's bulk step, a tree's or an archive's: gathers the files `made` (the
+/// first error returned), writes the member table (see [`keep_member_table`]; `previous`: the
+/// previous bulk-data entries, and the member table read), and returns each file's path with
+/// `P`, and the bulk-data index (a late document, `index`: the previous build's index).
+pub(super) fn gather<P>(
+    out: &std::path::Path,
+    made: Vec<Result<MadeFile<P>>>,
+    (previous, table): (&BTreeMap<String, Entry>, Table),
+    index: Option<&Index>,
+    pretty: bool,
+) -> Result<(Vec<(String, P)>, Document)> {
+    let mut entries = Vec::with_capacity(made.len());
+    let mut files = Vec::with_capacity(made.len());
     let mut members = Table::default();
-    for result in done {
-        let (entry, path, placed, described) = result?;
+    for result in made {
+        let (entry, path, handed, described) = result?;
         if let Some(described) = described {
             members.files.insert(path.clone(), described);
         }
         entries.push(entry);
-        files.push((path, placed));
+        files.push((path, handed));
     }
-    keep_member_table(writer.out, &previous, table, members)?;
-    let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, settings.pretty));
-    let previous = writer.index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
-    Ok(Some(BulkFiles { files, index: Document::Late { hash: blake3::hash(&bytes), path, bytes, previous } }))
+    keep_member_table(out, previous, table, members)?;
+    let (path, bytes) = (layout::BULK_INDEX_PATH.to_string(), bulk::index_document(entries, pretty));
+    let previous = index.and_then(|index| index.docs.other(std::slice::from_ref(&path)));
+    Ok((files, Document::Late { hash: blake3::hash(&bytes), path, bytes, previous }))
 }
 
 /// The date of each resource's bulk-data file (its entry's `updated_at`), by segment: the last
@@ -256,7 +276,7 @@ impl Records for Members<'_, '_, '_, '_> {
 /// Writes the member table of this build's files beside the tree (or archive) in `out`,
 /// keeping the previous files' members too (a build that fails after this leaves them in
 /// place), when it changed.
-pub(super) fn keep_member_table(
+fn keep_member_table(
     out: &std::path::Path,
     previous: &BTreeMap<String, Entry>,
     old: Table,

@@ -41,7 +41,18 @@ const denoFiles = {
 let chosen = null;
 const origin = () => (chosen ??= originFor(FACTS, Deno.env.get("ORIGIN"), denoFiles));
 
-export default (request) => handle(FACTS, request, origin());
+/**
+ * `handle`, but a HEAD's document is answered as the GET (Deno sends a HEAD no body): its
+ * Content-Length is the GET's, as gen serve's is, not the 0 of an empty body.
+ */
+async function answer(request) {
+  const response = await handle(FACTS, request, origin());
+  const plain = !response.headers.has("content-length") && !response.headers.has("content-encoding");
+  if (request.method !== "HEAD" || response.status !== 200 || !plain) return response;
+  return handle(FACTS, { method: "GET", url: request.url, headers: request.headers }, origin());
+}
+
+export default answer;
 
 export const config = { path: ["/api/v2", "/api/v2/*"] };
 
@@ -54,7 +65,5 @@ if (import.meta.main) {
   }
   const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
   const port = Number(Deno.env.get("PORT") ?? "8000");
-  Deno.serve({ hostname, port, onListen: () => console.log(`listening on http://${hostname}:${port}/api/v2/`) }, (request) =>
-    handle(FACTS, request, origin()),
-  );
+  Deno.serve({ hostname, port, onListen: () => console.log(`listening on http://${hostname}:${port}/api/v2/`) }, answer);
 }
