@@ -7,6 +7,11 @@
 //! whose data has that hash now, so a row is never stale whatever happened in between. A file
 //! written by another version of gen, for other declared filters, damaged or cut short is not
 //! used: every record of the resource is then read, as without one.
+//!
+//! A partial build whose list is unchanged also gives back, for each changed record, the row
+//! kept for its data as the previous build's index recorded it ([`ExtractStore::compare`]): if
+//! every changed record gives the same row again, the resource's names and filter documents are
+//! the previous build's (docs/builds.md, "An edit that leaves names and values as they were").
 
 use crate::build::state;
 use crate::data::recorded::DataFiles;
@@ -87,14 +92,14 @@ impl ExtractStore {
         self.compared.insert(segment.to_string(), changed);
     }
 
-    /// The kept rows of the records `ids` of `segment`, and of a compared resource the rows
-    /// that no longer hold ([`Taken`]).
+    /// The kept rows of the records `ids` of `segment`, and of a compared resource the rows of
+    /// its changed records' previous data ([`Taken`]).
     pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Taken {
         let compared = self.compared.get(segment).map(Vec::as_slice);
         let Some(read) = self.reuse.then(|| self.read(segment, paths, ids.len(), compared)).flatten() else {
             return Taken { rows: ids.iter().map(|_| None).collect(), before: None, whole: false };
         };
-        let Rows { holding: mut kept, stale: before, count } = read;
+        let Rows { holding: mut kept, before, count } = read;
         let rows: Vec<Option<Kept>> = ids
             .iter()
             .map(|&id| {
@@ -187,17 +192,12 @@ impl ExtractStore {
         let changed = changed.unwrap_or_default();
         let was = |id: i64| changed.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &changed[at].1);
         let sort = |id: i64, hash: &[u8; 32]| match was(id) {
-            Some(was) => {
-                if was == hash {
-                    Row::Before
-                } else {
-                    Row::Dropped
-                }
-            }
+            Some(was) if was == hash => Row::Before,
+            Some(_) => Row::Dropped,
             None if self.hash(segment, id).as_ref() == Some(hash) => Row::Holds,
             None => Row::Dropped,
         };
-        let Rows { holding: mut rows, mut stale, count } = match decode(&mut input, paths, records, sort) {
+        let Rows { holding: mut rows, mut before, count } = match decode(&mut input, paths, records, sort) {
             Ok(rows) => rows,
             Err(Unused::OtherFilters) => return None,
             Err(Unused::Why(why)) => return ignored(segment, format!("{shown} {why}")),
@@ -210,10 +210,10 @@ impl ExtractStore {
         if !rows.is_sorted_by_key(|(id, _)| *id) {
             rows.sort_unstable_by_key(|(id, _)| *id);
         }
-        if !stale.is_sorted_by_key(|(id, _)| *id) {
-            stale.sort_unstable_by_key(|(id, _)| *id);
+        if !before.is_sorted_by_key(|(id, _)| *id) {
+            before.sort_unstable_by_key(|(id, _)| *id);
         }
-        Some(Rows { holding: rows, stale, count })
+        Some(Rows { holding: rows, before, count })
     }
 }
 
@@ -230,7 +230,7 @@ enum Row {
 /// A kept extract's rows that hold (sorted by id), and those of changed records' previous data.
 struct Rows {
     holding: Vec<(i64, Option<Kept>)>,
-    stale: Vec<(i64, Kept)>,
+    before: Vec<(i64, Kept)>,
     /// How many rows the file holds.
     count: usize,
 }
@@ -293,7 +293,7 @@ fn decode(
     if input.left != 0 {
         return Err(codec::damaged().into());
     }
-    Ok(Rows { holding: rows, stale: others, count })
+    Ok(Rows { holding: rows, before: others, count })
 }
 
 #[cfg(test)]
