@@ -402,12 +402,13 @@ pub(super) struct Changed {
 impl Changed {
     pub(super) fn since(index: &index::Index, files: &DataFiles) -> Changed {
         let files: HashSet<String> = files.changed_since(&index.data).into_iter().collect();
-        let existed: Vec<String> = files.iter().filter(|rel| index.data.get(rel).is_some()).cloned().collect();
-        let mut was: std::collections::BTreeMap<String, Vec<(i64, [u8; 32])>> = Default::default();
-        for place in existed.iter().filter_map(|rel| Place::of_data_file(rel)).filter(|place| place.kind.is_none()) {
-            if let Some(hash) = index.data.hash_of(&place) {
-                was.entry(place.segment.to_string()).or_default().push((place.id, hash));
+        let (mut existed, mut was) = (Vec::new(), std::collections::BTreeMap::<String, Vec<_>>::new());
+        for rel in &files {
+            let Some(old) = index.data.get(rel) else { continue }; // added
+            if let Some(place) = Place::of_data_file(rel).filter(|place| place.kind.is_none()) {
+                was.entry(place.segment.to_string()).or_default().push((place.id, *old.hash.0.as_bytes()));
             }
+            existed.push(rel.clone());
         }
         was.values_mut().for_each(|hashes| hashes.sort_unstable());
         Changed { files, existed, was }

@@ -93,20 +93,11 @@ impl Table {
     /// trusted as the index is: its members are copied without being read (a table changed
     /// after, even one made to agree with its own checksum, is not the one recorded).
     pub(crate) fn read(path: &Path, recorded: Option<&str>) -> Table {
-        // Opened without waiting (a FIFO there is not a table) or following a link.
-        let bytes = match crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true) {
-            Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Table::default(),
-            Err(e) => Err(crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, &e)),
-            Ok(file) => crate::fsutil::read_bounded(file, MAX_TABLE_BYTES)
-                .map_err(|e| crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, &e)),
-        };
-        let decoded = bytes.and_then(|bytes| {
-            let (table, sum) = Table::decode(&bytes).map_err(|why| format!("{} {why}", path.display()))?;
-            match recorded {
-                Some(recorded) if recorded == sum => Ok(table),
-                Some(_) => Err(format!("{} is not the one the build index recorded", path.display())),
-                None => Err(format!("the build index records no member table beside {}", path.display())),
-            }
+        let decoded = Table::load(path).and_then(|loaded| match (loaded, recorded) {
+            (None, _) => Ok(Table::default()),
+            (Some((table, sum)), Some(recorded)) if recorded == sum => Ok(table),
+            (Some(_), Some(_)) => Err(format!("{} is not the one the build index recorded", path.display())),
+            (Some(_), None) => Err(format!("the build index records no member table beside {}", path.display())),
         });
         match decoded {
             Ok(table) => table,
@@ -120,9 +111,20 @@ impl Table {
     /// The checksum line of the member table at `path` (what the build index records of it),
     /// when there is one gen can use.
     pub(crate) fn recorded(path: &Path) -> Option<String> {
-        let file = crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true).ok()?;
-        let bytes = crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).ok()?;
-        Table::decode(&bytes).ok().map(|(_, sum)| sum)
+        Table::load(path).ok().flatten().map(|(_, sum)| sum)
+    }
+
+    /// The table at `path` and its checksum line: `None` when there is none, `Err` with why
+    /// when it cannot be read or used.
+    fn load(path: &Path) -> Result<Option<(Table, String)>, String> {
+        // Opened without waiting (a FIFO there is not a table) or following a link.
+        let why_not = |e: &crate::fsutil::NotRead| crate::fsutil::why_not_read(path, MAX_TABLE_BYTES, e);
+        let bytes = match crate::fsutil::open_regular_file(path, MAX_TABLE_BYTES, true) {
+            Err(crate::fsutil::NotRead::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(why_not(&e)),
+            Ok(file) => crate::fsutil::read_bounded(file, MAX_TABLE_BYTES).map_err(|e| why_not(&e))?,
+        };
+        Table::decode(&bytes).map(Some).map_err(|why| format!("{} {why}", path.display()))
     }
 
     /// The table a member table file's `bytes` hold: `Err` with why for another format, another
