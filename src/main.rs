@@ -8,22 +8,28 @@ mod cmd;
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Large blocks (the index's tables, a build's per-document vectors: tens of MB at 200k records)
-/// go back to the system when freed. glibc's default raises its mmap threshold after the
-/// first such block is freed, and later ones then stay in the heap once freed: a one-line edit
-/// of 200k NDJSON records peaked at 234 MB of RSS for 181 MB of heap, and at 190 MB with the
-/// threshold held (BENCHMARKS.md, "Scale by the change").
-fn give_back_large_blocks() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; called first thing, before any thread.
+/// The allocator: mimalloc, whose per-thread heaps do not keep what one thread freed from the
+/// next (glibc's arenas held about 50 MB that way at 1M records; BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Freed memory goes back to the system at once (and is never mapped as huge pages: the
+/// `no_thp` feature, Cargo.toml): a fresh build of 1M records peaked at 605 MB
+/// of RSS with mimalloc's defaults, 531 MB with these (docs/benchmarks/issue-49-archive.md).
+fn give_back_freed_memory() {
+    // mimalloc's option number: `mi_option_e` in include/mimalloc.h of the version 3 that
+    // Cargo.lock pins (libmimalloc-sys 0.1.49)
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    // SAFETY: set first thing, before any thread is started (mi_option_set is not
+    // thread safe); it only changes when freed memory is given back.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libmimalloc_sys::mi_option_set(PURGE_DELAY, 0);
     }
 }
 
 fn main() -> ExitCode {
+    give_back_freed_memory();
     let cli = cli::Cli::parse();
-    give_back_large_blocks();
     // Every message of the library (notes, warnings, gen serve's lines and access log) goes to
     // stderr, a line in one write (lines of several threads never mix); a stderr that cannot be
     // written (a closed pipe) is no reason to stop serving, so the error is dropped.
