@@ -87,6 +87,18 @@ impl<'a> Content<'a> {
             | Content::FilterPage { segment, .. } => Some(segment),
         }
     }
+
+    /// True for the documents made of the extracts (names and filter values): the names
+    /// documents, and the filters' values and pages.
+    pub(crate) fn is_made_of_extracts(&self) -> bool {
+        matches!(
+            self,
+            Content::Names { .. }
+                | Content::NamesShard { .. }
+                | Content::FilterValues { .. }
+                | Content::FilterPage { .. }
+        )
+    }
 }
 
 /// A document of the tree. A record's or sub-document's paths are derived when needed

@@ -20,8 +20,11 @@ pub(super) struct Placements {
 }
 
 impl From<Visited<Placed>> for Placements {
+    /// The placements in one vector, each chunk of the stream's let go of once copied.
     fn from(visited: Visited<Placed>) -> Placements {
-        Placements { placed: visited.each, at: visited.at }
+        let mut placed = Vec::with_capacity(visited.each.len());
+        placed.extend(visited.each.into_records());
+        Placements { placed, at: visited.at }
     }
 }
 
