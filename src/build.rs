@@ -50,7 +50,7 @@ mod dates;
 pub(crate) mod rendering;
 use rendering::{Changed, Rendering};
 
-use crate::data::recorded::{DataFile, DataFiles, FolderNotes, Place};
+use crate::data::recorded::{DataFile, DataFiles, FolderNotes};
 use crate::data::{listing, load, watched};
 use crate::problem::Problems;
 use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
@@ -375,7 +375,10 @@ fn extract_then_read_docs<'d>(
     previous.forget_data_table();
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
     // file changed during a build"), kept apart from `data`, which goes before the extract
-    dataset.expect_loaded(|segment, kind, id| data.hash_of(&Place { segment, kind, id }));
+    dataset.expect_loaded(|segment| {
+        let mut cursor = data.cursor(segment);
+        move |kind: Option<&str>, id| cursor.hash(kind, id)
+    });
     let mut rendering = Rendering::new(dataset, settings, previous, changed.map(|changed| (changed, lists)));
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.

@@ -27,13 +27,14 @@
 //! against its index), and [`extracts`] (what the extract took from each record, kept in files
 //! of their own beside the index, read only by a build that extracts).
 
+mod extract_file;
 mod extracts;
 mod format;
 mod tree_docs;
 mod trust;
 mod writer;
 
-pub(crate) use extracts::ExtractStore;
+pub(crate) use extracts::{ExtractStore, Summary};
 pub(crate) use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub(crate) use writer::IndexWriter;
 
