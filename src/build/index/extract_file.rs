@@ -10,11 +10,14 @@
 //! checksum first; a section not read is copied as it is (with its checksum) when the keys
 //! alone change ([`Opened::rekey`]).
 
-use super::extracts::Kept;
 use crate::data::recorded::codec::{self, Decoder, put_bytes, put_u64};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+
+/// What the extract took from one record: its names entry (serialised) and, for each declared
+/// filter, the values it takes.
+pub(crate) type Kept = (Box<[u8]>, Vec<Vec<String>>);
 
 /// Version of a kept extract's file; another version is not used.
 const FORMAT: u32 = 2;

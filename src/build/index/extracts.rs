@@ -14,7 +14,7 @@
 //! the previous build's (docs/builds.md, "An edit that leaves names and values as they were").
 
 pub(crate) use super::extract_file::Summary;
-use super::extract_file::{self, Head, Opened, Unused};
+use super::extract_file::{self, Head, Kept, Opened, Unused};
 use crate::build::state;
 use crate::data::recorded::DataFiles;
 use crate::fsutil;
@@ -22,10 +22,6 @@ use crate::tree::manifest::GENERATOR;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// What the extract took from one record: its names entry (serialised) and, for each declared
-/// filter, the values it takes.
-pub(crate) type Kept = (Box<[u8]>, Vec<Vec<String>>);
 
 /// Largest file read (1 GiB): a resource of a million records keeps about 150 MB.
 const MAX_BYTES: u64 = 1 << 30;
