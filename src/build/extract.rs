@@ -49,7 +49,24 @@ pub(crate) fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool
     wanted || settings.filters.get(segment).is_some_and(|declared| !declared.is_empty())
 }
 
-/// Extracts every resource that `wanted` names or that declares filters. A filter declared for
+/// The extracts of the resources [`extract`] reads that `store` holds without reading their
+/// rows ([`extract_held`]), by segment: given to [`extract`], which reads the others.
+pub(crate) fn held(
+    dataset: &Dataset,
+    settings: &BuildSettings,
+    wanted: impl Fn(&str) -> bool,
+    store: &ExtractStore,
+) -> Extracts {
+    let extracted = dataset.resources.keys().filter(|segment| is_extracted(settings, segment, wanted(segment)));
+    let held = extracted.filter_map(|segment| {
+        let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
+        Some((segment.clone(), extract_held(dataset, segment, declared, store, wanted(segment))?))
+    });
+    held.collect()
+}
+
+/// Extracts every resource that `wanted` names or that declares filters (those `held` gives
+/// are taken as they are). A filter declared for
 /// a resource the data does not hold, or whose path reaches no value in any record, is a
 /// problem of `gen.json`.
 /// With a `store`, a record whose data is as a previous build's was is not read again: its
@@ -59,6 +76,7 @@ pub(crate) fn extract(
     settings: &BuildSettings,
     wanted: impl Fn(&str) -> bool,
     store: Option<&ExtractStore>,
+    mut held: Extracts,
 ) -> Result<Extracts, Vec<Problem>> {
     let config_path = dataset.dir.join(CONFIG_FILE);
     let mut problems = Vec::new();
@@ -76,7 +94,7 @@ pub(crate) fn extract(
             continue;
         }
         let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
-        let held = store.and_then(|store| extract_held(dataset, segment, declared, store, wanted(segment)));
+        let held = held.remove(segment);
         let mut extracted = held.unwrap_or_else(|| extract_one(dataset, segment, declared, store));
         problems.append(&mut extracted.problems);
         for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {
