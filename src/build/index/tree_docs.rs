@@ -47,7 +47,8 @@ pub(crate) struct DocumentFiles {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PathIndex {
     by_hash: HashMap<u64, usize, BuildHasherDefault<Spread>>,
-    collided: HashMap<String, usize>,
+    /// Paths whose hash another path has (hardly ever one): each once, with its document.
+    collided: Box<[(String, usize)]>,
 }
 
 impl PathIndex {
@@ -66,8 +67,12 @@ impl PathIndex {
                 // the same path again, or another whose hash is the same
                 if others.get(*slot.get()).is_some_and(|doc| doc.paths.iter().any(|p| p == path)) {
                     slot.insert(at);
+                } else if let Some(found) = self.collided.iter_mut().find(|(p, _)| p == path) {
+                    found.1 = at;
                 } else {
-                    self.collided.insert(path.to_string(), at);
+                    let mut collided = std::mem::take(&mut self.collided).into_vec();
+                    collided.push((path.to_string(), at));
+                    self.collided = collided.into_boxed_slice();
                 }
             }
         }
@@ -78,7 +83,7 @@ impl PathIndex {
         let at = self.by_hash.get(&PathIndex::key(path)).copied();
         match at.filter(|&at| others[at].paths.iter().any(|p| p == path)) {
             Some(at) => Some(at),
-            None => self.collided.get(path).copied(),
+            None => self.collided.iter().find(|(p, _)| p == path).map(|(_, at)| *at),
         }
     }
 }
