@@ -50,7 +50,7 @@ mod dates;
 pub(crate) mod rendering;
 use rendering::{Changed, Rendering};
 
-use crate::data::recorded::{DataFile, DataFiles, FolderNotes, Place};
+use crate::data::recorded::{DataFile, DataFiles, FolderNotes};
 use crate::data::{listing, load, watched};
 use crate::problem::Problems;
 use crate::tree::manifest::{self, BuildSettings, GENERATOR, Manifest};
@@ -183,7 +183,9 @@ pub fn check(data: &Path) -> Result<load::Dataset> {
         problems = files.par_iter().filter_map(|f| renderer.render_file(f).err()).flatten().collect();
         // the declared filters: every path reaches a value somewhere
         let settings = BuildOptions::default().settings(&dataset.config, String::new())?;
-        problems.extend(extract::extract(&dataset, &settings, |_| false, None).err().unwrap_or_default());
+        problems.extend(
+            extract::extract(&dataset, &settings, |_| false, None, Default::default()).err().unwrap_or_default(),
+        );
         problems.sort();
     }
     if problems.is_empty() { Ok(dataset) } else { Err(Problems { list: problems, references_unchecked }.into()) }
@@ -365,7 +367,8 @@ fn record(
 /// changed is known: the previous data table goes first; the new one (`data`) goes into the
 /// index begun here before the extract (which keeps only the hashes of the records it reads,
 /// 40 bytes each, beside a resource's kept rows), and the previous documents' table is read
-/// last, so that no two of these tables are held at once.
+/// while the extract runs, once both data tables are let go: no two of these tables are held
+/// at once.
 fn extract_then_read_docs<'d>(
     previous: &mut PreviousBuild,
     (dataset, settings, lists): (&'d load::Dataset, &'d BuildSettings, &BTreeMap<String, String>),
@@ -375,7 +378,10 @@ fn extract_then_read_docs<'d>(
     previous.forget_data_table();
     // every later read of a record is held to the hash the load recorded (docs/builds.md, "A
     // file changed during a build"), kept apart from `data`, which goes before the extract
-    dataset.expect_loaded(|segment, kind, id| data.hash_of(&Place { segment, kind, id }));
+    dataset.expect_loaded(|segment| {
+        let mut cursor = data.cursor(segment);
+        move |kind: Option<&str>, id| cursor.hash(kind, id)
+    });
     let mut rendering = Rendering::new(dataset, settings, previous, changed.map(|changed| (changed, lists)));
     // The extract needs only the hashes of the records it reads: the data table goes into the
     // new index now, and is let go.
@@ -388,18 +394,22 @@ fn extract_then_read_docs<'d>(
     let index_writer = index::IndexWriter::begin(&previous.target.dir, &data);
     drop(data);
     timer.step("  the index's data table written");
-    let mut extracts = extract::extract(dataset, settings, |segment| rendering.extract_dirty(segment), Some(&store))
-        .map_err(Problems::all)?;
+    // The previous documents' table is read meanwhile, unless rows are to be read (see
+    // [`PreviousBuild::read_docs_meanwhile`]).
+    let wanted = |segment: &str| rendering.extract_dirty(segment);
+    let every = dataset.resources.keys().filter(|s| extract::is_extracted(settings, s, wanted(s))).count();
+    let held = previous
+        .read_docs_meanwhile(|| extract::held(dataset, settings, wanted, &store), |held| held.len() == every)?;
+    let mut extracts = extract::extract(dataset, settings, wanted, Some(&store), held).map_err(Problems::all)?;
     drop(store);
-    timer.step("  extracted");
     previous.read_docs()?;
-    timer.step("  the previous documents' table read");
+    timer.step("  extracted, and the previous documents' table read");
     if rendering.take_back(previous) {
         // Every document is rendered after all (the documents' table or a changed record's
         // previous document could not be used): so is every resource's extract (read anew:
         // the kept rows were checked against the data table let go).
         rendering = Rendering::new(dataset, settings, previous, None);
-        extracts = extract::extract(dataset, settings, |_| true, None).map_err(Problems::all)?;
+        extracts = extract::extract(dataset, settings, |_| true, None, Default::default()).map_err(Problems::all)?;
     } else {
         rendering.keep_extracts(&extracts);
     }

@@ -5,7 +5,7 @@
 //! since is a problem, and its row is not kept (the build fails, and the next one reads it). A
 //! file that cannot be parsed is a problem its record's own document reports.
 
-use crate::build::index::ExtractStore;
+use crate::build::index::{ExtractStore, Summary};
 use crate::config::CONFIG_FILE;
 use crate::data::dataset::Record;
 use crate::data::load::Dataset;
@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 /// One resource's names and filter values.
 #[derive(Debug, Default)]
 pub(crate) struct Extracted {
-    /// The names document's entries, in list order, serialised ([`search::entry_bytes`]).
+    /// The names document's entries, in list order, serialised ([`search::entry_bytes`]);
+    /// none when the extract was held ([`ExtractStore::held`]) and its names document is not
+    /// rendered.
     pub(crate) names: Vec<Box<[u8]>>,
     /// For each declared field (in declared order): each value it takes, ascending, with the
     /// list positions of the records that take it, ascending.
@@ -47,7 +49,24 @@ pub(crate) fn is_extracted(settings: &BuildSettings, segment: &str, wanted: bool
     wanted || settings.filters.get(segment).is_some_and(|declared| !declared.is_empty())
 }
 
-/// Extracts every resource that `wanted` names or that declares filters. A filter declared for
+/// The extracts of the resources [`extract`] reads that `store` holds without reading their
+/// rows ([`extract_held`]), by segment: given to [`extract`], which reads the others.
+pub(crate) fn held(
+    dataset: &Dataset,
+    settings: &BuildSettings,
+    wanted: impl Fn(&str) -> bool,
+    store: &ExtractStore,
+) -> Extracts {
+    let extracted = dataset.resources.keys().filter(|segment| is_extracted(settings, segment, wanted(segment)));
+    let held = extracted.filter_map(|segment| {
+        let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
+        Some((segment.clone(), extract_held(dataset, segment, declared, store, wanted(segment))?))
+    });
+    held.collect()
+}
+
+/// Extracts every resource that `wanted` names or that declares filters (those `held` gives
+/// are taken as they are). A filter declared for
 /// a resource the data does not hold, or whose path reaches no value in any record, is a
 /// problem of `gen.json`.
 /// With a `store`, a record whose data is as a previous build's was is not read again: its
@@ -57,6 +76,7 @@ pub(crate) fn extract(
     settings: &BuildSettings,
     wanted: impl Fn(&str) -> bool,
     store: Option<&ExtractStore>,
+    mut held: Extracts,
 ) -> Result<Extracts, Vec<Problem>> {
     let config_path = dataset.dir.join(CONFIG_FILE);
     let mut problems = Vec::new();
@@ -74,7 +94,8 @@ pub(crate) fn extract(
             continue;
         }
         let declared = settings.filters.get(segment).map_or(&[][..], Vec::as_slice);
-        let mut extracted = extract_one(dataset, segment, declared, store);
+        let held = held.remove(segment);
+        let mut extracted = held.unwrap_or_else(|| extract_one(dataset, segment, declared, store));
         problems.append(&mut extracted.problems);
         for (i, (field, values)) in declared.iter().zip(&extracted.fields).enumerate() {
             let at = dataset.config.filters.get(segment).map_or_else(String::new, |d| d.location(segment, i));
@@ -149,19 +170,10 @@ pub(crate) fn extract_one(
         };
         records.iter().zip(&read).filter(|(_, read)| read.3).all(|(record, read)| same(record, read))
     });
-    if let Some(store) = store.filter(|_| !whole) {
-        // a record with a problem is read again by the next build, which reports it again
-        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems, _))| problems.is_empty());
-        store.keep(segment, &declared_paths, rows.map(|(r, (entry, values, _, _))| (r.id, &entry[..], &values[..])));
-    }
-    let mut fields: Vec<BTreeMap<String, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
-    let mut most_from_one = vec![(0, 0); paths.len()];
-    let mut names = Vec::with_capacity(read.len());
-    let mut problems = Vec::new();
-    for (position, (entry, values, too_long, _)) in read.into_iter().enumerate() {
-        names.push(entry);
-        problems.extend(too_long);
-        for ((field, most), values) in fields.iter_mut().zip(&mut most_from_one).zip(values) {
+    let mut fields: Vec<BTreeMap<&str, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
+    let mut most = vec![(0, 0); paths.len()];
+    for (position, (_, values, _, _)) in read.iter().enumerate() {
+        for ((field, most), values) in fields.iter_mut().zip(&mut most).zip(values) {
             if values.len() > most.0 {
                 *most = (values.len(), records[position].id);
             }
@@ -170,8 +182,55 @@ pub(crate) fn extract_one(
             }
         }
     }
-    let fields = fields.into_iter().map(|f| f.into_iter().collect()).collect();
+    let fields =
+        fields.into_iter().map(|f| f.into_iter().map(|(value, at)| (value.to_string(), at)).collect()).collect();
+    let summary = Summary { fields, most };
+    if let Some(store) = store.filter(|_| !whole) {
+        // a record with a problem is read again by the next build, which reports it again
+        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems, _))| problems.is_empty());
+        let rows = rows.map(|(r, (entry, values, _, _))| (r.id, &entry[..], &values[..]));
+        let every = read.iter().all(|(_, _, problems, _)| problems.is_empty());
+        store.keep(segment, &declared_paths, rows, every.then_some(&summary));
+    }
+    let mut names = Vec::with_capacity(read.len());
+    let mut problems = Vec::new();
+    for (entry, _, too_long, _) in read {
+        names.push(entry);
+        problems.extend(too_long);
+    }
+    let Summary { fields, most: most_from_one } = summary;
     Extracted { names, fields, most_from_one, problems, unchanged }
+}
+
+/// The extract of `segment` when `store` keeps one that needs no row read but those of its
+/// changed records ([`ExtractStore::held`]), and each of those gives again what it gave the
+/// previous build: its filters' values are the kept summary's, and its names entries are not
+/// read (`names` empty) unless `wanted` (of a resource not compared, they are then read:
+/// `None`). `None` too when the kept extract cannot stand for the resource's.
+fn extract_held(
+    dataset: &Dataset,
+    segment: &str,
+    declared: &[FilterField],
+    store: &ExtractStore,
+    wanted: bool,
+) -> Option<Extracted> {
+    let paths: Vec<FieldPath> = declared.iter().filter_map(|f| FieldPath::parse(&f.path).ok()).collect();
+    if paths.len() != declared.len() {
+        return None;
+    }
+    let records = &dataset.resources[segment].records;
+    let declared_paths: Vec<String> = declared.iter().map(|f| f.path.clone()).collect();
+    let held = store.held(segment, &declared_paths, &records.iter().map(|r| r.id).collect::<Vec<_>>(), wanted)?;
+    let same = held.before.par_iter().all(|(position, (was, were))| {
+        let (entry, values, problems) = read_record(dataset, segment, &records[*position], declared, &paths);
+        problems.is_empty() && *entry == **was && values == *were
+    });
+    if !same {
+        return None;
+    }
+    let unchanged = store.compares(segment);
+    let Summary { fields, most } = store.renew(segment, held);
+    Some(Extracted { names: Vec::new(), fields, most_from_one: most, problems: Vec::new(), unchanged })
 }
 
 /// The names entry of `record` and the values it takes for each of `paths`, read from its data

@@ -27,13 +27,14 @@
 //! against its index), and [`extracts`] (what the extract took from each record, kept in files
 //! of their own beside the index, read only by a build that extracts).
 
+mod extract_file;
 mod extracts;
 mod format;
 mod tree_docs;
 mod trust;
 mod writer;
 
-pub(crate) use extracts::ExtractStore;
+pub(crate) use extracts::{ExtractStore, Summary};
 pub(crate) use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub(crate) use writer::IndexWriter;
 
@@ -155,11 +156,12 @@ pub(crate) struct DeferredDocs {
 impl DeferredDocs {
     /// The documents' table, or `None` with a note saying why it cannot be used (it does not
     /// add up, or lists a path no build writes).
-    pub(crate) fn read(self) -> Option<DocumentFiles> {
+    /// It may be read again (after the first table is let go).
+    pub(crate) fn read(&self) -> Option<DocumentFiles> {
         use std::io::{Seek, SeekFrom};
-        let mut file = self.file;
+        let mut file = &self.file;
         let read = file.seek(SeekFrom::Start(self.at)).map_err(|e| e.to_string());
-        let docs = read.and_then(|_| decode_docs(&file, self.at, self.size));
+        let docs = read.and_then(|_| decode_docs(file, self.at, self.size));
         match docs.and_then(|docs| check_listed_paths(&docs).map(|()| docs)) {
             Ok(docs) => Some(docs),
             Err(why) => ignored(format!("{} {why}", self.path.display())),

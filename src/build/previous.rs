@@ -71,8 +71,44 @@ impl PreviousBuild {
     /// load does not hold it). One that cannot be used is noted, and the build goes on without
     /// the index: every document is rendered, and the previous manifest says what is ours.
     pub(super) fn read_docs(&mut self) -> Result<()> {
-        let (Some(index), Some(docs)) = (self.index.as_mut(), self.docs.take()) else { return Ok(()) };
-        match docs.read() {
+        let read = self.docs.take().map(|docs| docs.read());
+        self.take_docs(read)
+    }
+
+    /// Runs `meanwhile` while the index's documents' table is read on a thread of its own,
+    /// and keeps the table when `keep` says so of what `meanwhile` gave. Otherwise the table is
+    /// let go (its memory given back: its thread's allocator would keep it), and
+    /// [`PreviousBuild::read_docs`] reads it again later: an edit's extract that must read rows
+    /// after all reads them first, so that the table is never held beside them.
+    pub(super) fn read_docs_meanwhile<T>(
+        &mut self,
+        meanwhile: impl FnOnce() -> T,
+        keep: impl FnOnce(&T) -> bool,
+    ) -> Result<T> {
+        let docs = self.docs.as_ref();
+        let (gave, read) = std::thread::scope(|scope| {
+            let reading = scope.spawn(|| docs.map(index::DeferredDocs::read));
+            let gave = meanwhile();
+            (gave, reading.join().expect("the documents' table is read without a panic"))
+        });
+        match read {
+            Some(Some(table)) if !keep(&gave) => {
+                drop(table);
+                crate::data::parse_budget::give_back_freed_memory();
+            }
+            read => {
+                self.docs = None;
+                self.take_docs(read)?;
+            }
+        }
+        Ok(gave)
+    }
+
+    /// Takes the index's documents' table as [`index::DeferredDocs::read`] gave it (`None`:
+    /// there was none to read), read apart from [`PreviousBuild::read_docs`].
+    pub(super) fn take_docs(&mut self, read: Option<Option<index::DocumentFiles>>) -> Result<()> {
+        let (Some(index), Some(read)) = (self.index.as_mut(), read) else { return Ok(()) };
+        match read {
             Some(docs) => index.docs = docs,
             None if crate::archive::is_archive(&self.target.dir) => self.index = None,
             None => {

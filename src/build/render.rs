@@ -374,7 +374,8 @@ impl<'a> DocumentRenderer<'a> {
         }
         let made;
         let extracts = self.extracts.read().expect("no panic while rendering");
-        let entries = match extracts.get(segment) {
+        // an extract held without its names ([`extract::Extracted::names`]) has none to give
+        let entries = match extracts.get(segment).filter(|extracted| extracted.names.len() == count) {
             Some(extracted) => &extracted.names,
             None => {
                 made = extract::extract_one(self.records.dataset, segment, &[], None);

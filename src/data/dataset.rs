@@ -281,25 +281,38 @@ impl Dataset {
     }
 
     /// Holds every later read of a record or sub-document to the hash the load recorded of it
-    /// (`hash_of(segment, sub-document, id)`, from the load's data table): a read that finds
-    /// other bytes is a problem (see [`Source::read`]). Made once the previous build's data
-    /// table is let go, so that it never adds to the load's peak. Once a dataset: later calls
-    /// change nothing.
-    pub(crate) fn expect_loaded(&self, hash_of: impl Fn(&str, Option<&str>, i64) -> Option<[u8; 32]> + Sync) {
+    /// (`cursor(segment)` looks up `(sub-document, id)` in the load's data table, fastest in
+    /// the order of ids): a read that finds other bytes is a problem (see [`Source::read`]).
+    /// Made once the previous build's data table is let go, so that it never adds to the
+    /// load's peak. Once a dataset: later calls change nothing.
+    pub(crate) fn expect_loaded<C>(&self, cursor: impl Fn(&str) -> C + Sync)
+    where
+        C: FnMut(Option<&str>, i64) -> Option<[u8; 32]>,
+    {
         use super::second_read::{ResourceHashes, short};
         use rayon::prelude::*;
         let resources = self
             .resources
             .iter()
             .map(|(segment, resource)| {
-                let place = |kind, id| hash_of(segment, kind, id).map(|hash| short(&hash));
-                let records = resource.records.par_iter().with_min_len(4096).map(|r| place(None, r.id)).collect();
+                // records in blocks, each looked up in order by a cursor of its own
+                let records = resource
+                    .records
+                    .par_chunks(1 << 14)
+                    .map(|block| {
+                        let mut hash = cursor(segment);
+                        block.iter().map(|r| hash(None, r.id).map(|hash| short(&hash))).collect::<Vec<_>>()
+                    })
+                    .flatten_iter()
+                    .collect();
                 let mut hashes = ResourceHashes { records, ..ResourceHashes::default() };
                 if resource.records.iter().any(|r| !r.subdocs.is_empty()) {
+                    let mut hash = cursor(segment);
                     hashes.first.reserve_exact(resource.records.len());
                     for record in &resource.records {
                         hashes.first.push(hashes.subdocs.len() as u32);
-                        hashes.subdocs.extend(record.subdocs.iter().map(|s| place(Some(&*s.name), record.id)));
+                        let subdocs = record.subdocs.iter().map(|s| hash(Some(&*s.name), record.id).map(|h| short(&h)));
+                        hashes.subdocs.extend(subdocs);
                     }
                     hashes.subdocs.shrink_to_fit();
                 }

@@ -305,11 +305,13 @@ impl DataFiles {
         self.other.get(rel).map(|file| file.stamp)
     }
 
-    /// The hash of the record's or sub-document's data at `place`.
-    pub(crate) fn hash_of(&self, place: &Place<'_>) -> Option<[u8; 32]> {
-        let key = self.places.find(place)?;
-        let at = self.entries.binary_search_by_key(&key, |e| e.key).ok()?;
-        Some(self.entries[at].hash)
+    /// A lookup of the hashes of the records and sub-documents of `segment`, fastest when they
+    /// are asked for in the table's order (by id, each record before its sub-documents), as a
+    /// list sorted by id asks for them: each is then found next to the one before.
+    pub(crate) fn cursor(&self, segment: &str) -> HashCursor<'_> {
+        let key = self.places.find(&Place { segment, kind: None, id: 0 });
+        let range = key.map_or(0..0, |key| self.segment_range(key));
+        HashCursor { files: self, segment: key.map(|key| key.segment), next: range.start, range }
     }
 
     /// The hash of each record's data of `segment` (not its sub-documents'), sorted by id: 40
@@ -459,6 +461,37 @@ impl DataFiles {
         }
         check_entries(&places, &entries)?;
         Ok(DataFiles { places, entries, other, sorted: true })
+    }
+}
+
+/// The hashes of one resource's records and sub-documents ([`DataFiles::cursor`]).
+pub(crate) struct HashCursor<'a> {
+    files: &'a DataFiles,
+    segment: Option<u32>,
+    /// The resource's entries.
+    range: std::ops::Range<usize>,
+    /// The entry after the last one found.
+    next: usize,
+}
+
+impl HashCursor<'_> {
+    /// The hash of the data of the record `id` (`kind` `None`) or of its sub-document `kind`.
+    pub(crate) fn hash(&mut self, kind: Option<&str>, id: i64) -> Option<[u8; 32]> {
+        let kind = match kind {
+            None => 0,
+            Some(kind) => self.files.places.kinds.find(kind)? + 1,
+        };
+        let key = Key { segment: self.segment?, id, kind };
+        let entries = &self.files.entries[self.range.clone()];
+        let next = self.next - self.range.start;
+        // a few entries on (a record's sub-documents follow it), else anywhere
+        let ahead = entries.get(next..).unwrap_or_default().iter().take(4).position(|e| e.key >= key);
+        let at = match ahead.map(|i| next + i) {
+            Some(at) if entries[at].key == key => at,
+            _ => entries.binary_search_by_key(&key, |e| e.key).ok()?,
+        };
+        self.next = self.range.start + at + 1;
+        Some(entries[at].hash)
     }
 }
 

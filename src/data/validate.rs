@@ -9,7 +9,7 @@ use crate::problem::Problem;
 use crate::tree::layout::{self, API_PREFIX};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::path::Path;
 
 pub(crate) fn check_config(path: &Path, config: &DataSettings, problems: &mut Vec<Problem>) {
@@ -232,15 +232,10 @@ pub(crate) fn check_unique_names(
     config: &DataSettings,
     problems: &mut Vec<Problem>,
 ) -> HashSet<i64> {
-    let mut first: HashMap<&str, &Record, BuildHasherDefault<Spread>> =
-        HashMap::with_capacity_and_hasher(records.len(), Default::default());
     let mut shadowed = HashSet::new();
-    for record in records {
-        let Some(name) = &record.name else { continue };
-        let Some(&owner) = first.get(&**name) else {
-            first.insert(name, record);
-            continue;
-        };
+    for (record, owner) in same_names(records) {
+        let (record, owner) = (&records[record], &records[owner]);
+        let name = record.name.as_deref().expect("a record of a name");
         if config.is_shared_name(segment, name) {
             shadowed.insert(record.id);
             continue;
@@ -258,6 +253,34 @@ pub(crate) fn check_unique_names(
         ));
     }
     shadowed
+}
+
+/// Each record (by position in `records`) whose name a record before it has, with the first
+/// of those, in order: found by sorting the names' hashes (in parallel), not by a map of a
+/// million names, each looked up at random.
+fn same_names(records: &[Record]) -> Vec<(usize, usize)> {
+    use rayon::prelude::*;
+    let spread = BuildHasherDefault::<Spread>::default();
+    let mut named: Vec<(u64, u32)> = records
+        .par_iter()
+        .enumerate()
+        .filter_map(|(at, record)| Some((spread.hash_one(record.name.as_deref()?), at as u32)))
+        .collect();
+    named.par_sort_unstable();
+    let mut same = Vec::new();
+    // a run of one hash, by position: mostly one name, a few when names' hashes are the same
+    for run in named.chunk_by(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
+        let mut owners: Vec<usize> = Vec::new();
+        for &(_, at) in run {
+            let at = at as usize;
+            match owners.iter().find(|&&owner| records[owner].name == records[at].name) {
+                Some(&owner) => same.push((at, owner)),
+                None => owners.push(at),
+            }
+        }
+    }
+    same.sort_unstable();
+    same
 }
 
 /// Checks `shared_names` against the data: every declared name is carried by at least two
@@ -393,5 +416,27 @@ mod tests {
         assert_eq!(messages[1], "id 9 has no record in this folder");
         assert!(messages[2].starts_with("1 record(s) missing from the order: 1"), "{messages:?}");
         assert_eq!(ids(&ordered), vec![1, 3], "a bad order falls back to id order");
+    }
+
+    #[test]
+    fn a_name_held_again_names_its_first_holder_unless_shared_in_list_order() {
+        let names = [Some("a"), Some("b"), Some("a"), None, Some("c"), Some("b"), Some("a"), None];
+        let records: Vec<Record> = (1..)
+            .zip(names)
+            .map(|(id, name)| Record { id, name: name.map(Box::from), subdocs: Box::default(), line: None })
+            .collect();
+        let mut config = DataSettings::default();
+        config.shared_names.insert("thing".into(), vec!["b".into()]);
+        let mut problems = Vec::new();
+        let shadowed = check_unique_names(Path::new("data"), "thing", &records, &config, &mut problems);
+        assert_eq!(shadowed, HashSet::from([6]), "the second b is shared: its path serves the first");
+        let said: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        for (said, (id, first)) in said.iter().zip([(3, 1), (7, 1)]) {
+            assert!(
+                said.contains(&format!("thing/{id}.json")) && said.contains(&format!("the lowest id, {first})")),
+                "{said}"
+            );
+        }
     }
 }

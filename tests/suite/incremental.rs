@@ -736,3 +736,50 @@ fn a_failed_builds_kept_extract_never_passes_for_the_trees() {
         values["results"].as_array().unwrap().iter().map(|r| r["value"].as_str().unwrap()).collect();
     assert_eq!(values, ["cyan", "red"]);
 }
+
+/// An edit that leaves a resource's names and filter values as they were reads, of the rows kept
+/// of its extract, only those of its changed records (docs/builds.md, "An edit that leaves names
+/// and values as they were"): a damaged byte among the other records' rows goes unread, and
+/// unsaid. An edit that changes a value reads every row, finds the damage, says so and reads
+/// every record again. Either way the tree is a fresh build's.
+#[test]
+fn an_edit_that_keeps_names_and_values_reads_only_its_records_kept_rows() {
+    let tmp = TempDir::new("extract-held");
+    let (data, out) = (tmp.join("data"), tmp.join("out"));
+    // 10000 records, a few blocks of kept rows; the first record's color and size are edited
+    let table = |first: &str, size: u32| {
+        let line = |id: usize| {
+            let (color, size) = if id == 1 { (first, size) } else { (["red", "blue"][id % 2], 1) };
+            format!("{{\"id\": {id}, \"name\": \"thing-{id}\", \"color\": \"{color}\", \"size\": {size}}}\n")
+        };
+        (1..=10_000).map(line).collect::<String>()
+    };
+    let gen_json = r#"{"filters": {"thing": {"color": "color"}}}"#;
+    write_files(&data, &[("gen.json", gen_json.into()), ("thing.ndjson", table("green", 1))]);
+    build(&data, &out, &[]).ok();
+    // a byte damaged among the last records' rows: the blocks of rows end where the table of
+    // blocks starts, which the file's last 8 bytes count back to from its end
+    let kept = state_file(&out, "extract/thing.extract");
+    let mut bytes = std::fs::read(&kept).unwrap();
+    let back = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
+    let at = bytes.len() - back - 100;
+    bytes[at] ^= 1;
+    std::fs::write(&kept, &bytes).unwrap();
+    let fresh = |name: &str| {
+        let fresh = tmp.join(name);
+        build(&data, &fresh, &[]).ok();
+        read_tree(&fresh)
+    };
+
+    write_files(&data, &[("thing.ndjson", table("green", 2))]);
+    let run = build(&data, &out, &[]).ok();
+    let said = run.stdout() + &run.stderr();
+    assert!(!said.contains("kept extract"), "only the edited record's row was read: {said}");
+    assert!(read_tree(&out) == fresh("fresh-size"), "the edit's tree is a fresh build's");
+
+    write_files(&data, &[("thing.ndjson", table("cyan", 2))]);
+    let run = build(&data, &out, &[]).ok();
+    let said = run.stdout() + &run.stderr();
+    assert!(said.contains("is damaged") && said.contains("ignoring the kept extract"), "{said}");
+    assert!(read_tree(&out) == fresh("fresh-color"), "the edit's tree is a fresh build's");
+}

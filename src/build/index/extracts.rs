@@ -13,35 +13,18 @@
 //! every changed record gives the same row again, the resource's names and filter documents are
 //! the previous build's (docs/builds.md, "An edit that leaves names and values as they were").
 
+pub(crate) use super::extract_file::Summary;
+use super::extract_file::{self, Head, Kept, Opened, Unused};
 use crate::build::state;
 use crate::data::recorded::DataFiles;
-use crate::data::recorded::codec::{self, Checksummed, Decoder, put_bytes, put_u64};
 use crate::fsutil;
 use crate::tree::manifest::GENERATOR;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// What the extract took from one record: its names entry (serialised) and, for each declared
-/// filter, the values it takes.
-pub(crate) type Kept = (Box<[u8]>, Vec<Vec<String>>);
-
-/// Version of a kept extract's file; another version is not used.
-const FORMAT: u32 = 1;
-
-/// The first bytes of a kept extract's file.
-const MAGIC: &[u8; 8] = b"genextra";
 
 /// Largest file read (1 GiB): a resource of a million records keeps about 150 MB.
 const MAX_BYTES: u64 = 1 << 30;
-
-/// What a file was made for: rows made for other filters, or by another gen, are not used.
-#[derive(Serialize, Deserialize, PartialEq)]
-struct Head {
-    generator: String,
-    paths: Vec<String>,
-}
 
 /// The extracts kept between builds of the tree in one output folder, and the hashes of this
 /// build's records that say which of them still hold.
@@ -96,7 +79,7 @@ impl ExtractStore {
     /// its changed records' previous data ([`Taken`]).
     pub(crate) fn take(&self, segment: &str, paths: &[String], ids: &[i64]) -> Taken {
         let compared = self.compared.get(segment).map(Vec::as_slice);
-        let Some(read) = self.reuse.then(|| self.read(segment, paths, ids.len(), compared)).flatten() else {
+        let Some(read) = self.reuse.then(|| self.read(segment, paths, compared)).flatten() else {
             return Taken { rows: ids.iter().map(|_| None).collect(), before: None, whole: false };
         };
         let Rows { holding: mut kept, before, count } = read;
@@ -111,42 +94,101 @@ impl ExtractStore {
         Taken { rows, before: compared.map(|_| before), whole }
     }
 
-    /// Keeps `rows` (id, names entry, values) of `segment` for the next build. A file that
-    /// cannot be written is left out: the next build then reads every record of `segment`.
+    /// The kept extract of `segment` when it needs no row read but those of its changed
+    /// records: the file holds a row for each record `ids` (in this order) and the summary of
+    /// them, each row holds for its record's data as it is now or, of a compared resource, as
+    /// the previous build had it ([`Held`]). `None` when it does not, and when `names` are
+    /// wanted of a resource not compared (its rows must be read): the rows are then taken
+    /// ([`ExtractStore::take`]), which notes why a file is not used.
+    pub(crate) fn held(&self, segment: &str, paths: &[String], ids: &[i64], names: bool) -> Option<Held> {
+        let compared = self.compared.get(segment);
+        if !self.reuse || (names && compared.is_none()) {
+            return None;
+        }
+        let file = fsutil::open_regular_file(&self.file(segment), MAX_BYTES, false).ok()?;
+        let size = file.metadata().ok()?.len();
+        let mut opened = extract_file::open(file, size, paths, GENERATOR).ok()?;
+        if opened.keys.len() != ids.len() {
+            return None;
+        }
+        let summary = opened.summary.take()?;
+        let (changed, was) = (compared.map_or(&[][..], Vec::as_slice), |id: i64, changed: &[(i64, [u8; 32])]| {
+            changed.binary_search_by_key(&id, |(id, _)| *id).ok()
+        });
+        let hashes = self.hashes.get(segment)?;
+        let (mut keys, mut rows, mut next) = (opened.keys.clone(), Vec::new(), 0);
+        for (position, (&id, key)) in ids.iter().zip(&mut keys).enumerate() {
+            // a list sorted by id finds each hash after the one before
+            let at = match hashes.get(next) {
+                Some((found, _)) if *found == id => next,
+                _ => hashes.binary_search_by_key(&id, |(id, _)| *id).ok()?,
+            };
+            next = at + 1;
+            if key.0 != id {
+                return None;
+            }
+            match was(id, changed) {
+                Some(c) if changed[c].1 == key.1 => rows.push(position),
+                None if hashes[at].1 == key.1 => continue,
+                _ => return None,
+            }
+            key.1 = hashes[at].1;
+        }
+        let mut before = Vec::with_capacity(rows.len());
+        let mut block: (usize, Vec<Kept>) = (usize::MAX, Vec::new());
+        for position in rows {
+            if position < block.0 || position >= block.0.saturating_add(block.1.len()) {
+                block = opened.block_of(position).ok()?;
+            }
+            before.push((position, block.1[position - block.0].clone()));
+        }
+        Some(Held { summary, before, keys, opened })
+    }
+
+    /// Keeps again the extract `held` gave, each row now under its record's data hash: only
+    /// the keys are written anew (nothing when none changed).
+    pub(crate) fn renew(&self, segment: &str, mut held: Held) -> Summary {
+        if held.before.is_empty() {
+            return held.summary;
+        }
+        self.write(segment, |file| held.opened.rekey(file, &held.keys));
+        held.summary
+    }
+
+    /// Keeps `rows` (id, names entry, values) of `segment` for the next build, in list order,
+    /// with their `summary` when they are every record's. A file that cannot be written is
+    /// left out: the next build then reads every record of `segment`.
     pub(crate) fn keep<'r>(
         &self,
         segment: &str,
         paths: &[String],
-        rows: impl Iterator<Item = (i64, &'r [u8], &'r [Vec<String>])>,
+        rows: impl Iterator<Item = (i64, &'r [u8], &'r [Vec<String>])> + Clone,
+        summary: Option<&Summary>,
     ) {
+        let keys: Vec<(i64, [u8; 32])> =
+            rows.clone().filter_map(|(id, _, _)| Some((id, self.hash(segment, id)?))).collect();
+        let every = summary.filter(|_| keys.len() == rows.clone().count());
+        let rows =
+            rows.filter(|(id, _, _)| self.hash(segment, *id).is_some()).map(|(_, entry, values)| (entry, values));
+        let head = Head { generator: GENERATOR.to_string(), paths: paths.to_vec() };
+        self.write(segment, |file| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            extract_file::write(&mut out, &head, &keys, rows, every)?;
+            out.flush()
+        });
+    }
+
+    /// Writes the kept extract of `segment` with `write`, to a new file then renamed over the
+    /// old one; when it cannot, there is none.
+    fn write(&self, segment: &str, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) {
         let path = self.file(segment);
         let temporary = path.with_extension("tmp");
         let written = (|| -> std::io::Result<()> {
             // the state folder, then the extracts' own in it
             self.dir.parent().map_or(Ok(()), state::own_folder)?;
             state::own_folder(&self.dir)?;
-            let file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, Checksummed::new(file));
-            out.write_all(MAGIC)?;
-            out.write_all(&FORMAT.to_le_bytes())?;
-            let head = Head { generator: GENERATOR.to_string(), paths: paths.to_vec() };
-            put_bytes(&mut out, &serde_json::to_vec(&head).map_err(std::io::Error::other)?)?;
-            for (id, entry, values) in rows {
-                let Some(hash) = self.hash(segment, id) else { continue };
-                out.write_all(&[1])?;
-                out.write_all(&id.to_le_bytes())?;
-                out.write_all(&hash)?;
-                put_bytes(&mut out, entry)?;
-                for field in values {
-                    put_u64(&mut out, field.len() as u64)?;
-                    for value in field {
-                        put_bytes(&mut out, value.as_bytes())?;
-                    }
-                }
-            }
-            out.write_all(&[0])?;
-            let (mut file, sum) = out.into_inner().map_err(|e| e.into_error())?.finish();
-            file.write_all(sum.as_bytes())?;
+            let mut file = fsutil::create_new(&temporary).map_err(std::io::Error::other)?;
+            write(&mut file)?;
             std::fs::rename(&temporary, &path)
         })();
         if written.is_err() {
@@ -165,19 +207,12 @@ impl ExtractStore {
     }
 
     /// The rows of `segment`'s file that hold for the records' data as it is now, sorted by id,
-    /// when it is a file made for `paths` by this gen, whole. Room is made for `records` rows
-    /// (a row a record): the rows of a million records are 50 MB, twice that when doubled.
-    /// A file that cannot be used is noted (unless it was made for other filters: gen.json
-    /// changed), and every record of `segment` is then read.
+    /// when it is a file made for `paths` by this gen, whole. A file that cannot be used is
+    /// noted (unless it was made for other filters: gen.json changed), and every record of
+    /// `segment` is then read.
     /// With `changed` (records and their previous data hashes), their rows are not taken, and
     /// those of their previous data are given apart, sorted by id.
-    fn read(
-        &self,
-        segment: &str,
-        paths: &[String],
-        records: usize,
-        changed: Option<&[(i64, [u8; 32])]>,
-    ) -> Option<Rows> {
+    fn read(&self, segment: &str, paths: &[String], changed: Option<&[(i64, [u8; 32])]>) -> Option<Rows> {
         let path = self.file(segment);
         let file = match fsutil::open_regular_file(&path, MAX_BYTES, false) {
             Ok(file) => file,
@@ -185,46 +220,54 @@ impl ExtractStore {
             Err(e) => return ignored(segment, fsutil::why_not_read(&path, MAX_BYTES, &e)),
         };
         let shown = path.display();
-        let damaged = || ignored(segment, format!("{shown} {}", codec::damaged()));
-        let Some(body) = file.metadata().ok().and_then(|meta| meta.len().checked_sub(32)) else { return damaged() };
-        let checksummed = Checksummed::new(file.take(body));
-        let mut input = Decoder { inner: std::io::BufReader::with_capacity(1 << 20, checksummed), left: body };
-        let changed = changed.unwrap_or_default();
-        let was = |id: i64| changed.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &changed[at].1);
-        let sort = |id: i64, hash: &[u8; 32]| match was(id) {
-            Some(was) if was == hash => Row::Before,
-            Some(_) => Row::Dropped,
-            None if self.hash(segment, id).as_ref() == Some(hash) => Row::Holds,
-            None => Row::Dropped,
-        };
-        let Rows { holding: mut rows, mut before, count } = match decode(&mut input, paths, records, sort) {
-            Ok(rows) => rows,
+        let size = file.metadata().map_or(0, |meta| meta.len());
+        let opened = extract_file::open(file, size, paths, GENERATOR).and_then(|mut opened| {
+            let rows = opened.rows()?;
+            Ok((std::mem::take(&mut opened.keys), rows))
+        });
+        let (keys, rows) = match opened {
+            Ok(read) => read,
             Err(Unused::OtherFilters) => return None,
             Err(Unused::Why(why)) => return ignored(segment, format!("{shown} {why}")),
         };
-        let (reader, sum) = input.inner.into_inner().finish();
-        let mut stored = [0u8; 32];
-        if reader.into_inner().read_exact(&mut stored).is_err() || stored != *sum.as_bytes() {
-            return damaged();
+        let changed = changed.unwrap_or_default();
+        let was = |id: i64| changed.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &changed[at].1);
+        let count = keys.len();
+        let (mut holding, mut before) = (Vec::with_capacity(count), Vec::new());
+        for ((id, hash), row) in keys.into_iter().zip(rows) {
+            match was(id) {
+                Some(was) if *was == hash => before.push((id, row)),
+                Some(_) => {}
+                None if self.hash(segment, id) == Some(hash) => holding.push((id, Some(row))),
+                None => {}
+            }
         }
-        if !rows.is_sorted_by_key(|(id, _)| *id) {
-            rows.sort_unstable_by_key(|(id, _)| *id);
+        if !holding.is_sorted_by_key(|(id, _)| *id) {
+            holding.sort_unstable_by_key(|(id, _)| *id);
         }
         if !before.is_sorted_by_key(|(id, _)| *id) {
             before.sort_unstable_by_key(|(id, _)| *id);
         }
-        Some(Rows { holding: rows, before, count })
+        Some(Rows { holding, before, count })
+    }
+
+    /// True when `segment` is compared ([`ExtractStore::compare`]).
+    pub(crate) fn compares(&self, segment: &str) -> bool {
+        self.compared.contains_key(segment)
     }
 }
 
-/// What becomes of a kept row, by its record's id and data hash.
-enum Row {
-    /// Its data is as it is now: taken.
-    Holds,
-    /// The previous build's row of a changed record: given apart.
-    Before,
-    /// Neither.
-    Dropped,
+/// A kept extract that needs no row read but those of its changed records
+/// ([`ExtractStore::held`]).
+pub(crate) struct Held {
+    /// The filters' values of the rows, as the file keeps them.
+    pub(crate) summary: Summary,
+    /// The rows of the changed records' previous data, by their list position, in order: what
+    /// those records gave the previous build.
+    pub(crate) before: Vec<(usize, Kept)>,
+    /// Each row's id and its record's data hash now.
+    keys: Vec<(i64, [u8; 32])>,
+    opened: Opened,
 }
 
 /// A kept extract's rows that hold (sorted by id), and those of changed records' previous data.
@@ -239,61 +282,6 @@ struct Rows {
 fn ignored<T>(segment: &str, why: String) -> Option<T> {
     say!("note: {why}: ignoring the kept extract; this build reads every record of {segment} again");
     None
-}
-
-/// Why a kept extract's file is not used.
-enum Unused {
-    /// It was made for other declared filters (gen.json changed): nothing to note.
-    OtherFilters,
-    /// Another format or gen, or damage: noted.
-    Why(String),
-}
-
-impl From<String> for Unused {
-    fn from(why: String) -> Unused {
-        Unused::Why(why)
-    }
-}
-
-/// Decodes a kept extract's body: magic, version, head, rows, end mark; `Err` for another
-/// version or gen, other filters, or damage. Each row goes where `sort` says (by id and data
-/// hash).
-fn decode(
-    input: &mut Decoder<impl std::io::Read>,
-    paths: &[String],
-    records: usize,
-    sort: impl Fn(i64, &[u8; 32]) -> Row,
-) -> Result<Rows, Unused> {
-    let format = input.array::<8>()? == *MAGIC && u32::from_le_bytes(input.array()?) == FORMAT;
-    let head: Option<Head> = format.then(|| input.string().ok()).flatten().and_then(|s| serde_json::from_str(&s).ok());
-    let Some(head) = head else { return Err(Unused::Why("is not a kept extract of this format".into())) };
-    if head.generator != GENERATOR {
-        return Err(Unused::Why(format!("was written by {}, not by this {GENERATOR}", head.generator)));
-    }
-    if head.paths != paths {
-        return Err(Unused::OtherFilters);
-    }
-    let (mut rows, mut others, mut count) = (Vec::with_capacity(records), Vec::new(), 0);
-    while input.byte()? == 1 {
-        count += 1;
-        let id = i64::from_le_bytes(input.array()?);
-        let hash: [u8; 32] = input.array()?;
-        let entry = input.string()?.into_bytes().into_boxed_slice();
-        let mut values = Vec::with_capacity(paths.len());
-        for _ in paths {
-            let n = input.count(8)?;
-            values.push((0..n).map(|_| input.string()).collect::<Result<Vec<_>, _>>()?);
-        }
-        match sort(id, &hash) {
-            Row::Holds => rows.push((id, Some((entry, values)))),
-            Row::Before => others.push((id, (entry, values))),
-            Row::Dropped => {}
-        }
-    }
-    if input.left != 0 {
-        return Err(codec::damaged().into());
-    }
-    Ok(Rows { holding: rows, before: others, count })
 }
 
 #[cfg(test)]
@@ -322,7 +310,7 @@ mod tests {
         let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> =
             vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
         let store = ExtractStore::new(&out, &before, ["thing"].into_iter(), true);
-        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])));
+        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])), None);
         let taken = store.take("thing", &paths, &[2, 1, 3]).rows;
         assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
         assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
@@ -355,6 +343,67 @@ mod tests {
         bytes[at] ^= 1;
         std::fs::write(&file, &bytes).unwrap();
         assert!(store.take("thing", &paths, &[1]).rows[0].is_none(), "a damaged file is not used");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// `n` records `thing/<id>.json`, each's data hashing as `data(id)`.
+    fn many(n: i64, data: impl Fn(i64) -> String) -> DataFiles {
+        let mut files = DataFiles::default();
+        for id in 1..=n {
+            let stamp = crate::fsutil::Stamp { size: 1, mtime_ns: 1, ctime_ns: 1, ino: 1 };
+            let hash = Hash(blake3::hash(data(id).as_bytes()));
+            files.insert(&format!("thing/{id}.json"), DataFile { stamp, hash, name: None, line: None });
+        }
+        files.finish();
+        files
+    }
+
+    #[test]
+    fn an_edit_reads_only_its_changed_records_rows_and_keeps_the_rest_as_they_are() {
+        let tmp = std::env::temp_dir().join(format!("gen-extracts-held-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let (out, paths, n) = (tmp.join("out"), vec!["color".to_string()], 10_000);
+        let ids: Vec<i64> = (1..=n).collect();
+        let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> = ids
+            .iter()
+            .map(|&id| (id, format!("{{\"id\":{id}}}").into_bytes(), vec![vec![format!("c{}", id % 3)]]))
+            .collect();
+        let summary =
+            Summary { fields: vec![vec![("c0".into(), vec![2, 5]), ("c1".into(), vec![0])]], most: vec![(1, 1)] };
+        let store = ExtractStore::new(&out, &many(n, |id| format!("{id}")), ["thing"].into_iter(), true);
+        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])), Some(&summary));
+        // record 2 edited: its row of the previous data is given, with the summary as kept
+        let edited = |id: i64| if id == 2 { "two".to_string() } else { format!("{id}") };
+        let mut compared = ExtractStore::new(&out, &many(n, edited), ["thing"].into_iter(), true);
+        compared.compare("thing", vec![(2, *blake3::hash(b"2").as_bytes())]);
+        // a damaged byte in the rows of the last records: not read, so not seen
+        let file = store.file("thing");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let table = u64::from_le_bytes(bytes[bytes.len() - 8..].try_into().unwrap()) as usize;
+        let at = bytes.len() - table - 100;
+        bytes[at] ^= 1;
+        std::fs::write(&file, &bytes).unwrap();
+        let held = compared.held("thing", &paths, &ids, true).expect("held: only record 2 changed");
+        assert_eq!(held.summary, summary);
+        assert_eq!(held.before, [(1, (rows[1].1.clone().into_boxed_slice(), rows[1].2.clone()))]);
+        assert!(compared.take("thing", &paths, &ids).before.is_none(), "the damage is seen by a build that reads it");
+        // other ids, or the names of a resource not compared, are not held
+        assert!(compared.held("thing", &paths, &ids[1..], true).is_none());
+        assert!(
+            store.held("thing", &paths, &ids, true).is_none() && store.held("thing", &paths, &ids, false).is_some()
+        );
+        // a row of data the previous build did not have (a failed build's) is not the previous build's
+        let mut failed = ExtractStore::new(&out, &many(n, edited), ["thing"].into_iter(), true);
+        failed.compare("thing", vec![(2, *blake3::hash(b"teal").as_bytes())]);
+        assert!(failed.held("thing", &paths, &ids, true).is_none());
+        // kept again under record 2's new hash, the rest copied: held with nothing changed
+        assert_eq!(compared.renew("thing", held), summary);
+        let next = ExtractStore::new(&out, &many(n, edited), ["thing"].into_iter(), true);
+        let again = next.held("thing", &paths, &ids, false).expect("every row holds");
+        assert!(again.before.is_empty() && again.summary == summary);
+        bytes[at] ^= 1; // the copied rows are those written, damage and all
+        let renewed = std::fs::read(&file).unwrap();
+        assert_ne!(renewed[at], bytes[at]);
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

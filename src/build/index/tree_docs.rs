@@ -3,12 +3,15 @@
 //! path (the root, meta, OpenAPI, list pages).
 
 use super::DocumentFile;
+use crate::data::dataset::Spread;
 use crate::data::recorded::codec::{Decoder, ENTRY_BYTES, Entry, put_bytes, put_u64, stamp_bytes};
 use crate::data::recorded::places::{Places, check_entries};
 use crate::data::recorded::{Hash, Place};
 use crate::fsutil::Stamp;
 use crate::tree::layout;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::io::{Read, Write};
 use std::sync::OnceLock;
 
@@ -32,9 +35,57 @@ pub(crate) struct DocumentFiles {
     /// The `.gz` sibling's stamp of each entry, in a tree built with `--gzip` (else empty).
     pub(super) gz: Vec<Stamp>,
     pub(super) other: Vec<OtherDoc>,
-    pub(super) other_by_path: HashMap<String, usize>,
+    pub(super) other_by_path: PathIndex,
     /// Entries by (segment, name, kind), built on first lookup by name.
     pub(super) by_name: OnceLock<HashMap<(u32, String, u32), usize>>,
+}
+
+/// The documents that are not records' by each of their paths, without a copy of the path: by
+/// a 64-bit hash of it (a path whose hash another path has too is kept apart, by itself).
+/// Made of a few hundred thousand paths as the documents' table is read, and again as it is
+/// written: a map of the paths themselves cost each a string and SipHash.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PathIndex {
+    by_hash: HashMap<u64, usize, BuildHasherDefault<Spread>>,
+    /// Paths whose hash another path has (hardly ever one): each once, with its document.
+    collided: Box<[(String, usize)]>,
+}
+
+impl PathIndex {
+    fn key(path: &str) -> u64 {
+        BuildHasherDefault::<Spread>::default().hash_one(path)
+    }
+
+    /// Notes that `path` is a path of `others[at]` (of a document not yet in `others` when `at`
+    /// is its length); a later one of the same path replaces it.
+    fn insert(&mut self, path: &str, at: usize, others: &[OtherDoc]) {
+        match self.by_hash.entry(PathIndex::key(path)) {
+            Slot::Vacant(slot) => {
+                slot.insert(at);
+            }
+            Slot::Occupied(mut slot) => {
+                // the same path again, or another whose hash is the same
+                if others.get(*slot.get()).is_some_and(|doc| doc.paths.iter().any(|p| p == path)) {
+                    slot.insert(at);
+                } else if let Some(found) = self.collided.iter_mut().find(|(p, _)| p == path) {
+                    found.1 = at;
+                } else {
+                    let mut collided = std::mem::take(&mut self.collided).into_vec();
+                    collided.push((path.to_string(), at));
+                    self.collided = collided.into_boxed_slice();
+                }
+            }
+        }
+    }
+
+    /// The position in `others` of the document at `path`.
+    fn get(&self, path: &str, others: &[OtherDoc]) -> Option<usize> {
+        let at = self.by_hash.get(&PathIndex::key(path)).copied();
+        match at.filter(|&at| others[at].paths.iter().any(|p| p == path)) {
+            Some(at) => Some(at),
+            None => self.collided.iter().find(|(p, _)| p == path).map(|(_, at)| *at),
+        }
+    }
 }
 
 /// What a partial build changed in the previous build's table of documents: the records and
@@ -74,7 +125,7 @@ impl DocumentFiles {
             self.finish();
         }
         self.other.clear();
-        self.other_by_path.clear();
+        self.other_by_path = PathIndex::default();
         for doc in changes.others {
             self.push_other(doc.paths, doc.file);
         }
@@ -114,7 +165,7 @@ impl DocumentFiles {
     /// Adds a document that is not a record's or a sub-document's, published at `paths`.
     pub(crate) fn push_other(&mut self, paths: Vec<String>, file: DocumentFile) {
         for path in &paths {
-            self.other_by_path.insert(path.clone(), self.other.len());
+            self.other_by_path.insert(path, self.other.len(), &self.other);
         }
         self.other.push(OtherDoc { paths, file });
     }
@@ -180,13 +231,13 @@ impl DocumentFiles {
 
     /// The other document at exactly `paths`.
     pub(crate) fn other(&self, paths: &[String]) -> Option<DocumentFile> {
-        let doc = &self.other[*self.other_by_path.get(paths.first()?)?];
+        let doc = &self.other[self.other_by_path.get(paths.first()?, &self.other)?];
         (doc.paths == paths).then_some(doc.file)
     }
 
     /// The document at the tree path `path`, whatever its other paths.
     pub(crate) fn file(&self, path: &str) -> Option<DocumentFile> {
-        if let Some(&at) = self.other_by_path.get(path) {
+        if let Some(at) = self.other_by_path.get(path, &self.other) {
             return Some(self.other[at].file);
         }
         let (segment, key, kind) = layout::record_document(path)?;
@@ -286,5 +337,49 @@ impl DocumentFiles {
         }
         check_entries(&docs.places, &docs.entries)?;
         Ok(docs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two 16-byte paths whose 64-bit hashes are the same: the first word of each as chosen,
+    /// the second of the other made to cancel the difference (tried until it is ASCII).
+    fn colliding() -> (String, String) {
+        const C: u64 = 0x9E37_79B9_7F4A_7C15;
+        let first = u64::from_le_bytes(*b"api/v2/a");
+        for n in 0u64.. {
+            let other = u64::from_le_bytes(*b"api/v2/b") ^ (n << 8);
+            let second = u64::from_le_bytes(*b"/index.j");
+            let cancel = first.wrapping_mul(C) ^ second ^ other.wrapping_mul(C);
+            let (a, b) = ([first.to_le_bytes(), second.to_le_bytes()].concat(), [other, cancel].map(u64::to_le_bytes));
+            let b = b.concat();
+            if b.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+                return (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn other_documents_are_found_by_each_path_even_when_two_paths_hash_alike() {
+        let (a, b) = colliding();
+        assert_ne!(a, b);
+        assert_eq!(PathIndex::key(&a), PathIndex::key(&b), "{a:?} and {b:?} collide");
+        let file = |n: u8| DocumentFile { hash: Hash(blake3::hash(&[n])), stamp: Stamp::default(), gz: None };
+        let mut docs = DocumentFiles::default();
+        docs.push_other(vec![a.clone()], file(0));
+        docs.push_other(vec!["api/v2/x/index.json".into(), b.clone()], file(1));
+        assert_eq!(docs.file(&a), Some(file(0)));
+        assert_eq!(docs.file(&b), Some(file(1)));
+        assert_eq!(docs.other(&["api/v2/x/index.json".into(), b.clone()]), Some(file(1)));
+        assert_eq!(docs.other(std::slice::from_ref(&b)), None, "exactly its paths");
+        // a later document at a path takes it
+        docs.push_other(vec![b.clone()], file(2));
+        docs.push_other(vec![a.clone()], file(3));
+        assert_eq!((docs.file(&a), docs.file(&b)), (Some(file(3)), Some(file(2))));
+        assert_eq!(docs.file("api/v2/x/index.json"), Some(file(1)));
+        assert_eq!(docs.file("api/v2/y/index.json"), None);
     }
 }
