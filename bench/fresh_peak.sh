@@ -5,7 +5,7 @@
 # Each round builds DATA as an archive with each gen, the order alternating by round, into
 # WORK/out after removing both it and its state folder WORK/.out.gen: with the state folder
 # left, the build uses its kept extracts and reads no record for its names and filter values,
-# which is a rebuild into an empty folder, not a fresh build (74 MB less at 1M). Prints each
+# which is a rebuild into an empty folder, not a fresh build (about 65 MB less at 1M). Prints each
 # build's wall seconds and peak RSS (/usr/bin/time) with the load average.
 set -eu
 rounds=${1:-3}
