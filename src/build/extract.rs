@@ -5,7 +5,9 @@
 //! since is a problem, and its row is not kept (the build fails, and the next one reads it). A
 //! file that cannot be parsed is a problem its record's own document reports.
 
-use crate::build::index::{ExtractStore, Summary};
+mod values;
+
+use crate::build::index::{ExtractStore, Kept, Summary};
 use crate::config::CONFIG_FILE;
 use crate::data::dataset::Record;
 use crate::data::load::Dataset;
@@ -19,6 +21,7 @@ use crate::tree::manifest::BuildSettings;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use values::Values;
 
 /// One resource's names and filter values.
 #[derive(Debug, Default)]
@@ -146,60 +149,91 @@ pub(crate) fn extract_one(
         }
         None => (records.iter().map(|_| None).collect(), None, false),
     };
-    // per record: its names entry, serialised, the values it takes for each field, and
-    // whether it was read anew
-    type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>, bool);
-    let read: Vec<Read> = records
-        .par_iter()
-        .zip(kept.par_iter_mut())
-        .with_min_len(64)
-        .map(|(record, kept)| match kept.take() {
-            Some((entry, values)) => (entry, values, Vec::new(), false),
-            None => {
-                let (entry, values, problems) = read_record(dataset, segment, record, declared, &paths);
-                (entry, values, problems, true)
-            }
-        })
-        .collect();
+    let gathered = gather(dataset, segment, (declared, &paths), &mut kept, before.as_deref());
     drop(kept);
-    // unchanged: each record read anew gave what the previous build kept of it
-    let unchanged = before.is_some_and(|before| {
-        let gave = |id: i64| before.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &before[at].1);
-        let same = |record: &Record, (entry, values, _, _): &Read| {
-            gave(record.id).is_some_and(|(was, were)| **was == **entry && were == values)
-        };
-        records.iter().zip(&read).filter(|(_, read)| read.3).all(|(record, read)| same(record, read))
-    });
-    let mut fields: Vec<BTreeMap<&str, Vec<u32>>> = vec![BTreeMap::new(); paths.len()];
-    let mut most = vec![(0, 0); paths.len()];
-    for (position, (_, values, _, _)) in read.iter().enumerate() {
-        for ((field, most), values) in fields.iter_mut().zip(&mut most).zip(values) {
-            if values.len() > most.0 {
-                *most = (values.len(), records[position].id);
-            }
-            for value in values {
-                field.entry(value).or_default().push(position as u32);
-            }
-        }
-    }
-    let fields =
-        fields.into_iter().map(|f| f.into_iter().map(|(value, at)| (value.to_string(), at)).collect()).collect();
-    let summary = Summary { fields, most };
+    let Gathered { names, problems, mut values, clean, unchanged } = gathered;
+    let summary = values.summary();
     if let Some(store) = store.filter(|_| !whole) {
         // a record with a problem is read again by the next build, which reports it again
-        let rows = records.iter().zip(&read).filter(|(_, (_, _, problems, _))| problems.is_empty());
-        let rows = rows.map(|(r, (entry, values, _, _))| (r.id, &entry[..], &values[..]));
-        let every = read.iter().all(|(_, _, problems, _)| problems.is_empty());
+        let rows = records.iter().enumerate().filter(|&(position, _)| clean[position]);
+        let rows = rows.map(|(position, r)| (r.id, &names[position][..], values.of(position)));
+        let every = clean.iter().all(|&clean| clean);
         store.keep(segment, &declared_paths, rows, every.then_some(&summary));
-    }
-    let mut names = Vec::with_capacity(read.len());
-    let mut problems = Vec::new();
-    for (entry, _, too_long, _) in read {
-        names.push(entry);
-        problems.extend(too_long);
     }
     let Summary { fields, most: most_from_one } = summary;
     Extracted { names, fields, most_from_one, problems, unchanged }
+}
+
+/// What the records of a resource gave the extract, in list order.
+struct Gathered {
+    /// Each record's names entry, serialised.
+    names: Vec<Box<[u8]>>,
+    /// Every problem, record by record.
+    problems: Vec<Problem>,
+    values: Values,
+    /// For each record: true when it gave no problem (its row is kept).
+    clean: Vec<bool>,
+    /// True when every record read anew gave what `before` holds of it.
+    unchanged: bool,
+}
+
+/// What reading a record gave: its names entry, its values field by field, its problems, and
+/// whether it was read anew (not a kept row).
+type Read = (Box<[u8]>, Vec<Vec<String>>, Vec<Problem>, bool);
+
+/// Records a chunk: read in parallel, then gathered (their values numbered) before the next.
+const CHUNK: usize = 1 << 16;
+
+/// Reads the records of `segment` (those `kept` holds a row of are not read), a chunk at a time,
+/// and gathers what they give: a chunk's values are held as strings only until they are
+/// numbered. `before`: the rows of the changed records' previous data, to compare with.
+fn gather(
+    dataset: &Dataset,
+    segment: &str,
+    (declared, paths): (&[FilterField], &[FieldPath]),
+    kept: &mut [Option<Kept>],
+    before: Option<&[(i64, Kept)]>,
+) -> Gathered {
+    let records = &dataset.resources[segment].records;
+    let mut gathered = Gathered {
+        names: Vec::with_capacity(records.len()),
+        problems: Vec::new(),
+        values: Values::new(paths.len(), records.len()),
+        clean: Vec::with_capacity(records.len()),
+        unchanged: before.is_some(),
+    };
+    // what the previous build kept of record `id`'s previous data
+    let gave = |id: i64| {
+        let before = before?;
+        before.binary_search_by_key(&id, |(id, _)| *id).ok().map(|at| &before[at].1)
+    };
+    for start in (0..records.len()).step_by(CHUNK) {
+        let end = records.len().min(start + CHUNK);
+        let read: Vec<Read> = records[start..end]
+            .par_iter()
+            .zip(kept[start..end].par_iter_mut())
+            .with_min_len(64)
+            .map(|(record, kept)| match kept.take() {
+                Some((entry, values)) => (entry, values, Vec::new(), false),
+                None => {
+                    let (entry, values, problems) = read_record(dataset, segment, record, declared, paths);
+                    (entry, values, problems, true)
+                }
+            })
+            .collect();
+        for (position, (entry, values, problems, anew)) in (start..).zip(read) {
+            let record = &records[position];
+            if anew && gathered.unchanged {
+                let same = gave(record.id).is_some_and(|(was, were)| **was == *entry && *were == values);
+                gathered.unchanged = same;
+            }
+            gathered.clean.push(problems.is_empty());
+            gathered.values.add(position, record.id, values);
+            gathered.names.push(entry);
+            gathered.problems.extend(problems);
+        }
+    }
+    gathered
 }
 
 /// The extract of `segment` when `store` keeps one that needs no row read but those of its

@@ -34,6 +34,7 @@ mod tree_docs;
 mod trust;
 mod writer;
 
+pub(crate) use extract_file::Kept;
 pub(crate) use extracts::{ExtractStore, Summary};
 pub(crate) use tree_docs::{DocChanges, DocumentFiles, OtherDoc};
 pub(crate) use writer::IndexWriter;

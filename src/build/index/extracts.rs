@@ -158,22 +158,23 @@ impl ExtractStore {
     /// Keeps `rows` (id, names entry, values) of `segment` for the next build, in list order,
     /// with their `summary` when they are every record's. A file that cannot be written is
     /// left out: the next build then reads every record of `segment`.
-    pub(crate) fn keep<'r>(
+    pub(crate) fn keep<'r, V: AsRef<[Vec<String>]>>(
         &self,
         segment: &str,
         paths: &[String],
-        rows: impl Iterator<Item = (i64, &'r [u8], &'r [Vec<String>])> + Clone,
+        rows: impl Iterator<Item = (i64, &'r [u8], V)> + Clone,
         summary: Option<&Summary>,
     ) {
-        let keys: Vec<(i64, [u8; 32])> =
-            rows.clone().filter_map(|(id, _, _)| Some((id, self.hash(segment, id)?))).collect();
-        let every = summary.filter(|_| keys.len() == rows.clone().count());
+        // the ids alone: a row's values are made again each time `rows` is walked
+        let ids = rows.clone().map(|(id, _, _)| id);
+        let keys = ids.clone().filter_map(|id| Some((id, self.hash(segment, id)?)));
+        let every = summary.filter(|_| keys.clone().count() == ids.count());
         let rows =
             rows.filter(|(id, _, _)| self.hash(segment, *id).is_some()).map(|(_, entry, values)| (entry, values));
         let head = Head { generator: GENERATOR.to_string(), paths: paths.to_vec() };
         self.write(segment, |file| {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-            extract_file::write(&mut out, &head, &keys, rows, every)?;
+            extract_file::write(&mut out, &head, keys, rows, every)?;
             out.flush()
         });
     }
