@@ -156,9 +156,10 @@ pub(crate) fn extract_one(
     if let Some(store) = store.filter(|_| !whole) {
         // a record with a problem is read again by the next build, which reports it again
         let rows = records.iter().enumerate().filter(|&(position, _)| clean[position]);
+        let ids = rows.clone().map(|(_, r)| r.id);
         let rows = rows.map(|(position, r)| (r.id, &names[position][..], values.of(position)));
         let every = clean.iter().all(|&clean| clean);
-        store.keep(segment, &declared_paths, rows, every.then_some(&summary));
+        store.keep(segment, &declared_paths, (ids, rows), every.then_some(&summary));
     }
     let Summary { fields, most: most_from_one } = summary;
     Extracted { names, fields, most_from_one, problems, unchanged }

@@ -156,17 +156,16 @@ impl ExtractStore {
     }
 
     /// Keeps `rows` (id, names entry, values) of `segment` for the next build, in list order,
-    /// with their `summary` when they are every record's. A file that cannot be written is
-    /// left out: the next build then reads every record of `segment`.
+    /// with their `summary` when they are every record's. `ids` are the rows' ids, walked
+    /// apart (a row's values may be made as `rows` is walked, once). A file that cannot be
+    /// written is left out: the next build then reads every record of `segment`.
     pub(crate) fn keep<'r, V: AsRef<[Vec<String>]>>(
         &self,
         segment: &str,
         paths: &[String],
-        rows: impl Iterator<Item = (i64, &'r [u8], V)> + Clone,
+        (ids, rows): (impl Iterator<Item = i64> + Clone, impl Iterator<Item = (i64, &'r [u8], V)>),
         summary: Option<&Summary>,
     ) {
-        // the ids alone: a row's values are made again each time `rows` is walked
-        let ids = rows.clone().map(|(id, _, _)| id);
         let keys = ids.clone().filter_map(|id| Some((id, self.hash(segment, id)?)));
         let every = summary.filter(|_| keys.clone().count() == ids.count());
         let rows =
@@ -311,7 +310,12 @@ mod tests {
         let rows: Vec<(i64, Vec<u8>, Vec<Vec<String>>)> =
             vec![(1, b"{\"id\":1}".to_vec(), vec![vec!["red".into()]]), (2, b"{\"id\":2}".to_vec(), vec![vec![]])];
         let store = ExtractStore::new(&out, &before, ["thing"].into_iter(), true);
-        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])), None);
+        store.keep(
+            "thing",
+            &paths,
+            (rows.iter().map(|(id, _, _)| *id), rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..]))),
+            None,
+        );
         let taken = store.take("thing", &paths, &[2, 1, 3]).rows;
         assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, true, false]);
         assert_eq!(taken[1].as_ref().unwrap().1, vec![vec!["red".to_string()]]);
@@ -372,7 +376,8 @@ mod tests {
         let summary =
             Summary { fields: vec![vec![("c0".into(), vec![2, 5]), ("c1".into(), vec![0])]], most: vec![(1, 1)] };
         let store = ExtractStore::new(&out, &many(n, |id| format!("{id}")), ["thing"].into_iter(), true);
-        store.keep("thing", &paths, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..])), Some(&summary));
+        let row_ids = rows.iter().map(|(id, _, _)| *id);
+        store.keep("thing", &paths, (row_ids, rows.iter().map(|(id, e, v)| (*id, &e[..], &v[..]))), Some(&summary));
         // record 2 edited: its row of the previous data is given, with the summary as kept
         let edited = |id: i64| if id == 2 { "two".to_string() } else { format!("{id}") };
         let mut compared = ExtractStore::new(&out, &many(n, edited), ["thing"].into_iter(), true);
