@@ -121,6 +121,8 @@ pub struct DataFiles {
     places: Places,
     entries: Vec<Entry>,
     other: BTreeMap<String, DataFile>,
+    /// Each table's line groups' hashes, by the table's path ([`DataFiles::line_groups`]).
+    groups: BTreeMap<String, Vec<[u8; 32]>>,
     sorted: bool,
 }
 
@@ -156,6 +158,23 @@ impl DataFiles {
     /// `name`), whose bytes hash to `hash`.
     pub(crate) fn insert_line(&mut self, place: &Place<'_>, name: Option<&str>, hash: &blake3::Hash, span: Span) {
         self.insert_file(place, span_stamp(span), hash, name);
+    }
+
+    /// Records the hashes of the line groups of the table `rel` (src/data/table/lines.rs): a
+    /// group whose bytes hash the same at the next read holds the lines recorded at its
+    /// numbers, which are then not hashed one by one.
+    pub(crate) fn insert_line_groups(&mut self, rel: &str, groups: Vec<[u8; 32]>) {
+        if groups.is_empty() {
+            self.groups.remove(rel);
+        } else {
+            self.groups.insert(rel.to_string(), groups);
+        }
+    }
+
+    /// The hashes of the line groups of the table `rel`, as [`DataFiles::insert_line_groups`]
+    /// recorded them (none for a table read before groups were recorded).
+    pub(crate) fn line_groups(&self, rel: &str) -> &[[u8; 32]] {
+        self.groups.get(rel).map_or(&[], Vec::as_slice)
     }
 
     /// Makes room for exactly `n` more files (a table's lines: grown by doubling, the entries
@@ -441,6 +460,14 @@ impl DataFiles {
             out.write_all(&stamp_bytes(&file.stamp))?;
             out.write_all(file.hash.0.as_bytes())?;
         }
+        put_u64(out, self.groups.len() as u64)?;
+        for (rel, groups) in &self.groups {
+            put_bytes(out, rel.as_bytes())?;
+            put_u64(out, groups.len() as u64)?;
+            for group in groups {
+                out.write_all(group)?;
+            }
+        }
         Ok(())
     }
 
@@ -459,8 +486,18 @@ impl DataFiles {
             let (stamp, hash) = (input.stamp()?, input.hash()?);
             other.insert(rel, DataFile { stamp, hash, name: None, line: None });
         }
+        let mut groups = BTreeMap::new();
+        for _ in 0..input.count(1)? {
+            let rel = input.string()?;
+            let n = input.count(32)?;
+            let mut hashes = Vec::with_capacity(n);
+            for _ in 0..n {
+                hashes.push(input.array::<32>()?);
+            }
+            groups.insert(rel, hashes);
+        }
         check_entries(&places, &entries)?;
-        Ok(DataFiles { places, entries, other, sorted: true })
+        Ok(DataFiles { places, entries, other, groups, sorted: true })
     }
 }
 

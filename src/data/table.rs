@@ -30,6 +30,8 @@ use std::path::Path;
 pub(crate) struct Read<T> {
     pub(crate) items: Vec<T>,
     pub(crate) hashes: Vec<blake3::Hash>,
+    /// The hashes of its line groups, to record (lines.rs).
+    pub(crate) groups: Vec<[u8; 32]>,
     pub(crate) problems: Vec<Problem>,
     pub(crate) hash: blake3::Hash,
 }
@@ -42,6 +44,8 @@ pub(crate) struct Read<T> {
 pub(crate) struct KnownLines<'a> {
     files: Option<&'a DataFiles>,
     table: (&'a str, Option<&'a str>),
+    /// The hashes of the table's line groups, as recorded.
+    groups: &'a [[u8; 32]],
     by_number: Vec<u32>,
     by_hash: OnceCell<HashMap<u64, u32, BuildHasherDefault<Spread>>>,
 }
@@ -57,6 +61,7 @@ impl<'a> KnownLines<'a> {
         if let Some(files) = files {
             let lines = files.numbered_lines(table.0, table.1);
             let most = lines.size_hint().1.unwrap_or(0);
+            by_number.reserve_exact(most);
             for (entry, line) in lines {
                 let at = line.span.line as usize;
                 if at == 0 || at > most {
@@ -68,7 +73,20 @@ impl<'a> KnownLines<'a> {
                 by_number[at - 1] = entry;
             }
         }
-        KnownLines { files, table, by_number, by_hash: OnceCell::new() }
+        let groups = files.map_or(&[][..], |files| files.line_groups(&table_file(table)));
+        KnownLines { files, table, groups, by_number, by_hash: OnceCell::new() }
+    }
+
+    /// The hash recorded for the line group numbered `group` (from 0).
+    fn group(&self, group: usize) -> Option<&[u8; 32]> {
+        self.groups.get(group)
+    }
+
+    /// The hash of the line recorded at line `number`, when it was `len` bytes long.
+    fn hash_at(&self, number: u32, len: usize) -> Option<blake3::Hash> {
+        let entry = *(number as usize).checked_sub(1).and_then(|i| self.by_number.get(i))?;
+        let line = self.files?.line(entry)?;
+        (line.span.len as usize == len).then(|| blake3::Hash::from_bytes(line.hash))
     }
 
     /// How many lines the previous build recorded (at most).
@@ -93,6 +111,14 @@ impl<'a> KnownLines<'a> {
     }
 }
 
+/// The path of the table of `segment`'s records (`kind` `None`) or of its sub-documents `kind`.
+fn table_file((segment, kind): (&str, Option<&str>)) -> String {
+    match kind {
+        None => DataPath::Table { segment }.file(),
+        Some(name) => DataPath::SubDocTable { segment, name }.file(),
+    }
+}
+
 fn hash_key(hash: &[u8; 32]) -> u64 {
     u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
 }
@@ -101,8 +127,9 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 /// is its own (no file name gives it). An id on two lines is a problem. A line `known` holds
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
-    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
-    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> =
+        HashMap::with_capacity_and_hasher(known.count(), Default::default());
+    read_lines(file, limit, known, |span, bytes, hash, problems| {
         let at = || at_line(file, span.line, 1);
         let (id, name) = match known.get(span.line, hash) {
             Some(line) => (line.id, line.name.map(str::to_string)),
@@ -134,8 +161,9 @@ pub(crate) fn read_subdocs(
     limit: u64,
     known: &KnownLines<'_>,
 ) -> Read<(i64, SubDoc)> {
-    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> = HashMap::default();
-    read_lines(file, limit, known.count(), |span, bytes, hash, problems| {
+    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> =
+        HashMap::with_capacity_and_hasher(known.count(), Default::default());
+    read_lines(file, limit, known, |span, bytes, hash, problems| {
         let at = at_line(file, span.line, 1);
         let id = match known.get(span.line, hash) {
             Some(line) => line.id,
@@ -193,6 +221,9 @@ pub(crate) fn load_tables(
     let folders: HashSet<&str> = tables.folders.iter().map(String::as_str).collect();
     let (mut held, mut twice) = (HashSet::new(), HashSet::new());
     let mut records = BTreeMap::new();
+    // Room for as many lines as the previous build recorded, made once: grown a table at a
+    // time, the entries of a million-line table were copied again for each table after it.
+    files.reserve(previous.map_or(0, DataFiles::len));
     for (segment, file) in &tables.records {
         if folders.contains(segment.as_str()) {
             let folder = file.with_file_name(segment);
@@ -218,6 +249,7 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
         let rel = DataPath::Table { segment }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+        files.insert_line_groups(&rel, read.groups);
         files.reserve(read.items.len());
         for (record, hash) in read.items.iter().zip(&read.hashes) {
             let place = Place { segment, kind: None, id: record.id };
@@ -251,6 +283,7 @@ pub(crate) fn load_tables(
         let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
         let rel = DataPath::SubDocTable { segment, name }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+        files.insert_line_groups(&rel, read.groups);
         files.reserve(read.items.len());
         for ((id, subdoc), hash) in read.items.iter().zip(&read.hashes) {
             let place = Place { segment, kind: Some(&subdoc.name), id: *id };
@@ -284,9 +317,11 @@ fn table_lines<T>(
         if !recorded.is_empty() {
             recorded.sort_unstable();
             let lines = || recorded.iter().filter_map(|&(_, entry)| previous.line(entry));
-            let items = lines().map(|line| item(&line)).collect();
-            let hashes = lines().map(|line| blake3::Hash::from_bytes(line.hash)).collect();
-            return (Read { items, hashes, problems: Vec::new(), hash: known.hash }, stamp);
+            let (mut items, mut hashes) = (Vec::with_capacity(count), Vec::with_capacity(count));
+            items.extend(lines().map(|line| item(&line)));
+            hashes.extend(lines().map(|line| blake3::Hash::from_bytes(line.hash)));
+            let groups = previous.line_groups(&table_file((segment, kind))).to_vec();
+            return (Read { items, hashes, groups, problems: Vec::new(), hash: known.hash }, stamp);
         }
     }
     (read(&KnownLines::new(previous, (segment, kind))), stamp)
@@ -322,3 +357,86 @@ const UNKNOWN_STAMP: Stamp = Stamp { size: 0, mtime_ns: 0, ctime_ns: i64::MAX, i
 
 /// The span of a line read from a table: each has one.
 const NO_SPAN: Span = Span { offset: 0, len: 0, line: 0 };
+
+#[cfg(test)]
+mod tests {
+    use super::lines::GROUP;
+    use super::*;
+
+    /// Records what reading `read` gave as the build index would: each line, and the groups.
+    fn recorded(read: &Read<Record>, fake: Option<(i64, &str, [u8; 32])>) -> DataFiles {
+        let mut files = DataFiles::default();
+        for (record, hash) in read.items.iter().zip(&read.hashes) {
+            let place = Place { segment: "thing", kind: None, id: record.id };
+            let (name, hash) = match fake.filter(|(id, _, _)| *id == record.id) {
+                Some((_, name, hash)) => (Some(name), blake3::Hash::from_bytes(hash)),
+                None => (record.name.as_deref(), *hash),
+            };
+            files.insert_line(&place, name, &hash, record.line.unwrap());
+        }
+        files.insert_line_groups("thing.ndjson", read.groups.clone());
+        files.finish();
+        files
+    }
+
+    /// A group of lines whose bytes the previous read recorded takes its lines' hashes (and so
+    /// their ids and names) from the record, unparsed: shown by a record whose recorded hash and
+    /// name are made up, which a read after an edit of another group still gives; its own group
+    /// edited, or every group moved by a line added before it, its line is hashed and read again.
+    /// The table's hash is the same as a read that knows nothing gives.
+    #[test]
+    fn a_group_of_lines_recorded_with_the_same_bytes_is_not_hashed_again() {
+        let dir = std::env::temp_dir().join(format!("gen-table-groups-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("thing.ndjson");
+        let count = 2 * GROUP as i64 + 100; // two whole groups and part of a third
+        let line = |id: i64, value: &str| format!("{{\"id\": {id}, \"name\": \"n{id}\", \"value\": \"{value}\"}}\n");
+        let table = |edited: Option<(i64, &str)>, first: &str| {
+            let lines = (1..=count).map(|id| line(id, edited.filter(|(at, _)| *at == id).map_or("v", |(_, v)| v)));
+            first.to_string() + &lines.collect::<String>()
+        };
+        let read = |known: &KnownLines<'_>| read_records(&file, 1 << 20, known);
+        let fresh = || read(&KnownLines::new(None, ("thing", None)));
+
+        std::fs::write(&file, table(None, "")).unwrap();
+        let first = fresh();
+        assert!(first.problems.is_empty(), "{:?}", first.problems);
+        assert_eq!(first.groups.len(), 3, "a group for each 256 lines begun");
+        let fake = [7u8; 32];
+        let files = recorded(&first, Some((10, "made-up", fake)));
+
+        // line 300 (the second group) edited: the first group's lines are the record's
+        std::fs::write(&file, table(Some((300, "edited")), "")).unwrap();
+        let second = read(&KnownLines::new(Some(&files), ("thing", None)));
+        assert!(second.problems.is_empty(), "{:?}", second.problems);
+        assert_eq!(second.items[9].name.as_deref(), Some("made-up"), "line 10 was read again");
+        assert_eq!(second.hashes[9].as_bytes(), &fake);
+        let edited = line(300, "edited");
+        assert_eq!(second.hashes[299], blake3::hash(edited.trim_end().as_bytes()), "the edited line's own hash");
+        assert_eq!(second.groups[0], first.groups[0]);
+        assert_ne!(second.groups[1], first.groups[1]);
+        assert_eq!(second.groups[2], first.groups[2]);
+        let unknown = fresh();
+        assert_eq!(second.hashes[10..], unknown.hashes[10..], "every other line's hash is its own");
+        assert_eq!(
+            second.items.iter().map(|r| r.line.unwrap()).collect::<Vec<_>>(),
+            unknown.items.iter().map(|r| r.line.unwrap()).collect::<Vec<_>>()
+        );
+
+        // line 10 edited itself: read again
+        std::fs::write(&file, table(Some((10, "edited")), "")).unwrap();
+        let third = read(&KnownLines::new(Some(&files), ("thing", None)));
+        assert_eq!(third.items[9].name.as_deref(), Some("n10"));
+        assert_eq!(third.hash, fresh().hash, "the table's hash is its lines'");
+
+        // a line added first: every group moved, every line hashed
+        std::fs::write(&file, table(None, &line(0, "v"))).unwrap();
+        let moved = read(&KnownLines::new(Some(&files), ("thing", None)));
+        assert!(moved.problems.is_empty(), "{:?}", moved.problems);
+        assert_eq!(moved.items[10].name.as_deref(), Some("n10"), "line 10, now 11, is read");
+        assert_eq!(moved.hashes, fresh().hashes);
+        assert_eq!(moved.hash, fresh().hash);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 6: the head names the gen that wrote the index (an index another gen wrote is ignored), and
+/// 7: the data table ends with each table's line groups' hashes (src/data/table/lines.rs). 6: the head names the gen that wrote the index (an index another gen wrote is ignored), and
 /// the lines of sub-document tables it records were checked by the one reader of the data
 /// (json/reader.rs); a 5 recorded them read by serde_json's own (numbers rewritten, keys twice
 /// kept, the number mark read), which a rebuild must not trust. 5: the data table first (written as soon as the build no longer needs it), the head, then the
@@ -24,7 +24,7 @@ use std::io::{Read, Write};
 /// of the tree). From 5 on, the manifest an index names is sorted (one an older index names may
 /// list a resource's pages out of order, and the manifest's patch reads only a few of its
 /// lines: src/build/write/patch.rs).
-pub(crate) const FORMAT: u32 = 6;
+pub(crate) const FORMAT: u32 = 7;
 
 /// The first bytes of an index file.
 pub(super) const MAGIC: &[u8; 8] = b"genindex";

@@ -1,8 +1,17 @@
-//! A table's lines, read: the file is read in blocks of 1 MB, each cut after its last
-//! newline; a block's lines are hashed in parallel, then given in order to the reader. Memory
-//! holds one block (more only while a longer line is read), whatever the table's size.
+//! A table's lines, read: the file is read in blocks of 4 MB, each cut after its last whole
+//! group of lines; a block's groups, then its lines, are hashed in parallel, then given in
+//! order to the reader. Memory holds one block (more only while a longer line or group is
+//! read), whatever the table's size.
+//!
+//! Lines are also hashed in groups of [`GROUP`], by line number (lines 1 to 256, 257 to 512,
+//! …), each group's bytes (line ends included) as one input: a group of a few hundred
+//! kilobytes is hashed several times faster than its lines one by one. A group whose hash is
+//! the one the previous build recorded at its number holds the very lines recorded at its line
+//! numbers, whose hashes are taken from there; only the lines of the other groups are hashed
+//! one by one. An edit changes its own group's hash only; a line added or removed changes every
+//! group after it, which are then read as a table without groups is.
 
-use super::Read;
+use super::{KnownLines, Read};
 use crate::data::dataset::{Span, at_line};
 use crate::fsutil::NotRead;
 use crate::problem::Problem;
@@ -10,8 +19,19 @@ use rayon::prelude::*;
 use std::io::Read as _;
 use std::path::Path;
 
-/// Bytes read at a time: enough lines (thousands) for the hashing to be shared out, little to hold.
-const BLOCK: usize = 1 << 20;
+/// Bytes read at a time: enough groups (tens) and lines (thousands) for the hashing to be
+/// shared out, little to hold.
+const BLOCK: usize = 4 << 20;
+
+/// Lines a group.
+pub(crate) const GROUP: u32 = 256;
+
+/// A block is read on until it holds a whole group, up to this many bytes: past it, its lines
+/// are read without their group (a group of lines this long is rare, and gains nothing).
+const GROUP_BYTES_MAX: usize = 16 << 20;
+
+/// The hash recorded for a group that was not hashed whole (it was read in two blocks).
+const NO_GROUP: [u8; 32] = [0; 32];
 
 /// How a line ends, as the table's hash records it after the line's hash: `\n`, `\r\n`, or
 /// nothing (the last line of a file without a final newline); a line skipped as too long.
@@ -21,19 +41,22 @@ const ENDS_FILE: u8 = 0;
 const SKIPPED: u8 = 3;
 
 /// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
-/// hash to `read`; room is made for `lines` lines. The table's hash is that of each line's hash followed by how the line ends:
-/// any byte changed, a line moved, a line end changed changes it, for 33 bytes a line hashed
-/// instead of the whole file again.
+/// hash to `read`; room is made for as many lines as `known` holds, and a group of lines
+/// `known` recorded with the same bytes takes its lines' hashes from there. The table's hash is
+/// that of each line's hash followed by how the line ends: any byte changed, a line moved, a
+/// line end changed changes it, for 33 bytes a line hashed instead of the whole file again.
 /// A blank line is a problem (a table holds one record a line; the file may end with a newline
 /// or not), and so is a line longer than `limit` bytes or a table with no lines.
 pub(super) fn read_lines<T>(
     file: &Path,
     limit: u64,
-    lines: usize,
+    known: &KnownLines<'_>,
     mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
 ) -> Read<T> {
+    let lines = known.count();
     let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
-    let mut out = Read { items, hashes, problems: Vec::new(), hash: blake3::hash(b"") };
+    let groups = Vec::with_capacity(lines.div_ceil(GROUP as usize));
+    let mut out = Read { items, hashes, groups, problems: Vec::new(), hash: blake3::hash(b"") };
     // opened as a record file is (a regular file, without blocking), and read to its size then
     let mut input = match crate::fsutil::open_table(file) {
         Ok((input, size)) => input.take(size),
@@ -71,8 +94,8 @@ pub(super) fn read_lines<T>(
             buf.drain(..=end);
             skipping = false;
         }
-        let cut = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        if cut == 0 && !eof {
+        let whole_lines = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        if whole_lines == 0 && !eof {
             if buf.len() as u64 > limit.saturating_add(1) {
                 lines.skip_long_line(&mut out.problems);
                 lines.offset += buf.len() as u64;
@@ -82,7 +105,14 @@ pub(super) fn read_lines<T>(
             }
             continue;
         }
-        lines.block(&buf[..cut], &mut out, &mut read);
+        // Up to the last whole group; every line at the end of the file, or once the block is
+        // too long to wait for a group's end.
+        let every_line = eof || buf.len() >= GROUP_BYTES_MAX;
+        let cut = lines.block(&buf[..whole_lines], every_line, known, &mut out, &mut read);
+        if cut == 0 && !eof {
+            buf.reserve(buf.len()); // a group longer than the block: read on to its end
+            continue;
+        }
         buf.drain(..cut);
         if eof {
             break;
@@ -109,43 +139,113 @@ struct Lines<'a> {
     ends: Vec<u8>,
 }
 
+/// A line of a block: where it starts and ends (its line end left out), how it ends, and where
+/// the next one starts.
+#[derive(Clone, Copy)]
+struct LineAt {
+    start: usize,
+    end: usize,
+    ends: u8,
+    next: usize,
+}
+
 impl Lines<'_> {
-    /// Reads the lines of `block` (whole lines, the last one ending the block), hashing them in
-    /// parallel, then checking them and giving them to `read` in order.
+    /// Reads the lines of `block` (whole lines, the last one ending the block) up to the end of
+    /// its last whole group (every line when `every_line`), hashing its groups and then the
+    /// lines of the groups `known` does not hold in parallel, then checking the lines and
+    /// giving them to `read` in order. Returns the bytes read (0: no whole group).
     fn block<T>(
         &mut self,
         block: &[u8],
+        every_line: bool,
+        known: &KnownLines<'_>,
         out: &mut Read<T>,
         read: &mut impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
-    ) {
-        let mut spans: Vec<(usize, usize, u8)> = Vec::new();
+    ) -> usize {
+        let mut spans: Vec<LineAt> = Vec::new();
         let mut start = 0;
         for newline in memchr::memchr_iter(b'\n', block) {
             let crlf = newline > start && block[newline - 1] == b'\r';
-            spans.push((start, newline - usize::from(crlf), if crlf { ENDS_CRLF } else { ENDS_LF }));
+            let end = newline - usize::from(crlf);
+            spans.push(LineAt { start, end, ends: if crlf { ENDS_CRLF } else { ENDS_LF }, next: newline + 1 });
             start = newline + 1;
         }
         if start < block.len() {
-            spans.push((start, block.len(), ENDS_FILE));
+            spans.push(LineAt { start, end: block.len(), ends: ENDS_FILE, next: block.len() });
         }
-        let hashes: Vec<blake3::Hash> =
-            spans.par_iter().with_min_len(256).map(|&(start, end, _)| blake3::hash(&block[start..end])).collect();
+        let first = self.number; // lines before this block
+        if !every_line {
+            // the lines up to the end of the last group that ends in this block
+            let whole = (first as usize + spans.len()) / GROUP as usize * GROUP as usize;
+            spans.truncate(whole.saturating_sub(first as usize));
+        }
+        let Some(last) = spans.last() else { return 0 };
+        let read_to = last.next;
+
+        // The groups begun in this block: (group number, first and last line's index in
+        // `spans`). One begun in an earlier block (read whole only past GROUP_BYTES_MAX) is not
+        // hashed. The last one may end in the next block (read here past GROUP_BYTES_MAX) or be
+        // the file's last: its lines' bytes are hashed all the same, and a hash equal to the
+        // recorded one says the same of its lines as a whole group's.
+        let group_of = |i: usize| (first as usize + i) / GROUP as usize;
+        let mut groups: Vec<(usize, usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < spans.len() {
+            let g = group_of(i);
+            let end = ((g + 1) * GROUP as usize - first as usize).min(spans.len());
+            if g * (GROUP as usize) < first as usize {
+                if out.groups.len() == g {
+                    out.groups.push(NO_GROUP);
+                }
+            } else {
+                groups.push((g, i, end));
+            }
+            i = end;
+        }
+        let group_hashes: Vec<blake3::Hash> = groups
+            .par_iter()
+            .map(|&(_, from, to)| blake3::hash(&block[spans[from].start..spans[to - 1].next]))
+            .collect();
+        // Each line's hash when its group's bytes are those recorded, else `None`.
+        let mut recorded: Vec<Option<blake3::Hash>> = vec![None; spans.len()];
+        for (&(g, from, to), hash) in groups.iter().zip(&group_hashes) {
+            if out.groups.len() == g {
+                out.groups.push(*hash.as_bytes());
+            }
+            if known.group(g) != Some(hash.as_bytes()) {
+                continue;
+            }
+            let lines = (from..to).map(|i| (first + 1 + i as u32, spans[i].end - spans[i].start));
+            let hashes: Option<Vec<blake3::Hash>> = lines.map(|(number, len)| known.hash_at(number, len)).collect();
+            if let Some(hashes) = hashes {
+                for (slot, hash) in recorded[from..to].iter_mut().zip(hashes) {
+                    *slot = Some(hash);
+                }
+            }
+        }
+        let hashes: Vec<blake3::Hash> = spans
+            .par_iter()
+            .zip(&recorded)
+            .with_min_len(256)
+            .map(|(at, recorded)| recorded.unwrap_or_else(|| blake3::hash(&block[at.start..at.end])))
+            .collect();
         self.ends.clear();
-        for (hash, &(_, _, end)) in hashes.iter().zip(&spans) {
+        for (hash, at) in hashes.iter().zip(&spans) {
             self.ends.extend_from_slice(hash.as_bytes());
-            self.ends.push(end);
+            self.ends.push(at.ends);
         }
         self.whole.update(&self.ends);
-        for (hash, &(start, end, _)) in hashes.iter().zip(&spans) {
+        for (hash, at) in hashes.iter().zip(&spans) {
             self.number += 1;
-            let bytes = &block[start..end];
-            let span = Span { offset: self.offset + start as u64, len: bytes.len() as u32, line: self.number };
+            let bytes = &block[at.start..at.end];
+            let span = Span { offset: self.offset + at.start as u64, len: bytes.len() as u32, line: self.number };
             if let Some(item) = self.line(span, bytes, hash, out, read) {
                 out.items.push(item);
                 out.hashes.push(*hash);
             }
         }
-        self.offset += block.len() as u64;
+        self.offset += read_to as u64;
+        read_to
     }
 
     /// Checks one line and gives it to `read`: a blank line or one longer than the limit is a
