@@ -208,6 +208,9 @@ fn distrust(segment: &str) -> bool {
     true
 }
 
+/// Records whose hash and size are found at once (1 MB of results).
+const FOUND_AT_ONCE: usize = 16_384;
+
 /// Writes the file of `segment` into `stage` from the records of outputs `indices`, in order,
 /// cut into members where [`members::ends_member`] says; each member is copied from `from` when
 /// it holds the same records, else compressed (documents are indented when `pretty`).
@@ -217,16 +220,26 @@ pub(super) fn write_file(
     pretty: bool,
     indices: &[usize],
     from: Option<&PreviousFile<'_>>,
-    records: &impl Records,
+    records: &(impl Records + Sync),
 ) -> Result<(bulk::FileWritten, FileMembers)> {
     let mut file = FileWriter::create(stage, segment)?;
     let (mut start, mut hashes) = (0, Vec::new());
+    // Each record's hash and size, found a run at a time in parallel (a lookup in the index's
+    // documents each, for a record not visited): most of a one-record edit's file is found, not
+    // written.
+    let mut found = Vec::new().into_iter();
     let mut old = from.map(|from| OldLines { from, next: 0, first: 0, read: None });
     // Set once the previous file is found not to hold what the table says: nothing more is
     // taken from it (the rest of the file is compressed from the records' documents).
     let mut distrusted = false;
-    for (n, &i) in indices.iter().enumerate() {
-        let (hash, size) = records.hash_and_size(i)?;
+    for n in 0..indices.len() {
+        if n % FOUND_AT_ONCE == 0 {
+            use rayon::prelude::*;
+            let run = &indices[n..(n + FOUND_AT_ONCE).min(indices.len())];
+            let run: Vec<Result<(blake3::Hash, u64)>> = run.par_iter().map(|&i| records.hash_and_size(i)).collect();
+            found = run.into_iter();
+        }
+        let (hash, size) = found.next().expect("one found for each record")?;
         hashes.push(hash);
         if n + 1 < indices.len() && !members::ends_member(&hash, size) {
             continue;

@@ -3,7 +3,7 @@
 //! left, for the index.
 
 use super::docs::Doc;
-use super::docs::Docs;
+use super::docs::{Docs, Others};
 use super::journal::journal_path;
 use super::stage::{Placed, Placements, previous_file};
 use super::{NewDocs, Previous, WriteReport, Written};
@@ -14,7 +14,6 @@ use crate::fsutil;
 use crate::tree::dir::TreeDir;
 use crate::tree::manifest::MANIFEST_FILE;
 use anyhow::{Context, Result};
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -28,7 +27,7 @@ pub(super) fn gone_paths(previous: &Previous<'_>, docs: &Docs<'_, '_>, placed: &
     if !had_files {
         return Vec::new(); // a first build: nothing can be gone
     }
-    let others: HashSet<&str> = docs
+    let others: Others<'_> = docs
         .outputs
         .listed()
         .flat_map(|o| o.listed.iter())

@@ -57,7 +57,7 @@ impl<'a, 'o> Docs<'a, 'o> {
     }
 
     /// True when the new tree has the file `path`.
-    pub(super) fn planned(&self, path: &str, others: &HashSet<&str>, names: &OnceLock<Names<'o>>) -> bool {
+    pub(super) fn planned(&self, path: &str, others: &Others<'_>, names: &OnceLock<Names<'o>>) -> bool {
         if others.contains(path) {
             return true;
         }
@@ -73,6 +73,10 @@ impl<'a, 'o> Docs<'a, 'o> {
         record.is_some_and(|record| kind.is_none_or(|kind| record.subdocs.iter().any(|s| *s.name == *kind)))
     }
 }
+
+/// The paths of the documents planned that are not records' (hashed by [`Spread`]: SipHash
+/// cost more than the lookups of a partial build's check of what is gone).
+pub(super) type Others<'o> = HashSet<&'o str, std::hash::BuildHasherDefault<crate::data::dataset::Spread>>;
 
 /// Each record by (segment, path name).
 pub(super) type Names<'o> = HashMap<(&'o str, &'o str), usize>;
