@@ -8,6 +8,7 @@ use crate::filters::FilterField;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, META_PATH, ROOT_PATH};
 use crate::tree::manifest::BuildSettings;
+use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -256,10 +257,18 @@ pub(crate) fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: 
     let mut plan = Plan::default();
     plan.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
     plan.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
-    for (segment, resource) in &dataset.resources {
+    // each list's page paths made in parallel (at 1M records, a fifth of a second made in turn)
+    let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
+        .resources
+        .par_iter()
+        .map(|(segment, resource)| {
+            page_files(segment, resource.records.len() as u64, &options.page_sizes, options.links)
+        })
+        .collect();
+    for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
         let segment = segment.as_str();
         plan.push_records(segment, &resource.records);
-        for (page, paths) in page_files(segment, resource.records.len() as u64, &options.page_sizes, options.links) {
+        for (page, paths) in pages {
             plan.push(Output::listed(Content::Page { segment, page }, paths));
         }
         plan.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
@@ -288,17 +297,27 @@ fn plan_filters<'a>(
     for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
         let values_path = layout::filter_values_path(segment, &declared.name);
         plan.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
-        for (value, (text, positions)) in values.iter().enumerate() {
-            let list = layout::filter_list(segment, &declared.name, text);
-            let count = positions.len() as u64;
-            let whole = [layout::list_path(&list), layout::all_page_path(&list)];
-            for (page, mut paths) in page_files(&list, count, &options.page_sizes, options.links) {
+        let pages: Vec<Vec<(Page, Vec<String>)>> = values
+            .par_iter()
+            .map(|(text, positions)| {
+                let list = layout::filter_list(segment, &declared.name, text);
+                let count = positions.len() as u64;
+                let whole = [layout::list_path(&list), layout::all_page_path(&list)];
+                let pages = page_files(&list, count, &options.page_sizes, options.links).into_iter();
                 // the whole list once, as `all` (and the first page when that is all of it): no
                 // link names `_pages/<size>/0/` of a list it fits in, and no host maps a
                 // filter's `?limit=` onto files
-                if page.is_everything(count) {
-                    paths.retain(|path| whole.contains(path));
-                }
+                let whole_once = |(page, mut paths): (Page, Vec<String>)| {
+                    if page.is_everything(count) {
+                        paths.retain(|path| whole.contains(path));
+                    }
+                    (page, paths)
+                };
+                pages.map(whole_once).collect()
+            })
+            .collect();
+        for (value, pages) in pages.into_iter().enumerate() {
+            for (page, paths) in pages {
                 plan.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
             }
         }

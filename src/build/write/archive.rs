@@ -90,10 +90,22 @@ impl Output for ArchiveWriter<'_> {
         let mut docs = Docs { dataset: documents.dataset(), outputs: documents.plan(), late: Vec::new() };
         let reader = if partial { Some(Reader::open(Folder(out.clone()))?) } else { None };
         let mut late = documents.late();
-        if manifest.settings.bulk {
-            let previous = reader.as_ref().zip(index).map(|(reader, index)| (reader, index, lists));
-            let made = Bulk { stream: &stream, documents, handled: &handled, out: &out, previous };
-            let (files, bulk_index) = made.files(&manifest.settings, bulk_dates)?;
+        // A partial build's paths gone, found while the bulk-data files are written (a core
+        // would wait for the other else), but for the late documents' (made after): those are
+        // taken out of them below.
+        let previous = Previous { index, listed: Vec::new(), killed: None };
+        let (made, gone) = std::thread::scope(|scope| {
+            let gone = partial.then(|| scope.spawn(|| gone_paths(&previous, &docs, &handled.placements())));
+            let made = manifest.settings.bulk.then(|| {
+                let previous = reader.as_ref().zip(index).map(|(reader, index)| (reader, index, lists));
+                let made = Bulk { stream: &stream, documents, handled: &handled, out: &out, previous };
+                made.files(&manifest.settings, bulk_dates)
+            });
+            let gone = gone.map(|gone| gone.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            (made, gone)
+        });
+        if let Some(made) = made {
+            let (files, bulk_index) = made?;
             for (path, handed) in files {
                 handled.push(docs.count(), handed);
                 docs.late.push(vec![path]);
@@ -117,9 +129,9 @@ impl Output for ArchiveWriter<'_> {
             || format!("cannot edit the archive in {}; `gen build --archive --verify` writes it afresh", out.display());
         let written = match (edit, partial) {
             (true, true) => {
-                let previous = Previous { index, listed: Vec::new(), killed: None };
-                let gone: BTreeSet<String> = gone_paths(&previous, &docs, &handled.placements()).into_iter().collect();
-                stream.edit_known(&out, &options, &gone).with_context(failed)?
+                let late: BTreeSet<&String> = docs.late.iter().flatten().collect();
+                let gone = gone.into_iter().flatten().filter(|path| !late.contains(path));
+                stream.edit_known(&out, &options, &gone.collect()).with_context(failed)?
             }
             (true, false) => stream.edit(&out, &options).with_context(failed)?,
             (false, _) => stream.write(&out, &options)?,

@@ -126,10 +126,12 @@ impl Bulk<'_, '_> {
         }
         let described = table.files.get(&path)?;
         let indexed = index.docs.other(std::slice::from_ref(&path))?;
-        // one gzip member at level 0 around the file's bytes: decompressed at copying speed
-        let bytes = reader.get(&path).ok()??.bytes;
+        // one gzip member at level 0 around the file's bytes: decompressed at copying speed, and
+        // checked against the hash its directory entry holds
+        let found = reader.get(&path).ok()??;
         let by_position = index.lists.get(segment) == lists.get(segment);
-        PreviousFile::check(Source::Bytes(bytes), described, Some(indexed.hash.0), by_position)
+        let source = Source::Bytes(found.bytes, blake3::Hash::from_bytes(found.entry.hash));
+        PreviousFile::check(source, described, Some(indexed.hash.0), by_position)
     }
 
     /// Writes the bulk-data file of `segment` into `stage` member by member (copying from

@@ -27,8 +27,8 @@ pub(super) trait Records {
 pub(super) enum Source {
     /// A file (read from where it is).
     File(std::fs::File),
-    /// The file's bytes.
-    Bytes(Vec<u8>),
+    /// The file's bytes, and their BLAKE3 (checked as they were read).
+    Bytes(Vec<u8>, blake3::Hash),
 }
 
 impl Source {
@@ -41,14 +41,14 @@ impl Source {
                 file.read_exact_at(&mut bytes, offset).ok()?;
                 Some(bytes)
             }
-            Source::Bytes(bytes) => {
+            Source::Bytes(bytes, _) => {
                 let start = usize::try_from(offset).ok()?;
                 Some(bytes.get(start..start.checked_add(usize::try_from(length).ok()?)?)?.to_vec())
             }
         }
     }
 
-    /// The BLAKE3 of the file's bytes and their number (read whole).
+    /// The BLAKE3 of the file's bytes (read whole, unless known) and their number.
     fn hash(&mut self) -> Option<(blake3::Hash, u64)> {
         match self {
             Source::File(file) => {
@@ -57,7 +57,7 @@ impl Source {
                 hasher.update_reader(file).ok()?;
                 Some((hasher.finalize(), size))
             }
-            Source::Bytes(bytes) => Some((blake3::hash(bytes), bytes.len() as u64)),
+            Source::Bytes(bytes, hash) => Some((*hash, bytes.len() as u64)),
         }
     }
 }
