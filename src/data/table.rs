@@ -15,9 +15,9 @@ use crate::fsutil::Stamp;
 use crate::json::At;
 use crate::problem::Problem;
 use lines::read_lines;
-use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::BuildHasherDefault;
+use std::sync::OnceLock;
 
 /// What the build knows of the data before reading it: each file's stamp (and, when trusted,
 /// what the index recorded of it), and the previous build's data table.
@@ -47,7 +47,7 @@ pub(crate) struct KnownLines<'a> {
     /// The hashes of the table's line groups, as recorded.
     groups: &'a [[u8; 32]],
     by_number: Vec<u32>,
-    by_hash: OnceCell<HashMap<u64, u32, BuildHasherDefault<Spread>>>,
+    by_hash: OnceLock<HashMap<u64, u32, BuildHasherDefault<Spread>>>,
 }
 
 /// No recorded line at this number.
@@ -74,7 +74,7 @@ impl<'a> KnownLines<'a> {
             }
         }
         let groups = files.map_or(&[][..], |files| files.line_groups(&table_file(table)));
-        KnownLines { files, table, groups, by_number, by_hash: OnceCell::new() }
+        KnownLines { files, table, groups, by_number, by_hash: OnceLock::new() }
     }
 
     /// The hash recorded for the line group numbered `group` (from 0).
@@ -127,29 +127,68 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 /// is its own (no file name gives it). An id on two lines is a problem. A line `known` holds
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
-    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> =
-        HashMap::with_capacity_and_hasher(known.count(), Default::default());
-    read_lines(file, limit, known, |span, bytes, hash, problems| {
-        let at = || at_line(file, span.line, 1);
+    let parse = |span: Span, bytes: &[u8], hash: &blake3::Hash, problems: &mut Vec<Problem>| {
         let (id, name) = match known.get(span.line, hash) {
-            Some(line) => (line.id, line.name.map(str::to_string)),
+            Some(line) => (line.id, line.name.map(Box::from)),
             None => {
-                let at = at();
+                let at = at_line(file, span.line, 1);
                 let head = parse_head(At::Line(file, span.line), bytes).map_err(|p| problems.push(p)).ok()?;
                 if head.not_object.is_some() {
                     check_record(&at, 0, &head, problems); // says what the line is instead
                     return None;
                 }
                 let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
-                (id, check_record(&at, id, &head, problems))
+                (id, check_record(&at, id, &head, problems).map(String::into_boxed_str))
             }
         };
-        if let Some(first) = seen.insert(id, span.line) {
-            problems.push(Problem::new(&at(), "$.id", format!("id {id} is on line {first} too: ids are unique")));
+        Some(Record { id, name, subdocs: Box::default(), line: Some(span) })
+    };
+    let mut seen = FirstLines::sized(known.count());
+    let keep = |record: &Record, span: Span, problems: &mut Vec<Problem>| {
+        seen.first(record.id, span.line).is_none_or(|first| {
+            let at = at_line(file, span.line, 1);
+            problems.push(Problem::new(
+                &at,
+                "$.id",
+                format!("id {} is on line {first} too: ids are unique", record.id),
+            ));
+            false
+        })
+    };
+    read_lines(file, limit, known, (parse, keep))
+}
+
+/// The line each id was first read at, to find an id on two lines: the ids read in ascending
+/// order (a table's usual order) in a sorted list, found by a binary search; the others in a
+/// map (a map of every id cost a missed cache line a line).
+struct FirstLines {
+    ascending: Vec<(i64, u32)>,
+    others: HashMap<i64, u32, BuildHasherDefault<Spread>>,
+}
+
+impl FirstLines {
+    /// Room for `lines` ids.
+    fn sized(lines: usize) -> FirstLines {
+        FirstLines { ascending: Vec::with_capacity(lines), others: HashMap::default() }
+    }
+
+    /// `None` when `id` is first read at `line`, else the line it was read at first.
+    fn first(&mut self, id: i64, line: u32) -> Option<u32> {
+        if self.ascending.last().is_none_or(|&(last, _)| last < id) {
+            self.ascending.push((id, line));
             return None;
         }
-        Some(Record { id, name: name.map(String::into_boxed_str), subdocs: Box::default(), line: Some(span) })
-    })
+        if let Ok(at) = self.ascending.binary_search_by_key(&id, |&(id, _)| id) {
+            return Some(self.ascending[at].1);
+        }
+        match self.others.entry(id) {
+            std::collections::hash_map::Entry::Occupied(first) => Some(*first.get()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(line);
+                None
+            }
+        }
+    }
 }
 
 /// Reads the sub-documents `name` of the table `file`: each line `{"id": <the record's id>,
@@ -161,20 +200,22 @@ pub(crate) fn read_subdocs(
     limit: u64,
     known: &KnownLines<'_>,
 ) -> Read<(i64, SubDoc)> {
-    let mut seen: HashMap<i64, u32, BuildHasherDefault<Spread>> =
-        HashMap::with_capacity_and_hasher(known.count(), Default::default());
-    read_lines(file, limit, known, |span, bytes, hash, problems| {
-        let at = at_line(file, span.line, 1);
+    let parse = |span: Span, bytes: &[u8], hash: &blake3::Hash, problems: &mut Vec<Problem>| {
         let id = match known.get(span.line, hash) {
             Some(line) => line.id,
             None => subdoc_line_id((file, span.line), bytes, problems)?,
         };
-        if let Some(first) = seen.insert(id, span.line) {
-            problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
-            return None;
-        }
         Some((id, SubDoc { name: name.clone(), line: Some(span) }))
-    })
+    };
+    let mut seen = FirstLines::sized(known.count());
+    let keep = |(id, _): &(i64, SubDoc), span: Span, problems: &mut Vec<Problem>| {
+        seen.first(*id, span.line).is_none_or(|first| {
+            let at = at_line(file, span.line, 1);
+            problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
+            false
+        })
+    };
+    read_lines(file, limit, known, (parse, keep))
 }
 
 /// The record id of a sub-document table's line (line `number` of `file`), checked: the line
@@ -377,6 +418,17 @@ mod tests {
         files.insert_line_groups("thing.ndjson", read.groups.clone());
         files.finish();
         files
+    }
+
+    /// An id read again is found at the line it was first read at, whether the ids before it
+    /// were in ascending order or not.
+    #[test]
+    fn an_id_read_twice_names_its_first_line() {
+        let mut seen = FirstLines::sized(4);
+        let ids = [(1, None), (2, None), (5, None), (3, None), (3, Some(4)), (5, Some(3)), (0, None), (2, Some(2))];
+        for (line, (id, first)) in ids.into_iter().enumerate() {
+            assert_eq!(seen.first(id, line as u32 + 1), first, "id {id} at line {}", line + 1);
+        }
     }
 
     /// A group of lines whose bytes the previous read recorded takes its lines' hashes (and so

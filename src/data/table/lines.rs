@@ -41,17 +41,21 @@ const ENDS_FILE: u8 = 0;
 const SKIPPED: u8 = 3;
 
 /// Reads `file` a line at a time, giving each line (without its newline, or `\r\n`) and its
-/// hash to `read`; room is made for as many lines as `known` holds, and a group of lines
+/// hash to `parse` (lines in parallel), then each item it gives to `keep`, in line order (an
+/// item it refuses is left out); room is made for as many lines as `known` holds, and a group of lines
 /// `known` recorded with the same bytes takes its lines' hashes from there. The table's hash is
 /// that of each line's hash followed by how the line ends: any byte changed, a line moved, a
 /// line end changed changes it, for 33 bytes a line hashed instead of the whole file again.
 /// A blank line is a problem (a table holds one record a line; the file may end with a newline
 /// or not), and so is a line longer than `limit` bytes or a table with no lines.
-pub(super) fn read_lines<T>(
+pub(super) fn read_lines<T: Send>(
     file: &Path,
     limit: u64,
     known: &KnownLines<'_>,
-    mut read: impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
+    (parse, mut keep): (
+        impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T> + Sync,
+        impl FnMut(&T, Span, &mut Vec<Problem>) -> bool,
+    ),
 ) -> Read<T> {
     let lines = known.count();
     let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
@@ -108,7 +112,7 @@ pub(super) fn read_lines<T>(
         // Up to the last whole group; every line at the end of the file, or once the block is
         // too long to wait for a group's end.
         let every_line = eof || buf.len() >= GROUP_BYTES_MAX;
-        let cut = lines.block(&buf[..whole_lines], every_line, known, &mut out, &mut read);
+        let cut = lines.block(&buf[..whole_lines], every_line, known, &mut out, (&parse, &mut keep));
         if cut == 0 && !eof {
             buf.reserve(buf.len()); // a group longer than the block: read on to its end
             continue;
@@ -154,13 +158,16 @@ impl Lines<'_> {
     /// its last whole group (every line when `every_line`), hashing its groups and then the
     /// lines of the groups `known` does not hold in parallel, then checking the lines and
     /// giving them to `read` in order. Returns the bytes read (0: no whole group).
-    fn block<T>(
+    fn block<T: Send>(
         &mut self,
         block: &[u8],
         every_line: bool,
         known: &KnownLines<'_>,
         out: &mut Read<T>,
-        read: &mut impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
+        (parse, keep): (
+            &(impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T> + Sync),
+            &mut impl FnMut(&T, Span, &mut Vec<Problem>) -> bool,
+        ),
     ) -> usize {
         let mut spans: Vec<LineAt> = Vec::new();
         let mut start = 0;
@@ -235,41 +242,32 @@ impl Lines<'_> {
             self.ends.push(at.ends);
         }
         self.whole.update(&self.ends);
-        for (hash, at) in hashes.iter().zip(&spans) {
-            self.number += 1;
-            let bytes = &block[at.start..at.end];
-            let span = Span { offset: self.offset + at.start as u64, len: bytes.len() as u32, line: self.number };
-            if let Some(item) = self.line(span, bytes, hash, out, read) {
+        // each line checked and parsed in parallel (its problems kept with it), then kept in order
+        let (check, offset) = (Check { file: self.file, limit: self.limit }, self.offset);
+        let read: Vec<(Span, Option<T>, Vec<Problem>)> = spans
+            .par_iter()
+            .zip(&hashes)
+            .enumerate()
+            .with_min_len(256)
+            .map(|(i, (at, hash))| {
+                let bytes = &block[at.start..at.end];
+                let span =
+                    Span { offset: offset + at.start as u64, len: bytes.len() as u32, line: first + 1 + i as u32 };
+                let mut problems = Vec::new();
+                let item = check.line(span, bytes, hash, &mut problems, parse);
+                (span, item, problems)
+            })
+            .collect();
+        for ((span, item, problems), hash) in read.into_iter().zip(&hashes) {
+            out.problems.extend(problems);
+            if let Some(item) = item.filter(|item| keep(item, span, &mut out.problems)) {
                 out.items.push(item);
                 out.hashes.push(*hash);
             }
         }
+        self.number += spans.len() as u32;
         self.offset += read_to as u64;
         read_to
-    }
-
-    /// Checks one line and gives it to `read`: a blank line or one longer than the limit is a
-    /// problem.
-    fn line<T>(
-        &self,
-        span: Span,
-        bytes: &[u8],
-        hash: &blake3::Hash,
-        out: &mut Read<T>,
-        read: &mut impl FnMut(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
-    ) -> Option<T> {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            out.problems.push(Problem::whole(
-                &at_line(self.file, span.line, 1),
-                "blank line: a table holds one record a line; remove it",
-            ));
-            None
-        } else if bytes.len() as u64 > self.limit || bytes.len() > u32::MAX as usize {
-            out.problems.push(self.too_long(span.line));
-            None
-        } else {
-            read(span, bytes, hash, &mut out.problems)
-        }
     }
 
     /// Notes the next line as too long to read, before it is passed over.
@@ -277,6 +275,43 @@ impl Lines<'_> {
         self.number += 1;
         problems.push(self.too_long(self.number));
         self.whole.update(&[SKIPPED]);
+    }
+
+    fn too_long(&self, line: u32) -> Problem {
+        Check { file: self.file, limit: self.limit }.too_long(line)
+    }
+}
+
+/// What every line of a table is checked for: not blank, and not longer than `limit`.
+#[derive(Clone, Copy)]
+struct Check<'a> {
+    file: &'a Path,
+    limit: u64,
+}
+
+impl Check<'_> {
+    /// Checks one line and gives it to `parse`: a blank line or one longer than the limit is a
+    /// problem.
+    fn line<T>(
+        &self,
+        span: Span,
+        bytes: &[u8],
+        hash: &blake3::Hash,
+        problems: &mut Vec<Problem>,
+        parse: &impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T>,
+    ) -> Option<T> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            problems.push(Problem::whole(
+                &at_line(self.file, span.line, 1),
+                "blank line: a table holds one record a line; remove it",
+            ));
+            None
+        } else if bytes.len() as u64 > self.limit || bytes.len() > u32::MAX as usize {
+            problems.push(self.too_long(span.line));
+            None
+        } else {
+            parse(span, bytes, hash, problems)
+        }
     }
 
     fn too_long(&self, line: u32) -> Problem {
