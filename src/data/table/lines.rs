@@ -73,7 +73,16 @@ pub(super) fn read_lines<T: Send>(
             return out;
         }
     };
-    let mut lines = Lines { file, limit, offset: 0, number: 0, whole: blake3::Hasher::new(), ends: Vec::new() };
+    let mut lines = Lines {
+        file,
+        limit,
+        offset: 0,
+        number: 0,
+        whole: blake3::Hasher::new(),
+        ends: Vec::new(),
+        scratch: Scratch::default(),
+    };
+    let mut parsed = Vec::new();
     let (mut buf, mut skipping) = (Vec::with_capacity(BLOCK), false);
     loop {
         let spare = (buf.capacity() - buf.len()) as u64;
@@ -112,7 +121,7 @@ pub(super) fn read_lines<T: Send>(
         // Up to the last whole group; every line at the end of the file, or once the block is
         // too long to wait for a group's end.
         let every_line = eof || buf.len() >= GROUP_BYTES_MAX;
-        let cut = lines.block(&buf[..whole_lines], every_line, known, &mut out, (&parse, &mut keep));
+        let cut = lines.block(&buf[..whole_lines], every_line, known, (&mut out, &mut parsed), (&parse, &mut keep));
         if cut == 0 && !eof {
             buf.reserve(buf.len()); // a group longer than the block: read on to its end
             continue;
@@ -141,7 +150,19 @@ struct Lines<'a> {
     /// Each line's hash and end of a block, fed to `whole` at once (a hash fed 33 bytes at a
     /// time costs more than the hashing).
     ends: Vec<u8>,
+    scratch: Scratch,
 }
+
+/// A block's lines, the hashes recorded for them, and their hashes: kept from block to block.
+#[derive(Default)]
+struct Scratch {
+    spans: Vec<LineAt>,
+    recorded: Vec<Option<blake3::Hash>>,
+    hashes: Vec<blake3::Hash>,
+}
+
+/// A line checked and parsed: where it is, what it gave, and its problems.
+type Parsed<T> = (Span, Option<T>, Vec<Problem>);
 
 /// A line of a block: where it starts and ends (its line end left out), how it ends, and where
 /// the next one starts.
@@ -163,13 +184,16 @@ impl Lines<'_> {
         block: &[u8],
         every_line: bool,
         known: &KnownLines<'_>,
-        out: &mut Read<T>,
+        (out, parsed): (&mut Read<T>, &mut Vec<Parsed<T>>),
         (parse, keep): (
             &(impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T> + Sync),
             &mut impl FnMut(&T, Span, &mut Vec<Problem>) -> bool,
         ),
     ) -> usize {
-        let mut spans: Vec<LineAt> = Vec::new();
+        // the block's vectors are the last block's, cleared: made afresh, each block's were given
+        // back to the system and taken again, page by page (a third of the reading's time)
+        let Scratch { mut spans, mut recorded, mut hashes } = std::mem::take(&mut self.scratch);
+        spans.clear();
         let mut start = 0;
         for newline in memchr::memchr_iter(b'\n', block) {
             let crlf = newline > start && block[newline - 1] == b'\r';
@@ -186,7 +210,10 @@ impl Lines<'_> {
             let whole = (first as usize + spans.len()) / GROUP as usize * GROUP as usize;
             spans.truncate(whole.saturating_sub(first as usize));
         }
-        let Some(last) = spans.last() else { return 0 };
+        let Some(last) = spans.last() else {
+            self.scratch = Scratch { spans, recorded, hashes };
+            return 0;
+        };
         let read_to = last.next;
 
         // The groups begun in this block: (group number, first and last line's index in
@@ -214,7 +241,8 @@ impl Lines<'_> {
             .map(|&(_, from, to)| blake3::hash(&block[spans[from].start..spans[to - 1].next]))
             .collect();
         // Each line's hash when its group's bytes are those recorded, else `None`.
-        let mut recorded: Vec<Option<blake3::Hash>> = vec![None; spans.len()];
+        recorded.clear();
+        recorded.resize(spans.len(), None);
         for (&(g, from, to), hash) in groups.iter().zip(&group_hashes) {
             if out.groups.len() == g {
                 out.groups.push(*hash.as_bytes());
@@ -222,20 +250,20 @@ impl Lines<'_> {
             if known.group(g) != Some(hash.as_bytes()) {
                 continue;
             }
-            let lines = (from..to).map(|i| (first + 1 + i as u32, spans[i].end - spans[i].start));
-            let hashes: Option<Vec<blake3::Hash>> = lines.map(|(number, len)| known.hash_at(number, len)).collect();
-            if let Some(hashes) = hashes {
-                for (slot, hash) in recorded[from..to].iter_mut().zip(hashes) {
-                    *slot = Some(hash);
+            for i in from..to {
+                recorded[i] = known.hash_at(first + 1 + i as u32, spans[i].end - spans[i].start);
+                if recorded[i].is_none() {
+                    recorded[from..=i].fill(None); // not the lines recorded: each is hashed
+                    break;
                 }
             }
         }
-        let hashes: Vec<blake3::Hash> = spans
+        spans
             .par_iter()
             .zip(&recorded)
             .with_min_len(256)
             .map(|(at, recorded)| recorded.unwrap_or_else(|| blake3::hash(&block[at.start..at.end])))
-            .collect();
+            .collect_into_vec(&mut hashes);
         self.ends.clear();
         for (hash, at) in hashes.iter().zip(&spans) {
             self.ends.extend_from_slice(hash.as_bytes());
@@ -244,7 +272,7 @@ impl Lines<'_> {
         self.whole.update(&self.ends);
         // each line checked and parsed in parallel (its problems kept with it), then kept in order
         let (check, offset) = (Check { file: self.file, limit: self.limit }, self.offset);
-        let read: Vec<(Span, Option<T>, Vec<Problem>)> = spans
+        spans
             .par_iter()
             .zip(&hashes)
             .enumerate()
@@ -257,8 +285,8 @@ impl Lines<'_> {
                 let item = check.line(span, bytes, hash, &mut problems, parse);
                 (span, item, problems)
             })
-            .collect();
-        for ((span, item, problems), hash) in read.into_iter().zip(&hashes) {
+            .collect_into_vec(parsed);
+        for ((span, item, problems), hash) in parsed.drain(..).zip(&hashes) {
             out.problems.extend(problems);
             if let Some(item) = item.filter(|item| keep(item, span, &mut out.problems)) {
                 out.items.push(item);
@@ -267,6 +295,7 @@ impl Lines<'_> {
         }
         self.number += spans.len() as u32;
         self.offset += read_to as u64;
+        self.scratch = Scratch { spans, recorded, hashes };
         read_to
     }
 
