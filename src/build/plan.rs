@@ -8,7 +8,6 @@ use crate::filters::FilterField;
 use crate::paging::{self, LinkStyle, Page};
 use crate::tree::layout::{self, META_PATH, ROOT_PATH};
 use crate::tree::manifest::BuildSettings;
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -257,18 +256,10 @@ pub(crate) fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: 
     let mut plan = Plan::default();
     plan.push(Output::listed(Content::Root, vec![ROOT_PATH.to_string()]));
     plan.push(Output::listed(Content::Meta, vec![META_PATH.to_string()]));
-    // each list's page paths made in parallel (at 1M records, a fifth of a second made in turn)
-    let pages: Vec<BTreeMap<Page, Vec<String>>> = dataset
-        .resources
-        .par_iter()
-        .map(|(segment, resource)| {
-            page_files(segment, resource.records.len() as u64, &options.page_sizes, options.links)
-        })
-        .collect();
-    for ((segment, resource), pages) in dataset.resources.iter().zip(pages) {
+    for (segment, resource) in &dataset.resources {
         let segment = segment.as_str();
         plan.push_records(segment, &resource.records);
-        for (page, paths) in pages {
+        for (page, paths) in page_files(segment, resource.records.len() as u64, &options.page_sizes, options.links) {
             plan.push(Output::listed(Content::Page { segment, page }, paths));
         }
         plan.push(Output::listed(Content::Names { segment }, vec![layout::names_path(segment)]));
@@ -285,9 +276,6 @@ pub(crate) fn plan<'a>(dataset: &'a Dataset, options: &BuildSettings, extracts: 
     plan
 }
 
-/// Filter values whose page paths are made at once.
-const VALUES_AT_ONCE: usize = 4096;
-
 /// The files of the declared filters of `segment`: per field its values document, and per value
 /// the page files of its list (as [`page_files`] names a list's).
 fn plan_filters<'a>(
@@ -300,33 +288,18 @@ fn plan_filters<'a>(
     for (field, (declared, values)) in declared.iter().zip(&extracted.fields).enumerate() {
         let values_path = layout::filter_values_path(segment, &declared.name);
         plan.push(Output::listed(Content::FilterValues { segment, field }, vec![values_path]));
-        // the values' page paths made in parallel, a few thousand values at a time (a field may
-        // have as many values as records: the paths of them all are not held twice)
-        for (chunk, values) in values.chunks(VALUES_AT_ONCE).enumerate() {
-            let pages: Vec<Vec<(Page, Vec<String>)>> = values
-                .par_iter()
-                .map(|(text, positions)| {
-                    let list = layout::filter_list(segment, &declared.name, text);
-                    let count = positions.len() as u64;
-                    let whole = [layout::list_path(&list), layout::all_page_path(&list)];
-                    let pages = page_files(&list, count, &options.page_sizes, options.links).into_iter();
-                    // the whole list once, as `all` (and the first page when that is all of it): no
-                    // link names `_pages/<size>/0/` of a list it fits in, and no host maps a
-                    // filter's `?limit=` onto files
-                    let whole_once = |(page, mut paths): (Page, Vec<String>)| {
-                        if page.is_everything(count) {
-                            paths.retain(|path| whole.contains(path));
-                        }
-                        (page, paths)
-                    };
-                    pages.map(whole_once).collect()
-                })
-                .collect();
-            for (value, pages) in pages.into_iter().enumerate() {
-                let value = chunk * VALUES_AT_ONCE + value;
-                for (page, paths) in pages {
-                    plan.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
+        for (value, (text, positions)) in values.iter().enumerate() {
+            let list = layout::filter_list(segment, &declared.name, text);
+            let count = positions.len() as u64;
+            let whole = [layout::list_path(&list), layout::all_page_path(&list)];
+            for (page, mut paths) in page_files(&list, count, &options.page_sizes, options.links) {
+                // the whole list once, as `all` (and the first page when that is all of it): no
+                // link names `_pages/<size>/0/` of a list it fits in, and no host maps a
+                // filter's `?limit=` onto files
+                if page.is_everything(count) {
+                    paths.retain(|path| whole.contains(path));
                 }
+                plan.push(Output::listed(Content::FilterPage { segment, field, value, page }, paths));
             }
         }
     }
@@ -369,49 +342,6 @@ mod tests {
     /// Every path (file) the plan holds for one list.
     fn paths(count: u64, page_sizes: &[u64], style: LinkStyle) -> BTreeSet<String> {
         page_files("x", count, page_sizes, style).into_values().flatten().collect()
-    }
-
-    /// A field with more values than are made at once is planned as one made a value at a
-    /// time would be: every value's pages, in order, each numbered by its value.
-    #[test]
-    fn every_value_of_a_filter_is_planned_in_order() {
-        let settings = crate::tree::manifest::test_manifest("thing", 0).settings;
-        let declared = [FilterField { name: "color".into(), path: "color".into() }];
-        let values: Vec<(String, Vec<u32>)> =
-            (0..VALUES_AT_ONCE as u32 * 2 + 7).map(|v| (format!("v{v:05}"), (0..v % 45).collect())).collect();
-        let extracted = Extracted {
-            names: Vec::new(),
-            fields: vec![values.clone()],
-            most_from_one: vec![(1, 1)],
-            problems: Vec::new(),
-            unchanged: false,
-        };
-        let mut plan = Plan::default();
-        plan_filters(&mut plan, "thing", &declared, &extracted, &settings);
-        let mut expected = vec![vec![layout::filter_values_path("thing", "color")]];
-        for (text, positions) in &values {
-            let list = layout::filter_list("thing", "color", text);
-            let count = positions.len() as u64;
-            let whole = [layout::list_path(&list), layout::all_page_path(&list)];
-            for (page, mut paths) in page_files(&list, count, &settings.page_sizes, settings.links) {
-                if page.is_everything(count) {
-                    paths.retain(|path| whole.contains(path));
-                }
-                expected.push(paths);
-            }
-        }
-        let planned: Vec<Vec<String>> = plan.listed().map(|output| output.listed.to_vec()).collect();
-        assert_eq!(planned, expected);
-        let numbered = plan.listed().filter_map(|output| match output.content {
-            Content::FilterPage { value, .. } => Some(value),
-            _ => None,
-        });
-        let mut last = 0;
-        for value in numbered {
-            assert!(value == last || value == last + 1, "value {value} after {last}");
-            last = value;
-        }
-        assert_eq!(last, values.len() - 1);
     }
 
     #[test]

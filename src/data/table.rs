@@ -128,34 +128,41 @@ fn hash_key(hash: &[u8; 32]) -> u64 {
 /// with the same bytes is not parsed again: it was checked when it was recorded.
 pub(crate) fn read_records(file: &Path, limit: u64, known: &KnownLines<'_>) -> Read<Record> {
     let parse = |span: Span, bytes: &[u8], hash: &blake3::Hash, problems: &mut Vec<Problem>| {
-        let (id, name) = match known.get(span.line, hash) {
-            Some(line) => (line.id, line.name.map(Box::from)),
-            None => {
-                let at = at_line(file, span.line, 1);
-                let head = parse_head(At::Line(file, span.line), bytes).map_err(|p| problems.push(p)).ok()?;
-                if head.not_object.is_some() {
-                    check_record(&at, 0, &head, problems); // says what the line is instead
-                    return None;
-                }
-                let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
-                (id, check_record(&at, id, &head, problems).map(String::into_boxed_str))
-            }
+        if let Some(line) = known.get(span.line, hash) {
+            return Some((line.id, Name::Recorded(line.name)));
+        }
+        let at = at_line(file, span.line, 1);
+        let head = parse_head(At::Line(file, span.line), bytes).map_err(|p| problems.push(p)).ok()?;
+        if head.not_object.is_some() {
+            check_record(&at, 0, &head, problems); // says what the line is instead
+            return None;
+        }
+        let id = line_id(&at, head.id.as_ref(), "add \"id\": <an integer> to the record", problems)?;
+        Some((id, Name::Read(check_record(&at, id, &head, problems))))
+    };
+    let mut seen = FirstLines::sized(known.count());
+    let keep = |(id, name): (i64, Name<'_>), span: Span, problems: &mut Vec<Problem>| {
+        if let Some(first) = seen.first(id, span.line) {
+            let at = at_line(file, span.line, 1);
+            problems.push(Problem::new(&at, "$.id", format!("id {id} is on line {first} too: ids are unique")));
+            return None;
+        }
+        // made here, on the thread that holds the dataset, as its other long-lived values are:
+        // long-lived values made on rayon's threads (the plan's page paths, once) stay amid what
+        // those threads let go of, and raised a fresh 1M build's peak by 6 MB
+        let name = match name {
+            Name::Recorded(name) => name.map(Box::from),
+            Name::Read(name) => name.as_deref().map(Box::from),
         };
         Some(Record { id, name, subdocs: Box::default(), line: Some(span) })
     };
-    let mut seen = FirstLines::sized(known.count());
-    let keep = |record: &Record, span: Span, problems: &mut Vec<Problem>| {
-        seen.first(record.id, span.line).is_none_or(|first| {
-            let at = at_line(file, span.line, 1);
-            problems.push(Problem::new(
-                &at,
-                "$.id",
-                format!("id {} is on line {first} too: ids are unique", record.id),
-            ));
-            false
-        })
-    };
     read_lines(file, limit, known, (parse, keep))
+}
+
+/// A record's name as a table's line gave it: the one recorded for the same bytes, or read.
+enum Name<'a> {
+    Recorded(Option<&'a str>),
+    Read(Option<String>),
 }
 
 /// The line each id was first read at, to find an id on two lines: the ids read in ascending
@@ -208,12 +215,11 @@ pub(crate) fn read_subdocs(
         Some((id, SubDoc { name: name.clone(), line: Some(span) }))
     };
     let mut seen = FirstLines::sized(known.count());
-    let keep = |(id, _): &(i64, SubDoc), span: Span, problems: &mut Vec<Problem>| {
-        seen.first(*id, span.line).is_none_or(|first| {
-            let at = at_line(file, span.line, 1);
-            problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
-            false
-        })
+    let keep = |item: (i64, SubDoc), span: Span, problems: &mut Vec<Problem>| {
+        let Some(first) = seen.first(item.0, span.line) else { return Some(item) };
+        let (at, id) = (at_line(file, span.line, 1), item.0);
+        problems.push(Problem::new(&at, "$.id", format!("record {id} has its {name} on line {first} too")));
+        None
     };
     read_lines(file, limit, known, (parse, keep))
 }

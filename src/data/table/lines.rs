@@ -1,4 +1,4 @@
-//! A table's lines, read: the file is read in blocks of 4 MB, each cut after its last whole
+//! A table's lines, read: the file is read in blocks of 1 MB, each cut after its last whole
 //! group of lines; a block's groups, then its lines, are hashed in parallel, then given in
 //! order to the reader. Memory holds one block (more only while a longer line or group is
 //! read), whatever the table's size.
@@ -19,9 +19,9 @@ use rayon::prelude::*;
 use std::io::Read as _;
 use std::path::Path;
 
-/// Bytes read at a time: enough groups (tens) and lines (thousands) for the hashing to be
+/// Bytes read at a time: enough groups (several) and lines (thousands) for the hashing to be
 /// shared out, little to hold.
-const BLOCK: usize = 4 << 20;
+const BLOCK: usize = 1 << 20;
 
 /// Lines a group.
 pub(crate) const GROUP: u32 = 256;
@@ -48,13 +48,13 @@ const SKIPPED: u8 = 3;
 /// line end changed changes it, for 33 bytes a line hashed instead of the whole file again.
 /// A blank line is a problem (a table holds one record a line; the file may end with a newline
 /// or not), and so is a line longer than `limit` bytes or a table with no lines.
-pub(super) fn read_lines<T: Send>(
+pub(super) fn read_lines<P: Send, T>(
     file: &Path,
     limit: u64,
     known: &KnownLines<'_>,
     (parse, mut keep): (
-        impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T> + Sync,
-        impl FnMut(&T, Span, &mut Vec<Problem>) -> bool,
+        impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<P> + Sync,
+        impl FnMut(P, Span, &mut Vec<Problem>) -> Option<T>,
     ),
 ) -> Read<T> {
     let lines = known.count();
@@ -162,7 +162,7 @@ struct Scratch {
 }
 
 /// A line checked and parsed: where it is, what it gave, and its problems.
-type Parsed<T> = (Span, Option<T>, Vec<Problem>);
+type Parsed<P> = (Span, Option<P>, Vec<Problem>);
 
 /// A line of a block: where it starts and ends (its line end left out), how it ends, and where
 /// the next one starts.
@@ -179,15 +179,15 @@ impl Lines<'_> {
     /// its last whole group (every line when `every_line`), hashing its groups and then the
     /// lines of the groups `known` does not hold in parallel, then checking the lines and
     /// giving them to `read` in order. Returns the bytes read (0: no whole group).
-    fn block<T: Send>(
+    fn block<P: Send, T>(
         &mut self,
         block: &[u8],
         every_line: bool,
         known: &KnownLines<'_>,
-        (out, parsed): (&mut Read<T>, &mut Vec<Parsed<T>>),
+        (out, parsed): (&mut Read<T>, &mut Vec<Parsed<P>>),
         (parse, keep): (
-            &(impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<T> + Sync),
-            &mut impl FnMut(&T, Span, &mut Vec<Problem>) -> bool,
+            &(impl Fn(Span, &[u8], &blake3::Hash, &mut Vec<Problem>) -> Option<P> + Sync),
+            &mut impl FnMut(P, Span, &mut Vec<Problem>) -> Option<T>,
         ),
     ) -> usize {
         // the block's vectors are the last block's, cleared: made afresh, each block's were given
@@ -288,7 +288,7 @@ impl Lines<'_> {
             .collect_into_vec(parsed);
         for ((span, item, problems), hash) in parsed.drain(..).zip(&hashes) {
             out.problems.extend(problems);
-            if let Some(item) = item.filter(|item| keep(item, span, &mut out.problems)) {
+            if let Some(item) = item.and_then(|item| keep(item, span, &mut out.problems)) {
                 out.items.push(item);
                 out.hashes.push(*hash);
             }
