@@ -197,7 +197,10 @@ impl DataFiles {
                 e.key.kind = kinds[e.key.kind as usize - 1] + 1;
             }
         }
-        self.entries.par_sort_unstable_by_key(|e| e.key);
+        // entries added in order (see `load_tables`) are not sorted again
+        if !self.entries.is_sorted_by_key(|e| e.key) {
+            self.entries.par_sort_unstable_by_key(|e| e.key);
+        }
         self.entries.shrink_to_fit();
         self.sorted = true;
     }

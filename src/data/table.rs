@@ -266,12 +266,34 @@ pub(crate) fn load_tables(
     problems: &mut Vec<Problem>,
 ) -> Loaded {
     let folders: HashSet<&str> = tables.folders.iter().map(String::as_str).collect();
-    let (mut held, mut twice) = (HashSet::new(), HashSet::new());
     let mut records = BTreeMap::new();
+    let mut subdocs = crate::data::dataset::SubDocs::new();
     // Room for as many lines as the previous build recorded, made once: grown a table at a
     // time, the entries of a million-line table were copied again for each table after it.
     files.reserve(previous.map_or(0, DataFiles::len));
-    for (segment, file) in &tables.records {
+    // Read in the data table's order (resources by name, each one's records table before its
+    // sub-document tables, those by name), and each resource's lines noted in the order of
+    // their ids: tables of lines in id order then give the data table in its order, which
+    // need not be sorted again (at 1M records, 0.2 s).
+    let mut record_tables: Vec<&(String, std::path::PathBuf)> = tables.records.iter().collect();
+    record_tables.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut subdoc_tables: Vec<&(String, String, std::path::PathBuf)> = tables.subdocs.iter().collect();
+    subdoc_tables.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let held: HashSet<&str> = record_tables.iter().map(|(segment, _)| segment.as_str()).collect();
+    for (segment, name, file) in &subdoc_tables {
+        if !held.contains(segment.as_str()) {
+            let table = file.with_file_name(DataPath::Table { segment }.file());
+            problems.push(Problem::whole(
+                file,
+                format!(
+                    "sub-documents of {segment}, which is not held as a table ({} is missing): a folder's records \
+                     keep theirs as {segment}/<id>/{name}.json",
+                    table.display()
+                ),
+            ));
+        }
+    }
+    for (segment, file) in record_tables {
         if folders.contains(segment.as_str()) {
             let folder = file.with_file_name(segment);
             problems.push(Problem::whole(
@@ -282,10 +304,8 @@ pub(crate) fn load_tables(
                     file.display()
                 ),
             ));
-            twice.insert(segment.as_str());
-            continue;
+            continue; // its sub-document tables are not read either
         }
-        held.insert(segment.as_str());
         let record = |line: &TableLine<'_>| Record {
             id: line.id,
             name: line.name.map(Box::from),
@@ -297,49 +317,73 @@ pub(crate) fn load_tables(
         let rel = DataPath::Table { segment }.file();
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
         files.insert_line_groups(&rel, read.groups);
-        files.reserve(read.items.len());
-        for (record, hash) in read.items.iter().zip(&read.hashes) {
-            let place = Place { segment, kind: None, id: record.id };
-            files.insert_line(&place, record.name.as_deref(), hash, record.line.unwrap_or(NO_SPAN));
-        }
         problems.extend(read.problems);
+        let mut kinds = Vec::new();
+        for (_, name, file) in subdoc_tables.iter().filter(|(of, _, _)| of == segment) {
+            let shared: std::sync::Arc<str> = name.as_str().into();
+            let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
+            let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
+            let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
+            let rel = DataPath::SubDocTable { segment, name }.file();
+            files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+            files.insert_line_groups(&rel, read.groups);
+            problems.extend(read.problems);
+            kinds.push((read.items, read.hashes));
+        }
+        note_lines(files, segment, (&read.items, &read.hashes), &kinds);
         let mut items = read.items;
         items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
         records.insert(segment.clone(), items);
-    }
-    let mut subdocs = crate::data::dataset::SubDocs::new();
-    for (segment, name, file) in &tables.subdocs {
-        if twice.contains(segment.as_str()) {
-            continue; // reported
+        for (items, _) in kinds {
+            super::dataset::add_subdocs(subdocs.entry(segment.clone()).or_default(), items);
         }
-        if !held.contains(segment.as_str()) {
-            let table = file.with_file_name(DataPath::Table { segment }.file());
-            problems.push(Problem::whole(
-                file,
-                format!(
-                    "sub-documents of {segment}, which is not held as a table ({} is missing): a folder's records \
-                     keep theirs as {segment}/<id>/{name}.json",
-                    table.display()
-                ),
-            ));
-            continue;
-        }
-        let shared: std::sync::Arc<str> = name.as_str().into();
-        let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
-        let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
-        let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
-        let rel = DataPath::SubDocTable { segment, name }.file();
-        files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-        files.insert_line_groups(&rel, read.groups);
-        files.reserve(read.items.len());
-        for ((id, subdoc), hash) in read.items.iter().zip(&read.hashes) {
-            let place = Place { segment, kind: Some(&subdoc.name), id: *id };
-            files.insert_line(&place, None, hash, subdoc.line.unwrap_or(NO_SPAN));
-        }
-        problems.extend(read.problems);
-        super::dataset::add_subdocs(subdocs.entry(segment.clone()).or_default(), read.items);
     }
     (records, subdocs)
+}
+
+/// One sub-document table's lines, read: each sub-document with its record's id, and its hash.
+type KindLines = (Vec<(i64, SubDoc)>, Vec<blake3::Hash>);
+
+/// Notes in `files` the lines of the records of `segment` and of its sub-documents (each kind's
+/// table in turn), each as the file it stands for, in the order of their ids (for an id, the
+/// record, then its sub-documents in their tables' order): the data table's order, when each
+/// table's lines are in id order.
+fn note_lines(
+    files: &mut DataFiles,
+    segment: &str,
+    (records, hashes): (&[Record], &[blake3::Hash]),
+    kinds: &[KindLines],
+) {
+    files.reserve(records.len() + kinds.iter().map(|(items, _)| items.len()).sum::<usize>());
+    let mut next = vec![0usize; 1 + kinds.len()];
+    let id_at = |table: usize, at: usize| match table {
+        0 => records.get(at).map(|record| record.id),
+        k => kinds[k - 1].0.get(at).map(|(id, _)| *id),
+    };
+    loop {
+        // the table whose next line has the least id (the first such table on a tie)
+        let mut least: Option<(i64, usize)> = None;
+        for (table, &at) in next.iter().enumerate() {
+            if let Some(id) = id_at(table, at)
+                && least.is_none_or(|(least, _)| id < least)
+            {
+                least = Some((id, table));
+            }
+        }
+        let Some((id, table)) = least else { break };
+        let at = next[table];
+        next[table] += 1;
+        if table == 0 {
+            let record = &records[at];
+            let place = Place { segment, kind: None, id };
+            files.insert_line(&place, record.name.as_deref(), &hashes[at], record.line.unwrap_or(NO_SPAN));
+        } else {
+            let (items, hashes) = &kinds[table - 1];
+            let subdoc = &items[at].1;
+            let place = Place { segment, kind: Some(&subdoc.name), id };
+            files.insert_line(&place, None, &hashes[at], subdoc.line.unwrap_or(NO_SPAN));
+        }
+    }
 }
 
 /// The lines of the table `file` (of `segment`'s records, or of its sub-documents `kind`), and
@@ -424,6 +468,35 @@ mod tests {
         files.insert_line_groups("thing.ndjson", read.groups.clone());
         files.finish();
         files
+    }
+
+    /// A resource's lines and its sub-documents' are noted in the order of their ids, each
+    /// record before its sub-documents, the kinds in their tables' order: the data table's.
+    #[test]
+    fn a_resources_lines_are_noted_in_id_order() {
+        let span = |line| Span { offset: 0, len: 1, line };
+        let record = |id| Record { id, name: None, subdocs: Box::default(), line: Some(span(id as u32)) };
+        let records = [record(1), record(2), record(4)];
+        let subdoc = |id: i64, name: &str| (id, SubDoc { name: name.into(), line: Some(span(id as u32)) });
+        let hashes = |n| vec![blake3::hash(b"x"); n];
+        let kinds = [
+            (vec![subdoc(2, "a"), subdoc(4, "a")], hashes(2)),
+            (vec![subdoc(1, "b"), subdoc(2, "b"), subdoc(3, "b")], hashes(3)),
+        ];
+        let mut files = DataFiles::default();
+        note_lines(&mut files, "thing", (&records, &hashes(3)), &kinds);
+        let paths: Vec<String> = files.iter().map(|(path, _)| path).collect();
+        let expected = [
+            "thing/1.json",
+            "thing/1/b.json",
+            "thing/2.json",
+            "thing/2/a.json",
+            "thing/2/b.json",
+            "thing/3/b.json",
+            "thing/4.json",
+            "thing/4/a.json",
+        ];
+        assert_eq!(paths, expected);
     }
 
     /// An id read again is found at the line it was first read at, whether the ids before it
