@@ -318,18 +318,10 @@ pub(crate) fn load_tables(
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
         files.insert_line_groups(&rel, read.groups);
         problems.extend(read.problems);
-        let mut kinds = Vec::new();
-        for (_, name, file) in subdoc_tables.iter().filter(|(of, _, _)| of == segment) {
-            let shared: std::sync::Arc<str> = name.as_str().into();
-            let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
-            let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
-            let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
-            let rel = DataPath::SubDocTable { segment, name }.file();
-            files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
-            files.insert_line_groups(&rel, read.groups);
-            problems.extend(read.problems);
-            kinds.push((read.items, read.hashes));
-        }
+        let of_segment = subdoc_tables.iter().filter(|(of, _, _)| of == segment);
+        let kinds: Vec<KindLines> = of_segment
+            .map(|(_, name, file)| subdoc_table((segment, name, file), limit, (seen, previous), files, problems))
+            .collect();
         note_lines(files, segment, (&read.items, &read.hashes), &kinds);
         let mut items = read.items;
         items.shrink_to_fit(); // room made for the previous build's lines: more if some were removed
@@ -339,6 +331,26 @@ pub(crate) fn load_tables(
         }
     }
     (records, subdocs)
+}
+
+/// Reads the table `file` of `segment`'s sub-documents `name`, noting the table (not its lines)
+/// in `files`.
+fn subdoc_table(
+    (segment, name, file): (&str, &str, &Path),
+    limit: u64,
+    (seen, previous): Known<'_>,
+    files: &mut DataFiles,
+    problems: &mut Vec<Problem>,
+) -> KindLines {
+    let shared: std::sync::Arc<str> = name.into();
+    let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
+    let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
+    let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
+    let rel = DataPath::SubDocTable { segment, name }.file();
+    files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
+    files.insert_line_groups(&rel, read.groups);
+    problems.extend(read.problems);
+    (read.items, read.hashes)
 }
 
 /// One sub-document table's lines, read: each sub-document with its record's id, and its hash.

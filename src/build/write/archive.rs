@@ -117,12 +117,7 @@ impl Output for ArchiveWriter<'_> {
             docs.late.push(vec![path.clone()]);
             handled.push(docs.count() - 1, hand(&stream, document, partial)?);
         }
-        let mut listing = Vec::new();
-        manifest.write_sorted_listing(std::iter::empty::<(String, blake3::Hash)>(), &mut listing)?;
-        let same_manifest = reader.as_ref().and_then(|reader| reader.entry(MANIFEST_KEY).ok().flatten());
-        if same_manifest.is_none_or(|entry| entry.hash != *blake3::hash(&listing).as_bytes()) {
-            stream.put(vec![MANIFEST_KEY.to_string()], &listing)?;
-        }
+        put_manifest(&stream, &manifest, reader.as_ref())?;
         drop(reader);
         let options = archive::Options::default();
         let failed =
@@ -159,6 +154,18 @@ impl Output for ArchiveWriter<'_> {
         };
         Ok(Written { report: report?, docs })
     }
+}
+
+/// Puts the archive's `manifest.json` (`manifest`, no files listed) into `stream`, unless the
+/// archive in place (`reader`) holds the same bytes.
+fn put_manifest(stream: &Stream, manifest: &Manifest, reader: Option<&Reader<Folder>>) -> Result<()> {
+    let mut listing = Vec::new();
+    manifest.write_sorted_listing(std::iter::empty::<(String, blake3::Hash)>(), &mut listing)?;
+    let same_manifest = reader.and_then(|reader| reader.entry(MANIFEST_KEY).ok().flatten());
+    if same_manifest.is_none_or(|entry| entry.hash != *blake3::hash(&listing).as_bytes()) {
+        stream.put(vec![MANIFEST_KEY.to_string()], &listing)?;
+    }
+    Ok(())
 }
 
 /// The documents' table for the index: every document's hash, and its size as its stamp's (an

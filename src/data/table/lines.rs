@@ -73,16 +73,7 @@ pub(super) fn read_lines<P: Send, T>(
             return out;
         }
     };
-    let mut lines = Lines {
-        file,
-        limit,
-        offset: 0,
-        number: 0,
-        whole: blake3::Hasher::new(),
-        ends: Vec::new(),
-        scratch: Scratch::default(),
-    };
-    let mut parsed = Vec::new();
+    let (mut lines, mut parsed) = (Lines::new(file, limit), Vec::new());
     let (mut buf, mut skipping) = (Vec::with_capacity(BLOCK), false);
     loop {
         let spare = (buf.capacity() - buf.len()) as u64;
@@ -94,18 +85,12 @@ pub(super) fn read_lines<P: Send, T>(
             }
         };
         if skipping {
-            // The rest of a line too long to hold: passed over up to its newline.
-            let Some(end) = memchr::memchr(b'\n', &buf) else {
-                lines.offset += buf.len() as u64;
-                buf.clear();
-                if eof {
-                    break;
-                }
+            skipping = lines.pass_long_line(&mut buf);
+            if skipping && eof {
+                break;
+            } else if skipping {
                 continue;
-            };
-            lines.offset += end as u64 + 1;
-            buf.drain(..=end);
-            skipping = false;
+            }
         }
         let whole_lines = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
         if whole_lines == 0 && !eof {
@@ -161,6 +146,83 @@ struct Scratch {
     hashes: Vec<blake3::Hash>,
 }
 
+impl Scratch {
+    /// The lines of `block`; when `first` (the lines before it) is given, only those up to the
+    /// end of the last group that ends in it.
+    fn lines_of(&mut self, block: &[u8], first: Option<u32>) {
+        let spans = &mut self.spans;
+        spans.clear();
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', block) {
+            let crlf = newline > start && block[newline - 1] == b'\r';
+            let end = newline - usize::from(crlf);
+            spans.push(LineAt { start, end, ends: if crlf { ENDS_CRLF } else { ENDS_LF }, next: newline + 1 });
+            start = newline + 1;
+        }
+        if start < block.len() {
+            spans.push(LineAt { start, end: block.len(), ends: ENDS_FILE, next: block.len() });
+        }
+        if let Some(first) = first {
+            let whole = (first as usize + spans.len()) / GROUP as usize * GROUP as usize;
+            spans.truncate(whole.saturating_sub(first as usize));
+        }
+    }
+
+    /// Each line's hash (its lines after the `first` of the table): its groups hashed (their
+    /// hashes pushed on `groups`), the lines of a group `known` recorded with the same bytes
+    /// given their recorded hashes, the others hashed, in parallel.
+    fn hash(&mut self, block: &[u8], first: u32, known: &KnownLines<'_>, groups: &mut Vec<[u8; 32]>) {
+        let Scratch { spans, recorded, hashes } = self;
+        // The groups begun in this block: (group number, first and last line's index in
+        // `spans`). One begun in an earlier block (read whole only past GROUP_BYTES_MAX) is not
+        // hashed. The last one may end in the next block (read here past GROUP_BYTES_MAX) or be
+        // the file's last: its lines' bytes are hashed all the same, and a hash equal to the
+        // recorded one says the same of its lines as a whole group's.
+        let mut begun: Vec<(usize, usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < spans.len() {
+            let g = (first as usize + i) / GROUP as usize;
+            let end = ((g + 1) * GROUP as usize - first as usize).min(spans.len());
+            if g * (GROUP as usize) < first as usize {
+                if groups.len() == g {
+                    groups.push(NO_GROUP);
+                }
+            } else {
+                begun.push((g, i, end));
+            }
+            i = end;
+        }
+        let group_hashes: Vec<blake3::Hash> = begun
+            .par_iter()
+            .map(|&(_, from, to)| blake3::hash(&block[spans[from].start..spans[to - 1].next]))
+            .collect();
+        // Each line's hash when its group's bytes are those recorded, else `None`.
+        recorded.clear();
+        recorded.resize(spans.len(), None);
+        for (&(g, from, to), hash) in begun.iter().zip(&group_hashes) {
+            if groups.len() == g {
+                groups.push(*hash.as_bytes());
+            }
+            if known.group(g) != Some(hash.as_bytes()) {
+                continue;
+            }
+            for i in from..to {
+                recorded[i] = known.hash_at(first + 1 + i as u32, spans[i].end - spans[i].start);
+                if recorded[i].is_none() {
+                    recorded[from..=i].fill(None); // not the lines recorded: each is hashed
+                    break;
+                }
+            }
+        }
+        spans
+            .par_iter()
+            .zip(&*recorded)
+            .with_min_len(256)
+            .map(|(at, recorded)| recorded.unwrap_or_else(|| blake3::hash(&block[at.start..at.end])))
+            .collect_into_vec(hashes);
+    }
+}
+
 /// A line checked and parsed: where it is, what it gave, and its problems.
 type Parsed<P> = (Span, Option<P>, Vec<Problem>);
 
@@ -175,6 +237,25 @@ struct LineAt {
 }
 
 impl Lines<'_> {
+    /// A reading of `file` from its start.
+    fn new(file: &Path, limit: u64) -> Lines<'_> {
+        let whole = blake3::Hasher::new();
+        Lines { file, limit, offset: 0, number: 0, whole, ends: Vec::new(), scratch: Scratch::default() }
+    }
+
+    /// Passes over the rest of a line too long to hold, in `buf`, up to its newline; true when
+    /// it goes on past `buf`.
+    fn pass_long_line(&mut self, buf: &mut Vec<u8>) -> bool {
+        let Some(end) = memchr::memchr(b'\n', buf) else {
+            self.offset += buf.len() as u64;
+            buf.clear();
+            return true;
+        };
+        self.offset += end as u64 + 1;
+        buf.drain(..=end);
+        false
+    }
+
     /// Reads the lines of `block` (whole lines, the last one ending the block) up to the end of
     /// its last whole group (every line when `every_line`), hashing its groups and then the
     /// lines of the groups `known` does not hold in parallel, then checking the lines and
@@ -192,89 +273,26 @@ impl Lines<'_> {
     ) -> usize {
         // the block's vectors are the last block's, cleared: made afresh, each block's were given
         // back to the system and taken again, page by page (a third of the reading's time)
-        let Scratch { mut spans, mut recorded, mut hashes } = std::mem::take(&mut self.scratch);
-        spans.clear();
-        let mut start = 0;
-        for newline in memchr::memchr_iter(b'\n', block) {
-            let crlf = newline > start && block[newline - 1] == b'\r';
-            let end = newline - usize::from(crlf);
-            spans.push(LineAt { start, end, ends: if crlf { ENDS_CRLF } else { ENDS_LF }, next: newline + 1 });
-            start = newline + 1;
-        }
-        if start < block.len() {
-            spans.push(LineAt { start, end: block.len(), ends: ENDS_FILE, next: block.len() });
-        }
+        let mut scratch = std::mem::take(&mut self.scratch);
         let first = self.number; // lines before this block
-        if !every_line {
-            // the lines up to the end of the last group that ends in this block
-            let whole = (first as usize + spans.len()) / GROUP as usize * GROUP as usize;
-            spans.truncate(whole.saturating_sub(first as usize));
-        }
-        let Some(last) = spans.last() else {
-            self.scratch = Scratch { spans, recorded, hashes };
+        scratch.lines_of(block, (!every_line).then_some(first));
+        let Some(read_to) = scratch.spans.last().map(|last| last.next) else {
+            self.scratch = scratch;
             return 0;
         };
-        let read_to = last.next;
-
-        // The groups begun in this block: (group number, first and last line's index in
-        // `spans`). One begun in an earlier block (read whole only past GROUP_BYTES_MAX) is not
-        // hashed. The last one may end in the next block (read here past GROUP_BYTES_MAX) or be
-        // the file's last: its lines' bytes are hashed all the same, and a hash equal to the
-        // recorded one says the same of its lines as a whole group's.
-        let group_of = |i: usize| (first as usize + i) / GROUP as usize;
-        let mut groups: Vec<(usize, usize, usize)> = Vec::new();
-        let mut i = 0;
-        while i < spans.len() {
-            let g = group_of(i);
-            let end = ((g + 1) * GROUP as usize - first as usize).min(spans.len());
-            if g * (GROUP as usize) < first as usize {
-                if out.groups.len() == g {
-                    out.groups.push(NO_GROUP);
-                }
-            } else {
-                groups.push((g, i, end));
-            }
-            i = end;
-        }
-        let group_hashes: Vec<blake3::Hash> = groups
-            .par_iter()
-            .map(|&(_, from, to)| blake3::hash(&block[spans[from].start..spans[to - 1].next]))
-            .collect();
-        // Each line's hash when its group's bytes are those recorded, else `None`.
-        recorded.clear();
-        recorded.resize(spans.len(), None);
-        for (&(g, from, to), hash) in groups.iter().zip(&group_hashes) {
-            if out.groups.len() == g {
-                out.groups.push(*hash.as_bytes());
-            }
-            if known.group(g) != Some(hash.as_bytes()) {
-                continue;
-            }
-            for i in from..to {
-                recorded[i] = known.hash_at(first + 1 + i as u32, spans[i].end - spans[i].start);
-                if recorded[i].is_none() {
-                    recorded[from..=i].fill(None); // not the lines recorded: each is hashed
-                    break;
-                }
-            }
-        }
-        spans
-            .par_iter()
-            .zip(&recorded)
-            .with_min_len(256)
-            .map(|(at, recorded)| recorded.unwrap_or_else(|| blake3::hash(&block[at.start..at.end])))
-            .collect_into_vec(&mut hashes);
+        scratch.hash(block, first, known, &mut out.groups);
         self.ends.clear();
-        for (hash, at) in hashes.iter().zip(&spans) {
+        for (hash, at) in scratch.hashes.iter().zip(&scratch.spans) {
             self.ends.extend_from_slice(hash.as_bytes());
             self.ends.push(at.ends);
         }
         self.whole.update(&self.ends);
         // each line checked and parsed in parallel (its problems kept with it), then kept in order
         let (check, offset) = (Check { file: self.file, limit: self.limit }, self.offset);
+        let Scratch { spans, hashes, .. } = &scratch;
         spans
             .par_iter()
-            .zip(&hashes)
+            .zip(hashes)
             .enumerate()
             .with_min_len(256)
             .map(|(i, (at, hash))| {
@@ -286,7 +304,7 @@ impl Lines<'_> {
                 (span, item, problems)
             })
             .collect_into_vec(parsed);
-        for ((span, item, problems), hash) in parsed.drain(..).zip(&hashes) {
+        for ((span, item, problems), hash) in parsed.drain(..).zip(hashes) {
             out.problems.extend(problems);
             if let Some(item) = item.and_then(|item| keep(item, span, &mut out.problems)) {
                 out.items.push(item);
@@ -295,7 +313,7 @@ impl Lines<'_> {
         }
         self.number += spans.len() as u32;
         self.offset += read_to as u64;
-        self.scratch = Scratch { spans, recorded, hashes };
+        self.scratch = scratch;
         read_to
     }
 
