@@ -314,7 +314,7 @@ pub(crate) fn load_tables(
         };
         let read_table = |known: &KnownLines<'_>| read_records(file, limit, known);
         let (read, stamp) = table_lines(file, (segment, None), (seen, previous), record, read_table);
-        let rel = DataPath::Table { segment }.file();
+        let rel = table_file((segment, None));
         files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
         files.insert_line_groups(&rel, read.groups);
         problems.extend(read.problems);
@@ -346,7 +346,7 @@ fn subdoc_table(
     let subdoc = |line: &TableLine<'_>| (line.id, SubDoc { name: shared.clone(), line: Some(line.span) });
     let read_table = |known: &KnownLines<'_>| read_subdocs(file, &shared, limit, known);
     let (read, stamp) = table_lines(file, (segment, Some(name)), (seen, previous), subdoc, read_table);
-    let rel = DataPath::SubDocTable { segment, name }.file();
+    let rel = table_file((segment, Some(name)));
     files.insert(&rel, DataFile { stamp, hash: Hash(read.hash), name: None, line: None });
     files.insert_line_groups(&rel, read.groups);
     problems.extend(read.problems);

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// Version of the index's format; another version is ignored (the next build is a full one).
-/// 7: the data table ends with each table's line groups' hashes (src/data/table/lines.rs). 6: the head names the gen that wrote the index (an index another gen wrote is ignored), and
+/// 7: the data table ends with each table's line groups' hashes (src/data/table/lines.rs).
+/// 6: the head names the gen that wrote the index (an index another gen wrote is ignored), and
 /// the lines of sub-document tables it records were checked by the one reader of the data
 /// (json/reader.rs); a 5 recorded them read by serde_json's own (numbers rewritten, keys twice
 /// kept, the number mark read), which a rebuild must not trust. 5: the data table first (written as soon as the build no longer needs it), the head, then the

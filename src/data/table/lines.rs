@@ -57,9 +57,9 @@ pub(super) fn read_lines<P: Send, T>(
         impl FnMut(P, Span, &mut Vec<Problem>) -> Option<T>,
     ),
 ) -> Read<T> {
-    let lines = known.count();
-    let (items, hashes) = (Vec::with_capacity(lines), Vec::with_capacity(lines));
-    let groups = Vec::with_capacity(lines.div_ceil(GROUP as usize));
+    let expected = known.count();
+    let (items, hashes) = (Vec::with_capacity(expected), Vec::with_capacity(expected));
+    let groups = Vec::with_capacity(expected.div_ceil(GROUP as usize));
     let mut out = Read { items, hashes, groups, problems: Vec::new(), hash: blake3::hash(b"") };
     // opened as a record file is (a regular file, without blocking), and read to its size then
     let mut input = match crate::fsutil::open_table(file) {
@@ -125,8 +125,8 @@ pub(super) fn read_lines<P: Send, T>(
 
 /// Where the reading of a table is, and its hash so far.
 struct Lines<'a> {
-    file: &'a Path,
-    limit: u64,
+    /// What each line is checked for (and the file, for the problems).
+    check: Check<'a>,
     /// Byte offset of the next block in the file.
     offset: u64,
     /// Number of the last line read.
@@ -174,8 +174,8 @@ impl Scratch {
     fn hash(&mut self, block: &[u8], first: u32, known: &KnownLines<'_>, groups: &mut Vec<[u8; 32]>) {
         let Scratch { spans, recorded, hashes } = self;
         // The groups begun in this block: (group number, first and last line's index in
-        // `spans`). One begun in an earlier block (read whole only past GROUP_BYTES_MAX) is not
-        // hashed. The last one may end in the next block (read here past GROUP_BYTES_MAX) or be
+        // `spans`). One begun in an earlier block (cut past GROUP_BYTES_MAX, or after a line
+        // too long to read) is not hashed. The last one may end in the next block (read here past GROUP_BYTES_MAX) or be
         // the file's last: its lines' bytes are hashed all the same, and a hash equal to the
         // recorded one says the same of its lines as a whole group's.
         let mut begun: Vec<(usize, usize, usize)> = Vec::new();
@@ -240,7 +240,8 @@ impl Lines<'_> {
     /// A reading of `file` from its start.
     fn new(file: &Path, limit: u64) -> Lines<'_> {
         let whole = blake3::Hasher::new();
-        Lines { file, limit, offset: 0, number: 0, whole, ends: Vec::new(), scratch: Scratch::default() }
+        let check = Check { file, limit };
+        Lines { check, offset: 0, number: 0, whole, ends: Vec::new(), scratch: Scratch::default() }
     }
 
     /// Passes over the rest of a line too long to hold, in `buf`, up to its newline; true when
@@ -288,7 +289,7 @@ impl Lines<'_> {
         }
         self.whole.update(&self.ends);
         // each line checked and parsed in parallel (its problems kept with it), then kept in order
-        let (check, offset) = (Check { file: self.file, limit: self.limit }, self.offset);
+        let (check, offset) = (self.check, self.offset);
         let Scratch { spans, hashes, .. } = &scratch;
         spans
             .par_iter()
@@ -320,12 +321,8 @@ impl Lines<'_> {
     /// Notes the next line as too long to read, before it is passed over.
     fn skip_long_line(&mut self, problems: &mut Vec<Problem>) {
         self.number += 1;
-        problems.push(self.too_long(self.number));
+        problems.push(self.check.too_long(self.number));
         self.whole.update(&[SKIPPED]);
-    }
-
-    fn too_long(&self, line: u32) -> Problem {
-        Check { file: self.file, limit: self.limit }.too_long(line)
     }
 }
 
